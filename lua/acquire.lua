@@ -1,0 +1,31 @@
+-- acquire: take or re-enter a reentrant lock (Redisson RLock layout).
+--
+-- KEYS[1]  lock hash: field = owner token, value = hold count
+-- KEYS[2]  acquire latch of this owner: lockgen_acquire_latch:{<lock>}:<owner>
+--          holds the id of the last request of this owner that took the lock,
+--          or "abort:<id>" once a request was settled as not taken
+-- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
+-- ARGV[2]  owner token "<client uuid>:<n>"
+-- ARGV[3]  request id of this attempt (unique per attempt, reused by resends)
+-- ARGV[4]  latch lifetime in milliseconds
+--
+-- Returns
+--   nil      the lock is now held by ARGV[2] (taken, re-entered, or this very
+--            request had already taken it: a resend never counts twice)
+--   integer  not taken: the remaining lease of the current holder in ms
+--            (-1 when the key has no expiry); -3 when this request was
+--            settled as aborted by settle.lua and must not take the lock
+local seen = redis.call('get', KEYS[2])
+if seen == ARGV[3] then
+    return nil
+end
+if seen == 'abort:' .. ARGV[3] then
+    return -3
+end
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
+    return nil
+end
+return redis.call('pttl', KEYS[1])

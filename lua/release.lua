@@ -1,0 +1,34 @@
+-- release: drop one hold of a reentrant lock (Redisson RLock layout).
+--
+-- KEYS[1]  lock hash
+-- KEYS[2]  unlock channel: redisson_lock__channel:{<lock>}
+-- KEYS[3]  unlock latch of this request: redisson_unlock_latch:{<lock>}:<request id>
+--          remembers the result, so a resent release never decrements twice
+-- KEYS[4]  acquire latch of the owner (deleted with the last hold)
+-- ARGV[1]  unlock message published on the last release ("0")
+-- ARGV[2]  lease in milliseconds, re-applied while holds remain
+-- ARGV[3]  owner token
+-- ARGV[4]  publish command: "publish", or "spublish" on a sharded cluster
+-- ARGV[5]  latch lifetime in milliseconds
+--
+-- Returns
+--   nil  ARGV[3] does not hold the lock (expired, deleted, or never taken)
+--   0    one hold dropped, the owner still holds the lock
+--   1    the last hold dropped: lock deleted, one waiter woken
+local done = redis.call('get', KEYS[3])
+if done then
+    return tonumber(done)
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('set', KEYS[3], 0, 'px', ARGV[5])
+    return 0
+end
+redis.call('del', KEYS[1], KEYS[4])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+redis.call('set', KEYS[3], 1, 'px', ARGV[5])
+return 1

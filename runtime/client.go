@@ -1,0 +1,214 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options configures a Client. The zero value is ready to use.
+type Options struct {
+	// WatchdogTimeout is the lease of holds that use the watchdog
+	// (LockOptions.Lease == Watchdog). The watchdog renews them every
+	// WatchdogTimeout/3. Zero means 30s, as in Redisson.
+	WatchdogTimeout time.Duration
+
+	// ReleaseTimeout bounds a release, which runs detached from the caller's
+	// ctx (a cancelled caller never leaks a lock), and the settling of an
+	// acquire whose reply was lost. Transport errors are retried within it.
+	// Zero means 5s.
+	ReleaseTimeout time.Duration
+
+	// Logger receives lost locks and failed renewals and releases.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+
+	// Observer, when set, is told about acquisitions, releases, losses and
+	// watchdog rounds. Nil means no events.
+	Observer Observer
+}
+
+const (
+	defaultWatchdogTimeout = 30 * time.Second
+	defaultReleaseTimeout  = 5 * time.Second
+	// minLease is the shortest lease accepted: anything shorter expires
+	// before a round trip and its drift margin.
+	minLease = 10 * time.Millisecond
+)
+
+// Client is the shared runtime every lock handle works through: one per
+// process and Redis deployment is the intended use. It owns one pub/sub
+// connection (the hub that wakes waiters) and one watchdog loop that renews
+// every watchdog hold in batched script calls.
+//
+// A Client is safe for concurrent use. Close it when done; the Redis client
+// it was built from stays open and remains the caller's.
+type Client struct {
+	rdb      redis.UniversalClient
+	opts     Options
+	id       string // uuid of this client: the first half of every owner token
+	cluster  bool   // keys are grouped by slot for batched calls
+	publish  string // "publish" (classic pub/sub)
+	latchTTL int64  // lifetime of request latches, ms
+	log      *slog.Logger
+
+	ownerSeq   atomic.Uint64
+	requestSeq atomic.Uint64
+
+	mu     sync.Mutex
+	holds  map[holdID]*hold
+	closed bool
+
+	closeCh chan struct{}
+	hub     *hub
+	wd      watchdog
+}
+
+// NewClient returns a Client that locks through rdb, which may be a
+// *redis.Client, *redis.ClusterClient, a Sentinel failover client or a Ring.
+func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("lockgen: NewClient: %w: nil redis client", ErrInvalidArgument)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.WatchdogTimeout == 0 {
+		o.WatchdogTimeout = defaultWatchdogTimeout
+	}
+	if o.WatchdogTimeout < 3*minLease {
+		return nil, fmt.Errorf("lockgen: NewClient: %w: WatchdogTimeout %v is shorter than %v", ErrInvalidLease, o.WatchdogTimeout, 3*minLease)
+	}
+	if o.ReleaseTimeout == 0 {
+		o.ReleaseTimeout = defaultReleaseTimeout
+	}
+	if o.ReleaseTimeout < 0 {
+		return nil, fmt.Errorf("lockgen: NewClient: %w: negative ReleaseTimeout %v", ErrInvalidArgument, o.ReleaseTimeout)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	c := &Client{
+		rdb:      rdb,
+		opts:     o,
+		id:       newUUID(),
+		publish:  "publish",
+		latchTTL: max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(),
+		log:      o.Logger.With("component", "lockgen"),
+		holds:    make(map[holdID]*hold),
+		closeCh:  make(chan struct{}),
+	}
+	_, c.cluster = rdb.(*redis.ClusterClient)
+	c.hub = newHub(c)
+	return c, nil
+}
+
+// ID is the uuid that starts every owner token of this client.
+func (c *Client) ID() string { return c.id }
+
+// Close stops the watchdog and the pub/sub hub. Waiters return ErrClosed;
+// the ctx of every hold is cancelled with a cause wrapping ErrClosed, since
+// no one renews it any more. Holds stay in Redis until their holders
+// Unlock (which still works after Close) or their lease runs out. Close
+// does not close the Redis client, which belongs to the caller.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.closeCh)
+	for _, h := range c.holds {
+		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
+	}
+	c.mu.Unlock()
+	c.wd.wait()
+	c.hub.close()
+	return nil
+}
+
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closeCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *Client) newOwner() string {
+	return c.id + ":" + strconv.FormatUint(c.ownerSeq.Add(1), 10)
+}
+
+func (c *Client) newRequestID() string {
+	return c.id + ":r" + strconv.FormatUint(c.requestSeq.Add(1), 36)
+}
+
+func (c *Client) observe(e Event) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.ObserveLock(e)
+	}
+}
+
+// detached returns a ctx that survives the caller's cancellation and ends
+// after the release timeout: releases and settlements must finish even when
+// the caller has given up.
+func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
+}
+
+// retry runs op until it succeeds, fails with a Redis error reply (which a
+// resend would not change), or ctx ends. op must be idempotent.
+func retry[T any](ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	backoff := 5 * time.Millisecond
+	for {
+		v, err := op(ctx)
+		if err == nil || errors.Is(err, redis.Nil) || isRedisReply(err) {
+			return v, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// drift is the safety margin subtracted from a lease before the holder is
+// told its hold may be gone: clocks of client and server differ a little,
+// and the expiry started when Redis ran the command, after it was sent.
+func drift(lease time.Duration) time.Duration {
+	return lease/100 + 2*time.Millisecond
+}
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}

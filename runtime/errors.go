@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors. Every error the runtime returns for a lock is a
+// *LockError that wraps one of these (or a context or Redis error), so
+// callers test with errors.Is and read the lock name and key from the
+// *LockError with errors.As.
+var (
+	// ErrNotAcquired: the lock was held by someone else for the whole wait time.
+	ErrNotAcquired = errors.New("lock not acquired within the wait time")
+	// ErrLockLost: a hold ended without being released: its key was deleted
+	// or expired, or the lease ran out before a renewal was confirmed. The
+	// ctx of the hold is cancelled with a cause that wraps ErrLockLost.
+	ErrLockLost = errors.New("lock lost")
+	// ErrNotHeld: the ctx given to Unlock holds no acquisition of this lock
+	// (never acquired, or already released). Redisson's IllegalMonitorStateException.
+	ErrNotHeld = errors.New("lock not held by this owner")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("lock client closed")
+	// ErrInvalidKey: a lock key is empty, or a key parameter cannot be rendered safely.
+	ErrInvalidKey = errors.New("invalid lock key")
+	// ErrInvalidLease: a lease is negative or too short to be useful.
+	ErrInvalidLease = errors.New("invalid lease")
+	// ErrInvalidArgument: some other argument is unusable, such as a nil fn.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrOutcomeUnknown: an acquire or release got no reply and Redis could
+	// not be reached to settle it. An unconfirmed acquisition is never
+	// renewed, so it expires with its lease.
+	ErrOutcomeUnknown = errors.New("outcome unknown: redis unreachable")
+)
+
+// LockError describes a failed lock operation.
+type LockError struct {
+	Op   string // "acquire", "release", "renew", "lease", "force-unlock", "inspect"
+	Name string // logical lock name from LockOptions.Name; may be empty
+	Key  string // Redis key of the lock
+	Err  error  // the cause; a sentinel above, a context error, or a Redis error
+}
+
+func (e *LockError) Error() string {
+	var b strings.Builder
+	b.WriteString("lockgen: ")
+	if e.Name != "" {
+		b.WriteString(e.Name)
+		b.WriteString(" (")
+		b.WriteString(e.Key)
+		b.WriteString(")")
+	} else {
+		b.WriteString(e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Op)
+	b.WriteString(": ")
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *LockError) Unwrap() error { return e.Err }
+
+// isRedisReply reports whether err is an error reply from the server (a
+// script error, WRONGTYPE, ...), as opposed to a transport or context error
+// after which the outcome of a command is unknown.
+func isRedisReply(err error) bool {
+	var re interface{ RedisError() }
+	return errors.As(err, &re)
+}

@@ -1,0 +1,210 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A hold is what one owner has of one lock: the local mirror of the owner's
+// field in the lock hash. Every acquisition by the owner (the outer one and
+// each re-entry) adds one to count, as HINCRBY does in Redis. The hold is
+// renewed by the watchdog while any acquisition uses the watchdog lease.
+//
+// All fields are guarded by Client.mu.
+type hold struct {
+	c     *Client
+	name  string // logical name
+	key   string // lock key
+	owner string // owner token
+	field string // hash field that proves the hold (renewal checks it)
+
+	count     int
+	watchdog  bool      // renewed by the watchdog
+	expiresAt time.Time // local estimate of the key's expiry (from send times)
+	slot      int       // cluster slot of key, for batching
+	acqs      []*acquisition
+	gone      bool  // released or lost: no longer in Client.holds
+	lostErr   error // why it was lost; nil when released normally
+}
+
+type holdID struct{ key, owner string }
+
+// An acquisition is one successful Lock/TryLock/Do: it owns the ctx handed
+// to the caller and is released exactly once.
+type acquisition struct {
+	h        *hold
+	start    time.Time
+	cancel   context.CancelCauseFunc
+	stop     context.CancelFunc // stops the fixed-lease deadline; nil for watchdog
+	released bool               // guarded by Client.mu
+}
+
+func (a *acquisition) end(cause error) {
+	a.cancel(cause)
+	if a.stop != nil {
+		a.stop()
+	}
+}
+
+// cancelAll cancels the ctx of every acquisition of h with cause.
+func (h *hold) cancelAll(cause error) {
+	for _, a := range h.acqs {
+		a.end(cause)
+	}
+}
+
+// holdContext is the ctx an acquisition hands to its caller. It carries the
+// owner token (so a nested acquisition re-enters) and the acquisition (so
+// Unlock knows what to release), without an allocation per value.
+type holdContext struct {
+	context.Context
+	acq    *acquisition
+	parent *holdContext // next enclosing acquisition of the same client
+}
+
+type ownerKey struct{ c *Client }
+
+func (hc *holdContext) Value(k any) any {
+	if ok, is := k.(ownerKey); is && ok.c == hc.acq.h.c {
+		return hc
+	}
+	return hc.Context.Value(k)
+}
+
+// holdOf returns the innermost acquisition context of c in ctx, or nil.
+func (c *Client) holdOf(ctx context.Context) *holdContext {
+	hc, _ := ctx.Value(ownerKey{c}).(*holdContext)
+	return hc
+}
+
+// acquisitionOf returns the innermost acquisition of key in ctx, or nil.
+func (c *Client) acquisitionOf(ctx context.Context, key string) *acquisition {
+	for hc := c.holdOf(ctx); hc != nil; hc = hc.parent {
+		if hc.acq.h.key == key {
+			return hc.acq
+		}
+	}
+	return nil
+}
+
+// leaseFor is the PEXPIRE an acquisition or partial release applies to a key
+// that owner may already hold: never shorter than what the hold already has,
+// so a nested acquisition with a short lease cannot cut the outer one's.
+func (c *Client) leaseFor(key, owner string, lease time.Duration) time.Duration {
+	if lease == Watchdog {
+		lease = c.opts.WatchdogTimeout
+	}
+	c.mu.Lock()
+	h := c.holds[holdID{key, owner}]
+	if h != nil {
+		if h.watchdog {
+			lease = max(lease, c.opts.WatchdogTimeout)
+		} else {
+			lease = max(lease, time.Until(h.expiresAt))
+		}
+	}
+	c.mu.Unlock()
+	return lease
+}
+
+// addHold records a successful acquisition of key by owner (sent at start
+// with the given lease) and returns the ctx for the caller.
+func (c *Client) addHold(parent context.Context, name, key, owner, field string, lease time.Duration, start time.Time) (context.Context, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
+	}
+	id := holdID{key, owner}
+	h := c.holds[id]
+	if h == nil {
+		h = &hold{c: c, name: name, key: key, owner: owner, field: field}
+		if c.cluster {
+			h.slot = keySlot(key)
+		}
+		c.holds[id] = h
+	}
+	h.count++
+	effective := lease
+	if lease == Watchdog {
+		effective = c.opts.WatchdogTimeout
+		if !h.watchdog {
+			h.watchdog = true
+			c.wd.start(c)
+		}
+	}
+	if exp := start.Add(effective); exp.After(h.expiresAt) {
+		h.expiresAt = exp
+	}
+
+	acq := &acquisition{h: h, start: start}
+	cctx, cancel := context.WithCancelCause(parent)
+	acq.cancel = cancel
+	var ctx context.Context = cctx
+	if lease != Watchdog {
+		cause := &LockError{Op: "lease", Name: name, Key: key,
+			Err: fmt.Errorf("%w: fixed lease of %v ran out", ErrLockLost, lease)}
+		ctx, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-drift(lease)), cause)
+	}
+	h.acqs = append(h.acqs, acq)
+	c.mu.Unlock()
+	return &holdContext{Context: ctx, acq: acq, parent: c.holdOf(parent)}, nil
+}
+
+// dropAcquisition marks acq released and takes it off its hold. It reports
+// whether this was the last hold of the owner (the key is then released in
+// Redis), the lease to re-apply otherwise, and the loss if the hold was lost.
+func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Duration, lost error, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if acq.released {
+		return false, 0, nil, false
+	}
+	acq.released = true
+	h := acq.h
+	for i, a := range h.acqs {
+		if a == acq {
+			h.acqs = append(h.acqs[:i], h.acqs[i+1:]...)
+			break
+		}
+	}
+	if h.lostErr != nil {
+		return false, 0, h.lostErr, true
+	}
+	h.count--
+	if h.count <= 0 {
+		h.gone = true
+		delete(c.holds, holdID{h.key, h.owner})
+		return true, 0, nil, true
+	}
+	if h.watchdog {
+		return false, c.opts.WatchdogTimeout, nil, true
+	}
+	return false, max(time.Until(h.expiresAt), minLease), nil, true
+}
+
+// loseLocked ends h: it is removed from the registry (so the watchdog
+// forgets it) and every ctx of it is cancelled with cause. c.mu is held.
+func (c *Client) loseLocked(h *hold, cause error) {
+	if h.gone {
+		return
+	}
+	h.gone = true
+	h.lostErr = cause
+	delete(c.holds, holdID{h.key, h.owner})
+	h.cancelAll(cause)
+	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
+	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Err: cause})
+}
+
+// loseKey ends every local hold of key (after ForceUnlock).
+func (c *Client) loseKey(key string, cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, h := range c.holds {
+		if id.key == key {
+			c.loseLocked(h, cause)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package runtime
+
+import "strings"
+
+// Key and channel names follow Redisson's helpers exactly, so that Redisson
+// and lockgen find the same keys and channels for the same lock name, and so
+// that every key of one lock hashes to the same cluster slot.
+
+// prefixName is Redisson's prefixName: "p:{name}", or "p:name" when name
+// already carries a hash tag.
+func prefixName(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// suffixName is Redisson's suffixName: "{name}:s", or "name:s" when name
+// already carries a hash tag.
+func suffixName(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// lockChannel is the channel a reentrant lock publishes its unlock message on.
+func lockChannel(key string) string { return prefixName("redisson_lock__channel", key) }
+
+// unlockLatch remembers the result of one release request (Redisson's unlock latch).
+func unlockLatch(key, requestID string) string {
+	return prefixName("redisson_unlock_latch", key) + ":" + requestID
+}
+
+// acquireLatch remembers the last request of owner that took the lock, so
+// that a resent acquire never counts twice and a lost reply can be settled.
+func acquireLatch(key, owner string) string {
+	return prefixName("lockgen_acquire_latch", key) + ":" + owner
+}
+
+// Messages published on unlock channels.
+const (
+	unlockMessage     = "0" // wakes one waiter
+	readUnlockMessage = "1" // wakes every waiting reader
+)

@@ -1,0 +1,97 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Watchdog and Forever are the special values of LockOptions.
+const (
+	// Watchdog as a lease: the hold is renewed by the Client's watchdog
+	// every WatchdogTimeout/3 for as long as it is held.
+	Watchdog time.Duration = 0
+	// Forever as a wait time: wait until the ctx is done.
+	Forever time.Duration = -1
+)
+
+// tryFunc makes one acquisition attempt. When the lock is held by someone
+// else it reports the holder's remaining lease (negative: no expiry), which
+// bounds how long a waiter sleeps: a holder that crashed publishes nothing.
+type tryFunc func(ctx context.Context) (acquired bool, ttl time.Duration, err error)
+
+// await runs the waiting protocol shared by the lock kinds:
+//
+//  1. try; done if acquired or if wait is 0;
+//  2. join channel on the hub (subscribing on first use);
+//  3. try again once the subscription is confirmed, so an unlock published
+//     between the first try and the subscription cannot be missed;
+//  4. sleep until a signal, min(holder's lease, remaining wait), or ctx
+//     done, then try again.
+//
+// It returns nil once acquired, an error wrapping ErrNotAcquired when the
+// wait time is over, or the ctx's error.
+func (c *Client) await(ctx context.Context, channel string, wait time.Duration, try tryFunc) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.isClosed() {
+		return ErrClosed
+	}
+	var deadline time.Time
+	if wait >= 0 {
+		deadline = time.Now().Add(wait)
+	}
+	acquired, ttl, err := try(ctx)
+	if err != nil || acquired {
+		return err
+	}
+	if wait == 0 {
+		return ErrNotAcquired
+	}
+	w, ready, err := c.hub.join(channel)
+	if err != nil {
+		return err
+	}
+	defer func() { c.hub.leave(w, err == nil) }()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if !ready {
+			sleep := time.Duration(-1) // until signalled
+			if ttl >= 0 {
+				sleep = ttl
+			}
+			if !deadline.IsZero() {
+				left := time.Until(deadline)
+				if left <= 0 {
+					return ErrNotAcquired
+				}
+				if sleep < 0 || left < sleep {
+					sleep = left
+				}
+			}
+			var timeout <-chan time.Time
+			if sleep >= 0 {
+				timer.Reset(sleep)
+				timeout = timer.C
+			}
+			select {
+			case <-w.C:
+			case <-timeout:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-c.closeCh:
+				return ErrClosed
+			}
+		}
+		ready = false
+		acquired, ttl, err = try(ctx)
+		if err != nil || acquired {
+			return err
+		}
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return ErrNotAcquired
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// watchdog is the one renewal loop of a Client. Every WatchdogTimeout/3 it
+// extends the lease of every watchdog hold with RenewBatch calls of at most
+// 100 keys, grouped by cluster slot and sent in one pipeline. A hold whose
+// field is gone is lost at once; a hold whose renewal cannot be confirmed
+// is lost when its lease (minus drift) runs out.
+//
+// Release removes a hold from the registry before the release is sent, so
+// no renewal is scheduled after an unlock; a renewal already in flight only
+// extends a key whose field still names the owner, which after the release
+// is never the case.
+type watchdog struct {
+	once sync.Once
+	done chan struct{}
+}
+
+// start launches the loop on first use. Called with c.mu held.
+func (w *watchdog) start(c *Client) {
+	w.once.Do(func() {
+		w.done = make(chan struct{})
+		go c.watchdogLoop(w.done)
+	})
+}
+
+// wait blocks until the loop (if started) has stopped; c.closeCh is closed.
+func (w *watchdog) wait() {
+	w.once.Do(func() {}) // no loop may start after this
+	if w.done != nil {
+		<-w.done
+	}
+}
+
+func (c *Client) watchdogLoop(done chan struct{}) {
+	defer close(done)
+	period := c.opts.WatchdogTimeout / 3
+	nextRenew := time.Now().Add(period)
+	timer := time.NewTimer(period)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.closeCh:
+			return
+		case <-timer.C:
+		}
+		if !time.Now().Before(nextRenew) {
+			start := time.Now()
+			c.renewAll(period)
+			nextRenew = start.Add(period)
+		}
+		wake := c.expireOverdue(time.Now())
+		if wake.IsZero() || wake.After(nextRenew) {
+			wake = nextRenew
+		}
+		timer.Reset(max(time.Until(wake), time.Millisecond))
+	}
+}
+
+// expireOverdue loses every watchdog hold whose lease (minus drift) ended
+// without a confirmed renewal, and returns the earliest such deadline of
+// the holds that remain (zero if none).
+func (c *Client) expireOverdue(now time.Time) time.Time {
+	d := drift(c.opts.WatchdogTimeout)
+	var earliest time.Time
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.holds {
+		if !h.watchdog {
+			continue
+		}
+		validUntil := h.expiresAt.Add(-d)
+		if !now.Before(validUntil) {
+			c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
+				Err: fmt.Errorf("%w: lease ran out without a confirmed renewal", ErrLockLost)})
+			continue
+		}
+		if earliest.IsZero() || validUntil.Before(earliest) {
+			earliest = validUntil
+		}
+	}
+	return earliest
+}
+
+// renewAll runs one watchdog round.
+func (c *Client) renewAll(period time.Duration) {
+	c.mu.Lock()
+	holds := make([]*hold, 0, len(c.holds))
+	for _, h := range c.holds {
+		if h.watchdog {
+			holds = append(holds, h)
+		}
+	}
+	c.mu.Unlock()
+	if len(holds) == 0 {
+		return
+	}
+	if c.cluster {
+		sort.Slice(holds, func(i, j int) bool { return holds[i].slot < holds[j].slot })
+	}
+	batches := splitBatches(holds, c.cluster)
+
+	ctx, cancel := context.WithTimeout(context.Background(), period)
+	defer cancel()
+	sent := time.Now()
+	lease := strconv.FormatInt(c.opts.WatchdogTimeout.Milliseconds(), 10)
+	cmds, err := c.runRenewals(ctx, batches, lease)
+
+	renewed := 0
+	c.mu.Lock()
+	for i, b := range batches {
+		if cmds == nil || cmds[i].Err() != nil {
+			continue // unconfirmed: these holds keep their deadline
+		}
+		res, _ := cmds[i].Int64Slice()
+		for j, h := range b {
+			if h.gone || j >= len(res) {
+				continue
+			}
+			if res[j] == 1 {
+				h.expiresAt = sent.Add(c.opts.WatchdogTimeout)
+				renewed++
+			} else {
+				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
+					Err: fmt.Errorf("%w: the key no longer holds this owner", ErrLockLost)})
+			}
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Warn("watchdog renewal failed", "holds", len(holds), "err", err)
+	}
+	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Err: err})
+}
+
+// splitBatches cuts holds (sorted by slot on a cluster) into batches of at
+// most lua.MaxBatch keys of one slot.
+func splitBatches(holds []*hold, bySlot bool) [][]*hold {
+	var batches [][]*hold
+	for start := 0; start < len(holds); {
+		end := start + 1
+		for end < len(holds) && end-start < lua.MaxBatch && (!bySlot || holds[end].slot == holds[start].slot) {
+			end++
+		}
+		batches = append(batches, holds[start:end])
+		start = end
+	}
+	return batches
+}
+
+// runRenewals sends one RenewBatch per batch in a single pipeline, with EVAL
+// for the batches a flushed script cache answered NOSCRIPT.
+func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, lease string) ([]*redis.Cmd, error) {
+	keys := make([][]string, len(batches))
+	args := make([][]any, len(batches))
+	for i, b := range batches {
+		keys[i] = make([]string, len(b))
+		args[i] = make([]any, len(b)+1)
+		args[i][0] = lease
+		for j, h := range b {
+			keys[i][j] = h.key
+			args[i][j+1] = h.field
+		}
+	}
+	cmds := make([]*redis.Cmd, len(batches))
+	pipe := c.rdb.Pipeline()
+	for i := range batches {
+		cmds[i] = lua.RenewBatch.EvalSha(ctx, pipe, keys[i], args[i]...)
+	}
+	_, err := pipe.Exec(ctx)
+	if err == nil {
+		return cmds, nil
+	}
+	var retry []int
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) == 0 {
+		return cmds, err
+	}
+	pipe = c.rdb.Pipeline()
+	for _, i := range retry {
+		cmds[i] = lua.RenewBatch.Eval(ctx, pipe, keys[i], args[i]...)
+	}
+	_, err = pipe.Exec(ctx)
+	return cmds, err
+}
