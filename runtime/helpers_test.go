@@ -1,0 +1,73 @@
+package runtime_test
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// newClient returns a lock Client on rdb, closed when the test ends.
+func newClient(t testing.TB, rdb redis.UniversalClient, opts *runtime.Options) *runtime.Client {
+	t.Helper()
+	c, err := runtime.NewClient(rdb, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// setup starts a redis-server and returns a go-redis client and a lock Client on it.
+func setup(t testing.TB, opts *runtime.Options) (*redistest.Server, *redis.Client, *runtime.Client) {
+	t.Helper()
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	return s, rdb, newClient(t, rdb, opts)
+}
+
+// commandCounter is a go-redis hook counting the commands sent.
+type commandCounter struct{ n atomic.Int64 }
+
+func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// eventually polls cond every 5ms until it holds or d passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func sortIntervals(iv [][2]int64) {
+	slices.SortFunc(iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+}

@@ -1,0 +1,292 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func TestMutexUncontendedAcquireReleaseCostsTwoCommands(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("order:1", runtime.LockOptions{Name: "OrderLock"})
+	// Warm up: load the scripts so EVALSHA hits.
+	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var cc commandCounter
+	rdb.AddHook(&cc)
+	for i := 0; i < 10; i++ {
+		if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cc.n.Load(); got != 20 {
+		t.Fatalf("10 uncontended Do calls sent %d commands, want 20 (one acquire, one release each)", got)
+	}
+}
+
+func TestMutexExcludesGoroutines(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	const workers, rounds = 64, 200
+	m := c.Mutex("counter-lock", runtime.LockOptions{Name: "Counter", WaitTime: runtime.Forever})
+	var rec intervals
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				err := m.Do(ctx, func(ctx context.Context) error {
+					start := time.Now()
+					// Non-atomic read-modify-write: only the lock keeps it correct.
+					v, err := rdb.Get(ctx, "counter").Int()
+					if err != nil && err.Error() != "redis: nil" {
+						return err
+					}
+					if err := rdb.Set(ctx, "counter", v+1, 0).Err(); err != nil {
+						return err
+					}
+					rec.add(start, time.Now())
+					return nil
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got, _ := rdb.Get(ctx, "counter").Int(); got != workers*rounds {
+		t.Fatalf("counter = %d, want %d: lost updates", got, workers*rounds)
+	}
+	if n := rec.overlaps(); n != 0 {
+		t.Fatalf("%d overlapping critical sections", n)
+	}
+	if n, _ := rdb.Exists(ctx, "counter-lock").Result(); n != 0 {
+		t.Fatalf("lock key left behind")
+	}
+}
+
+// intervals records critical sections and counts overlaps.
+type intervals struct {
+	mu sync.Mutex
+	iv [][2]int64
+}
+
+func (r *intervals) add(start, end time.Time) {
+	r.mu.Lock()
+	r.iv = append(r.iv, [2]int64{start.UnixNano(), end.UnixNano()})
+	r.mu.Unlock()
+}
+
+func (r *intervals) overlaps() int { return countOverlaps(r.iv) }
+
+func countOverlaps(iv [][2]int64) int {
+	sorted := append([][2]int64(nil), iv...)
+	sortIntervals(sorted)
+	n := 0
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i][0] < sorted[i-1][1] {
+			n++
+		}
+	}
+	return n
+}
+
+func TestMutexReentersThroughHoldContext(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("reentrant", runtime.LockOptions{})
+	h1, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := m.TryLock(h1, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("re-entry with the hold's ctx: %v", err)
+	}
+	h3, err := c.Mutex("reentrant", runtime.LockOptions{}).TryLock(context.WithValue(h2, struct{}{}, 1), 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("re-entry with a derived ctx and another handle: %v", err)
+	}
+	vals, _ := rdb.HGetAll(ctx, "reentrant").Result()
+	if len(vals) != 1 {
+		t.Fatalf("hash = %v, want one owner field", vals)
+	}
+	for _, v := range vals {
+		if v != "3" {
+			t.Fatalf("hold count in redis = %s, want 3", v)
+		}
+	}
+	if n, _ := m.HoldCount(h3); n != 3 {
+		t.Fatalf("HoldCount = %d, want 3", n)
+	}
+	// A fresh ctx is another owner: it must not get in.
+	if _, err := m.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("other owner: err = %v, want ErrNotAcquired", err)
+	}
+	for i, h := range []context.Context{h3, h2} {
+		if err := m.Unlock(h); err != nil {
+			t.Fatal(err)
+		}
+		if locked, _ := m.IsLocked(ctx); !locked {
+			t.Fatalf("lock released after inner release %d", i+1)
+		}
+	}
+	if n, _ := m.HoldCount(h1); n != 1 {
+		t.Fatalf("HoldCount = %d, want 1", n)
+	}
+	if err := m.Unlock(h1); err != nil {
+		t.Fatal(err)
+	}
+	if locked, _ := m.IsLocked(ctx); locked {
+		t.Fatal("still locked after the outermost release")
+	}
+	if h1.Err() == nil {
+		t.Fatal("hold ctx not cancelled after release")
+	}
+}
+
+func TestMutexUnlockTwiceReturnsNotHeldAndDecrementsOnce(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("twice", runtime.LockOptions{})
+	h1, _ := m.Lock(ctx)
+	h2, err := m.Lock(h1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(h2); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(h2); !errors.Is(err, runtime.ErrNotHeld) {
+		t.Fatalf("second Unlock: %v, want ErrNotHeld", err)
+	}
+	if n, _ := m.HoldCount(h1); n != 1 {
+		t.Fatalf("hold count %d after double unlock of inner hold, want 1", n)
+	}
+	_ = m.Unlock(h1)
+}
+
+func TestMutexNonOwnerUnlockReturnsNotHeld(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("owned", runtime.LockOptions{})
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = m.Unlock(ctx)
+	var le *runtime.LockError
+	if !errors.Is(err, runtime.ErrNotHeld) || !errors.As(err, &le) || le.Key != "owned" {
+		t.Fatalf("Unlock by non-owner: %v, want ErrNotHeld naming the key", err)
+	}
+	// Another lock's hold ctx does not own this one either.
+	other, _ := c.Mutex("other", runtime.LockOptions{}).Lock(ctx)
+	if err := m.Unlock(other); !errors.Is(err, runtime.ErrNotHeld) {
+		t.Fatalf("Unlock with another lock's ctx: %v", err)
+	}
+	if locked, _ := m.IsLocked(ctx); !locked {
+		t.Fatal("non-owner unlock released the lock")
+	}
+	if err := m.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMutexUnlockWithCancelledContextStillReleases(t *testing.T) {
+	_, _, c := setup(t, nil)
+	m := c.Mutex("cancelled-release", runtime.LockOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := m.Unlock(h); err != nil {
+		t.Fatalf("Unlock after cancel: %v", err)
+	}
+	if locked, _ := m.IsLocked(context.Background()); locked {
+		t.Fatal("lock leaked after release with a cancelled ctx")
+	}
+}
+
+func TestMutexBadInputIsATypedError(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	cases := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"empty key", c.Mutex("", runtime.LockOptions{}).Do(ctx, func(context.Context) error { return nil }), runtime.ErrInvalidKey},
+		{"nil fn", c.Mutex("k", runtime.LockOptions{}).Do(ctx, nil), runtime.ErrInvalidArgument},
+		{"negative lease", c.Mutex("k", runtime.LockOptions{Lease: -time.Second}).Do(ctx, func(context.Context) error { return nil }), runtime.ErrInvalidLease},
+		{"unlock of nothing", c.Mutex("k", runtime.LockOptions{}).Unlock(ctx), runtime.ErrNotHeld},
+	}
+	for _, tc := range cases {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, tc.err, tc.want)
+		}
+	}
+	if _, err := runtime.NewClient(nil, nil); !errors.Is(err, runtime.ErrInvalidArgument) {
+		t.Errorf("NewClient(nil): %v", err)
+	}
+	_ = c.Close()
+	err := c.Mutex("k", runtime.LockOptions{}).Do(ctx, func(context.Context) error { return nil })
+	if !errors.Is(err, runtime.ErrClosed) {
+		t.Errorf("use after Close: %v, want ErrClosed", err)
+	}
+	if n, _ := c.Mutex("k", runtime.LockOptions{}).IsLocked(ctx); n {
+		t.Error("bad input left a lock behind")
+	}
+}
+
+func TestMutexDoReleasesWhenFnPanics(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("panicky", runtime.LockOptions{})
+	func() {
+		defer func() { _ = recover() }()
+		_ = m.Do(ctx, func(context.Context) error { panic("boom") })
+	}()
+	if locked, _ := m.IsLocked(ctx); locked {
+		t.Fatal("lock left held after a panic in fn")
+	}
+}
+
+func TestMutexWaitTimeZeroTriesOnce(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("busy", runtime.LockOptions{})
+	h, _ := m.Lock(ctx)
+	defer m.Unlock(h)
+	start := time.Now()
+	err := m.Do(ctx, func(context.Context) error { return nil })
+	if !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("err = %v, want ErrNotAcquired", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("a single try took %v", d)
+	}
+	// A bounded wait gives up with ErrNotAcquired too.
+	_, err = m.TryLock(ctx, 100*time.Millisecond, runtime.Watchdog)
+	if !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("bounded wait: %v", err)
+	}
+}
+
+func keyN(prefix string, i int) string { return prefix + strconv.Itoa(i) }
