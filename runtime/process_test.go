@@ -1,0 +1,174 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Tests re-execute the test binary as child processes: LOCKGEN_CHILD names
+// the role, LOCKGEN_ADDR the Redis server. A child writes its results as
+// JSON lines to stdout.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("LOCKGEN_CHILD"); role != "" {
+		os.Exit(runChild(role))
+	}
+	os.Exit(m.Run())
+}
+
+type childResult struct {
+	Intervals [][2]int64 `json:"intervals,omitempty"`
+	Err       string     `json:"err,omitempty"`
+}
+
+func runChild(role string) int {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("LOCKGEN_ADDR")})
+	defer rdb.Close()
+	opts := &runtime.Options{}
+	if ms, _ := strconv.Atoi(os.Getenv("LOCKGEN_WATCHDOG_MS")); ms > 0 {
+		opts.WatchdogTimeout = time.Duration(ms) * time.Millisecond
+	}
+	c, err := runtime.NewClient(rdb, opts)
+	if err != nil {
+		fmt.Println(err)
+		return 2
+	}
+	defer c.Close()
+	ctx := context.Background()
+	key := os.Getenv("LOCKGEN_KEY")
+	enc := json.NewEncoder(os.Stdout)
+	switch role {
+	case "mutex-worker":
+		rounds, _ := strconv.Atoi(os.Getenv("LOCKGEN_ROUNDS"))
+		m := c.Mutex(key, runtime.LockOptions{WaitTime: runtime.Forever})
+		var res childResult
+		for i := 0; i < rounds; i++ {
+			err := m.Do(ctx, func(ctx context.Context) error {
+				start := time.Now()
+				v, err := rdb.Get(ctx, key+":counter").Int()
+				if err != nil && err != redis.Nil {
+					return err
+				}
+				if err := rdb.Set(ctx, key+":counter", v+1, 0).Err(); err != nil {
+					return err
+				}
+				res.Intervals = append(res.Intervals, [2]int64{start.UnixNano(), time.Now().UnixNano()})
+				return nil
+			})
+			if err != nil {
+				res.Err = err.Error()
+				break
+			}
+		}
+		_ = enc.Encode(res)
+	case "holder":
+		// Take the lock, say so, and hold it until killed.
+		if _, err := c.Mutex(key, runtime.LockOptions{}).Lock(ctx); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		fmt.Println("held")
+		select {}
+	default:
+		fmt.Println("unknown child role", role)
+		return 2
+	}
+	return 0
+}
+
+// startChild starts the test binary in role with env and returns it with
+// its stdout.
+func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewReader(out)
+}
+
+func TestMutexExcludesProcesses(t *testing.T) {
+	s, rdb, _ := setup(t, nil)
+	const procs, rounds = 4, 150
+	type child struct {
+		cmd *exec.Cmd
+		out *bufio.Reader
+	}
+	var children []child
+	for i := 0; i < procs; i++ {
+		cmd, out := startChild(t, "mutex-worker", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=proc-lock", "LOCKGEN_ROUNDS="+strconv.Itoa(rounds))
+		children = append(children, child{cmd, out})
+	}
+	var all [][2]int64
+	for i, ch := range children {
+		data, err := io.ReadAll(ch.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v: %s", i, err, data)
+		}
+		var res childResult
+		if err := json.Unmarshal(data, &res); err != nil {
+			t.Fatalf("child %d output %q: %v", i, data, err)
+		}
+		if res.Err != "" {
+			t.Fatalf("child %d: %s", i, res.Err)
+		}
+		all = append(all, res.Intervals...)
+	}
+	if got, _ := rdb.Get(context.Background(), "proc-lock:counter").Int(); got != procs*rounds {
+		t.Fatalf("counter = %d, want %d: lost updates across processes", got, procs*rounds)
+	}
+	if len(all) != procs*rounds {
+		t.Fatalf("%d intervals recorded, want %d", len(all), procs*rounds)
+	}
+	if n := countOverlaps(all); n != 0 {
+		t.Fatalf("%d overlapping critical sections across processes", n)
+	}
+}
+
+func TestMutexCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
+	const timeout = time.Second
+	s, _, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
+	cmd, out := startChild(t, "holder", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=crash-lock", "LOCKGEN_WATCHDOG_MS=1000")
+	line, err := out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "held" {
+		t.Fatalf("child: %q %v", line, err)
+	}
+	// The child's watchdog keeps it alive well past one lease.
+	time.Sleep(1500 * time.Millisecond)
+	m := c.Mutex("crash-lock", runtime.LockOptions{})
+	if _, err := m.TryLock(ctxT(t), 0, runtime.Watchdog); err == nil {
+		t.Fatal("acquired while the child's watchdog still renews")
+	}
+	_ = cmd.Process.Kill()
+	killed := time.Now()
+	h, err := m.TryLock(ctxT(t), 5*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(h)
+	if d := time.Since(killed); d > timeout+500*time.Millisecond {
+		t.Fatalf("acquired %v after the holder was killed, want <= lease + 500ms", d)
+	}
+}
