@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"cmp"
 	"context"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -17,7 +18,14 @@ import (
 // newClient returns a lock Client on rdb, closed when the test ends.
 func newClient(t testing.TB, rdb redis.UniversalClient, opts *runtime.Options) *runtime.Client {
 	t.Helper()
-	c, err := runtime.NewClient(rdb, opts)
+	o := runtime.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := runtime.NewClient(rdb, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,4 +78,16 @@ func ctxT(t testing.TB) context.Context {
 
 func sortIntervals(iv [][2]int64) {
 	slices.SortFunc(iv, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+}
+
+// env is a server, a go-redis client and a lock Client.
+type env struct {
+	srv *redistest.Server
+	rdb *redis.Client
+	c   *runtime.Client
+}
+
+func newEnv(t testing.TB, opts *runtime.Options) *env {
+	s, rdb, c := setup(t, opts)
+	return &env{s, rdb, c}
 }

@@ -1,0 +1,137 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func TestWatchdogKeepsHoldAliveAndStopsAtRelease(t *testing.T) {
+	const timeout = time.Second
+	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
+	ctx := ctxT(t)
+	m := c.Mutex("watched", runtime.LockOptions{})
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 8; i++ { // 4 s
+		time.Sleep(500 * time.Millisecond)
+		ttl, _ := rdb.PTTL(ctx, "watched").Result()
+		if ttl <= 0 || ttl > timeout {
+			t.Fatalf("after %v: PTTL %v, want in (0, %v]", time.Duration(i+1)*500*time.Millisecond, ttl, timeout)
+		}
+		if h.Err() != nil {
+			t.Fatalf("hold ctx ended while renewed: %v", context.Cause(h))
+		}
+	}
+	var cc commandCounter
+	rdb.AddHook(&cc)
+	if err := m.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := rdb.Exists(ctx, "watched").Result(); n != 0 {
+		t.Fatal("key still there after release")
+	}
+	before := cc.n.Load()
+	time.Sleep(2 * timeout / 3)
+	if after := cc.n.Load(); after != before {
+		t.Fatalf("%d commands sent after release: a renewal outlived the unlock", after-before)
+	}
+}
+
+func TestFixedLeaseExpiresAndEndsHoldContextFirst(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	const lease = 500 * time.Millisecond
+	m := c.Mutex("fixed", runtime.LockOptions{Lease: lease})
+	start := time.Now()
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl, _ := rdb.PTTL(ctx, "fixed").Result(); ttl <= 0 || ttl > lease {
+		t.Fatalf("PTTL = %v, want (0, %v]", ttl, lease)
+	}
+	<-h.Done()
+	ctxDone := time.Since(start)
+	if ctxDone >= lease {
+		t.Fatalf("hold ctx done after %v, want before the lease %v", ctxDone, lease)
+	}
+	if !errors.Is(context.Cause(h), runtime.ErrLockLost) {
+		t.Fatalf("cause = %v, want ErrLockLost", context.Cause(h))
+	}
+	if n, _ := rdb.Exists(ctx, "fixed").Result(); n != 1 {
+		t.Fatal("key gone before the lease ran out")
+	}
+	eventually(t, lease, "key expires at the lease", func() bool {
+		n, _ := rdb.Exists(ctx, "fixed").Result()
+		return n == 0
+	})
+	if d := time.Since(start); d < lease-20*time.Millisecond {
+		t.Fatalf("key expired after %v, before the lease", d)
+	}
+	// Never renewed: the release reports the loss.
+	if err := m.Unlock(h); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Unlock after expiry: %v, want ErrLockLost", err)
+	}
+}
+
+func TestLostLockCancelsHoldContext(t *testing.T) {
+	const timeout = 900 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		lose func(*testing.T, *env)
+	}{
+		{"key deleted", func(t *testing.T, e *env) { e.rdb.Del(context.Background(), "lost") }},
+		{"FLUSHALL", func(t *testing.T, e *env) { e.rdb.FlushAll(context.Background()) }},
+		{"server restarted", func(t *testing.T, e *env) { e.srv.Restart() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, &runtime.Options{WatchdogTimeout: timeout})
+			m := e.c.Mutex("lost", runtime.LockOptions{Name: "Lost"})
+			h, err := m.Lock(ctxT(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.lose(t, e)
+			lostAt := time.Now()
+			select {
+			case <-h.Done():
+			case <-time.After(timeout/3 + 300*time.Millisecond):
+				t.Fatalf("hold ctx not cancelled within timeout/3 + slack")
+			}
+			t.Logf("cancelled %v after the loss", time.Since(lostAt))
+			cause := context.Cause(h)
+			var le *runtime.LockError
+			if !errors.Is(cause, runtime.ErrLockLost) || !errors.As(cause, &le) || le.Name != "Lost" {
+				t.Fatalf("cause = %v, want ErrLockLost naming the lock", cause)
+			}
+			if err := m.Unlock(h); !errors.Is(err, runtime.ErrLockLost) {
+				t.Fatalf("Unlock of a lost hold: %v, want ErrLockLost", err)
+			}
+			// The lock is usable again.
+			h2, err := m.TryLock(ctxT(t), time.Second, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = m.Unlock(h2)
+		})
+	}
+}
+
+func TestDoReportsLostLockEvenWhenFnSucceeds(t *testing.T) {
+	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 600 * time.Millisecond})
+	m := c.Mutex("lost-in-do", runtime.LockOptions{})
+	err := m.Do(ctxT(t), func(ctx context.Context) error {
+		rdb.Del(ctx, "lost-in-do")
+		<-ctx.Done()
+		return nil
+	})
+	if !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Do = %v, want ErrLockLost", err)
+	}
+}
