@@ -41,19 +41,31 @@ func setup(t testing.TB, opts *runtime.Options) (*redistest.Server, *redis.Clien
 	return s, rdb, newClient(t, rdb, opts)
 }
 
-// commandCounter is a go-redis hook counting the commands sent.
-type commandCounter struct{ n atomic.Int64 }
+// commandCounter is a go-redis hook counting the commands sent while on.
+// go-redis hooks cannot be added while a client is in use, so the counter
+// is installed at setup (setupCounted) and switched on by the test.
+type commandCounter struct {
+	on atomic.Bool
+	n  atomic.Int64
+}
+
+// start resets the count and starts counting.
+func (h *commandCounter) start() { h.n.Store(0); h.on.Store(true) }
 
 func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
+		if h.on.Load() {
+			h.n.Add(1)
+		}
 		return next(ctx, cmd)
 	}
 }
 func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
+		if h.on.Load() {
+			h.n.Add(int64(len(cmds)))
+		}
 		return next(ctx, cmds)
 	}
 }
@@ -90,4 +102,14 @@ type env struct {
 func newEnv(t testing.TB, opts *runtime.Options) *env {
 	s, rdb, c := setup(t, opts)
 	return &env{s, rdb, c}
+}
+
+// setupCounted is setup with a commandCounter on the go-redis client.
+func setupCounted(t testing.TB, opts *runtime.Options) (*env, *commandCounter) {
+	t.Helper()
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	cc := &commandCounter{}
+	rdb.AddHook(cc)
+	return &env{s, rdb, newClient(t, rdb, opts)}, cc
 }

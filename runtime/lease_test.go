@@ -11,9 +11,10 @@ import (
 
 func TestWatchdogKeepsHoldAliveAndStopsAtRelease(t *testing.T) {
 	const timeout = time.Second
-	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
+	e, cc := setupCounted(t, &runtime.Options{WatchdogTimeout: timeout})
+	rdb := e.rdb
 	ctx := ctxT(t)
-	m := c.Mutex("watched", runtime.LockOptions{})
+	m := e.c.Mutex("watched", runtime.LockOptions{})
 	h, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -28,8 +29,7 @@ func TestWatchdogKeepsHoldAliveAndStopsAtRelease(t *testing.T) {
 			t.Fatalf("hold ctx ended while renewed: %v", context.Cause(h))
 		}
 	}
-	var cc commandCounter
-	rdb.AddHook(&cc)
+	cc.start()
 	if err := m.Unlock(h); err != nil {
 		t.Fatal(err)
 	}

@@ -12,15 +12,14 @@ import (
 )
 
 func TestMutexUncontendedAcquireReleaseCostsTwoCommands(t *testing.T) {
-	_, rdb, c := setup(t, nil)
+	e, cc := setupCounted(t, nil)
 	ctx := ctxT(t)
-	m := c.Mutex("order:1", runtime.LockOptions{Name: "OrderLock"})
+	m := e.c.Mutex("order:1", runtime.LockOptions{Name: "OrderLock"})
 	// Warm up: load the scripts so EVALSHA hits.
 	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	var cc commandCounter
-	rdb.AddHook(&cc)
+	cc.start()
 	for i := 0; i < 10; i++ {
 		if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
 			t.Fatal(err)

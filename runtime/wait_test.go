@@ -1,0 +1,162 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func TestWaiterWakesOnUnlockNotOnTTL(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	holder := c.Mutex("wake", runtime.LockOptions{Lease: 10 * time.Second})
+	h, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquired := make(chan time.Time, 1)
+	go func() {
+		w, err := c.Mutex("wake", runtime.LockOptions{}).TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		acquired <- time.Now()
+		_ = c.Mutex("wake", runtime.LockOptions{}).Unlock(w)
+	}()
+	// Let the waiter subscribe and go to sleep.
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
+		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{wake}").Result()
+		return n["redisson_lock__channel:{wake}"] == 1
+	})
+	time.Sleep(100 * time.Millisecond)
+	if ttl, _ := rdb.PTTL(ctx, "wake").Result(); ttl < 9*time.Second {
+		t.Fatalf("holder TTL %v, want ~10s", ttl)
+	}
+	released := time.Now()
+	if err := holder.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-acquired:
+		if d := at.Sub(released); d > 50*time.Millisecond {
+			t.Fatalf("waiter acquired %v after the release, want <= 50ms", d)
+		} else {
+			t.Logf("hand-off took %v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter slept toward the TTL instead of waking on the unlock message")
+	}
+}
+
+func TestUnlockWakesOneWaiterPerMessage(t *testing.T) {
+	e, cc := setupCounted(t, nil)
+	ctx := ctxT(t)
+	m := e.c.Mutex("herd", runtime.LockOptions{})
+	h, _ := m.Lock(ctx)
+	const waiters = 16
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			_ = m.Unlock(w)
+		}()
+	}
+	time.Sleep(300 * time.Millisecond) // all asleep
+	cc.start()
+	_ = m.Unlock(h)
+	wg.Wait()
+	// Each hand-off: the woken waiter's acquire and its release. A herd
+	// would add a failed acquire per waiter per unlock (~16*16/2).
+	if n := cc.n.Load(); n > 3*waiters {
+		t.Fatalf("%d commands for %d hand-offs: waiters are woken in herds", n, waiters)
+	} else {
+		t.Logf("%d commands for %d hand-offs", n, waiters)
+	}
+}
+
+func TestCancelledWaiterReturnsCtxErrorAndLeavesNothing(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := ctxT(t)
+	m := c.Mutex("cancel", runtime.LockOptions{})
+	h, _ := m.Lock(ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.Lock(wctx)
+		done <- err
+	}()
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
+		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{cancel}").Result()
+		return n["redisson_lock__channel:{cancel}"] == 1
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("cancelled waiter did not return")
+	}
+	eventually(t, 2*time.Second, "subscription dropped", func() bool {
+		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{cancel}").Result()
+		return n["redisson_lock__channel:{cancel}"] == 0
+	})
+	// A deadline while waiting is the ctx's error too.
+	dctx, dcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer dcancel()
+	if _, err := m.Lock(dctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline: %v", err)
+	}
+	_ = m.Unlock(h)
+	_ = c.Close()
+}
+
+func TestScriptFlushMidRunIsSurvived(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
+	ctx := ctxT(t)
+	m := c.Mutex("flushed", runtime.LockOptions{})
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * timeout) // watchdog renews through NOSCRIPT
+	if h.Err() != nil {
+		t.Fatalf("hold lost after SCRIPT FLUSH: %v", context.Cause(h))
+	}
+	rdb.ScriptFlush(ctx)
+	h2, err := m.TryLock(h, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.ScriptFlush(ctx)
+	if err := m.Unlock(h2); err != nil {
+		t.Fatal(err)
+	}
+	rdb.ScriptFlush(ctx)
+	if err := m.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	if locked, _ := m.IsLocked(ctx); locked {
+		t.Fatal("still locked")
+	}
+}
