@@ -1,0 +1,64 @@
+package lockgen
+
+import (
+	"go/token"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// isIdent reports whether s is a Go identifier and not a keyword.
+func isIdent(s string) bool {
+	return token.IsIdentifier(s)
+}
+
+func isExported(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsUpper(r)
+}
+
+// lowerFirst makes the unexported form of an exported name: OrderLock ->
+// orderLock, URL -> uRL (unique, which is all that matters for helpers).
+func lowerFirst(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToLower(r)) + s[n:]
+}
+
+// camel turns "order-lock" or "order_lock" into "OrderLock": the fix shown
+// for a lock name that is not an exported identifier.
+func camel(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			if up {
+				r = unicode.ToUpper(r)
+				up = false
+			}
+			if b.Len() == 0 && unicode.IsDigit(r) {
+				b.WriteString("Lock")
+			}
+			b.WriteRune(r)
+		default:
+			up = true
+		}
+	}
+	if b.Len() == 0 {
+		return "MyLock"
+	}
+	return b.String()
+}
+
+// reservedParams are names a param must not take: the generated functions
+// use them for their own parameters, receiver and imported packages.
+var reservedParams = []string{"ctx", "fn", "l", "context", "errors", "runtime", "strconv", "strings", "time"}
+
+func isReservedParam(s string) bool {
+	for _, r := range reservedParams {
+		if s == r {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,292 @@
+package lockgen
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Field names of locks.yaml, in documentation order. They are the public
+// contract of the DSL; the JSON Schema is tested against these lists.
+var (
+	topFields      = []string{"version", "package", "output", "defaults", "locks"}
+	defaultsFields = []string{"lease", "waitTime"}
+	lockFields     = []string{"doc", "kind", "key", "params", "lease", "waitTime", "fairness", "members", "quorum", "slot"}
+	fairnessFields = []string{"queueTimeout"}
+)
+
+// Parse reads and validates a spec. filename is only used in error
+// messages. Param types are checked for syntax here; whether a user type
+// exists and can be a key is checked by Render, which loads Go packages.
+//
+// The error, when not nil, is an ErrorList holding every problem found.
+func Parse(filename string, src []byte) (spec *Spec, err error) {
+	p := &parser{errs: errs{file: filename}}
+	root, ok := p.document(src)
+	if !ok {
+		return nil, p.err()
+	}
+	s := p.spec(root)
+	validate(s, &p.errs)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	s.File = filename
+	return s, nil
+}
+
+type parser struct {
+	errs
+}
+
+// document parses the YAML and returns the root mapping.
+func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
+	var doc yaml.Node
+	if err := safeUnmarshal(src, &doc); err != nil {
+		p.add(syntaxPos(err), "", "invalid YAML: %s (fix the syntax at this line)", syntaxMsg(err))
+		return nil, false
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		p.add(Pos{1, 1}, "", "the spec is empty (start from `lockgen init`, or write version: 1, package: and locks:)")
+		return nil, false
+	}
+	root = deref(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		p.add(pos(root), "", "the spec must be a mapping with version, package and locks (got %s)", kindName(root))
+		return nil, false
+	}
+	return root, true
+}
+
+// safeUnmarshal turns a panic in the YAML library into an error: bad
+// input must never crash the generator.
+func safeUnmarshal(src []byte, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &yaml.TypeError{Errors: []string{"yaml: cannot parse document"}}
+		}
+	}()
+	return yaml.Unmarshal(src, n)
+}
+
+var lineRE = regexp.MustCompile(`line (\d+)(?::(\d+))?`)
+
+func syntaxPos(err error) Pos {
+	m := lineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return Pos{1, 1}
+	}
+	line, _ := strconv.Atoi(m[1])
+	col := 1
+	if m[2] != "" {
+		col, _ = strconv.Atoi(m[2])
+	}
+	return Pos{line, col}
+}
+
+func syntaxMsg(err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = lineRE.ReplaceAllString(msg, "")
+	msg = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(msg), ":"))
+	msg = strings.Join(strings.Fields(msg), " ")
+	if msg == "" {
+		msg = "cannot parse"
+	}
+	return msg
+}
+
+func pos(n *yaml.Node) Pos { return Pos{n.Line, n.Column} }
+
+// deref follows YAML aliases (*name) to the anchored node.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return strconv.Quote(n.Value)
+	}
+	return "an alias"
+}
+
+// field is one key/value pair of a mapping.
+type field struct {
+	name string
+	key  *yaml.Node
+	val  *yaml.Node
+}
+
+// fields returns the pairs of mapping n, reporting unknown and duplicate
+// keys (with a suggestion) and keeping the known ones in order. known nil
+// accepts any key that is a scalar (used for locks and params).
+func (p *parser) fields(n *yaml.Node, path string, known []string) []field {
+	n = deref(n)
+	if n.Kind != yaml.MappingNode {
+		p.add(pos(n), path, "must be a mapping, got %s", kindName(n))
+		return nil
+	}
+	var out []field
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), deref(n.Content[i+1])
+		if k.Kind != yaml.ScalarNode {
+			p.add(pos(k), path, "keys must be plain names, got %s", kindName(k))
+			continue
+		}
+		sub := join(path, k.Value)
+		if k.Value == "<<" {
+			p.add(pos(k), path, "YAML merge keys (<<) are not supported (write the fields out)")
+			continue
+		}
+		if first, dup := seen[k.Value]; dup {
+			p.add(pos(k), sub, "duplicate key %q (first at line %d:%d; remove one)", k.Value, first.Line, first.Column)
+			continue
+		}
+		seen[k.Value] = k
+		if known != nil && !contains(known, k.Value) {
+			p.add(pos(k), sub, "unknown field %q (%s)", k.Value, didYouMean(k.Value, known))
+			continue
+		}
+		out = append(out, field{k.Value, k, v})
+	}
+	return out
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// spec walks the root mapping.
+func (p *parser) spec(root *yaml.Node) *Spec {
+	s := &Spec{
+		Output:   DefaultOutput,
+		Defaults: Defaults{Lease: Lease{Watchdog: true}, WaitTime: Wait{D: DefaultWaitTime}},
+	}
+	got := map[string]bool{}
+	var locks *yaml.Node
+	for _, f := range p.fields(root, "", topFields) {
+		got[f.name] = true
+		switch f.name {
+		case "version":
+			p.version(s, f)
+		case "package":
+			p.pkg(s, f)
+		case "output":
+			p.output(s, f)
+		case "defaults":
+			for _, d := range p.fields(f.val, "defaults", defaultsFields) {
+				switch d.name {
+				case "lease":
+					if l, ok := p.lease(d.val, "defaults.lease"); ok {
+						s.Defaults.Lease = l
+					}
+				case "waitTime":
+					if w, ok := p.wait(d.val, "defaults.waitTime"); ok {
+						s.Defaults.WaitTime = w
+					}
+				}
+			}
+		case "locks":
+			locks = f.val
+		}
+	}
+	first := Pos{1, 1}
+	if len(root.Content) > 0 {
+		first = pos(root.Content[0])
+	}
+	if !got["version"] {
+		p.add(first, "version", "missing (add version: 1 at the top)")
+	}
+	if !got["package"] {
+		p.add(first, "package", "missing (add the Go package name of the generated file, e.g. package: locks)")
+	}
+	if !got["locks"] {
+		p.add(first, "locks", "missing (declare at least one lock under locks:)")
+		return s
+	}
+	if locks != nil {
+		p.locks(s, locks)
+	}
+	return s
+}
+
+func (p *parser) version(s *Spec, f field) {
+	v := deref(f.val)
+	n, err := strconv.Atoi(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil {
+		p.add(pos(v), "version", "must be a number, got %s (write version: 1)", kindName(v))
+		return
+	}
+	if n != 1 {
+		p.add(pos(v), "version", "version %d is not supported (this lockgen reads version: 1)", n)
+		return
+	}
+	s.Version = n
+}
+
+func (p *parser) pkg(s *Spec, f field) {
+	v, ok := p.scalar(f.val, "package", "the Go package name, e.g. package: locks")
+	if !ok {
+		return
+	}
+	if !isIdent(v) || v == "_" {
+		p.add(pos(deref(f.val)), "package", "%q is not a Go package name (use a lower-case identifier such as %s)", v, strings.ToLower(camel(v)))
+		return
+	}
+	s.Package = v
+	s.packagePos = pos(deref(f.val))
+}
+
+func (p *parser) output(s *Spec, f field) {
+	v, ok := p.scalar(f.val, "output", "a path relative to the spec, e.g. output: locks/locks_gen.go")
+	if !ok {
+		return
+	}
+	at := pos(deref(f.val))
+	switch {
+	case !strings.HasSuffix(v, ".go") || strings.HasSuffix(v, "_test.go"):
+		p.add(at, "output", "%q is not a Go file name (end it in .go, not _test.go, e.g. locks_gen.go)", v)
+	case strings.HasPrefix(v, "/") || strings.Contains(v, "\\") || strings.ContainsRune(v, 0):
+		p.add(at, "output", "%q must be a relative path with / separators (it is relative to the spec's directory)", v)
+	default:
+		s.Output = v
+		s.outputPos = at
+	}
+}
+
+// scalar returns the text of a scalar node, reporting anything else as an
+// error that shows what to write instead.
+func (p *parser) scalar(n *yaml.Node, path, want string) (string, bool) {
+	n = deref(n)
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.add(pos(n), path, "must be a single value, got %s (write %s)", kindName(n), want)
+		return "", false
+	}
+	return n.Value, true
+}

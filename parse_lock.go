@@ -1,0 +1,205 @@
+package lockgen
+
+import (
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// locks walks the locks mapping: name -> lock.
+func (p *parser) locks(s *Spec, n *yaml.Node) {
+	n = deref(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" || n.Kind == yaml.MappingNode && len(n.Content) == 0 {
+		p.add(pos(n), "locks", "no locks declared (add one, e.g. OrderLock: {key: \"order:${orderID}\", params: {orderID: int64}})")
+		return
+	}
+	for _, f := range p.fields(n, "locks", nil) {
+		path := "locks." + f.name
+		name := f.name
+		switch {
+		case !isIdent(name):
+			p.add(pos(f.key), path, "lock name %q is not a Go identifier (write it as %s)", name, camel(name))
+		case !isExported(name):
+			p.add(pos(f.key), path, "lock name %q is not exported (write it as %s)", name, camel(name))
+		}
+		l := p.lock(s, name, path, f)
+		s.Locks = append(s.Locks, l)
+	}
+}
+
+// lock reads one lock; the spec's defaults fill what it leaves out.
+func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
+	l := &Lock{Name: name, Pos: pos(f.key), Kind: Reentrant, Lease: s.Defaults.Lease, WaitTime: s.Defaults.WaitTime}
+	v := deref(f.val)
+	if v.Kind != yaml.MappingNode {
+		p.add(pos(v), path, "a lock must be a mapping of its fields, got %s (write e.g. %s: {key: \"order:${orderID}\", params: {orderID: int64}})", kindName(v), name)
+		return l
+	}
+	var kindPos Pos
+	kindSet := false
+	for _, lf := range p.fields(v, path, lockFields) {
+		fp := path + "." + lf.name
+		switch lf.name {
+		case "doc":
+			if d, ok := p.scalar(lf.val, fp, "one line or a | block of text"); ok {
+				l.Doc = d
+			}
+		case "kind":
+			kindPos, kindSet = pos(deref(lf.val)), true
+			p.kind(l, lf.val, fp)
+		case "key":
+			l.Key = p.pattern(lf.val, fp, true, `a key pattern such as "order:${orderID}"`)
+		case "slot":
+			l.Slot = p.pattern(lf.val, fp, false, `a pattern such as "${tenant}"`)
+		case "params":
+			p.params(l, lf.val, fp)
+		case "lease":
+			if x, ok := p.lease(lf.val, fp); ok {
+				l.Lease = x
+			}
+		case "waitTime":
+			if x, ok := p.wait(lf.val, fp); ok {
+				l.WaitTime = x
+			}
+		case "fairness":
+			l.Fairness = &Fairness{QueueTimeout: DefaultQueueTimeout}
+			for _, ff := range p.fields(lf.val, fp, fairnessFields) {
+				if d, ok := p.duration(ff.val, fp+"."+ff.name, false); ok {
+					l.Fairness.QueueTimeout = d
+				}
+			}
+			l.Fairness.pos = pos(lf.key)
+		case "members":
+			p.members(l, lf.val, fp)
+		case "quorum":
+			p.quorum(l, lf.val, fp)
+		}
+	}
+	if !kindSet {
+		kindPos = l.Pos
+	}
+	l.kindPos = kindPos
+	return l
+}
+
+func (p *parser) kind(l *Lock, n *yaml.Node, path string) {
+	v, ok := p.scalar(n, path, "one of "+kindList())
+	if !ok {
+		return
+	}
+	for _, k := range Kinds {
+		if string(k) == v {
+			l.Kind = k
+			return
+		}
+	}
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	p.add(pos(deref(n)), path, "unknown kind %q (%s)", v, didYouMean(v, names))
+	l.Kind = ""
+}
+
+func kindList() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+// pattern reads a key (tags true) or slot and reports its syntax errors at
+// the offending character.
+func (p *parser) pattern(n *yaml.Node, path string, tags bool, want string) Pattern {
+	v, ok := p.scalar(n, path, want)
+	n = deref(n)
+	pt := Pattern{Text: v, pos: pos(n), set: true,
+		quoted: n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0,
+		multi:  n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.ContainsAny(v, "\n\"'\\")}
+	if !ok {
+		return pt
+	}
+	if v == "" {
+		p.add(pt.pos, path, "is empty (write %s)", want)
+		return pt
+	}
+	segs, probs := parsePattern(v, tags)
+	for _, pr := range probs {
+		p.add(pt.at(pr.off), path, "%s", pr.msg)
+	}
+	pt.Segments = segs
+	for i := 1; i < len(segs); i++ {
+		if segs[i].Param != "" && segs[i-1].Param != "" {
+			p.add(pt.at(segs[i].off), path, "placeholders ${%s} and ${%s} are adjacent, so different values could render the same key (put a separator such as : between them)", segs[i-1].Param, segs[i].Param)
+		}
+	}
+	return pt
+}
+
+// params reads the params mapping, keeping declaration order: it is the
+// order of the generated function's parameters.
+func (p *parser) params(l *Lock, n *yaml.Node, path string) {
+	n = deref(n)
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	l.paramsPos = pos(n)
+	for _, f := range p.fields(n, path, nil) {
+		fp := path + "." + f.name
+		switch {
+		case !isIdent(f.name):
+			p.add(pos(f.key), fp, "param name %q is not a Go identifier (write it as %s)", f.name, lowerFirst(camel(f.name)))
+			continue
+		case isReservedParam(f.name):
+			p.add(pos(f.key), fp, "param name %q is used by the generated code (rename it, e.g. %sID)", f.name, f.name)
+			continue
+		}
+		t, ok := p.scalar(f.val, fp, "a Go type such as int64 or string, or import/path.Type")
+		if !ok {
+			continue
+		}
+		pt, msg := parseParamType(t)
+		if msg != "" {
+			p.add(pos(deref(f.val)), fp, "%s", msg)
+			continue
+		}
+		l.Params = append(l.Params, &Param{Name: f.name, Type: pt, Pos: pos(deref(f.val)), namePos: pos(f.key)})
+	}
+}
+
+func (p *parser) members(l *Lock, n *yaml.Node, path string) {
+	n = deref(n)
+	l.membersPos = pos(n)
+	if n.Kind != yaml.SequenceNode {
+		p.add(pos(n), path, "must be a list of lock names, got %s (write members: [OrderLock, InventoryLock])", kindName(n))
+		return
+	}
+	for _, m := range n.Content {
+		m = deref(m)
+		name, ok := p.scalar(m, path, "a lock name such as OrderLock")
+		if !ok {
+			continue
+		}
+		l.Members = append(l.Members, name)
+		l.memberPos = append(l.memberPos, pos(m))
+	}
+}
+
+func (p *parser) quorum(l *Lock, n *yaml.Node, path string) {
+	v, ok := p.scalar(n, path, "majority or a number of nodes")
+	if !ok {
+		return
+	}
+	l.quorumPos = pos(deref(n))
+	if v == "majority" {
+		return
+	}
+	q, err := strconv.Atoi(v)
+	if err != nil || q < 1 {
+		p.add(pos(deref(n)), path, "%q is not a quorum (write majority, or a number of nodes >= 1)", v)
+		return
+	}
+	l.Quorum.N = q
+}

@@ -1,0 +1,151 @@
+package lockgen
+
+import (
+	"strings"
+)
+
+// Pattern is a key or slot template as written in the spec: literal text
+// and ${param} placeholders. Literal {...} in a key are Redis hash tags.
+type Pattern struct {
+	Text     string
+	Segments []Segment
+	pos      Pos  // of the value
+	quoted   bool // the value was quoted, so text starts one column later
+	multi    bool // the value spans lines; offsets cannot be mapped to columns
+	set      bool // the field was present
+}
+
+// Segment is one piece of a Pattern: literal text, or a placeholder naming
+// a param (exactly one of the two is set).
+type Segment struct {
+	Lit   string
+	Param string
+	off   int // byte offset in Text, for positions
+}
+
+// Params lists the placeholders of the pattern in order, with repeats.
+func (p Pattern) Params() []string {
+	var names []string
+	for _, s := range p.Segments {
+		if s.Param != "" {
+			names = append(names, s.Param)
+		}
+	}
+	return names
+}
+
+// at is the position of byte offset off of the pattern's text.
+func (p Pattern) at(off int) Pos {
+	if p.multi {
+		return p.pos
+	}
+	pos := p.pos
+	pos.Col += off
+	if p.quoted {
+		pos.Col++
+	}
+	return pos
+}
+
+// patternProblem is a syntax problem at a byte offset of a pattern.
+type patternProblem struct {
+	off int
+	msg string
+}
+
+// parsePattern splits text into segments. When tags is true, literal
+// braces are hash tags and must be balanced and unnested; otherwise (slot)
+// they are not allowed at all.
+func parsePattern(text string, tags bool) ([]Segment, []patternProblem) {
+	var segs []Segment
+	var probs []patternProblem
+	lit := strings.Builder{}
+	litOff := 0
+	flush := func() {
+		if lit.Len() > 0 {
+			segs = append(segs, Segment{Lit: lit.String(), off: litOff})
+			lit.Reset()
+		}
+	}
+	open := -1 // offset of the unclosed literal '{', or -1
+	for i := 0; i < len(text); {
+		if strings.HasPrefix(text[i:], "${") {
+			end := strings.IndexByte(text[i+2:], '}')
+			if end < 0 {
+				probs = append(probs, patternProblem{i, "unclosed placeholder \"${\" (close it with })"})
+				break
+			}
+			name := text[i+2 : i+2+end]
+			switch {
+			case name == "":
+				probs = append(probs, patternProblem{i, "empty placeholder \"${}\" (write ${name} with a declared param)"})
+			case !isIdent(name):
+				probs = append(probs, patternProblem{i, "placeholder \"${" + name + "}\" is not a Go identifier (name params like orderID)"})
+			default:
+				flush()
+				segs = append(segs, Segment{Param: name, off: i})
+			}
+			i += 2 + end + 1
+			litOff = i
+			continue
+		}
+		c := text[i]
+		switch {
+		case (c == '{' || c == '}') && !tags:
+			probs = append(probs, patternProblem{i, "slot must not contain { or } (lockgen adds the hash-tag braces itself)"})
+		case c == '{' && open >= 0:
+			probs = append(probs, patternProblem{i, "nested { inside a hash tag (Redis hashes only up to the first }; remove the inner brace)"})
+		case c == '{':
+			open = i
+		case c == '}' && open < 0:
+			probs = append(probs, patternProblem{i, "unbalanced } (a literal {...} is a Redis hash tag: add the opening { or remove it)"})
+		case c == '}':
+			open = -1
+		}
+		if lit.Len() == 0 {
+			litOff = i
+		}
+		lit.WriteByte(c)
+		i++
+	}
+	flush()
+	if open >= 0 {
+		probs = append(probs, patternProblem{open, "unbalanced { (a literal {...} is a Redis hash tag: close it with } or remove it)"})
+	}
+	return segs, probs
+}
+
+// hasTag reports whether the pattern has a literal hash tag.
+func (p Pattern) hasTag() bool {
+	for _, s := range p.Segments {
+		if strings.ContainsAny(s.Lit, "{}") {
+			return true
+		}
+	}
+	return false
+}
+
+// withSlot returns the key with the slot applied as a hash tag: the first
+// occurrence of the slot's text in the key is wrapped in braces, or, when
+// the key does not contain it (or only inside a placeholder), "{slot}:" is
+// put in front. Key and slot are already valid patterns.
+func withSlot(key, slot Pattern) Pattern {
+	text := "{" + slot.Text + "}:" + key.Text
+	if i := strings.Index(key.Text, slot.Text); i >= 0 && slot.Text != "" &&
+		!insidePlaceholder(key, i) && !insidePlaceholder(key, i+len(slot.Text)) {
+		text = key.Text[:i] + "{" + slot.Text + "}" + key.Text[i+len(slot.Text):]
+	}
+	segs, _ := parsePattern(text, true)
+	return Pattern{Text: text, Segments: segs, pos: key.pos, set: true}
+}
+
+// insidePlaceholder reports whether byte offset off falls strictly inside
+// a ${...} of p (a cut there would break the placeholder).
+func insidePlaceholder(p Pattern, off int) bool {
+	for _, s := range p.Segments {
+		if s.Param != "" && off > s.off && off < s.off+len(s.Param)+3 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,98 @@
+package lockgen
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lockgen/lockgen/templates"
+)
+
+// Output is one generated file.
+type Output struct {
+	Path    string // where the file goes (absolute)
+	Content []byte // gofmt'd Go source
+}
+
+// Generate reads, validates and renders the spec at path. It writes
+// nothing: call Output.Write (or Output.Diff) on the result.
+//
+// Spec problems come back together as an ErrorList; any other error (the
+// file cannot be read, the go command fails) is returned as is.
+func Generate(path string) (*Output, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := Parse(path, src)
+	if err != nil {
+		return nil, err
+	}
+	return Render(spec)
+}
+
+// Render resolves the spec's Go types and output package (loading Go
+// packages from the spec's directory) and renders the generated file.
+func Render(s *Spec) (*Output, error) {
+	e := errs{file: s.File}
+	t, err := resolve(s, &e)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+	f := templates.File{
+		Path:    t.path,
+		Package: s.Package,
+		Source:  filepath.Base(s.File),
+		Imports: map[string]string{},
+	}
+	for _, l := range s.Locks {
+		f.Locks = append(f.Locks, lockModel(l))
+		for _, p := range l.Params {
+			if p.Type.Path != "" && p.Type.Path != t.path {
+				f.Imports[p.Type.Path] = p.Type.pkgName
+			}
+		}
+	}
+	src, err := templates.Emit(f)
+	if err != nil {
+		return nil, fmt.Errorf("rendering %s: %w", s.File, err)
+	}
+	return &Output{Path: t.file, Content: src}, nil
+}
+
+// lockModel converts a validated lock to the templates' model.
+func lockModel(l *Lock) templates.Lock {
+	key := l.Key
+	if l.Slot.set {
+		key = withSlot(l.Key, l.Slot)
+	}
+	m := templates.Lock{
+		Name: l.Name,
+		Doc:  l.Doc,
+		Kind: string(l.Kind),
+		Key:  key.Text,
+	}
+	for _, s := range key.Segments {
+		m.Segments = append(m.Segments, templates.Segment{Lit: s.Lit, Param: s.Param})
+	}
+	for _, p := range l.Params {
+		tp := templates.Param{Name: p.Name, Render: p.Type.render}
+		if p.Type.Basic != "" {
+			tp.TypeName, tp.Basic = p.Type.Basic, true
+		} else {
+			tp.TypePath, tp.TypeName = p.Type.Path, p.Type.Name
+		}
+		m.Params = append(m.Params, tp)
+	}
+	if !l.Lease.Watchdog {
+		m.Lease = l.Lease.Fixed
+	}
+	m.WaitTime = l.WaitTime.D
+	if l.WaitTime.Forever {
+		m.WaitTime = -1
+	}
+	return m
+}

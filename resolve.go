@@ -1,0 +1,203 @@
+package lockgen
+
+import (
+	"errors"
+	"fmt"
+	"go/types"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+
+	"github.com/lockgen/lockgen/templates"
+)
+
+// target is the Go package the generated file belongs to.
+type target struct {
+	path string // import path
+	dir  string // absolute directory
+	file string // absolute path of the generated file
+}
+
+// resolve finds the output package and resolves every user param type,
+// with one go/packages call. Problems in the spec are added to e; a
+// failure of the go command itself is returned.
+func resolve(s *Spec, e *errs) (target, error) {
+	specDir, err := filepath.Abs(filepath.Dir(s.File))
+	if err != nil {
+		return target{}, err
+	}
+	t := target{file: filepath.Join(specDir, filepath.FromSlash(s.Output))}
+	t.dir = filepath.Dir(t.file)
+
+	var user []string
+	seen := map[string]bool{}
+	for _, l := range s.Locks {
+		for _, p := range l.Params {
+			if p.Type.Path != "" && !seen[p.Type.Path] {
+				seen[p.Type.Path] = true
+				user = append(user, p.Type.Path)
+			}
+		}
+	}
+	sort.Strings(user)
+
+	cfg := &packages.Config{
+		Dir:  specDir,
+		Mode: packages.NeedName | packages.NeedModule | packages.NeedFiles,
+		// The output package is loaded with the generated file replaced
+		// by its package clause: the directory need not exist yet, and a
+		// stale generated file cannot break the load.
+		Overlay: map[string][]byte{t.file: []byte("package " + s.Package + "\n")},
+		Tests:   false,
+	}
+	if len(user) > 0 {
+		cfg.Mode |= packages.NeedTypes | packages.NeedSyntax
+	}
+	pkgs, err := packages.Load(cfg, append([]string{t.dir}, user...)...)
+	if err != nil {
+		return target{}, fmt.Errorf("loading Go packages: %w", err)
+	}
+	byPath := map[string]*packages.Package{}
+	for _, p := range pkgs {
+		for _, f := range p.GoFiles {
+			if f == t.file {
+				if err := outputPackage(s, p, &t, e); err != nil {
+					return target{}, err
+				}
+			}
+		}
+		byPath[p.PkgPath] = p
+	}
+	if t.path == "" {
+		return target{}, fmt.Errorf("cannot find the Go package of %s (is it inside a Go module?)", t.dir)
+	}
+	for _, l := range s.Locks {
+		for _, p := range l.Params {
+			if p.Type.Path != "" {
+				resolveParam(l, p, byPath[p.Type.Path], e)
+			}
+		}
+	}
+	return t, nil
+}
+
+// outputPackage records the import path of the generated package, and
+// reports a package name that differs from the other files there.
+func outputPackage(s *Spec, p *packages.Package, t *target, e *errs) error {
+	for _, perr := range p.Errors {
+		msg := perr.Msg
+		switch {
+		case strings.Contains(msg, "found packages"):
+			e.add(s.packagePos, "package", "%s does not match the other Go files in %s (%s; use their package name, or another output directory)", s.Package, t.dir, msg)
+		case strings.Contains(msg, "outside main module") || strings.Contains(msg, "go.mod file not found") || p.Module == nil && p.PkgPath == "":
+			return fmt.Errorf("the output directory %s is not inside a Go module (run lockgen inside your module): %s", t.dir, msg)
+		}
+	}
+	t.path = p.PkgPath
+	if t.path == "" || strings.HasPrefix(t.path, "/") || strings.HasPrefix(t.path, "_") {
+		return errors.New("cannot determine the import path of " + t.dir + " (is it inside a Go module?)")
+	}
+	return nil
+}
+
+// resolveParam checks that a user type exists and can be a key, and
+// records how its values are rendered.
+func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
+	path := "locks." + l.Name + ".params." + p.Name
+	t := p.Type
+	if pkg == nil || pkg.Types == nil || pkg.Name == "" {
+		why := "not found"
+		if pkg != nil && len(pkg.Errors) > 0 {
+			why = firstLine(pkg.Errors[0].Msg)
+		}
+		e.add(p.Pos, path, "cannot load package %q: %s (check the import path; go get it when it is another module)", t.Path, why)
+		return
+	}
+	obj := pkg.Types.Scope().Lookup(t.Name)
+	tn, ok := obj.(*types.TypeName)
+	if !ok {
+		fix := "check the name"
+		if sug := suggest(t.Name, exportedTypes(pkg.Types)); sug != "" {
+			fix = "did you mean " + t.Path + "." + sug + "?"
+		}
+		e.add(p.Pos, path, "package %s has no type %s (%s)", t.Path, t.Name, fix)
+		return
+	}
+	typ := tn.Type()
+	if n, ok := typ.(*types.Named); ok && n.TypeParams().Len() > 0 {
+		e.add(p.Pos, path, "%s is generic (use an instantiated named type, or a basic type)", t)
+		return
+	}
+	p.Type.pkgName = pkg.Name
+	if b, ok := typ.Underlying().(*types.Basic); ok {
+		info := b.Info()
+		switch {
+		case info&types.IsString != 0:
+			p.Type.render = templates.RenderString
+			return
+		case info&types.IsInteger != 0 && info&types.IsUnsigned != 0:
+			p.Type.render = templates.RenderUint
+			if b.Kind() == types.Uintptr {
+				break
+			}
+			return
+		case info&types.IsInteger != 0:
+			p.Type.render = templates.RenderInt
+			return
+		case info&types.IsBoolean != 0:
+			p.Type.render = templates.RenderBool
+			return
+		}
+	}
+	if implements(typ, "String", "string") {
+		p.Type.render = templates.RenderStringer
+		return
+	}
+	if implements(typ, "MarshalText", "([]byte, error)") {
+		p.Type.render = templates.RenderText
+		return
+	}
+	e.add(p.Pos, path, "%s cannot be a key param: its underlying type is %s (give it a string or integer underlying type, or a String() string or MarshalText method)", t, typ.Underlying())
+}
+
+// implements reports whether T or *T has method name with no parameters
+// and the given results (params are addressable, so pointer methods do).
+func implements(t types.Type, name, results string) bool {
+	for _, typ := range []types.Type{t, types.NewPointer(t)} {
+		ms := types.NewMethodSet(typ)
+		for i := 0; i < ms.Len(); i++ {
+			f, ok := ms.At(i).Obj().(*types.Func)
+			if !ok || f.Name() != name {
+				continue
+			}
+			sig := f.Type().(*types.Signature)
+			if sig.Params().Len() != 0 {
+				continue
+			}
+			r := types.TypeString(sig.Results(), nil)
+			if r == "("+results+")" || r == results {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func exportedTypes(p *types.Package) []string {
+	var names []string
+	for _, n := range p.Scope().Names() {
+		if _, ok := p.Scope().Lookup(n).(*types.TypeName); ok && isExported(n) {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package lockgen
+
+import "time"
+
+// Spec is a validated locks.yaml.
+type Spec struct {
+	File     string // path of the spec as given; errors and docs name it
+	Version  int
+	Package  string // Go package name of the generated file
+	Output   string // generated file, relative to the spec's directory
+	Defaults Defaults
+	Locks    []*Lock // in declaration order
+
+	packagePos Pos
+	outputPos  Pos
+}
+
+// Defaults apply to every lock that does not set the field itself.
+type Defaults struct {
+	Lease    Lease
+	WaitTime Wait
+}
+
+// Default values used when a spec leaves a field out.
+const (
+	DefaultOutput       = "locks_gen.go"
+	DefaultWaitTime     = 5 * time.Second
+	DefaultQueueTimeout = 5 * time.Minute
+)
+
+// Lease is how long a hold lasts: Watchdog (renewed while held) or a fixed
+// duration after which the key expires.
+type Lease struct {
+	Watchdog bool
+	Fixed    time.Duration
+}
+
+func (l Lease) String() string {
+	if l.Watchdog {
+		return "watchdog"
+	}
+	return l.Fixed.String()
+}
+
+// Wait is how long a With<Name> call waits for a lock: Forever (until the
+// ctx is done) or a duration (0: try once).
+type Wait struct {
+	Forever bool
+	D       time.Duration
+}
+
+func (w Wait) String() string {
+	if w.Forever {
+		return "forever"
+	}
+	return w.D.String()
+}
+
+// Kind is the kind of a lock.
+type Kind string
+
+// The kinds of lock the DSL knows. Only Reentrant is implemented by the
+// runtime today; the others are accepted by the parser and reported as not
+// implemented by validation.
+const (
+	Reentrant Kind = "reentrant"
+	Fair      Kind = "fair"
+	ReadWrite Kind = "readwrite"
+	Multi     Kind = "multi"
+	Red       Kind = "red"
+)
+
+// Kinds lists every kind the DSL accepts, in documentation order.
+var Kinds = []Kind{Reentrant, Fair, ReadWrite, Multi, Red}
+
+// Implemented reports whether the runtime supports the kind yet.
+func (k Kind) Implemented() bool { return k == Reentrant }
+
+// Lock is one declared lock.
+type Lock struct {
+	Name     string
+	Pos      Pos // of the name
+	Doc      string
+	Kind     Kind
+	Key      Pattern // as written; empty for multi
+	Slot     Pattern // empty when not set
+	Params   []*Param
+	Lease    Lease
+	WaitTime Wait
+	Fairness *Fairness // fair only
+	Members  []string  // multi only
+	Quorum   Quorum    // red only
+
+	kindPos    Pos   // of the kind value, or of the name when kind is left out
+	paramsPos  Pos   // of the params mapping, when present
+	membersPos Pos   // of the members list, when present
+	memberPos  []Pos // of each member
+	quorumPos  Pos   // of the quorum value, when present
+}
+
+// Param is a key parameter: its Go name and type.
+type Param struct {
+	Name string
+	Type ParamType
+	Pos  Pos // of the type, where type errors point
+
+	namePos Pos
+}
+
+// Fairness configures a fair lock.
+type Fairness struct {
+	QueueTimeout time.Duration
+
+	pos Pos
+}
+
+// Quorum is the number of nodes a red lock must win: Majority (N/2+1)
+// when N is zero.
+type Quorum struct {
+	N int
+}
+
+// Lock returns the declared lock called name, or nil.
+func (s *Spec) Lock(name string) *Lock {
+	for _, l := range s.Locks {
+		if l.Name == name {
+			return l
+		}
+	}
+	return nil
+}

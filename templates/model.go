@@ -1,0 +1,70 @@
+package templates
+
+import "time"
+
+// File is everything one generated file declares.
+type File struct {
+	Path    string            // import path of the generated package
+	Package string            // package name of the generated package
+	Source  string            // name of the spec file, e.g. "locks.yaml", quoted in docs
+	Imports map[string]string // import path -> package name, for user param types
+	Locks   []Lock            // in declaration order
+}
+
+// Lock is one lock to emit.
+type Lock struct {
+	Name     string // exported Go name, e.g. OrderLock
+	Doc      string // the spec's doc text, may be empty or span lines
+	Kind     string // e.g. "reentrant"
+	Key      string // the key pattern as it will be rendered (slot applied)
+	Segments []Segment
+	Params   []Param
+	Lease    time.Duration // 0: watchdog
+	WaitTime time.Duration // negative: forever
+}
+
+// Segment is literal key text or a param placeholder.
+type Segment struct {
+	Lit   string
+	Param string
+}
+
+// Param is a typed key parameter.
+type Param struct {
+	Name     string
+	TypePath string // import path of a user type; "" for a basic type
+	TypeName string // e.g. "int64" or "OrderID"
+	Basic    bool   // TypeName is a Go basic type used as is (no conversion)
+	Render   Render
+}
+
+// Render says how a param value becomes key text.
+type Render int
+
+// How params become key text. String-like values are escaped (see
+// keyPart in the generated file) so no value can move a key to another
+// cluster slot or make two keys collide.
+const (
+	RenderString   Render = iota + 1 // underlying string: escaped
+	RenderInt                        // underlying signed integer: strconv.FormatInt
+	RenderUint                       // underlying unsigned integer: strconv.FormatUint
+	RenderBool                       // underlying bool: strconv.FormatBool
+	RenderStringer                   // fmt.Stringer: String(), escaped
+	RenderText                       // encoding.TextMarshaler: MarshalText(), escaped; may fail
+)
+
+// escaped reports whether the rendering goes through keyPart.
+func (r Render) escaped() bool {
+	return r == RenderString || r == RenderStringer || r == RenderText
+}
+
+// fallible reports whether rendering the lock's key can fail (a param is
+// only a TextMarshaler), which gives its handle constructor an error result.
+func (l *Lock) fallible() bool {
+	for _, p := range l.Params {
+		if p.Render == RenderText {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,88 @@
+package lockgen
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// minLease is the shortest fixed lease the runtime accepts.
+const minLease = 10 * time.Millisecond
+
+// duration reads a Go duration such as 30s or 1m30s. zero allows 0.
+func (p *parser) duration(n *yaml.Node, path string, zero bool) (time.Duration, bool) {
+	v, ok := p.scalar(n, path, "a duration such as 10s or 1m")
+	if !ok {
+		return 0, false
+	}
+	at := pos(deref(n))
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		if _, nerr := strconv.ParseFloat(v, 64); nerr == nil {
+			p.add(at, path, "%q is not a duration (add a unit: %ss or %sms)", v, v, v)
+		} else {
+			p.add(at, path, "%q is not a duration (write a Go duration such as 10s, 1m or 1m30s)", v)
+		}
+		return 0, false
+	}
+	switch {
+	case d < 0:
+		p.add(at, path, "%s is negative (write a positive duration such as 10s)", v)
+		return 0, false
+	case d == 0 && !zero:
+		p.add(at, path, "must be positive, got %s (write a duration such as 10s)", v)
+		return 0, false
+	}
+	return d, true
+}
+
+// lease reads "watchdog" or a positive duration.
+func (p *parser) lease(n *yaml.Node, path string) (Lease, bool) {
+	v, ok := p.scalar(n, path, "watchdog or a duration such as 30s")
+	if !ok {
+		return Lease{}, false
+	}
+	at := pos(deref(n))
+	if v == "watchdog" {
+		return Lease{Watchdog: true}, true
+	}
+	if strings.EqualFold(v, "watchdog") || suggest(v, []string{"watchdog"}) != "" {
+		p.add(at, path, "%q is not a lease (did you mean \"watchdog\"?)", v)
+		return Lease{}, false
+	}
+	if d, err := time.ParseDuration(v); err == nil && d == 0 {
+		p.add(at, path, "lease %s would expire at once (write watchdog to renew while held, or a duration such as 30s)", v)
+		return Lease{}, false
+	}
+	d, ok := p.duration(n, path, false)
+	if !ok {
+		return Lease{}, false
+	}
+	if d < minLease {
+		p.add(at, path, "lease %s is shorter than the runtime's minimum %s (write at least 10ms, or watchdog)", v, minLease)
+		return Lease{}, false
+	}
+	return Lease{Fixed: d}, true
+}
+
+// wait reads "forever" or a duration >= 0 (0 = try once).
+func (p *parser) wait(n *yaml.Node, path string) (Wait, bool) {
+	v, ok := p.scalar(n, path, "forever, 0 or a duration such as 5s")
+	if !ok {
+		return Wait{}, false
+	}
+	if v == "forever" {
+		return Wait{Forever: true}, true
+	}
+	if v == "0" {
+		return Wait{}, true
+	}
+	if strings.EqualFold(v, "forever") || suggest(v, []string{"forever"}) != "" {
+		p.add(pos(deref(n)), path, "%q is not a wait time (did you mean \"forever\"?)", v)
+		return Wait{}, false
+	}
+	d, ok := p.duration(n, path, true)
+	return Wait{D: d}, ok
+}
