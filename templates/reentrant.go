@@ -54,7 +54,7 @@ func Reentrant(l *Lock) jen.Code {
 			jen.Return(jen.Id("m").Dot("Do").Call(jen.Id("ctx"), jen.Id("fn"))),
 		)
 	} else {
-		code.Func().Params(jen.Id("l").Op("*").Id("Locks")).Id("With"+l.Name).Params(params...).Error().Block(
+		code.Func().Params(jen.Id("l").Op("*").Id("Locks")).Id("With" + l.Name).Params(params...).Error().Block(
 			jen.Return(jen.Id("l").Dot(l.Name).Call(argList(l)...).Dot("Do").Call(jen.Id("ctx"), jen.Id("fn"))),
 		)
 	}
