@@ -35,7 +35,9 @@ var basicRender = map[string]templates.Render{
 	"uint32": templates.RenderUint, "uint64": templates.RenderUint, "byte": templates.RenderUint,
 }
 
-var basicNames = []string{"string", "bool", "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "byte", "rune"}
+// basicNames is ordered by how common the type is as a key, so a typo
+// suggests the likelier one first.
+var basicNames = []string{"string", "int64", "int", "uint64", "uint", "int32", "uint32", "int16", "uint16", "int8", "uint8", "byte", "rune", "bool"}
 
 // notKeyable are Go basic types that are rejected, with the reason.
 var notKeyable = map[string]string{

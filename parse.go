@@ -136,7 +136,7 @@ type field struct {
 func (p *parser) fields(n *yaml.Node, path string, known []string) []field {
 	n = deref(n)
 	if n.Kind != yaml.MappingNode {
-		p.add(pos(n), path, "must be a mapping, got %s", kindName(n))
+		p.add(pos(n), path, "must be a mapping, got %s (write name: value lines, or {name: value, ...})", kindName(n))
 		return nil
 	}
 	var out []field

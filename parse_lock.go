@@ -33,6 +33,7 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 	l := &Lock{Name: name, Pos: pos(f.key), Kind: Reentrant, Lease: s.Defaults.Lease, WaitTime: s.Defaults.WaitTime}
 	v := deref(f.val)
 	if v.Kind != yaml.MappingNode {
+		l.broken = true
 		p.add(pos(v), path, "a lock must be a mapping of its fields, got %s (write e.g. %s: {key: \"order:${orderID}\", params: {orderID: int64}})", kindName(v), name)
 		return l
 	}
@@ -146,7 +147,12 @@ func (p *parser) params(l *Lock, n *yaml.Node, path string) {
 		return
 	}
 	l.paramsPos = pos(n)
+	l.rejected = map[string]bool{}
+	if n.Kind != yaml.MappingNode {
+		l.broken = true
+	}
 	for _, f := range p.fields(n, path, nil) {
+		l.rejected[f.name] = true
 		fp := path + "." + f.name
 		switch {
 		case !isIdent(f.name):
@@ -165,6 +171,7 @@ func (p *parser) params(l *Lock, n *yaml.Node, path string) {
 			p.add(pos(deref(f.val)), fp, "%s", msg)
 			continue
 		}
+		delete(l.rejected, f.name)
 		l.Params = append(l.Params, &Param{Name: f.name, Type: pt, Pos: pos(deref(f.val)), namePos: pos(f.key)})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"go/types"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -90,7 +91,13 @@ func outputPackage(s *Spec, p *packages.Package, t *target, e *errs) error {
 		msg := perr.Msg
 		switch {
 		case strings.Contains(msg, "found packages"):
-			e.add(s.packagePos, "package", "%s does not match the other Go files in %s (%s; use their package name, or another output directory)", s.Package, t.dir, msg)
+			other := "theirs"
+			for _, m := range foundRE.FindStringSubmatch(msg)[1:] {
+				if m != s.Package {
+					other = m
+				}
+			}
+			e.add(s.packagePos, "package", "%s differs from package %s of the Go files in %s/ (use package: %s, or another output directory)", s.Package, other, filepath.ToSlash(filepath.Dir(s.Output)), other)
 		case strings.Contains(msg, "outside main module") || strings.Contains(msg, "go.mod file not found") || p.Module == nil && p.PkgPath == "":
 			return fmt.Errorf("the output directory %s is not inside a Go module (run lockgen inside your module): %s", t.dir, msg)
 		}
@@ -102,6 +109,8 @@ func outputPackage(s *Spec, p *packages.Package, t *target, e *errs) error {
 	return nil
 }
 
+var foundRE = regexp.MustCompile(`found packages (\S+) \(.*\) and (\S+) \(`)
+
 // resolveParam checks that a user type exists and can be a key, and
 // records how its values are rendered.
 func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
@@ -111,6 +120,9 @@ func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
 		why := "not found"
 		if pkg != nil && len(pkg.Errors) > 0 {
 			why = firstLine(pkg.Errors[0].Msg)
+			if i := strings.Index(why, ";"); i > 0 {
+				why = why[:i]
+			}
 		}
 		e.add(p.Pos, path, "cannot load package %q: %s (check the import path; go get it when it is another module)", t.Path, why)
 		return

@@ -91,11 +91,13 @@ type Lock struct {
 	Members  []string  // multi only
 	Quorum   Quorum    // red only
 
-	kindPos    Pos   // of the kind value, or of the name when kind is left out
-	paramsPos  Pos   // of the params mapping, when present
-	membersPos Pos   // of the members list, when present
-	memberPos  []Pos // of each member
-	quorumPos  Pos   // of the quorum value, when present
+	kindPos    Pos             // of the kind value, or of the name when kind is left out
+	paramsPos  Pos             // of the params mapping, when present
+	membersPos Pos             // of the members list, when present
+	memberPos  []Pos           // of each member
+	quorumPos  Pos             // of the quorum value, when present
+	broken     bool            // not a mapping, or params unreadable: skip the cross-field checks
+	rejected   map[string]bool // params declared with an unusable name or type
 }
 
 // Param is a key parameter: its Go name and type.

@@ -8,6 +8,9 @@ import (
 // been checked while parsing; this adds every remaining error to e.
 func validate(s *Spec, e *errs) {
 	for _, l := range s.Locks {
+		if l.broken {
+			continue
+		}
 		validateKind(l, e)
 		validateKey(l, e)
 	}
@@ -75,7 +78,7 @@ func validateKey(l *Lock, e *errs) {
 				continue
 			}
 			used[s.Param] = true
-			if declared[s.Param] {
+			if declared[s.Param] || l.rejected[s.Param] {
 				continue
 			}
 			fix := "declare it under params, e.g. params: {" + s.Param + ": string}"

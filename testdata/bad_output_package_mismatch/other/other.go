@@ -1,0 +1,2 @@
+// Package other is not the package named in the spec.
+package other
