@@ -9,15 +9,15 @@
 -- ARGV[3]  request id of this attempt (unique per attempt, reused by resends)
 -- ARGV[4]  latch lifetime in milliseconds
 --
--- Returns
---   nil      the lock is now held by ARGV[2] (taken, re-entered, or this very
---            request had already taken it: a resend never counts twice)
---   integer  not taken: the remaining lease of the current holder in ms
---            (-1 when the key has no expiry); -3 when this request was
---            settled as aborted by settle.lua and must not take the lock
+-- Returns an integer (never nil: a nil reply costs the client an error path)
+--   0    the lock is now held by ARGV[2] (taken, re-entered, or this very
+--        request had already taken it: a resend never counts twice)
+--   > 0  not taken: the remaining lease of the current holder in ms (>= 1)
+--   -1   not taken: the holder's key has no expiry
+--   -3   not taken: this request was settled as aborted by settle.lua
 local seen = redis.call('get', KEYS[2])
 if seen == ARGV[3] then
-    return nil
+    return 0
 end
 if seen == 'abort:' .. ARGV[3] then
     return -3
@@ -26,6 +26,10 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
-    return nil
+    return 0
 end
-return redis.call('pttl', KEYS[1])
+local ttl = redis.call('pttl', KEYS[1])
+if ttl == 0 then
+    return 1
+end
+return ttl

@@ -29,18 +29,18 @@ func run(t *testing.T, rdb *redis.Client, s *redis.Script, keys []string, args .
 func TestAcquireTakesReentersAndReportsTTL(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	if _, err := run(t, rdb, lua.Acquire, []string{lock, latchA}, 30000, ownerA, "r1", 10000); !errors.Is(err, redis.Nil) {
-		t.Fatalf("fresh acquire: %v, want nil reply", err)
+	if got, err := run(t, rdb, lua.Acquire, []string{lock, latchA}, 30000, ownerA, "r1", 10000); err != nil || got.(int64) != 0 {
+		t.Fatalf("fresh acquire: %v %v, want 0", got, err)
 	}
 	// A resend of r1 is a no-op that still reports success.
-	if _, err := run(t, rdb, lua.Acquire, []string{lock, latchA}, 30000, ownerA, "r1", 10000); !errors.Is(err, redis.Nil) {
-		t.Fatalf("resend: %v", err)
+	if got, err := run(t, rdb, lua.Acquire, []string{lock, latchA}, 30000, ownerA, "r1", 10000); err != nil || got.(int64) != 0 {
+		t.Fatalf("resend: %v %v", got, err)
 	}
 	if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 1 {
 		t.Fatalf("count after resend = %d, want 1", n)
 	}
-	if _, err := run(t, rdb, lua.Acquire, []string{lock, latchA}, 30000, ownerA, "r2", 10000); !errors.Is(err, redis.Nil) {
-		t.Fatalf("re-entry: %v", err)
+	if got, err := run(t, rdb, lua.Acquire, []string{lock, latchA}, 30000, ownerA, "r2", 10000); err != nil || got.(int64) != 0 {
+		t.Fatalf("re-entry: %v %v", got, err)
 	}
 	if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 2 {
 		t.Fatalf("count after re-entry = %d, want 2", n)

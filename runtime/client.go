@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -57,8 +56,9 @@ type Client struct {
 	opts     Options
 	id       string // uuid of this client: the first half of every owner token
 	cluster  bool   // keys are grouped by slot for batched calls
-	publish  string // "publish" (classic pub/sub)
-	latchTTL int64  // lifetime of request latches, ms
+	publish  any    // "publish" (classic pub/sub), boxed once for script args
+	latchTTL any    // lifetime of request latches in ms, boxed once
+	wdLease  any    // WatchdogTimeout in ms, boxed once
 	log      *slog.Logger
 
 	ownerSeq   atomic.Uint64
@@ -103,11 +103,12 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		opts:     o,
 		id:       newUUID(),
 		publish:  "publish",
-		latchTTL: max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(),
+		latchTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
 		log:      o.Logger.With("component", "lockgen"),
 		holds:    make(map[holdID]*hold),
 		closeCh:  make(chan struct{}),
 	}
+	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
 	c.hub = newHub(c)
 	return c, nil
@@ -147,18 +148,31 @@ func (c *Client) isClosed() bool {
 	}
 }
 
+// newOwner returns a new owner token "<client uuid>:<n>", Redisson's
+// "<uuid>:<thread id>" with a ctx chain in place of the thread.
 func (c *Client) newOwner() string {
-	return c.id + ":" + strconv.FormatUint(c.ownerSeq.Add(1), 10)
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], c.id...), ':'), c.ownerSeq.Add(1), 10))
 }
 
+// newRequestID returns an id unique to one acquire or release attempt.
 func (c *Client) newRequestID() string {
-	return c.id + ":r" + strconv.FormatUint(c.requestSeq.Add(1), 36)
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], c.id...), ":r"...), c.requestSeq.Add(1), 36))
 }
 
 func (c *Client) observe(e Event) {
 	if c.opts.Observer != nil {
 		c.opts.Observer.ObserveLock(e)
 	}
+}
+
+// leaseArg is lease in milliseconds as a script argument.
+func (c *Client) leaseArg(lease time.Duration) any {
+	if lease == c.opts.WatchdogTimeout {
+		return c.wdLease
+	}
+	return strconv.FormatInt(lease.Milliseconds(), 10)
 }
 
 // detached returns a ctx that survives the caller's cancellation and ends
@@ -168,13 +182,26 @@ func (c *Client) detached(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
 }
 
-// retry runs op until it succeeds, fails with a Redis error reply (which a
-// resend would not change), or ctx ends. op must be idempotent.
-func retry[T any](ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+// retry runs op on ctx and, if that fails without a reply from Redis (a
+// transport error, or ctx cancelled), again on a ctx detached from ctx's
+// cancellation with the release timeout, until it succeeds, Redis replies
+// with an error (which a resend would not change), or the timeout ends.
+// op must be idempotent.
+func (c *Client) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+	v, err := op(ctx)
+	if err == nil || isRedisReply(err) {
+		return v, err
+	}
+	dctx, cancel := c.detached(ctx)
+	defer cancel()
+	return retryDetached(dctx, op)
+}
+
+func retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	backoff := 5 * time.Millisecond
 	for {
 		v, err := op(ctx)
-		if err == nil || errors.Is(err, redis.Nil) || isRedisReply(err) {
+		if err == nil || isRedisReply(err) {
 			return v, err
 		}
 		t := time.NewTimer(backoff)

@@ -63,9 +63,9 @@ func (e *LockError) Error() string {
 
 func (e *LockError) Unwrap() error { return e.Err }
 
-// isRedisReply reports whether err is an error reply from the server (a
-// script error, WRONGTYPE, ...), as opposed to a transport or context error
-// after which the outcome of a command is unknown.
+// isRedisReply reports whether err is a reply from the server (a script
+// error, WRONGTYPE, ..., or redis.Nil), as opposed to a transport or
+// context error after which the outcome of a command is unknown.
 func isRedisReply(err error) bool {
 	var re interface{ RedisError() }
 	return errors.As(err, &re)

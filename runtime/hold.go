@@ -24,8 +24,9 @@ type hold struct {
 	expiresAt time.Time // local estimate of the key's expiry (from send times)
 	slot      int       // cluster slot of key, for batching
 	acqs      []*acquisition
-	gone      bool  // released or lost: no longer in Client.holds
-	lostErr   error // why it was lost; nil when released normally
+	inline    [2]*acquisition // backs acqs for the common outer + one nested hold
+	gone      bool            // released or lost: no longer in Client.holds
+	lostErr   error           // why it was lost; nil when released normally
 }
 
 type holdID struct{ key, owner string }
@@ -34,6 +35,7 @@ type holdID struct{ key, owner string }
 // to the caller and is released exactly once.
 type acquisition struct {
 	h        *hold
+	parent   context.Context // the caller's ctx: releases run on it, not on the hold's
 	start    time.Time
 	cancel   context.CancelCauseFunc
 	stop     context.CancelFunc // stops the fixed-lease deadline; nil for watchdog
@@ -61,6 +63,7 @@ type holdContext struct {
 	context.Context
 	acq    *acquisition
 	parent *holdContext // next enclosing acquisition of the same client
+	own    acquisition  // backs acq: one allocation per acquisition
 }
 
 type ownerKey struct{ c *Client }
@@ -120,6 +123,7 @@ func (c *Client) addHold(parent context.Context, name, key, owner, field string,
 	h := c.holds[id]
 	if h == nil {
 		h = &hold{c: c, name: name, key: key, owner: owner, field: field}
+		h.acqs = h.inline[:0]
 		if c.cluster {
 			h.slot = keySlot(key)
 		}
@@ -138,7 +142,10 @@ func (c *Client) addHold(parent context.Context, name, key, owner, field string,
 		h.expiresAt = exp
 	}
 
-	acq := &acquisition{h: h, start: start}
+	hc := &holdContext{parent: c.holdOf(parent)}
+	acq := &hc.own
+	hc.acq = acq
+	*acq = acquisition{h: h, parent: parent, start: start}
 	cctx, cancel := context.WithCancelCause(parent)
 	acq.cancel = cancel
 	var ctx context.Context = cctx
@@ -147,9 +154,10 @@ func (c *Client) addHold(parent context.Context, name, key, owner, field string,
 			Err: fmt.Errorf("%w: fixed lease of %v ran out", ErrLockLost, lease)}
 		ctx, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-drift(lease)), cause)
 	}
+	hc.Context = ctx
 	h.acqs = append(h.acqs, acq)
 	c.mu.Unlock()
-	return &holdContext{Context: ctx, acq: acq, parent: c.holdOf(parent)}, nil
+	return hc, nil
 }
 
 // dropAcquisition marks acq released and takes it off its hold. It reports

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -88,9 +87,9 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	var sent time.Time
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		return m.tryAcquire(ctx, owner, latch, lease)
+		return m.tryAcquire(ctx, latch, owner, lease)
 	}
-	if err := c.await(ctx, lockChannel(m.key), wait, try); err != nil {
+	if err := c.await(ctx, m.channel, wait, try); err != nil {
 		err = m.fail("acquire", err)
 		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Wait: time.Since(start), Err: err})
 		return nil, err
@@ -120,16 +119,18 @@ func (m *Mutex) validate(lease time.Duration) error {
 // tryAcquire runs acquire.lua once. A reply lost to a transport error or a
 // cancelled ctx is settled: the attempt either took the lock (then it is
 // held) or is marked aborted so it never will.
-func (m *Mutex) tryAcquire(ctx context.Context, owner, latch string, lease time.Duration) (bool, time.Duration, error) {
+func (m *Mutex) tryAcquire(ctx context.Context, latch, owner string, lease time.Duration) (bool, time.Duration, error) {
 	c := m.c
 	req := c.newRequestID()
-	px := c.leaseFor(m.key, owner, lease).Milliseconds()
-	ttl, err := lua.Acquire.Run(ctx, c.rdb, []string{m.key, latch}, px, owner, req, c.latchTTL).Int64()
+	ttl, err := scriptAcquire.run(ctx, c.rdb, 2, []any{
+		3: m.key, latch,
+		c.leaseArg(c.leaseFor(m.key, owner, lease)), owner, req, c.latchTTL,
+	}).Int64()
 	switch {
+	case err == nil && ttl == 0:
+		return true, 0, nil
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
-	case errors.Is(err, redis.Nil):
-		return true, 0, nil
 	case isRedisReply(err):
 		return false, 0, err
 	}
@@ -147,7 +148,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, owner, latch string, lease time.
 func (c *Client) settle(ctx context.Context, latch, req string) (bool, error) {
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
-	n, err := retry(dctx, func(ctx context.Context) (int64, error) {
+	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return lua.Settle.Run(ctx, c.rdb, []string{latch}, req, c.latchTTL).Int64()
 	})
 	return n == 1, err
@@ -171,7 +172,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if lost != nil {
 		return m.fail("release", lost)
 	}
-	res, err := m.release(ctx, acq.h.owner, acquireLatch(m.key, acq.h.owner), last, lease)
+	res, err := m.release(acq.parent, acq.h.owner, acquireLatch(m.key, acq.h.owner), last, lease)
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", ErrLockLost)
 	}
@@ -192,19 +193,27 @@ const (
 	releaseLast
 )
 
+var (
+	scriptAcquire = newScript(lua.Acquire)
+	scriptRelease = newScript(lua.Release)
+)
+
+// channel is the lock's unlock channel (computed only on contention).
+func (m *Mutex) channel() string { return lockChannel(m.key) }
+
 // release runs release.lua with a fresh request id, resending it on
 // transport errors (the unlock latch makes the resend harmless).
 func (m *Mutex) release(ctx context.Context, owner, latch string, last bool, lease time.Duration) (releaseResult, error) {
 	c := m.c
-	dctx, cancel := c.detached(ctx)
-	defer cancel()
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
-	keys := []string{m.key, lockChannel(m.key), unlockLatch(m.key, c.newRequestID()), latch}
-	px := strconv.FormatInt(max(lease, minLease).Milliseconds(), 10)
-	n, err := retry(dctx, func(ctx context.Context) (int64, error) {
-		return lua.Release.Run(ctx, c.rdb, keys, unlockMessage, px, owner, c.publish, c.latchTTL).Int64()
+	args := []any{
+		3: m.key, lockChannel(m.key), unlockLatch(m.key, c.newRequestID()), latch,
+		unlockMessage, c.leaseArg(max(lease, minLease)), owner, c.publish, c.latchTTL,
+	}
+	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
+		return scriptRelease.run(ctx, c.rdb, 4, args).Int64()
 	})
 	if errors.Is(err, redis.Nil) {
 		return releaseNotOwner, nil

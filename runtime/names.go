@@ -27,15 +27,23 @@ func suffixName(name, suffix string) string {
 // lockChannel is the channel a reentrant lock publishes its unlock message on.
 func lockChannel(key string) string { return prefixName("redisson_lock__channel", key) }
 
+// prefixNameWith is prefixName(prefix, name) + ":" + tail, built in one allocation.
+func prefixNameWith(prefix, name, tail string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name + ":" + tail
+	}
+	return prefix + ":{" + name + "}:" + tail
+}
+
 // unlockLatch remembers the result of one release request (Redisson's unlock latch).
 func unlockLatch(key, requestID string) string {
-	return prefixName("redisson_unlock_latch", key) + ":" + requestID
+	return prefixNameWith("redisson_unlock_latch", key, requestID)
 }
 
 // acquireLatch remembers the last request of owner that took the lock, so
 // that a resent acquire never counts twice and a lost reply can be settled.
 func acquireLatch(key, owner string) string {
-	return prefixName("lockgen_acquire_latch", key) + ":" + owner
+	return prefixNameWith("lockgen_acquire_latch", key, owner)
 }
 
 // Messages published on unlock channels.

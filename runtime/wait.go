@@ -30,7 +30,7 @@ type tryFunc func(ctx context.Context) (acquired bool, ttl time.Duration, err er
 //
 // It returns nil once acquired, an error wrapping ErrNotAcquired when the
 // wait time is over, or the ctx's error.
-func (c *Client) await(ctx context.Context, channel string, wait time.Duration, try tryFunc) (err error) {
+func (c *Client) await(ctx context.Context, channel func() string, wait time.Duration, try tryFunc) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (c *Client) await(ctx context.Context, channel string, wait time.Duration, 
 	if wait == 0 {
 		return ErrNotAcquired
 	}
-	w, ready, err := c.hub.join(channel)
+	w, ready, err := c.hub.join(channel())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,135 @@
+package runtime_test
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// go test -run '^$' -bench . -benchmem ./runtime
+
+func BenchmarkMutexUncontended(b *testing.B) {
+	_, _, c := setup(b, nil)
+	ctx := context.Background()
+	m := c.Mutex("bench:uncontended", runtime.LockOptions{})
+	fn := func(context.Context) error { return nil }
+	_ = m.Do(ctx, fn)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := m.Do(ctx, fn); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMutexHandoff8 runs 8 goroutines on one key and reports the
+// hand-off: time from one holder's release to the next holder's acquire.
+func BenchmarkMutexHandoff8(b *testing.B) {
+	_, _, c := setup(b, nil)
+	ctx := context.Background()
+	m := c.Mutex("bench:handoff", runtime.LockOptions{WaitTime: runtime.Forever})
+	var (
+		mu       sync.Mutex
+		released time.Time
+		gaps     []time.Duration
+		left     atomic.Int64
+	)
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				h, err := m.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				mu.Lock()
+				if !released.IsZero() {
+					gaps = append(gaps, time.Since(released))
+				}
+				mu.Unlock()
+				time.Sleep(200 * time.Microsecond) // hold
+				mu.Lock()
+				released = time.Now()
+				mu.Unlock()
+				_ = m.Unlock(h)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(gaps)
+	if len(gaps) > 0 {
+		b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds()), "p50-handoff-µs")
+		b.ReportMetric(float64(gaps[len(gaps)*99/100].Microseconds()), "p99-handoff-µs")
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+}
+
+// BenchmarkWatchdog10k holds 10,000 watchdog locks in one Client and
+// reports the renewal script calls per watchdog period and the client CPU
+// time per period.
+func BenchmarkWatchdog10k(b *testing.B) {
+	const holds = 10000
+	const timeout = 900 * time.Millisecond
+	var calls, renewed atomic.Int64
+	obs := runtime.ObserverFunc(func(e runtime.Event) {
+		if e.Kind == runtime.EventRenewed {
+			calls.Add(int64(e.Calls))
+			renewed.Add(int64(e.Renewed))
+		}
+	})
+	_, _, c := setup(b, &runtime.Options{WatchdogTimeout: timeout, Observer: obs})
+	ctx := context.Background()
+	ctxs := make([]context.Context, holds)
+	mutexes := make([]*runtime.Mutex, holds)
+	for i := range ctxs {
+		mutexes[i] = c.Mutex("bench:wd:"+strconv.Itoa(i), runtime.LockOptions{})
+		h, err := mutexes[i].Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctxs[i] = h
+	}
+	b.ResetTimer()
+	calls.Store(0)
+	renewed.Store(0)
+	cpu0 := cpuTime()
+	periods := 3 * b.N
+	time.Sleep(time.Duration(periods) * timeout / 3)
+	cpu := cpuTime() - cpu0
+	b.StopTimer()
+	lost := 0
+	for _, h := range ctxs {
+		if h.Err() != nil {
+			lost++
+		}
+	}
+	b.ReportMetric(float64(calls.Load())/float64(periods), "calls/period")
+	b.ReportMetric(float64(renewed.Load())/float64(periods), "renewed/period")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(periods), "cpu-µs/period")
+	b.ReportMetric(float64(lost), "lost")
+	for i, h := range ctxs {
+		_ = mutexes[i].Unlock(h)
+	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
