@@ -55,7 +55,10 @@ func Reentrant(l *Lock) jen.Code {
 		)
 	} else {
 		code.Func().Params(jen.Id("l").Op("*").Id("Locks")).Id("With" + l.Name).Params(params...).Error().Block(
-			jen.Return(jen.Id("l").Dot(l.Name).Call(argList(l)...).Dot("Do").Call(jen.Id("ctx"), jen.Id("fn"))),
+			// Not l.<Name>(...): building the Mutex here lets the compiler
+			// keep it on the stack, so the helper allocates no more than
+			// the runtime call it wraps.
+			jen.Return(jen.Id("l").Dot("c").Dot("Mutex").Call(jen.Id(keyFuncName(l)).Call(argList(l)...), opts).Dot("Do").Call(jen.Id("ctx"), jen.Id("fn"))),
 		)
 	}
 	code.Line().Line()

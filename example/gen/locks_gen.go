@@ -46,7 +46,7 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 3s
 func (l *Locks) WithOrderLock(ctx context.Context, orderID int64, fn func(ctx context.Context) error) error {
-	return l.OrderLock(orderID).Do(ctx, fn)
+	return l.c.Mutex(orderLockKey(orderID), orderLockOptions).Do(ctx, fn)
 }
 
 var orderLockOptions = runtime.LockOptions{
@@ -83,7 +83,7 @@ func (l *Locks) InventoryLock(warehouse uint16, sku string) *runtime.Mutex {
 //	lease:    2s (fixed, never renewed)
 //	waitTime: 1s
 func (l *Locks) WithInventoryLock(ctx context.Context, warehouse uint16, sku string, fn func(ctx context.Context) error) error {
-	return l.InventoryLock(warehouse, sku).Do(ctx, fn)
+	return l.c.Mutex(inventoryLockKey(warehouse, sku), inventoryLockOptions).Do(ctx, fn)
 }
 
 var inventoryLockOptions = runtime.LockOptions{
@@ -121,7 +121,7 @@ func (l *Locks) CatalogLock(shopID string) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 0 (one try)
 func (l *Locks) WithCatalogLock(ctx context.Context, shopID string, fn func(ctx context.Context) error) error {
-	return l.CatalogLock(shopID).Do(ctx, fn)
+	return l.c.Mutex(catalogLockKey(shopID), catalogLockOptions).Do(ctx, fn)
 }
 
 var catalogLockOptions = runtime.LockOptions{
@@ -158,7 +158,7 @@ func (l *Locks) CheckoutLock(cartID string) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 10s
 func (l *Locks) WithCheckoutLock(ctx context.Context, cartID string, fn func(ctx context.Context) error) error {
-	return l.CheckoutLock(cartID).Do(ctx, fn)
+	return l.c.Mutex(checkoutLockKey(cartID), checkoutLockOptions).Do(ctx, fn)
 }
 
 var checkoutLockOptions = runtime.LockOptions{
@@ -195,7 +195,7 @@ func (l *Locks) PaymentLock(paymentID string) *runtime.Mutex {
 //	lease:    30s (fixed, never renewed)
 //	waitTime: forever (until ctx is done)
 func (l *Locks) WithPaymentLock(ctx context.Context, paymentID string, fn func(ctx context.Context) error) error {
-	return l.PaymentLock(paymentID).Do(ctx, fn)
+	return l.c.Mutex(paymentLockKey(paymentID), paymentLockOptions).Do(ctx, fn)
 }
 
 var paymentLockOptions = runtime.LockOptions{
@@ -232,7 +232,7 @@ func (l *Locks) TenantReportLock(tenant string, month uint8) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithTenantReportLock(ctx context.Context, tenant string, month uint8, fn func(ctx context.Context) error) error {
-	return l.TenantReportLock(tenant, month).Do(ctx, fn)
+	return l.c.Mutex(tenantReportLockKey(tenant, month), tenantReportLockOptions).Do(ctx, fn)
 }
 
 var tenantReportLockOptions = runtime.LockOptions{

@@ -46,7 +46,7 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 2s
 func (l *Locks) WithOrderLock(ctx context.Context, orderID int64, fn func(ctx context.Context) error) error {
-	return l.OrderLock(orderID).Do(ctx, fn)
+	return l.c.Mutex(orderLockKey(orderID), orderLockOptions).Do(ctx, fn)
 }
 
 var orderLockOptions = runtime.LockOptions{
@@ -85,7 +85,7 @@ func (l *Locks) Counters(a int, b int8, c uint, d uint64, e byte, f rune, g bool
 //	lease:    1m30s (fixed, never renewed)
 //	waitTime: forever (until ctx is done)
 func (l *Locks) WithCounters(ctx context.Context, a int, b int8, c uint, d uint64, e byte, f rune, g bool, h string, fn func(ctx context.Context) error) error {
-	return l.Counters(a, b, c, d, e, f, g, h).Do(ctx, fn)
+	return l.c.Mutex(countersKey(a, b, c, d, e, f, g, h), countersOptions).Do(ctx, fn)
 }
 
 var countersOptions = runtime.LockOptions{
@@ -122,7 +122,7 @@ func (l *Locks) Rebuild() *runtime.Mutex {
 //	lease:    250ms (fixed, never renewed)
 //	waitTime: 0 (one try)
 func (l *Locks) WithRebuild(ctx context.Context, fn func(ctx context.Context) error) error {
-	return l.Rebuild().Do(ctx, fn)
+	return l.c.Mutex(rebuildKey(), rebuildOptions).Do(ctx, fn)
 }
 
 var rebuildOptions = runtime.LockOptions{

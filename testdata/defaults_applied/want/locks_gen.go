@@ -44,7 +44,7 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 //	lease:    10s (fixed, never renewed)
 //	waitTime: forever (until ctx is done)
 func (l *Locks) WithOrderLock(ctx context.Context, orderID int64, fn func(ctx context.Context) error) error {
-	return l.OrderLock(orderID).Do(ctx, fn)
+	return l.c.Mutex(orderLockKey(orderID), orderLockOptions).Do(ctx, fn)
 }
 
 var orderLockOptions = runtime.LockOptions{
@@ -79,7 +79,7 @@ func (l *Locks) PaymentLock(paymentID string) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 1.5s
 func (l *Locks) WithPaymentLock(ctx context.Context, paymentID string, fn func(ctx context.Context) error) error {
-	return l.PaymentLock(paymentID).Do(ctx, fn)
+	return l.c.Mutex(paymentLockKey(paymentID), paymentLockOptions).Do(ctx, fn)
 }
 
 var paymentLockOptions = runtime.LockOptions{

@@ -44,7 +44,7 @@ func (l *Locks) TenantReportLock(tenant string, month uint8) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithTenantReportLock(ctx context.Context, tenant string, month uint8, fn func(ctx context.Context) error) error {
-	return l.TenantReportLock(tenant, month).Do(ctx, fn)
+	return l.c.Mutex(tenantReportLockKey(tenant, month), tenantReportLockOptions).Do(ctx, fn)
 }
 
 var tenantReportLockOptions = runtime.LockOptions{
@@ -81,7 +81,7 @@ func (l *Locks) TenantInvoiceLock(tenant string, invoiceID uint64) *runtime.Mute
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithTenantInvoiceLock(ctx context.Context, tenant string, invoiceID uint64, fn func(ctx context.Context) error) error {
-	return l.TenantInvoiceLock(tenant, invoiceID).Do(ctx, fn)
+	return l.c.Mutex(tenantInvoiceLockKey(tenant, invoiceID), tenantInvoiceLockOptions).Do(ctx, fn)
 }
 
 var tenantInvoiceLockOptions = runtime.LockOptions{
@@ -118,7 +118,7 @@ func (l *Locks) AccountLock(accountID string) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithAccountLock(ctx context.Context, accountID string, fn func(ctx context.Context) error) error {
-	return l.AccountLock(accountID).Do(ctx, fn)
+	return l.c.Mutex(accountLockKey(accountID), accountLockOptions).Do(ctx, fn)
 }
 
 var accountLockOptions = runtime.LockOptions{
@@ -155,7 +155,7 @@ func (l *Locks) GlobalSlot(jobID int32) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithGlobalSlot(ctx context.Context, jobID int32, fn func(ctx context.Context) error) error {
-	return l.GlobalSlot(jobID).Do(ctx, fn)
+	return l.c.Mutex(globalSlotKey(jobID), globalSlotOptions).Do(ctx, fn)
 }
 
 var globalSlotOptions = runtime.LockOptions{

@@ -46,7 +46,7 @@ func (l *Locks) OrderLock(orderID domain.OrderID) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithOrderLock(ctx context.Context, orderID domain.OrderID, fn func(ctx context.Context) error) error {
-	return l.OrderLock(orderID).Do(ctx, fn)
+	return l.c.Mutex(orderLockKey(orderID), orderLockOptions).Do(ctx, fn)
 }
 
 var orderLockOptions = runtime.LockOptions{
@@ -81,7 +81,7 @@ func (l *Locks) StockLock(sku domain.SKU, status domain.Status, flag domain.Flag
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithStockLock(ctx context.Context, sku domain.SKU, status domain.Status, flag domain.Flag, fn func(ctx context.Context) error) error {
-	return l.StockLock(sku, status, flag).Do(ctx, fn)
+	return l.c.Mutex(stockLockKey(sku, status, flag), stockLockOptions).Do(ctx, fn)
 }
 
 var stockLockOptions = runtime.LockOptions{
@@ -116,7 +116,7 @@ func (l *Locks) RegionLock(region domain.Region) *runtime.Mutex {
 //	lease:    watchdog (renewed while held)
 //	waitTime: 5s
 func (l *Locks) WithRegionLock(ctx context.Context, region domain.Region, fn func(ctx context.Context) error) error {
-	return l.RegionLock(region).Do(ctx, fn)
+	return l.c.Mutex(regionLockKey(region), regionLockOptions).Do(ctx, fn)
 }
 
 var regionLockOptions = runtime.LockOptions{
