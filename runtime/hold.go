@@ -18,6 +18,7 @@ type hold struct {
 	key   string // lock key
 	owner string // owner token
 	field string // hash field that proves the hold (renewal checks it)
+	args  lockArgs
 
 	count     int
 	watchdog  bool      // renewed by the watchdog
@@ -113,7 +114,8 @@ func (c *Client) leaseFor(key, owner string, lease time.Duration) time.Duration 
 
 // addHold records a successful acquisition of key by owner (sent at start
 // with the given lease) and returns the ctx for the caller.
-func (c *Client) addHold(parent context.Context, name, key, owner, field string, lease time.Duration, start time.Time) (context.Context, error) {
+func (c *Client) addHold(parent context.Context, name string, args lockArgs, field string, lease time.Duration, start time.Time) (context.Context, error) {
+	key, owner := args.key.(string), args.ownerID()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -122,7 +124,7 @@ func (c *Client) addHold(parent context.Context, name, key, owner, field string,
 	id := holdID{key, owner}
 	h := c.holds[id]
 	if h == nil {
-		h = &hold{c: c, name: name, key: key, owner: owner, field: field}
+		h = &hold{c: c, name: name, key: key, owner: owner, field: field, args: args}
 		h.acqs = h.inline[:0]
 		if c.cluster {
 			h.slot = keySlot(key)

@@ -83,21 +83,21 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	} else {
 		owner = c.newOwner()
 	}
-	latch := acquireLatch(m.key, owner)
+	args := newLockArgs(m.key, owner)
 	var sent time.Time
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		return m.tryAcquire(ctx, latch, owner, lease)
+		return m.tryAcquire(ctx, args, lease)
 	}
 	if err := c.await(ctx, m.channel, wait, try); err != nil {
 		err = m.fail("acquire", err)
 		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
-	hctx, err := c.addHold(ctx, m.opts.Name, m.key, owner, owner, lease, sent)
+	hctx, err := c.addHold(ctx, m.opts.Name, args, owner, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
-		_, _ = m.release(ctx, owner, latch, true, 0)
+		_, _ = m.release(ctx, args, true, 0)
 		return nil, m.fail("acquire", err)
 	}
 	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Wait: time.Since(start)})
@@ -119,12 +119,12 @@ func (m *Mutex) validate(lease time.Duration) error {
 // tryAcquire runs acquire.lua once. A reply lost to a transport error or a
 // cancelled ctx is settled: the attempt either took the lock (then it is
 // held) or is marked aborted so it never will.
-func (m *Mutex) tryAcquire(ctx context.Context, latch, owner string, lease time.Duration) (bool, time.Duration, error) {
+func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration) (bool, time.Duration, error) {
 	c := m.c
 	req := c.newRequestID()
 	ttl, err := scriptAcquire.run(ctx, c.rdb, 2, []any{
-		3: m.key, latch,
-		c.leaseArg(c.leaseFor(m.key, owner, lease)), owner, req, c.latchTTL,
+		3: a.key, a.latch,
+		c.leaseArg(c.leaseFor(m.key, a.ownerID(), lease)), a.owner, req, c.latchTTL,
 	}).Int64()
 	switch {
 	case err == nil && ttl == 0:
@@ -134,7 +134,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, latch, owner string, lease time.
 	case isRedisReply(err):
 		return false, 0, err
 	}
-	took, serr := c.settle(ctx, latch, req)
+	took, serr := c.settle(ctx, a.latch.(string), req)
 	if serr != nil {
 		return false, 0, serr
 	}
@@ -172,7 +172,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if lost != nil {
 		return m.fail("release", lost)
 	}
-	res, err := m.release(acq.parent, acq.h.owner, acquireLatch(m.key, acq.h.owner), last, lease)
+	res, err := m.release(acq.parent, acq.h.args, last, lease)
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", ErrLockLost)
 	}
@@ -203,14 +203,14 @@ func (m *Mutex) channel() string { return lockChannel(m.key) }
 
 // release runs release.lua with a fresh request id, resending it on
 // transport errors (the unlock latch makes the resend harmless).
-func (m *Mutex) release(ctx context.Context, owner, latch string, last bool, lease time.Duration) (releaseResult, error) {
+func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.Duration) (releaseResult, error) {
 	c := m.c
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
 	args := []any{
-		3: m.key, lockChannel(m.key), unlockLatch(m.key, c.newRequestID()), latch,
-		unlockMessage, c.leaseArg(max(lease, minLease)), owner, c.publish, c.latchTTL,
+		3: a.key, lockChannel(m.key), unlockLatch(m.key, c.newRequestID()), a.latch,
+		unlockMessage, c.leaseArg(max(lease, minLease)), a.owner, c.publish, c.latchTTL,
 	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scriptRelease.run(ctx, c.rdb, 4, args).Int64()

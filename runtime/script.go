@@ -31,7 +31,7 @@ func (sc script) run(ctx context.Context, rdb redis.UniversalClient, numKeys int
 		cmd.SetFirstKeyPos(3)
 	}
 	_ = rdb.Process(ctx, cmd)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		keys := make([]string, numKeys)
 		for i := range keys {
 			keys[i] = args[3+i].(string)
@@ -40,3 +40,17 @@ func (sc script) run(ctx context.Context, rdb redis.UniversalClient, numKeys int
 	}
 	return cmd
 }
+
+// lockArgs are the script arguments naming one owner's hold of one key,
+// boxed once for all the calls of an acquisition and its release.
+type lockArgs struct {
+	key   any // lock key
+	owner any // owner token
+	latch any // acquire latch of the owner
+}
+
+func newLockArgs(key, owner string) lockArgs {
+	return lockArgs{key: key, owner: owner, latch: acquireLatch(key, owner)}
+}
+
+func (a lockArgs) ownerID() string { return a.owner.(string) }
