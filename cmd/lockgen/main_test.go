@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// tempModule makes a module that uses this repository via replace, so
+// generated code and go/packages resolve there.
+func tempModule(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	mod := "module example.com/app\n\ngo 1.24\n\nrequire github.com/lockgen/lockgen v0.0.0\n\nreplace github.com/lockgen/lockgen => " + root + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOFLAGS", "-mod=mod")
+	t.Setenv("GOWORK", "off")
+	return dir
+}
+
+func TestCheckPassesOnTheCommittedExample(t *testing.T) {
+	code, out, errOut := runCLI(t, "check", "-config", "../../example/locks.yaml")
+	if code != exitOK {
+		t.Fatalf("check exited %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestInitWritesAStarterThatGeneratesAndChecks(t *testing.T) {
+	dir := tempModule(t)
+	config := filepath.Join(dir, "locks", "locks.yaml")
+	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "init", "-config", config); code != exitOK {
+		t.Fatalf("init exited %d: %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "init", "-config", config); code != exitFail || !strings.Contains(errOut, "already exists") {
+		t.Fatalf("second init exited %d (%s), want 1 and already exists", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "check", "-config", config); code != exitFail || !strings.Contains(errOut, "stale or missing") {
+		t.Fatalf("check before generate exited %d (%s), want 1", code, errOut)
+	}
+	if code, out, errOut := runCLI(t, "-config", config); code != exitOK || !strings.Contains(out, "wrote") {
+		t.Fatalf("generate exited %d: %s%s", code, out, errOut)
+	}
+	gen := filepath.Join(dir, "locks", "locks_gen.go")
+	info, err := os.Stat(gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI(t, "generate", "-config", config); code != exitOK || out != "" {
+		t.Fatalf("second generate exited %d and said %q, want 0 and silence", code, out)
+	}
+	if again, _ := os.Stat(gen); !again.ModTime().Equal(info.ModTime()) {
+		t.Errorf("unchanged file was rewritten")
+	}
+	if code, out, errOut := runCLI(t, "check", "-config", config); code != exitOK {
+		t.Fatalf("check after generate exited %d: %s%s", code, out, errOut)
+	}
+}
+
+func TestCheckPrintsAUnifiedDiffWhenStale(t *testing.T) {
+	dir := tempModule(t)
+	config := filepath.Join(dir, "locks.yaml")
+	spec := "version: 1\npackage: app\nlocks:\n  OrderLock: {key: \"order:${id}\", params: {id: int64}}\n"
+	if err := os.WriteFile(config, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "generate", "-config", config); code != exitOK {
+		t.Fatalf("generate exited %d: %s", code, errOut)
+	}
+	stale := strings.Replace(spec, "order:", "orders:", 1)
+	if err := os.WriteFile(config, []byte(stale), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := runCLI(t, "check", "-config", config)
+	if code != exitFail {
+		t.Fatalf("check exited %d, want 1", code)
+	}
+	for _, want := range []string{"--- a/", "+++ b/", "@@ -", `-	return "order:" +`, `+	return "orders:" +`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSpecErrorsExitTwoWithPositions(t *testing.T) {
+	dir := tempModule(t)
+	config := filepath.Join(dir, "locks.yaml")
+	if err := os.WriteFile(config, []byte("version: 1\npackage: app\nlocks:\n  OrderLock: {key: \"order:${id}\", params: {id: int64}, lease: 30}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "-config", config)
+	want := config + `:4:63: locks.OrderLock.lease: "30" is not a duration (add a unit: 30s or 30ms)` + "\n"
+	if code != exitUsage || errOut != want {
+		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errOut, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "locks_gen.go")); !os.IsNotExist(err) {
+		t.Errorf("a spec with errors wrote a file")
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{{"frobnicate"}, {"generate", "-nope"}, {"check", "extra"}} {
+		if code, _, _ := runCLI(t, args...); code != exitUsage {
+			t.Errorf("%v exited %d, want 2", args, code)
+		}
+	}
+	if code, _, errOut := runCLI(t, "-config", filepath.Join(t.TempDir(), "missing.yaml")); code != exitFail {
+		t.Errorf("missing spec exited %d (%s), want 1", code, errOut)
+	}
+}
+
+func TestSchemaPrintsJSONAndVersionPrintsAVersion(t *testing.T) {
+	code, out, _ := runCLI(t, "schema")
+	if code != exitOK || !json.Valid([]byte(out)) {
+		t.Fatalf("schema exited %d, valid JSON %v", code, json.Valid([]byte(out)))
+	}
+	code, out, _ = runCLI(t, "version")
+	if code != exitOK || !strings.HasPrefix(out, "lockgen ") {
+		t.Fatalf("version exited %d: %q", code, out)
+	}
+}
