@@ -52,7 +52,7 @@ func camel(s string) string {
 
 // reservedParams are names a param must not take: the generated functions
 // use them for their own parameters, receiver and imported packages.
-var reservedParams = []string{"ctx", "fn", "l", "context", "errors", "runtime", "strconv", "strings", "time"}
+var reservedParams = []string{"ctx", "fn", "l", "m", "err", "key", "keyPart", "keyEscaper", "context", "errors", "runtime", "strconv", "strings", "time"}
 
 func isReservedParam(s string) bool {
 	for _, r := range reservedParams {

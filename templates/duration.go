@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/dave/jennifer/jen"
@@ -21,10 +22,10 @@ func durationCode(d time.Duration) jen.Code {
 			if d == u.d {
 				return jen.Qual("time", u.name)
 			}
-			return jen.Lit(int(d/u.d)).Op("*").Qual("time", u.name)
+			return jen.Id(strconv.FormatInt(int64(d/u.d), 10)).Op("*").Qual("time", u.name)
 		}
 	}
-	return jen.Qual("time", "Duration").Call(jen.Lit(int64(d)))
+	return jen.Qual("time", "Duration").Call(jen.Id(strconv.FormatInt(int64(d), 10)))
 }
 
 func leaseCode(d time.Duration) jen.Code {
