@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// shape is one workload: workers loop wait -> hold -> release -> think
+// over keys lock keys (picked at random when keys > 1).
+type shape struct {
+	Workers int
+	Keys    int
+	Hold    time.Duration
+	Think   time.Duration
+	Dur     time.Duration
+}
+
+// keyState is the in-process truth about one lock key, shared by all
+// workers of a run: who holds it (a second holder is a mutual-exclusion
+// violation), how many wait for it, and when it was last released.
+type keyState struct {
+	holder  atomic.Int32
+	waiting atomic.Int32
+	// released is the release time (ns since the run's start) of the last
+	// release that happened while someone waited; 0 once consumed by the
+	// next acquisition, which records the idle gap.
+	released atomic.Int64
+	_        [40]byte // keep hot keys on separate cache lines
+}
+
+// run is the result of one lib on one shape.
+type run struct {
+	Lib   *lib
+	Shape shape
+
+	Acqs       int64 // acquisitions that completed within the window
+	AllAcqs    int64 // including those that completed while stopping
+	Elapsed    time.Duration
+	Wait       dist // per acquisition; unfinished waits at the stop are included
+	Unfinished int  // waits cut off by the end of the window
+	Gap        dist // release -> next acquisition, for releases with waiters
+	Hold       time.Duration
+	Fairness   float64 // fewest acquisitions of one worker / mean
+	Violations int64
+	Giveups    int64 // the library gave up waiting and the worker asked again
+	Errors     int64
+	Redis      cmdStats // INFO commandstats delta (includes commands inside Lua)
+	Client     cmdStats // top-level commands the client sent
+	Allocs     float64  // mallocs per acquisition (uncontended only)
+	RedisCPU   time.Duration
+}
+
+func (r *run) rate() float64 { return float64(r.Acqs) / r.Elapsed.Seconds() }
+
+func (r *run) redisPerAcq() float64 {
+	return float64(r.Redis.total()) / float64(max(r.AllAcqs, 1))
+}
+
+func (r *run) clientPerAcq() float64 {
+	return float64(r.Client.total()) / float64(max(r.AllAcqs, 1))
+}
+
+// contend runs l on s: every worker waits for a lock, holds it, releases
+// it and thinks, until the window ends.
+func (b *bench) contend(l *lib, s shape, prefix string) *run {
+	rdb, cnt := newClient(b.srv.addr)
+	defer rdb.Close()
+	var giveups atomic.Int64
+	lk, closeLib := l.open(rdb, &giveups)
+	defer closeLib()
+
+	names := make([]string, s.Keys)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench:%s:%d", prefix, i)
+	}
+	b.warm(lk, names[0]+":warm")
+	giveups.Store(0)
+	keys := make([]keyState, s.Keys)
+
+	type workerOut struct {
+		waits      []time.Duration
+		gaps       []time.Duration
+		held       time.Duration
+		acqs, all  int64
+		unfinished int
+		errs, viol int64
+	}
+	outs := make([]workerOut, s.Workers)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cBefore := cnt.snapshot()
+	rBefore, err := commandStats(ctx, b.admin)
+	must(err)
+	cpuBefore := redisCPU(ctx, b.admin)
+
+	start := time.Now()
+	end := start.Add(s.Dur)
+	var wg sync.WaitGroup
+	for w := range s.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := &outs[w]
+			rng := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			for ctx.Err() == nil {
+				k := 0
+				if s.Keys > 1 {
+					k = rng.IntN(s.Keys)
+				}
+				st := &keys[k]
+				st.waiting.Add(1)
+				t0 := time.Now()
+				release, err := lk.acquire(ctx, names[k])
+				t1 := time.Now()
+				st.waiting.Add(-1)
+				if err != nil {
+					if ctx.Err() != nil {
+						o.waits = append(o.waits, t1.Sub(t0))
+						o.unfinished++
+						return
+					}
+					o.errs++
+					continue
+				}
+				if !st.holder.CompareAndSwap(0, 1) {
+					o.viol++
+				}
+				if rel := st.released.Swap(0); rel > 0 {
+					o.gaps = append(o.gaps, t1.Sub(start)-time.Duration(rel))
+				}
+				o.all++
+				if !t1.After(end) {
+					o.acqs++
+					o.waits = append(o.waits, t1.Sub(t0))
+				}
+				if s.Hold > 0 {
+					time.Sleep(s.Hold)
+				}
+				t2 := time.Now()
+				o.held += t2.Sub(t1)
+				if st.waiting.Load() > 0 {
+					st.released.Store(int64(t2.Sub(start)))
+				} else {
+					st.released.Store(0)
+				}
+				st.holder.Store(0)
+				if err := release(); err != nil {
+					o.errs++
+				}
+				if s.Think > 0 {
+					time.Sleep(s.Think)
+				}
+			}
+		}()
+	}
+	time.Sleep(time.Until(end))
+	cancel()
+	wg.Wait()
+
+	r := &run{Lib: l, Shape: s, Elapsed: s.Dur, Giveups: giveups.Load()}
+	var waits, gaps []time.Duration
+	var held time.Duration
+	minAcq := int64(-1)
+	for _, o := range outs {
+		waits = append(waits, o.waits...)
+		gaps = append(gaps, o.gaps...)
+		held += o.held
+		r.Acqs += o.acqs
+		r.AllAcqs += o.all
+		r.Unfinished += o.unfinished
+		r.Errors += o.errs
+		r.Violations += o.viol
+		if minAcq < 0 || o.acqs < minAcq {
+			minAcq = o.acqs
+		}
+	}
+	if r.Acqs > 0 {
+		r.Fairness = float64(minAcq) / (float64(r.Acqs) / float64(s.Workers))
+		r.Hold = held / time.Duration(max(r.AllAcqs, 1))
+	}
+	r.Wait, r.Gap = newDist(waits), newDist(gaps)
+	bctx := context.Background()
+	rAfter, err := commandStats(bctx, b.admin)
+	must(err)
+	r.Redis = rAfter.sub(rBefore)
+	r.Client = cnt.snapshot().sub(cBefore)
+	r.RedisCPU = redisCPU(bctx, b.admin) - cpuBefore
+	return r
+}
+
+// uncontended: one goroutine, acquire + release on one key, back to back.
+func (b *bench) uncontended(l *lib, dur time.Duration) *run {
+	rdb, cnt := newClient(b.srv.addr)
+	defer rdb.Close()
+	var giveups atomic.Int64
+	lk, closeLib := l.open(rdb, &giveups)
+	defer closeLib()
+	key := "bench:uncontended:" + l.Name
+	b.warm(lk, key)
+
+	ctx := context.Background()
+	cBefore := cnt.snapshot()
+	rBefore, err := commandStats(ctx, b.admin)
+	must(err)
+	runtime.GC()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	var lat []time.Duration
+	start := time.Now()
+	n := int64(0)
+	var errs int64
+	for time.Since(start) < dur {
+		t0 := time.Now()
+		release, err := lk.acquire(ctx, key)
+		if err != nil {
+			errs++
+			continue
+		}
+		if err := release(); err != nil {
+			errs++
+		}
+		lat = append(lat, time.Since(t0))
+		n++
+	}
+	elapsed := time.Since(start)
+	runtime.ReadMemStats(&ms1)
+	rAfter, err := commandStats(ctx, b.admin)
+	must(err)
+	return &run{
+		Lib: l, Shape: shape{Workers: 1, Keys: 1, Dur: dur},
+		Acqs: n, AllAcqs: n, Elapsed: elapsed, Wait: newDist(lat), Errors: errs, Fairness: 1,
+		Redis: rAfter.sub(rBefore), Client: cnt.snapshot().sub(cBefore),
+		Allocs: float64(ms1.Mallocs-ms0.Mallocs) / float64(max(n, 1)),
+	}
+}
+
+// warm makes a few acquisitions so scripts are loaded and connections open.
+func (b *bench) warm(lk locker, key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 20 {
+		release, err := lk.acquire(ctx, key)
+		must(err)
+		must(release())
+	}
+}

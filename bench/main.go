@@ -1,0 +1,168 @@
+// Command bench runs lockgen's runtime side by side with go-redsync/redsync
+// and bsm/redislock on a redis-server it starts itself, and writes
+// RESULTS.md and handoff.svg. See README.md.
+//
+//	cd bench && go run .          # full run, ≤ 5 minutes on 2 cores
+//	cd bench && go run . -quick   # ~1 minute, for development
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	quick                bool
+	uncontended          time.Duration
+	contention, naive    time.Duration
+	manyKeys             time.Duration
+	watchLocks           int
+	watchLease, watchWin time.Duration
+	limitN1, limitN50    int
+	workers              []int
+}
+
+type bench struct {
+	cfg   config
+	srv   *server
+	admin *redis.Client // INFO and bookkeeping only; never counted for a library
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "short run (~1 min) for development; numbers are noisier")
+	out := flag.String("out", ".", "directory for RESULTS.md and handoff.svg")
+	serverBin := flag.String("redis-server", "redis-server", "redis-server binary")
+	benchBin := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")
+	only := flag.String("only", "", "comma-separated scenario numbers to run (default: all); RESULTS.md then holds only those")
+	flag.Parse()
+	log.SetFlags(log.Ltime)
+
+	cfg := config{
+		uncontended: 2 * time.Second, contention: 2500 * time.Millisecond, naive: 1500 * time.Millisecond,
+		manyKeys: 3 * time.Second, watchLocks: 10000, watchLease: 30 * time.Second, watchWin: 30 * time.Second,
+		limitN1: 20000, limitN50: 200000, workers: []int{2, 8, 32, 128},
+	}
+	if *quick {
+		cfg = config{quick: true,
+			uncontended: 700 * time.Millisecond, contention: 800 * time.Millisecond, naive: 500 * time.Millisecond,
+			manyKeys: time.Second, watchLocks: 10000, watchLease: 6 * time.Second, watchWin: 6 * time.Second,
+			limitN1: 5000, limitN50: 50000, workers: []int{2, 8, 32, 128},
+		}
+	}
+	want := func(n int) bool {
+		return *only == "" || strings.Contains(","+*only+",", fmt.Sprintf(",%d,", n))
+	}
+
+	srv, err := startRedis(*serverBin)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.stop()
+	b := &bench{cfg: cfg, srv: srv, admin: redis.NewClient(&redis.Options{Addr: srv.addr})}
+	defer b.admin.Close()
+	ctx := context.Background()
+	srvInfo, err := info(ctx, b.admin, "server")
+	if err != nil {
+		log.Fatal(err)
+	}
+	res := &results{
+		Started: time.Now(), Quick: cfg.quick, RedisVersion: srvInfo["redis_version"],
+		LockgenVersion: lockgenVersion(), Cfg: cfg,
+	}
+	res.Libs = libraries(res.LockgenVersion)
+	log.Printf("redis %s on %s; %d rows", res.RedisVersion, srv.addr, len(res.Libs))
+
+	if want(5) {
+		bin, err := exec.LookPath(*benchBin)
+		if err != nil {
+			log.Fatalf("redis-benchmark not found (%v); pass -redis-benchmark", err)
+		}
+		log.Print("5. physical limit (redis-benchmark)")
+		if res.Limit, err = b.physicalLimit(bin, cfg.limitN1, cfg.limitN50); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if want(1) {
+		for _, l := range res.Libs {
+			if !l.mutexLike() {
+				continue
+			}
+			log.Printf("1. uncontended: %s", l.Name)
+			res.Uncontended = append(res.Uncontended, b.uncontended(l, cfg.uncontended))
+		}
+		b.flush()
+	}
+	if want(2) || want(6) {
+		for _, w := range cfg.workers {
+			for _, l := range res.Libs {
+				if (l.Kind == "mutex" && !want(2)) || (l.Kind != "mutex" && !want(6)) {
+					continue
+				}
+				log.Printf("2. contention, %d workers: %s", w, l.Name)
+				s := shape{Workers: w, Keys: 1, Hold: 200 * time.Microsecond, Think: time.Millisecond, Dur: cfg.contention}
+				r := b.contend(l, s, fmt.Sprintf("c%d:%s", w, l.Name))
+				n := b.contend(l, shape{Workers: w, Keys: 1, Dur: cfg.naive}, fmt.Sprintf("n%d:%s", w, l.Name))
+				res.Contention = append(res.Contention, pair{Real: r, Naive: n})
+				log.Printf("   %.0f acq/s, wait p99 %v, gap p99 %v, fairness %.2f, %.1f cmds/acq, %d violations",
+					r.rate(), r.Wait.q(0.99), r.Gap.q(0.99), r.Fairness, r.redisPerAcq(), r.Violations)
+				b.flush()
+			}
+		}
+	}
+	if want(3) {
+		for _, l := range res.Libs {
+			if !l.mutexLike() {
+				continue
+			}
+			log.Printf("3. many keys: %s", l.Name)
+			s := shape{Workers: 64, Keys: 1000, Hold: 200 * time.Microsecond, Think: time.Millisecond, Dur: cfg.manyKeys}
+			res.ManyKeys = append(res.ManyKeys, b.contend(l, s, "m:"+l.Name))
+		}
+		b.flush()
+	}
+	if want(4) {
+		n, lease, win := cfg.watchLocks, cfg.watchLease, cfg.watchWin
+		ver := res.LockgenVersion
+		log.Printf("4. watchdog: lockgen, %d locks for %v", n, win)
+		res.Watchdog = append(res.Watchdog, b.watchdog("lockgen", ver,
+			fmt.Sprintf("Options.WatchdogTimeout %v (renewal every %v by the Client's one watchdog)", lease, lease/3),
+			n, lease, win, openLockgenKeeper(lease)))
+		b.flush()
+		log.Printf("4. watchdog: redsync")
+		res.Watchdog = append(res.Watchdog, b.watchdog("redsync", moduleVersion("github.com/go-redsync/redsync/v4"),
+			fmt.Sprintf("WithExpiry(%v); a goroutine per lock calls Extend every %v", lease, lease/3),
+			n, lease, win, openRedsyncKeeper(lease)))
+		b.flush()
+		log.Printf("4. watchdog: bsm/redislock")
+		res.Watchdog = append(res.Watchdog, b.watchdog("bsm/redislock", moduleVersion("github.com/bsm/redislock"),
+			fmt.Sprintf("ttl %v; a goroutine per lock calls Refresh(ttl) every %v", lease, lease/3),
+			n, lease, win, openBsmKeeper(lease)))
+		b.flush()
+	}
+	res.Finished = time.Now()
+
+	if err := os.WriteFile(filepath.Join(*out, "RESULTS.md"), []byte(res.markdown()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if len(res.Contention) > 0 {
+		if err := res.chart(filepath.Join(*out, "handoff.svg")); err != nil {
+			log.Fatal(err)
+		}
+	}
+	log.Printf("wrote %s in %v", filepath.Join(*out, "RESULTS.md"), res.Finished.Sub(res.Started).Round(time.Second))
+}
+
+// flush empties Redis between scenarios (every lock is released by then).
+func (b *bench) flush() { must(b.admin.FlushAll(context.Background()).Err()) }
+
+// mutexLike rows run the exclusive-lock scenarios 1 and 3.
+func (l *lib) mutexLike() bool { return l.Kind == "mutex" || l.Kind == "fair" }
