@@ -31,6 +31,28 @@ var (
 	renewBatchSrc string
 	//go:embed force_unlock.lua
 	forceUnlockSrc string
+
+	//go:embed fair_acquire.lua
+	fairAcquireSrc string
+	//go:embed fair_release.lua
+	fairReleaseSrc string
+	//go:embed fair_leave.lua
+	fairLeaveSrc string
+	//go:embed fair_force_unlock.lua
+	fairForceUnlockSrc string
+
+	//go:embed read_acquire.lua
+	readAcquireSrc string
+	//go:embed read_release.lua
+	readReleaseSrc string
+	//go:embed write_acquire.lua
+	writeAcquireSrc string
+	//go:embed write_release.lua
+	writeReleaseSrc string
+	//go:embed write_leave.lua
+	writeLeaveSrc string
+	//go:embed rw_force_unlock.lua
+	rwForceUnlockSrc string
 )
 
 var (
@@ -44,6 +66,28 @@ var (
 	RenewBatch = redis.NewScript(renewBatchSrc)
 	// ForceUnlock deletes a lock whoever holds it; see force_unlock.lua.
 	ForceUnlock = redis.NewScript(forceUnlockSrc)
+
+	// FairAcquire takes a fair lock or waits in line; see fair_acquire.lua.
+	FairAcquire = redis.NewScript(fairAcquireSrc)
+	// FairRelease drops one hold of a fair lock and wakes the head; see fair_release.lua.
+	FairRelease = redis.NewScript(fairReleaseSrc)
+	// FairLeave takes a waiter that gave up out of the queue; see fair_leave.lua.
+	FairLeave = redis.NewScript(fairLeaveSrc)
+	// FairForceUnlock deletes a fair lock whoever holds it; see fair_force_unlock.lua.
+	FairForceUnlock = redis.NewScript(fairForceUnlockSrc)
+
+	// ReadAcquire takes a read hold of a read-write lock; see read_acquire.lua.
+	ReadAcquire = redis.NewScript(readAcquireSrc)
+	// ReadRelease drops a read hold; see read_release.lua.
+	ReadRelease = redis.NewScript(readReleaseSrc)
+	// WriteAcquire takes the write hold of a read-write lock; see write_acquire.lua.
+	WriteAcquire = redis.NewScript(writeAcquireSrc)
+	// WriteRelease drops a write hold; see write_release.lua.
+	WriteRelease = redis.NewScript(writeReleaseSrc)
+	// WriteLeave withdraws a waiting writer (writers first); see write_leave.lua.
+	WriteLeave = redis.NewScript(writeLeaveSrc)
+	// RWForceUnlock deletes a read-write lock whoever holds it; see rw_force_unlock.lua.
+	RWForceUnlock = redis.NewScript(rwForceUnlockSrc)
 )
 
 // MaxBatch is the largest number of keys sent in one RenewBatch call.

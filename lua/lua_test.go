@@ -112,7 +112,7 @@ func TestRenewBatchExtendsOnlyLiveHolds(t *testing.T) {
 	rdb.HSet(ctx, "k1", ownerA, 1)
 	rdb.PExpire(ctx, "k1", 1000)
 	rdb.HSet(ctx, "k2", ownerB, 1)
-	got, err := run(t, rdb, lua.RenewBatch, []string{"k1", "k2", "k3"}, 30000, ownerA, ownerA, ownerA)
+	got, err := run(t, rdb, lua.RenewBatch, []string{"k1", "k2", "k3"}, 30000, ownerA, 0, ownerA, 0, ownerA, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,20 +3,32 @@
 -- All keys of one call hash to one cluster slot; the caller groups them and
 -- sends at most 100 keys per call.
 --
--- KEYS[i]    lock hash of the i-th hold
--- ARGV[1]    lease in milliseconds
--- ARGV[i+1]  hash field that proves the i-th hold: the owner token
+-- KEYS     for each hold, in order: the lock hash, then the hold's extra
+--          keys (the rwlock_timeout keys of a read hold; none otherwise)
+-- ARGV[1]  lease in milliseconds
+-- ARGV     then, per hold: the hash field that proves it (owner token, or
+--          "<owner>:write" for a write hold), and its number of extra keys
 --
--- Returns an array with one integer per key:
---   1  the field exists: the lease was extended
+-- Returns an array with one integer per hold:
+--   1  the field exists: the hash lease was extended (never shortened,
+--      another holder may have a longer one) and so were the extra keys
 --   0  the hold is gone (expired, deleted, taken by someone else): not touched
+local lease = tonumber(ARGV[1])
 local renewed = {}
-for i = 1, #KEYS do
-    if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
-        redis.call('pexpire', KEYS[i], ARGV[1])
-        renewed[i] = 1
+local k = 1
+for i = 2, #ARGV, 2 do
+    local extra = tonumber(ARGV[i + 1])
+    if redis.call('hexists', KEYS[k], ARGV[i]) == 1 then
+        if redis.call('pttl', KEYS[k]) < lease then
+            redis.call('pexpire', KEYS[k], lease)
+        end
+        for j = 1, extra do
+            redis.call('pexpire', KEYS[k + j], lease)
+        end
+        renewed[#renewed + 1] = 1
     else
-        renewed[i] = 0
+        renewed[#renewed + 1] = 0
     end
+    k = k + 1 + extra
 end
 return renewed

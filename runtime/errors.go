@@ -27,6 +27,10 @@ var (
 	ErrInvalidLease = errors.New("invalid lease")
 	// ErrInvalidArgument: some other argument is unusable, such as a nil fn.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrUpgrade: a reader asked for the write side of a read-write lock
+	// it holds for reading. Waiting would deadlock on itself; release the
+	// read hold first.
+	ErrUpgrade = errors.New("read-to-write upgrade would deadlock")
 	// ErrOutcomeUnknown: an acquire or release got no reply and Redis could
 	// not be reached to settle it. An unconfirmed acquisition is never
 	// renewed, so it expires with its lease.

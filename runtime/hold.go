@@ -19,6 +19,7 @@ type hold struct {
 	owner string // owner token
 	field string // hash field that proves the hold (renewal checks it)
 	args  lockArgs
+	k     kind
 
 	count     int
 	watchdog  bool      // renewed by the watchdog
@@ -30,7 +31,7 @@ type hold struct {
 	lostErr   error           // why it was lost; nil when released normally
 }
 
-type holdID struct{ key, owner string }
+type holdID struct{ key, field string }
 
 // An acquisition is one successful Lock/TryLock/Do: it owns the ctx handed
 // to the caller and is released exactly once.
@@ -82,49 +83,49 @@ func (c *Client) holdOf(ctx context.Context) *holdContext {
 	return hc
 }
 
-// acquisitionOf returns the innermost acquisition of key in ctx, or nil.
-func (c *Client) acquisitionOf(ctx context.Context, key string) *acquisition {
-	for hc := c.holdOf(ctx); hc != nil; hc = hc.parent {
-		if hc.acq.h.key == key {
+// acquisitionOf returns the innermost acquisition of field on key in the
+// chain from hc, or nil.
+func (c *Client) acquisitionOf(hc *holdContext, key, field string) *acquisition {
+	for ; hc != nil; hc = hc.parent {
+		if h := hc.acq.h; h.key == key && h.field == field {
 			return hc.acq
 		}
 	}
 	return nil
 }
 
-// leaseFor is the PEXPIRE an acquisition or partial release applies to a key
-// that owner may already hold: never shorter than what the hold already has,
-// so a nested acquisition with a short lease cannot cut the outer one's.
-func (c *Client) leaseFor(key, owner string, lease time.Duration) time.Duration {
+// holdState returns the local hold count of field on key and the PEXPIRE an
+// acquisition with lease applies: never shorter than what the hold already
+// has, so a nested acquisition with a short lease cannot cut the outer one's.
+func (c *Client) holdState(key, field string, lease time.Duration) (int, time.Duration) {
 	if lease == Watchdog {
 		lease = c.opts.WatchdogTimeout
 	}
 	c.mu.Lock()
-	h := c.holds[holdID{key, owner}]
-	if h != nil {
-		if h.watchdog {
-			lease = max(lease, c.opts.WatchdogTimeout)
-		} else {
-			lease = max(lease, time.Until(h.expiresAt))
-		}
+	defer c.mu.Unlock()
+	h := c.holds[holdID{key, field}]
+	if h == nil {
+		return 0, lease
 	}
-	c.mu.Unlock()
-	return lease
+	if h.watchdog {
+		return h.count, max(lease, c.opts.WatchdogTimeout)
+	}
+	return h.count, max(lease, time.Until(h.expiresAt))
 }
 
 // addHold records a successful acquisition of key by owner (sent at start
 // with the given lease) and returns the ctx for the caller.
-func (c *Client) addHold(parent context.Context, name string, args lockArgs, field string, lease time.Duration, start time.Time) (context.Context, error) {
-	key, owner := args.key.(string), args.ownerID()
+func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease time.Duration, start time.Time) (context.Context, error) {
+	name, key, owner, field := m.opts.Name, m.key, args.ownerID(), args.fieldID()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	id := holdID{key, owner}
+	id := holdID{key, field}
 	h := c.holds[id]
 	if h == nil {
-		h = &hold{c: c, name: name, key: key, owner: owner, field: field, args: args}
+		h = &hold{c: c, name: name, key: key, owner: owner, field: field, args: args, k: m.k}
 		h.acqs = h.inline[:0]
 		if c.cluster {
 			h.slot = keySlot(key)
@@ -164,12 +165,13 @@ func (c *Client) addHold(parent context.Context, name string, args lockArgs, fie
 
 // dropAcquisition marks acq released and takes it off its hold. It reports
 // whether this was the last hold of the owner (the key is then released in
-// Redis), the lease to re-apply otherwise, and the loss if the hold was lost.
-func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Duration, lost error, ok bool) {
+// Redis), the lease to re-apply otherwise, the hold count before, and the
+// loss if the hold was lost.
+func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Duration, count int, lost error, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if acq.released {
-		return false, 0, nil, false
+		return false, 0, 0, nil, false
 	}
 	acq.released = true
 	h := acq.h
@@ -180,18 +182,19 @@ func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Durati
 		}
 	}
 	if h.lostErr != nil {
-		return false, 0, h.lostErr, true
+		return false, 0, 0, h.lostErr, true
 	}
+	count = h.count
 	h.count--
 	if h.count <= 0 {
 		h.gone = true
-		delete(c.holds, holdID{h.key, h.owner})
-		return true, 0, nil, true
+		delete(c.holds, holdID{h.key, h.field})
+		return true, 0, count, nil, true
 	}
 	if h.watchdog {
-		return false, c.opts.WatchdogTimeout, nil, true
+		return false, c.opts.WatchdogTimeout, count, nil, true
 	}
-	return false, max(time.Until(h.expiresAt), minLease), nil, true
+	return false, max(time.Until(h.expiresAt), minLease), count, nil, true
 }
 
 // loseLocked ends h: it is removed from the registry (so the watchdog
@@ -202,7 +205,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	}
 	h.gone = true
 	h.lostErr = cause
-	delete(c.holds, holdID{h.key, h.owner})
+	delete(c.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)
 	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
 	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Err: cause})

@@ -7,27 +7,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/lua"
 )
 
-// LockOptions describes one lock: what the generated code declares from
-// locks.yaml. The zero value is a watchdog lease and a single try.
-type LockOptions struct {
-	// Name is the logical name (e.g. "OrderLock"), used in errors, logs and
-	// events. Optional.
-	Name string
-	// Lease is Watchdog (0): renewed while held, or a fixed duration > 0:
-	// the key expires after it and is never renewed; the holder's ctx is
-	// cancelled with ErrLockLost just before.
-	Lease time.Duration
-	// WaitTime is how long Do waits for the lock: 0 tries once, Forever
-	// (any negative value) waits until the ctx is done.
-	WaitTime time.Duration
-}
-
-// Mutex is a reentrant, non-fair lock with Redisson RLock's layout: a hash
-// at Key whose field is the owner token and whose value is the hold count.
+// Mutex is a handle on one lock: a reentrant lock (Client.Mutex), a fair
+// lock (Client.FairLock), or the read or write side of a read-write lock
+// (RWLock.Read, RWLock.Write). It plays the part of Redisson's RLock, with
+// its layout: a hash at Key whose field names the owner and whose value is
+// the hold count.
 //
 // Ownership is carried by context.Context: Lock, TryLock and Do hand out a
 // ctx that carries the owner token, and an acquisition made with that ctx
@@ -44,11 +30,12 @@ type Mutex struct {
 	c    *Client
 	key  string
 	opts LockOptions
+	k    kind
 }
 
-// Mutex returns the reentrant lock at key.
+// Mutex returns the reentrant, non-fair lock at key.
 func (c *Client) Mutex(key string, opts LockOptions) *Mutex {
-	return &Mutex{c: c, key: key, opts: opts}
+	return &Mutex{c: c, key: key, opts: opts, k: reentrant{}}
 }
 
 // Key is the Redis key of the lock.
@@ -70,7 +57,7 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // TryLock waits up to wait (0: one try; Forever: until ctx is done) for the
 // lock and holds it with lease (Watchdog, or a fixed duration). It returns
 // the ctx of the hold, or an error wrapping ErrNotAcquired, the ctx's error,
-// ErrClosed or a Redis error.
+// ErrClosed, ErrUpgrade or a Redis error.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if err := m.validate(lease); err != nil {
 		return nil, m.fail("acquire", err)
@@ -80,24 +67,36 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	owner := ""
 	if hc := c.holdOf(ctx); hc != nil {
 		owner = hc.acq.h.owner
+		if err := m.k.check(m, hc, owner); err != nil {
+			return nil, m.fail("acquire", err)
+		}
 	} else {
 		owner = c.newOwner()
 	}
-	args := newLockArgs(m.key, owner)
+	a := newLockArgs(m.key, owner, m.k.field(owner))
 	var sent time.Time
+	waiting := wait != 0
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		return m.tryAcquire(ctx, args, lease)
+		return m.tryAcquire(ctx, a, lease, waiting)
 	}
-	if err := c.await(ctx, m.channel, wait, try); err != nil {
+	w := waitSpec{
+		channel:  func() string { return m.k.channel(m.key, owner) },
+		wait:     wait,
+		maxSleep: m.k.refreshEvery(m),
+	}
+	if err := c.await(ctx, w, try); err != nil {
+		if waiting {
+			m.leave(ctx, a)
+		}
 		err = m.fail("acquire", err)
 		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
-	hctx, err := c.addHold(ctx, m.opts.Name, args, owner, lease, sent)
+	hctx, err := c.addHold(ctx, m, a, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
-		_, _ = m.release(ctx, args, true, 0)
+		_, _ = m.release(ctx, a, true, 0, 1)
 		return nil, m.fail("acquire", err)
 	}
 	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Wait: time.Since(start)})
@@ -116,19 +115,19 @@ func (m *Mutex) validate(lease time.Duration) error {
 	return nil
 }
 
-// tryAcquire runs acquire.lua once. A reply lost to a transport error or a
-// cancelled ctx is settled: the attempt either took the lock (then it is
-// held) or is marked aborted so it never will.
-func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration) (bool, time.Duration, error) {
+// tryAcquire runs the kind's acquire script once. A reply lost to a
+// transport error or a cancelled ctx is settled: the attempt either took
+// the lock (then it is held) or is marked aborted so it never will.
+func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool) (bool, time.Duration, error) {
 	c := m.c
 	req := c.newRequestID()
-	ttl, err := scriptAcquire.run(ctx, c.rdb, 2, []any{
-		3: a.key, a.latch,
-		c.leaseArg(c.leaseFor(m.key, a.ownerID(), lease)), a.owner, req, c.latchTTL,
-	}).Int64()
+	count, px := c.holdState(m.key, a.fieldID(), lease)
+	ttl, err := m.k.acquire(ctx, m, a, attempt{px: c.leaseArg(px), req: req, count: count, waiting: waiting})
 	switch {
 	case err == nil && ttl == 0:
 		return true, 0, nil
+	case err == nil && ttl == replyUpgrade:
+		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
 	case isRedisReply(err):
@@ -144,14 +143,24 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration)
 	return false, 0, err
 }
 
-// settle decides an acquire whose reply was lost; see settle.lua.
-func (c *Client) settle(ctx context.Context, latch, req string) (bool, error) {
-	dctx, cancel := c.detached(ctx)
-	defer cancel()
-	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return lua.Settle.Run(ctx, c.rdb, []string{latch}, req, c.latchTTL).Int64()
+// Reply codes of the acquire scripts besides 0 (taken) and a TTL.
+const (
+	replyAborted = -3 // the request was settled as aborted
+	replyUpgrade = -4 // write refused: the owner holds a read hold
+)
+
+// leave withdraws a waiter that gave up from the kind's waiting structures
+// (the fair queue, the waiting-writer set), detached from ctx.
+func (m *Mutex) leave(ctx context.Context, a lockArgs) {
+	if !m.k.waits(m) {
+		return
+	}
+	_, err := m.c.retry(ctx, func(ctx context.Context) (int64, error) {
+		return m.k.leave(ctx, m, a)
 	})
-	return n == 1, err
+	if err != nil {
+		m.c.log.Warn("leaving the wait queue failed", "lock", m.opts.Name, "key", m.key, "err", err)
+	}
 }
 
 // Unlock releases the acquisition that ctx carries. It runs detached from
@@ -160,11 +169,14 @@ func (c *Client) settle(ctx context.Context, latch, req string) (bool, error) {
 // no acquisition of this lock (or it was already released), and one
 // wrapping ErrLockLost when the hold was lost before the release.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	acq := m.c.acquisitionOf(ctx, m.key)
+	var acq *acquisition
+	if hc := m.c.holdOf(ctx); hc != nil {
+		acq = m.c.acquisitionOf(hc, m.key, m.k.field(hc.acq.h.owner))
+	}
 	if acq == nil {
 		return m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
-	last, lease, lost, ok := m.c.dropAcquisition(acq)
+	last, lease, count, lost, ok := m.c.dropAcquisition(acq)
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
@@ -172,7 +184,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if lost != nil {
 		return m.fail("release", lost)
 	}
-	res, err := m.release(acq.parent, acq.h.args, last, lease)
+	res, err := m.release(acq.parent, acq.h.args, last, lease, count)
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", ErrLockLost)
 	}
@@ -193,27 +205,17 @@ const (
 	releaseLast
 )
 
-var (
-	scriptAcquire = newScript(lua.Acquire)
-	scriptRelease = newScript(lua.Release)
-)
-
-// channel is the lock's unlock channel (computed only on contention).
-func (m *Mutex) channel() string { return lockChannel(m.key) }
-
-// release runs release.lua with a fresh request id, resending it on
-// transport errors (the unlock latch makes the resend harmless).
-func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.Duration) (releaseResult, error) {
+// release runs the kind's release script with a fresh request id, resending
+// it on transport errors (the unlock latch makes the resend harmless).
+// count is the owner's hold count before the release.
+func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
 	c := m.c
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
-	args := []any{
-		3: a.key, lockChannel(m.key), unlockLatch(m.key, c.newRequestID()), a.latch,
-		unlockMessage, c.leaseArg(max(lease, minLease)), a.owner, c.publish, c.latchTTL,
-	}
+	r := attempt{px: c.leaseArg(max(lease, minLease)), req: c.newRequestID(), count: count}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
-		return scriptRelease.run(ctx, c.rdb, 4, args).Int64()
+		return m.k.release(ctx, m, a, r)
 	})
 	if errors.Is(err, redis.Nil) {
 		return releaseNotOwner, nil
@@ -244,7 +246,8 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) (err
 	return fn(hctx)
 }
 
-// IsLocked reports whether anyone holds the lock.
+// IsLocked reports whether anyone holds the lock (for a read-write lock:
+// either side).
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 	n, err := m.c.rdb.Exists(ctx, m.key).Result()
 	if err != nil {
@@ -260,7 +263,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := m.c.rdb.HGet(ctx, m.key, hc.acq.h.owner).Int()
+	n, err := m.c.rdb.HGet(ctx, m.key, m.k.field(hc.acq.h.owner)).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -289,10 +292,11 @@ func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
 	return d, nil
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes one waiter. It
-// reports whether there was a lock. Local holds of the key end as lost.
+// ForceUnlock deletes the lock whoever holds it and wakes the waiters that
+// can go next. It reports whether there was a lock. Local holds of the key
+// end as lost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := lua.ForceUnlock.Run(ctx, m.c.rdb, []string{m.key, lockChannel(m.key)}, unlockMessage, m.c.publish).Int64()
+	n, err := m.k.forceUnlock(ctx, m)
 	if err != nil {
 		return false, m.fail("force-unlock", err)
 	}

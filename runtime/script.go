@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
 )
 
 // A script is a Lua script with its EVALSHA arguments boxed once. go-redis'
@@ -46,11 +48,27 @@ func (sc script) run(ctx context.Context, rdb redis.UniversalClient, numKeys int
 type lockArgs struct {
 	key   any // lock key
 	owner any // owner token
-	latch any // acquire latch of the owner
+	field any // hash field proving the hold (the owner, or "<owner>:write")
+	latch any // acquire latch of the field
 }
 
-func newLockArgs(key, owner string) lockArgs {
-	return lockArgs{key: key, owner: owner, latch: acquireLatch(key, owner)}
+func newLockArgs(key, owner, field string) lockArgs {
+	a := lockArgs{key: key, owner: owner, field: owner, latch: acquireLatch(key, field)}
+	if field != owner {
+		a.field = field
+	}
+	return a
 }
 
 func (a lockArgs) ownerID() string { return a.owner.(string) }
+func (a lockArgs) fieldID() string { return a.field.(string) }
+
+// settle decides an acquire whose reply was lost; see settle.lua.
+func (c *Client) settle(ctx context.Context, latch, req string) (bool, error) {
+	dctx, cancel := c.detached(ctx)
+	defer cancel()
+	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+		return lua.Settle.Run(ctx, c.rdb, []string{latch}, req, c.latchTTL).Int64()
+	})
+	return n == 1, err
+}

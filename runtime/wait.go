@@ -30,7 +30,15 @@ type tryFunc func(ctx context.Context) (acquired bool, ttl time.Duration, err er
 //
 // It returns nil once acquired, an error wrapping ErrNotAcquired when the
 // wait time is over, or the ctx's error.
-func (c *Client) await(ctx context.Context, channel func() string, wait time.Duration, try tryFunc) (err error) {
+// waitSpec says where and how long to wait.
+type waitSpec struct {
+	channel  func() string // the channel to sleep on (computed on contention only)
+	wait     time.Duration // 0: one try; < 0: until ctx is done
+	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
+}
+
+func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error) {
+	wait := ws.wait
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -48,7 +56,7 @@ func (c *Client) await(ctx context.Context, channel func() string, wait time.Dur
 	if wait == 0 {
 		return ErrNotAcquired
 	}
-	w, ready, err := c.hub.join(channel())
+	w, ready, err := c.hub.join(ws.channel())
 	if err != nil {
 		return err
 	}
@@ -61,6 +69,9 @@ func (c *Client) await(ctx context.Context, channel func() string, wait time.Dur
 			sleep := time.Duration(-1) // until signalled
 			if ttl >= 0 {
 				sleep = ttl
+			}
+			if ws.maxSleep > 0 && (sleep < 0 || sleep > ws.maxSleep) {
+				sleep = ws.maxSleep
 			}
 			if !deadline.IsZero() {
 				left := time.Until(deadline)

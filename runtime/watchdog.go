@@ -103,20 +103,27 @@ func (c *Client) renewAll(period time.Duration) {
 			holds = append(holds, h)
 		}
 	}
-	c.mu.Unlock()
 	if len(holds) == 0 {
+		c.mu.Unlock()
 		return
 	}
 	if c.cluster {
 		sort.Slice(holds, func(i, j int) bool { return holds[i].slot < holds[j].slot })
 	}
-	batches := splitBatches(holds, c.cluster)
+	extra := make(map[*hold][]string)
+	for _, h := range holds {
+		if keys := h.k.extraKeys(h.key, h.owner, h.count); len(keys) > 0 {
+			extra[h] = keys
+		}
+	}
+	c.mu.Unlock()
+	batches := splitBatches(holds, extra, c.cluster)
 
 	ctx, cancel := context.WithTimeout(context.Background(), period)
 	defer cancel()
 	sent := time.Now()
 	lease := strconv.FormatInt(c.opts.WatchdogTimeout.Milliseconds(), 10)
-	cmds, err := c.runRenewals(ctx, batches, lease)
+	cmds, err := c.runRenewals(ctx, batches, extra, lease)
 
 	renewed := 0
 	c.mu.Lock()
@@ -146,12 +153,18 @@ func (c *Client) renewAll(period time.Duration) {
 }
 
 // splitBatches cuts holds (sorted by slot on a cluster) into batches of at
-// most lua.MaxBatch keys of one slot.
-func splitBatches(holds []*hold, bySlot bool) [][]*hold {
+// most lua.MaxBatch keys (a hold's hash and its extra keys) of one slot.
+func splitBatches(holds []*hold, extra map[*hold][]string, bySlot bool) [][]*hold {
 	var batches [][]*hold
 	for start := 0; start < len(holds); {
+		keys := 1 + len(extra[holds[start]])
 		end := start + 1
-		for end < len(holds) && end-start < lua.MaxBatch && (!bySlot || holds[end].slot == holds[start].slot) {
+		for end < len(holds) && (!bySlot || holds[end].slot == holds[start].slot) {
+			n := 1 + len(extra[holds[end]])
+			if keys+n > lua.MaxBatch {
+				break
+			}
+			keys += n
 			end++
 		}
 		batches = append(batches, holds[start:end])
@@ -162,16 +175,17 @@ func splitBatches(holds []*hold, bySlot bool) [][]*hold {
 
 // runRenewals sends one RenewBatch per batch in a single pipeline, with EVAL
 // for the batches a flushed script cache answered NOSCRIPT.
-func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, lease string) ([]*redis.Cmd, error) {
+func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease string) ([]*redis.Cmd, error) {
 	keys := make([][]string, len(batches))
 	args := make([][]any, len(batches))
 	for i, b := range batches {
-		keys[i] = make([]string, len(b))
-		args[i] = make([]any, len(b)+1)
+		keys[i] = make([]string, 0, len(b))
+		args[i] = make([]any, 1, 2*len(b)+1)
 		args[i][0] = lease
-		for j, h := range b {
-			keys[i][j] = h.key
-			args[i][j+1] = h.field
+		for _, h := range b {
+			keys[i] = append(keys[i], h.key)
+			keys[i] = append(keys[i], extra[h]...)
+			args[i] = append(args[i], h.field, len(extra[h]))
 		}
 	}
 	cmds := make([]*redis.Cmd, len(batches))

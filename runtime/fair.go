@@ -1,0 +1,77 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// FairLock returns the fair lock at key: a reentrant lock granted in the
+// order of arrival, with Redisson RFairLock's layout. Waiters queue in
+// redisson_lock_queue:{key}; only the head of the queue may take a free
+// lock, and a release wakes only the head, on its own channel
+// redisson_lock__channel:{key}:<owner>.
+//
+// A waiter keeps its place while it lives: it refreshes its deadline in
+// redisson_lock_timeout:{key} every QueueTimeout/3. A waiter whose process
+// is gone is skipped QueueTimeout after its last refresh; one that gives
+// up (wait time over, ctx cancelled) leaves the queue at once.
+func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = defaultQueueTimeout
+	}
+	return &Mutex{c: c, key: key, opts: opts, k: fair{}}
+}
+
+type fair struct{ reentrant }
+
+var (
+	scriptFairAcquire     = newScript(lua.FairAcquire)
+	scriptFairRelease     = newScript(lua.FairRelease)
+	scriptFairLeave       = newScript(lua.FairLeave)
+	scriptFairForceUnlock = newScript(lua.FairForceUnlock)
+)
+
+func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }
+func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout", key) }
+
+func (fair) channel(key, owner string) string { return lockChannel(key) + ":" + owner }
+func (fair) waits(*Mutex) bool                { return true }
+
+func (fair) refreshEvery(m *Mutex) time.Duration { return m.opts.QueueTimeout / 3 }
+
+func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	join := "0"
+	if at.waiting {
+		join = "1"
+	}
+	return scriptFairAcquire.run(ctx, c.rdb, 4, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), a.latch,
+		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.req, c.latchTTL, join,
+		lockChannel(m.key), c.publish,
+	}).Int64()
+}
+
+func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	return scriptFairRelease.run(ctx, c.rdb, 5, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), unlockLatch(m.key, at.req), a.latch,
+		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, lockChannel(m.key),
+	}).Int64()
+}
+
+func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
+	return scriptFairLeave.run(ctx, m.c.rdb, 3, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key),
+		a.owner, lockChannel(m.key), m.c.publish,
+	}).Int64()
+}
+
+func (fair) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
+	return scriptFairForceUnlock.run(ctx, m.c.rdb, 2, []any{
+		3: m.key, fairQueue(m.key),
+		unlockMessage, m.c.publish, lockChannel(m.key),
+	}).Int64()
+}

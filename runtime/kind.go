@@ -1,0 +1,81 @@
+package runtime
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// A kind is what distinguishes the lock flavours behind a Mutex handle:
+// their scripts, the hash field that proves a hold, and how waiters wait.
+type kind interface {
+	// field is the hash field that proves owner's hold.
+	field(owner string) string
+	// check refuses, before any round trip, an acquisition by an owner
+	// whose existing holds (in ctx hc) make it wrong (an upgrade).
+	check(m *Mutex, hc *holdContext, owner string) error
+	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
+	// -1 no expiry, replyAborted, replyUpgrade.
+	acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
+	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
+	release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
+	// channel is the channel a waiter of owner sleeps on.
+	channel(key, owner string) string
+	// waits reports whether a waiter leaves traces to withdraw when it gives up.
+	waits(m *Mutex) bool
+	// leave withdraws a waiter that gave up.
+	leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error)
+	// refreshEvery bounds a waiter's sleep so it can refresh its place (0: no bound).
+	refreshEvery(m *Mutex) time.Duration
+	// forceUnlock deletes the lock whoever holds it.
+	forceUnlock(ctx context.Context, m *Mutex) (int64, error)
+	// extraKeys are the keys renewed with a hold besides the lock hash.
+	extraKeys(key, owner string, count int) []string
+}
+
+// attempt is one acquire or release call.
+type attempt struct {
+	px      any    // lease in ms, as a script argument
+	req     string // request id
+	count   int    // the owner's hold count before the call
+	waiting bool   // acquire: the caller waits if not taken
+}
+
+// reentrant is Redisson's RLock: Client.Mutex.
+type reentrant struct{}
+
+var (
+	scriptAcquire     = newScript(lua.Acquire)
+	scriptRelease     = newScript(lua.Release)
+	scriptForceUnlock = newScript(lua.ForceUnlock)
+)
+
+func (reentrant) field(owner string) string                              { return owner }
+func (reentrant) check(*Mutex, *holdContext, string) error               { return nil }
+func (reentrant) channel(key, _ string) string                           { return lockChannel(key) }
+func (reentrant) waits(*Mutex) bool                                      { return false }
+func (reentrant) refreshEvery(*Mutex) time.Duration                      { return 0 }
+func (reentrant) extraKeys(string, string, int) []string                 { return nil }
+func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }
+
+func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	return scriptAcquire.run(ctx, m.c.rdb, 2, []any{
+		3: a.key, a.latch,
+		at.px, a.owner, at.req, m.c.latchTTL,
+	}).Int64()
+}
+
+func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	return scriptRelease.run(ctx, c.rdb, 4, []any{
+		3: a.key, lockChannel(m.key), unlockLatch(m.key, at.req), a.latch,
+		unlockMessage, at.px, a.owner, c.publish, c.latchTTL,
+	}).Int64()
+}
+
+func (reentrant) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
+	return scriptForceUnlock.run(ctx, m.c.rdb, 2, []any{
+		3: m.key, lockChannel(m.key), unlockMessage, m.c.publish,
+	}).Int64()
+}

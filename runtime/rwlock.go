@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// RWLock is a read-write lock with Redisson RReadWriteLock's layout: many
+// readers or one writer. Both sides are reentrant, and a writer may also
+// take read holds (downgrade: after its write holds are released it keeps
+// reading). A reader asking to write (upgrade) gets ErrUpgrade at once
+// instead of waiting forever for itself.
+//
+// The hash at the key has field "mode" (read | write), one field per
+// reading owner with its hold count, and "<owner>:write" for the writer.
+// Each read hold n also has its own key {key}:<owner>:rwlock_timeout:<n>,
+// renewed by the watchdog with the hash. Waiters sleep on
+// redisson_rwlock:{key}: a read release ("0") wakes one waiter, a write
+// release ("1") wakes them all.
+type RWLock struct {
+	read, write Mutex
+}
+
+// ReadWrite returns the read-write lock at key. With opts.WritersFirst, a
+// waiting writer holds back new readers.
+func (c *Client) ReadWrite(key string, opts LockOptions) *RWLock {
+	return &RWLock{
+		read:  Mutex{c: c, key: key, opts: opts, k: readSide{}},
+		write: Mutex{c: c, key: key, opts: opts, k: writeSide{}},
+	}
+}
+
+// Read is the shared side: many owners may hold it at once.
+func (l *RWLock) Read() *Mutex { return &l.read }
+
+// Write is the exclusive side.
+func (l *RWLock) Write() *Mutex { return &l.write }
+
+var (
+	scriptReadAcquire   = newScript(lua.ReadAcquire)
+	scriptReadRelease   = newScript(lua.ReadRelease)
+	scriptWriteAcquire  = newScript(lua.WriteAcquire)
+	scriptWriteRelease  = newScript(lua.WriteRelease)
+	scriptWriteLeave    = newScript(lua.WriteLeave)
+	scriptRWForceUnlock = newScript(lua.RWForceUnlock)
+)
+
+func rwChannel(key string) string { return prefixName("redisson_rwlock", key) }
+
+// rwWriters is the set of waiting writers (writers first).
+func rwWriters(key string) string { return prefixName("lockgen_rwlock_writers", key) }
+
+// readTimeoutKey is the key of read hold n of owner.
+func readTimeoutKey(key, owner string, n int) string {
+	return suffixName(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
+}
+
+func writeField(owner string) string { return owner + ":write" }
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+type rwSide struct{}
+
+func (rwSide) channel(key, _ string) string { return rwChannel(key) }
+
+func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
+	return scriptRWForceUnlock.run(ctx, m.c.rdb, 2, []any{3: m.key, rwChannel(m.key), m.c.publish}).Int64()
+}
+
+// readSide is the read side of an RWLock.
+type readSide struct{ rwSide }
+
+func (readSide) field(owner string) string                { return owner }
+func (readSide) check(*Mutex, *holdContext, string) error { return nil }
+func (readSide) waits(*Mutex) bool                        { return false }
+func (readSide) refreshEvery(*Mutex) time.Duration        { return 0 }
+func (readSide) leave(context.Context, *Mutex, lockArgs) (int64, error) {
+	return 0, nil
+}
+
+func (readSide) extraKeys(key, owner string, count int) []string {
+	keys := make([]string, count)
+	for i := range keys {
+		keys[i] = readTimeoutKey(key, owner, i+1)
+	}
+	return keys
+}
+
+func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	owner := a.ownerID()
+	return scriptReadAcquire.run(ctx, c.rdb, 4, []any{
+		3: a.key, readTimeoutKey(m.key, owner, at.count+1), a.latch, rwWriters(m.key),
+		at.px, a.owner, writeField(owner), at.req, c.latchTTL, flag(m.opts.WritersFirst),
+	}).Int64()
+}
+
+func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	return scriptReadRelease.run(ctx, c.rdb, 5, []any{
+		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), unlockLatch(m.key, at.req), a.latch,
+		unlockMessage, a.owner, c.publish, c.latchTTL,
+	}).Int64()
+}
+
+// writeSide is the write side of an RWLock.
+type writeSide struct{ rwSide }
+
+func (writeSide) field(owner string) string              { return writeField(owner) }
+func (writeSide) extraKeys(string, string, int) []string { return nil }
+func (writeSide) waits(m *Mutex) bool                    { return m.opts.WritersFirst }
+
+// refreshEvery keeps a waiting writer's record alive (writers first).
+func (writeSide) refreshEvery(m *Mutex) time.Duration {
+	if m.opts.WritersFirst {
+		return m.c.opts.WatchdogTimeout / 3
+	}
+	return 0
+}
+
+// check refuses an upgrade: the owner holds a read hold of the same lock.
+func (writeSide) check(m *Mutex, hc *holdContext, owner string) error {
+	if m.c.acquisitionOf(hc, m.key, owner) != nil {
+		return fmt.Errorf("%w: ctx holds a read hold of this lock", ErrUpgrade)
+	}
+	return nil
+}
+
+func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	return scriptWriteAcquire.run(ctx, c.rdb, 3, []any{
+		3: a.key, a.latch, rwWriters(m.key),
+		at.px, a.field, a.owner, at.req, c.latchTTL, flag(m.opts.WritersFirst && at.waiting),
+		c.opts.WatchdogTimeout.Milliseconds(),
+	}).Int64()
+}
+
+func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	c := m.c
+	return scriptWriteRelease.run(ctx, c.rdb, 4, []any{
+		3: a.key, rwChannel(m.key), unlockLatch(m.key, at.req), a.latch,
+		readUnlockMessage, at.px, a.field, c.publish, c.latchTTL,
+	}).Int64()
+}
+
+func (writeSide) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
+	return scriptWriteLeave.run(ctx, m.c.rdb, 3, []any{
+		3: a.key, rwChannel(m.key), rwWriters(m.key), a.field, m.c.publish,
+	}).Int64()
+}
