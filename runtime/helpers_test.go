@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -112,4 +113,74 @@ func setupCounted(t testing.TB, opts *runtime.Options) (*env, *commandCounter) {
 	cc := &commandCounter{}
 	rdb.AddHook(cc)
 	return &env{s, rdb, newClient(t, rdb, opts)}, cc
+}
+
+// lockKind makes one kind of exclusive lock handle, so the behaviour every
+// kind shares is tested on each.
+type lockKind struct {
+	name string
+	new  func(c *runtime.Client, key string, o runtime.LockOptions) *runtime.Mutex
+}
+
+var exclusiveKinds = []lockKind{
+	{"reentrant", func(c *runtime.Client, key string, o runtime.LockOptions) *runtime.Mutex { return c.Mutex(key, o) }},
+	{"fair", func(c *runtime.Client, key string, o runtime.LockOptions) *runtime.Mutex { return c.FairLock(key, o) }},
+	{"write", func(c *runtime.Client, key string, o runtime.LockOptions) *runtime.Mutex {
+		return c.ReadWrite(key, o).Write()
+	}},
+}
+
+// readKind is the read side of a read-write lock: it shares the per-hold
+// behaviour (leases, loss, ownership) but not exclusion.
+var readKind = lockKind{"read", func(c *runtime.Client, key string, o runtime.LockOptions) *runtime.Mutex {
+	return c.ReadWrite(key, o).Read()
+}}
+
+func kindByName(name string) lockKind {
+	for _, k := range append(exclusiveKinds, readKind) {
+		if k.name == name {
+			return k
+		}
+	}
+	panic("unknown lock kind " + name)
+}
+
+// forEachKind runs f as a subtest per kind.
+func forEachKind(t *testing.T, kinds []lockKind, f func(t *testing.T, k lockKind)) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) { f(t, k) })
+	}
+}
+
+// waitersOn counts the pub/sub channels of key with a subscriber.
+func waitersOn(t testing.TB, rdb *redis.Client, key string) int {
+	t.Helper()
+	chans, err := rdb.PubSubChannels(context.Background(), "*{"+key+"}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(chans)
+}
+
+// keysLeft lists the keys left in Redis besides unlock latches, which
+// remember a release's result for resends and expire on their own (it
+// fails the test if one has no expiry).
+func keysLeft(t testing.TB, rdb *redis.Client) []string {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, "redisson_unlock_latch:") {
+			if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 {
+				t.Fatalf("unlock latch %s has no expiry", k)
+			}
+			continue
+		}
+		left = append(left, k)
+	}
+	return left
 }

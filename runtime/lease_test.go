@@ -81,6 +81,10 @@ func TestFixedLeaseExpiresAndEndsHoldContextFirst(t *testing.T) {
 }
 
 func TestLostLockCancelsHoldContext(t *testing.T) {
+	forEachKind(t, append(exclusiveKinds, readKind), testLostLock)
+}
+
+func testLostLock(t *testing.T, k lockKind) {
 	const timeout = 900 * time.Millisecond
 	for _, tc := range []struct {
 		name string
@@ -92,7 +96,7 @@ func TestLostLockCancelsHoldContext(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, &runtime.Options{WatchdogTimeout: timeout})
-			m := e.c.Mutex("lost", runtime.LockOptions{Name: "Lost"})
+			m := k.new(e.c, "lost", runtime.LockOptions{Name: "Lost"})
 			h, err := m.Lock(ctxT(t))
 			if err != nil {
 				t.Fatal(err)

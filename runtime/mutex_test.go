@@ -30,11 +30,15 @@ func TestMutexUncontendedAcquireReleaseCostsTwoCommands(t *testing.T) {
 	}
 }
 
-func TestMutexExcludesGoroutines(t *testing.T) {
+func TestLocksExcludeGoroutines(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testExcludesGoroutines)
+}
+
+func testExcludesGoroutines(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
 	ctx := ctxT(t)
 	const workers, rounds = 64, 200
-	m := c.Mutex("counter-lock", runtime.LockOptions{Name: "Counter", WaitTime: runtime.Forever})
+	m := k.new(c, "counter-lock", runtime.LockOptions{Name: "Counter", WaitTime: runtime.Forever})
 	var rec intervals
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -105,10 +109,14 @@ func countOverlaps(iv [][2]int64) int {
 	return n
 }
 
-func TestMutexReentersThroughHoldContext(t *testing.T) {
+func TestLocksReenterThroughHoldContext(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testReenters)
+}
+
+func testReenters(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
 	ctx := ctxT(t)
-	m := c.Mutex("reentrant", runtime.LockOptions{})
+	m := k.new(c, "reentrant", runtime.LockOptions{})
 	h1, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -117,18 +125,23 @@ func TestMutexReentersThroughHoldContext(t *testing.T) {
 	if err != nil {
 		t.Fatalf("re-entry with the hold's ctx: %v", err)
 	}
-	h3, err := c.Mutex("reentrant", runtime.LockOptions{}).TryLock(context.WithValue(h2, struct{}{}, 1), 0, runtime.Watchdog)
+	h3, err := k.new(c, "reentrant", runtime.LockOptions{}).TryLock(context.WithValue(h2, struct{}{}, 1), 0, runtime.Watchdog)
 	if err != nil {
 		t.Fatalf("re-entry with a derived ctx and another handle: %v", err)
 	}
 	vals, _ := rdb.HGetAll(ctx, "reentrant").Result()
-	if len(vals) != 1 {
-		t.Fatalf("hash = %v, want one owner field", vals)
-	}
-	for _, v := range vals {
+	counts := 0
+	for f, v := range vals {
+		if f == "mode" {
+			continue
+		}
+		counts++
 		if v != "3" {
 			t.Fatalf("hold count in redis = %s, want 3", v)
 		}
+	}
+	if counts != 1 {
+		t.Fatalf("hash = %v, want one owner field", vals)
 	}
 	if n, _ := m.HoldCount(h3); n != 3 {
 		t.Fatalf("HoldCount = %d, want 3", n)
@@ -180,10 +193,14 @@ func TestMutexUnlockTwiceReturnsNotHeldAndDecrementsOnce(t *testing.T) {
 	_ = m.Unlock(h1)
 }
 
-func TestMutexNonOwnerUnlockReturnsNotHeld(t *testing.T) {
+func TestLocksRefuseUnlockByNonOwner(t *testing.T) {
+	forEachKind(t, append(exclusiveKinds, readKind), testNonOwnerUnlock)
+}
+
+func testNonOwnerUnlock(t *testing.T, k lockKind) {
 	_, _, c := setup(t, nil)
 	ctx := ctxT(t)
-	m := c.Mutex("owned", runtime.LockOptions{})
+	m := k.new(c, "owned", runtime.LockOptions{})
 	h, err := m.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func runChild(role string) int {
 	switch role {
 	case "mutex-worker":
 		rounds, _ := strconv.Atoi(os.Getenv("LOCKGEN_ROUNDS"))
-		m := c.Mutex(key, runtime.LockOptions{WaitTime: runtime.Forever})
+		m := kindByName(os.Getenv("LOCKGEN_KIND")).new(c, key, runtime.LockOptions{WaitTime: runtime.Forever})
 		var res childResult
 		for i := 0; i < rounds; i++ {
 			err := m.Do(ctx, func(ctx context.Context) error {
@@ -75,7 +75,7 @@ func runChild(role string) int {
 		_ = enc.Encode(res)
 	case "holder":
 		// Take the lock, say so, and hold it until killed.
-		if _, err := c.Mutex(key, runtime.LockOptions{}).Lock(ctx); err != nil {
+		if _, err := kindByName(os.Getenv("LOCKGEN_KIND")).new(c, key, runtime.LockOptions{}).Lock(ctx); err != nil {
 			fmt.Println("error:", err)
 			return 1
 		}
@@ -106,7 +106,11 @@ func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Rea
 	return cmd, bufio.NewReader(out)
 }
 
-func TestMutexExcludesProcesses(t *testing.T) {
+func TestLocksExcludeProcesses(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testExcludesProcesses)
+}
+
+func testExcludesProcesses(t *testing.T, k lockKind) {
 	s, rdb, _ := setup(t, nil)
 	const procs, rounds = 4, 150
 	type child struct {
@@ -115,7 +119,7 @@ func TestMutexExcludesProcesses(t *testing.T) {
 	}
 	var children []child
 	for i := 0; i < procs; i++ {
-		cmd, out := startChild(t, "mutex-worker", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=proc-lock", "LOCKGEN_ROUNDS="+strconv.Itoa(rounds))
+		cmd, out := startChild(t, "mutex-worker", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=proc-lock", "LOCKGEN_ROUNDS="+strconv.Itoa(rounds), "LOCKGEN_KIND="+k.name)
 		children = append(children, child{cmd, out})
 	}
 	var all [][2]int64
@@ -147,17 +151,21 @@ func TestMutexExcludesProcesses(t *testing.T) {
 	}
 }
 
-func TestMutexCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
+func TestCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testCrashedHolder)
+}
+
+func testCrashedHolder(t *testing.T, k lockKind) {
 	const timeout = time.Second
 	s, _, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
-	cmd, out := startChild(t, "holder", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=crash-lock", "LOCKGEN_WATCHDOG_MS=1000")
+	cmd, out := startChild(t, "holder", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=crash-lock", "LOCKGEN_WATCHDOG_MS=1000", "LOCKGEN_KIND="+k.name)
 	line, err := out.ReadString('\n')
 	if err != nil || strings.TrimSpace(line) != "held" {
 		t.Fatalf("child: %q %v", line, err)
 	}
 	// The child's watchdog keeps it alive well past one lease.
 	time.Sleep(1500 * time.Millisecond)
-	m := c.Mutex("crash-lock", runtime.LockOptions{})
+	m := k.new(c, "crash-lock", runtime.LockOptions{})
 	if _, err := m.TryLock(ctxT(t), 0, runtime.Watchdog); err == nil {
 		t.Fatal("acquired while the child's watchdog still renews")
 	}

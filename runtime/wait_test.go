@@ -13,28 +13,30 @@ import (
 )
 
 func TestWaiterWakesOnUnlockNotOnTTL(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testWakesOnUnlock)
+}
+
+func testWakesOnUnlock(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
 	ctx := ctxT(t)
-	holder := c.Mutex("wake", runtime.LockOptions{Lease: 10 * time.Second})
+	holder := k.new(c, "wake", runtime.LockOptions{Lease: 10 * time.Second})
 	h, err := holder.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	acquired := make(chan time.Time, 1)
 	go func() {
-		w, err := c.Mutex("wake", runtime.LockOptions{}).TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		m := k.new(c, "wake", runtime.LockOptions{})
+		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
 		if err != nil {
 			t.Error(err)
 			return
 		}
 		acquired <- time.Now()
-		_ = c.Mutex("wake", runtime.LockOptions{}).Unlock(w)
+		_ = m.Unlock(w)
 	}()
 	// Let the waiter subscribe and go to sleep.
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
-		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{wake}").Result()
-		return n["redisson_lock__channel:{wake}"] == 1
-	})
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOn(t, rdb, "wake") == 1 })
 	time.Sleep(100 * time.Millisecond)
 	if ttl, _ := rdb.PTTL(ctx, "wake").Result(); ttl < 9*time.Second {
 		t.Fatalf("holder TTL %v, want ~10s", ttl)
@@ -89,10 +91,14 @@ func TestUnlockWakesOneWaiterPerMessage(t *testing.T) {
 }
 
 func TestCancelledWaiterReturnsCtxErrorAndLeavesNothing(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testCancelledWaiter)
+}
+
+func testCancelledWaiter(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := ctxT(t)
-	m := c.Mutex("cancel", runtime.LockOptions{})
+	m := k.new(c, "cancel", runtime.LockOptions{})
 	h, _ := m.Lock(ctx)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -100,10 +106,7 @@ func TestCancelledWaiterReturnsCtxErrorAndLeavesNothing(t *testing.T) {
 		_, err := m.Lock(wctx)
 		done <- err
 	}()
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
-		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{cancel}").Result()
-		return n["redisson_lock__channel:{cancel}"] == 1
-	})
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOn(t, rdb, "cancel") == 1 })
 	cancel()
 	select {
 	case err := <-done:
@@ -113,10 +116,7 @@ func TestCancelledWaiterReturnsCtxErrorAndLeavesNothing(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("cancelled waiter did not return")
 	}
-	eventually(t, 2*time.Second, "subscription dropped", func() bool {
-		n, _ := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{cancel}").Result()
-		return n["redisson_lock__channel:{cancel}"] == 0
-	})
+	eventually(t, 2*time.Second, "subscription dropped", func() bool { return waitersOn(t, rdb, "cancel") == 0 })
 	// A deadline while waiting is the ctx's error too.
 	dctx, dcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer dcancel()
@@ -124,6 +124,9 @@ func TestCancelledWaiterReturnsCtxErrorAndLeavesNothing(t *testing.T) {
 		t.Fatalf("deadline: %v", err)
 	}
 	_ = m.Unlock(h)
+	if keys := keysLeft(t, rdb); len(keys) != 0 {
+		t.Fatalf("keys left behind: %v", keys)
+	}
 	_ = c.Close()
 }
 
