@@ -73,6 +73,8 @@ func runChild(role string) int {
 			}
 		}
 		_ = enc.Encode(res)
+	case "fair-waiters":
+		return runFairWaiters(c, rdb)
 	case "holder":
 		// Take the lock, say so, and hold it until killed.
 		if _, err := kindByName(os.Getenv("LOCKGEN_KIND")).new(c, key, runtime.LockOptions{}).Lock(ctx); err != nil {

@@ -1,0 +1,269 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+const (
+	fairQueue    = "redisson_lock_queue:{fair}"
+	fairTimeouts = "redisson_lock_timeout:{fair}"
+)
+
+// runFairWaiters is the child role "fair-waiters": every line on stdin is
+// a waiter id; each waiter takes the fair lock, appends its id to the list
+// "order", holds briefly and releases. It prints "done" when stdin closes
+// and every waiter has finished.
+func runFairWaiters(c *runtime.Client, rdb *redis.Client) int {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		id := sc.Text()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fairWaiter(ctx, c, rdb, id); err != nil {
+				fmt.Println("error:", err)
+			}
+		}()
+	}
+	wg.Wait()
+	fmt.Println("done")
+	return 0
+}
+
+func fairWaiter(ctx context.Context, c *runtime.Client, rdb *redis.Client, id string) error {
+	m := c.FairLock("fair", runtime.LockOptions{QueueTimeout: fairQueueTimeout()})
+	h, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	rdb.RPush(ctx, "order", id)
+	time.Sleep(2 * time.Millisecond)
+	return m.Unlock(h)
+}
+
+func fairQueueTimeout() time.Duration {
+	ms, _ := strconv.Atoi(os.Getenv("LOCKGEN_QUEUE_TIMEOUT_MS"))
+	return time.Duration(ms) * time.Millisecond
+}
+
+func TestFairLockGrantsInArrivalOrderAcrossProcesses(t *testing.T) {
+	s, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	holder := c.FairLock("fair", runtime.LockOptions{})
+	h, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "LOCKGEN_CHILD=fair-waiters", "LOCKGEN_ADDR="+s.Addr())
+	child.Stderr = os.Stderr
+	stdin, _ := child.StdinPipe()
+	stdout, _ := child.StdoutPipe()
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+
+	const waiters = 20
+	var wg sync.WaitGroup
+	for i := 0; i < waiters; i++ {
+		id := strconv.Itoa(i)
+		if i%2 == 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := fairWaiter(ctx, c, rdb, id); err != nil {
+					t.Error(err)
+				}
+			}()
+		} else {
+			fmt.Fprintln(stdin, id)
+		}
+		// Arrival order is queue order: let waiter i queue before i+1 comes.
+		eventually(t, 5*time.Second, "waiter "+id+" queued", func() bool {
+			return rdb.LLen(ctx, fairQueue).Val() == int64(i+1)
+		})
+	}
+	if err := holder.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Close()
+	wg.Wait()
+	out, _ := io.ReadAll(stdout)
+	if !strings.Contains(string(out), "done") || strings.Contains(string(out), "error") {
+		t.Fatalf("child: %s", out)
+	}
+	order, _ := rdb.LRange(ctx, "order", 0, -1).Result()
+	want := make([]string, waiters)
+	for i := range want {
+		want[i] = strconv.Itoa(i)
+	}
+	if strings.Join(order, ",") != strings.Join(want, ",") {
+		t.Fatalf("acquisition order %v, want %v", order, want)
+	}
+	if left := keysLeft(t, rdb); len(left) != 1 || left[0] != "order" {
+		t.Fatalf("keys left: %v", left)
+	}
+}
+
+func TestFairLockSkipsCrashedWaiterAfterQueueTimeout(t *testing.T) {
+	const queueTimeout = time.Second
+	s, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	opts := runtime.LockOptions{QueueTimeout: queueTimeout}
+	holder := c.FairLock("fair", opts)
+	h, _ := holder.Lock(ctx)
+
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "LOCKGEN_CHILD=fair-waiters", "LOCKGEN_ADDR="+s.Addr(),
+		"LOCKGEN_QUEUE_TIMEOUT_MS="+strconv.Itoa(int(queueTimeout.Milliseconds())))
+	stdin, _ := child.StdinPipe()
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	fmt.Fprintln(stdin, "dead")
+	eventually(t, 5*time.Second, "child queued", func() bool { return rdb.LLen(ctx, fairQueue).Val() == 1 })
+
+	got := make(chan time.Time, 1)
+	go func() {
+		m := c.FairLock("fair", opts)
+		w, err := m.TryLock(ctx, 10*time.Second, runtime.Watchdog)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- time.Now()
+		_ = m.Unlock(w)
+	}()
+	eventually(t, 5*time.Second, "live waiter queued behind", func() bool { return rdb.LLen(ctx, fairQueue).Val() == 2 })
+	// A live waiter keeps its place for longer than the queue timeout.
+	time.Sleep(queueTimeout + 300*time.Millisecond)
+	if n := rdb.LLen(ctx, fairQueue).Val(); n != 2 {
+		t.Fatalf("queue length %d after the queue timeout while both waiters live, want 2", n)
+	}
+	_ = child.Process.Kill()
+	killed := time.Now()
+	if err := holder.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-got:
+		d := at.Sub(killed)
+		t.Logf("live waiter acquired %v after the queued child was killed", d)
+		if d > queueTimeout+time.Second {
+			t.Fatalf("took %v, want <= queueTimeout + 1s", d)
+		}
+	case <-time.After(queueTimeout + 5*time.Second):
+		t.Fatal("the queue stayed blocked behind a crashed waiter")
+	}
+	eventually(t, time.Second, "queue keys cleaned", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
+func TestFairLockWaitersThatGiveUpLeaveNoTrace(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	holder := c.FairLock("fair", runtime.LockOptions{})
+	h, _ := holder.Lock(ctx)
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() {
+		_, err := c.FairLock("fair", runtime.LockOptions{}).Lock(cctx)
+		cancelled <- err
+	}()
+	eventually(t, 5*time.Second, "first queued", func() bool { return rdb.LLen(ctx, fairQueue).Val() == 1 })
+	timedOut := make(chan error, 1)
+	go func() {
+		_, err := c.FairLock("fair", runtime.LockOptions{}).TryLock(ctx, 300*time.Millisecond, runtime.Watchdog)
+		timedOut <- err
+	}()
+	eventually(t, 5*time.Second, "second queued", func() bool { return rdb.LLen(ctx, fairQueue).Val() == 2 })
+	got := make(chan time.Time, 1)
+	go func() {
+		m := c.FairLock("fair", runtime.LockOptions{})
+		w, err := m.TryLock(ctx, 10*time.Second, runtime.Watchdog)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		got <- time.Now()
+		_ = m.Unlock(w)
+	}()
+	eventually(t, 5*time.Second, "third queued", func() bool { return rdb.LLen(ctx, fairQueue).Val() == 3 })
+
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	if err := <-timedOut; !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("timed-out waiter: %v", err)
+	}
+	queue := rdb.LRange(ctx, fairQueue, 0, -1).Val()
+	if len(queue) != 1 || rdb.ZCard(ctx, fairTimeouts).Val() != 1 {
+		t.Fatalf("queue %v, %d deadlines after two waiters gave up; want only the third", queue, rdb.ZCard(ctx, fairTimeouts).Val())
+	}
+	released := time.Now()
+	_ = holder.Unlock(h)
+	select {
+	case at := <-got:
+		if d := at.Sub(released); d > 100*time.Millisecond {
+			t.Fatalf("third waiter acquired %v after the release: delayed by those who left", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("third waiter never acquired")
+	}
+	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
+func TestFairLockWakesOnlyTheHead(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	holder := c.FairLock("fair", runtime.LockOptions{})
+	h, _ := holder.Lock(ctx)
+	sub := rdb.PSubscribe(ctx, "redisson_lock__channel:{fair}*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := c.FairLock("fair", runtime.LockOptions{})
+			w, err := m.Lock(ctx)
+			if err == nil {
+				_ = m.Unlock(w)
+			}
+		}()
+		eventually(t, 5*time.Second, "queued", func() bool { return rdb.LLen(ctx, fairQueue).Val() == int64(i+1) })
+	}
+	head := rdb.LIndex(ctx, fairQueue, 0).Val()
+	_ = holder.Unlock(h)
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Channel != "redisson_lock__channel:{fair}:"+head || msg.Payload != "0" {
+		t.Fatalf("release published %q on %s, want \"0\" on the head's channel %s", msg.Payload, msg.Channel, head)
+	}
+	wg.Wait()
+}
