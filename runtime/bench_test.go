@@ -30,12 +30,18 @@ func BenchmarkMutexUncontended(b *testing.B) {
 	}
 }
 
-// BenchmarkMutexHandoff8 runs 8 goroutines on one key and reports the
+// BenchmarkHandoff8 runs 8 goroutines on one key and reports the
 // hand-off: time from one holder's release to the next holder's acquire.
-func BenchmarkMutexHandoff8(b *testing.B) {
+func BenchmarkHandoff8(b *testing.B) {
+	for _, k := range []lockKind{exclusiveKinds[0], exclusiveKinds[1]} {
+		b.Run(k.name, func(b *testing.B) { benchHandoff(b, k) })
+	}
+}
+
+func benchHandoff(b *testing.B, k lockKind) {
 	_, _, c := setup(b, nil)
 	ctx := context.Background()
-	m := c.Mutex("bench:handoff", runtime.LockOptions{WaitTime: runtime.Forever})
+	m := k.new(c, "bench:handoff", runtime.LockOptions{WaitTime: runtime.Forever})
 	var (
 		mu       sync.Mutex
 		released time.Time
@@ -78,6 +84,37 @@ func BenchmarkMutexHandoff8(b *testing.B) {
 		b.ReportMetric(float64(gaps[len(gaps)*99/100].Microseconds()), "p99-handoff-µs")
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "acq/s")
+}
+
+// BenchmarkThroughput8 runs 8 goroutines taking one lock with a 1ms hold:
+// the read side of a read-write lock (readers share) against the mutex.
+func BenchmarkThroughput8(b *testing.B) {
+	for _, k := range []lockKind{exclusiveKinds[0], readKind} {
+		b.Run(k.name, func(b *testing.B) {
+			_, _, c := setup(b, nil)
+			ctx := context.Background()
+			m := k.new(c, "bench:throughput", runtime.LockOptions{WaitTime: runtime.Forever})
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for left.Add(-1) >= 0 {
+						if err := m.Do(ctx, func(context.Context) error { time.Sleep(time.Millisecond); return nil }); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "acq/s")
+		})
+	}
 }
 
 // BenchmarkWatchdog10k holds 10,000 watchdog locks in one Client and
