@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +35,26 @@ type Options struct {
 	// Observer, when set, is told about acquisitions, releases, losses and
 	// watchdog rounds. Nil means no events.
 	Observer Observer
+
+	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
+	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster whose
+	// servers run Redis 7 or later, so an unlock is not broadcast to every
+	// node, and classic pub/sub elsewhere. Every client of one lock must
+	// use the same mode (as Redisson's subscription mode must match).
+	PubSub PubSubMode
 }
+
+// PubSubMode selects classic or sharded pub/sub; see Options.PubSub.
+type PubSubMode uint8
+
+const (
+	// PubSubAuto: sharded on Redis Cluster >= 7, classic elsewhere.
+	PubSubAuto PubSubMode = iota
+	// PubSubClassic: SUBSCRIBE and PUBLISH.
+	PubSubClassic
+	// PubSubSharded: SSUBSCRIBE and SPUBLISH (Redis >= 7).
+	PubSubSharded
+)
 
 const (
 	defaultWatchdogTimeout = 30 * time.Second
@@ -56,7 +76,8 @@ type Client struct {
 	opts     Options
 	id       string // uuid of this client: the first half of every owner token
 	cluster  bool   // keys are grouped by slot for batched calls
-	publish  any    // "publish" (classic pub/sub), boxed once for script args
+	sharded  bool   // sharded pub/sub: one subscription connection per slot
+	publish  any    // "publish" or "spublish", boxed once for script args
 	latchTTL any    // lifetime of request latches in ms, boxed once
 	wdLease  any    // WatchdogTimeout in ms, boxed once
 	log      *slog.Logger
@@ -110,8 +131,31 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
+	c.sharded = o.PubSub == PubSubSharded || o.PubSub == PubSubAuto && c.cluster && c.serverMajor() >= 7
+	if c.sharded {
+		c.publish = "spublish"
+	}
 	c.hub = newHub(c)
 	return c, nil
+}
+
+// serverMajor is the major version of a server behind rdb, or 0 when it
+// cannot be read within a few seconds (then classic pub/sub is used).
+func (c *Client) serverMajor() int {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	info, err := c.rdb.Info(ctx, "server").Result()
+	if err != nil {
+		c.log.Warn("cannot read the Redis version; using classic pub/sub", "err", err)
+		return 0
+	}
+	_, rest, ok := strings.Cut(info, "redis_version:")
+	if !ok {
+		return 0
+	}
+	major, _, _ := strings.Cut(rest, ".")
+	n, _ := strconv.Atoi(major)
+	return n
 }
 
 // ID is the uuid that starts every owner token of this client.

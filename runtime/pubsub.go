@@ -10,9 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The hub is the one pub/sub connection of a Client. Waiters join a channel
-// (ref-counted: the first joiner subscribes) and sleep on their own signal;
-// the hub's receive loop turns messages into signals in memory:
+// The hub is where waiters sleep. Waiters join a channel (ref-counted: the
+// first joiner subscribes) and wait on their own signal; the hub's receive
+// loops turn messages into signals in memory:
 //
 //   - "0" (unlock) wakes one waiter, the longest waiting, so an unlock never
 //     starts a thundering herd;
@@ -22,25 +22,43 @@ import (
 //     be missed; after a reconnect it makes up for messages published while
 //     the connection was down.
 //
-// A waiter that leaves with an unconsumed signal (it gave up, or it
-// acquired by its own try) passes nothing on when it acquired, and passes
-// the signal to the next waiter when it gave up, so no wake-up is lost.
+// A waiter that leaves with an unconsumed signal passes it to the next
+// waiter when it gave up, and drops it when it acquired, so no wake-up is
+// lost and none is wasted.
+//
+// With classic pub/sub the hub has one connection. With sharded pub/sub
+// (Redis Cluster >= 7) a channel can only be subscribed on the node that
+// owns its slot, so the hub keeps one connection per slot in use, closes it
+// when its last channel goes, and moves a slot's channels to a new
+// connection when the server drops them (slot migration).
 type hub struct {
 	c *Client
 
 	mu      sync.Mutex
-	ps      *redis.PubSub
+	conns   map[int]*subConn // by slot (sharded), or the one at 0 (classic)
 	entries map[string]*channelEntry
-	// pending lists, per channel, the entries whose SUBSCRIBE awaits its
+	closed  bool
+	loops   sync.WaitGroup // receive loops, including those of dropped connections
+}
+
+// subConn is one pub/sub connection and its receive loop.
+type subConn struct {
+	slot int
+	ps   *redis.PubSub
+	// pending lists, per channel, the entries whose subscribe awaits its
 	// confirmation, in the order sent. A confirmation with nothing pending
 	// comes from go-redis resubscribing after a reconnect.
-	pending  map[string][]*channelEntry
-	closed   bool
-	loopDone chan struct{}
+	pending map[string][]*channelEntry
+	// unsubscribing counts, per channel, the unsubscribes sent and not yet
+	// confirmed; any other unsubscribe comes from the server.
+	unsubscribing map[string]int
+	users         int  // entries subscribed through it
+	dead          bool // closed or replaced
 }
 
 type channelEntry struct {
 	name    string
+	conn    *subConn
 	waiters []*waiter
 	ready   bool        // subscription confirmed
 	linger  *time.Timer // pending unsubscribe once no one waits
@@ -57,7 +75,7 @@ const (
 	// waiter left: under steady contention waiters come and go all the
 	// time, and re-subscribing for each would double the traffic.
 	subscriptionLinger = 250 * time.Millisecond
-	// hubPingInterval is how long the receive loop waits for a message
+	// hubPingInterval is how long a receive loop waits for a message
 	// before it pings, to find a dead connection.
 	hubPingInterval = 15 * time.Second
 )
@@ -65,8 +83,8 @@ const (
 func newHub(c *Client) *hub {
 	return &hub{
 		c:       c,
+		conns:   make(map[int]*subConn),
 		entries: make(map[string]*channelEntry),
-		pending: make(map[string][]*channelEntry),
 	}
 }
 
@@ -118,6 +136,17 @@ func (h *hub) leave(w *waiter, acquired bool) {
 	}
 }
 
+// wake signals one more waiter on channel: a waiter that was woken but
+// found the lock still unavailable for a reason of its own (a multi-lock
+// blocked on another member) hands the unlock on.
+func (h *hub) wake(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e := h.entries[channel]; e != nil {
+		wakeOne(e)
+	}
+}
+
 // expire unsubscribes e if still nobody waits on it.
 func (h *hub) expire(e *channelEntry) {
 	h.mu.Lock()
@@ -126,45 +155,123 @@ func (h *hub) expire(e *channelEntry) {
 		return
 	}
 	delete(h.entries, e.name)
+	sc := e.conn
+	if sc == nil || sc.dead {
+		return
+	}
+	sc.users--
+	if h.c.sharded && sc.users == 0 {
+		h.dropConnLocked(sc)
+		return
+	}
+	sc.unsubscribing[e.name]++
 	ctx, cancel := context.WithTimeout(context.Background(), h.c.opts.ReleaseTimeout)
 	defer cancel()
-	if err := h.ps.Unsubscribe(ctx, e.name); err != nil {
+	var err error
+	if h.c.sharded {
+		err = sc.ps.SUnsubscribe(ctx, e.name)
+	} else {
+		err = sc.ps.Unsubscribe(ctx, e.name)
+	}
+	if err != nil {
 		h.c.log.Debug("unsubscribe failed", "channel", e.name, "err", err)
 	}
 }
 
+// subscribeLocked subscribes e on the connection for its slot.
 func (h *hub) subscribeLocked(e *channelEntry) {
-	if h.ps == nil {
-		h.ps = h.c.rdb.Subscribe(context.Background())
-		h.loopDone = make(chan struct{})
-		go h.loop(h.ps)
+	slot := 0
+	if h.c.sharded {
+		slot = keySlot(e.name)
 	}
+	sc := h.conns[slot]
+	if sc == nil {
+		sc = &subConn{
+			slot:          slot,
+			pending:       make(map[string][]*channelEntry),
+			unsubscribing: make(map[string]int),
+		}
+		// An empty subscription does not connect yet; the first subscribe
+		// (below) dials, on a cluster the node that owns the channel's slot.
+		if h.c.sharded {
+			sc.ps = h.c.rdb.SSubscribe(context.Background())
+		} else {
+			sc.ps = h.c.rdb.Subscribe(context.Background())
+		}
+		h.conns[slot] = sc
+		h.loops.Add(1)
+		go h.loop(sc)
+	}
+	e.conn = sc
+	e.ready = false
+	sc.users++
 	ctx, cancel := context.WithTimeout(context.Background(), h.c.opts.ReleaseTimeout)
 	defer cancel()
-	if err := h.ps.Subscribe(ctx, e.name); err != nil {
+	var err error
+	if h.c.sharded {
+		err = sc.ps.SSubscribe(ctx, e.name)
+	} else {
+		err = sc.ps.Subscribe(ctx, e.name)
+	}
+	if err != nil {
 		// go-redis keeps the channel in its set and subscribes it again
 		// when the connection comes back; that confirmation marks e ready.
 		// Until then waiters are bounded by the holder's lease.
 		h.c.log.Debug("subscribe failed", "channel", e.name, "err", err)
 		return
 	}
-	h.pending[e.name] = append(h.pending[e.name], e)
+	sc.pending[e.name] = append(sc.pending[e.name], e)
 }
 
-// confirmed handles a subscription confirmation for channel.
-func (h *hub) confirmed(channel string) {
+// dropConnLocked closes sc; its loop ends on its own.
+func (h *hub) dropConnLocked(sc *subConn) {
+	sc.dead = true
+	if h.conns[sc.slot] == sc {
+		delete(h.conns, sc.slot)
+	}
+	go func() { _ = sc.ps.Close() }()
+}
+
+// confirmed handles a subscription confirmation for channel on sc.
+func (h *hub) confirmed(sc *subConn, channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.pending[channel]; len(q) > 0 {
+	if q := sc.pending[channel]; len(q) > 0 {
 		if len(q) == 1 {
-			delete(h.pending, channel)
+			delete(sc.pending, channel)
 		} else {
-			h.pending[channel] = q[1:]
+			sc.pending[channel] = q[1:]
 		}
 	}
-	if e := h.entries[channel]; e != nil {
+	if e := h.entries[channel]; e != nil && e.conn == sc {
 		e.ready = true
 		wakeAll(e)
+	}
+}
+
+// unsubscribed handles an unsubscribe notice for channel on sc. One the
+// hub did not ask for means the server dropped the channel (its slot moved
+// to another node): every channel of sc moves to a new connection, which
+// go-redis dials to the slot's new owner.
+func (h *hub) unsubscribed(sc *subConn, channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sc.unsubscribing[channel] > 0 {
+		sc.unsubscribing[channel]--
+		if sc.unsubscribing[channel] == 0 {
+			delete(sc.unsubscribing, channel)
+		}
+		return
+	}
+	if sc.dead || h.closed {
+		return
+	}
+	h.dropConnLocked(sc)
+	for _, e := range h.entries {
+		if e.conn == sc {
+			h.subscribeLocked(e)
+			wakeAll(e) // try now: an unlock may have been missed meanwhile
+		}
 	}
 }
 
@@ -203,19 +310,19 @@ func wakeAll(e *channelEntry) {
 	}
 }
 
-func (h *hub) loop(ps *redis.PubSub) {
-	defer close(h.loopDone)
+func (h *hub) loop(sc *subConn) {
+	defer h.loops.Done()
 	ctx := context.Background()
 	backoff := time.Duration(0)
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, hubPingInterval)
+		msg, err := sc.ps.ReceiveTimeout(ctx, hubPingInterval)
 		if err != nil {
-			if h.isClosed() {
+			if h.connDead(sc) {
 				return
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				_ = ps.Ping(ctx)
+				_ = sc.ps.Ping(ctx)
 				continue
 			}
 			// Connection lost: go-redis reconnects and resubscribes on the
@@ -231,8 +338,11 @@ func (h *hub) loop(ps *redis.PubSub) {
 		backoff = 0
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-				h.confirmed(m.Channel)
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				h.confirmed(sc, m.Channel)
+			case "unsubscribe", "sunsubscribe":
+				h.unsubscribed(sc, m.Channel)
 			}
 		case *redis.Message:
 			h.deliver(m.Channel, m.Payload)
@@ -240,13 +350,13 @@ func (h *hub) loop(ps *redis.PubSub) {
 	}
 }
 
-func (h *hub) isClosed() bool {
+func (h *hub) connDead(sc *subConn) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.closed
+	return h.closed || sc.dead
 }
 
-// close stops the receive loop and closes the pub/sub connection.
+// close stops the receive loops and closes the pub/sub connections.
 func (h *hub) close() {
 	h.mu.Lock()
 	h.closed = true
@@ -255,10 +365,14 @@ func (h *hub) close() {
 			e.linger.Stop()
 		}
 	}
-	ps, done := h.ps, h.loopDone
-	h.mu.Unlock()
-	if ps != nil {
-		_ = ps.Close()
-		<-done
+	conns := make([]*subConn, 0, len(h.conns))
+	for _, sc := range h.conns {
+		sc.dead = true
+		conns = append(conns, sc)
 	}
+	h.mu.Unlock()
+	for _, sc := range conns {
+		_ = sc.ps.Close()
+	}
+	h.loops.Wait()
 }
