@@ -18,6 +18,8 @@ const (
 // joins the generator by adding its file and its entry here.
 var emitters = map[string]func(*Lock) jen.Code{
 	"reentrant": Reentrant,
+	"fair":      Fair,
+	"readwrite": ReadWrite,
 }
 
 // Emit renders the whole file, gofmt'd.
@@ -61,12 +63,19 @@ func Emit(f File) ([]byte, error) {
 // frame emits the Locks type and its constructor.
 func frame(f File) jen.Code {
 	src := f.Source
+	doc := []string{
+		"Locks gives typed access to the locks declared in " + src + ".",
+		"Each lock has a handle constructor named after it and a With<Name>",
+		"helper that runs a function while holding the lock.",
+	}
+	for _, l := range f.Locks {
+		if l.Kind == "readwrite" {
+			doc = append(doc, "A read-write lock has With<Name>Read and With<Name>Write instead.")
+			break
+		}
+	}
 	return jen.Add(
-		comment(
-			"Locks gives typed access to the locks declared in "+src+".",
-			"Each lock has a handle constructor named after it and a With<Name>",
-			"helper that runs a function while holding the lock.",
-		),
+		comment(doc...),
 		jen.Line(),
 		jen.Type().Id("Locks").Struct(jen.Id("c").Op("*").Qual(runtimePkg, "Client")),
 		jen.Line(), jen.Line(),

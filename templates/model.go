@@ -15,12 +15,15 @@ type File struct {
 type Lock struct {
 	Name     string // exported Go name, e.g. OrderLock
 	Doc      string // the spec's doc text, may be empty or span lines
-	Kind     string // e.g. "reentrant"
+	Kind     string // "reentrant", "fair" or "readwrite"
 	Key      string // the key pattern as it will be rendered (slot applied)
 	Segments []Segment
 	Params   []Param
 	Lease    time.Duration // 0: watchdog
 	WaitTime time.Duration // negative: forever
+
+	QueueTimeout time.Duration // fair: how long a queued waiter may go silent before others skip it
+	WritersFirst bool          // readwrite: a waiting writer holds back new readers
 }
 
 // Segment is literal key text or a param placeholder.
