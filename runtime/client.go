@@ -36,6 +36,10 @@ type Options struct {
 	// watchdog rounds. Nil means no events.
 	Observer Observer
 
+	// ReplicaTimeout bounds the WAIT of locks with SyncReplicas > 0.
+	// Zero means 1s.
+	ReplicaTimeout time.Duration
+
 	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
 	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster whose
 	// servers run Redis 7 or later, so an unlock is not broadcast to every
@@ -118,6 +122,9 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.ReplicaTimeout <= 0 {
+		o.ReplicaTimeout = time.Second
 	}
 	c := &Client{
 		rdb:      rdb,

@@ -31,6 +31,9 @@ var (
 	// it holds for reading. Waiting would deadlock on itself; release the
 	// read hold first.
 	ErrUpgrade = errors.New("read-to-write upgrade would deadlock")
+	// ErrNotReplicated: an acquisition was not acknowledged by
+	// LockOptions.SyncReplicas replicas in time, and was undone.
+	ErrNotReplicated = errors.New("acquisition not replicated")
 	// ErrOutcomeUnknown: an acquire or release got no reply and Redis could
 	// not be reached to settle it. An unconfirmed acquisition is never
 	// renewed, so it expires with its lease.

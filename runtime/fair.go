@@ -47,7 +47,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	if at.waiting {
 		join = "1"
 	}
-	return scriptFairAcquire.run(ctx, c.rdb, 4, []any{
+	return scriptFairAcquire.run(ctx, at.via, 4, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), a.latch,
 		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.req, c.latchTTL, join,
 		lockChannel(m.key), c.publish,
@@ -56,7 +56,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptFairRelease.run(ctx, c.rdb, 5, []any{
+	return scriptFairRelease.run(ctx, at.via, 5, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), unlockLatch(m.key, at.req), a.latch,
 		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, lockChannel(m.key),
 	}).Int64()

@@ -36,10 +36,11 @@ type kind interface {
 
 // attempt is one acquire or release call.
 type attempt struct {
-	px      any    // lease in ms, as a script argument
-	req     string // request id
-	count   int    // the owner's hold count before the call
-	waiting bool   // acquire: the caller waits if not taken
+	via     scripter // where the script runs
+	px      any      // lease in ms, as a script argument
+	req     string   // request id
+	count   int      // the owner's hold count before the call
+	waiting bool     // acquire: the caller waits if not taken
 }
 
 // reentrant is Redisson's RLock: Client.Mutex.
@@ -60,7 +61,7 @@ func (reentrant) extraKeys(string, string, int) []string                 { retur
 func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }
 
 func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptAcquire.run(ctx, m.c.rdb, 2, []any{
+	return scriptAcquire.run(ctx, at.via, 2, []any{
 		3: a.key, a.latch,
 		at.px, a.owner, at.req, m.c.latchTTL,
 	}).Int64()
@@ -68,7 +69,7 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 
 func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptRelease.run(ctx, c.rdb, 4, []any{
+	return scriptRelease.run(ctx, at.via, 4, []any{
 		3: a.key, lockChannel(m.key), unlockLatch(m.key, at.req), a.latch,
 		unlockMessage, at.px, a.owner, c.publish, c.latchTTL,
 	}).Int64()

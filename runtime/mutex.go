@@ -122,7 +122,14 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	c := m.c
 	req := c.newRequestID()
 	count, px := c.holdState(m.key, a.fieldID(), lease)
-	ttl, err := m.k.acquire(ctx, m, a, attempt{px: c.leaseArg(px), req: req, count: count, waiting: waiting})
+	at := attempt{via: c.rdb, px: c.leaseArg(px), req: req, count: count, waiting: waiting}
+	var ttl int64
+	var err error
+	if m.opts.SyncReplicas > 0 {
+		ttl, err = m.acquireReplicated(ctx, a, at)
+	} else {
+		ttl, err = m.k.acquire(ctx, m, a, at)
+	}
 	switch {
 	case err == nil && ttl == 0:
 		return true, 0, nil
@@ -130,7 +137,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
-	case isRedisReply(err):
+	case isRedisReply(err), errors.Is(err, ErrNotReplicated):
 		return false, 0, err
 	}
 	took, serr := c.settle(ctx, a.latch.(string), req)
@@ -213,7 +220,7 @@ func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.D
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
-	r := attempt{px: c.leaseArg(max(lease, minLease)), req: c.newRequestID(), count: count}
+	r := attempt{via: c.rdb, px: c.leaseArg(max(lease, minLease)), req: c.newRequestID(), count: count}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})

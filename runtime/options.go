@@ -25,6 +25,12 @@ type LockOptions struct {
 	// watchdog timeout. False keeps Redisson's order, where readers join
 	// a read-held lock whenever they come.
 	WritersFirst bool
+	// SyncReplicas, when > 0, makes every acquisition wait (Redis WAIT,
+	// up to Options.ReplicaTimeout) until that many replicas have the
+	// write. If fewer acknowledge it, the acquisition is undone and fails
+	// with ErrNotReplicated, so a failover cannot hand the lock to a
+	// second owner through a replica that never saw it.
+	SyncReplicas int
 }
 
 const defaultQueueTimeout = 5 * time.Minute

@@ -98,7 +98,7 @@ func (readSide) extraKeys(key, owner string, count int) []string {
 func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	owner := a.ownerID()
-	return scriptReadAcquire.run(ctx, c.rdb, 4, []any{
+	return scriptReadAcquire.run(ctx, at.via, 4, []any{
 		3: a.key, readTimeoutKey(m.key, owner, at.count+1), a.latch, rwWriters(m.key),
 		at.px, a.owner, writeField(owner), at.req, c.latchTTL, flag(m.opts.WritersFirst),
 	}).Int64()
@@ -106,7 +106,7 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptReadRelease.run(ctx, c.rdb, 5, []any{
+	return scriptReadRelease.run(ctx, at.via, 5, []any{
 		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), unlockLatch(m.key, at.req), a.latch,
 		unlockMessage, a.owner, c.publish, c.latchTTL,
 	}).Int64()
@@ -137,7 +137,7 @@ func (writeSide) check(m *Mutex, hc *holdContext, owner string) error {
 
 func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptWriteAcquire.run(ctx, c.rdb, 3, []any{
+	return scriptWriteAcquire.run(ctx, at.via, 3, []any{
 		3: a.key, a.latch, rwWriters(m.key),
 		at.px, a.field, a.owner, at.req, c.latchTTL, flag(m.opts.WritersFirst && at.waiting),
 		c.opts.WatchdogTimeout.Milliseconds(),
@@ -146,7 +146,7 @@ func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 
 func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptWriteRelease.run(ctx, c.rdb, 4, []any{
+	return scriptWriteRelease.run(ctx, at.via, 4, []any{
 		3: a.key, rwChannel(m.key), unlockLatch(m.key, at.req), a.latch,
 		readUnlockMessage, at.px, a.field, c.publish, c.latchTTL,
 	}).Int64()

@@ -26,7 +26,7 @@ func newScript(s *redis.Script) script { return script{s: s, sha: s.Hash()} }
 // filling the header itself, and falls back to EVAL when the server's
 // script cache has no such script (restart, SCRIPT FLUSH). The first key
 // routes the command on a cluster.
-func (sc script) run(ctx context.Context, rdb redis.UniversalClient, numKeys int, args []any) *redis.Cmd {
+func (sc script) run(ctx context.Context, rdb scripter, numKeys int, args []any) *redis.Cmd {
 	args[0], args[1], args[2] = "evalsha", sc.sha, numKeys
 	cmd := redis.NewCmd(ctx, args...)
 	if numKeys > 0 {
@@ -41,6 +41,13 @@ func (sc script) run(ctx context.Context, rdb redis.UniversalClient, numKeys int
 		return sc.s.Eval(ctx, rdb, keys, args[3+numKeys:]...)
 	}
 	return cmd
+}
+
+// scripter is what scripts run on: the Client's redis client, or one
+// connection of it (replica sync needs WAIT on the connection that wrote).
+type scripter interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // lockArgs are the script arguments naming one owner's hold of one key,

@@ -1,0 +1,56 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// acquireReplicated runs one acquire attempt on a single connection to the
+// key's master and, when it took the lock, WAITs there until
+// LockOptions.SyncReplicas replicas acknowledge it. WAIT counts the writes
+// of its own connection, which is why both run on one. An acquisition too
+// few replicas acknowledged is undone on the master and reported as
+// ErrNotReplicated: Redisson's checkLockSyncedSlaves, without leaving the
+// lock behind.
+func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+	conn, err := m.c.stickyConn(ctx, m.key)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	at.via = conn
+	ttl, err := m.k.acquire(ctx, m, a, at)
+	if err != nil || ttl != 0 {
+		return ttl, err
+	}
+	want := m.opts.SyncReplicas
+	acked, err := conn.Wait(ctx, want, m.c.opts.ReplicaTimeout).Result()
+	if err == nil && acked >= int64(want) {
+		return 0, nil
+	}
+	undo := attempt{via: conn, px: at.px, req: m.c.newRequestID(), count: at.count + 1}
+	if _, uerr := m.c.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, undo) }); uerr != nil {
+		m.c.log.Warn("undoing an unreplicated acquisition failed", "lock", m.opts.Name, "key", m.key, "err", uerr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: WAIT %d: %w", ErrNotReplicated, want, err)
+	}
+	return 0, fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, acked, want, m.c.opts.ReplicaTimeout)
+}
+
+// stickyConn returns one connection to the master serving key.
+func (c *Client) stickyConn(ctx context.Context, key string) (*redis.Conn, error) {
+	switch rdb := c.rdb.(type) {
+	case *redis.Client:
+		return rdb.Conn(), nil
+	case *redis.ClusterClient:
+		node, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Conn(), nil
+	}
+	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", ErrInvalidArgument, c.rdb)
+}
