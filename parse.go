@@ -14,7 +14,8 @@ var (
 	topFields      = []string{"version", "package", "output", "defaults", "locks"}
 	defaultsFields = []string{"lease", "waitTime"}
 	lockFields     = []string{"doc", "kind", "key", "params", "lease", "waitTime", "fairness", "members", "quorum", "slot"}
-	fairnessFields = []string{"queueTimeout"}
+	fairnessFields = []string{"queueTimeout", "writers"}
+	writerOrders   = []string{writersRedisson, writersFirst}
 )
 
 // Parse reads and validates a spec. filename is only used in error

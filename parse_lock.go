@@ -64,13 +64,7 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 				l.WaitTime = x
 			}
 		case "fairness":
-			l.Fairness = &Fairness{QueueTimeout: DefaultQueueTimeout}
-			for _, ff := range p.fields(lf.val, fp, fairnessFields) {
-				if d, ok := p.duration(ff.val, fp+"."+ff.name, false); ok {
-					l.Fairness.QueueTimeout = d
-				}
-			}
-			l.Fairness.pos = pos(lf.key)
+			l.Fairness = p.fairness(lf, fp)
 		case "members":
 			p.members(l, lf.val, fp)
 		case "quorum":
@@ -82,6 +76,33 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 	}
 	l.kindPos = kindPos
 	return l
+}
+
+// fairness reads queueTimeout (fair) and writers (readwrite); which kind
+// may have which is checked by validation.
+func (p *parser) fairness(f field, path string) *Fairness {
+	fz := &Fairness{QueueTimeout: DefaultQueueTimeout, pos: pos(f.key)}
+	for _, ff := range p.fields(f.val, path, fairnessFields) {
+		fp := path + "." + ff.name
+		switch ff.name {
+		case "queueTimeout":
+			fz.queueTimeoutPos = pos(ff.key)
+			if d, ok := p.duration(ff.val, fp, false); ok {
+				fz.QueueTimeout = d
+			}
+		case "writers":
+			fz.writersPos = pos(ff.key)
+			v, ok := p.scalar(ff.val, fp, "first, or redisson (the default)")
+			switch {
+			case !ok:
+			case v == writersFirst:
+				fz.WritersFirst = true
+			case v != writersRedisson:
+				p.add(pos(deref(ff.val)), fp, "%q is not a writer order (%s)", v, didYouMean(v, writerOrders))
+			}
+		}
+	}
+	return fz
 }
 
 func (p *parser) kind(l *Lock, n *yaml.Node, path string) {

@@ -94,5 +94,11 @@ func lockModel(l *Lock) templates.Lock {
 	if l.WaitTime.Forever {
 		m.WaitTime = -1
 	}
+	switch l.Kind {
+	case Fair:
+		m.QueueTimeout = l.QueueTimeout()
+	case ReadWrite:
+		m.WritersFirst = l.WritersFirst()
+	}
 	return m
 }

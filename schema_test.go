@@ -94,6 +94,8 @@ func TestEveryValidSpecValidatesAgainstTheSchema(t *testing.T) {
 		"bad_unknown_basic_type": true, "bad_float_param": true, "bad_user_type_syntax": true,
 		"bad_lock_not_a_mapping": true, "bad_params_not_a_mapping": true, "bad_no_locks": true,
 		"bad_root_is_a_list": true, "bad_multi_with_key_and_one_member": false,
+		"bad_writers_on_non_readwrite": true, "bad_queue_timeout_on_readwrite": true,
+		"bad_writers_value": true, "bad_queue_timeout_not_positive": true,
 	}
 	checked := 0
 	for _, f := range files {

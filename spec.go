@@ -59,9 +59,9 @@ func (w Wait) String() string {
 // Kind is the kind of a lock.
 type Kind string
 
-// The kinds of lock the DSL knows. Only Reentrant is implemented by the
-// runtime today; the others are accepted by the parser and reported as not
-// implemented by validation.
+// The kinds of lock the DSL knows. Reentrant, Fair and ReadWrite are
+// implemented by the runtime; Multi and Red are accepted by the parser and
+// reported as not implemented by validation.
 const (
 	Reentrant Kind = "reentrant"
 	Fair      Kind = "fair"
@@ -74,7 +74,7 @@ const (
 var Kinds = []Kind{Reentrant, Fair, ReadWrite, Multi, Red}
 
 // Implemented reports whether the runtime supports the kind yet.
-func (k Kind) Implemented() bool { return k == Reentrant }
+func (k Kind) Implemented() bool { return k == Reentrant || k == Fair || k == ReadWrite }
 
 // Lock is one declared lock.
 type Lock struct {
@@ -87,7 +87,7 @@ type Lock struct {
 	Params   []*Param
 	Lease    Lease
 	WaitTime Wait
-	Fairness *Fairness // fair only
+	Fairness *Fairness // fair and readwrite only; nil when not written
 	Members  []string  // multi only
 	Quorum   Quorum    // red only
 
@@ -109,11 +109,42 @@ type Param struct {
 	namePos Pos
 }
 
-// Fairness configures a fair lock.
+// Fairness is the fairness mapping of a lock: queueTimeout for a fair
+// lock, writers for a readwrite lock.
 type Fairness struct {
+	// QueueTimeout (fair): how long a queued waiter may go silent before
+	// the others skip it. DefaultQueueTimeout when not written.
 	QueueTimeout time.Duration
+	// WritersFirst (readwrite, writers: first): a waiting writer holds back
+	// new readers. False (writers: redisson) keeps Redisson's order, where
+	// readers join a read-held lock whenever they come.
+	WritersFirst bool
 
-	pos Pos
+	pos             Pos // of the fairness key
+	queueTimeoutPos Pos // of the queueTimeout key, when written
+	writersPos      Pos // of the writers key, when written
+}
+
+// Writer orders of a readwrite lock (fairness.writers); redisson is the
+// default.
+const (
+	writersRedisson = "redisson" // readers join a read-held lock whenever they come (Redisson's order)
+	writersFirst    = "first"    // a waiting writer holds back new readers
+)
+
+// QueueTimeout is how long a queued waiter of a fair lock may go silent
+// before the others skip it.
+func (l *Lock) QueueTimeout() time.Duration {
+	if l.Fairness == nil {
+		return DefaultQueueTimeout
+	}
+	return l.Fairness.QueueTimeout
+}
+
+// WritersFirst reports whether a waiting writer of a readwrite lock holds
+// back new readers (fairness: {writers: first}).
+func (l *Lock) WritersFirst() bool {
+	return l.Fairness != nil && l.Fairness.WritersFirst
 }
 
 // Quorum is the number of nodes a red lock must win: Majority (N/2+1)

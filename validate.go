@@ -28,9 +28,7 @@ func validateKind(l *Lock, e *errs) {
 	if !l.Kind.Implemented() {
 		e.add(l.kindPos, path+".kind", "kind %q is not implemented yet by the runtime (use reentrant for now; %s comes in a later release)", l.Kind, l.Kind)
 	}
-	if l.Fairness != nil && l.Kind != Fair {
-		e.add(l.Fairness.pos, path+".fairness", "only fair locks have fairness (remove it, or set kind: fair)")
-	}
+	validateFairness(l, e)
 	if l.quorumPos.Line > 0 && l.Kind != Red {
 		e.add(l.quorumPos, path+".quorum", "only red locks have a quorum (remove it, or set kind: red)")
 	}
@@ -56,6 +54,32 @@ func validateKind(l *Lock, e *errs) {
 	}
 	if !l.Key.set {
 		e.add(l.Pos, path+".key", "missing (add a key pattern such as key: \"%s:${id}\")", strings.ToLower(strings.TrimSuffix(l.Name, "Lock")))
+	}
+}
+
+// validateFairness checks that a lock's fairness fields fit its kind:
+// queueTimeout is for fair locks, writers for readwrite locks.
+func validateFairness(l *Lock, e *errs) {
+	f := l.Fairness
+	if f == nil {
+		return
+	}
+	path := "locks." + l.Name + ".fairness"
+	switch l.Kind {
+	case Fair:
+		if f.writersPos.Line > 0 {
+			e.add(f.writersPos, path+".writers", "writers is for readwrite locks: a fair lock has no readers, and serves every waiter in arrival order (remove it, or set kind: readwrite)")
+		}
+	case ReadWrite:
+		if f.queueTimeoutPos.Line > 0 {
+			e.add(f.queueTimeoutPos, path+".queueTimeout", "queueTimeout is for fair locks: a readwrite lock keeps no queue of waiters (remove it; writers: first makes waiting writers go before new readers)")
+		}
+	default:
+		want := Fair
+		if f.writersPos.Line > 0 && f.queueTimeoutPos.Line == 0 {
+			want = ReadWrite
+		}
+		e.add(f.pos, path, "only fair and readwrite locks have fairness (remove it, or set kind: %s)", want)
 	}
 }
 
