@@ -1,7 +1,8 @@
 // Command example is a demo of the code lockgen generates from
-// locks.yaml: workers contend for a few orders, stock items and tenant
-// reports through the generated With<Name> helpers, check that no two of
-// them are ever inside the same lock at once, and print a summary.
+// locks.yaml: workers contend for a few orders, stock items (a fair lock),
+// shop catalogs (a read-write lock: many readers, an occasional writer)
+// and tenant reports through the generated With<Name> helpers, check that
+// no lock is ever shared that should not be, and print a summary.
 //
 // With no flags it runs on an embedded in-process Redis (miniredis, whose
 // clock is advanced in real time so leases expire); -redis points it at a
@@ -117,37 +118,53 @@ func connect(url string) (redis.UniversalClient, string, func(), error) {
 }
 
 // worker takes random locks until ctx is done. Inside each lock it marks
-// the resource busy and checks nobody else has: a second holder would be a
-// mutual-exclusion violation.
+// the resource busy and checks the lock's promise: nobody else inside an
+// exclusive lock, no writer beside a reader of the catalog. A broken
+// promise is a violation.
 func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 	for ctx.Err() == nil {
 		start := time.Now()
 		var err error
-		switch rng.IntN(3) {
-		case 0:
+		switch n := rng.IntN(10); {
+		case n < 2:
 			id := int64(rng.IntN(3))
 			err = locks.WithOrderLock(ctx, id, func(ctx context.Context) error {
-				s.enter("order", id, time.Since(start))
-				defer s.leave("order", id)
+				defer s.enter("order", id, start)()
 				// A nested call with the hold's ctx re-enters the lock.
 				return locks.WithOrderLock(ctx, id, func(context.Context) error {
 					time.Sleep(time.Millisecond)
 					return nil
 				})
 			})
-		case 1:
+		case n < 4:
+			// Fair: the workers waiting for one SKU get it in arrival order.
 			sku := fmt.Sprint("sku-", rng.IntN(2))
 			err = locks.WithInventoryLock(ctx, 1, sku, func(ctx context.Context) error {
-				s.enter("inventory", sku, time.Since(start))
-				defer s.leave("inventory", sku)
+				defer s.enter("inventory", sku, start)()
+				time.Sleep(time.Millisecond)
+				return nil
+			})
+		case n < 8:
+			// Many readers share a shop's catalog...
+			shop := shops[rng.IntN(len(shops))]
+			err = locks.WithCatalogRead(ctx, shop, func(ctx context.Context) error {
+				defer s.enterRead("catalog", shop, start)()
+				time.Sleep(2 * time.Millisecond)
+				return nil
+			})
+		case n == 8:
+			// ...and an occasional reindex writes it alone; writers first,
+			// so the readers streaming in cannot hold it off.
+			shop := shops[rng.IntN(len(shops))]
+			err = locks.WithCatalogWrite(ctx, shop, func(ctx context.Context) error {
+				defer s.enter("catalog", shop, start)()
 				time.Sleep(time.Millisecond)
 				return nil
 			})
 		default:
 			tenant := []string{"acme", "globex"}[rng.IntN(2)]
 			err = locks.WithTenantReportLock(ctx, tenant, 5, func(ctx context.Context) error {
-				s.enter("report", tenant, time.Since(start))
-				defer s.leave("report", tenant)
+				defer s.enter("report", tenant, start)()
 				time.Sleep(2 * time.Millisecond)
 				return nil
 			})
@@ -164,32 +181,65 @@ func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 	}
 }
 
+var shops = []string{"shop-1", "shop-2"}
+
 type stats struct {
 	mu         sync.Mutex
-	busy       map[string]bool
+	writer     map[string]bool // resources held exclusively now
+	readers    map[string]int  // readers inside each shared resource now
+	maxReaders int             // most readers seen inside one resource at once
+	byKind     map[string]int  // acquisitions per lock (and side)
 	waits      []time.Duration
 	violations int
 	errs       []error
 	timeouts   atomic.Int64
 }
 
-func newStats() *stats { return &stats{busy: map[string]bool{}} }
-
-func (s *stats) enter(kind string, id any, wait time.Duration) {
-	k := fmt.Sprint(kind, ":", id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.busy[k] {
-		s.violations++
-	}
-	s.busy[k] = true
-	s.waits = append(s.waits, wait)
+func newStats() *stats {
+	return &stats{writer: map[string]bool{}, readers: map[string]int{}, byKind: map[string]int{}}
 }
 
-func (s *stats) leave(kind string, id any) {
+// enter records an exclusive hold of kind:id acquired after waiting since
+// start; the caller defers the func it returns to leave.
+func (s *stats) enter(kind string, id any, start time.Time) (leave func()) {
+	k := s.acquired(kind, id, start, kind)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.busy, fmt.Sprint(kind, ":", id))
+	if s.writer[k] || s.readers[k] > 0 {
+		s.violations++
+	}
+	s.writer[k] = true
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.writer, k)
+	}
+}
+
+// enterRead records a shared hold of kind:id, which no writer may share.
+func (s *stats) enterRead(kind string, id any, start time.Time) (leave func()) {
+	k := s.acquired(kind, id, start, kind+" read")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writer[k] {
+		s.violations++
+	}
+	s.readers[k]++
+	s.maxReaders = max(s.maxReaders, s.readers[k])
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.readers[k]--
+	}
+}
+
+func (s *stats) acquired(kind string, id any, start time.Time, counter string) string {
+	wait := time.Since(start)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waits = append(s.waits, wait)
+	s.byKind[counter]++
+	return fmt.Sprint(kind, ":", id)
 }
 
 func (s *stats) fail(err error) {
@@ -209,6 +259,8 @@ func (s *stats) print(w io.Writer) error {
 		return s.waits[int(p*float64(len(s.waits)-1))].Round(10 * time.Microsecond)
 	}
 	fmt.Fprintf(w, "acquisitions:     %d\n", len(s.waits))
+	fmt.Fprintf(w, "  order %d, inventory (fair) %d, report %d\n", s.byKind["order"], s.byKind["inventory"], s.byKind["report"])
+	fmt.Fprintf(w, "  catalog reads %d (up to %d at once), writes %d\n", s.byKind["catalog read"], s.maxReaders, s.byKind["catalog"])
 	fmt.Fprintf(w, "not acquired:     %d (wait time ran out)\n", s.timeouts.Load())
 	fmt.Fprintf(w, "wait p50 / p99:   %v / %v\n", pct(0.50), pct(0.99))
 	fmt.Fprintf(w, "errors:           %d\n", len(s.errs))

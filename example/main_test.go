@@ -33,31 +33,93 @@ func TestDemoOnRealRedisFindsNoViolations(t *testing.T) {
 	}
 }
 
-// BenchmarkWithOrderLock and BenchmarkMutexDo compare the generated
-// helper with the runtime call it wraps (same key, same options) against
-// a real redis-server: run with -benchmem; the allocations should match.
+// Each generated helper is benchmarked against the runtime call it wraps
+// (same key, same options) on a real redis-server: run with -benchmem; the
+// allocations of a pair should match.
+
+// BenchmarkWithOrderLock and BenchmarkMutexDo: a reentrant lock.
 func BenchmarkWithOrderLock(b *testing.B) {
 	locks, _ := benchClient(b)
-	ctx := context.Background()
-	fn := func(context.Context) error { return nil }
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		if err := locks.WithOrderLock(ctx, int64(i&1023), fn); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return locks.WithOrderLock(ctx, int64(i), nop)
+	})
 }
 
 func BenchmarkMutexDo(b *testing.B) {
 	_, c := benchClient(b)
-	ctx := context.Background()
-	fn := func(context.Context) error { return nil }
 	opts := runtime.LockOptions{Name: "OrderLock", Lease: runtime.Watchdog, WaitTime: 3 * time.Second}
+	benchLoop(b, func(ctx context.Context, i int) error {
+		// The key is built the way the generated code builds it.
+		return c.Mutex("order:"+itoa(int64(i)), opts).Do(ctx, nop)
+	})
+}
+
+// BenchmarkWithInventoryLock and BenchmarkFairLockDo: a fair lock.
+func BenchmarkWithInventoryLock(b *testing.B) {
+	locks, _ := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return locks.WithInventoryLock(ctx, 1, ids[i], nop)
+	})
+}
+
+func BenchmarkFairLockDo(b *testing.B) {
+	_, c := benchClient(b)
+	opts := runtime.LockOptions{Name: "InventoryLock", Lease: 2 * time.Second, WaitTime: time.Second, QueueTimeout: time.Minute}
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return c.FairLock("inventory:"+itoa(1)+":"+ids[i], opts).Do(ctx, nop)
+	})
+}
+
+// BenchmarkWithCatalogRead, BenchmarkWithCatalogWrite, BenchmarkRWLockReadDo
+// and BenchmarkRWLockWriteDo: both sides of a read-write lock.
+func BenchmarkWithCatalogRead(b *testing.B) {
+	locks, _ := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return locks.WithCatalogRead(ctx, ids[i], nop)
+	})
+}
+
+func BenchmarkRWLockReadDo(b *testing.B) {
+	_, c := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return c.ReadWrite("catalog:"+ids[i], catalogOpts).Read().Do(ctx, nop)
+	})
+}
+
+func BenchmarkWithCatalogWrite(b *testing.B) {
+	locks, _ := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return locks.WithCatalogWrite(ctx, ids[i], nop)
+	})
+}
+
+func BenchmarkRWLockWriteDo(b *testing.B) {
+	_, c := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return c.ReadWrite("catalog:"+ids[i], catalogOpts).Write().Do(ctx, nop)
+	})
+}
+
+var catalogOpts = runtime.LockOptions{Name: "Catalog", Lease: runtime.Watchdog, WaitTime: 2 * time.Second, WritersFirst: true}
+
+// ids are string key params made once, so that building them is not
+// counted in the benchmarks.
+var ids = func() []string {
+	s := make([]string, 1024)
+	for i := range s {
+		s[i] = "id-" + itoa(int64(i))
+	}
+	return s
+}()
+
+func nop(context.Context) error { return nil }
+
+// benchLoop calls do with a key index in [0, 1024) until the benchmark is done.
+func benchLoop(b *testing.B, do func(ctx context.Context, i int) error) {
+	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		// The key is built the way the generated code builds it.
-		key := "order:" + itoa(int64(i&1023))
-		if err := c.Mutex(key, opts).Do(ctx, fn); err != nil {
+		if err := do(ctx, i&1023); err != nil {
 			b.Fatal(err)
 		}
 	}

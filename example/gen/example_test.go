@@ -2,6 +2,7 @@ package gen_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/alicebob/miniredis/v2"
@@ -14,19 +15,11 @@ import (
 // The generated API: New once per runtime client, then With<Name> with
 // the lock's typed params. A nested call with the hold's ctx re-enters.
 func Example() {
-	mr, _ := miniredis.Run() // any Redis; an embedded one keeps the example self-contained
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	defer rdb.Close()
-	client, err := runtime.NewClient(rdb, nil)
-	if err != nil {
-		panic(err)
-	}
-	defer client.Close()
-	locks := gen.New(client)
+	locks, done := newLocks()
+	defer done()
 
 	ctx := context.Background()
-	err = locks.WithOrderLock(ctx, 42, func(ctx context.Context) error {
+	err := locks.WithOrderLock(ctx, 42, func(ctx context.Context) error {
 		held, _ := locks.OrderLock(42).HoldCount(ctx)
 		fmt.Println("holding", locks.OrderLock(42).Key(), "count", held)
 		return locks.WithOrderLock(ctx, 42, func(ctx context.Context) error {
@@ -42,4 +35,62 @@ func Example() {
 	// re-entered, count 2
 	// err: <nil>
 	// tenant report key: report:{acme}:5
+}
+
+// A fair lock is used like a reentrant one; waiters get it in the order
+// they asked for it.
+func ExampleLocks_WithInventoryLock() {
+	locks, done := newLocks()
+	defer done()
+
+	err := locks.WithInventoryLock(context.Background(), 1, "sku-7", func(ctx context.Context) error {
+		fmt.Println("reserving", locks.InventoryLock(1, "sku-7").Key())
+		return nil
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// reserving inventory:1:sku-7
+	// err: <nil>
+}
+
+// Readers share a read-write lock; a reader cannot upgrade to writing.
+func ExampleLocks_WithCatalogRead() {
+	locks, done := newLocks()
+	defer done()
+
+	ctx := context.Background()
+	err := locks.WithCatalogRead(ctx, "shop-1", func(ctx context.Context) error {
+		// Another reader (a fresh ctx, so another owner) gets in at once.
+		other := locks.WithCatalogRead(context.Background(), "shop-1", func(context.Context) error {
+			fmt.Println("two readers inside")
+			return nil
+		})
+		// Writing from inside a read hold would wait for itself.
+		upgrade := locks.WithCatalogWrite(ctx, "shop-1", func(context.Context) error { return nil })
+		return errors.Join(other, upgrade)
+	})
+	fmt.Println("upgrade refused:", errors.Is(err, runtime.ErrUpgrade))
+	// Output:
+	// two readers inside
+	// upgrade refused: true
+}
+
+// newLocks returns the generated locks on an embedded Redis (any Redis
+// will do; an embedded one keeps the examples self-contained), and a func
+// that closes it all.
+func newLocks() (*gen.Locks, func()) {
+	mr, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	client, err := runtime.NewClient(rdb, nil)
+	if err != nil {
+		panic(err)
+	}
+	return gen.New(client), func() {
+		client.Close()
+		rdb.Close()
+		mr.Close()
+	}
 }

@@ -14,6 +14,7 @@ import (
 // Locks gives typed access to the locks declared in locks.yaml.
 // Each lock has a handle constructor named after it and a With<Name>
 // helper that runs a function while holding the lock.
+// A read-write lock has With<Name>Read and With<Name>Write instead.
 type Locks struct {
 	c *runtime.Client
 }
@@ -60,36 +61,42 @@ func orderLockKey(orderID int64) string {
 	return "order:" + strconv.FormatInt(orderID, 10)
 }
 
-// InventoryLock returns the handle of the reentrant lock InventoryLock for warehouse and sku,
+// InventoryLock returns the handle of the fair lock InventoryLock for warehouse and sku,
 // for Lock, TryLock and Unlock, and IsLocked, HoldCount, RemainTTL and ForceUnlock.
+// Waiters get the lock in the order they asked for it.
 //
 // Guards the stock count of one SKU in one warehouse while it is reserved.
+// Fair: reservations get the stock in the order they asked for it.
 //
-//	kind:     reentrant
+//	kind:     fair
 //	key:      inventory:${warehouse}:${sku}
 //	lease:    2s (fixed, never renewed)
 //	waitTime: 1s
+//	fairness: queueTimeout 1m0s (a queued waiter silent that long is skipped)
 func (l *Locks) InventoryLock(warehouse uint16, sku string) *runtime.Mutex {
-	return l.c.Mutex(inventoryLockKey(warehouse, sku), inventoryLockOptions)
+	return l.c.FairLock(inventoryLockKey(warehouse, sku), inventoryLockOptions)
 }
 
 // WithInventoryLock runs fn while holding InventoryLock for warehouse and sku.
 // It waits up to 1s for the lock, and releases it when fn returns.
+// Waiters get the lock in the order they asked for it.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
-//	kind:     reentrant
+//	kind:     fair
 //	key:      inventory:${warehouse}:${sku}
 //	lease:    2s (fixed, never renewed)
 //	waitTime: 1s
+//	fairness: queueTimeout 1m0s (a queued waiter silent that long is skipped)
 func (l *Locks) WithInventoryLock(ctx context.Context, warehouse uint16, sku string, fn func(ctx context.Context) error) error {
-	return l.c.Mutex(inventoryLockKey(warehouse, sku), inventoryLockOptions).Do(ctx, fn)
+	return l.c.FairLock(inventoryLockKey(warehouse, sku), inventoryLockOptions).Do(ctx, fn)
 }
 
 var inventoryLockOptions = runtime.LockOptions{
-	Name:     "InventoryLock",
-	Lease:    2 * time.Second,
-	WaitTime: time.Second,
+	Name:         "InventoryLock",
+	Lease:        2 * time.Second,
+	WaitTime:     time.Second,
+	QueueTimeout: time.Minute,
 }
 
 // inventoryLockKey renders the key inventory:${warehouse}:${sku}.
@@ -97,41 +104,62 @@ func inventoryLockKey(warehouse uint16, sku string) string {
 	return "inventory:" + strconv.FormatUint(uint64(warehouse), 10) + ":" + keyPart(sku)
 }
 
-// CatalogLock returns the handle of the reentrant lock CatalogLock for shopID,
-// for Lock, TryLock and Unlock, and IsLocked, HoldCount, RemainTTL and ForceUnlock.
+// Catalog returns the read-write lock Catalog for shopID: many readers or one writer.
+// Its Read and Write sides are handles for Lock, TryLock and Unlock, and
+// IsLocked, HoldCount, RemainTTL and ForceUnlock.
 //
-// Held while a shop's catalog is reindexed, so two indexers never
-// rebuild the same shop at once.
+// A shop's catalog: product pages and search read it, a reindex rewrites
+// it. Writers first, so a busy shop's readers cannot hold off a reindex.
 //
-//	kind:     reentrant
+//	kind:     readwrite
 //	key:      catalog:${shopID}
 //	lease:    watchdog (renewed while held)
-//	waitTime: 0 (one try)
-func (l *Locks) CatalogLock(shopID string) *runtime.Mutex {
-	return l.c.Mutex(catalogLockKey(shopID), catalogLockOptions)
+//	waitTime: 2s
+//	fairness: writers first (a waiting writer holds back new readers)
+func (l *Locks) Catalog(shopID string) *runtime.RWLock {
+	return l.c.ReadWrite(catalogKey(shopID), catalogOptions)
 }
 
-// WithCatalogLock runs fn while holding CatalogLock for shopID.
-// It tries once (runtime.ErrNotAcquired if taken), and releases the lock when fn returns.
+// WithCatalogRead runs fn while holding the read side of Catalog for shopID:
+// other readers may hold it at the same time, a writer may not.
+// It waits up to 2s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
-// nested call with that ctx re-enters the lock.
+// nested read with that ctx re-enters the lock; a nested write fails with
+// runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
-//	kind:     reentrant
+//	kind:     readwrite
 //	key:      catalog:${shopID}
 //	lease:    watchdog (renewed while held)
-//	waitTime: 0 (one try)
-func (l *Locks) WithCatalogLock(ctx context.Context, shopID string, fn func(ctx context.Context) error) error {
-	return l.c.Mutex(catalogLockKey(shopID), catalogLockOptions).Do(ctx, fn)
+//	waitTime: 2s
+//	fairness: writers first (a waiting writer holds back new readers)
+func (l *Locks) WithCatalogRead(ctx context.Context, shopID string, fn func(ctx context.Context) error) error {
+	return l.c.ReadWrite(catalogKey(shopID), catalogOptions).Read().Do(ctx, fn)
 }
 
-var catalogLockOptions = runtime.LockOptions{
-	Name:     "CatalogLock",
-	Lease:    runtime.Watchdog,
-	WaitTime: 0,
+// WithCatalogWrite runs fn while holding the write side of Catalog for shopID:
+// no reader and no other writer holds it meanwhile.
+// It waits up to 2s for the lock, and releases it when fn returns.
+// fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
+// nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+//	kind:     readwrite
+//	key:      catalog:${shopID}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 2s
+//	fairness: writers first (a waiting writer holds back new readers)
+func (l *Locks) WithCatalogWrite(ctx context.Context, shopID string, fn func(ctx context.Context) error) error {
+	return l.c.ReadWrite(catalogKey(shopID), catalogOptions).Write().Do(ctx, fn)
 }
 
-// catalogLockKey renders the key catalog:${shopID}.
-func catalogLockKey(shopID string) string {
+var catalogOptions = runtime.LockOptions{
+	Name:         "Catalog",
+	Lease:        runtime.Watchdog,
+	WaitTime:     2 * time.Second,
+	WritersFirst: true,
+}
+
+// catalogKey renders the key catalog:${shopID}.
+func catalogKey(shopID string) string {
 	return "catalog:" + keyPart(shopID)
 }
 
