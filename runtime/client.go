@@ -40,6 +40,10 @@ type Options struct {
 	// Zero means 1s.
 	ReplicaTimeout time.Duration
 
+	// RedLockNodes are the independent Redis masters that RedLocks span
+	// (the client passed to NewClient is not one of them unless listed).
+	RedLockNodes []redis.UniversalClient
+
 	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
 	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster whose
 	// servers run Redis 7 or later, so an unlock is not broadcast to every
@@ -93,9 +97,10 @@ type Client struct {
 	holds  map[holdID]*hold
 	closed bool
 
-	closeCh chan struct{}
-	hub     *hub
-	wd      watchdog
+	closeCh  chan struct{}
+	hub      *hub
+	wd       watchdog
+	redNodes []*Client // one client per RedLock node
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -143,6 +148,16 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.hub = newHub(c)
+	for _, node := range o.RedLockNodes {
+		sub := o
+		sub.RedLockNodes, sub.Observer = nil, nil
+		n, err := NewClient(node, &sub)
+		if err != nil {
+			return nil, err
+		}
+		n.id = c.id // one owner token space across the nodes
+		c.redNodes = append(c.redNodes, n)
+	}
 	return c, nil
 }
 
@@ -187,6 +202,9 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.wd.wait()
 	c.hub.close()
+	for _, n := range c.redNodes {
+		_ = n.Close()
+	}
 	return nil
 }
 

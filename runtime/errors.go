@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"net"
 	"strings"
 )
 
@@ -31,6 +32,8 @@ var (
 	// it holds for reading. Waiting would deadlock on itself; release the
 	// read hold first.
 	ErrUpgrade = errors.New("read-to-write upgrade would deadlock")
+	// ErrQuorum: fewer RedLock nodes than the quorum could be reached.
+	ErrQuorum = errors.New("quorum not reached")
 	// ErrNotReplicated: an acquisition was not acknowledged by
 	// LockOptions.SyncReplicas replicas in time, and was undone.
 	ErrNotReplicated = errors.New("acquisition not replicated")
@@ -76,4 +79,11 @@ func (e *LockError) Unwrap() error { return e.Err }
 func isRedisReply(err error) bool {
 	var re interface{ RedisError() }
 	return errors.As(err, &re)
+}
+
+// notSent reports whether err means the command never left the client (no
+// connection could be made), so there is no outcome to settle.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

@@ -63,8 +63,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 		return nil, m.fail("acquire", err)
 	}
 	c := m.c
-	start := time.Now()
-	owner := ""
+	var owner string
 	if hc := c.holdOf(ctx); hc != nil {
 		owner = hc.acq.h.owner
 		if err := m.k.check(m, hc, owner); err != nil {
@@ -73,6 +72,13 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	} else {
 		owner = c.newOwner()
 	}
+	return m.acquireAs(ctx, owner, wait, lease)
+}
+
+// acquireAs is TryLock for a given owner token.
+func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
+	c := m.c
+	start := time.Now()
 	a := newLockArgs(m.key, owner, m.k.field(owner))
 	var sent time.Time
 	waiting := wait != 0
@@ -137,7 +143,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
-	case isRedisReply(err), errors.Is(err, ErrNotReplicated):
+	case isRedisReply(err), errors.Is(err, ErrNotReplicated), notSent(err):
 		return false, 0, err
 	}
 	took, serr := c.settle(ctx, a.latch.(string), req)

@@ -31,6 +31,9 @@ type LockOptions struct {
 	// with ErrNotReplicated, so a failover cannot hand the lock to a
 	// second owner through a replica that never saw it.
 	SyncReplicas int
+	// Quorum (RedLock) is how many of the RedLock nodes must grant the
+	// lock. Zero means a majority.
+	Quorum int
 }
 
 const defaultQueueTimeout = 5 * time.Minute

@@ -73,6 +73,8 @@ func runChild(role string) int {
 			}
 		}
 		_ = enc.Encode(res)
+	case "red-worker":
+		return runRedWorker(rdb)
 	case "fair-waiters":
 		return runFairWaiters(c, rdb)
 	case "holder":

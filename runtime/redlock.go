@@ -1,0 +1,265 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// RedLock is a lock over independent Redis masters (Options.RedLockNodes),
+// held when a quorum of them (a majority by default) grant it: the RedLock
+// algorithm. On every node the lock is a reentrant lock with Redisson's
+// layout, taken with the same owner token.
+//
+// An acquisition tries every node in parallel once; it holds the lock when
+// at least a quorum granted it and the validity left (lease − time spent −
+// drift of 1% + 2ms) is positive. Otherwise it releases what it got and,
+// while the wait time lasts, tries again after a short random pause. With
+// the watchdog lease each node's hold is renewed by that node's watchdog;
+// the hold's ctx is cancelled with ErrLockLost once fewer than a quorum of
+// nodes still hold it. A fixed-lease hold's ctx ends when its validity does.
+//
+// Redisson deprecated RedLock: its safety rests on bounded clock drift and
+// process pauses, which the algorithm cannot check. See the README for what
+// fencing tokens and WAIT add.
+type RedLock struct {
+	c      *Client
+	key    string
+	opts   LockOptions
+	quorum int
+}
+
+// RedLock returns the RedLock at key over the Client's RedLock nodes.
+// opts.Quorum of 0 means a majority of the nodes.
+func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
+	q := opts.Quorum
+	if q <= 0 {
+		q = len(c.redNodes)/2 + 1
+	}
+	return &RedLock{c: c, key: key, opts: opts, quorum: q}
+}
+
+// Key is the Redis key of the lock on every node.
+func (l *RedLock) Key() string { return l.key }
+
+func (l *RedLock) fail(op string, err error) error {
+	return &LockError{Op: op, Name: l.opts.Name, Key: l.key, Err: err}
+}
+
+// redHold is one acquisition of a RedLock.
+type redHold struct {
+	owner  string
+	parts  []context.Context // the hold ctx on each node; nil where not taken
+	stops  []func() bool     // stop the loss watchers
+	cancel context.CancelCauseFunc
+	start  time.Time
+
+	mu       sync.Mutex
+	released bool
+	lost     int
+}
+
+type redKey struct {
+	c   *Client
+	key string
+}
+
+func (l *RedLock) holdIn(ctx context.Context) *redHold {
+	h, _ := ctx.Value(redKey{l.c, l.key}).(*redHold)
+	return h
+}
+
+// Lock waits until it holds the lock on a quorum or ctx is done.
+func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
+	return l.TryLock(ctx, Forever, l.opts.Lease)
+}
+
+// TryLock waits up to wait for a quorum of nodes to grant the lock, with
+// lease (Watchdog or fixed). It fails with ErrQuorum when fewer than a
+// quorum of nodes answer at all, and with ErrNotAcquired when they answer
+// but others hold the lock for the whole wait.
+func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	c := l.c
+	switch {
+	case len(c.redNodes) == 0:
+		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
+	case l.quorum > len(c.redNodes):
+		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
+	}
+	if err := (&Mutex{key: l.key}).validate(lease); err != nil {
+		return nil, l.fail("acquire", err)
+	}
+	if c.isClosed() {
+		return nil, l.fail("acquire", ErrClosed)
+	}
+	owner := ""
+	if h := l.holdIn(ctx); h != nil {
+		owner = h.owner
+	} else if hc := c.holdOf(ctx); hc != nil {
+		owner = hc.acq.h.owner
+	} else {
+		owner = c.newOwner()
+	}
+	effective := lease
+	if lease == Watchdog {
+		effective = c.opts.WatchdogTimeout
+	}
+	var deadline time.Time
+	if wait >= 0 {
+		deadline = time.Now().Add(wait)
+	}
+	for {
+		start := time.Now()
+		parts, answered := l.tryAll(ctx, owner, lease)
+		granted := 0
+		for _, p := range parts {
+			if p != nil {
+				granted++
+			}
+		}
+		validity := effective - time.Since(start) - drift(effective)
+		if granted >= l.quorum && validity > 0 {
+			return l.hold(ctx, owner, parts, granted, lease, start.Add(validity)), nil
+		}
+		l.releaseParts(parts)
+		switch {
+		case answered < l.quorum:
+			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", ErrQuorum, answered, len(parts), l.quorum))
+		case ctx.Err() != nil:
+			return nil, l.fail("acquire", ctx.Err())
+		case wait == 0 || !deadline.IsZero() && !time.Now().Before(deadline):
+			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", ErrNotAcquired, granted, len(parts), l.quorum))
+		}
+		pause := time.Duration(1+rand.IntN(20)) * time.Millisecond
+		if !deadline.IsZero() {
+			pause = min(pause, time.Until(deadline))
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, l.fail("acquire", ctx.Err())
+		case <-c.closeCh:
+			t.Stop()
+			return nil, l.fail("acquire", ErrClosed)
+		case <-t.C:
+		}
+	}
+}
+
+// tryAll tries every node once, in parallel. answered counts the nodes
+// that replied (granted or held by someone else), as opposed to failing.
+func (l *RedLock) tryAll(ctx context.Context, owner string, lease time.Duration) (parts []context.Context, answered int) {
+	nodes := l.c.redNodes
+	parts = make([]context.Context, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			parts[i], errs[i] = n.Mutex(l.key, l.opts).acquireAs(ctx, owner, 0, lease)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil || errors.Is(err, ErrNotAcquired) {
+			answered++
+		}
+	}
+	return parts, answered
+}
+
+func (l *RedLock) releaseParts(parts []context.Context) {
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if p == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = l.c.redNodes[i].Mutex(l.key, l.opts).Unlock(p)
+		}()
+	}
+	wg.Wait()
+}
+
+// hold makes the ctx of a granted acquisition. It is cancelled with
+// ErrLockLost when more nodes lose their part than the quorum can spare,
+// or (fixed lease) when the validity ends.
+func (l *RedLock) hold(ctx context.Context, owner string, parts []context.Context, granted int, lease time.Duration, validUntil time.Time) context.Context {
+	h := &redHold{owner: owner, parts: parts, start: time.Now()}
+	cctx, cancel := context.WithCancelCause(ctx)
+	h.cancel = cancel
+	var out context.Context = cctx
+	if lease != Watchdog {
+		dctx, stop := context.WithDeadlineCause(cctx, validUntil, l.fail("lease", fmt.Errorf("%w: validity of the fixed lease ran out", ErrLockLost)))
+		out = dctx
+		h.cancel = func(err error) { cancel(err); stop() }
+	}
+	spare := granted - l.quorum
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		h.stops = append(h.stops, context.AfterFunc(p, func() {
+			if !errors.Is(context.Cause(p), ErrLockLost) {
+				return
+			}
+			h.mu.Lock()
+			h.lost++
+			lostQuorum := h.lost > spare && !h.released
+			h.mu.Unlock()
+			if lostQuorum {
+				h.cancel(l.fail("renew", fmt.Errorf("%w: fewer than %d nodes still hold it", ErrLockLost, l.quorum)))
+			}
+		}))
+	}
+	return context.WithValue(out, redKey{l.c, l.key}, h)
+}
+
+// Unlock releases the acquisition ctx carries on every node.
+func (l *RedLock) Unlock(ctx context.Context) error {
+	h := l.holdIn(ctx)
+	if h == nil {
+		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
+	}
+	h.mu.Lock()
+	released, lost := h.released, h.lost > len(h.parts)-l.quorum
+	h.released = true
+	h.mu.Unlock()
+	if released {
+		return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
+	}
+	for _, stop := range h.stops {
+		stop()
+	}
+	l.releaseParts(h.parts)
+	h.cancel(context.Canceled)
+	if lost {
+		return l.fail("release", fmt.Errorf("%w: fewer than %d nodes held it", ErrLockLost, l.quorum))
+	}
+	return nil
+}
+
+// Do acquires the lock with the RedLock's options, runs fn with the ctx of
+// the hold, and releases it when fn returns or panics.
+func (l *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if fn == nil {
+		return l.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
+	}
+	hctx, err := l.TryLock(ctx, l.opts.WaitTime, l.opts.Lease)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if uerr := l.Unlock(hctx); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}()
+	return fn(hctx)
+}

@@ -1,0 +1,230 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// redEnv is 5 independent servers and a Client whose RedLock spans them.
+type redEnv struct {
+	servers []*redistest.Server
+	rdbs    []*redis.Client
+	c       *runtime.Client
+}
+
+func newRedEnv(t *testing.T, opts runtime.Options) *redEnv {
+	e := &redEnv{servers: redistest.StartN(t, 5)}
+	for _, s := range e.servers {
+		rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { _ = rdb.Close() })
+		e.rdbs = append(e.rdbs, rdb)
+		opts.RedLockNodes = append(opts.RedLockNodes, rdb)
+	}
+	e.c = newClient(t, e.rdbs[0], &opts)
+	return e
+}
+
+// holders counts the nodes that hold key.
+func (e *redEnv) holders(key string) int {
+	n := 0
+	for i, rdb := range e.rdbs {
+		if e.servers[i].Running() && rdb.Exists(context.Background(), key).Val() == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRedLockHoldsOnAQuorum(t *testing.T) {
+	e := newRedEnv(t, runtime.Options{})
+	ctx := ctxT(t)
+	l := e.c.RedLock("pay", runtime.LockOptions{Name: "PaymentLock"})
+	h, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.holders("pay"); n != 5 {
+		t.Fatalf("%d nodes hold it, want 5", n)
+	}
+	// Another owner cannot get a quorum.
+	if _, err := l.TryLock(ctx, 100*time.Millisecond, runtime.Watchdog); !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("second owner: %v, want ErrNotAcquired", err)
+	}
+	if err := l.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.holders("pay"); n != 0 {
+		t.Fatalf("%d nodes still hold it after release", n)
+	}
+
+	// Two nodes down: a majority of 5 is still there.
+	e.servers[3].Kill()
+	e.servers[4].Kill()
+	h, err = l.TryLock(ctx, time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("with 2 of 5 nodes down: %v", err)
+	}
+	_ = l.Unlock(h)
+
+	// Three down: no quorum, and it says so within the wait time.
+	e.servers[2].Kill()
+	start := time.Now()
+	_, err = l.TryLock(ctx, 2*time.Second, runtime.Watchdog)
+	if !errors.Is(err, runtime.ErrQuorum) {
+		t.Fatalf("with 3 of 5 down: %v, want ErrQuorum", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("quorum error after %v, more than the wait time", d)
+	}
+	if n := e.holders("pay"); n != 0 {
+		t.Fatalf("a failed acquisition left the lock on %d live nodes", n)
+	}
+
+	// Back up: it works again.
+	for _, s := range e.servers[2:] {
+		s.Restart()
+	}
+	h, err = l.TryLock(ctx, 2*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	_ = l.Unlock(h)
+}
+
+func TestRedLockCancelsHoldWhenQuorumIsLost(t *testing.T) {
+	const timeout = 900 * time.Millisecond
+	e := newRedEnv(t, runtime.Options{WatchdogTimeout: timeout})
+	ctx := ctxT(t)
+	l := e.c.RedLock("quorum", runtime.LockOptions{})
+	h, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Losing two of five parts is within the quorum's margin.
+	e.rdbs[0].Del(ctx, "quorum")
+	e.rdbs[1].Del(ctx, "quorum")
+	time.Sleep(timeout)
+	if h.Err() != nil {
+		t.Fatalf("hold ended with 3 of 5 nodes still holding: %v", context.Cause(h))
+	}
+	e.rdbs[2].Del(ctx, "quorum")
+	select {
+	case <-h.Done():
+	case <-time.After(timeout):
+		t.Fatal("hold ctx not cancelled after the quorum was lost")
+	}
+	if !errors.Is(context.Cause(h), runtime.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", context.Cause(h))
+	}
+	if err := l.Unlock(h); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Unlock: %v, want ErrLockLost", err)
+	}
+	if n := e.holders("quorum"); n != 0 {
+		t.Fatalf("%d nodes still hold it", n)
+	}
+}
+
+func TestRedLockFixedLeaseEndsWithItsValidity(t *testing.T) {
+	e := newRedEnv(t, runtime.Options{})
+	ctx := ctxT(t)
+	const lease = 300 * time.Millisecond
+	start := time.Now()
+	h, err := e.c.RedLock("fixed", runtime.LockOptions{}).TryLock(ctx, 0, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-h.Done()
+	if d := time.Since(start); d >= lease {
+		t.Fatalf("ctx ended after %v, want before the lease %v", d, lease)
+	}
+}
+
+func TestRedLockExcludesProcesses(t *testing.T) {
+	e := newRedEnv(t, runtime.Options{})
+	var addrs []string
+	for _, s := range e.servers {
+		addrs = append(addrs, s.Addr())
+	}
+	const procs, rounds = 3, 40
+	type child struct {
+		cmd *exec.Cmd
+		out *bufio.Reader
+	}
+	var children []child
+	for i := 0; i < procs; i++ {
+		cmd, out := startChild(t, "red-worker", "LOCKGEN_ADDR="+e.servers[0].Addr(), "LOCKGEN_ADDRS="+strings.Join(addrs, ","),
+			"LOCKGEN_KEY=red-proc", "LOCKGEN_ROUNDS="+strconv.Itoa(rounds))
+		children = append(children, child{cmd, out})
+	}
+	var all [][2]int64
+	for i, ch := range children {
+		data, _ := io.ReadAll(ch.out)
+		if err := ch.cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v: %s", i, err, data)
+		}
+		var res childResult
+		if err := json.Unmarshal(data, &res); err != nil || res.Err != "" {
+			t.Fatalf("child %d: %s %v", i, data, err)
+		}
+		all = append(all, res.Intervals...)
+	}
+	if got, _ := e.rdbs[0].Get(context.Background(), "red-proc:counter").Int(); got != procs*rounds {
+		t.Fatalf("counter = %d, want %d", got, procs*rounds)
+	}
+	if n := countOverlaps(all); n != 0 {
+		t.Fatalf("%d overlapping critical sections", n)
+	}
+}
+
+// runRedWorker is the child role "red-worker": rounds of a non-atomic
+// increment under a RedLock over LOCKGEN_ADDRS.
+func runRedWorker(rdb *redis.Client) int {
+	var nodes []redis.UniversalClient
+	for _, a := range strings.Split(os.Getenv("LOCKGEN_ADDRS"), ",") {
+		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: a}))
+	}
+	c, err := runtime.NewClient(rdb, &runtime.Options{RedLockNodes: nodes})
+	if err != nil {
+		return 2
+	}
+	defer c.Close()
+	ctx := context.Background()
+	key := os.Getenv("LOCKGEN_KEY")
+	rounds, _ := strconv.Atoi(os.Getenv("LOCKGEN_ROUNDS"))
+	l := c.RedLock(key, runtime.LockOptions{WaitTime: runtime.Forever})
+	var res childResult
+	for i := 0; i < rounds; i++ {
+		err := l.Do(ctx, func(ctx context.Context) error {
+			start := time.Now()
+			v, err := rdb.Get(ctx, key+":counter").Int()
+			if err != nil && err != redis.Nil {
+				return err
+			}
+			if err := rdb.Set(ctx, key+":counter", v+1, 0).Err(); err != nil {
+				return err
+			}
+			res.Intervals = append(res.Intervals, [2]int64{start.UnixNano(), time.Now().UnixNano()})
+			return nil
+		})
+		if err != nil {
+			res.Err = err.Error()
+			break
+		}
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+	return 0
+}
