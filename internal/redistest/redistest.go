@@ -1,21 +1,23 @@
 // Package redistest starts real redis-server processes on loopback ports for
-// tests: a single server, N independent servers, with stop, kill, pause and
-// restart helpers for fault tests.
+// tests: a single server, N independent servers, a master with a replica, a
+// 3+3 node Redis Cluster and a Sentinel-managed pair, with stop, kill, pause
+// and restart helpers for fault tests.
 //
-// Servers run in a temporary directory without persistence and are killed
-// when the test ends. When redis-server is not installed, tests fail if the
-// CI environment variable is set (CI must never skip them) and are skipped
-// with an install hint otherwise.
+// Servers run in a temporary directory without persistence (but for the
+// nodes.conf and sentinel.conf files that cluster and sentinel modes need)
+// and are killed when the test ends. When redis-server is not installed,
+// tests fail if the CI environment variable is set (CI must never skip them)
+// and are skipped with an install hint otherwise.
 package redistest
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-
 	"strconv"
 	"strings"
 	"sync"
@@ -31,12 +33,16 @@ type Server struct {
 	tb   testing.TB
 	bin  string
 	dir  string
+	conf string // config file given before the flags; sentinels need one to rewrite
 	args []string
+	// bus: the port chosen must leave port+10000 free for the cluster bus.
+	bus bool
 
-	mu   sync.Mutex
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu    sync.Mutex
+	port  int
+	cmd   *exec.Cmd
+	done  chan struct{}
+	admin *redis.Client // for the package's own polling; see control
 }
 
 // Option adds redis-server command-line arguments, e.g. Arg("--maxmemory", "64mb").
@@ -71,14 +77,8 @@ func binary(tb testing.TB, name string) string {
 // the test ends.
 func Start(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, bin: Binary(tb), dir: tb.TempDir()}
-	for _, o := range opts {
-		o(&s.args)
-	}
-	if err := s.start(0); err != nil {
-		tb.Fatalf("redistest: %v", err)
-	}
-	tb.Cleanup(s.Kill)
+	s := newServer(tb, opts...)
+	launch(tb, s)
 	return s
 }
 
@@ -86,14 +86,32 @@ func Start(tb testing.TB, opts ...Option) *Server {
 func StartN(tb testing.TB, n int, opts ...Option) []*Server {
 	tb.Helper()
 	servers := make([]*Server, n)
-	var wg sync.WaitGroup
-	errs := make([]error, n)
 	for i := range servers {
-		s := &Server{tb: tb, bin: Binary(tb), dir: tb.TempDir()}
-		for _, o := range opts {
-			o(&s.args)
-		}
-		servers[i] = s
+		servers[i] = newServer(tb, opts...)
+	}
+	launch(tb, servers...)
+	return servers
+}
+
+// newServer prepares a server in its own temporary directory; it is killed
+// when the test ends.
+func newServer(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s := &Server{tb: tb, bin: Binary(tb), dir: tb.TempDir()}
+	for _, o := range opts {
+		o(&s.args)
+	}
+	tb.Cleanup(s.Kill)
+	return s
+}
+
+// launch starts servers in parallel on free ports and fails tb if any does
+// not come up.
+func launch(tb testing.TB, servers ...*Server) {
+	tb.Helper()
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -101,15 +119,9 @@ func StartN(tb testing.TB, n int, opts ...Option) []*Server {
 		}()
 	}
 	wg.Wait()
-	for _, s := range servers {
-		tb.Cleanup(s.Kill)
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatalf("redistest: %v", err)
 	}
-	for _, err := range errs {
-		if err != nil {
-			tb.Fatalf("redistest: %v", err)
-		}
-	}
-	return servers
 }
 
 // Addr is "127.0.0.1:<port>".
@@ -117,6 +129,18 @@ func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+}
+
+// String is the server's address, so failure messages can print servers
+// and slices of them with %v.
+func (s *Server) String() string { return s.Addr() }
+
+func addrsOf(servers []*Server) []string {
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = s.Addr()
+	}
+	return addrs
 }
 
 // Port is the server's TCP port.
@@ -142,7 +166,7 @@ func (s *Server) start(port int) error {
 		p := port
 		if p == 0 {
 			var err error
-			if p, err = freePort(); err != nil {
+			if p, err = freePort(s.bus); err != nil {
 				return err
 			}
 		}
@@ -160,7 +184,11 @@ func (s *Server) start(port int) error {
 }
 
 func (s *Server) spawn(port int) error {
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = append(args, s.conf) // redis-server reads a config file only as its first argument
+	}
+	args = append(args,
 		"--port", strconv.Itoa(port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
@@ -171,7 +199,9 @@ func (s *Server) spawn(port int) error {
 		"--logfile", "",
 		"--loglevel", "warning",
 		"--databases", "1",
-	}
+		// A replica's full sync starts at once instead of after 5 s.
+		"--repl-diskless-sync-delay", "0",
+	)
 	args = append(args, s.args...)
 	cmd := exec.Command(s.bin, args...)
 	out, err := cmd.StdoutPipe()
@@ -222,7 +252,7 @@ func (s *Server) spawn(port int) error {
 }
 
 func ping(addr string) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	c := controlClient(addr)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -238,9 +268,12 @@ func (s *Server) Stop() { s.signal(syscall.SIGTERM) }
 
 func (s *Server) signal(sig syscall.Signal) {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
+	cmd, done, admin := s.cmd, s.done, s.admin
+	s.cmd, s.admin = nil, nil
 	s.mu.Unlock()
+	if admin != nil {
+		_ = admin.Close() // its connections die with the process
+	}
 	if cmd == nil {
 		return
 	}
@@ -282,11 +315,59 @@ func (s *Server) Running() bool {
 // Dir is the server's working directory.
 func (s *Server) Dir() string { return s.dir }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// control is the client the package itself polls the server with; Kill and
+// Stop drop it.
+func (s *Server) control() *redis.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admin == nil {
+		s.admin = controlClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)))
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return s.admin
+}
+
+// controlClient makes a client for polling: no retries and short timeouts,
+// so a killed or paused server costs one poll, and RESP2 replies.
+func controlClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{
+		Addr:         addr,
+		Protocol:     2,
+		MaxRetries:   -1,
+		DialTimeout:  500 * time.Millisecond,
+		ReadTimeout:  time.Second,
+		WriteTimeout: time.Second,
+		PoolSize:     2,
+	})
+}
+
+// clusterBusOffset is how far above its client port a cluster node listens
+// for the cluster bus.
+const clusterBusOffset = 10000
+
+// freePort returns a loopback port that is free now; with bus, port+10000
+// is free too.
+func freePort(bus bool) (int, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if !bus {
+			_ = l.Close()
+			return port, nil
+		}
+		ok := false
+		if port+clusterBusOffset <= 65535 {
+			if bl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+clusterBusOffset))); err == nil {
+				_ = bl.Close()
+				ok = true
+			}
+		}
+		_ = l.Close()
+		if ok {
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free loopback port with a free cluster bus port (+10000)")
 }
