@@ -53,6 +53,11 @@ var (
 	writeLeaveSrc string
 	//go:embed rw_force_unlock.lua
 	rwForceUnlockSrc string
+
+	//go:embed multi_acquire.lua
+	multiAcquireSrc string
+	//go:embed multi_release.lua
+	multiReleaseSrc string
 )
 
 var (
@@ -88,6 +93,11 @@ var (
 	WriteLeave = redis.NewScript(writeLeaveSrc)
 	// RWForceUnlock deletes a read-write lock whoever holds it; see rw_force_unlock.lua.
 	RWForceUnlock = redis.NewScript(rwForceUnlockSrc)
+
+	// MultiAcquire takes several same-slot reentrant locks at once; see multi_acquire.lua.
+	MultiAcquire = redis.NewScript(multiAcquireSrc)
+	// MultiRelease drops one hold of each of several locks; see multi_release.lua.
+	MultiRelease = redis.NewScript(multiReleaseSrc)
 )
 
 // MaxBatch is the largest number of keys sent in one RenewBatch call.

@@ -162,9 +162,10 @@ func waitersOn(t testing.TB, rdb *redis.Client, key string) int {
 	return len(chans)
 }
 
-// keysLeft lists the keys left in Redis besides unlock latches, which
-// remember a release's result for resends and expire on their own (it
-// fails the test if one has no expiry).
+// keysLeft lists the keys left in Redis besides request latches (unlock
+// latches remember a release's result for resends; an acquire latch stays
+// when a hold was lost rather than released), which expire on their own:
+// it fails the test if one has no expiry.
 func keysLeft(t testing.TB, rdb *redis.Client) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -174,7 +175,7 @@ func keysLeft(t testing.TB, rdb *redis.Client) []string {
 	}
 	var left []string
 	for _, k := range keys {
-		if strings.HasPrefix(k, "redisson_unlock_latch:") {
+		if strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "lockgen_acquire_latch:") {
 			if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 {
 				t.Fatalf("unlock latch %s has no expiry", k)
 			}

@@ -14,6 +14,14 @@ const (
 	Forever time.Duration = -1
 )
 
+// waitSpec says where and how long to wait.
+type waitSpec struct {
+	channel  func() string // the channel to sleep on (computed on contention only)
+	dynamic  bool          // channel may change after each try (multi-lock: the blocking member's)
+	wait     time.Duration // 0: one try; < 0: until ctx is done
+	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
+}
+
 // tryFunc makes one acquisition attempt. When the lock is held by someone
 // else it reports the holder's remaining lease (negative: no expiry), which
 // bounds how long a waiter sleeps: a holder that crashed publishes nothing.
@@ -30,13 +38,6 @@ type tryFunc func(ctx context.Context) (acquired bool, ttl time.Duration, err er
 //
 // It returns nil once acquired, an error wrapping ErrNotAcquired when the
 // wait time is over, or the ctx's error.
-// waitSpec says where and how long to wait.
-type waitSpec struct {
-	channel  func() string // the channel to sleep on (computed on contention only)
-	wait     time.Duration // 0: one try; < 0: until ctx is done
-	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
-}
-
 func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error) {
 	wait := ws.wait
 	if err := ctx.Err(); err != nil {
@@ -56,15 +57,21 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if wait == 0 {
 		return ErrNotAcquired
 	}
-	w, ready, err := c.hub.join(ws.channel())
+	joined := ws.channel()
+	w, ready, err := c.hub.join(joined)
 	if err != nil {
 		return err
 	}
-	defer func() { c.hub.leave(w, err == nil) }()
+	defer func() {
+		if w != nil {
+			c.hub.leave(w, err == nil)
+		}
+	}()
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		signalled := false
 		if !ready {
 			sleep := time.Duration(-1) // until signalled
 			if ttl >= 0 {
@@ -89,6 +96,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			}
 			select {
 			case <-w.C:
+				signalled = true
 			case <-timeout:
 			case <-ctx.Done():
 				return ctx.Err()
@@ -103,6 +111,22 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		}
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return ErrNotAcquired
+		}
+		if ws.dynamic {
+			if ch := ws.channel(); ch != joined {
+				// Blocked by another lock now: sleep on its channel. An
+				// unlock this waiter consumed on the old one, for a lock it
+				// did not take, goes on to the next waiter there.
+				c.hub.leave(w, false)
+				if signalled {
+					c.hub.wake(joined)
+				}
+				w, joined = nil, ch
+				if w, ready, err = c.hub.join(ch); err != nil {
+					w = nil
+					return err
+				}
+			}
 		}
 	}
 }

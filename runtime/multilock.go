@@ -1,0 +1,294 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// MultiLock holds several locks all-or-nothing (Redisson's RedissonMultiLock).
+//
+// When every member is a reentrant lock and all their keys live in one
+// cluster slot (always, on a single server), the members are taken and
+// released by one script call each: one round trip, atomic. Otherwise they
+// are taken one by one in a canonical order (sorted by key), each with its
+// own semantics (a fair member queues), and what was taken is released
+// again if a later member cannot be had within the wait time; since every
+// multi-lock takes shared members in the same order, two multi-locks over
+// the same members cannot deadlock.
+//
+// One wait time covers the whole acquisition. Every member is renewed by
+// the watchdog (or has the fixed lease), and the ctx of the hold is
+// cancelled when any member is lost.
+type MultiLock struct {
+	c       *Client
+	opts    LockOptions
+	members []*Mutex // sorted by key, no duplicates
+	atomic  bool
+}
+
+// MultiLock returns the multi-lock over members. opts gives the name, the
+// lease and the wait time of the whole; the members' own lease and wait
+// time are not used.
+func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
+	ms := slices.Clone(members)
+	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.key, b.key) })
+	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.key == b.key })
+	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
+	for _, m := range ms {
+		if _, ok := m.k.(reentrant); !ok || c.cluster && keySlot(m.key) != keySlot(ms[0].key) {
+			l.atomic = false
+		}
+	}
+	return l
+}
+
+// Keys are the members' keys in acquisition order.
+func (l *MultiLock) Keys() []string {
+	keys := make([]string, len(l.members))
+	for i, m := range l.members {
+		keys[i] = m.key
+	}
+	return keys
+}
+
+// Atomic reports whether the members are taken by one script call.
+func (l *MultiLock) Atomic() bool { return l.atomic }
+
+func (l *MultiLock) fail(op string, err error) error {
+	return &LockError{Op: op, Name: l.opts.Name, Key: strings.Join(l.Keys(), ","), Err: err}
+}
+
+// Lock waits until it holds every member or ctx is done.
+func (l *MultiLock) Lock(ctx context.Context) (context.Context, error) {
+	return l.TryLock(ctx, Forever, l.opts.Lease)
+}
+
+// TryLock waits up to wait for all members and holds them with lease.
+func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	if len(l.members) == 0 {
+		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
+	}
+	for _, m := range l.members {
+		if err := m.validate(lease); err != nil {
+			return nil, l.fail("acquire", err)
+		}
+	}
+	c := l.c
+	owner := ""
+	if hc := c.holdOf(ctx); hc != nil {
+		owner = hc.acq.h.owner
+		for _, m := range l.members {
+			if err := m.k.check(m, hc, owner); err != nil {
+				return nil, l.fail("acquire", err)
+			}
+		}
+	} else {
+		owner = c.newOwner()
+	}
+	if l.atomic {
+		return l.acquireAtomic(ctx, owner, wait, lease)
+	}
+	return l.acquireInOrder(ctx, owner, wait, lease)
+}
+
+// acquireInOrder takes the members one by one in key order, and gives back
+// what it took if a member cannot be had.
+func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
+	var deadline time.Time
+	if wait >= 0 {
+		deadline = time.Now().Add(wait)
+	}
+	hctx := ctx
+	var held []context.Context
+	for _, m := range l.members {
+		left := Forever
+		if !deadline.IsZero() {
+			left = max(time.Until(deadline), 0)
+		}
+		h, err := m.acquireAs(hctx, owner, left, lease)
+		if err != nil {
+			for i := len(held) - 1; i >= 0; i-- {
+				_ = l.members[i].Unlock(held[i])
+			}
+			return nil, err
+		}
+		held = append(held, h)
+		hctx = h // the next member's hold is a child: losing any member cancels it
+	}
+	return hctx, nil
+}
+
+var (
+	scriptMultiAcquire = newScript(lua.MultiAcquire)
+	scriptMultiRelease = newScript(lua.MultiRelease)
+)
+
+// acquireAtomic takes every member with one script call per attempt, and
+// sleeps on the channel of the member that blocked it.
+func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
+	c := l.c
+	args := make([]lockArgs, len(l.members))
+	for i, m := range l.members {
+		args[i] = newLockArgs(m.key, owner, owner)
+	}
+	blocking := 0
+	var sent time.Time
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		sent = time.Now()
+		var px time.Duration
+		for _, m := range l.members {
+			_, p := c.holdState(m.key, owner, lease)
+			px = max(px, p)
+		}
+		req := c.newRequestID()
+		cmdArgs := make([]any, 3, 3+2*len(args)+4)
+		for _, a := range args {
+			cmdArgs = append(cmdArgs, a.key, a.latch)
+		}
+		cmdArgs = append(cmdArgs, c.leaseArg(px), owner, req, c.latchTTL)
+		res, err := scriptMultiAcquire.run(ctx, c.rdb, 2*len(args), cmdArgs).Int64Slice()
+		switch {
+		case err == nil && res[0] == 0 && res[1] == 0:
+			return true, 0, nil
+		case err == nil && res[0] > 0:
+			blocking = int(res[0]) - 1
+			return false, time.Duration(res[1]) * time.Millisecond, nil
+		case err == nil:
+			return false, 0, nil // aborted: cannot happen for a fresh request id
+		case isRedisReply(err), notSent(err):
+			return false, 0, err
+		}
+		took, serr := c.settle(ctx, args[0].latch.(string), req)
+		if serr != nil {
+			return false, 0, serr
+		}
+		return took, 0, err
+	}
+	ws := waitSpec{
+		channel: func() string { return lockChannel(l.members[blocking].key) },
+		dynamic: true,
+		wait:    wait,
+	}
+	if err := c.await(ctx, ws, try); err != nil {
+		return nil, l.fail("acquire", err)
+	}
+	hctx := ctx
+	for i, m := range l.members {
+		h, err := c.addHold(hctx, m, args[i], lease, sent)
+		if err != nil {
+			// Closed while acquiring: give every member back.
+			_, _ = l.sendRelease(ctx, args, c.opts.WatchdogTimeout)
+			return nil, l.fail("acquire", err)
+		}
+		hctx = h
+	}
+	return hctx, nil
+}
+
+// Unlock releases every member held through ctx.
+func (l *MultiLock) Unlock(ctx context.Context) error {
+	hc := l.c.holdOf(ctx)
+	if hc == nil {
+		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
+	}
+	if !l.atomic {
+		var errs []error
+		for i := len(l.members) - 1; i >= 0; i-- {
+			errs = append(errs, l.members[i].Unlock(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	args := make([]lockArgs, len(l.members))
+	for i, m := range l.members {
+		args[i] = newLockArgs(m.key, hc.acq.h.owner, hc.acq.h.owner)
+	}
+	return l.releaseAtomic(ctx, args, ctx)
+}
+
+// releaseAtomic drops one hold of every member held through holdCtx with
+// one script call. Members whose hold was lost are not sent: the owner may
+// hold them anew by now.
+func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx context.Context) error {
+	c := l.c
+	hc := c.holdOf(holdCtx)
+	acqs := make([]*acquisition, len(l.members))
+	for i, m := range l.members {
+		if acqs[i] = c.acquisitionOf(hc, m.key, args[i].fieldID()); acqs[i] == nil {
+			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.key))
+		}
+	}
+	var lost error
+	lease := c.opts.WatchdogTimeout
+	var send []lockArgs
+	for i, acq := range acqs {
+		_, l2, _, lerr, ok := c.dropAcquisition(acq)
+		if !ok {
+			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
+		}
+		defer acq.end(context.Canceled)
+		if lerr != nil {
+			lost = cmp.Or(lost, lerr)
+			continue
+		}
+		lease = max(lease, l2)
+		send = append(send, args[i])
+	}
+	res, err := l.sendRelease(acqs[0].parent, send, lease)
+	switch {
+	case err != nil:
+		return l.fail("release", err)
+	case lost != nil:
+		return l.fail("release", lost)
+	case slices.Contains(res, -1):
+		return l.fail("release", fmt.Errorf("%w: a member's lease ran out or its key was deleted before the release", ErrLockLost))
+	}
+	return nil
+}
+
+// sendRelease runs multi_release.lua for members, resending it on
+// transport errors (the unlock latches make resends harmless).
+func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, lease time.Duration) ([]int64, error) {
+	if len(members) == 0 {
+		return nil, nil
+	}
+	c := l.c
+	req := c.newRequestID()
+	cmdArgs := make([]any, 3, 3+4*len(members)+5)
+	for _, a := range members {
+		key := a.key.(string)
+		cmdArgs = append(cmdArgs, a.key, lockChannel(key), unlockLatch(key, req), a.latch)
+	}
+	cmdArgs = append(cmdArgs, unlockMessage, c.leaseArg(lease), members[0].owner, c.publish, c.latchTTL)
+	var res []int64
+	_, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
+		var err error
+		res, err = scriptMultiRelease.run(ctx, c.rdb, 4*len(members), cmdArgs).Int64Slice()
+		return 0, err
+	})
+	return res, err
+}
+
+// Do acquires every member (waiting up to the multi-lock's WaitTime), runs
+// fn with the ctx of the hold, and releases them when fn returns or panics.
+func (l *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if fn == nil {
+		return l.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
+	}
+	hctx, err := l.TryLock(ctx, l.opts.WaitTime, l.opts.Lease)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if uerr := l.Unlock(hctx); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}()
+	return fn(hctx)
+}
