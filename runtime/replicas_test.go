@@ -2,8 +2,6 @@ package runtime_test
 
 import (
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,15 +10,11 @@ import (
 )
 
 func TestSyncReplicasUndoesAnUnreplicatedAcquisition(t *testing.T) {
-	master := redistest.Start(t)
-	replica := redistest.Start(t, redistest.Arg("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
+	master, replica := redistest.StartReplicated(t)
+	replica.WaitForSync(t, 20*time.Second)
 	rdb := master.Client(t)
 	ctx := ctxT(t)
-	eventually(t, 10*time.Second, "replica linked", func() bool {
-		info := replica.Client(t).Info(ctx, "replication").Val()
-		return strings.Contains(info, "master_link_status:up")
-	})
-	c := newClient(t, rdb, &runtime.Options{ReplicaTimeout: 300 * time.Millisecond})
+	c := newClient(t, rdb, &runtime.Options{ReplicaTimeout: 500 * time.Millisecond})
 	m := c.Mutex("synced", runtime.LockOptions{Name: "Synced", SyncReplicas: 1})
 
 	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
