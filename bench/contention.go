@@ -18,6 +18,14 @@ type shape struct {
 	Hold    time.Duration
 	Think   time.Duration
 	Dur     time.Duration
+	// SpinHold busy-waits the hold instead of sleeping: an idle Go
+	// scheduler rounds a 200 µs time.Sleep up to ~1 ms (the netpoller's
+	// millisecond timeout), which would turn "hold 200 µs" into 1 ms. With
+	// one key only one worker holds at a time, so spinning costs little.
+	SpinHold bool
+	// ReadShare is the share of acquisitions that are reads, for lockers
+	// that have shared holds (rwLocker); the others take every one exclusively.
+	ReadShare float64
 }
 
 // keyState is the in-process truth about one lock key, shared by all
@@ -31,6 +39,31 @@ type keyState struct {
 	// next acquisition, which records the idle gap.
 	released atomic.Int64
 	_        [40]byte // keep hot keys on separate cache lines
+}
+
+// enter marks the key held: exclusively (holder 0 -> -1) or shared
+// (holder n >= 0 -> n+1). It reports false on a mutual-exclusion violation.
+func (k *keyState) enter(shared bool) bool {
+	if !shared {
+		return k.holder.CompareAndSwap(0, -1)
+	}
+	for {
+		n := k.holder.Load()
+		if n < 0 {
+			return false
+		}
+		if k.holder.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (k *keyState) leave(shared bool) {
+	if shared {
+		k.holder.Add(-1)
+	} else {
+		k.holder.Store(0)
+	}
 }
 
 // run is the result of one lib on one shape.
@@ -47,6 +80,8 @@ type run struct {
 	Hold       time.Duration
 	Fairness   float64 // fewest acquisitions of one worker / mean
 	Violations int64
+	Barged     int64 // hand-offs won by a worker that began waiting after the release started
+	Handoffs   int64 // releases made while someone waited (= gap samples)
 	Giveups    int64 // the library gave up waiting and the worker asked again
 	Errors     int64
 	Redis      cmdStats // INFO commandstats delta (includes commands inside Lua)
@@ -89,6 +124,7 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 		acqs, all  int64
 		unfinished int
 		errs, viol int64
+		barged     int64
 	}
 	outs := make([]workerOut, s.Workers)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -115,7 +151,13 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 				st := &keys[k]
 				st.waiting.Add(1)
 				t0 := time.Now()
-				release, err := lk.acquire(ctx, names[k])
+				rwl, isRW := lk.(rwLocker)
+				read := isRW && s.ReadShare > 0 && rng.Float64() < s.ReadShare
+				acquire := lk.acquire
+				if read {
+					acquire = rwl.acquireRead
+				}
+				release, err := acquire(ctx, names[k])
 				t1 := time.Now()
 				st.waiting.Add(-1)
 				if err != nil {
@@ -127,20 +169,22 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 					o.errs++
 					continue
 				}
-				if !st.holder.CompareAndSwap(0, 1) {
+				entered := st.enter(read)
+				if !entered {
 					o.viol++
 				}
 				if rel := st.released.Swap(0); rel > 0 {
 					o.gaps = append(o.gaps, t1.Sub(start)-time.Duration(rel))
+					if t0.Sub(start) > time.Duration(rel) {
+						o.barged++
+					}
 				}
 				o.all++
 				if !t1.After(end) {
 					o.acqs++
 					o.waits = append(o.waits, t1.Sub(t0))
 				}
-				if s.Hold > 0 {
-					time.Sleep(s.Hold)
-				}
+				hold(s.Hold, s.SpinHold)
 				t2 := time.Now()
 				o.held += t2.Sub(t1)
 				if st.waiting.Load() > 0 {
@@ -148,7 +192,9 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 				} else {
 					st.released.Store(0)
 				}
-				st.holder.Store(0)
+				if entered {
+					st.leave(read)
+				}
 				if err := release(); err != nil {
 					o.errs++
 				}
@@ -175,6 +221,7 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 		r.Unfinished += o.unfinished
 		r.Errors += o.errs
 		r.Violations += o.viol
+		r.Barged += o.barged
 		if minAcq < 0 || o.acqs < minAcq {
 			minAcq = o.acqs
 		}
@@ -184,6 +231,7 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 		r.Hold = held / time.Duration(max(r.AllAcqs, 1))
 	}
 	r.Wait, r.Gap = newDist(waits), newDist(gaps)
+	r.Handoffs = int64(len(gaps))
 	bctx := context.Background()
 	rAfter, err := commandStats(bctx, b.admin)
 	must(err)
@@ -207,6 +255,7 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 	cBefore := cnt.snapshot()
 	rBefore, err := commandStats(ctx, b.admin)
 	must(err)
+	cpuBefore := redisCPU(ctx, b.admin)
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
@@ -235,8 +284,37 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 		Lib: l, Shape: shape{Workers: 1, Keys: 1, Dur: dur},
 		Acqs: n, AllAcqs: n, Elapsed: elapsed, Wait: newDist(lat), Errors: errs, Fairness: 1,
 		Redis: rAfter.sub(rBefore), Client: cnt.snapshot().sub(cBefore),
-		Allocs: float64(ms1.Mallocs-ms0.Mallocs) / float64(max(n, 1)),
+		Allocs:   float64(ms1.Mallocs-ms0.Mallocs) / float64(max(n, 1)),
+		RedisCPU: redisCPU(ctx, b.admin) - cpuBefore,
 	}
+}
+
+// merge adds the rounds of one row measured at different times (rows are
+// interleaved so that load from outside the bench hits every row alike).
+func merge(rs []*run) *run {
+	m := *rs[0]
+	m.Redis, m.Client = cmdStats{}, cmdStats{}
+	m.Acqs, m.AllAcqs, m.Elapsed, m.Errors, m.RedisCPU = 0, 0, 0, 0, 0
+	var lat []time.Duration
+	var allocs float64
+	for _, r := range rs {
+		m.Acqs += r.Acqs
+		m.AllAcqs += r.AllAcqs
+		m.Elapsed += r.Elapsed
+		m.Errors += r.Errors
+		m.RedisCPU += r.RedisCPU
+		lat = append(lat, r.Wait...)
+		allocs += r.Allocs * float64(r.AllAcqs)
+		for k, v := range r.Redis {
+			m.Redis[k] += v
+		}
+		for k, v := range r.Client {
+			m.Client[k] += v
+		}
+	}
+	m.Wait = newDist(lat)
+	m.Allocs = allocs / float64(max(m.AllAcqs, 1))
+	return &m
 }
 
 // warm makes a few acquisitions so scripts are loaded and connections open.
@@ -247,5 +325,19 @@ func (b *bench) warm(lk locker, key string) {
 		release, err := lk.acquire(ctx, key)
 		must(err)
 		must(release())
+	}
+}
+
+// hold keeps the lock for d: sleeping, or spinning (yielding the CPU to
+// other goroutines between checks).
+func hold(d time.Duration, spin bool) {
+	switch {
+	case d <= 0:
+	case !spin:
+		time.Sleep(d)
+	default:
+		for t := time.Now(); time.Since(t) < d; {
+			runtime.Gosched()
+		}
 	}
 }

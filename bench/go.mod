@@ -1,12 +1,12 @@
 module github.com/lockgen/lockgen/bench
 
-go 1.26.0
+go 1.24.9
 
 require (
 	github.com/bsm/redislock v0.9.4
-	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/go-redsync/redsync/v4 v4.16.0
 	github.com/lockgen/lockgen v0.0.0
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/go-redis/v9 v9.20.1
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -18,9 +18,11 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/hashicorp/errwrap v1.1.0 // indirect
+	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.40.0 // indirect
 	golang.org/x/text v0.28.0 // indirect
 )
 

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +45,8 @@ func main() {
 	serverBin := flag.String("redis-server", "redis-server", "redis-server binary")
 	benchBin := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")
 	only := flag.String("only", "", "comma-separated scenario numbers to run (default: all); RESULTS.md then holds only those")
+	rows := flag.String("rows", "", "run only rows whose name contains this (development)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run (development)")
 	flag.Parse()
 	log.SetFlags(log.Ltime)
 
@@ -79,6 +83,17 @@ func main() {
 		LockgenVersion: lockgenVersion(), Cfg: cfg,
 	}
 	res.Libs = libraries(res.LockgenVersion)
+	if *rows != "" {
+		res.Libs = slices.DeleteFunc(res.Libs, func(l *lib) bool { return !strings.Contains(l.Name, *rows) })
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		must(pprof.StartCPUProfile(f))
+		defer pprof.StopCPUProfile()
+	}
 	log.Printf("redis %s on %s; %d rows", res.RedisVersion, srv.addr, len(res.Libs))
 
 	if want(5) {
@@ -92,23 +107,31 @@ func main() {
 		}
 	}
 	if want(1) {
-		for _, l := range res.Libs {
-			if !l.mutexLike() {
-				continue
+		const rounds = 4
+		byLib := make(map[*lib][]*run)
+		for i := range rounds {
+			log.Printf("1. uncontended, round %d of %d", i+1, rounds)
+			for _, l := range res.Libs {
+				if l.mutexLike() {
+					byLib[l] = append(byLib[l], b.uncontended(l, cfg.uncontended/rounds))
+				}
 			}
-			log.Printf("1. uncontended: %s", l.Name)
-			res.Uncontended = append(res.Uncontended, b.uncontended(l, cfg.uncontended))
+		}
+		for _, l := range res.Libs {
+			if rs := byLib[l]; len(rs) > 0 {
+				res.Uncontended = append(res.Uncontended, merge(rs))
+			}
 		}
 		b.flush()
 	}
 	if want(2) || want(6) {
 		for _, w := range cfg.workers {
 			for _, l := range res.Libs {
-				if (l.Kind == "mutex" && !want(2)) || (l.Kind != "mutex" && !want(6)) {
+				if l.Kind == "rw" || (l.Kind == "mutex" && !want(2)) || (l.Kind == "fair" && !want(6)) {
 					continue
 				}
 				log.Printf("2. contention, %d workers: %s", w, l.Name)
-				s := shape{Workers: w, Keys: 1, Hold: 200 * time.Microsecond, Think: time.Millisecond, Dur: cfg.contention}
+				s := shape{Workers: w, Keys: 1, Hold: 200 * time.Microsecond, SpinHold: true, Think: time.Millisecond, Dur: cfg.contention}
 				r := b.contend(l, s, fmt.Sprintf("c%d:%s", w, l.Name))
 				n := b.contend(l, shape{Workers: w, Keys: 1, Dur: cfg.naive}, fmt.Sprintf("n%d:%s", w, l.Name))
 				res.Contention = append(res.Contention, pair{Real: r, Naive: n})
@@ -117,6 +140,17 @@ func main() {
 				b.flush()
 			}
 		}
+	}
+	if want(6) {
+		for _, l := range res.Libs {
+			if l.Kind != "rw" && l.Name != "lockgen" && !strings.Contains(l.Name, "tuned") {
+				continue
+			}
+			log.Printf("6. read-write, 32 workers, 90%% reads: %s", l.Name)
+			s := shape{Workers: 32, Keys: 1, Hold: 200 * time.Microsecond, Think: time.Millisecond, ReadShare: 0.9, Dur: cfg.contention}
+			res.ReadWrite = append(res.ReadWrite, b.contend(l, s, "rw:"+l.Name))
+		}
+		b.flush()
 	}
 	if want(3) {
 		for _, l := range res.Libs {

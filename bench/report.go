@@ -23,6 +23,7 @@ type results struct {
 	Uncontended       []*run
 	Contention        []pair
 	ManyKeys          []*run
+	ReadWrite         []*run
 	Watchdog          []*watchRun
 }
 
@@ -156,11 +157,17 @@ func (res *results) markdown() string {
 		p("## 1. Uncontended: one goroutine, acquire + release on one key\n\n")
 		bsm := findRun(res.Uncontended, "bsm/redislock (default)")
 		best := bestPeer(res.Uncontended, byRate)
-		p("| Row | ops/s | × best peer | × bsm/redislock | latency p50 | p99 | allocs/op | client calls/op | Redis cmds/op (commandstats) | commandstats per op |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		if best == nil {
+			best = res.Uncontended[0]
+		}
+		if bsm == nil {
+			bsm = best
+		}
+		p("| Row | ops/s | × best peer | × bsm/redislock | latency p50 | p99 | allocs/op | client calls/op | Redis cmds/op (commandstats) | Redis CPU µs/op | commandstats per op |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range res.Uncontended {
-			p("| %s | %.0f | %s | %s | %s | %s | %.0f | %.2f | %.2f | %s |\n", r.Lib.Name, r.rate(),
+			p("| %s | %.0f | %s | %s | %s | %s | %.0f | %.2f | %.2f | %.1f | %s |\n", r.Lib.Name, r.rate(),
 				ratio(r.rate()/best.rate()), ratio(r.rate()/bsm.rate()), ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)),
-				r.Allocs, r.clientPerAcq(), r.redisPerAcq(), top(r.Redis, r.AllAcqs, 8))
+				r.Allocs, r.clientPerAcq(), r.redisPerAcq(), float64(r.RedisCPU)/1e3/float64(max(r.AllAcqs, 1)), top(r.Redis, r.AllAcqs, 8))
 		}
 		p("\nallocs/op counts every allocation of the process during the loop (library, go-redis and the harness's closures).\n\n")
 	}
@@ -175,15 +182,18 @@ func (res *results) markdown() string {
 				continue
 			}
 			bestRate, bestWait := bestPeer(real, byRate), bestPeer(real, byWaitP99)
+			if bestRate == nil {
+				bestRate, bestWait = real[0], real[0]
+			}
 			p("### %d workers\n\n", w)
-			p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | Redis cmds/acq | client calls/acq | violations | give-ups | naive acq/s | naive fairness | naive Redis cmds/acq |\n")
-			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+			p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | barged | Redis cmds/acq | client calls/acq | violations | give-ups | naive acq/s | naive fairness | naive Redis cmds/acq |\n")
+			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 			for i, r := range real {
 				n := naive[i]
-				p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.1f | %.1f | %d | %d | %.0f | %.2f | %.1f |\n",
+				p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.0f%% | %.1f | %.1f | %d | %d | %.0f | %.2f | %.1f |\n",
 					r.Lib.Name, r.rate(), ratio(r.rate()/bestRate.rate()),
 					ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)), ms(r.Wait.max()),
-					ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, r.redisPerAcq(), r.clientPerAcq(),
+					ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, 100*float64(r.Barged)/float64(max(r.Handoffs, 1)), r.redisPerAcq(), r.clientPerAcq(),
 					r.Violations, r.Giveups, n.rate(), n.Fairness, n.redisPerAcq())
 			}
 			p("\nBest peer by acq/s: %s; by wait p99: %s (%s).", bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
@@ -213,6 +223,9 @@ func (res *results) markdown() string {
 		p("## 3. Many keys: 64 workers over 1,000 keys, random picks\n\n")
 		p("Same worker loop as scenario 2 (hold ~200 µs, think ~1 ms), each acquisition on a key picked at random; %v per row.\n\n", res.Cfg.manyKeys)
 		best := bestPeer(res.ManyKeys, byRate)
+		if best == nil {
+			best = res.ManyKeys[0]
+		}
 		p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | Redis cmds/acq | client calls/acq | violations |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range res.ManyKeys {
 			p("| %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %d |\n", r.Lib.Name, r.rate(), ratio(r.rate()/best.rate()),
@@ -221,15 +234,31 @@ func (res *results) markdown() string {
 		p("\n")
 	}
 
+	if len(res.ReadWrite) > 0 {
+		p("## 6. Read-write lock: 32 workers on one key, 90%% reads\n\n")
+		p("Workers pick read (90%%) or write (10%%) at random, hold ~200 µs (`time.Sleep`, see the measured hold below), think ~1 ms; %v per row. ", res.Cfg.contention)
+		p("The peers have no read-write lock, so they (and lockgen's Mutex, for reference) take every acquisition exclusively. The violation check lets readers overlap each other, never a writer.\n\n")
+		best := bestPeer(res.ReadWrite, byRate)
+		if best == nil {
+			best = res.ReadWrite[0]
+		}
+		p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | fairness | Redis cmds/acq | client calls/acq | violations | mean hold |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range res.ReadWrite {
+			p("| %s | %.0f | %s | %s | %s | %s | %.2f | %.1f | %.1f | %d | %s |\n", r.Lib.Name, r.rate(), ratio(r.rate()/best.rate()),
+				ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)), ms(r.Wait.max()), r.Fairness, r.redisPerAcq(), r.clientPerAcq(), r.Violations, ms(r.Hold))
+		}
+		p("\n")
+	}
+
 	if len(res.Watchdog) > 0 {
 		w0 := res.Watchdog[0]
 		p("## 4. Watchdog / auto-extend: %d held locks for %v\n\n", w0.Locks, w0.Window)
-		p("Each library holds %d locks with a %v lease renewed every %v (%.1f renewal periods in the window): lockgen by its Client's single watchdog, the peers by the refresh loop their docs suggest (a goroutine per lock calling Extend / Refresh). Counted over the window only, after all locks were taken.\n\n",
-			w0.Locks, w0.Lease, w0.Lease/3, w0.Periods)
-		p("| Library | Version | Settings | script calls | per renewal period | Redis cmds (commandstats) | client CPU | Redis CPU | goroutines | lost |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		p("Each library holds %d locks with a %v lease renewed every %v: lockgen by its Client's single watchdog, the peers by the refresh loop their docs suggest (a goroutine per lock calling Extend / Refresh). Counted over the %v window only, after all locks were taken (taking them took the time in the last column).\n\n",
+			w0.Locks, w0.Lease, w0.Lease/3, w0.Window)
+		p("| Library | Version | Settings | renewal periods in window | script calls | per renewal period | Redis cmds (commandstats) | client CPU | Redis CPU | goroutines | lost | time to take all |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, w := range res.Watchdog {
-			p("| %s | %s | %s | %d | %.0f | %d | %s | %s | %d | %d |\n", w.Name, w.Version, w.Settings,
-				w.scriptCalls(), w.callsPerPeriod(), w.Redis.total(), ms(w.ClientCPU), ms(w.RedisCPU), w.Goroutines, w.Lost)
+			p("| %s | %s | %s | %.0f | %d | %.0f | %d | %s | %s | %d | %d | %s |\n", w.Name, w.Version, w.Settings, w.Periods,
+				w.scriptCalls(), w.callsPerPeriod(), w.Redis.total(), ms(w.ClientCPU), ms(w.RedisCPU), w.Goroutines, w.Lost, ms(w.AcquireTime))
 		}
 		if len(w0.Rounds) > 0 {
 			p("\nlockgen's Observer reported these watchdog rounds (holds renewed / script calls): ")
@@ -277,6 +306,7 @@ func (res *results) markdown() string {
 	p("- **client calls** are the top-level commands the row's go-redis client sent, counted by a go-redis hook (what crosses the network; pub/sub SUBSCRIBE on the dedicated connection is not seen by the hook). This is the column for \"exactly 2 per acquire + release\".\n")
 	p("- **wait** is the time from calling acquire to holding the lock. Waits still running when a row's window ends are included with their elapsed time (a lower bound), so a starved worker shows in p99/max.\n")
 	p("- **idle gap** is release start → the next acquisition returning, measured in-process (monotonic clock), only for releases made while at least one worker was waiting: the hand-off latency.\n")
+	p("- **barged** is the share of hand-offs (releases with someone waiting) won by a worker that started waiting only after the release began, i.e. that overtook the workers already queued.\n")
 	p("- **fairness** is the fewest acquisitions of one worker divided by the mean per worker (1.0 = perfectly even, 0 = a worker starved for the whole window).\n")
 	p("- **violations**: every worker marks the key held in a shared in-process table after acquiring and clears it before releasing; finding it already marked is a mutual-exclusion violation. It must be 0.\n")
 	p("- **give-ups**: the library returned \"not obtained\" (tries or retries used up) and the worker, which wants the lock, called it again.\n")
@@ -335,7 +365,7 @@ func (res *results) targets(b *strings.Builder) {
 	for _, p := range res.Contention {
 		viol += p.Real.Violations + p.Naive.Violations
 	}
-	for _, r := range res.ManyKeys {
+	for _, r := range append(slices.Clone(res.ManyKeys), res.ReadWrite...) {
 		viol += r.Violations
 	}
 	add("mutual-exclusion violations, every row of scenarios 2, 3, 6", "0", fmt.Sprint(viol), viol == 0)
