@@ -28,7 +28,7 @@ const (
 // a waiter id; each waiter takes the fair lock, appends its id to the list
 // "order", holds briefly and releases. It prints "done" when stdin closes
 // and every waiter has finished.
-func runFairWaiters(c *runtime.Client, rdb *redis.Client) int {
+func runFairWaiters(c *runtime.Client, rdb redis.UniversalClient) int {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	sc := bufio.NewScanner(os.Stdin)
@@ -47,7 +47,7 @@ func runFairWaiters(c *runtime.Client, rdb *redis.Client) int {
 	return 0
 }
 
-func fairWaiter(ctx context.Context, c *runtime.Client, rdb *redis.Client, id string) error {
+func fairWaiter(ctx context.Context, c *runtime.Client, rdb redis.UniversalClient, id string) error {
 	m := c.FairLock("fair", runtime.LockOptions{QueueTimeout: fairQueueTimeout()})
 	h, err := m.Lock(ctx)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,9 +35,25 @@ func newClient(t testing.TB, rdb redis.UniversalClient, opts *runtime.Options) *
 	return c
 }
 
-// setup starts a redis-server and returns a go-redis client and a lock Client on it.
-func setup(t testing.TB, opts *runtime.Options) (*redistest.Server, *redis.Client, *runtime.Client) {
+// onCluster, when set (by TestLocksOnCluster), makes setup run tests on
+// that Redis Cluster instead of a fresh single server.
+var onCluster *redistest.Cluster
+
+// setup starts a redis-server and returns a go-redis client and a lock
+// Client on it. Under TestLocksOnCluster it empties the shared cluster and
+// returns a cluster client instead (and no server).
+func setup(t testing.TB, opts *runtime.Options) (*redistest.Server, redis.UniversalClient, *runtime.Client) {
 	t.Helper()
+	if onCluster != nil {
+		rdb := onCluster.Client(t)
+		err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+			return n.FlushAll(ctx).Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nil, rdb, newClient(t, rdb, opts)
+	}
 	s := redistest.Start(t)
 	rdb := s.Client(t)
 	return s, rdb, newClient(t, rdb, opts)
@@ -96,7 +113,7 @@ func sortIntervals(iv [][2]int64) {
 // env is a server, a go-redis client and a lock Client.
 type env struct {
 	srv *redistest.Server
-	rdb *redis.Client
+	rdb redis.UniversalClient
 	c   *runtime.Client
 }
 
@@ -108,8 +125,15 @@ func newEnv(t testing.TB, opts *runtime.Options) *env {
 // setupCounted is setup with a commandCounter on the go-redis client.
 func setupCounted(t testing.TB, opts *runtime.Options) (*env, *commandCounter) {
 	t.Helper()
-	s := redistest.Start(t)
-	rdb := s.Client(t)
+	var s *redistest.Server
+	var rdb redis.UniversalClient
+	if onCluster != nil {
+		_, rdb, _ = setup(t, opts) // empties the cluster
+		rdb = onCluster.Client(t)
+	} else {
+		s = redistest.Start(t)
+		rdb = s.Client(t)
+	}
 	cc := &commandCounter{}
 	rdb.AddHook(cc)
 	return &env{s, rdb, newClient(t, rdb, opts)}, cc
@@ -152,24 +176,40 @@ func forEachKind(t *testing.T, kinds []lockKind, f func(t *testing.T, k lockKind
 	}
 }
 
-// waitersOn counts the pub/sub channels of key with a subscriber.
-func waitersOn(t testing.TB, rdb *redis.Client, key string) int {
+// waitersOn counts the pub/sub channels of key with a subscriber: classic
+// channels, or on a cluster the shard channels on every master.
+func waitersOn(t testing.TB, rdb redis.UniversalClient, key string) int {
 	t.Helper()
-	chans, err := rdb.PubSubChannels(context.Background(), "*{"+key+"}*").Result()
+	ctx := context.Background()
+	pattern := "*{" + key + "}*"
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		chans, err := rdb.PubSubChannels(ctx, pattern).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(chans)
+	}
+	var n atomic.Int64
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		chans, err := node.PubSubShardChannels(ctx, pattern).Result()
+		n.Add(int64(len(chans)))
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(chans)
+	return int(n.Load())
 }
 
 // keysLeft lists the keys left in Redis besides request latches (unlock
 // latches remember a release's result for resends; an acquire latch stays
 // when a hold was lost rather than released), which expire on their own:
 // it fails the test if one has no expiry.
-func keysLeft(t testing.TB, rdb *redis.Client) []string {
+func keysLeft(t testing.TB, rdb redis.UniversalClient) []string {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := rdb.Keys(ctx, "*").Result()
+	keys, err := allKeys(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,4 +224,22 @@ func keysLeft(t testing.TB, rdb *redis.Client) []string {
 		left = append(left, k)
 	}
 	return left
+}
+
+// allKeys lists every key, on every master of a cluster.
+func allKeys(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Keys(ctx, "*").Result()
+	}
+	var mu sync.Mutex
+	var keys []string
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		k, err := node.Keys(ctx, "*").Result()
+		mu.Lock()
+		keys = append(keys, k...)
+		mu.Unlock()
+		return err
+	})
+	return keys, err
 }

@@ -22,6 +22,8 @@ type kind interface {
 	release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
 	// channel is the channel a waiter of owner sleeps on.
 	channel(key, owner string) string
+	// shared reports whether holds of this kind coexist (readers).
+	shared() bool
 	// waits reports whether a waiter leaves traces to withdraw when it gives up.
 	waits(m *Mutex) bool
 	// leave withdraws a waiter that gave up.
@@ -56,6 +58,7 @@ func (reentrant) field(owner string) string                              { retur
 func (reentrant) check(*Mutex, *holdContext, string) error               { return nil }
 func (reentrant) channel(key, _ string) string                           { return lockChannel(key) }
 func (reentrant) waits(*Mutex) bool                                      { return false }
+func (reentrant) shared() bool                                           { return false }
 func (reentrant) refreshEvery(*Mutex) time.Duration                      { return 0 }
 func (reentrant) extraKeys(string, string, int) []string                 { return nil }
 func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }

@@ -90,6 +90,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		channel:  func() string { return m.k.channel(m.key, owner) },
 		wait:     wait,
 		maxSleep: m.k.refreshEvery(m),
+		shared:   m.k.shared(),
 	}
 	if err := c.await(ctx, w, try); err != nil {
 		if waiting {

@@ -16,7 +16,7 @@ import (
 //
 //   - "0" (unlock) wakes one waiter, the longest waiting, so an unlock never
 //     starts a thundering herd;
-//   - "1" (read unlock) wakes every waiter;
+//   - "1" (write unlock) wakes every waiting reader and one other waiter;
 //   - a subscription confirmation wakes every waiter of the channel: on the
 //     first subscription it tells them to try again now that no unlock can
 //     be missed; after a reconnect it makes up for messages published while
@@ -66,8 +66,9 @@ type channelEntry struct {
 
 // A waiter is one goroutine waiting for a lock.
 type waiter struct {
-	C chan struct{} // receives a signal when the lock may be free
-	e *channelEntry
+	C      chan struct{} // receives a signal when the lock may be free
+	e      *channelEntry
+	shared bool // a reader: woken with every other reader
 }
 
 const (
@@ -92,7 +93,7 @@ func newHub(c *Client) *hub {
 // it. ready reports whether the subscription is already confirmed: if so
 // the caller tries at once, otherwise it first waits for a signal (the
 // confirmation) or its sleep bound.
-func (h *hub) join(channel string) (w *waiter, ready bool, err error) {
+func (h *hub) join(channel string, shared bool) (w *waiter, ready bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -107,7 +108,7 @@ func (h *hub) join(channel string) (w *waiter, ready bool, err error) {
 		e.linger.Stop()
 		e.linger = nil
 	}
-	w = &waiter{C: make(chan struct{}, 1), e: e}
+	w = &waiter{C: make(chan struct{}, 1), e: e, shared: shared}
 	e.waiters = append(e.waiters, w)
 	return w, e.ready, nil
 }
@@ -284,10 +285,28 @@ func (h *hub) deliver(channel, payload string) {
 		return
 	}
 	if payload == readUnlockMessage {
-		wakeAll(e)
+		wakeReaders(e)
 		return
 	}
 	wakeOne(e)
+}
+
+// wakeReaders signals every reader and the longest-waiting other waiter:
+// the readers can all go together; of the writers only one can.
+func wakeReaders(e *channelEntry) {
+	writer := false
+	for _, w := range e.waiters {
+		if !w.shared {
+			if writer {
+				continue
+			}
+			writer = true
+		}
+		select {
+		case w.C <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // wakeOne signals the longest-waiting waiter that has no signal pending.

@@ -71,6 +71,7 @@ func flag(b bool) string {
 type rwSide struct{}
 
 func (rwSide) channel(key, _ string) string { return rwChannel(key) }
+func (rwSide) shared() bool                 { return false }
 
 func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 	return scriptRWForceUnlock.run(ctx, m.c.rdb, 2, []any{3: m.key, rwChannel(m.key), m.c.publish}).Int64()
@@ -80,6 +81,7 @@ func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 type readSide struct{ rwSide }
 
 func (readSide) field(owner string) string                { return owner }
+func (readSide) shared() bool                             { return true }
 func (readSide) check(*Mutex, *holdContext, string) error { return nil }
 func (readSide) waits(*Mutex) bool                        { return false }
 func (readSide) refreshEvery(*Mutex) time.Duration        { return 0 }

@@ -59,7 +59,7 @@ func TestAcquireWithLostReplyIsSettled(t *testing.T) {
 	}
 }
 
-func ownerField(t *testing.T, rdb *redis.Client) string {
+func ownerField(t *testing.T, rdb redis.UniversalClient) string {
 	t.Helper()
 	fields, err := rdb.HKeys(context.Background(), "settle").Result()
 	if err != nil || len(fields) != 1 {

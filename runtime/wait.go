@@ -18,6 +18,7 @@ const (
 type waitSpec struct {
 	channel  func() string // the channel to sleep on (computed on contention only)
 	dynamic  bool          // channel may change after each try (multi-lock: the blocking member's)
+	shared   bool          // a reader: woken with all readers by a write unlock
 	wait     time.Duration // 0: one try; < 0: until ctx is done
 	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
 }
@@ -58,7 +59,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		return ErrNotAcquired
 	}
 	joined := ws.channel()
-	w, ready, err := c.hub.join(joined)
+	w, ready, err := c.hub.join(joined, ws.shared)
 	if err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 					c.hub.wake(joined)
 				}
 				w, joined = nil, ch
-				if w, ready, err = c.hub.join(ch); err != nil {
+				if w, ready, err = c.hub.join(ch, ws.shared); err != nil {
 					w = nil
 					return err
 				}
