@@ -51,7 +51,7 @@ func main() {
 	log.SetFlags(log.Ltime)
 
 	cfg := config{
-		uncontended: 2 * time.Second, contention: 2500 * time.Millisecond, naive: 1500 * time.Millisecond,
+		uncontended: 2 * time.Second, contention: 2 * time.Second, naive: 1200 * time.Millisecond,
 		manyKeys: 3 * time.Second, watchLocks: 10000, watchLease: 30 * time.Second, watchWin: 30 * time.Second,
 		limitN1: 20000, limitN50: 200000, workers: []int{2, 8, 32, 128},
 	}
@@ -147,7 +147,7 @@ func main() {
 				continue
 			}
 			log.Printf("6. read-write, 32 workers, 90%% reads: %s", l.Name)
-			s := shape{Workers: 32, Keys: 1, Hold: 200 * time.Microsecond, Think: time.Millisecond, ReadShare: 0.9, Dur: cfg.contention}
+			s := shape{Workers: 32, Keys: 1, Hold: time.Millisecond, Think: time.Millisecond, ReadShare: 0.9, Dur: cfg.contention}
 			res.ReadWrite = append(res.ReadWrite, b.contend(l, s, "rw:"+l.Name))
 		}
 		b.flush()
