@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,14 +60,14 @@ func testShardedWakeUp(t *testing.T, cl *redistest.Cluster) {
 		n, _ := res.([]any)
 		return len(n) == 2 && n[1] == int64(1)
 	})
-	classic := 0
+	var classic atomic.Int64
 	_ = rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		chans, _ := n.PubSubChannels(ctx, "*").Result()
-		classic += len(chans)
+		classic.Add(int64(len(chans)))
 		return nil
 	})
-	if classic != 0 {
-		t.Fatalf("%d classic channels subscribed on a sharded cluster", classic)
+	if n := classic.Load(); n != 0 {
+		t.Fatalf("%d classic channels subscribed on a sharded cluster", n)
 	}
 	_ = m.Unlock(h)
 	if err := <-done; err != nil {

@@ -19,14 +19,14 @@ func TestWaiterWakesOnUnlockNotOnTTL(t *testing.T) {
 func testWakesOnUnlock(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
 	ctx := ctxT(t)
-	holder := k.new(c, "wake", runtime.LockOptions{Lease: 10 * time.Second})
+	holder := k.new(c, "wake-"+k.name, runtime.LockOptions{Lease: 10 * time.Second})
 	h, err := holder.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	acquired := make(chan time.Time, 1)
 	go func() {
-		m := k.new(c, "wake", runtime.LockOptions{})
+		m := k.new(c, "wake-"+k.name, runtime.LockOptions{})
 		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
 		if err != nil {
 			t.Error(err)
@@ -36,9 +36,9 @@ func testWakesOnUnlock(t *testing.T, k lockKind) {
 		_ = m.Unlock(w)
 	}()
 	// Let the waiter subscribe and go to sleep.
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOn(t, rdb, "wake") == 1 })
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOn(t, rdb, "wake-"+k.name) == 1 })
 	time.Sleep(100 * time.Millisecond)
-	if ttl, _ := rdb.PTTL(ctx, "wake").Result(); ttl < 9*time.Second {
+	if ttl, _ := rdb.PTTL(ctx, "wake-"+k.name).Result(); ttl < 9*time.Second {
 		t.Fatalf("holder TTL %v, want ~10s", ttl)
 	}
 	released := time.Now()
@@ -98,7 +98,7 @@ func testCancelledWaiter(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx := ctxT(t)
-	m := k.new(c, "cancel", runtime.LockOptions{})
+	m := k.new(c, "cancel-"+k.name, runtime.LockOptions{})
 	h, _ := m.Lock(ctx)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -106,7 +106,7 @@ func testCancelledWaiter(t *testing.T, k lockKind) {
 		_, err := m.Lock(wctx)
 		done <- err
 	}()
-	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOn(t, rdb, "cancel") == 1 })
+	eventually(t, 5*time.Second, "waiter subscribed", func() bool { return waitersOn(t, rdb, "cancel-"+k.name) == 1 })
 	cancel()
 	select {
 	case err := <-done:
@@ -116,7 +116,7 @@ func testCancelledWaiter(t *testing.T, k lockKind) {
 	case <-time.After(time.Second):
 		t.Fatal("cancelled waiter did not return")
 	}
-	eventually(t, 2*time.Second, "subscription dropped", func() bool { return waitersOn(t, rdb, "cancel") == 0 })
+	eventually(t, 2*time.Second, "subscription dropped", func() bool { return waitersOn(t, rdb, "cancel-"+k.name) == 0 })
 	// A deadline while waiting is the ctx's error too.
 	dctx, dcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer dcancel()
