@@ -281,14 +281,5 @@ func (l *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) 
 	if fn == nil {
 		return l.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}
-	hctx, err := l.TryLock(ctx, l.opts.WaitTime, l.opts.Lease)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if uerr := l.Unlock(hctx); uerr != nil {
-			err = errors.Join(err, uerr)
-		}
-	}()
-	return fn(hctx)
+	return do(ctx, l, l.opts, fn)
 }

@@ -248,12 +248,25 @@ func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) (err
 	if fn == nil {
 		return m.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}
-	hctx, err := m.TryLock(ctx, m.opts.WaitTime, m.opts.Lease)
+	return do(ctx, m, m.opts, fn)
+}
+
+// locker is what do needs of a lock handle.
+type locker interface {
+	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+// do is the body of every Do: acquire with opts' wait time and lease, run
+// fn with the hold's ctx, release when fn returns or panics, and join a
+// release error (a lost lock) to fn's.
+func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Context) error) (err error) {
+	hctx, err := l.TryLock(ctx, opts.WaitTime, opts.Lease)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if uerr := m.Unlock(hctx); uerr != nil {
+		if uerr := l.Unlock(hctx); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
 	}()

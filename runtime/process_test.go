@@ -53,26 +53,7 @@ func runChild(role string) int {
 	case "mutex-worker":
 		rounds, _ := strconv.Atoi(os.Getenv("LOCKGEN_ROUNDS"))
 		m := kindByName(os.Getenv("LOCKGEN_KIND")).new(c, key, runtime.LockOptions{WaitTime: runtime.Forever})
-		var res childResult
-		for i := 0; i < rounds; i++ {
-			err := m.Do(ctx, func(ctx context.Context) error {
-				start := time.Now()
-				v, err := rdb.Get(ctx, key+":counter").Int()
-				if err != nil && err != redis.Nil {
-					return err
-				}
-				if err := rdb.Set(ctx, key+":counter", v+1, 0).Err(); err != nil {
-					return err
-				}
-				res.Intervals = append(res.Intervals, [2]int64{start.UnixNano(), time.Now().UnixNano()})
-				return nil
-			})
-			if err != nil {
-				res.Err = err.Error()
-				break
-			}
-		}
-		_ = enc.Encode(res)
+		_ = enc.Encode(incrementRounds(ctx, rdb, key, rounds, m.Do))
 	case "red-worker":
 		return runRedWorker(rdb)
 	case "fair-waiters":
@@ -183,4 +164,29 @@ func testCrashedHolder(t *testing.T, k lockKind) {
 	if d := time.Since(killed); d > timeout+500*time.Millisecond {
 		t.Fatalf("acquired %v after the holder was killed, want <= lease + 500ms", d)
 	}
+}
+
+// incrementRounds does rounds non-atomic increments of key+":counter",
+// each inside do (a lock's Do), and records the critical sections.
+func incrementRounds(ctx context.Context, rdb *redis.Client, key string, rounds int, do func(context.Context, func(context.Context) error) error) childResult {
+	var res childResult
+	for i := 0; i < rounds; i++ {
+		err := do(ctx, func(ctx context.Context) error {
+			start := time.Now()
+			v, err := rdb.Get(ctx, key+":counter").Int()
+			if err != nil && err != redis.Nil {
+				return err
+			}
+			if err := rdb.Set(ctx, key+":counter", v+1, 0).Err(); err != nil {
+				return err
+			}
+			res.Intervals = append(res.Intervals, [2]int64{start.UnixNano(), time.Now().UnixNano()})
+			return nil
+		})
+		if err != nil {
+			res.Err = err.Error()
+			break
+		}
+	}
+	return res
 }

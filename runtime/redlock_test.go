@@ -206,25 +206,6 @@ func runRedWorker(rdb *redis.Client) int {
 	key := os.Getenv("LOCKGEN_KEY")
 	rounds, _ := strconv.Atoi(os.Getenv("LOCKGEN_ROUNDS"))
 	l := c.RedLock(key, runtime.LockOptions{WaitTime: runtime.Forever})
-	var res childResult
-	for i := 0; i < rounds; i++ {
-		err := l.Do(ctx, func(ctx context.Context) error {
-			start := time.Now()
-			v, err := rdb.Get(ctx, key+":counter").Int()
-			if err != nil && err != redis.Nil {
-				return err
-			}
-			if err := rdb.Set(ctx, key+":counter", v+1, 0).Err(); err != nil {
-				return err
-			}
-			res.Intervals = append(res.Intervals, [2]int64{start.UnixNano(), time.Now().UnixNano()})
-			return nil
-		})
-		if err != nil {
-			res.Err = err.Error()
-			break
-		}
-	}
-	_ = json.NewEncoder(os.Stdout).Encode(res)
+	_ = json.NewEncoder(os.Stdout).Encode(incrementRounds(ctx, rdb, key, rounds, l.Do))
 	return 0
 }
