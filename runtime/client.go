@@ -155,7 +155,6 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.id = c.id // one owner token space across the nodes
 		c.redNodes = append(c.redNodes, n)
 	}
 	return c, nil

@@ -110,9 +110,12 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	return hctx, nil
 }
 
-func (m *Mutex) validate(lease time.Duration) error {
+func (m *Mutex) validate(lease time.Duration) error { return validate(m.key, lease) }
+
+// validate checks a lock key and a lease.
+func validate(key string, lease time.Duration) error {
 	switch {
-	case m.key == "":
+	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
 	case lease < 0:
 		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", ErrInvalidLease, lease)

@@ -89,7 +89,7 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (conte
 	case l.quorum > len(c.redNodes):
 		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
 	}
-	if err := (&Mutex{key: l.key}).validate(lease); err != nil {
+	if err := validate(l.key, lease); err != nil {
 		return nil, l.fail("acquire", err)
 	}
 	if c.isClosed() {
