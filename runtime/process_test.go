@@ -60,7 +60,18 @@ func runChild(role string) int {
 		return runFairWaiters(c, rdb)
 	case "holder":
 		// Take the lock, say so, and hold it until killed.
-		if _, err := kindByName(os.Getenv("LOCKGEN_KIND")).new(c, key, runtime.LockOptions{}).Lock(ctx); err != nil {
+		var err error
+		if mk, ok := newCompositeInChild(rdb, opts, os.Getenv("LOCKGEN_KIND")); ok {
+			c2, cerr := runtime.NewClient(rdb, opts)
+			if cerr != nil {
+				fmt.Println("error:", cerr)
+				return 1
+			}
+			_, err = mk(c2).Lock(ctx)
+		} else {
+			_, err = kindByName(os.Getenv("LOCKGEN_KIND")).new(c, key, runtime.LockOptions{}).Lock(ctx)
+		}
+		if err != nil {
 			fmt.Println("error:", err)
 			return 1
 		}
