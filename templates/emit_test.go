@@ -44,8 +44,8 @@ func TestEmitStartsWithTheGeneratedHeaderAndIsDeterministic(t *testing.T) {
 
 func TestEmitRejectsAKindWithoutEmitter(t *testing.T) {
 	f := sampleFile()
-	f.Locks[0].Kind = "multi"
-	if _, err := Emit(f); err == nil || !strings.Contains(err.Error(), `kind "multi" has no emitter`) {
+	f.Locks[0].Kind = "semaphore"
+	if _, err := Emit(f); err == nil || !strings.Contains(err.Error(), `kind "semaphore" has no emitter`) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -20,6 +20,8 @@ var emitters = map[string]func(*Lock) jen.Code{
 	"reentrant": Reentrant,
 	"fair":      Fair,
 	"readwrite": ReadWrite,
+	"multi":     Multi,
+	"red":       Red,
 }
 
 // Emit renders the whole file, gofmt'd.

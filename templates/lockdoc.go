@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,10 +15,15 @@ func for_(l *Lock) string {
 	for i, p := range l.Params {
 		names[i] = p.Name
 	}
-	if len(names) == 1 {
-		return " for " + names[0]
+	return " for " + andList(names)
+}
+
+// andList joins names as prose: "a", "a and b", "a, b and c".
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
 	}
-	return " for " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // waitSentence says how a With<Name> call waits.
@@ -41,18 +47,61 @@ func docBlock(l *Lock) []string {
 }
 
 // configLines is the lock's configuration as a code block, so that go doc
-// reviews it: kind, key pattern, lease, wait time and, for the kinds that
-// have one, the fairness setting.
-func configLines(l *Lock, fairness string) []string {
-	lines := []string{
-		"",
-		"\tkind:     " + l.Kind,
-		"\tkey:      " + l.Key,
-		"\tlease:    " + leaseText(l.Lease),
-		"\twaitTime: " + waitText(l.WaitTime),
+// reviews it: kind, key pattern (a multi lock's members), lease, wait
+// time, the kind's own settings (extra, made with configLine) and the
+// replicas an acquisition waits for.
+func configLines(l *Lock, extra ...string) []string {
+	lines := []string{"", configLine("kind", l.Kind)}
+	if l.Kind == "multi" {
+		lines = append(lines, memberLines(l)...)
+	} else {
+		lines = append(lines, configLine("key", l.Key))
 	}
-	if fairness != "" {
-		lines = append(lines, "\tfairness: "+fairness)
+	lines = append(lines, configLine("lease", leaseText(l.Lease)), configLine("waitTime", waitText(l.WaitTime)))
+	lines = append(lines, extra...)
+	if l.SyncReplicas > 0 {
+		lines = append(lines, configLine("replicas", strconv.Itoa(l.SyncReplicas)+" must acknowledge each acquisition, else it is undone (syncReplicas)"))
+	}
+	return lines
+}
+
+// configLine is one line of the config block: the label and its value,
+// in a column. An empty label continues the line above.
+func configLine(label, value string) string {
+	if label == "" {
+		return "\t" + strings.Repeat(" ", 10) + value
+	}
+	return "\t" + label + ":" + strings.Repeat(" ", max(1, 9-len(label))) + value
+}
+
+// memberLines lists a multi lock's members in the config block: name,
+// key, and what differs from a plain reentrant lock.
+func memberLines(l *Lock) []string {
+	width := 0
+	for _, m := range l.Members {
+		width = max(width, len(m.Name))
+	}
+	lines := make([]string, len(l.Members))
+	for i, m := range l.Members {
+		var notes []string
+		switch m.Kind {
+		case "fair":
+			notes = append(notes, "fair")
+		case "readwrite":
+			notes = append(notes, "readwrite: write side")
+		}
+		if m.SyncReplicas > 0 {
+			notes = append(notes, "syncReplicas "+strconv.Itoa(m.SyncReplicas))
+		}
+		text := m.Name + strings.Repeat(" ", width-len(m.Name)+2) + m.Key
+		if len(notes) > 0 {
+			text += " (" + strings.Join(notes, ", ") + ")"
+		}
+		label := ""
+		if i == 0 {
+			label = "members"
+		}
+		lines[i] = configLine(label, text)
 	}
 	return lines
 }

@@ -22,16 +22,24 @@ func clientCtor(l *Lock, method string) ctorFunc {
 // keyCall renders the key of l from the params, by name.
 func keyCall(l *Lock) jen.Code { return jen.Id(keyFuncName(l)).Call(argList(l)...) }
 
+// buildFunc is the expression that builds the handle of l from its params,
+// for a lock whose handle cannot fail to build.
+type buildFunc func() *jen.Statement
+
+// keyed builds the handle with ctor from the rendered key.
+func keyed(l *Lock, ctor ctorFunc) buildFunc {
+	return func() *jen.Statement { return ctor(keyCall(l)) }
+}
+
 // handleFunc emits the handle constructor <Name>(params) typ. When the key
 // can fail to render, it returns (typ, error) and the error is a
 // *runtime.LockError wrapping runtime.ErrInvalidKey.
 func handleFunc(l *Lock, doc []string, typ jen.Code, ctor ctorFunc) jen.Code {
-	code := jen.Add(comment(doc...), jen.Line())
-	sig := jen.Func().Params(jen.Id("l").Op("*").Id("Locks")).Id(l.Name).Params(paramList(l)...)
+	sig := handleSig(l, doc)
 	if !l.fallible() {
-		return code.Add(sig.Add(typ).Block(jen.Return(ctor(keyCall(l)))))
+		return sig.Add(typ).Block(jen.Return(ctor(keyCall(l))))
 	}
-	return code.Add(sig.Params(typ, jen.Error()).Block(
+	return sig.Params(typ, jen.Error()).Block(
 		jen.List(jen.Id("key"), jen.Err()).Op(":=").Add(keyCall(l)),
 		jen.If(jen.Err().Op("!=").Nil()).Block(
 			jen.Return(jen.Nil(), jen.Op("&").Qual(runtimePkg, "LockError").Values(jen.Dict{
@@ -41,13 +49,19 @@ func handleFunc(l *Lock, doc []string, typ jen.Code, ctor ctorFunc) jen.Code {
 			})),
 		),
 		jen.Return(ctor(jen.Id("key")), jen.Nil()),
-	))
+	)
 }
 
-// withFunc emits name(ctx, params, fn), which runs fn holding the
-// *runtime.Mutex that side picks from the handle (the handle itself for
-// a Mutex kind).
-func withFunc(l *Lock, name string, doc []string, ctor ctorFunc, side func(handle *jen.Statement) *jen.Statement) jen.Code {
+// handleSig is the doc comment and the signature up to the results of the
+// handle constructor: func (l *Locks) <Name>(params).
+func handleSig(l *Lock, doc []string) *jen.Statement {
+	return jen.Add(comment(doc...), jen.Line()).
+		Func().Params(jen.Id("l").Op("*").Id("Locks")).Id(l.Name).Params(paramList(l)...)
+}
+
+// withFunc emits name(ctx, params, fn), which runs fn holding what side
+// picks from the handle: a side of a read-write lock, or the handle itself.
+func withFunc(l *Lock, name string, doc []string, build buildFunc, side func(handle *jen.Statement) *jen.Statement) jen.Code {
 	params := append(append([]jen.Code{jen.Id("ctx").Qual("context", "Context")}, paramList(l)...),
 		jen.Id("fn").Func().Params(jen.Id("ctx").Qual("context", "Context")).Error())
 	sig := jen.Func().Params(jen.Id("l").Op("*").Id("Locks")).Id(name).Params(params...).Error()
@@ -65,20 +79,23 @@ func withFunc(l *Lock, name string, doc []string, ctor ctorFunc, side func(handl
 	// Not l.<Name>(...): building the handle here lets the compiler keep
 	// it on the stack, so the helper allocates no more than the runtime
 	// call it wraps.
-	return code.Add(sig.Block(jen.Return(do(ctor(keyCall(l))))))
+	return code.Add(sig.Block(jen.Return(do(build()))))
 }
 
-// wholeHandle is the side of a handle that is itself a *runtime.Mutex.
+// wholeHandle is the side of a handle that is held as a whole.
 func wholeHandle(handle *jen.Statement) *jen.Statement { return handle }
 
 // optionsVar emits the lock's runtime.LockOptions: name, lease and wait
-// time, then the kind's own fields.
+// time, then the kind's own fields, then SyncReplicas when set.
 func optionsVar(l *Lock, fields ...jen.Code) jen.Code {
 	values := append([]jen.Code{
 		option("Name", jen.Lit(l.Name)),
 		option("Lease", leaseCode(l.Lease)),
 		option("WaitTime", waitCode(l.WaitTime)),
 	}, fields...)
+	if l.SyncReplicas > 0 {
+		values = append(values, option("SyncReplicas", jen.Lit(l.SyncReplicas)))
+	}
 	return jen.Var().Id(optionsVarName(l)).Op("=").Qual(runtimePkg, "LockOptions").Values(append(values, jen.Line())...)
 }
 
@@ -88,10 +105,15 @@ func option(name string, value jen.Code) jen.Code {
 }
 
 // lockDecls joins a kind's declarations with blank lines and ends with the
-// options variable and the key function, which every kind has.
+// options variable and the key function, which every kind with a key has.
 func lockDecls(l *Lock, options []jen.Code, decls ...jen.Code) jen.Code {
+	return joinDecls(append(decls, optionsVar(l, options...), keyFunc(l))...)
+}
+
+// joinDecls joins declarations with blank lines.
+func joinDecls(decls ...jen.Code) jen.Code {
 	code := jen.Null()
-	for i, d := range append(decls, optionsVar(l, options...), keyFunc(l)) {
+	for i, d := range decls {
 		if i > 0 {
 			code.Line().Line()
 		}

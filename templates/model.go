@@ -15,15 +15,23 @@ type File struct {
 type Lock struct {
 	Name     string // exported Go name, e.g. OrderLock
 	Doc      string // the spec's doc text, may be empty or span lines
-	Kind     string // "reentrant", "fair" or "readwrite"
-	Key      string // the key pattern as it will be rendered (slot applied)
+	Kind     string // "reentrant", "fair", "readwrite", "multi" or "red"
+	Key      string // the key pattern as it will be rendered (slot applied); "" for multi
 	Segments []Segment
 	Params   []Param
 	Lease    time.Duration // 0: watchdog
 	WaitTime time.Duration // negative: forever
 
+	SyncReplicas int           // > 0: every acquisition waits until that many replicas have it
 	QueueTimeout time.Duration // fair: how long a queued waiter may go silent before others skip it
 	WritersFirst bool          // readwrite: a waiting writer holds back new readers
+	Quorum       int           // red: how many RedLock nodes must grant the lock; 0: a majority
+
+	// Members (multi) are the locks a multi lock takes, none of them
+	// multi, each once; Params is the union of theirs. A readwrite member
+	// is taken on its write side.
+	Members []Lock
+	Atomic  bool // multi: members proven reentrant and in one cluster slot
 }
 
 // Segment is literal key text or a param placeholder.
@@ -63,6 +71,8 @@ func (r Render) escaped() bool {
 
 // fallible reports whether rendering the lock's key can fail (a param is
 // only a TextMarshaler), which gives its handle constructor an error result.
+// A multi lock's params are its members', so it is fallible when one of
+// them is.
 func (l *Lock) fallible() bool {
 	for _, p := range l.Params {
 		if p.Render == RenderText {

@@ -11,7 +11,7 @@ import (
 // handles), With<Name>Read and With<Name>Write, its options, with
 // WritersFirst, and its key function.
 func ReadWrite(l *Lock) jen.Code {
-	cfg := configLines(l, writersText(l.WritersFirst))
+	cfg := configLines(l, configLine("fairness", writersText(l.WritersFirst)))
 	ctor := clientCtor(l, "ReadWrite")
 	handle := handleFunc(l, lines([]string{
 		l.Name + " returns the read-write lock " + l.Name + for_(l) + ": many readers or one writer.",
@@ -24,7 +24,7 @@ func ReadWrite(l *Lock) jen.Code {
 			sharing,
 			waitSentence(l.WaitTime),
 			"fn gets the ctx of the hold: it is cancelled if the lock is lost, and a",
-		}, nested, cfg), ctor, side(name))
+		}, nested, cfg), keyed(l, ctor), side(name))
 	}
 	read := with("Read", "other readers may hold it at the same time, a writer may not.",
 		"nested read with that ctx re-enters the lock; a nested write fails with",
