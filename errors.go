@@ -78,6 +78,16 @@ func (e *errs) add(p Pos, path, format string, args ...any) {
 	e.list = append(e.list, &Error{File: e.file, Pos: p, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
+// under reports whether an error was added for path or a field below it.
+func (e *errs) under(path string) bool {
+	for _, x := range e.list {
+		if x.Path == path || strings.HasPrefix(x.Path, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
 func (e *errs) err() error {
 	if len(e.list) == 0 {
 		return nil

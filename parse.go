@@ -12,8 +12,8 @@ import (
 // contract of the DSL; the JSON Schema is tested against these lists.
 var (
 	topFields      = []string{"version", "package", "output", "defaults", "locks"}
-	defaultsFields = []string{"lease", "waitTime"}
-	lockFields     = []string{"doc", "kind", "key", "params", "lease", "waitTime", "fairness", "members", "quorum", "slot"}
+	defaultsFields = []string{"lease", "waitTime", "syncReplicas"}
+	lockFields     = []string{"doc", "kind", "key", "params", "lease", "waitTime", "syncReplicas", "fairness", "members", "atomic", "quorum", "slot"}
 	fairnessFields = []string{"queueTimeout", "writers"}
 	writerOrders   = []string{writersRedisson, writersFirst}
 )
@@ -210,6 +210,10 @@ func (p *parser) spec(root *yaml.Node) *Spec {
 				case "waitTime":
 					if w, ok := p.wait(d.val, "defaults.waitTime"); ok {
 						s.Defaults.WaitTime = w
+					}
+				case "syncReplicas":
+					if n, ok := p.replicas(d.val, "defaults.syncReplicas"); ok {
+						s.Defaults.SyncReplicas = n
 					}
 				}
 			}

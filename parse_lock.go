@@ -30,7 +30,7 @@ func (p *parser) locks(s *Spec, n *yaml.Node) {
 
 // lock reads one lock; the spec's defaults fill what it leaves out.
 func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
-	l := &Lock{Name: name, Pos: pos(f.key), Kind: Reentrant, Lease: s.Defaults.Lease, WaitTime: s.Defaults.WaitTime}
+	l := &Lock{Name: name, Pos: pos(f.key), Kind: Reentrant, Lease: s.Defaults.Lease, WaitTime: s.Defaults.WaitTime, SyncReplicas: s.Defaults.SyncReplicas}
 	v := deref(f.val)
 	if v.Kind != yaml.MappingNode {
 		l.broken = true
@@ -63,10 +63,18 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 			if x, ok := p.wait(lf.val, fp); ok {
 				l.WaitTime = x
 			}
+		case "syncReplicas":
+			l.syncReplicasPos = pos(lf.key)
+			if n, ok := p.replicas(lf.val, fp); ok {
+				l.SyncReplicas = n
+			}
 		case "fairness":
 			l.Fairness = p.fairness(lf, fp)
 		case "members":
 			p.members(l, lf.val, fp)
+		case "atomic":
+			l.atomicPos = pos(lf.key)
+			l.Atomic = p.boolean(lf.val, fp, "atomic: true, or leave it out")
 		case "quorum":
 			p.quorum(l, lf.val, fp)
 		}
@@ -75,6 +83,11 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 		kindPos = l.Pos
 	}
 	l.kindPos = kindPos
+	if l.Kind == Multi || l.Kind == Red {
+		// defaults.syncReplicas is for the kinds that can wait for
+		// replicas; written on the lock itself, validation reports it.
+		l.SyncReplicas = 0
+	}
 	return l
 }
 
@@ -220,14 +233,20 @@ func (p *parser) quorum(l *Lock, n *yaml.Node, path string) {
 	if !ok {
 		return
 	}
-	l.quorumPos = pos(deref(n))
+	at := pos(deref(n))
+	l.quorumPos = at
 	if v == "majority" {
 		return
 	}
 	q, err := strconv.Atoi(v)
-	if err != nil || q < 1 {
-		p.add(pos(deref(n)), path, "%q is not a quorum (write majority, or a number of nodes >= 1)", v)
-		return
+	switch {
+	case err != nil && suggest(v, []string{"majority"}) != "":
+		p.add(at, path, "%q is not a quorum (did you mean \"majority\"?)", v)
+	case err != nil:
+		p.add(at, path, "%q is not a quorum (write majority, or a number of nodes such as 3)", v)
+	case q < 1:
+		p.add(at, path, "quorum %d: at least one node must grant the lock (write majority, or a number of nodes >= 1)", q)
+	default:
+		l.Quorum.N = q
 	}
-	l.Quorum.N = q
 }

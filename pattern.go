@@ -125,6 +125,44 @@ func (p Pattern) hasTag() bool {
 	return false
 }
 
+// tag returns the content of the key's first hash tag as pattern text,
+// and whether it has a non-empty one. Param values never contain braces
+// (they are escaped), so where a tag starts and ends is fixed by the
+// pattern's literal text.
+func (p Pattern) tag() (string, bool) {
+	var b strings.Builder
+	open := false
+	for _, s := range p.Segments {
+		if s.Param != "" {
+			if open {
+				b.WriteString("${" + s.Param + "}")
+			}
+			continue
+		}
+		for i := 0; i < len(s.Lit); i++ {
+			switch c := s.Lit[i]; {
+			case !open && c == '{':
+				open = true
+			case open && c == '}':
+				return b.String(), b.Len() > 0
+			case open:
+				b.WriteByte(c)
+			}
+		}
+	}
+	return "", false
+}
+
+// hashed is what Redis hashes to pick the key's cluster slot, as pattern
+// text: the first hash tag, or the whole key when it has none (or an empty
+// one, {}). Keys with equal hashed text and equal param values share a slot.
+func (p Pattern) hashed() string {
+	if tag, ok := p.tag(); ok {
+		return "{" + tag + "}"
+	}
+	return p.Text
+}
+
 // withSlot returns the key with the slot applied as a hash tag: the first
 // occurrence of the slot's text in the key is wrapped in braces, or, when
 // the key does not contain it (or only inside a placeholder), "{slot}:" is

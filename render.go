@@ -65,27 +65,19 @@ func Render(s *Spec) (*Output, error) {
 
 // lockModel converts a validated lock to the templates' model.
 func lockModel(l *Lock) templates.Lock {
-	key := l.Key
-	if l.Slot.set {
-		key = withSlot(l.Key, l.Slot)
-	}
+	key := l.key()
 	m := templates.Lock{
-		Name: l.Name,
-		Doc:  l.Doc,
-		Kind: string(l.Kind),
-		Key:  key.Text,
+		Name:         l.Name,
+		Doc:          l.Doc,
+		Kind:         string(l.Kind),
+		Key:          key.Text,
+		SyncReplicas: l.SyncReplicas,
 	}
 	for _, s := range key.Segments {
 		m.Segments = append(m.Segments, templates.Segment{Lit: s.Lit, Param: s.Param})
 	}
 	for _, p := range l.Params {
-		tp := templates.Param{Name: p.Name, Render: p.Type.render}
-		if p.Type.Basic != "" {
-			tp.TypeName, tp.Basic = p.Type.Basic, true
-		} else {
-			tp.TypePath, tp.TypeName = p.Type.Path, p.Type.Name
-		}
-		m.Params = append(m.Params, tp)
+		m.Params = append(m.Params, paramModel(p))
 	}
 	if !l.Lease.Watchdog {
 		m.Lease = l.Lease.Fixed
@@ -99,6 +91,33 @@ func lockModel(l *Lock) templates.Lock {
 		m.QueueTimeout = l.QueueTimeout()
 	case ReadWrite:
 		m.WritersFirst = l.WritersFirst()
+	case Red:
+		m.Quorum = l.Quorum.N
+	case Multi:
+		// The params are the union of the members': in member order, each
+		// member's in its own order, a shared param where it first appears.
+		m.Atomic = l.Atomic
+		seen := map[string]bool{}
+		for _, leaf := range l.leaves {
+			lm := lockModel(leaf)
+			m.Members = append(m.Members, lm)
+			for _, p := range lm.Params {
+				if !seen[p.Name] {
+					seen[p.Name] = true
+					m.Params = append(m.Params, p)
+				}
+			}
+		}
 	}
 	return m
+}
+
+func paramModel(p *Param) templates.Param {
+	tp := templates.Param{Name: p.Name, Render: p.Type.render}
+	if p.Type.Basic != "" {
+		tp.TypeName, tp.Basic = p.Type.Basic, true
+	} else {
+		tp.TypePath, tp.TypeName = p.Type.Path, p.Type.Name
+	}
+	return tp
 }

@@ -96,6 +96,9 @@ func TestEveryValidSpecValidatesAgainstTheSchema(t *testing.T) {
 		"bad_root_is_a_list": true, "bad_multi_with_key_and_one_member": false,
 		"bad_writers_on_non_readwrite": true, "bad_queue_timeout_on_readwrite": true,
 		"bad_writers_value": true, "bad_queue_timeout_not_positive": true,
+		"bad_fields_of_other_kinds": true, "bad_sync_replicas_value": true, "bad_sync_replicas_on_red_and_multi": true,
+		"bad_quorum": true, "bad_atomic_value": true,
+		"bad_red_member": false, "bad_atomic_members_in_different_slots": false, "bad_atomic_non_reentrant_members": false,
 	}
 	checked := 0
 	for _, f := range files {

@@ -19,6 +19,10 @@ type Spec struct {
 type Defaults struct {
 	Lease    Lease
 	WaitTime Wait
+	// SyncReplicas applies to the locks that can wait for replicas: every
+	// kind but multi (its members wait with their own) and red (its nodes
+	// are independent masters).
+	SyncReplicas int
 }
 
 // Default values used when a spec leaves a field out.
@@ -59,9 +63,7 @@ func (w Wait) String() string {
 // Kind is the kind of a lock.
 type Kind string
 
-// The kinds of lock the DSL knows. Reentrant, Fair and ReadWrite are
-// implemented by the runtime; Multi and Red are accepted by the parser and
-// reported as not implemented by validation.
+// The kinds of lock the DSL knows.
 const (
 	Reentrant Kind = "reentrant"
 	Fair      Kind = "fair"
@@ -73,31 +75,38 @@ const (
 // Kinds lists every kind the DSL accepts, in documentation order.
 var Kinds = []Kind{Reentrant, Fair, ReadWrite, Multi, Red}
 
-// Implemented reports whether the runtime supports the kind yet.
-func (k Kind) Implemented() bool { return k == Reentrant || k == Fair || k == ReadWrite }
-
 // Lock is one declared lock.
 type Lock struct {
 	Name     string
 	Pos      Pos // of the name
 	Doc      string
 	Kind     Kind
-	Key      Pattern // as written; empty for multi
-	Slot     Pattern // empty when not set
-	Params   []*Param
+	Key      Pattern  // as written; empty for multi
+	Slot     Pattern  // empty when not set
+	Params   []*Param // none for multi: its helpers take the union of its members'
 	Lease    Lease
 	WaitTime Wait
 	Fairness *Fairness // fair and readwrite only; nil when not written
-	Members  []string  // multi only
+	Members  []string  // multi only, as written
+	Atomic   bool      // multi only: members proven reentrant and in one cluster slot
 	Quorum   Quorum    // red only
+	// SyncReplicas > 0: every acquisition waits until that many replicas
+	// have it, or is undone. Always 0 for multi and red locks.
+	SyncReplicas int
 
-	kindPos    Pos             // of the kind value, or of the name when kind is left out
-	paramsPos  Pos             // of the params mapping, when present
-	membersPos Pos             // of the members list, when present
-	memberPos  []Pos           // of each member
-	quorumPos  Pos             // of the quorum value, when present
-	broken     bool            // not a mapping, or params unreadable: skip the cross-field checks
-	rejected   map[string]bool // params declared with an unusable name or type
+	kindPos         Pos             // of the kind value, or of the name when kind is left out
+	paramsPos       Pos             // of the params mapping, when present
+	membersPos      Pos             // of the members list, when present
+	memberPos       []Pos           // of each member
+	atomicPos       Pos             // of the atomic key, when present
+	quorumPos       Pos             // of the quorum value, when present
+	syncReplicasPos Pos             // of the syncReplicas key, when present
+	broken          bool            // not a mapping, or params unreadable: skip the cross-field checks
+	rejected        map[string]bool // params declared with an unusable name or type
+
+	// leaves are the locks a multi lock takes, set once its members are
+	// valid: nested multi locks flattened, each lock once, in member order.
+	leaves []*Lock
 }
 
 // Param is a key parameter: its Go name and type.
@@ -147,10 +156,19 @@ func (l *Lock) WritersFirst() bool {
 	return l.Fairness != nil && l.Fairness.WritersFirst
 }
 
-// Quorum is the number of nodes a red lock must win: Majority (N/2+1)
-// when N is zero.
+// Quorum is how many of the RedLock nodes a red lock must win. N == 0
+// (quorum: majority) means a majority of the nodes the runtime is given.
 type Quorum struct {
 	N int
+}
+
+// key is the key as the generated code renders it: the slot, when set,
+// becomes a hash tag.
+func (l *Lock) key() Pattern {
+	if l.Slot.set && l.Key.set {
+		return withSlot(l.Key, l.Slot)
+	}
+	return l.Key
 }
 
 // Lock returns the declared lock called name, or nil.

@@ -18,19 +18,25 @@ func validate(s *Spec, e *errs) {
 	validateNames(s, e)
 }
 
-// validateKind checks that the lock's fields fit its kind, and reports a
-// kind the runtime does not implement yet.
+// validateKind checks that the lock's fields fit its kind.
 func validateKind(l *Lock, e *errs) {
 	path := "locks." + l.Name
 	if l.Kind == "" {
 		return // unknown kind, already reported
 	}
-	if !l.Kind.Implemented() {
-		e.add(l.kindPos, path+".kind", "kind %q is not implemented yet by the runtime (use reentrant for now; %s comes in a later release)", l.Kind, l.Kind)
-	}
 	validateFairness(l, e)
 	if l.quorumPos.Line > 0 && l.Kind != Red {
 		e.add(l.quorumPos, path+".quorum", "only red locks have a quorum (remove it, or set kind: red)")
+	}
+	if l.atomicPos.Line > 0 && l.Kind != Multi {
+		e.add(l.atomicPos, path+".atomic", "only multi locks have atomic (remove it, or set kind: multi)")
+	}
+	switch {
+	case l.syncReplicasPos.Line == 0:
+	case l.Kind == Red:
+		e.add(l.syncReplicasPos, path+".syncReplicas", "a red lock does not wait for replicas: each RedLock node is an independent master, and the quorum of nodes is what lets a hold survive a crashed node (remove syncReplicas; raise quorum instead)")
+	case l.Kind == Multi:
+		e.add(l.syncReplicasPos, path+".syncReplicas", "a multi lock takes each member with the member's own syncReplicas (set it on the members, or in defaults, and remove it here)")
 	}
 	if l.Kind == Multi {
 		if l.Key.set {
@@ -125,7 +131,9 @@ func validateKey(l *Lock, e *errs) {
 }
 
 // validateMembers checks multi-lock members: they exist, are listed once,
-// form no cycle, and agree on the types of params they share.
+// are not red locks, form no cycle, and agree on the types of params they
+// share. Then it flattens each multi lock whose members are all valid and
+// checks the promise of atomic: true.
 func validateMembers(s *Spec, e *errs) {
 	byName := map[string]*Lock{}
 	for _, l := range s.Locks {
@@ -133,41 +141,197 @@ func validateMembers(s *Spec, e *errs) {
 			byName[l.Name] = l
 		}
 	}
+	var valid []*Lock
 	for _, l := range s.Locks {
-		if l.Kind != Multi {
-			continue
-		}
-		path := "locks." + l.Name + ".members"
-		seen := map[string]bool{}
-		for i, m := range l.Members {
-			at := l.memberPos[i]
-			switch {
-			case m == l.Name:
-				e.add(at, path, "a lock cannot be its own member (remove %s)", m)
-			case byName[m] == nil:
-				e.add(at, path, "no lock named %q (%s)", m, didYouMean(m, lockNames(s, l.Name)))
-			case seen[m]:
-				e.add(at, path, "%s is listed twice (remove one)", m)
-			}
-			seen[m] = true
-		}
-		if cycle := memberCycle(l, byName, nil); cycle != nil {
-			e.add(l.membersPos, path, "member cycle %s (a multi lock cannot contain itself; remove one member)", strings.Join(cycle, " -> "))
-			continue
-		}
-		types := map[string]string{}
-		from := map[string]string{}
-		for i, m := range l.Members {
-			for _, p := range unionParams(byName[m], byName, 0) {
-				t := p.Type.String()
-				if prev, ok := types[p.Name]; ok && prev != t {
-					e.add(l.memberPos[i], path, "param %s is %s in %s but %s in %s (give the members one type for %s)", p.Name, prev, from[p.Name], t, m, p.Name)
-					continue
-				}
-				types[p.Name], from[p.Name] = t, m
-			}
+		if l.Kind == Multi && !l.broken && validateMemberList(s, l, byName, e) {
+			valid = append(valid, l)
 		}
 	}
+	// A second pass: a member declared further down has had its own
+	// members checked by now.
+	for _, l := range valid {
+		leaves := leavesOf(l, byName)
+		for _, lf := range leaves {
+			if lf.lock.broken || lf.lock.Kind == Red || e.under("locks."+lf.lock.Name) || e.under("locks."+l.Members[lf.via]) {
+				leaves = nil // reported already; the leaves would only repeat it
+				break
+			}
+		}
+		for _, lf := range leaves {
+			l.leaves = append(l.leaves, lf.lock)
+		}
+		if l.Atomic && leaves != nil {
+			validateAtomic(l, leaves, e)
+		}
+	}
+}
+
+// validateMemberList checks the members of multi lock l and reports
+// whether they are all usable.
+func validateMemberList(s *Spec, l *Lock, byName map[string]*Lock, e *errs) bool {
+	path := "locks." + l.Name + ".members"
+	ok := len(l.Members) >= 2
+	seen := map[string]bool{}
+	for i, m := range l.Members {
+		at := l.memberPos[i]
+		usable := false
+		switch {
+		case m == l.Name:
+			e.add(at, path, "a lock cannot be its own member (remove %s)", m)
+		case byName[m] == nil:
+			e.add(at, path, "no lock named %q (%s)", m, didYouMean(m, lockNames(s, l.Name)))
+		case seen[m]:
+			e.add(at, path, "%s is listed twice (remove one)", m)
+		case byName[m].Kind == Red:
+			e.add(at, path, "%s is a red lock: it lives on the RedLock nodes, not on the Redis the other members share, so it cannot be taken with them (remove it from members)", m)
+		default:
+			usable = true
+		}
+		seen[m] = true
+		ok = ok && usable
+	}
+	if cycle := memberCycle(l, byName, nil); cycle != nil {
+		e.add(l.membersPos, path, "member cycle %s (a multi lock cannot contain itself; remove one member)", strings.Join(cycle, " -> "))
+		return false
+	}
+	types := map[string]string{}
+	from := map[string]string{}
+	for i, m := range l.Members {
+		for _, p := range unionParams(byName[m], byName, 0) {
+			t := p.Type.String()
+			if prev, seen := types[p.Name]; seen && prev != t {
+				e.add(l.memberPos[i], path, "param %s is %s in %s but %s in %s (give the members one type for %s)", p.Name, prev, from[p.Name], t, m, p.Name)
+				ok = false
+				continue
+			}
+			types[p.Name], from[p.Name] = t, m
+		}
+	}
+	return ok
+}
+
+// leaf is a lock a multi lock takes, and the index of the member it comes
+// through (itself, or a nested multi lock).
+type leaf struct {
+	lock *Lock
+	via  int
+}
+
+// leavesOf flattens the members of multi lock l: nested multi locks give
+// their members, in order, and a lock reached twice is taken once.
+func leavesOf(l *Lock, byName map[string]*Lock) []leaf {
+	var out []leaf
+	seen := map[*Lock]bool{}
+	var walk func(m *Lock, via, depth int)
+	walk = func(m *Lock, via, depth int) {
+		switch {
+		case m == nil || depth > len(byName):
+		case m.Kind == Multi:
+			for _, n := range m.Members {
+				walk(byName[n], via, depth+1)
+			}
+		case !seen[m]:
+			seen[m] = true
+			out = append(out, leaf{m, via})
+		}
+	}
+	for i, m := range l.Members {
+		walk(byName[m], i, 0)
+	}
+	return out
+}
+
+// validateAtomic checks what atomic: true promises: one script call can
+// take every member, because all are reentrant and all their keys hash to
+// the cluster slot of the first.
+func validateAtomic(l *Lock, leaves []leaf, e *errs) {
+	path := "locks." + l.Name + ".members"
+	var first *Lock
+	for _, lf := range leaves {
+		m, at := lf.lock, l.memberPos[lf.via]
+		name := m.Name
+		if via := l.Members[lf.via]; via != m.Name {
+			name += " (a member of " + via + ")"
+		}
+		if m.Kind != Reentrant {
+			e.add(at, path, "%s is a %s lock, but atomic: true takes every member with one script, which only reentrant members allow (make %s reentrant, or remove atomic: the members are then taken in key order, with rollback)", name, m.Kind, m.Name)
+			continue
+		}
+		if first == nil {
+			first = m
+			continue
+		}
+		if a, b := first.key().hashed(), m.key().hashed(); a != b {
+			e.add(at, path, "%s may be in another cluster slot than %s (Redis hashes %s for it and %s for %s), but atomic: true needs every member in one slot (%s; or remove atomic)", name, first.Name, b, a, first.Name, slotFix(first, m, l.Name))
+		}
+	}
+}
+
+// slotFix says how to put locks a and b in one cluster slot: a hash tag
+// over a param they share (the one a or b already hashes, if any), or a
+// constant named after the multi lock.
+func slotFix(a, b *Lock, multi string) string {
+	value := ""
+	for _, x := range []*Lock{a, b} {
+		if tag, ok := x.key().tag(); ok && allDeclared(tag, a) && allDeclared(tag, b) {
+			value = tag
+			break
+		}
+	}
+	for _, p := range a.Params {
+		if value == "" && declares(b, p.Name) {
+			value = "${" + p.Name + "}"
+		}
+	}
+	constant := value == ""
+	if constant {
+		value = strings.ToLower(strings.TrimSuffix(multi, "Lock"))
+		if value == "" {
+			value = strings.ToLower(multi)
+		}
+	}
+	var slot, retag []string
+	for _, x := range []*Lock{a, b} {
+		switch tag, _ := x.key().tag(); {
+		case tag == value:
+		case x.Key.hasTag():
+			retag = append(retag, x.Name)
+		default:
+			slot = append(slot, x.Name)
+		}
+	}
+	var fixes []string
+	if len(slot) > 0 {
+		fixes = append(fixes, "give "+strings.Join(slot, " and ")+" slot: \""+value+"\"")
+	}
+	if len(retag) > 0 {
+		fixes = append(fixes, "make the hash tag in the key of "+strings.Join(retag, " and ")+" {"+value+"}")
+	}
+	fix := strings.Join(fixes, "; ")
+	if constant {
+		fix = "they share no param: " + fix + ", a constant that puts every key of both in one slot"
+	}
+	return fix
+}
+
+// allDeclared reports whether every placeholder of pattern text is a param of l.
+func allDeclared(text string, l *Lock) bool {
+	segs, _ := parsePattern(text, false)
+	for _, s := range segs {
+		if s.Param != "" && !declares(l, s.Param) {
+			return false
+		}
+	}
+	return true
+}
+
+func declares(l *Lock, param string) bool {
+	for _, p := range l.Params {
+		if p.Name == param {
+			return true
+		}
+	}
+	return false
 }
 
 // memberCycle returns the path of a cycle through l's members, or nil.

@@ -86,3 +86,38 @@ func (p *parser) wait(n *yaml.Node, path string) (Wait, bool) {
 	d, ok := p.duration(n, path, true)
 	return Wait{D: d}, ok
 }
+
+// replicas reads syncReplicas: how many replicas must acknowledge an
+// acquisition, 0 for none.
+func (p *parser) replicas(n *yaml.Node, path string) (int, bool) {
+	const fix = "write how many replicas must acknowledge each acquisition, e.g. 1; 0 waits for none"
+	v, ok := p.scalar(n, path, "a number of replicas such as 1")
+	if !ok {
+		return 0, false
+	}
+	at := pos(deref(n))
+	r, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		p.add(at, path, "%q is not a number of replicas (%s)", v, fix)
+		return 0, false
+	case r < 0:
+		p.add(at, path, "%d is negative (%s)", r, fix)
+		return 0, false
+	}
+	return r, true
+}
+
+// boolean reads true or false; anything else is reported with want.
+func (p *parser) boolean(n *yaml.Node, path, want string) bool {
+	v, ok := p.scalar(n, path, want)
+	if !ok {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if deref(n).Tag != "!!bool" || err != nil {
+		p.add(pos(deref(n)), path, "%q is not true or false (write %s)", v, want)
+		return false
+	}
+	return b
+}

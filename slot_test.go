@@ -1,0 +1,99 @@
+package lockgen
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestTagIsWhatRedisHashes checks the hash-tag rule the atomic proof
+// relies on: the first {, the first } after it, and the whole key when
+// there is no tag or the first one is empty.
+func TestTagIsWhatRedisHashes(t *testing.T) {
+	for text, want := range map[string]string{
+		"order:${id}":            "order:${id}",
+		"order:{${id}}":          "{${id}}",
+		"{a}:{b}":                "{a}",
+		"a:{}:{b}":               "a:{}:{b}",
+		"x:{${tenant}:${day}}:y": "{${tenant}:${day}}",
+	} {
+		segs, probs := parsePattern(text, true)
+		if len(probs) > 0 {
+			t.Fatalf("%s: %v", text, probs)
+		}
+		if got := (Pattern{Text: text, Segments: segs}).hashed(); got != want {
+			t.Errorf("hashed(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// TestAtomicMultiLockMembersShareASlot renders the member keys of every
+// atomic multi lock in the golden cases for many param values, and checks
+// with Redis's own slot function that they always land in one slot.
+func TestAtomicMultiLockMembersShareASlot(t *testing.T) {
+	src, err := os.ReadFile("testdata/multi_atomic/locks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Parse("locks.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, l := range spec.Locks {
+		if l.Kind != Multi || !l.Atomic {
+			continue
+		}
+		for i := range 200 {
+			slot := -1
+			for _, m := range l.leaves {
+				key := renderKey(m.key(), func(param string) string { return fmt.Sprint(param, "-", i*7919%1000) })
+				if s := keySlot(key); slot >= 0 && s != slot {
+					t.Fatalf("%s: %s is in slot %d, an earlier member in %d", l.Name, key, s, slot)
+				} else {
+					slot = s
+				}
+			}
+		}
+		checked++
+	}
+	if checked < 2 {
+		t.Fatalf("checked %d atomic multi locks, want the 2 of testdata/multi_atomic", checked)
+	}
+}
+
+// renderKey fills the placeholders of p with value(param).
+func renderKey(p Pattern, value func(param string) string) string {
+	var b strings.Builder
+	for _, s := range p.Segments {
+		if s.Param != "" {
+			b.WriteString(value(s.Param))
+		} else {
+			b.WriteString(s.Lit)
+		}
+	}
+	return b.String()
+}
+
+// keySlot is Redis Cluster's HASH_SLOT: CRC16 (XMODEM) of the hash tag,
+// or of the whole key, mod 16384.
+func keySlot(key string) int {
+	if s := strings.IndexByte(key, '{'); s >= 0 {
+		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
+			key = key[s+1 : s+1+e]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
