@@ -1,15 +1,19 @@
 // Command example is a demo of the code lockgen generates from
 // locks.yaml: workers contend for a few orders, stock items (a fair lock),
-// shop catalogs (a read-write lock: many readers, an occasional writer)
-// and tenant reports through the generated With<Name> helpers, check that
-// no lock is ever shared that should not be, and print a summary.
+// shop catalogs (a read-write lock: many readers, an occasional writer),
+// checkouts (a multi-lock over an order and a stock item), payments (a
+// RedLock over independent Redis nodes) and tenant reports through the
+// generated With<Name> helpers, check that no lock is ever shared that
+// should not be, and print a summary.
 //
-// With no flags it runs on an embedded in-process Redis (miniredis, whose
-// clock is advanced in real time so leases expire); -redis points it at a
-// real server:
+// With no flags it runs on embedded in-process Redis servers (miniredis,
+// whose clock is advanced in real time so leases expire): one for the
+// locks, three more as the RedLock nodes. -redis points the locks at a
+// real server and -red the RedLock at real independent masters (several
+// databases of one server would not be independent):
 //
 //	go run ./example
-//	go run ./example -redis redis://localhost:6379/0
+//	go run ./example -redis redis://localhost:6379/0 -red redis://host1:6379,redis://host2:6379,redis://host3:6379
 package main
 
 import (
@@ -22,6 +26,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,23 +40,49 @@ import (
 
 func main() {
 	redisURL := flag.String("redis", "", "Redis URL, e.g. redis://localhost:6379/0 (default: embedded in-process Redis)")
+	redURLs := flag.String("red", "", "comma-separated URLs of the independent Redis masters the RedLock spans (default: 3 embedded in-process Redis)")
 	workers := flag.Int("workers", 8, "concurrent workers")
 	duration := flag.Duration("duration", 2*time.Second, "how long the workers run")
 	flag.Parse()
-	if err := run(os.Stdout, *redisURL, *workers, *duration); err != nil {
+	var red []string
+	if *redURLs != "" {
+		red = strings.Split(*redURLs, ",")
+	}
+	if err := run(os.Stdout, *redisURL, red, *workers, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, redisURL string, workers int, duration time.Duration) error {
+// redNodes is how many embedded RedLock nodes run without -red.
+const redNodes = 3
+
+func run(w io.Writer, redisURL string, redURLs []string, workers int, duration time.Duration) error {
 	rdb, where, stop, err := connect(redisURL)
 	if err != nil {
 		return err
 	}
 	defer stop()
+	nodes := make([]redis.UniversalClient, max(len(redURLs), redNodes))
+	redWhere := fmt.Sprint(len(nodes), " embedded Redis (miniredis)")
+	if len(redURLs) > 0 {
+		nodes, redWhere = nodes[:len(redURLs)], strings.Join(redURLs, ", ")
+	}
+	for i := range nodes {
+		url := ""
+		if len(redURLs) > 0 {
+			url = redURLs[i]
+		}
+		node, _, stop, err := connect(url)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		nodes[i] = node
+	}
 	client, err := runtime.NewClient(rdb, &runtime.Options{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		RedLockNodes: nodes,
 	})
 	if err != nil {
 		return err
@@ -60,6 +91,7 @@ func run(w io.Writer, redisURL string, workers int, duration time.Duration) erro
 	locks := gen.New(client)
 
 	fmt.Fprintf(w, "lockgen demo: %d workers for %v on %s\n", workers, duration, where)
+	fmt.Fprintf(w, "RedLock nodes:    %s\n", redWhere)
 	s := newStats()
 	ctx, cancel := context.WithTimeout(context.Background(), duration)
 	defer cancel()
@@ -118,18 +150,18 @@ func connect(url string) (redis.UniversalClient, string, func(), error) {
 }
 
 // worker takes random locks until ctx is done. Inside each lock it marks
-// the resource busy and checks the lock's promise: nobody else inside an
-// exclusive lock, no writer beside a reader of the catalog. A broken
-// promise is a violation.
+// the resources it guards busy and checks the lock's promise: nobody else
+// inside an exclusive lock, no writer beside a reader of the catalog. A
+// broken promise is a violation.
 func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 	for ctx.Err() == nil {
 		start := time.Now()
 		var err error
-		switch n := rng.IntN(10); {
+		switch n := rng.IntN(12); {
 		case n < 2:
 			id := int64(rng.IntN(3))
 			err = locks.WithOrderLock(ctx, id, func(ctx context.Context) error {
-				defer s.enter("order", id, start)()
+				defer s.enter("order", start, res("order", id))()
 				// A nested call with the hold's ctx re-enters the lock.
 				return locks.WithOrderLock(ctx, id, func(context.Context) error {
 					time.Sleep(time.Millisecond)
@@ -138,9 +170,9 @@ func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 			})
 		case n < 4:
 			// Fair: the workers waiting for one SKU get it in arrival order.
-			sku := fmt.Sprint("sku-", rng.IntN(2))
+			sku := skus[rng.IntN(len(skus))]
 			err = locks.WithInventoryLock(ctx, 1, sku, func(ctx context.Context) error {
-				defer s.enter("inventory", sku, start)()
+				defer s.enter("inventory", start, res("inventory", sku))()
 				time.Sleep(time.Millisecond)
 				return nil
 			})
@@ -148,7 +180,7 @@ func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 			// Many readers share a shop's catalog...
 			shop := shops[rng.IntN(len(shops))]
 			err = locks.WithCatalogRead(ctx, shop, func(ctx context.Context) error {
-				defer s.enterRead("catalog", shop, start)()
+				defer s.enterRead("catalog read", start, res("catalog", shop))()
 				time.Sleep(2 * time.Millisecond)
 				return nil
 			})
@@ -157,14 +189,31 @@ func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 			// so the readers streaming in cannot hold it off.
 			shop := shops[rng.IntN(len(shops))]
 			err = locks.WithCatalogWrite(ctx, shop, func(ctx context.Context) error {
-				defer s.enter("catalog", shop, start)()
+				defer s.enter("catalog", start, res("catalog", shop))()
+				time.Sleep(time.Millisecond)
+				return nil
+			})
+		case n == 9:
+			// A checkout holds its order and its stock item at once: no
+			// order or inventory worker may be inside either meanwhile.
+			id, sku := int64(rng.IntN(3)), skus[rng.IntN(len(skus))]
+			err = locks.WithCheckoutLock(ctx, id, 1, sku, func(ctx context.Context) error {
+				defer s.enter("checkout", start, res("order", id), res("inventory", sku))()
+				time.Sleep(time.Millisecond)
+				return nil
+			})
+		case n == 10:
+			// A RedLock: held on a majority of the independent nodes.
+			id := payments[rng.IntN(len(payments))]
+			err = locks.WithPaymentLock(ctx, id, func(ctx context.Context) error {
+				defer s.enter("payment", start, res("payment", id))()
 				time.Sleep(time.Millisecond)
 				return nil
 			})
 		default:
 			tenant := []string{"acme", "globex"}[rng.IntN(2)]
 			err = locks.WithTenantReportLock(ctx, tenant, 5, func(ctx context.Context) error {
-				defer s.enter("report", tenant, start)()
+				defer s.enter("report", start, res("report", tenant))()
 				time.Sleep(2 * time.Millisecond)
 				return nil
 			})
@@ -181,14 +230,21 @@ func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 	}
 }
 
-var shops = []string{"shop-1", "shop-2"}
+// res names a resource a lock guards, e.g. order:2.
+func res(kind string, id any) string { return fmt.Sprint(kind, ":", id) }
+
+var (
+	shops    = []string{"shop-1", "shop-2"}
+	skus     = []string{"sku-0", "sku-1"}
+	payments = []string{"pay-1", "pay-2"}
+)
 
 type stats struct {
 	mu         sync.Mutex
 	writer     map[string]bool // resources held exclusively now
 	readers    map[string]int  // readers inside each shared resource now
 	maxReaders int             // most readers seen inside one resource at once
-	byKind     map[string]int  // acquisitions per lock (and side)
+	byKind     map[string]int  // acquisitions per lock (and catalog side)
 	waits      []time.Duration
 	violations int
 	errs       []error
@@ -199,47 +255,51 @@ func newStats() *stats {
 	return &stats{writer: map[string]bool{}, readers: map[string]int{}, byKind: map[string]int{}}
 }
 
-// enter records an exclusive hold of kind:id acquired after waiting since
-// start; the caller defers the func it returns to leave.
-func (s *stats) enter(kind string, id any, start time.Time) (leave func()) {
-	k := s.acquired(kind, id, start, kind)
+// enter records an exclusive hold of resources, counted as counter and
+// acquired after waiting since start; the caller defers the func it
+// returns to leave.
+func (s *stats) enter(counter string, start time.Time, resources ...string) (leave func()) {
+	s.acquired(counter, start)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writer[k] || s.readers[k] > 0 {
-		s.violations++
+	for _, r := range resources {
+		if s.writer[r] || s.readers[r] > 0 {
+			s.violations++
+		}
+		s.writer[r] = true
 	}
-	s.writer[k] = true
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		delete(s.writer, k)
+		for _, r := range resources {
+			delete(s.writer, r)
+		}
 	}
 }
 
-// enterRead records a shared hold of kind:id, which no writer may share.
-func (s *stats) enterRead(kind string, id any, start time.Time) (leave func()) {
-	k := s.acquired(kind, id, start, kind+" read")
+// enterRead records a shared hold of resource, which no writer may share.
+func (s *stats) enterRead(counter string, start time.Time, resource string) (leave func()) {
+	s.acquired(counter, start)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writer[k] {
+	if s.writer[resource] {
 		s.violations++
 	}
-	s.readers[k]++
-	s.maxReaders = max(s.maxReaders, s.readers[k])
+	s.readers[resource]++
+	s.maxReaders = max(s.maxReaders, s.readers[resource])
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.readers[k]--
+		s.readers[resource]--
 	}
 }
 
-func (s *stats) acquired(kind string, id any, start time.Time, counter string) string {
+func (s *stats) acquired(counter string, start time.Time) {
 	wait := time.Since(start)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.waits = append(s.waits, wait)
 	s.byKind[counter]++
-	return fmt.Sprint(kind, ":", id)
 }
 
 func (s *stats) fail(err error) {
@@ -261,6 +321,7 @@ func (s *stats) print(w io.Writer) error {
 	fmt.Fprintf(w, "acquisitions:     %d\n", len(s.waits))
 	fmt.Fprintf(w, "  order %d, inventory (fair) %d, report %d\n", s.byKind["order"], s.byKind["inventory"], s.byKind["report"])
 	fmt.Fprintf(w, "  catalog reads %d (up to %d at once), writes %d\n", s.byKind["catalog read"], s.maxReaders, s.byKind["catalog"])
+	fmt.Fprintf(w, "  checkout (multi: order + inventory) %d, payment (red) %d\n", s.byKind["checkout"], s.byKind["payment"])
 	fmt.Fprintf(w, "not acquired:     %d (wait time ran out)\n", s.timeouts.Load())
 	fmt.Fprintf(w, "wait p50 / p99:   %v / %v\n", pct(0.50), pct(0.99))
 	fmt.Fprintf(w, "errors:           %d\n", len(s.errs))

@@ -17,19 +17,28 @@ import (
 
 func TestDemoOnEmbeddedRedisFindsNoViolations(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(&out, "", 4, 300*time.Millisecond); err != nil {
+	if err := run(&out, "", nil, 4, 300*time.Millisecond); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "violations found: 0") {
-		t.Fatalf("summary lacks the violation count:\n%s", out.String())
+	for _, want := range []string{"violations found: 0", "checkout (multi: order + inventory) ", "RedLock nodes:    3 embedded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("summary lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 
 func TestDemoOnRealRedisFindsNoViolations(t *testing.T) {
 	s := redistest.Start(t)
+	var red []string
+	for _, n := range redistest.StartN(t, 3) {
+		red = append(red, "redis://"+n.Addr())
+	}
 	var out bytes.Buffer
-	if err := run(&out, "redis://"+s.Addr(), 4, 300*time.Millisecond); err != nil {
+	if err := run(&out, "redis://"+s.Addr(), red, 4, 300*time.Millisecond); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "payment (red) 0\n") {
+		t.Fatalf("no payment was locked on the RedLock nodes:\n%s", out.String())
 	}
 }
 
@@ -47,10 +56,9 @@ func BenchmarkWithOrderLock(b *testing.B) {
 
 func BenchmarkMutexDo(b *testing.B) {
 	_, c := benchClient(b)
-	opts := runtime.LockOptions{Name: "OrderLock", Lease: runtime.Watchdog, WaitTime: 3 * time.Second}
 	benchLoop(b, func(ctx context.Context, i int) error {
 		// The key is built the way the generated code builds it.
-		return c.Mutex("order:"+itoa(int64(i)), opts).Do(ctx, nop)
+		return c.Mutex("order:"+itoa(int64(i)), orderOpts).Do(ctx, nop)
 	})
 }
 
@@ -64,9 +72,8 @@ func BenchmarkWithInventoryLock(b *testing.B) {
 
 func BenchmarkFairLockDo(b *testing.B) {
 	_, c := benchClient(b)
-	opts := runtime.LockOptions{Name: "InventoryLock", Lease: 2 * time.Second, WaitTime: time.Second, QueueTimeout: time.Minute}
 	benchLoop(b, func(ctx context.Context, i int) error {
-		return c.FairLock("inventory:"+itoa(1)+":"+ids[i], opts).Do(ctx, nop)
+		return c.FairLock("inventory:"+itoa(1)+":"+ids[i], inventoryOpts).Do(ctx, nop)
 	})
 }
 
@@ -99,6 +106,49 @@ func BenchmarkRWLockWriteDo(b *testing.B) {
 		return c.ReadWrite("catalog:"+ids[i], catalogOpts).Write().Do(ctx, nop)
 	})
 }
+
+// BenchmarkWithCheckoutLock and BenchmarkMultiLockDo: a multi-lock over a
+// reentrant and a fair member, built from the members' handles.
+func BenchmarkWithCheckoutLock(b *testing.B) {
+	locks, _ := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return locks.WithCheckoutLock(ctx, int64(i), 1, ids[i], nop)
+	})
+}
+
+func BenchmarkMultiLockDo(b *testing.B) {
+	_, c := benchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return c.MultiLock(checkoutOpts,
+			c.Mutex("order:"+itoa(int64(i)), orderOpts),
+			c.FairLock("inventory:"+itoa(1)+":"+ids[i], inventoryOpts),
+		).Do(ctx, nop)
+	})
+}
+
+// BenchmarkWithPaymentLock and BenchmarkRedLockDo: a RedLock over three
+// redis-server nodes.
+func BenchmarkWithPaymentLock(b *testing.B) {
+	locks, _ := redBenchClient(b)
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return locks.WithPaymentLock(ctx, ids[i], nop)
+	})
+}
+
+func BenchmarkRedLockDo(b *testing.B) {
+	_, c := redBenchClient(b)
+	opts := runtime.LockOptions{Name: "PaymentLock", Lease: 30 * time.Second, WaitTime: runtime.Forever}
+	benchLoop(b, func(ctx context.Context, i int) error {
+		return c.RedLock("payment:"+ids[i], opts).Do(ctx, nop)
+	})
+}
+
+// The options of locks.yaml, as the generated code has them.
+var (
+	orderOpts     = runtime.LockOptions{Name: "OrderLock", Lease: runtime.Watchdog, WaitTime: 3 * time.Second}
+	inventoryOpts = runtime.LockOptions{Name: "InventoryLock", Lease: 2 * time.Second, WaitTime: time.Second, QueueTimeout: time.Minute}
+	checkoutOpts  = runtime.LockOptions{Name: "CheckoutLock", Lease: runtime.Watchdog, WaitTime: 10 * time.Second}
+)
 
 var catalogOpts = runtime.LockOptions{Name: "Catalog", Lease: runtime.Watchdog, WaitTime: 2 * time.Second, WritersFirst: true}
 
@@ -137,27 +187,57 @@ func BenchmarkOrderLockHandle(b *testing.B) {
 
 func BenchmarkMutexHandle(b *testing.B) {
 	_, c := handleClient(b)
-	opts := runtime.LockOptions{Name: "OrderLock", Lease: runtime.Watchdog, WaitTime: 3 * time.Second}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		sink = c.Mutex("order:"+itoa(int64(i&1023)), opts)
+		sink = c.Mutex("order:"+itoa(int64(i&1023)), orderOpts)
 	}
 }
 
-var sink *runtime.Mutex
+func BenchmarkCheckoutLockHandle(b *testing.B) {
+	locks, _ := handleClient(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		multiSink = locks.CheckoutLock(int64(i&1023), 1, ids[i&1023])
+	}
+}
+
+func BenchmarkMultiLockHandle(b *testing.B) {
+	_, c := handleClient(b)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		multiSink = c.MultiLock(checkoutOpts,
+			c.Mutex("order:"+itoa(int64(i&1023)), orderOpts),
+			c.FairLock("inventory:"+itoa(1)+":"+ids[i&1023], inventoryOpts),
+		)
+	}
+}
+
+var (
+	sink      *runtime.Mutex
+	multiSink *runtime.MultiLock
+)
 
 func handleClient(b *testing.B) (*gen.Locks, *runtime.Client) {
 	mr := miniredis.RunT(b)
-	return clientFor(b, redis.NewClient(&redis.Options{Addr: mr.Addr()}))
+	return clientFor(b, redis.NewClient(&redis.Options{Addr: mr.Addr()}), nil)
 }
 
 func benchClient(b *testing.B) (*gen.Locks, *runtime.Client) {
-	return clientFor(b, redistest.Start(b).Client(b))
+	return clientFor(b, redistest.Start(b).Client(b), nil)
 }
 
-func clientFor(b *testing.B, rdb *redis.Client) (*gen.Locks, *runtime.Client) {
+// redBenchClient is a client whose RedLock nodes are three more servers.
+func redBenchClient(b *testing.B) (*gen.Locks, *runtime.Client) {
+	var nodes []redis.UniversalClient
+	for _, s := range redistest.StartN(b, 3) {
+		nodes = append(nodes, s.Client(b))
+	}
+	return clientFor(b, redistest.Start(b).Client(b), &runtime.Options{RedLockNodes: nodes})
+}
+
+func clientFor(b *testing.B, rdb *redis.Client, opts *runtime.Options) (*gen.Locks, *runtime.Client) {
 	b.Cleanup(func() { rdb.Close() })
-	c, err := runtime.NewClient(rdb, nil)
+	c, err := runtime.NewClient(rdb, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -75,16 +75,85 @@ func ExampleLocks_WithCatalogRead() {
 	// upgrade refused: true
 }
 
+// A multi-lock holds all its members, all or nothing: the order and the
+// stock item here. Its params are the members' (orderID, warehouse, sku),
+// and the ctx of the hold re-enters each member.
+func ExampleLocks_WithCheckoutLock() {
+	locks, done := newLocks()
+	defer done()
+
+	ctx := context.Background()
+	fmt.Println("keys:", locks.CheckoutLock(42, 1, "sku-7").Keys())
+	err := locks.WithCheckoutLock(ctx, 42, 1, "sku-7", func(ctx context.Context) error {
+		// Someone else's try at a member fails...
+		_, taken := locks.OrderLock(42).TryLock(context.Background(), 0, runtime.Watchdog)
+		fmt.Println("order taken by the checkout:", errors.Is(taken, runtime.ErrNotAcquired))
+		// ...while the checkout's own ctx re-enters it.
+		return locks.WithOrderLock(ctx, 42, func(ctx context.Context) error {
+			held, _ := locks.OrderLock(42).HoldCount(ctx)
+			fmt.Println("re-entered the order, count", held)
+			return nil
+		})
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// keys: [inventory:1:sku-7 order:42]
+	// order taken by the checkout: true
+	// re-entered the order, count 2
+	// err: <nil>
+}
+
+// A RedLock spans the independent Redis masters given to the client as
+// Options.RedLockNodes, and holds while a majority of them grant it: here
+// two of three embedded nodes.
+func ExampleLocks_WithPaymentLock() {
+	var nodes []redis.UniversalClient
+	for range 3 {
+		mr, err := miniredis.Run()
+		if err != nil {
+			panic(err)
+		}
+		defer mr.Close()
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		defer rdb.Close()
+		nodes = append(nodes, rdb)
+	}
+	locks, done := newLocksWith(&runtime.Options{RedLockNodes: nodes})
+	defer done()
+
+	err := locks.WithPaymentLock(context.Background(), "pay-9", func(ctx context.Context) error {
+		granted := 0
+		for _, n := range nodes {
+			if n.Exists(ctx, locks.PaymentLock("pay-9").Key()).Val() == 1 {
+				granted++
+			}
+		}
+		fmt.Println("held on", granted, "of", len(nodes), "nodes")
+		// The ctx of the hold re-enters the lock on every node.
+		return locks.WithPaymentLock(ctx, "pay-9", func(context.Context) error {
+			fmt.Println("re-entered")
+			return nil
+		})
+	})
+	fmt.Println("err:", err)
+	// Output:
+	// held on 3 of 3 nodes
+	// re-entered
+	// err: <nil>
+}
+
 // newLocks returns the generated locks on an embedded Redis (any Redis
 // will do; an embedded one keeps the examples self-contained), and a func
 // that closes it all.
-func newLocks() (*gen.Locks, func()) {
+func newLocks() (*gen.Locks, func()) { return newLocksWith(nil) }
+
+func newLocksWith(opts *runtime.Options) (*gen.Locks, func()) {
 	mr, err := miniredis.Run()
 	if err != nil {
 		panic(err)
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	client, err := runtime.NewClient(rdb, nil)
+	client, err := runtime.NewClient(rdb, opts)
 	if err != nil {
 		panic(err)
 	}

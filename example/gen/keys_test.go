@@ -24,7 +24,7 @@ func TestKeyParamsWithoutSpecialCharactersAreUsedAsIs(t *testing.T) {
 	if got := orderLockKey(-42); got != "order:-42" {
 		t.Errorf("orderLockKey(-42) = %q", got)
 	}
-	if got := checkoutLockKey("cart:9"); got != "checkout:cart:9" {
-		t.Errorf("checkoutLockKey = %q", got)
+	if got := paymentLockKey("pay:9"); got != "payment:pay:9" {
+		t.Errorf("paymentLockKey = %q", got)
 	}
 }

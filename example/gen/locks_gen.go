@@ -163,30 +163,46 @@ func catalogKey(shopID string) string {
 	return "catalog:" + keyPart(shopID)
 }
 
-// CheckoutLock returns the handle of the reentrant lock CheckoutLock for cartID,
-// for Lock, TryLock and Unlock, and IsLocked, HoldCount, RemainTTL and ForceUnlock.
+// CheckoutLock returns the multi-lock CheckoutLock for orderID, warehouse and sku:
+// OrderLock and InventoryLock, held all or nothing. Its Lock, TryLock and
+// Unlock take and release every member; Keys lists their keys.
+// The members are taken in key order, and those taken are released again
+// if one cannot be had, so multi-locks that share members cannot deadlock.
 //
-// One checkout at a time per cart; a double-clicked "pay" waits for the first.
+// A checkout holds the order and the stock it reserves together, all or
+// nothing. The members are taken in key order, so two checkouts that
+// share a SKU cannot deadlock; the fair member rules out one script call.
 //
-//	kind:     reentrant
-//	key:      checkout:${cartID}
+//	kind:     multi
+//	members:  OrderLock      order:${orderID}
+//	          InventoryLock  inventory:${warehouse}:${sku} (fair)
 //	lease:    watchdog (renewed while held)
 //	waitTime: 10s
-func (l *Locks) CheckoutLock(cartID string) *runtime.Mutex {
-	return l.c.Mutex(checkoutLockKey(cartID), checkoutLockOptions)
+func (l *Locks) CheckoutLock(orderID int64, warehouse uint16, sku string) *runtime.MultiLock {
+	return l.c.MultiLock(checkoutLockOptions,
+		l.OrderLock(orderID),
+		l.InventoryLock(warehouse, sku),
+	)
 }
 
-// WithCheckoutLock runs fn while holding CheckoutLock for cartID.
+// WithCheckoutLock runs fn while holding every member of CheckoutLock for orderID, warehouse and sku:
+// OrderLock and InventoryLock.
 // It waits up to 10s for the lock, and releases it when fn returns.
-// fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
-// nested call with that ctx re-enters the lock.
+// The members are taken in key order, and those taken are released again
+// if one cannot be had, so multi-locks that share members cannot deadlock.
+// fn gets the ctx of the hold: it is cancelled if any member is lost, and
+// a nested call with that ctx re-enters the lock.
 //
-//	kind:     reentrant
-//	key:      checkout:${cartID}
+//	kind:     multi
+//	members:  OrderLock      order:${orderID}
+//	          InventoryLock  inventory:${warehouse}:${sku} (fair)
 //	lease:    watchdog (renewed while held)
 //	waitTime: 10s
-func (l *Locks) WithCheckoutLock(ctx context.Context, cartID string, fn func(ctx context.Context) error) error {
-	return l.c.Mutex(checkoutLockKey(cartID), checkoutLockOptions).Do(ctx, fn)
+func (l *Locks) WithCheckoutLock(ctx context.Context, orderID int64, warehouse uint16, sku string, fn func(ctx context.Context) error) error {
+	return l.c.MultiLock(checkoutLockOptions,
+		l.OrderLock(orderID),
+		l.InventoryLock(warehouse, sku),
+	).Do(ctx, fn)
 }
 
 var checkoutLockOptions = runtime.LockOptions{
@@ -195,35 +211,40 @@ var checkoutLockOptions = runtime.LockOptions{
 	WaitTime: 10 * time.Second,
 }
 
-// checkoutLockKey renders the key checkout:${cartID}.
-func checkoutLockKey(cartID string) string {
-	return "checkout:" + keyPart(cartID)
-}
-
-// PaymentLock returns the handle of the reentrant lock PaymentLock for paymentID,
-// for Lock, TryLock and Unlock, and IsLocked, HoldCount, RemainTTL and ForceUnlock.
+// PaymentLock returns the handle of the RedLock PaymentLock for paymentID,
+// for Lock, TryLock and Unlock.
+// The lock spans the independent Redis masters of the client's
+// Options.RedLockNodes, not the Redis the client was built on: it is
+// held while a majority of them grant it, and lost when fewer still do.
 //
-// Serialises capture and refund calls to the payment provider for one payment.
+// Serialises capture and refund calls to the payment provider for one
+// payment, on independent Redis masters (the client's RedLockNodes): it
+// holds while a majority of them grant it, so it outlives a lost minority.
 //
-//	kind:     reentrant
+//	kind:     red
 //	key:      payment:${paymentID}
 //	lease:    30s (fixed, never renewed)
 //	waitTime: forever (until ctx is done)
-func (l *Locks) PaymentLock(paymentID string) *runtime.Mutex {
-	return l.c.Mutex(paymentLockKey(paymentID), paymentLockOptions)
+//	quorum:   majority of Options.RedLockNodes
+func (l *Locks) PaymentLock(paymentID string) *runtime.RedLock {
+	return l.c.RedLock(paymentLockKey(paymentID), paymentLockOptions)
 }
 
 // WithPaymentLock runs fn while holding PaymentLock for paymentID.
 // It waits for the lock until ctx is done, and releases it when fn returns.
+// The lock spans the independent Redis masters of the client's
+// Options.RedLockNodes, not the Redis the client was built on: it is
+// held while a majority of them grant it, and lost when fewer still do.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
-//	kind:     reentrant
+//	kind:     red
 //	key:      payment:${paymentID}
 //	lease:    30s (fixed, never renewed)
 //	waitTime: forever (until ctx is done)
+//	quorum:   majority of Options.RedLockNodes
 func (l *Locks) WithPaymentLock(ctx context.Context, paymentID string, fn func(ctx context.Context) error) error {
-	return l.c.Mutex(paymentLockKey(paymentID), paymentLockOptions).Do(ctx, fn)
+	return l.c.RedLock(paymentLockKey(paymentID), paymentLockOptions).Do(ctx, fn)
 }
 
 var paymentLockOptions = runtime.LockOptions{
