@@ -39,6 +39,9 @@ func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout"
 func (fair) channel(key, owner string) string { return lockChannel(key) + ":" + owner }
 func (fair) waits(*Mutex) bool                { return true }
 
+// queues: each fair waiter has its own channel, and Redis keeps the order.
+func (fair) queues() bool { return false }
+
 func (fair) refreshEvery(m *Mutex) time.Duration { return m.opts.QueueTimeout / 3 }
 
 func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {

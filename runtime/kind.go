@@ -24,6 +24,9 @@ type kind interface {
 	channel(key, owner string) string
 	// shared reports whether holds of this kind coexist (readers).
 	shared() bool
+	// queues reports whether a newcomer may wait behind this client's
+	// waiters without trying first (see waitSpec.queue).
+	queues() bool
 	// waits reports whether a waiter leaves traces to withdraw when it gives up.
 	waits(m *Mutex) bool
 	// leave withdraws a waiter that gave up.
@@ -59,6 +62,7 @@ func (reentrant) check(*Mutex, *holdContext, string) error               { retur
 func (reentrant) channel(key, _ string) string                           { return lockChannel(key) }
 func (reentrant) waits(*Mutex) bool                                      { return false }
 func (reentrant) shared() bool                                           { return false }
+func (reentrant) queues() bool                                           { return true }
 func (reentrant) refreshEvery(*Mutex) time.Duration                      { return 0 }
 func (reentrant) extraKeys(string, string, int) []string                 { return nil }
 func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }

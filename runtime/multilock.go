@@ -26,6 +26,11 @@ import (
 // One wait time covers the whole acquisition. Every member is renewed by
 // the watchdog (or has the fixed lease), and the ctx of the hold is
 // cancelled when any member is lost.
+//
+// The multi-lock's options give the name, the lease and the wait time; a
+// member's own options give its kind's settings (QueueTimeout,
+// WritersFirst) and SyncReplicas. Members with SyncReplicas are taken one
+// by one, so that each acquisition is confirmed by its replicas.
 type MultiLock struct {
 	c       *Client
 	opts    LockOptions
@@ -42,7 +47,7 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.key == b.key })
 	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
 	for _, m := range ms {
-		if _, ok := m.k.(reentrant); !ok || c.cluster && keySlot(m.key) != keySlot(ms[0].key) {
+		if _, ok := m.k.(reentrant); !ok || m.opts.SyncReplicas > 0 || c.cluster && keySlot(m.key) != keySlot(ms[0].key) {
 			l.atomic = false
 		}
 	}

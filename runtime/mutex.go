@@ -91,6 +91,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		wait:     wait,
 		maxSleep: m.k.refreshEvery(m),
 		shared:   m.k.shared(),
+		queue:    m.k.queues() && c.holdOf(ctx) == nil,
 	}
 	if err := c.await(ctx, w, try); err != nil {
 		if waiting {

@@ -57,11 +57,12 @@ type subConn struct {
 }
 
 type channelEntry struct {
-	name    string
-	conn    *subConn
-	waiters []*waiter
-	ready   bool        // subscription confirmed
-	linger  *time.Timer // pending unsubscribe once no one waits
+	name      string
+	conn      *subConn
+	waiters   []*waiter
+	ready     bool        // subscription confirmed
+	linger    *time.Timer // pending unsubscribe once no one waits
+	busyUntil time.Time   // latest end of the holder's lease a waiter saw
 }
 
 // A waiter is one goroutine waiting for a lock.
@@ -111,6 +112,41 @@ func (h *hub) join(channel string, shared bool) (w *waiter, ready bool, err erro
 	w = &waiter{C: make(chan struct{}, 1), e: e, shared: shared}
 	e.waiters = append(e.waiters, w)
 	return w, e.ready, nil
+}
+
+// queue registers a waiter on channel behind the waiters already there,
+// if the subscription is confirmed and someone waits: a newcomer then need
+// not try first, since the lock is busy or about to be taken by the
+// woken head, and waits its turn instead of barging in. The sleep bound is
+// what the waiters last saw of the holder's lease. ok is false when the
+// caller should take the usual path (try first).
+func (h *hub) queue(channel string, shared bool) (w *waiter, bound time.Duration, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.entries[channel]
+	if h.closed || e == nil || !e.ready || len(e.waiters) == 0 {
+		return nil, 0, false
+	}
+	bound = time.Until(e.busyUntil)
+	if bound <= 0 {
+		return nil, 0, false
+	}
+	w = &waiter{C: make(chan struct{}, 1), e: e, shared: shared}
+	e.waiters = append(e.waiters, w)
+	return w, bound, true
+}
+
+// busy records that w saw the lock held for ttl more.
+func (h *hub) busy(w *waiter, ttl time.Duration) {
+	if ttl < 0 {
+		ttl = time.Hour // no expiry: bounded by the waiters' own limits
+	}
+	until := time.Now().Add(ttl)
+	h.mu.Lock()
+	if until.After(w.e.busyUntil) {
+		w.e.busyUntil = until
+	}
+	h.mu.Unlock()
 }
 
 // leave unregisters w. acquired says whether the waiter got the lock; if it

@@ -14,16 +14,17 @@ func TestSyncReplicasUndoesAnUnreplicatedAcquisition(t *testing.T) {
 	replica.WaitForSync(t, 20*time.Second)
 	rdb := master.Client(t)
 	ctx := ctxT(t)
-	c := newClient(t, rdb, &runtime.Options{ReplicaTimeout: 500 * time.Millisecond})
-	m := c.Mutex("synced", runtime.LockOptions{Name: "Synced", SyncReplicas: 1})
-
-	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	opts := runtime.LockOptions{Name: "Synced", SyncReplicas: 1}
+	// A generous timeout while the replica is up: a loaded machine may be slow to ack.
+	patient := newClient(t, rdb, &runtime.Options{ReplicaTimeout: 5 * time.Second}).Mutex("synced", opts)
+	h, err := patient.TryLock(ctx, 0, runtime.Watchdog)
 	if err != nil {
 		t.Fatalf("with the replica up: %v", err)
 	}
-	if err := m.Unlock(h); err != nil {
+	if err := patient.Unlock(h); err != nil {
 		t.Fatal(err)
 	}
+	m := newClient(t, rdb, &runtime.Options{ReplicaTimeout: 500 * time.Millisecond}).Mutex("synced", opts)
 
 	for _, tc := range []struct {
 		name    string
@@ -47,5 +48,19 @@ func TestSyncReplicasUndoesAnUnreplicatedAcquisition(t *testing.T) {
 			}
 			tc.mend()
 		})
+	}
+
+	// A multi-lock honours its members' SyncReplicas (taking them one by
+	// one) and gives back what it took.
+	c := newClient(t, rdb, &runtime.Options{ReplicaTimeout: 300 * time.Millisecond})
+	multi := c.MultiLock(runtime.LockOptions{}, c.Mutex("plain", runtime.LockOptions{}), c.Mutex("synced", opts))
+	if multi.Atomic() {
+		t.Fatal("a member with SyncReplicas was taken by the atomic script")
+	}
+	if _, err := multi.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrNotReplicated) {
+		t.Fatalf("multi-lock with the replica down: %v, want ErrNotReplicated", err)
+	}
+	if n := rdb.Exists(ctx, "plain", "synced").Val(); n != 0 {
+		t.Fatal("the failed multi-lock left a member taken")
 	}
 }

@@ -73,6 +73,9 @@ type rwSide struct{}
 func (rwSide) channel(key, _ string) string { return rwChannel(key) }
 func (rwSide) shared() bool                 { return false }
 
+// queues: readers and writers share the channel, so no one queues blindly.
+func (rwSide) queues() bool { return false }
+
 func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 	return scriptRWForceUnlock.run(ctx, m.c.rdb, 2, []any{3: m.key, rwChannel(m.key), m.c.publish}).Int64()
 }

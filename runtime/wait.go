@@ -21,6 +21,9 @@ type waitSpec struct {
 	shared   bool          // a reader: woken with all readers by a write unlock
 	wait     time.Duration // 0: one try; < 0: until ctx is done
 	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
+	// queue lets a newcomer wait behind this client's waiters without a
+	// first try (exclusive locks, not a re-entry): in-process FIFO.
+	queue bool
 }
 
 // tryFunc makes one acquisition attempt. When the lock is held by someone
@@ -51,17 +54,31 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
-	acquired, ttl, err := try(ctx)
-	if err != nil || acquired {
-		return err
+	var (
+		w        *waiter
+		ready    bool
+		joined   string
+		acquired bool
+		ttl      time.Duration
+	)
+	if ws.queue && wait != 0 {
+		joined = ws.channel()
+		w, ttl, _ = c.hub.queue(joined, ws.shared)
 	}
-	if wait == 0 {
-		return ErrNotAcquired
-	}
-	joined := ws.channel()
-	w, ready, err := c.hub.join(joined, ws.shared)
-	if err != nil {
-		return err
+	if w == nil {
+		if acquired, ttl, err = try(ctx); err != nil || acquired {
+			return err
+		}
+		if wait == 0 {
+			return ErrNotAcquired
+		}
+		if joined == "" {
+			joined = ws.channel()
+		}
+		if w, ready, err = c.hub.join(joined, ws.shared); err != nil {
+			return err
+		}
+		c.hub.busy(w, ttl)
 	}
 	defer func() {
 		if w != nil {
@@ -110,6 +127,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if err != nil || acquired {
 			return err
 		}
+		c.hub.busy(w, ttl)
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return ErrNotAcquired
 		}
@@ -127,6 +145,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 					w = nil
 					return err
 				}
+				c.hub.busy(w, ttl)
 			}
 		}
 	}
