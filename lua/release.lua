@@ -19,11 +19,13 @@ local done = redis.call('get', KEYS[3])
 if done then
     return tonumber(done)
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local count = redis.call('hget', KEYS[1], ARGV[3])
+if not count then
     return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+count = tonumber(count) - 1
 if count > 0 then
+    redis.call('hset', KEYS[1], ARGV[3], count)
     redis.call('pexpire', KEYS[1], ARGV[2])
     redis.call('set', KEYS[3], 0, 'px', ARGV[5])
     return 0

@@ -47,6 +47,11 @@ func (w *watchdog) wait() {
 func (c *Client) watchdogLoop(done chan struct{}) {
 	defer close(done)
 	period := c.opts.WatchdogTimeout / 3
+	// Load the renewal script up front, so that even the first round is
+	// one EVALSHA per batch (a failure here is handled per round).
+	loadCtx, cancel := context.WithTimeout(context.Background(), period)
+	_ = lua.RenewBatch.Load(loadCtx, c.rdb).Err()
+	cancel()
 	nextRenew := time.Now().Add(period)
 	timer := time.NewTimer(period)
 	defer timer.Stop()
@@ -173,8 +178,10 @@ func splitBatches(holds []*hold, extra map[*hold][]string, bySlot bool) [][]*hol
 	return batches
 }
 
-// runRenewals sends one RenewBatch per batch in a single pipeline, with EVAL
-// for the batches a flushed script cache answered NOSCRIPT.
+// runRenewals sends one RenewBatch per batch in a single pipeline. When
+// the server's script cache lacks the script (first round, restart, SCRIPT
+// FLUSH), it is loaded once (on every master of a cluster) and the refused
+// batches are sent again by SHA, rather than each as a full EVAL.
 func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease string) ([]*redis.Cmd, error) {
 	keys := make([][]string, len(batches))
 	args := make([][]any, len(batches))
@@ -206,9 +213,14 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 	if len(retry) == 0 {
 		return cmds, err
 	}
+	loaded := lua.RenewBatch.Load(ctx, c.rdb).Err() == nil
 	pipe = c.rdb.Pipeline()
 	for _, i := range retry {
-		cmds[i] = lua.RenewBatch.Eval(ctx, pipe, keys[i], args[i]...)
+		if loaded {
+			cmds[i] = lua.RenewBatch.EvalSha(ctx, pipe, keys[i], args[i]...)
+		} else {
+			cmds[i] = lua.RenewBatch.Eval(ctx, pipe, keys[i], args[i]...)
+		}
 	}
 	_, err = pipe.Exec(ctx)
 	return cmds, err
