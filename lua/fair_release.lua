@@ -4,8 +4,7 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>}
 -- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>}
--- KEYS[4]  unlock latch of this request (see release.lua)
--- KEYS[5]  acquire latch of the owner (deleted with the last hold)
+-- KEYS[4]  request latch of the owner (see release.lua)
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  lease in milliseconds, re-applied while holds remain
 -- ARGV[3]  owner token
@@ -13,25 +12,31 @@
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  wake channel prefix: redisson_lock__channel:{<lock>}; the head
 --          is woken on "<prefix>:<its owner token>"
+-- ARGV[7]  request id of this release
 --
 -- Returns
 --   nil  ARGV[3] does not hold the lock
 --   0    one hold dropped, the owner still holds the lock
 --   1    the last hold dropped: lock deleted, the head of the queue woken
-local done = redis.call('get', KEYS[4])
-if done then
-    return tonumber(done)
-end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-    return nil
-end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    redis.call('set', KEYS[4], 0, 'px', ARGV[5])
+local seen = redis.call('get', KEYS[4])
+if seen == '0:' .. ARGV[7] then
     return 0
 end
-redis.call('del', KEYS[1], KEYS[5])
+if seen == '1:' .. ARGV[7] then
+    return 1
+end
+local count = redis.call('hget', KEYS[1], ARGV[3])
+if not count then
+    return nil
+end
+count = tonumber(count) - 1
+if count > 0 then
+    redis.call('hset', KEYS[1], ARGV[3], count)
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    redis.call('set', KEYS[4], '0:' .. ARGV[7], 'px', ARGV[5])
+    return 0
+end
+redis.call('del', KEYS[1])
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -46,5 +51,5 @@ while head do
     redis.call('zrem', KEYS[3], head)
     head = redis.call('lindex', KEYS[2], 0)
 end
-redis.call('set', KEYS[4], 1, 'px', ARGV[5])
+redis.call('set', KEYS[4], '1:' .. ARGV[7], 'px', ARGV[5])
 return 1

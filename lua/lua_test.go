@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,7 +17,7 @@ import (
 const (
 	lock    = "doc"
 	channel = "redisson_lock__channel:{doc}"
-	latchA  = "lockgen_acquire_latch:{doc}:a"
+	latchA  = "lockgen_latch:{doc}:a"
 	ownerA  = "a"
 	ownerB  = "b"
 )
@@ -45,7 +46,7 @@ func TestAcquireTakesReentersAndReportsTTL(t *testing.T) {
 	if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 2 {
 		t.Fatalf("count after re-entry = %d, want 2", n)
 	}
-	ttl, err := run(t, rdb, lua.Acquire, []string{lock, "lockgen_acquire_latch:{doc}:b"}, 30000, ownerB, "r3", 10000)
+	ttl, err := run(t, rdb, lua.Acquire, []string{lock, "lockgen_latch:{doc}:b"}, 30000, ownerB, "r3", 10000)
 	if err != nil || ttl.(int64) <= 29000 {
 		t.Fatalf("other owner: %v %v, want the holder's PTTL", ttl, err)
 	}
@@ -78,14 +79,12 @@ func TestReleaseCountsDownOnceAndPublishesOnLast(t *testing.T) {
 	sub.Receive(ctx)
 	rdb.HSet(ctx, lock, ownerA, 2)
 	rdb.Set(ctx, latchA, "r0", 0)
-	keys := func(req string) []string {
-		return []string{lock, channel, "redisson_unlock_latch:{doc}:" + req, latchA}
-	}
-	if _, err := run(t, rdb, lua.Release, keys("u0"), "0", 30000, ownerB, "publish", 10000); !errors.Is(err, redis.Nil) {
+	keys := []string{lock, channel, latchA}
+	if _, err := run(t, rdb, lua.Release, []string{lock, channel, "lockgen_latch:{doc}:b"}, "0", 30000, ownerB, "publish", 10000, "u0"); !errors.Is(err, redis.Nil) {
 		t.Fatalf("non-owner release: %v, want nil", err)
 	}
 	for i := 0; i < 2; i++ { // the second run is a resend of u1
-		if n, _ := run(t, rdb, lua.Release, keys("u1"), "0", 30000, ownerA, "publish", 10000); n.(int64) != 0 {
+		if n, _ := run(t, rdb, lua.Release, keys, "0", 30000, ownerA, "publish", 10000, "u1"); n.(int64) != 0 {
 			t.Fatalf("partial release = %v, want 0", n)
 		}
 	}
@@ -93,12 +92,15 @@ func TestReleaseCountsDownOnceAndPublishesOnLast(t *testing.T) {
 		t.Fatalf("count = %d after a resent partial release, want 1", n)
 	}
 	for i := 0; i < 2; i++ {
-		if n, _ := run(t, rdb, lua.Release, keys("u2"), "0", 30000, ownerA, "publish", 10000); n.(int64) != 1 {
+		if n, _ := run(t, rdb, lua.Release, keys, "0", 30000, ownerA, "publish", 10000, "u2"); n.(int64) != 1 {
 			t.Fatalf("last release = %v, want 1", n)
 		}
 	}
-	if n, _ := rdb.Exists(ctx, lock, latchA).Result(); n != 0 {
-		t.Fatal("lock or acquire latch left after the last release")
+	if n, _ := rdb.Exists(ctx, lock).Result(); n != 0 {
+		t.Fatal("lock left after the last release")
+	}
+	if ttl := rdb.PTTL(ctx, latchA).Val(); ttl <= 0 || ttl > 10*time.Second {
+		t.Fatalf("request latch PTTL %v after the last release, want it to expire within 10s", ttl)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
 	if err != nil || msg.Payload != "0" {

@@ -59,9 +59,9 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptFairRelease.run(ctx, at.via, 5, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), unlockLatch(m.key, at.req), a.latch,
-		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, lockChannel(m.key),
+	return scriptFairRelease.run(ctx, at.via, 4, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), a.latch,
+		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, lockChannel(m.key), at.req,
 	}).Int64()
 }
 

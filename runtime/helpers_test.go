@@ -202,9 +202,8 @@ func waitersOn(t testing.TB, rdb redis.UniversalClient, key string) int {
 	return int(n.Load())
 }
 
-// keysLeft lists the keys left in Redis besides request latches (unlock
-// latches remember a release's result for resends; an acquire latch stays
-// when a hold was lost rather than released), which expire on their own:
+// keysLeft lists the keys left in Redis besides request latches (they
+// remember an owner's last request for resends and expire on their own):
 // it fails the test if one has no expiry.
 func keysLeft(t testing.TB, rdb redis.UniversalClient) []string {
 	t.Helper()
@@ -215,7 +214,7 @@ func keysLeft(t testing.TB, rdb redis.UniversalClient) []string {
 	}
 	var left []string
 	for _, k := range keys {
-		if strings.HasPrefix(k, "redisson_unlock_latch:") || strings.HasPrefix(k, "lockgen_acquire_latch:") {
+		if strings.HasPrefix(k, "lockgen_latch:") {
 			if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 {
 				t.Fatalf("unlock latch %s has no expiry", k)
 			}

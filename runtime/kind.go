@@ -76,9 +76,9 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 
 func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptRelease.run(ctx, at.via, 4, []any{
-		3: a.key, lockChannel(m.key), unlockLatch(m.key, at.req), a.latch,
-		unlockMessage, at.px, a.owner, c.publish, c.latchTTL,
+	return scriptRelease.run(ctx, at.via, 3, []any{
+		3: a.key, lockChannel(m.key), a.latch,
+		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, at.req,
 	}).Int64()
 }
 

@@ -265,16 +265,15 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, lease t
 	}
 	c := l.c
 	req := c.newRequestID()
-	cmdArgs := make([]any, 3, 3+4*len(members)+5)
+	cmdArgs := make([]any, 3, 3+3*len(members)+6)
 	for _, a := range members {
-		key := a.key.(string)
-		cmdArgs = append(cmdArgs, a.key, lockChannel(key), unlockLatch(key, req), a.latch)
+		cmdArgs = append(cmdArgs, a.key, lockChannel(a.key.(string)), a.latch)
 	}
-	cmdArgs = append(cmdArgs, unlockMessage, c.leaseArg(lease), members[0].owner, c.publish, c.latchTTL)
+	cmdArgs = append(cmdArgs, unlockMessage, c.leaseArg(lease), members[0].owner, c.publish, c.latchTTL, req)
 	var res []int64
 	_, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		var err error
-		res, err = scriptMultiRelease.run(ctx, c.rdb, 4*len(members), cmdArgs).Int64Slice()
+		res, err = scriptMultiRelease.run(ctx, c.rdb, 3*len(members), cmdArgs).Int64Slice()
 		return 0, err
 	})
 	return res, err

@@ -35,15 +35,12 @@ func prefixNameWith(prefix, name, tail string) string {
 	return prefix + ":{" + name + "}:" + tail
 }
 
-// unlockLatch remembers the result of one release request (Redisson's unlock latch).
-func unlockLatch(key, requestID string) string {
-	return prefixNameWith("redisson_unlock_latch", key, requestID)
-}
-
-// acquireLatch remembers the last request of owner that took the lock, so
-// that a resent acquire never counts twice and a lost reply can be settled.
-func acquireLatch(key, owner string) string {
-	return prefixNameWith("lockgen_acquire_latch", key, owner)
+// requestLatch remembers the last request of an owner (the hash field of
+// its hold) on a lock and its result, so that a resent acquire or release
+// never counts twice and a lost reply can be settled. It plays the part of
+// Redisson's per-request unlock latch, in one key per owner.
+func requestLatch(key, field string) string {
+	return prefixNameWith("lockgen_latch", key, field)
 }
 
 // Messages published on unlock channels.

@@ -126,10 +126,10 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (conte
 		}
 		l.releaseParts(parts)
 		switch {
-		case answered < l.quorum:
-			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", ErrQuorum, answered, len(parts), l.quorum))
 		case ctx.Err() != nil:
 			return nil, l.fail("acquire", ctx.Err())
+		case answered < l.quorum:
+			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", ErrQuorum, answered, len(parts), l.quorum))
 		case wait == 0 || !deadline.IsZero() && !time.Now().Before(deadline):
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", ErrNotAcquired, granted, len(parts), l.quorum))
 		}

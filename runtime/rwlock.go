@@ -111,9 +111,9 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptReadRelease.run(ctx, at.via, 5, []any{
-		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), unlockLatch(m.key, at.req), a.latch,
-		unlockMessage, a.owner, c.publish, c.latchTTL,
+	return scriptReadRelease.run(ctx, at.via, 4, []any{
+		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), a.latch,
+		unlockMessage, a.owner, c.publish, c.latchTTL, at.req,
 	}).Int64()
 }
 
@@ -151,9 +151,9 @@ func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 
 func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptWriteRelease.run(ctx, at.via, 4, []any{
-		3: a.key, rwChannel(m.key), unlockLatch(m.key, at.req), a.latch,
-		readUnlockMessage, at.px, a.field, c.publish, c.latchTTL,
+	return scriptWriteRelease.run(ctx, at.via, 3, []any{
+		3: a.key, rwChannel(m.key), a.latch,
+		readUnlockMessage, at.px, a.field, c.publish, c.latchTTL, at.req,
 	}).Int64()
 }
 

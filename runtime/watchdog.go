@@ -24,8 +24,9 @@ import (
 // extends a key whose field still names the owner, which after the release
 // is never the case.
 type watchdog struct {
-	once sync.Once
-	done chan struct{}
+	once   sync.Once
+	done   chan struct{}
+	loaded bool // the renewal script was loaded (used by the loop only)
 }
 
 // start launches the loop on first use. Called with c.mu held.
@@ -47,11 +48,6 @@ func (w *watchdog) wait() {
 func (c *Client) watchdogLoop(done chan struct{}) {
 	defer close(done)
 	period := c.opts.WatchdogTimeout / 3
-	// Load the renewal script up front, so that even the first round is
-	// one EVALSHA per batch (a failure here is handled per round).
-	loadCtx, cancel := context.WithTimeout(context.Background(), period)
-	_ = lua.RenewBatch.Load(loadCtx, c.rdb).Err()
-	cancel()
 	nextRenew := time.Now().Add(period)
 	timer := time.NewTimer(period)
 	defer timer.Stop()
@@ -126,6 +122,11 @@ func (c *Client) renewAll(period time.Duration) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), period)
 	defer cancel()
+	if !c.wd.loaded {
+		// Load the script before the first round, so that even that one is
+		// one EVALSHA per batch (a failure is handled below, per batch).
+		c.wd.loaded = lua.RenewBatch.Load(ctx, c.rdb).Err() == nil
+	}
 	sent := time.Now()
 	lease := strconv.FormatInt(c.opts.WatchdogTimeout.Milliseconds(), 10)
 	cmds, err := c.runRenewals(ctx, batches, extra, lease)
