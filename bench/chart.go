@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"image/color"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,7 +20,7 @@ func (res *results) chart(path string) error {
 	p.Y.Label.Text = "idle gap p99: release → next holder (ms, log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker = plot.ConstantTicks(workerTicks(res.Cfg.workers))
-	p.Y.Tick.Marker = plot.LogTicks{}
+	p.Y.Tick.Marker = plot.ConstantTicks(latencyTicks())
 	p.Legend.Top, p.Legend.Left = true, true
 
 	palette := []color.RGBA{
@@ -53,6 +54,7 @@ func (res *results) chart(path string) error {
 		p.Add(line, points)
 		p.Legend.Add(l.Name, line, points)
 	}
+	p.Y.Max *= 4 // headroom above the highest line for the legend
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
 }
 
@@ -60,6 +62,19 @@ func workerTicks(ws []int) []plot.Tick {
 	var ts []plot.Tick
 	for _, w := range ws {
 		ts = append(ts, plot.Tick{Value: float64(w), Label: fmt.Sprint(w)})
+	}
+	return ts
+}
+
+// latencyTicks labels the log-scale latency axis at 1-2-5 steps, which
+// plot.LogTicks leaves unlabelled between powers of ten.
+func latencyTicks() []plot.Tick {
+	var ts []plot.Tick
+	for _, decade := range []float64{0.01, 0.1, 1, 10, 100, 1000} {
+		for _, m := range []float64{1, 2, 5} {
+			v := decade * m
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+		}
 	}
 	return ts
 }
