@@ -1,10 +1,10 @@
 -- acquire: take or re-enter a reentrant lock (Redisson RLock layout).
 --
 -- KEYS[1]  lock hash: field = owner token, value = hold count
--- KEYS[2]  request latch of this owner: lockgen_latch:{<lock>}:<owner>
---          holds the id of the last request of this owner that took the lock
---          (or "0:<id>"/"1:<id>" after a release, see release.lua), or
---          "abort:<id>" once a request was settled as not taken
+-- KEYS[2]  request latch of this attempt: lockgen_latch:{<lock>}:<request id>
+--          holds the request id once this attempt took the lock, or
+--          "abort:<id>" once it was settled as not taken (one key per
+--          request: no later request can overwrite what this one proves)
 -- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
 -- ARGV[2]  owner token "<client uuid>:<n>"
 -- ARGV[3]  request id of this attempt (unique per attempt, reused by resends)

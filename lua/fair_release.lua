@@ -4,7 +4,7 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>}
 -- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>}
--- KEYS[4]  request latch of the owner (see release.lua)
+-- KEYS[4]  request latch of this release (see release.lua)
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  lease in milliseconds, re-applied while holds remain
 -- ARGV[3]  owner token

@@ -1,8 +1,8 @@
 -- multi_acquire: take several reentrant locks all-or-nothing, in one call
 -- (the members of a multi-lock that share one cluster slot).
 --
--- KEYS     for each member i: KEYS[2i-1] its lock hash, KEYS[2i] the owner's
---          request latch on it (see acquire.lua)
+-- KEYS     for each member i: KEYS[2i-1] its lock hash, KEYS[2i] this
+--          attempt's request latch on it (see acquire.lua)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token
 -- ARGV[3]  request id of this attempt

@@ -13,7 +13,7 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  timeout key of the new hold: {<lock>}:<owner>:rwlock_timeout:<n>
--- KEYS[3]  request latch of this owner's read side (see acquire.lua)
+-- KEYS[3]  request latch of this attempt (see acquire.lua)
 -- KEYS[4]  waiting writers: lockgen_rwlock_writers:{<lock>} (zset field -> deadline ms)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token (the read field)
@@ -27,6 +27,8 @@
 --   > 0  not taken: sleep at most this many ms
 --   -1   not taken: the holder's key has no expiry
 --   -3   not taken: this request was settled as aborted
+--   -5   not taken: the lock is free, but a waiting writer goes first
+--        (writers first): the writer is the one to wake
 local seen = redis.call('get', KEYS[3])
 if seen == ARGV[4] then
     return 0
@@ -45,11 +47,7 @@ local function writerWaits()
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     redis.call('zremrangebyscore', KEYS[4], '-inf', now)
-    local first = redis.call('zrange', KEYS[4], 0, 0, 'withscores')
-    if first[2] then
-        return tonumber(first[2]) - now
-    end
-    return false
+    return redis.call('zcard', KEYS[4]) > 0
 end
 
 local function take()
@@ -64,9 +62,8 @@ end
 
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-    local wait = writerWaits()
-    if wait then
-        return math.max(wait, 1)
+    if writerWaits() then
+        return -5
     end
     redis.call('hset', KEYS[1], 'mode', 'read')
     return take()
@@ -79,8 +76,7 @@ else
     if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
         return take()
     end
-    local wait = writerWaits()
-    if not wait then
+    if not writerWaits() then
         return take()
     end
 end

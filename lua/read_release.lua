@@ -3,7 +3,7 @@
 -- KEYS[1]  lock hash
 -- KEYS[2]  channel: redisson_rwlock:{<lock>}
 -- KEYS[3]  timeout key of the dropped hold: {<lock>}:<owner>:rwlock_timeout:<count>
--- KEYS[4]  request latch of this owner's read side (see release.lua)
+-- KEYS[4]  request latch of this release (see release.lua)
 -- ARGV[1]  unlock message ("0": wakes one waiter, typically a writer)
 -- ARGV[2]  owner token (the read field)
 -- ARGV[3]  publish command: "publish" or "spublish"

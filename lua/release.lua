@@ -2,10 +2,9 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  unlock channel: redisson_lock__channel:{<lock>}
--- KEYS[3]  request latch of the owner: lockgen_latch:{<lock>}:<owner>.
---          It remembers the owner's last request and its result, so a
---          resent release never decrements twice (Redisson's unlock latch,
---          folded into the one key lockgen keeps per owner)
+-- KEYS[3]  request latch of this release: lockgen_latch:{<lock>}:<request id>.
+--          It remembers the result, so a resent release never decrements
+--          twice (Redisson's unlock latch)
 -- ARGV[1]  unlock message published on the last release ("0")
 -- ARGV[2]  lease in milliseconds, re-applied while holds remain
 -- ARGV[3]  owner token

@@ -6,7 +6,7 @@
 -- aborted, so that a copy of it still travelling to the server cannot take
 -- the lock later.
 --
--- KEYS[1]  request latch of the owner: lockgen_latch:{<lock>}:<owner>
+-- KEYS[1]  request latch of the attempt: lockgen_latch:{<lock>}:<request id>
 -- ARGV[1]  request id of the attempt to settle
 -- ARGV[2]  latch lifetime in milliseconds
 --

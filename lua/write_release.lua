@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  channel: redisson_rwlock:{<lock>}
--- KEYS[3]  request latch of this owner's write side (see release.lua)
+-- KEYS[3]  request latch of this release (see release.lua)
 -- ARGV[1]  read-unlock message ("1": wakes every waiting reader)
 -- ARGV[2]  lease in milliseconds, re-applied while write holds remain
 -- ARGV[3]  "<owner>:write"

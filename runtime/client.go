@@ -104,10 +104,16 @@ type Client struct {
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
-// *redis.Client, *redis.ClusterClient, a Sentinel failover client or a Ring.
+// *redis.Client, a Sentinel failover client or a *redis.ClusterClient. A
+// *redis.Ring is refused: it shards keys by its own hash, not by cluster
+// slot, so the keys of one lock, of one watchdog batch or of one multi-lock
+// script could land on different servers.
 func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("lockgen: NewClient: %w: nil redis client", ErrInvalidArgument)
+	}
+	if _, ok := rdb.(*redis.Ring); ok {
+		return nil, fmt.Errorf("lockgen: NewClient: %w: a *redis.Ring shards keys without cluster slots (use one server, Sentinel or Redis Cluster)", ErrInvalidArgument)
 	}
 	var o Options
 	if opts != nil {

@@ -51,7 +51,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 		join = "1"
 	}
 	return scriptFairAcquire.run(ctx, at.via, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), a.latch,
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.latch,
 		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.req, c.latchTTL, join,
 		lockChannel(m.key), c.publish,
 	}).Int64()
@@ -60,7 +60,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptFairRelease.run(ctx, at.via, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), a.latch,
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.latch,
 		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, lockChannel(m.key), at.req,
 	}).Int64()
 }

@@ -22,7 +22,8 @@ type hold struct {
 	k     kind
 
 	count     int
-	watchdog  bool      // renewed by the watchdog
+	watchdog  bool      // renewed by the watchdog: wdAcqs > 0
+	wdAcqs    int       // acquisitions with the watchdog lease
 	expiresAt time.Time // local estimate of the key's expiry (from send times)
 	slot      int       // cluster slot of key, for batching
 	acqs      []*acquisition
@@ -41,6 +42,7 @@ type acquisition struct {
 	start    time.Time
 	cancel   context.CancelCauseFunc
 	stop     context.CancelFunc // stops the fixed-lease deadline; nil for watchdog
+	watchdog bool               // has the watchdog lease
 	released bool               // guarded by Client.mu
 }
 
@@ -136,11 +138,11 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 	effective := lease
 	if lease == Watchdog {
 		effective = c.opts.WatchdogTimeout
-		if !h.watchdog {
-			h.watchdog = true
-			c.wd.start(c)
-		}
+		h.wdAcqs++
+		h.watchdog = true
 	}
+	// The loop renews watchdog holds and forgets expired fixed-lease ones.
+	c.wd.start(c)
 	if exp := start.Add(effective); exp.After(h.expiresAt) {
 		h.expiresAt = exp
 	}
@@ -148,7 +150,7 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 	hc := &holdContext{parent: c.holdOf(parent)}
 	acq := &hc.own
 	hc.acq = acq
-	*acq = acquisition{h: h, parent: parent, start: start}
+	*acq = acquisition{h: h, parent: parent, start: start, watchdog: lease == Watchdog}
 	cctx, cancel := context.WithCancelCause(parent)
 	acq.cancel = cancel
 	var ctx context.Context = cctx
@@ -175,6 +177,12 @@ func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Durati
 	}
 	acq.released = true
 	h := acq.h
+	if acq.watchdog {
+		// Renewal stops with the last watchdog acquisition: the fixed
+		// leases left keep their own end.
+		h.wdAcqs--
+		h.watchdog = h.wdAcqs > 0
+	}
 	for i, a := range h.acqs {
 		if a == acq {
 			h.acqs = append(h.acqs[:i], h.acqs[i+1:]...)

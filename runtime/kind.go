@@ -44,6 +44,7 @@ type attempt struct {
 	via     scripter // where the script runs
 	px      any      // lease in ms, as a script argument
 	req     string   // request id
+	latch   string   // request latch of req (see requestLatch)
 	count   int      // the owner's hold count before the call
 	waiting bool     // acquire: the caller waits if not taken
 }
@@ -69,7 +70,7 @@ func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { retur
 
 func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scriptAcquire.run(ctx, at.via, 2, []any{
-		3: a.key, a.latch,
+		3: a.key, at.latch,
 		at.px, a.owner, at.req, m.c.latchTTL,
 	}).Int64()
 }
@@ -77,7 +78,7 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptRelease.run(ctx, at.via, 3, []any{
-		3: a.key, lockChannel(m.key), a.latch,
+		3: a.key, lockChannel(m.key), at.latch,
 		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, at.req,
 	}).Int64()
 }

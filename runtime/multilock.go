@@ -155,7 +155,7 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 		req := c.newRequestID()
 		cmdArgs := make([]any, 3, 3+2*len(args)+4)
 		for _, a := range args {
-			cmdArgs = append(cmdArgs, a.key, a.latch)
+			cmdArgs = append(cmdArgs, a.key, requestLatch(a.key.(string), req))
 		}
 		cmdArgs = append(cmdArgs, c.leaseArg(px), owner, req, c.latchTTL)
 		res, err := scriptMultiAcquire.run(ctx, c.rdb, 2*len(args), cmdArgs).Int64Slice()
@@ -170,11 +170,14 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 		case isRedisReply(err), notSent(err):
 			return false, 0, err
 		}
-		took, serr := c.settle(ctx, args[0].latch.(string), req)
+		took, serr := c.settle(ctx, requestLatch(l.members[0].key, req), req)
 		if serr != nil {
 			return false, 0, serr
 		}
-		return took, 0, err
+		if took {
+			return true, 0, nil
+		}
+		return false, 0, err
 	}
 	ws := waitSpec{
 		channel: func() string { return lockChannel(l.members[blocking].key) },
@@ -188,7 +191,12 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 	for i, m := range l.members {
 		h, err := c.addHold(hctx, m, args[i], lease, sent)
 		if err != nil {
-			// Closed while acquiring: give every member back.
+			// Closed while acquiring: forget the members recorded so far
+			// and give every member back.
+			for hc := c.holdOf(hctx); hc != nil && hc != c.holdOf(ctx); hc = hc.parent {
+				_, _, _, _, _ = c.dropAcquisition(hc.acq)
+				hc.acq.end(ErrClosed)
+			}
 			_, _ = l.sendRelease(ctx, args, c.opts.WatchdogTimeout)
 			return nil, l.fail("acquire", err)
 		}
@@ -267,7 +275,8 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, lease t
 	req := c.newRequestID()
 	cmdArgs := make([]any, 3, 3+3*len(members)+6)
 	for _, a := range members {
-		cmdArgs = append(cmdArgs, a.key, lockChannel(a.key.(string)), a.latch)
+		key := a.key.(string)
+		cmdArgs = append(cmdArgs, a.key, lockChannel(key), requestLatch(key, req))
 	}
 	cmdArgs = append(cmdArgs, unlockMessage, c.leaseArg(lease), members[0].owner, c.publish, c.latchTTL, req)
 	var res []int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,6 +119,8 @@ func validate(key string, lease time.Duration) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case !wellTagged(key):
+		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", ErrInvalidKey, key)
 	case lease < 0:
 		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", ErrInvalidLease, lease)
 	case lease > 0 && lease < minLease:
@@ -133,7 +136,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	c := m.c
 	req := c.newRequestID()
 	count, px := c.holdState(m.key, a.fieldID(), lease)
-	at := attempt{via: c.rdb, px: c.leaseArg(px), req: req, count: count, waiting: waiting}
+	at := attempt{via: c.rdb, px: c.leaseArg(px), req: req, latch: requestLatch(m.key, req), count: count, waiting: waiting}
 	var ttl int64
 	var err error
 	if m.opts.SyncReplicas > 0 {
@@ -146,14 +149,21 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return true, 0, nil
 	case err == nil && ttl == replyUpgrade:
 		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
+	case err == nil && ttl == replyWriterFirst:
+		return false, ttlWaiterFirst, nil
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
 	case isRedisReply(err), errors.Is(err, ErrNotReplicated), notSent(err):
 		return false, 0, err
 	}
-	took, serr := c.settle(ctx, a.latch.(string), req)
+	took, serr := c.settle(ctx, at.latch, req)
 	if serr != nil {
 		return false, 0, serr
+	}
+	if took && m.opts.SyncReplicas > 0 {
+		// Taken, but whether the replicas have it is unknown: undo it.
+		m.undo(ctx, a, at)
+		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", ErrNotReplicated, err)
 	}
 	if took {
 		return true, 0, nil
@@ -163,8 +173,9 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 
 // Reply codes of the acquire scripts besides 0 (taken) and a TTL.
 const (
-	replyAborted = -3 // the request was settled as aborted
-	replyUpgrade = -4 // write refused: the owner holds a read hold
+	replyAborted     = -3 // the request was settled as aborted
+	replyUpgrade     = -4 // write refused: the owner holds a read hold
+	replyWriterFirst = -5 // read not taken: a waiting writer goes first
 )
 
 // leave withdraws a waiter that gave up from the kind's waiting structures
@@ -231,7 +242,8 @@ func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.D
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
-	r := attempt{via: c.rdb, px: c.leaseArg(max(lease, minLease)), req: c.newRequestID(), count: count}
+	req := c.newRequestID()
+	r := attempt{via: c.rdb, px: c.leaseArg(max(lease, minLease)), req: req, latch: requestLatch(m.key, req), count: count}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})
@@ -333,4 +345,16 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	m.c.loseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", ErrLockLost)))
 	return n == 1, nil
+}
+
+// wellTagged reports whether key either has no "{" or has a hash tag as
+// Redis reads one (the first "{" and the next "}" with text between):
+// Redisson's name helpers leave a key with "{" alone, so its latch, channel
+// and queue keys share its slot only when that "{" opens a real tag.
+func wellTagged(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return true
+	}
+	return strings.IndexByte(key[open+1:], '}') > 0
 }

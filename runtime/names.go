@@ -35,12 +35,13 @@ func prefixNameWith(prefix, name, tail string) string {
 	return prefix + ":{" + name + "}:" + tail
 }
 
-// requestLatch remembers the last request of an owner (the hash field of
-// its hold) on a lock and its result, so that a resent acquire or release
-// never counts twice and a lost reply can be settled. It plays the part of
-// Redisson's per-request unlock latch, in one key per owner.
-func requestLatch(key, field string) string {
-	return prefixNameWith("lockgen_latch", key, field)
+// requestLatch remembers what one acquire or release request did, so that
+// a resent request never counts twice and a lost reply can be settled (an
+// acquire that never ran is marked aborted). One short-lived key per
+// request, like Redisson's unlock latch: a later request of the same owner
+// can never overwrite the proof an earlier one still needs.
+func requestLatch(key, requestID string) string {
+	return prefixNameWith("lockgen_latch", key, requestID)
 }
 
 // Messages published on unlock channels.

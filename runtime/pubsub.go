@@ -164,7 +164,7 @@ func (h *hub) leave(w *waiter, acquired bool) {
 	select {
 	case <-w.C:
 		if !acquired {
-			wakeOne(e)
+			wakeOne(e, nil)
 		}
 	default:
 	}
@@ -174,14 +174,22 @@ func (h *hub) leave(w *waiter, acquired bool) {
 }
 
 // wake signals one more waiter on channel: a waiter that was woken but
-// found the lock still unavailable for a reason of its own (a multi-lock
-// blocked on another member) hands the unlock on.
+// could not use the wake-up (its try failed, or a multi-lock is blocked on
+// another member) hands the unlock on.
 func (h *hub) wake(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e := h.entries[channel]; e != nil {
-		wakeOne(e)
+		wakeOne(e, nil)
 	}
+}
+
+// passOn signals one waiter of w's channel other than w: w was woken but
+// another waiter goes first.
+func (h *hub) passOn(w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	wakeOne(w.e, w)
 }
 
 // expire unsubscribes e if still nobody waits on it.
@@ -324,7 +332,7 @@ func (h *hub) deliver(channel, payload string) {
 		wakeReaders(e)
 		return
 	}
-	wakeOne(e)
+	wakeOne(e, nil)
 }
 
 // wakeReaders signals every reader and the longest-waiting other waiter:
@@ -345,13 +353,21 @@ func wakeReaders(e *channelEntry) {
 	}
 }
 
-// wakeOne signals the longest-waiting waiter that has no signal pending.
-func wakeOne(e *channelEntry) {
-	for _, w := range e.waiters {
-		select {
-		case w.C <- struct{}{}:
-			return
-		default:
+// wakeOne signals the longest-waiting waiter (other than skip) that has no
+// signal pending, an exclusive one (a writer) before a reader: a read
+// unlock that frees the lock matters to a writer; readers were not
+// blocked by readers.
+func wakeOne(e *channelEntry, skip *waiter) {
+	for _, exclusive := range []bool{true, false} {
+		for _, w := range e.waiters {
+			if w == skip || w.shared == exclusive {
+				continue
+			}
+			select {
+			case w.C <- struct{}{}:
+				return
+			default:
+			}
 		}
 	}
 }

@@ -51,7 +51,9 @@ func (l *RedLock) fail(op string, err error) error {
 
 // redHold is one acquisition of a RedLock.
 type redHold struct {
-	owner  string
+	owner string
+	spare int // parts that may be lost before the quorum is lost
+
 	parts  []context.Context // the hold ctx on each node; nil where not taken
 	stops  []func() bool     // stop the loss watchers
 	cancel context.CancelCauseFunc
@@ -192,7 +194,7 @@ func (l *RedLock) releaseParts(parts []context.Context) {
 // ErrLockLost when more nodes lose their part than the quorum can spare,
 // or (fixed lease) when the validity ends.
 func (l *RedLock) hold(ctx context.Context, owner string, parts []context.Context, granted int, lease time.Duration, validUntil time.Time) context.Context {
-	h := &redHold{owner: owner, parts: parts, start: time.Now()}
+	h := &redHold{owner: owner, parts: parts, start: time.Now(), spare: granted - l.quorum}
 	cctx, cancel := context.WithCancelCause(ctx)
 	h.cancel = cancel
 	var out context.Context = cctx
@@ -201,18 +203,20 @@ func (l *RedLock) hold(ctx context.Context, owner string, parts []context.Contex
 		out = dctx
 		h.cancel = func(err error) { cancel(err); stop() }
 	}
-	spare := granted - l.quorum
 	for _, p := range parts {
 		if p == nil {
 			continue
 		}
 		h.stops = append(h.stops, context.AfterFunc(p, func() {
-			if !errors.Is(context.Cause(p), ErrLockLost) {
+			if cause := context.Cause(p); errors.Is(cause, ErrClosed) {
+				h.cancel(l.fail("renew", ErrClosed))
+				return
+			} else if !errors.Is(cause, ErrLockLost) {
 				return
 			}
 			h.mu.Lock()
 			h.lost++
-			lostQuorum := h.lost > spare && !h.released
+			lostQuorum := h.lost > h.spare && !h.released
 			h.mu.Unlock()
 			if lostQuorum {
 				h.cancel(l.fail("renew", fmt.Errorf("%w: fewer than %d nodes still hold it", ErrLockLost, l.quorum)))
@@ -229,7 +233,7 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
 	h.mu.Lock()
-	released, lost := h.released, h.lost > len(h.parts)-l.quorum
+	released, lost := h.released, h.lost > h.spare
 	h.released = true
 	h.mu.Unlock()
 	if released {

@@ -30,14 +30,20 @@ func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (
 	if err == nil && acked >= int64(want) {
 		return 0, nil
 	}
-	undo := attempt{via: conn, px: at.px, req: m.c.newRequestID(), count: at.count + 1}
-	if _, uerr := m.c.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, undo) }); uerr != nil {
-		m.c.log.Warn("undoing an unreplicated acquisition failed", "lock", m.opts.Name, "key", m.key, "err", uerr)
-	}
+	m.undo(ctx, a, at)
 	if err != nil {
 		return 0, fmt.Errorf("%w: WAIT %d: %w", ErrNotReplicated, want, err)
 	}
 	return 0, fmt.Errorf("%w: %d of %d replicas acknowledged within %v", ErrNotReplicated, acked, want, m.c.opts.ReplicaTimeout)
+}
+
+// undo drops the one count of the hold that attempt at took.
+func (m *Mutex) undo(ctx context.Context, a lockArgs, at attempt) {
+	req := m.c.newRequestID()
+	u := attempt{via: at.via, px: at.px, req: req, latch: requestLatch(m.key, req), count: at.count + 1}
+	if _, err := m.c.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
+		m.c.log.Warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
+	}
 }
 
 // stickyConn returns one connection to the master serving key.

@@ -87,7 +87,15 @@ func (readSide) field(owner string) string                { return owner }
 func (readSide) shared() bool                             { return true }
 func (readSide) check(*Mutex, *holdContext, string) error { return nil }
 func (readSide) waits(*Mutex) bool                        { return false }
-func (readSide) refreshEvery(*Mutex) time.Duration        { return 0 }
+
+// refreshEvery bounds a reader's sleep behind a waiting writer (writers
+// first) by how long the writer's record lives without a refresh.
+func (readSide) refreshEvery(m *Mutex) time.Duration {
+	if m.opts.WritersFirst {
+		return m.c.opts.WatchdogTimeout / 3
+	}
+	return 0
+}
 func (readSide) leave(context.Context, *Mutex, lockArgs) (int64, error) {
 	return 0, nil
 }
@@ -104,7 +112,7 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	c := m.c
 	owner := a.ownerID()
 	return scriptReadAcquire.run(ctx, at.via, 4, []any{
-		3: a.key, readTimeoutKey(m.key, owner, at.count+1), a.latch, rwWriters(m.key),
+		3: a.key, readTimeoutKey(m.key, owner, at.count+1), at.latch, rwWriters(m.key),
 		at.px, a.owner, writeField(owner), at.req, c.latchTTL, flag(m.opts.WritersFirst),
 	}).Int64()
 }
@@ -112,7 +120,7 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptReadRelease.run(ctx, at.via, 4, []any{
-		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), a.latch,
+		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), at.latch,
 		unlockMessage, a.owner, c.publish, c.latchTTL, at.req,
 	}).Int64()
 }
@@ -143,7 +151,7 @@ func (writeSide) check(m *Mutex, hc *holdContext, owner string) error {
 func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptWriteAcquire.run(ctx, at.via, 3, []any{
-		3: a.key, a.latch, rwWriters(m.key),
+		3: a.key, at.latch, rwWriters(m.key),
 		at.px, a.field, a.owner, at.req, c.latchTTL, flag(m.opts.WritersFirst && at.waiting),
 		c.opts.WatchdogTimeout.Milliseconds(),
 	}).Int64()
@@ -152,7 +160,7 @@ func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptWriteRelease.run(ctx, at.via, 3, []any{
-		3: a.key, rwChannel(m.key), a.latch,
+		3: a.key, rwChannel(m.key), at.latch,
 		readUnlockMessage, at.px, a.field, c.publish, c.latchTTL, at.req,
 	}).Int64()
 }

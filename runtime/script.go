@@ -56,11 +56,10 @@ type lockArgs struct {
 	key   any // lock key
 	owner any // owner token
 	field any // hash field proving the hold (the owner, or "<owner>:write")
-	latch any // request latch of the field
 }
 
 func newLockArgs(key, owner, field string) lockArgs {
-	a := lockArgs{key: key, owner: owner, field: owner, latch: requestLatch(key, field)}
+	a := lockArgs{key: key, owner: owner, field: owner}
 	if field != owner {
 		a.field = field
 	}

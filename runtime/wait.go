@@ -29,7 +29,14 @@ type waitSpec struct {
 // tryFunc makes one acquisition attempt. When the lock is held by someone
 // else it reports the holder's remaining lease (negative: no expiry), which
 // bounds how long a waiter sleeps: a holder that crashed publishes nothing.
+//
+// A ttl of ttlWaiterFirst means the lock was not taken although it may be
+// free: another waiter goes first (a reader behind a waiting writer). A
+// wake-up this waiter consumed is then handed on to that waiter.
 type tryFunc func(ctx context.Context) (acquired bool, ttl time.Duration, err error)
+
+// ttlWaiterFirst: see tryFunc.
+const ttlWaiterFirst time.Duration = -2
 
 // await runs the waiting protocol shared by the lock kinds:
 //
@@ -80,9 +87,16 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		}
 		c.hub.busy(w, ttl)
 	}
+	// consumed: the waiter took a wake-up and has not yet found out whether
+	// the lock was free for it. If it leaves (an error) or sleeps again
+	// without knowing, the wake-up goes on to the next waiter.
+	consumed := false
 	defer func() {
 		if w != nil {
 			c.hub.leave(w, err == nil)
+			if err != nil && consumed {
+				c.hub.wake(joined)
+			}
 		}
 	}()
 
@@ -123,11 +137,19 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			}
 		}
 		ready = false
+		consumed = signalled
 		acquired, ttl, err = try(ctx)
 		if err != nil || acquired {
 			return err
 		}
-		c.hub.busy(w, ttl)
+		if ttl == ttlWaiterFirst {
+			if signalled {
+				c.hub.passOn(w)
+			}
+		} else {
+			c.hub.busy(w, ttl)
+		}
+		consumed = false
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return ErrNotAcquired
 		}

@@ -71,21 +71,21 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 }
 
 // expireOverdue loses every watchdog hold whose lease (minus drift) ended
-// without a confirmed renewal, and returns the earliest such deadline of
-// the holds that remain (zero if none).
+// without a confirmed renewal, and forgets every fixed-lease hold whose
+// lease ended (its holder never unlocked it), and returns the earliest such
+// deadline of the holds that remain (zero if none).
 func (c *Client) expireOverdue(now time.Time) time.Time {
 	d := drift(c.opts.WatchdogTimeout)
 	var earliest time.Time
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range c.holds {
-		if !h.watchdog {
-			continue
+		validUntil, why := h.expiresAt, "fixed lease ran out"
+		if h.watchdog {
+			validUntil, why = h.expiresAt.Add(-d), "lease ran out without a confirmed renewal"
 		}
-		validUntil := h.expiresAt.Add(-d)
 		if !now.Before(validUntil) {
-			c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
-				Err: fmt.Errorf("%w: lease ran out without a confirmed renewal", ErrLockLost)})
+			c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
 			continue
 		}
 		if earliest.IsZero() || validUntil.Before(earliest) {

@@ -1,0 +1,303 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// faultHook replaces one EVALSHA of a given script (after skip matching
+// calls) by fn, to inject lost replies and delayed copies: the faults the
+// request latches and settlement exist for.
+type faultHook struct {
+	sha   string
+	skip  atomic.Int64 // how many matching calls to let through first
+	armed atomic.Bool
+	fn    func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
+}
+
+func (h *faultHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *faultHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *faultHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		a := cmd.Args()
+		if h.armed.Load() && len(a) > 1 && a[0] == "evalsha" && a[1] == h.sha {
+			if h.skip.Add(-1) < 0 {
+				h.armed.Store(false)
+				return h.fn(ctx, cmd, next)
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// hooked returns a client with h installed, a lock Client on it and a
+// plain client for inspection, with the scripts loaded.
+func hooked(t *testing.T, h *faultHook) (redis.UniversalClient, *runtime.Client, *redis.Client) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	plain := s.Client(t)
+	for _, sc := range []*redis.Script{lua.Acquire, lua.Release, lua.Settle, lua.MultiAcquire, lua.MultiRelease} {
+		sc.Load(context.Background(), plain)
+	}
+	rdb.AddHook(h)
+	return rdb, newClient(t, rdb, &runtime.Options{WatchdogTimeout: 300 * time.Millisecond}), plain
+}
+
+// An atomic multi-lock whose reply is lost after the script ran is settled
+// as taken: the caller holds every member, each once.
+func TestAtomicMultiLockWithLostReplyKeepsWhatItTook(t *testing.T) {
+	h := &faultHook{sha: lua.MultiAcquire.Hash()}
+	h.armed.Store(true)
+	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		_ = next(ctx, cmd)
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}
+	_, c, plain := hooked(t, h)
+	ctx := ctxT(t)
+	ml := c.MultiLock(runtime.LockOptions{}, c.Mutex("{s}a", runtime.LockOptions{}), c.Mutex("{s}b", runtime.LockOptions{}))
+	if !ml.Atomic() {
+		t.Fatal("not atomic")
+	}
+	held, err := ml.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("TryLock = %v, want the settlement to report the members taken", err)
+	}
+	for _, k := range []string{"{s}a", "{s}b"} {
+		if vals := plain.HVals(ctx, k).Val(); len(vals) != 1 || vals[0] != "1" {
+			t.Fatalf("%s hold counts %v, want one owner with 1", k, vals)
+		}
+	}
+	if err := ml.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	if n := plain.Exists(ctx, "{s}a", "{s}b").Val(); n != 0 {
+		t.Fatalf("%d members left after Unlock", n)
+	}
+}
+
+// An acquire settled as aborted whose copy reaches the server after the
+// owner released everything must not take the lock.
+func TestAcquireSettledAsAbortedNeverTakesTheLockLater(t *testing.T) {
+	var stash []any
+	h := &faultHook{sha: lua.Acquire.Hash()}
+	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		stash = append([]any(nil), cmd.Args()...) // delayed: not delivered yet
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}
+	_, c, plain := hooked(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("ghost", runtime.LockOptions{})
+	hctx, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	_, err = m.TryLock(hctx, 0, runtime.Watchdog) // nested; reply "lost", settled as aborted
+	t.Logf("nested TryLock err = %v", err)
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after outer Unlock: exists=%d", plain.Exists(ctx, "ghost").Val())
+	// the delayed copy of the aborted request reaches the server now
+	r, err := plain.Do(ctx, stash...).Result()
+	t.Logf("delayed copy reply=%v err=%v; lock=%v pttl=%v", r, err, plain.HGetAll(ctx, "ghost").Val(), plain.PTTL(ctx, "ghost").Val())
+	if plain.Exists(ctx, "ghost").Val() == 1 {
+		t.Errorf("an acquire settled as aborted took the lock later; nobody holds it locally")
+	}
+}
+
+// A release whose reply is lost is resent; a re-entry by the same owner in
+// between must not make the resend count down a second time.
+func TestResentReleaseNeverCountsDownTwice(t *testing.T) {
+	h := &faultHook{sha: lua.Release.Hash()}
+	var m *runtime.Mutex
+	var outer context.Context
+	var reentry context.Context
+	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		_ = next(ctx, cmd) // release ran
+		// meanwhile another goroutine sharing the hold re-enters
+		var err error
+		reentry, err = m.TryLock(outer, 0, runtime.Watchdog)
+		if err != nil {
+			panic(err)
+		}
+		cmd.SetErr(io.ErrUnexpectedEOF) // the release's reply is lost -> resent
+		return io.ErrUnexpectedEOF
+	}
+	_, c, plain := hooked(t, h)
+	ctx := ctxT(t)
+	m = c.Mutex("dd", runtime.LockOptions{})
+	var err error
+	outer, err = m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := m.TryLock(outer, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	if err := m.Unlock(nested); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("local holds: outer + reentry = 2; redis count = %v", plain.HGetAll(ctx, "dd").Val())
+	if err := m.Unlock(reentry); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after Unlock(reentry), outer still held locally: exists=%d, outer ctx err=%v", plain.Exists(ctx, "dd").Val(), outer.Err())
+	c2 := newClient(t, plain, nil)
+	if _, err := c2.Mutex("dd", runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); err == nil {
+		t.Errorf("a second owner took the lock while the outer hold is still live (ctx err=%v)", outer.Err())
+	}
+}
+
+// RedLock Unlock misses a loss when not every node granted.
+func TestRedLockUnlockReportsALossWhenNotAllNodesGranted(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	var nodes []redis.UniversalClient
+	var rdbs []*redis.Client
+	for _, s := range servers {
+		r := s.Client(t)
+		rdbs = append(rdbs, r)
+		nodes = append(nodes, r)
+	}
+	ctx := ctxT(t)
+	// node 2 is held by someone else
+	rdbs[2].HSet(ctx, "rl", "other:1", 1)
+	rdbs[2].PExpire(ctx, "rl", time.Minute)
+	c := newClient(t, rdbs[0], &runtime.Options{RedLockNodes: nodes, WatchdogTimeout: 300 * time.Millisecond})
+	l := c.RedLock("rl", runtime.LockOptions{})
+	hctx, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdbs[0].Del(ctx, "rl") // node 0 loses it: 1 of 3 now, quorum 2
+	eventually(t, 2*time.Second, "hold ctx cancelled", func() bool { return hctx.Err() != nil })
+	t.Logf("cause: %v", context.Cause(hctx))
+	err = l.Unlock(hctx)
+	t.Logf("Unlock err = %v", err)
+	if errors.Is(context.Cause(hctx), runtime.ErrLockLost) && !errors.Is(err, runtime.ErrLockLost) {
+		t.Errorf("hold was lost (ctx cause ErrLockLost) but Unlock reports %v", err)
+	}
+}
+
+// watchdog flag is sticky: a fixed-lease hold keeps being renewed after a nested watchdog hold is released.
+func TestWatchdogStopsWithTheLastWatchdogAcquisition(t *testing.T) {
+	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 300 * time.Millisecond})
+	ctx := ctxT(t)
+	m := c.Mutex("sticky", runtime.LockOptions{})
+	outer, err := m.TryLock(ctx, 0, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := m.TryLock(outer, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(nested); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	t.Logf("outer ctx cause: %v; key exists=%d pttl=%v", context.Cause(outer), rdb.Exists(ctx, "sticky").Val(), rdb.PTTL(ctx, "sticky").Val())
+	if rdb.Exists(ctx, "sticky").Val() == 1 {
+		t.Errorf("200ms fixed lease still held (renewed by the watchdog) 1.5s later")
+	}
+}
+
+// writers first: an unlock "0" consumed by a reader blocked by the writer's intent is not handed on.
+func TestWritersFirstHandsAReadersWakeUpToTheWriter(t *testing.T) {
+	h := &faultHook{sha: lua.WriteAcquire.Hash()}
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	plain := s.Client(t)
+	for _, sc := range []*redis.Script{lua.WriteAcquire, lua.ReadAcquire, lua.ReadRelease} {
+		sc.Load(context.Background(), plain)
+	}
+	rdb.AddHook(h)
+	c := newClient(t, rdb, nil) // default 30s watchdog
+	c0 := newClient(t, plain, nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{WritersFirst: true, WaitTime: 20 * time.Second}
+	r0, err := c0.ReadWrite("rw", o).Read().TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1got := make(chan time.Time, 1)
+	h.fn = func(hctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		err := next(hctx, cmd) // W's first try: intent recorded, not taken
+		go func() {
+			rc, err := c.ReadWrite("rw", o).Read().TryLock(ctx, 20*time.Second, runtime.Watchdog)
+			if err == nil {
+				r1got <- time.Now()
+				_ = c.ReadWrite("rw", o).Read().Unlock(rc)
+			}
+		}()
+		time.Sleep(200 * time.Millisecond) // R1 has tried and joined the hub before W joins
+		return err
+	}
+	h.armed.Store(true)
+	wgot := make(chan time.Time, 1)
+	go func() {
+		wc, err := c.ReadWrite("rw", o).Write().TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		if err == nil {
+			wgot <- time.Now()
+			time.Sleep(50 * time.Millisecond)
+			_ = c.ReadWrite("rw", o).Write().Unlock(wc)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	released := time.Now()
+	if err := c0.ReadWrite("rw", o).Read().Unlock(r0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-wgot:
+		t.Logf("writer took the free lock %v after the release", at.Sub(released))
+		if at.Sub(released) > time.Second {
+			t.Errorf("writer slept %v on a free lock (lost wake-up)", at.Sub(released))
+		}
+	case <-time.After(15 * time.Second):
+		t.Errorf("writer not woken within 15s")
+	}
+}
+
+func TestRingIsRefused(t *testing.T) {
+	s := redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": s.Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
+	if _, err := runtime.NewClient(ring, nil); !errors.Is(err, runtime.ErrInvalidArgument) {
+		t.Fatalf("NewClient(Ring) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestKeyWithAStrayBraceIsRefused(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	for _, key := range []string{"a{b", "{}x", "x}{"} {
+		if _, err := c.Mutex(key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrInvalidKey) {
+			t.Errorf("key %q: %v, want ErrInvalidKey", key, err)
+		}
+	}
+	h, err := c.Mutex("report:{acme}", runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("a real hash tag: %v", err)
+	}
+	_ = c.Mutex("report:{acme}", runtime.LockOptions{}).Unlock(h)
+	if left := keysLeft(t, rdb); len(left) != 0 {
+		t.Fatalf("keys left: %v", left)
+	}
+}
