@@ -85,7 +85,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if w, ready, err = c.hub.join(joined, ws.shared); err != nil {
 			return err
 		}
-		c.hub.busy(w, ttl)
+		if ttl != ttlWaiterFirst {
+			c.hub.busy(w, ttl)
+		}
 	}
 	// consumed: the waiter took a wake-up and has not yet found out whether
 	// the lock was free for it. If it leaves (an error) or sleeps again
