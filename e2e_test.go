@@ -84,9 +84,7 @@ func main() {
 // runs three copies against one redis-server: the lock must make their
 // read-modify-write updates of one balance exclusive.
 func TestGeneratedHelperExcludesProcessesOnRealRedis(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module and runs redis-server; skipped with -short")
-	}
+	skipShortOutsideCI(t, "builds a module and runs redis-server")
 	srv := redistest.Start(t)
 	root, err := filepath.Abs(".")
 	if err != nil {

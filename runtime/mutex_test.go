@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -304,5 +303,3 @@ func TestMutexWaitTimeZeroTriesOnce(t *testing.T) {
 		t.Fatalf("bounded wait: %v", err)
 	}
 }
-
-func keyN(prefix string, i int) string { return prefix + strconv.Itoa(i) }
