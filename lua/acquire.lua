@@ -1,32 +1,59 @@
 -- acquire: take or re-enter a reentrant lock (Redisson RLock layout).
 --
+-- The client sends the hold count its owner has before this request (its
+-- acquire and release calls on one lock run one at a time). That tells a
+-- new acquisition from a resent copy of one that already ran (the count is
+-- then one higher), so the hot path writes nothing but the lock itself.
+--
 -- KEYS[1]  lock hash: field = owner token, value = hold count
--- KEYS[2]  request latch of this attempt: lockgen_latch:{<lock>}:<request id>
---          holds the request id once this attempt took the lock, or
---          "abort:<id>" once it was settled as not taken (one key per
---          request: no later request can overwrite what this one proves)
+-- KEYS[2]  request marker of this attempt: lockgen_latch:{<lock>}:<request id>.
+--          Absent on the hot path. "abort" once settle_hold.lua settled the
+--          attempt as not taken; "took" once the attempt is known to have
+--          taken the lock (settled, or a resend found its first copy done).
+--          Either way no later copy of the request takes the lock again.
 -- ARGV[1]  lease in milliseconds (PEXPIRE of the hash)
--- ARGV[2]  owner token "<client uuid>:<n>"
--- ARGV[3]  request id of this attempt (unique per attempt, reused by resends)
--- ARGV[4]  latch lifetime in milliseconds
+-- ARGV[2]  owner token
+-- ARGV[3]  the owner's hold count before this request (0: a new acquisition)
+-- ARGV[4]  marker lifetime in milliseconds
 --
 -- Returns an integer (never nil: a nil reply costs the client an error path)
---   0    the lock is now held by ARGV[2] (taken, re-entered, or this very
---        request had already taken it: a resend never counts twice)
+--   0    the lock is now held by ARGV[2] (taken, re-entered, or taken by an
+--        earlier copy of this very request: a resend never counts twice)
 --   > 0  not taken: the remaining lease of the current holder in ms (>= 1)
 --   -1   not taken: the holder's key has no expiry
---   -3   not taken: this request was settled as aborted by settle.lua
-local seen = redis.call('get', KEYS[2])
-if seen == ARGV[3] then
+--   -3   not taken: the request was settled as aborted, or it is a late
+--        copy of a request whose hold has ended since
+--   -6   not taken: the owner's hold count in Redis is not ARGV[3] (the
+--        hold a re-entry counts on is gone: its lease ran out or the key
+--        was deleted)
+local expected = tonumber(ARGV[3])
+if expected == 0 and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+    redis.call('hset', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
 end
-if seen == 'abort:' .. ARGV[3] then
+local mark = redis.call('get', KEYS[2])
+if mark == 'abort' then
     return -3
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
+if n == expected + 1 then
+    -- An earlier copy of this request took it: count it once, and make
+    -- sure no copy arriving after the hold ended takes the lock again.
+    if not mark then
+        redis.call('set', KEYS[2], 'took', 'px', ARGV[4])
+    end
+    return 0
+end
+if mark then
+    return -3
+end
+if n ~= expected then
+    return -6
+end
+if n > 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    redis.call('set', KEYS[2], ARGV[3], 'px', ARGV[4])
     return 0
 end
 local ttl = redis.call('pttl', KEYS[1])

@@ -11,7 +11,7 @@
 -- KEYS[1]  lock hash: field = owner token, value = hold count
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>} (list of owner tokens)
 -- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>} (zset owner -> ms)
--- KEYS[4]  request latch of this attempt (see acquire.lua)
+-- KEYS[4]  request latch of this attempt (see settle.lua)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds

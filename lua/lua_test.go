@@ -32,42 +32,99 @@ func run(t *testing.T, rdb *redis.Client, s *redis.Script, keys []string, args .
 func TestAcquireTakesReentersAndReportsTTL(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	if got, err := run(t, rdb, lua.Acquire, []string{lock, latch("r1")}, 30000, ownerA, "r1", 10000); err != nil || got.(int64) != 0 {
+	acquire := func(owner, req string, count int) (any, error) {
+		return run(t, rdb, lua.Acquire, []string{lock, latch(req)}, 30000, owner, count, 10000)
+	}
+	if got, err := acquire(ownerA, "r1", 0); err != nil || got.(int64) != 0 {
 		t.Fatalf("fresh acquire: %v %v, want 0", got, err)
 	}
-	// A resend of r1 is a no-op that still reports success.
-	if got, err := run(t, rdb, lua.Acquire, []string{lock, latch("r1")}, 30000, ownerA, "r1", 10000); err != nil || got.(int64) != 0 {
+	// A resend of r1 (sent with the same count) is a no-op that still
+	// reports success, and marks r1 so no later copy takes the lock again.
+	if got, err := acquire(ownerA, "r1", 0); err != nil || got.(int64) != 0 {
 		t.Fatalf("resend: %v %v", got, err)
 	}
 	if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 1 {
 		t.Fatalf("count after resend = %d, want 1", n)
 	}
-	if got, err := run(t, rdb, lua.Acquire, []string{lock, latch("r2")}, 30000, ownerA, "r2", 10000); err != nil || got.(int64) != 0 {
+	if got, err := acquire(ownerA, "r2", 1); err != nil || got.(int64) != 0 {
 		t.Fatalf("re-entry: %v %v", got, err)
 	}
 	if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 2 {
 		t.Fatalf("count after re-entry = %d, want 2", n)
 	}
-	ttl, err := run(t, rdb, lua.Acquire, []string{lock, latch("r3")}, 30000, ownerB, "r3", 10000)
+	ttl, err := acquire(ownerB, "r3", 0)
 	if err != nil || ttl.(int64) <= 29000 {
 		t.Fatalf("other owner: %v %v, want the holder's PTTL", ttl, err)
+	}
+	// A re-entry whose hold is gone is refused, not taken afresh.
+	rdb.Del(ctx, lock)
+	if got, err := acquire(ownerA, "r4", 2); err != nil || got.(int64) != -6 {
+		t.Fatalf("re-entry of a gone hold: %v %v, want -6", got, err)
+	}
+	// A late copy of r1 after its hold ended does not take the lock.
+	if got, err := acquire(ownerA, "r1", 0); err != nil || got.(int64) != -3 {
+		t.Fatalf("late copy of a marked request: %v %v, want -3", got, err)
+	}
+	if n, _ := rdb.Exists(ctx, lock).Result(); n != 0 {
+		t.Fatal("a late copy took the lock")
+	}
+}
+
+func TestSettleHoldAbortsARequestThatHasNotArrived(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	settle := func(req string, count int) int64 {
+		n, err := run(t, rdb, lua.SettleHold, []string{lock, latch(req)}, ownerA, count, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.(int64)
+	}
+	if n := settle("r1", 0); n != 0 {
+		t.Fatalf("settle before arrival = %v, want 0", n)
+	}
+	got, err := run(t, rdb, lua.Acquire, []string{lock, latch("r1")}, 30000, ownerA, 0, 10000)
+	if err != nil || got.(int64) != -3 {
+		t.Fatalf("late acquire = %v %v, want -3 (aborted)", got, err)
+	}
+	if n, _ := rdb.Exists(ctx, lock).Result(); n != 0 {
+		t.Fatal("an aborted request took the lock")
+	}
+	if n := settle("r1", 0); n != 0 {
+		t.Fatalf("settle resent = %v, want 0 again", n)
+	}
+	// Settling a request that did take the lock reports it, and a copy of
+	// it arriving after the hold ended stays out.
+	run(t, rdb, lua.Acquire, []string{lock, latch("r2")}, 30000, ownerA, 0, 10000)
+	if n := settle("r2", 0); n != 1 {
+		t.Fatalf("settle after success = %v, want 1", n)
+	}
+	rdb.Del(ctx, lock)
+	if got, _ := run(t, rdb, lua.Acquire, []string{lock, latch("r2")}, 30000, ownerA, 0, 10000); got.(int64) != -3 {
+		t.Fatalf("copy after the hold ended = %v, want -3", got)
 	}
 }
 
 func TestSettleAbortsARequestThatHasNotArrived(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
+	// settle.lua serves the scripts that keep a request latch (fair lock).
+	keys := func(req string) []string {
+		return []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req)}
+	}
+	acquire := func(req string) (any, error) {
+		return run(t, rdb, lua.FairAcquire, keys(req), 30000, ownerA, 5000, req, 10000, "0", "redisson_lock__channel:{doc}", "publish")
+	}
 	if n, _ := run(t, rdb, lua.Settle, []string{latch("r1")}, "r1", 10000); n.(int64) != 0 {
 		t.Fatalf("settle before arrival = %v, want 0", n)
 	}
-	got, err := run(t, rdb, lua.Acquire, []string{lock, latch("r1")}, 30000, ownerA, "r1", 10000)
+	got, err := acquire("r1")
 	if err != nil || got.(int64) != -3 {
 		t.Fatalf("late acquire = %v %v, want -3 (aborted)", got, err)
 	}
 	if n, _ := rdb.Exists(context.Background(), lock).Result(); n != 0 {
 		t.Fatal("an aborted request took the lock")
 	}
-	// Settling a request that did take the lock reports it.
-	run(t, rdb, lua.Acquire, []string{lock, latch("r2")}, 30000, ownerA, "r2", 10000)
+	acquire("r2")
 	if n, _ := run(t, rdb, lua.Settle, []string{latch("r2")}, "r2", 10000); n.(int64) != 1 {
 		t.Fatalf("settle after success = %v, want 1", n)
 	}
@@ -80,32 +137,36 @@ func TestReleaseCountsDownOnceAndPublishesOnLast(t *testing.T) {
 	defer sub.Close()
 	sub.Receive(ctx)
 	rdb.HSet(ctx, lock, ownerA, 2)
-	keys := func(req string) []string { return []string{lock, channel, latch(req)} }
-	if _, err := run(t, rdb, lua.Release, keys("u0"), "0", 30000, ownerB, "publish", 10000, "u0"); !errors.Is(err, redis.Nil) {
+	keys := []string{lock, channel}
+	if _, err := run(t, rdb, lua.Release, keys, 30000, ownerB, "publish", 1); !errors.Is(err, redis.Nil) {
 		t.Fatalf("non-owner release: %v, want nil", err)
 	}
-	for i := 0; i < 2; i++ { // the second run is a resend of u1
-		if n, _ := run(t, rdb, lua.Release, keys("u1"), "0", 30000, ownerA, "publish", 10000, "u1"); n.(int64) != 0 {
+	for i := 0; i < 2; i++ { // the second run is a resend: same count sent
+		if n, _ := run(t, rdb, lua.Release, keys, 30000, ownerA, "publish", 2); n.(int64) != 0 {
 			t.Fatalf("partial release = %v, want 0", n)
 		}
 	}
 	if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 1 {
 		t.Fatalf("count = %d after a resent partial release, want 1", n)
 	}
-	for i := 0; i < 2; i++ {
-		if n, _ := run(t, rdb, lua.Release, keys("u2"), "0", 30000, ownerA, "publish", 10000, "u2"); n.(int64) != 1 {
-			t.Fatalf("last release = %v, want 1", n)
-		}
+	if ttl := rdb.PTTL(ctx, lock).Val(); ttl <= 29*time.Second {
+		t.Fatalf("PTTL %v after a partial release, want the lease re-applied", ttl)
+	}
+	if n, _ := run(t, rdb, lua.Release, keys, 30000, ownerA, "publish", 1); n.(int64) != 1 {
+		t.Fatalf("last release = %v, want 1", n)
 	}
 	if n, _ := rdb.Exists(ctx, lock).Result(); n != 0 {
 		t.Fatal("lock left after the last release")
 	}
-	if ttl := rdb.PTTL(ctx, latch("u2")).Val(); ttl <= 0 || ttl > 10*time.Second {
-		t.Fatalf("request latch PTTL %v after the last release, want it to expire within 10s", ttl)
+	if _, err := run(t, rdb, lua.Release, keys, 30000, ownerA, "publish", 1); !errors.Is(err, redis.Nil) {
+		t.Fatalf("resent last release: %v, want nil (the lock is gone)", err)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
 	if err != nil || msg.Payload != "0" {
 		t.Fatalf("message %v %v", msg, err)
+	}
+	if keys, _ := rdb.Keys(ctx, "*").Result(); len(keys) != 0 {
+		t.Fatalf("keys left: %v (a release writes no latch)", keys)
 	}
 }
 

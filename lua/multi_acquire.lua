@@ -2,7 +2,7 @@
 -- (the members of a multi-lock that share one cluster slot).
 --
 -- KEYS     for each member i: KEYS[2i-1] its lock hash, KEYS[2i] this
---          attempt's request latch on it (see acquire.lua)
+--          attempt's request latch on it (see settle.lua)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token
 -- ARGV[3]  request id of this attempt

@@ -13,7 +13,7 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  timeout key of the new hold: {<lock>}:<owner>:rwlock_timeout:<n>
--- KEYS[3]  request latch of this attempt (see acquire.lua)
+-- KEYS[3]  request latch of this attempt (see settle.lua)
 -- KEYS[4]  waiting writers: lockgen_rwlock_writers:{<lock>} (zset field -> deadline ms)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token (the read field)

@@ -1,7 +1,7 @@
 -- write_acquire: take or re-enter the write hold of a read-write lock.
 --
 -- KEYS[1]  lock hash (see read_acquire.lua)
--- KEYS[2]  request latch of this attempt (see acquire.lua)
+-- KEYS[2]  request latch of this attempt (see settle.lua)
 -- KEYS[3]  waiting writers: lockgen_rwlock_writers:{<lock>}
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  "<owner>:write" (the write field)

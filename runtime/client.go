@@ -95,6 +95,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	holds  map[holdID]*hold
+	turns  map[holdID]turn // calls in flight, one per owner and lock (see turn)
 	closed bool
 
 	closeCh  chan struct{}
@@ -145,6 +146,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		latchTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
 		log:      o.Logger.With("component", "lockgen"),
 		holds:    make(map[holdID]*hold),
+		turns:    make(map[holdID]turn),
 		closeCh:  make(chan struct{}),
 	}
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)

@@ -57,6 +57,11 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	}).Int64()
 }
 
+// settle decides a lost reply through the attempt's request latch.
+func (fair) settle(ctx context.Context, m *Mutex, _ lockArgs, at attempt) (bool, error) {
+	return m.c.settle(ctx, at.latch, at.req)
+}
+
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptFairRelease.run(ctx, at.via, 4, []any{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,21 +121,25 @@ func TestAcquireSettledAsAbortedNeverTakesTheLockLater(t *testing.T) {
 	}
 }
 
-// A release whose reply is lost is resent; a re-entry by the same owner in
-// between must not make the resend count down a second time.
+// A release whose reply is lost is resent; a re-entry by another goroutine
+// sharing the hold, started meanwhile, must neither make the resend count
+// down a second time nor be counted away: it waits for the owner's turn.
 func TestResentReleaseNeverCountsDownTwice(t *testing.T) {
 	h := &faultHook{sha: lua.Release.Hash()}
 	var m *runtime.Mutex
 	var outer context.Context
-	var reentry context.Context
+	reentered := make(chan context.Context, 1)
 	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		_ = next(ctx, cmd) // release ran
 		// meanwhile another goroutine sharing the hold re-enters
-		var err error
-		reentry, err = m.TryLock(outer, 0, runtime.Watchdog)
-		if err != nil {
-			panic(err)
-		}
+		go func() {
+			h, err := m.TryLock(outer, 0, runtime.Watchdog)
+			if err != nil {
+				panic(err)
+			}
+			reentered <- h
+		}()
+		time.Sleep(20 * time.Millisecond)
 		cmd.SetErr(io.ErrUnexpectedEOF) // the release's reply is lost -> resent
 		return io.ErrUnexpectedEOF
 	}
@@ -154,14 +159,22 @@ func TestResentReleaseNeverCountsDownTwice(t *testing.T) {
 	if err := m.Unlock(nested); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("local holds: outer + reentry = 2; redis count = %v", plain.HGetAll(ctx, "dd").Val())
+	reentry := <-reentered
+	if n, _ := plain.HVals(ctx, "dd").Result(); len(n) != 1 || n[0] != "2" {
+		t.Fatalf("redis hold counts %v with outer + re-entry held, want [2]", n)
+	}
 	if err := m.Unlock(reentry); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("after Unlock(reentry), outer still held locally: exists=%d, outer ctx err=%v", plain.Exists(ctx, "dd").Val(), outer.Err())
 	c2 := newClient(t, plain, nil)
 	if _, err := c2.Mutex("dd", runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); err == nil {
 		t.Errorf("a second owner took the lock while the outer hold is still live (ctx err=%v)", outer.Err())
+	}
+	if err := m.Unlock(outer); err != nil {
+		t.Fatal(err)
+	}
+	if n := plain.Exists(ctx, "dd").Val(); n != 0 {
+		t.Fatalf("lock left after the last Unlock")
 	}
 }
 
@@ -299,5 +312,131 @@ func TestKeyWithAStrayBraceIsRefused(t *testing.T) {
 	_ = c.Mutex("report:{acme}", runtime.LockOptions{}).Unlock(h)
 	if left := keysLeft(t, rdb); len(left) != 0 {
 		t.Fatalf("keys left: %v", left)
+	}
+}
+
+// go-redis resends an acquire whose first copy ran but whose reply was
+// lost: the resend reports success without counting twice, for a new
+// acquisition and for a re-entry alike.
+func TestResentAcquireCountsOnce(t *testing.T) {
+	h := &faultHook{sha: lua.Acquire.Hash()}
+	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		_ = next(ctx, cmd)    // the first copy runs; its reply is lost
+		return next(ctx, cmd) // the resend
+	}
+	_, c, plain := hooked(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("resent", runtime.LockOptions{})
+	h.armed.Store(true)
+	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vals := plain.HVals(ctx, "resent").Val(); len(vals) != 1 || vals[0] != "1" {
+		t.Fatalf("hold counts %v after a resent acquire, want [1]", vals)
+	}
+	h.armed.Store(true)
+	nested, err := m.TryLock(outer, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vals := plain.HVals(ctx, "resent").Val(); len(vals) != 1 || vals[0] != "2" {
+		t.Fatalf("hold counts %v after a resent re-entry, want [2]", vals)
+	}
+	for _, hc := range []context.Context{nested, outer} {
+		if err := m.Unlock(hc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if plain.Exists(ctx, "resent").Val() != 0 {
+		t.Fatal("lock left after both Unlocks")
+	}
+}
+
+// An acquire whose reply was lost is settled as taken; a copy of it that
+// reaches the server after the hold was released must not take the lock.
+func TestCopyOfASettledAcquireArrivingLaterStaysOut(t *testing.T) {
+	var stash []any
+	h := &faultHook{sha: lua.Acquire.Hash()}
+	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		stash = append([]any(nil), cmd.Args()...)
+		_ = next(ctx, cmd) // ran; the reply is lost
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}
+	_, c, plain := hooked(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("late", runtime.LockOptions{})
+	h.armed.Store(true)
+	hctx, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("TryLock = %v, want the settlement to find it taken", err)
+	}
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := plain.Do(ctx, stash...).Result()
+	if plain.Exists(ctx, "late").Val() != 0 {
+		t.Fatalf("a late copy of a settled acquire took the lock (reply %v %v); nobody holds it locally", r, err)
+	}
+}
+
+// A re-entry whose outer hold is gone in Redis fails with ErrLockLost
+// instead of taking the lock afresh under a count the owner does not have.
+func TestReentryOfAGoneHoldIsLost(t *testing.T) {
+	_, admin, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("gone", runtime.LockOptions{})
+	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.Del(ctx, "gone")
+	if _, err := m.TryLock(outer, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("re-entry of a deleted hold = %v, want ErrLockLost", err)
+	}
+	if admin.Exists(ctx, "gone").Val() != 0 {
+		t.Fatal("the refused re-entry took the lock")
+	}
+	_ = m.Unlock(outer)
+}
+
+// Goroutines sharing one hold re-enter and release concurrently: their
+// calls take turns, so Redis's hold count always matches the client's.
+func TestConcurrentReentriesKeepTheCount(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("turns", runtime.LockOptions{})
+	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				h, err := m.TryLock(outer, 0, runtime.Watchdog)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := m.Unlock(h); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n, _ := m.HoldCount(outer); n != 1 {
+		t.Fatalf("hold count %d after the re-entries ended, want 1", n)
+	}
+	if err := m.Unlock(outer); err != nil {
+		t.Fatal(err)
+	}
+	if locked, _ := m.IsLocked(ctx); locked {
+		t.Fatal("lock left after the last Unlock")
 	}
 }

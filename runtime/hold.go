@@ -100,12 +100,17 @@ func (c *Client) acquisitionOf(hc *holdContext, key, field string) *acquisition 
 // acquisition with lease applies: never shorter than what the hold already
 // has, so a nested acquisition with a short lease cannot cut the outer one's.
 func (c *Client) holdState(key, field string, lease time.Duration) (int, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.holdStateLocked(holdID{key, field}, lease)
+}
+
+// holdStateLocked is holdState with c.mu held.
+func (c *Client) holdStateLocked(id holdID, lease time.Duration) (int, time.Duration) {
 	if lease == Watchdog {
 		lease = c.opts.WatchdogTimeout
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	h := c.holds[holdID{key, field}]
+	h := c.holds[id]
 	if h == nil {
 		return 0, lease
 	}

@@ -18,6 +18,9 @@ type kind interface {
 	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
 	// -1 no expiry, replyAborted, replyUpgrade.
 	acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
+	// settle decides an acquire attempt whose reply was lost: it either
+	// took the lock (true) or never will.
+	settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
 	release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
 	// channel is the channel a waiter of owner sleeps on.
@@ -44,7 +47,7 @@ type attempt struct {
 	via     scripter // where the script runs
 	px      any      // lease in ms, as a script argument
 	req     string   // request id
-	latch   string   // request latch of req (see requestLatch)
+	latch   string   // request latch (or marker) of req (see requestLatch)
 	count   int      // the owner's hold count before the call
 	waiting bool     // acquire: the caller waits if not taken
 }
@@ -54,6 +57,7 @@ type reentrant struct{}
 
 var (
 	scriptAcquire     = newScript(lua.Acquire)
+	scriptSettleHold  = newScript(lua.SettleHold)
 	scriptRelease     = newScript(lua.Release)
 	scriptForceUnlock = newScript(lua.ForceUnlock)
 )
@@ -68,18 +72,33 @@ func (reentrant) refreshEvery(*Mutex) time.Duration                      { retur
 func (reentrant) extraKeys(string, string, int) []string                 { return nil }
 func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }
 
+// The reentrant scripts send the hold count the owner has before the call
+// instead of writing a request latch: see acquire.lua and release.lua.
+
 func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scriptAcquire.run(ctx, at.via, 2, []any{
 		3: a.key, at.latch,
-		at.px, a.owner, at.req, m.c.latchTTL,
+		at.px, a.owner, at.count, m.c.latchTTL,
 	}).Int64()
 }
 
-func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
 	c := m.c
-	return scriptRelease.run(ctx, at.via, 3, []any{
-		3: a.key, lockChannel(m.key), at.latch,
-		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, at.req,
+	dctx, cancel := c.detached(ctx)
+	defer cancel()
+	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+		return scriptSettleHold.run(ctx, c.rdb, 2, []any{
+			3: a.key, at.latch,
+			a.owner, at.count, c.latchTTL,
+		}).Int64()
+	})
+	return n == 1, err
+}
+
+func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	return scriptRelease.run(ctx, at.via, 2, []any{
+		3: a.key, lockChannel(m.key),
+		at.px, a.owner, m.c.publish, at.count,
 	}).Int64()
 }
 

@@ -143,15 +143,25 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 	for i, m := range l.members {
 		args[i] = newLockArgs(m.key, owner, owner)
 	}
+	ids := make([]holdID, len(l.members))
+	for i, m := range l.members {
+		ids[i] = holdID{m.key, owner}
+	}
 	blocking := 0
 	var sent time.Time
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		sent = time.Now()
-		var px time.Duration
-		for _, m := range l.members {
-			_, p := c.holdState(m.key, owner, lease)
-			px = max(px, p)
+	try := func(ctx context.Context) (took bool, _ time.Duration, _ error) {
+		// The owner's turn on every member (in key order), kept on success
+		// until the holds are recorded, as Mutex.tryAcquire does.
+		px, err := c.enterAll(ctx, ids, lease)
+		if err != nil {
+			return false, 0, err
 		}
+		defer func() {
+			if !took {
+				c.exitAll(ids)
+			}
+		}()
+		sent = time.Now()
 		req := c.newRequestID()
 		cmdArgs := make([]any, 3, 3+2*len(args)+4)
 		for _, a := range args {
@@ -187,6 +197,7 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 	if err := c.await(ctx, ws, try); err != nil {
 		return nil, l.fail("acquire", err)
 	}
+	defer c.exitAll(ids)
 	hctx := ctx
 	for i, m := range l.members {
 		h, err := c.addHold(hctx, m, args[i], lease, sent)
@@ -237,6 +248,12 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.key))
 		}
 	}
+	ids := make([]holdID, len(acqs))
+	for i, acq := range acqs {
+		ids[i] = holdID{acq.h.key, acq.h.field}
+	}
+	_, _ = c.enterAll(context.Background(), ids, 0) // never fails: no deadline
+	defer c.exitAll(ids)
 	var lost error
 	lease := c.opts.WatchdogTimeout
 	var send []lockArgs

@@ -102,10 +102,15 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
+	// The successful attempt still has its turn (see tryAcquire): the hold
+	// is recorded before the owner's next call on this lock reads its count.
+	id := holdID{m.key, a.fieldID()}
+	defer c.exit(id)
 	hctx, err := c.addHold(ctx, m, a, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
-		_, _ = m.release(ctx, a, true, 0, 1)
+		count, _ := c.holdState(m.key, a.fieldID(), lease)
+		_, _ = m.release(ctx, a, count == 0, c.opts.WatchdogTimeout, count+1)
 		return nil, m.fail("acquire", err)
 	}
 	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Wait: time.Since(start)})
@@ -129,16 +134,26 @@ func validate(key string, lease time.Duration) error {
 	return nil
 }
 
-// tryAcquire runs the kind's acquire script once. A reply lost to a
-// transport error or a cancelled ctx is settled: the attempt either took
-// the lock (then it is held) or is marked aborted so it never will.
-func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool) (bool, time.Duration, error) {
+// tryAcquire runs the kind's acquire script once, in the owner's turn on
+// this lock (see turn). A reply lost to a transport error or a cancelled ctx
+// is settled: the attempt either took the lock (then it is held) or is
+// marked aborted so it never will. When it took the lock, the turn is still
+// held on return: the caller records the hold, then exits.
+func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool) (took bool, _ time.Duration, _ error) {
 	c := m.c
+	id := holdID{m.key, a.fieldID()}
+	count, px, err := c.enter(ctx, id, lease)
+	if err != nil {
+		return false, 0, err
+	}
+	defer func() {
+		if !took {
+			c.exit(id)
+		}
+	}()
 	req := c.newRequestID()
-	count, px := c.holdState(m.key, a.fieldID(), lease)
 	at := attempt{via: c.rdb, px: c.leaseArg(px), req: req, latch: requestLatch(m.key, req), count: count, waiting: waiting}
 	var ttl int64
-	var err error
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)
 	} else {
@@ -151,21 +166,23 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
 	case err == nil && ttl == replyWriterFirst:
 		return false, ttlWaiterFirst, nil
+	case err == nil && ttl == replyHoldGone:
+		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
 	case isRedisReply(err), errors.Is(err, ErrNotReplicated), notSent(err):
 		return false, 0, err
 	}
-	took, serr := c.settle(ctx, at.latch, req)
+	settled, serr := m.k.settle(ctx, m, a, at)
 	if serr != nil {
 		return false, 0, serr
 	}
-	if took && m.opts.SyncReplicas > 0 {
+	if settled && m.opts.SyncReplicas > 0 {
 		// Taken, but whether the replicas have it is unknown: undo it.
 		m.undo(ctx, a, at)
 		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", ErrNotReplicated, err)
 	}
-	if took {
+	if settled {
 		return true, 0, nil
 	}
 	return false, 0, err
@@ -176,6 +193,7 @@ const (
 	replyAborted     = -3 // the request was settled as aborted
 	replyUpgrade     = -4 // write refused: the owner holds a read hold
 	replyWriterFirst = -5 // read not taken: a waiting writer goes first
+	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
 )
 
 // leave withdraws a waiter that gave up from the kind's waiting structures
@@ -205,6 +223,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if acq == nil {
 		return m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
+	id := holdID{acq.h.key, acq.h.field}
+	_, _, _ = m.c.enter(context.Background(), id, 0) // never fails: no deadline
+	defer m.c.exit(id)
 	last, lease, count, lost, ok := m.c.dropAcquisition(acq)
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))

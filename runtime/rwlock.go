@@ -81,6 +81,11 @@ func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 }
 
 // readSide is the read side of an RWLock.
+// settle decides a lost reply through the attempt's request latch.
+func (rwSide) settle(ctx context.Context, m *Mutex, _ lockArgs, at attempt) (bool, error) {
+	return m.c.settle(ctx, at.latch, at.req)
+}
+
 type readSide struct{ rwSide }
 
 func (readSide) field(owner string) string                { return owner }

@@ -66,9 +66,16 @@ func StartCluster(tb testing.TB, opts ...Option) *Cluster {
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
 		tb.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
+	created := time.Now()
 	waitUntil(tb, clusterTimeout, "cluster of 3 masters and 3 replicas", func(ctx context.Context) error {
 		view, err := c.converged(ctx)
 		if err != nil {
+			// On a loaded machine a node sometimes never learns of one
+			// peer through gossip (its handshake timed out): once gossip
+			// had its time, introduce every node to it again.
+			if time.Since(created) > 5*time.Second {
+				c.meetAll(ctx)
+			}
 			return err
 		}
 		masters, replicas := 0, 0
@@ -85,6 +92,22 @@ func StartCluster(tb testing.TB, opts ...Option) *Cluster {
 		return nil
 	})
 	return c
+}
+
+// meetAll sends CLUSTER MEET for every other node to each node that does
+// not know all six yet.
+func (c *Cluster) meetAll(ctx context.Context) {
+	for _, s := range c.nodes {
+		info, err := s.control().ClusterInfo(ctx).Result()
+		if err != nil || infoField(info, "cluster_known_nodes") == strconv.Itoa(len(c.nodes)) {
+			continue
+		}
+		for _, peer := range c.nodes {
+			if peer != s {
+				_ = s.control().ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(peer.Port())).Err()
+			}
+		}
+	}
 }
 
 // Client returns a cluster client that knows every node, closed when the
