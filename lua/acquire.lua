@@ -32,31 +32,29 @@ if expected == 0 and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
 end
-local mark = redis.call('get', KEYS[2])
-if mark == 'abort' then
-    return -3
-end
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
 if n == expected + 1 then
     -- An earlier copy of this request took it: count it once, and make
     -- sure no copy arriving after the hold ended takes the lock again.
-    if not mark then
-        redis.call('set', KEYS[2], 'took', 'px', ARGV[4])
-    end
+    redis.call('set', KEYS[2], 'took', 'nx', 'px', ARGV[4])
     return 0
 end
-if mark then
-    return -3
-end
-if n ~= expected then
-    return -6
-end
-if n > 0 then
+if n > 0 and n == expected then
+    if redis.call('exists', KEYS[2]) == 1 then
+        return -3
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
 end
+if n > 0 or expected > 0 then
+    return -6
+end
+-- A new acquisition that found the lock or its own marker.
 local ttl = redis.call('pttl', KEYS[1])
+if ttl == -2 then
+    return -3
+end
 if ttl == 0 then
     return 1
 end

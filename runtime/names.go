@@ -35,11 +35,13 @@ func prefixNameWith(prefix, name, tail string) string {
 	return prefix + ":{" + name + "}:" + tail
 }
 
-// requestLatch remembers what one acquire or release request did, so that
-// a resent request never counts twice and a lost reply can be settled (an
-// acquire that never ran is marked aborted). One short-lived key per
-// request, like Redisson's unlock latch: a later request of the same owner
-// can never overwrite the proof an earlier one still needs.
+// requestLatch names the short-lived key of one acquire or release
+// request. The fair, read-write and multi-lock scripts write it on every
+// request (what the request did, so a resend never counts twice; see
+// settle.lua); the reentrant scripts only off the hot path, as the marker
+// of a settled acquire (see settle_hold.lua). One key per request, like
+// Redisson's unlock latch: a later request of the same owner can never
+// overwrite the proof an earlier one still needs.
 func requestLatch(key, requestID string) string {
 	return prefixNameWith("lockgen_latch", key, requestID)
 }
