@@ -8,32 +8,56 @@
 -- Unlike Redisson, a live waiter is never pruned: its deadline does not
 -- depend on how long the waiters ahead of it take.
 --
+-- Holds count as in acquire.lua: the client sends the hold count its owner
+-- has before the request, so a resent copy is told from a new request
+-- without a latch per request.
+--
 -- KEYS[1]  lock hash: field = owner token, value = hold count
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>} (list of owner tokens)
 -- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>} (zset owner -> ms)
--- KEYS[4]  request latch of this attempt (see settle.lua)
+-- KEYS[4]  request marker of this attempt (see acquire.lua)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds
--- ARGV[4]  request id of this attempt
--- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[4]  the owner's hold count before this request (0: a new acquisition)
+-- ARGV[5]  marker lifetime in milliseconds
 -- ARGV[6]  "1": join (or stay in) the queue when not taken; "0": one try only
 -- ARGV[7]  wake channel prefix: redisson_lock__channel:{<lock>}
 -- ARGV[8]  publish command: "publish" or "spublish"
 --
 -- Returns an integer
---   0    the lock is now held by ARGV[2] (or this request already took it)
+--   0    the lock is now held by ARGV[2] (taken, re-entered, or taken by an
+--        earlier copy of this very request)
 --   > 0  not taken: sleep at most this many ms (holder's lease, or the
 --        head's deadline when the lock is free for the head to take)
 --   -1   not taken: the holder's key has no expiry
---   -3   not taken: this request was settled as aborted
-local seen = redis.call('get', KEYS[4])
-if seen == ARGV[4] then
-    return 0
+--   -3   not taken: the request was settled as aborted, or it is a late
+--        copy of a request whose hold has ended since
+--   -6   not taken: the owner's hold count in Redis is not ARGV[4]
+local expected = tonumber(ARGV[4])
+local free = redis.call('exists', KEYS[1], KEYS[4]) == 0
+if not free then
+    local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
+    if n == expected + 1 then
+        redis.call('set', KEYS[4], 'took', 'nx', 'px', ARGV[5])
+        return 0
+    end
+    if n > 0 and n == expected then
+        if redis.call('exists', KEYS[4]) == 1 then
+            return -3
+        end
+        redis.call('hincrby', KEYS[1], ARGV[2], 1)
+        redis.call('pexpire', KEYS[1], ARGV[1])
+        return 0
+    end
+    if n > 0 or expected > 0 then
+        return -6
+    end
+    if redis.call('exists', KEYS[1]) == 0 then
+        return -3 -- only this request's marker: settled or finished
+    end
 end
-if seen == 'abort:' .. ARGV[4] then
-    return -3
-end
+
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -50,7 +74,6 @@ while head do
     head = redis.call('lindex', KEYS[2], 0)
 end
 
-local free = redis.call('exists', KEYS[1]) == 0
 if free and (not head or head == ARGV[2]) then
     if head then
         redis.call('lpop', KEYS[2])
@@ -58,13 +81,6 @@ if free and (not head or head == ARGV[2]) then
     redis.call('zrem', KEYS[3], ARGV[2])
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    redis.call('set', KEYS[4], ARGV[4], 'px', ARGV[5])
-    return 0
-end
-if not free and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    redis.call('set', KEYS[4], ARGV[4], 'px', ARGV[5])
     return 0
 end
 

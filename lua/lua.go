@@ -65,11 +65,11 @@ var (
 var (
 	// Acquire takes or re-enters a reentrant lock; see acquire.lua.
 	Acquire = redis.NewScript(acquireSrc)
-	// Settle decides the outcome of an acquire whose reply was lost, for the
-	// scripts that keep a request latch; see settle.lua.
+	// Settle decides the outcome of a multi-lock acquire whose reply was
+	// lost (its script keeps a request latch); see settle.lua.
 	Settle = redis.NewScript(settleSrc)
-	// SettleHold decides the outcome of a reentrant acquire whose reply was
-	// lost; see settle_hold.lua.
+	// SettleHold decides the outcome of an acquire whose reply was lost
+	// from the owner's hold count; see settle_hold.lua.
 	SettleHold = redis.NewScript(settleHoldSrc)
 	// Release drops one hold of a reentrant lock; see release.lua.
 	Release = redis.NewScript(releaseSrc)

@@ -107,19 +107,20 @@ func TestSettleHoldAbortsARequestThatHasNotArrived(t *testing.T) {
 
 func TestSettleAbortsARequestThatHasNotArrived(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	// settle.lua serves the scripts that keep a request latch (fair lock).
-	keys := func(req string) []string {
-		return []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req)}
-	}
-	acquire := func(req string) (any, error) {
-		return run(t, rdb, lua.FairAcquire, keys(req), 30000, ownerA, 5000, req, 10000, "0", "redisson_lock__channel:{doc}", "publish")
+	// settle.lua serves the scripts that keep a request latch (multi-lock,
+	// read-write lock).
+	acquire := func(req string) []any {
+		got, err := run(t, rdb, lua.MultiAcquire, []string{lock, latch(req)}, 30000, ownerA, req, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.([]any)
 	}
 	if n, _ := run(t, rdb, lua.Settle, []string{latch("r1")}, "r1", 10000); n.(int64) != 0 {
 		t.Fatalf("settle before arrival = %v, want 0", n)
 	}
-	got, err := acquire("r1")
-	if err != nil || got.(int64) != -3 {
-		t.Fatalf("late acquire = %v %v, want -3 (aborted)", got, err)
+	if got := acquire("r1"); got[1].(int64) != -3 {
+		t.Fatalf("late acquire = %v, want {0, -3} (aborted)", got)
 	}
 	if n, _ := rdb.Exists(context.Background(), lock).Result(); n != 0 {
 		t.Fatal("an aborted request took the lock")

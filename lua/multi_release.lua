@@ -3,7 +3,7 @@
 -- lock and wakes one waiter on its channel.
 --
 -- KEYS     for each member i: KEYS[3i-2] lock hash, KEYS[3i-1] its unlock
---          channel, KEYS[3i] this release's request latch on it (see release.lua)
+--          channel, KEYS[3i] this release's request latch on it (see settle.lua)
 -- ARGV[1]  unlock message ("0")
 -- ARGV[2]  lease in milliseconds, re-applied where holds remain
 -- ARGV[3]  owner token

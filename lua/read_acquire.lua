@@ -11,32 +11,33 @@
 -- that does not already hold the lock waits while a live writer waits
 -- (an entry in the writer-intent set that has not timed out).
 --
+-- Counts as acquire.lua does: the client sends the owner's read hold count
+-- before the request, so a resent copy is told from a new request without
+-- a latch per request.
+--
 -- KEYS[1]  lock hash
 -- KEYS[2]  timeout key of the new hold: {<lock>}:<owner>:rwlock_timeout:<n>
--- KEYS[3]  request latch of this attempt (see settle.lua)
+-- KEYS[3]  request marker of this attempt (see acquire.lua)
 -- KEYS[4]  waiting writers: lockgen_rwlock_writers:{<lock>} (zset field -> deadline ms)
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  owner token (the read field)
 -- ARGV[3]  "<owner>:write" (the owner's write field, for downgrade)
--- ARGV[4]  request id of this attempt
--- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[4]  the owner's read hold count before this request (0: new)
+-- ARGV[5]  marker lifetime in milliseconds
 -- ARGV[6]  "1": writers first; "0": Redisson's order (readers may barge)
 --
 -- Returns an integer
---   0    the read hold is taken (or this request already took it)
+--   0    the read hold is taken (re-entered, or taken by an earlier copy of
+--        this very request)
 --   > 0  not taken: sleep at most this many ms
 --   -1   not taken: the holder's key has no expiry
---   -3   not taken: this request was settled as aborted
+--   -3   not taken: the request was settled as aborted, or it is a late
+--        copy of a request whose hold has ended since
 --   -5   not taken: the lock is free, but a waiting writer goes first
 --        (writers first): the writer is the one to wake
-local seen = redis.call('get', KEYS[3])
-if seen == ARGV[4] then
-    return 0
-end
-if seen == 'abort:' .. ARGV[4] then
-    return -3
-end
+--   -6   not taken: the owner's read hold count in Redis is not ARGV[4]
 local lease = tonumber(ARGV[1])
+local expected = tonumber(ARGV[4])
 
 -- A waiting writer blocks new readers (writers first), unless the reader
 -- re-enters or is the writer itself: blocking those would deadlock.
@@ -56,29 +57,41 @@ local function take()
     if redis.call('pttl', KEYS[1]) < lease then
         redis.call('pexpire', KEYS[1], lease)
     end
-    redis.call('set', KEYS[3], ARGV[4], 'px', ARGV[5])
     return 0
 end
 
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
+if expected == 0 and redis.call('exists', KEYS[1], KEYS[3]) == 0 then
     if writerWaits() then
         return -5
     end
-    redis.call('hset', KEYS[1], 'mode', 'read')
-    return take()
+    redis.call('hset', KEYS[1], 'mode', 'read', ARGV[2], 1)
+    redis.call('set', KEYS[2], 1, 'px', lease)
+    redis.call('pexpire', KEYS[1], lease)
+    return 0
 end
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
+if n == expected + 1 then
+    redis.call('set', KEYS[3], 'took', 'nx', 'px', ARGV[5])
+    return 0
+end
+if n > 0 or expected > 0 then
+    if n ~= expected then
+        return -6
+    end
+end
+if redis.call('exists', KEYS[3]) == 1 then
+    return -3
+end
+if n > 0 then
+    return take() -- re-entry: never blocked
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'write' then
     if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-        return take()
+        return take() -- the writer takes read holds (downgrade)
     end
-else
-    if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-        return take()
-    end
-    if not writerWaits() then
-        return take()
-    end
+elseif not writerWaits() then
+    return take()
 end
 local ttl = redis.call('pttl', KEYS[1])
 if ttl == 0 then

@@ -1,43 +1,42 @@
 -- read_release: drop one read hold of a read-write lock.
 --
+-- Counts as release.lua does: the client sends the owner's read hold count
+-- before this release, so a resent copy of a release that already ran does
+-- nothing, and nothing is written per request.
+--
 -- KEYS[1]  lock hash
 -- KEYS[2]  channel: redisson_rwlock:{<lock>}
 -- KEYS[3]  timeout key of the dropped hold: {<lock>}:<owner>:rwlock_timeout:<count>
--- KEYS[4]  request latch of this release (see release.lua)
--- ARGV[1]  unlock message ("0": wakes one waiter, typically a writer)
--- ARGV[2]  owner token (the read field)
--- ARGV[3]  publish command: "publish" or "spublish"
--- ARGV[4]  latch lifetime in milliseconds
--- ARGV[5]  request id of this release
+-- ARGV[1]  owner token (the read field)
+-- ARGV[2]  publish command: "publish" or "spublish"
+-- ARGV[3]  the owner's read hold count before this release (>= 1)
 --
 -- Returns
---   nil  ARGV[2] holds no read hold
+--   nil  ARGV[1] holds no read hold as counted
 --   0    dropped; the lock is still held (by this owner or others)
 --   1    dropped the last hold of anyone: lock deleted, one waiter woken
+--        (Redisson's unlock message "0", typically a writer)
 --
 -- Unlike Redisson, the hash's lease is not recomputed from the other
 -- readers' timeout keys (they cannot be declared in KEYS): it stays as the
 -- holders' renewals set it and runs out one lease after the last live one.
-local seen = redis.call('get', KEYS[4])
-if seen == '0:' .. ARGV[5] then
-    return 0
+local expected = tonumber(ARGV[3])
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]))
+if n == expected - 1 and n > 0 then
+    return 0 -- an earlier copy of this release counted down
 end
-if seen == '1:' .. ARGV[5] then
-    return 1
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+if n ~= expected then
     return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[2], -1)
-if count <= 0 then
-    redis.call('hdel', KEYS[1], ARGV[2])
+if n > 1 then
+    redis.call('hset', KEYS[1], ARGV[1], n - 1)
+else
+    redis.call('hdel', KEYS[1], ARGV[1])
 end
 redis.call('del', KEYS[3])
 if redis.call('hlen', KEYS[1]) > 1 then
-    redis.call('set', KEYS[4], '0:' .. ARGV[5], 'px', ARGV[4])
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[3], KEYS[2], ARGV[1])
-redis.call('set', KEYS[4], '1:' .. ARGV[5], 'px', ARGV[4])
+redis.call(ARGV[2], KEYS[2], '0')
 return 1

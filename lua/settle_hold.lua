@@ -1,5 +1,6 @@
--- settle_hold: decide the outcome of a reentrant acquire whose reply was
--- lost (see acquire.lua).
+-- settle_hold: decide the outcome of an acquire whose reply was lost, for
+-- every script that counts holds (acquire.lua, fair_acquire.lua,
+-- read_acquire.lua, write_acquire.lua).
 --
 -- The acquire may have run on the server even though the client saw a
 -- timeout or a broken connection. Settling makes the outcome final: either
@@ -9,7 +10,8 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  request marker of the attempt: lockgen_latch:{<lock>}:<request id>
--- ARGV[1]  owner token
+-- ARGV[1]  the hash field of the owner's hold (owner token; "<owner>:write"
+--          for a write hold)
 -- ARGV[2]  the owner's hold count the attempt was sent with
 -- ARGV[3]  marker lifetime in milliseconds
 --

@@ -1,46 +1,57 @@
 -- write_acquire: take or re-enter the write hold of a read-write lock.
 --
+-- Counts as acquire.lua does: the client sends the owner's write hold count
+-- before the request, so a resent copy is told from a new request without
+-- a latch per request.
+--
 -- KEYS[1]  lock hash (see read_acquire.lua)
--- KEYS[2]  request latch of this attempt (see settle.lua)
+-- KEYS[2]  request marker of this attempt (see acquire.lua)
 -- KEYS[3]  waiting writers: lockgen_rwlock_writers:{<lock>}
 -- ARGV[1]  lease in milliseconds
 -- ARGV[2]  "<owner>:write" (the write field)
 -- ARGV[3]  owner token (its read field: a reader asking to write is an upgrade)
--- ARGV[4]  request id of this attempt
--- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[4]  the owner's write hold count before this request (0: new)
+-- ARGV[5]  marker lifetime in milliseconds
 -- ARGV[6]  "1": writers first and waiting: record this writer as waiting
 -- ARGV[7]  how long a waiting writer's record lives without a refresh, ms
 --
 -- Returns an integer
---   0    the write hold is taken (or this request already took it)
+--   0    the write hold is taken (re-entered, or taken by an earlier copy
+--        of this very request)
 --   > 0  not taken: sleep at most this many ms
 --   -1   not taken: the holder's key has no expiry
---   -3   not taken: this request was settled as aborted
+--   -3   not taken: the request was settled as aborted, or it is a late
+--        copy of a request whose hold has ended since
 --   -4   refused: the owner holds a read hold (upgrade would deadlock)
-local seen = redis.call('get', KEYS[2])
-if seen == ARGV[4] then
-    return 0
-end
-if seen == 'abort:' .. ARGV[4] then
-    return -3
-end
+--   -6   not taken: the owner's write hold count in Redis is not ARGV[4]
 local lease = tonumber(ARGV[1])
-local mode = redis.call('hget', KEYS[1], 'mode')
-if mode == false then
-    redis.call('hset', KEYS[1], 'mode', 'write')
-    redis.call('hset', KEYS[1], ARGV[2], 1)
+local expected = tonumber(ARGV[4])
+if expected == 0 and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+    redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
     redis.call('pexpire', KEYS[1], lease)
     redis.call('zrem', KEYS[3], ARGV[2])
-    redis.call('set', KEYS[2], ARGV[4], 'px', ARGV[5])
     return 0
 end
-if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
+if n == expected + 1 then
+    redis.call('set', KEYS[2], 'took', 'nx', 'px', ARGV[5])
+    return 0
+end
+if n > 0 and n == expected then
+    if redis.call('exists', KEYS[2]) == 1 then
+        return -3
+    end
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     if redis.call('pttl', KEYS[1]) < lease then
         redis.call('pexpire', KEYS[1], lease)
     end
-    redis.call('set', KEYS[2], ARGV[4], 'px', ARGV[5])
     return 0
+end
+if n > 0 or expected > 0 then
+    return -6
+end
+if redis.call('exists', KEYS[1]) == 0 then
+    return -3 -- only this request's marker: settled or finished
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
     return -4

@@ -45,10 +45,10 @@
 // are resent on transport errors and are idempotent (a resend never counts
 // down twice). An acquire whose reply is lost is settled: it either took
 // the lock, and the caller holds it, or it is marked aborted on the server.
-// A Mutex's scripts get both without writing anything per request: they
-// are sent the hold count the owner has before the call, and one owner's
-// calls on one lock take turns, so a resent copy finds the count already
-// moved and does nothing. Errors are *LockError values wrapping the
+// The scripts get both without writing anything per request: they are
+// sent the hold count the owner has before the call, and one owner's calls
+// on one lock take turns, so a resent copy finds the count already moved
+// and does nothing. Errors are *LockError values wrapping the
 // sentinels of this package.
 //
 // # Redis layout

@@ -52,21 +52,17 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	}
 	return scriptFairAcquire.run(ctx, at.via, 4, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.latch,
-		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.req, c.latchTTL, join,
+		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.latchTTL, join,
 		lockChannel(m.key), c.publish,
 	}).Int64()
 }
 
-// settle decides a lost reply through the attempt's request latch.
-func (fair) settle(ctx context.Context, m *Mutex, _ lockArgs, at attempt) (bool, error) {
-	return m.c.settle(ctx, at.latch, at.req)
-}
+// settle: a fair lock's hold counts as a reentrant one's (settle_hold.lua).
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	c := m.c
-	return scriptFairRelease.run(ctx, at.via, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.latch,
-		unlockMessage, at.px, a.owner, c.publish, c.latchTTL, lockChannel(m.key), at.req,
+	return scriptFairRelease.run(ctx, at.via, 3, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key),
+		at.px, a.owner, m.c.publish, at.count, lockChannel(m.key),
 	}).Int64()
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,7 +51,7 @@ func hooked(t *testing.T, h *faultHook) (redis.UniversalClient, *runtime.Client,
 	s := redistest.Start(t)
 	rdb := s.Client(t)
 	plain := s.Client(t)
-	for _, sc := range []*redis.Script{lua.Acquire, lua.Release, lua.Settle, lua.MultiAcquire, lua.MultiRelease} {
+	for _, sc := range []*redis.Script{lua.Acquire, lua.Release, lua.Settle, lua.SettleHold, lua.MultiAcquire, lua.MultiRelease, lua.FairAcquire, lua.ReadAcquire, lua.WriteAcquire} {
 		sc.Load(context.Background(), plain)
 	}
 	rdb.AddHook(h)
@@ -315,69 +317,123 @@ func TestKeyWithAStrayBraceIsRefused(t *testing.T) {
 	}
 }
 
+// countedKinds are the kinds whose scripts check the expected hold count,
+// with the acquire script each one runs and the hash field of owner's hold.
+var countedKinds = []struct {
+	lockKind
+	acquire *redis.Script
+	field   func(hash map[string]string) string
+}{
+	{kindByName("reentrant"), lua.Acquire, onlyField},
+	{kindByName("fair"), lua.FairAcquire, onlyField},
+	{kindByName("write"), lua.WriteAcquire, fieldEnding(":write")},
+	{readKind, lua.ReadAcquire, fieldNot("mode")},
+}
+
+func onlyField(hash map[string]string) string {
+	for f := range hash {
+		return f
+	}
+	return ""
+}
+
+func fieldEnding(suffix string) func(map[string]string) string {
+	return func(hash map[string]string) string {
+		for f := range hash {
+			if strings.HasSuffix(f, suffix) {
+				return f
+			}
+		}
+		return ""
+	}
+}
+
+func fieldNot(name string) func(map[string]string) string {
+	return func(hash map[string]string) string {
+		for f := range hash {
+			if f != name {
+				return f
+			}
+		}
+		return ""
+	}
+}
+
 // go-redis resends an acquire whose first copy ran but whose reply was
 // lost: the resend reports success without counting twice, for a new
 // acquisition and for a re-entry alike.
 func TestResentAcquireCountsOnce(t *testing.T) {
-	h := &faultHook{sha: lua.Acquire.Hash()}
-	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		_ = next(ctx, cmd)    // the first copy runs; its reply is lost
-		return next(ctx, cmd) // the resend
-	}
-	_, c, plain := hooked(t, h)
-	ctx := ctxT(t)
-	m := c.Mutex("resent", runtime.LockOptions{})
-	h.armed.Store(true)
-	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vals := plain.HVals(ctx, "resent").Val(); len(vals) != 1 || vals[0] != "1" {
-		t.Fatalf("hold counts %v after a resent acquire, want [1]", vals)
-	}
-	h.armed.Store(true)
-	nested, err := m.TryLock(outer, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if vals := plain.HVals(ctx, "resent").Val(); len(vals) != 1 || vals[0] != "2" {
-		t.Fatalf("hold counts %v after a resent re-entry, want [2]", vals)
-	}
-	for _, hc := range []context.Context{nested, outer} {
-		if err := m.Unlock(hc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if plain.Exists(ctx, "resent").Val() != 0 {
-		t.Fatal("lock left after both Unlocks")
+	for _, k := range countedKinds {
+		t.Run(k.name, func(t *testing.T) {
+			h := &faultHook{sha: k.acquire.Hash()}
+			h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+				_ = next(ctx, cmd)    // the first copy runs; its reply is lost
+				return next(ctx, cmd) // the resend
+			}
+			_, c, plain := hooked(t, h)
+			ctx := ctxT(t)
+			m := k.new(c, "resent", runtime.LockOptions{})
+			count := func() string {
+				hash := plain.HGetAll(ctx, "resent").Val()
+				return hash[k.field(hash)]
+			}
+			h.armed.Store(true)
+			outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != "1" {
+				t.Fatalf("hold count %q after a resent acquire, want 1 (%v)", n, plain.HGetAll(ctx, "resent").Val())
+			}
+			h.armed.Store(true)
+			nested, err := m.TryLock(outer, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != "2" {
+				t.Fatalf("hold count %q after a resent re-entry, want 2", n)
+			}
+			for _, hc := range []context.Context{nested, outer} {
+				if err := m.Unlock(hc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if keys := plain.Keys(ctx, "*").Val(); slices.ContainsFunc(keys, func(k string) bool { return !strings.HasPrefix(k, "lockgen_latch:") }) {
+				t.Fatalf("keys left after both Unlocks: %v", keys)
+			}
+		})
 	}
 }
 
 // An acquire whose reply was lost is settled as taken; a copy of it that
 // reaches the server after the hold was released must not take the lock.
 func TestCopyOfASettledAcquireArrivingLaterStaysOut(t *testing.T) {
-	var stash []any
-	h := &faultHook{sha: lua.Acquire.Hash()}
-	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		stash = append([]any(nil), cmd.Args()...)
-		_ = next(ctx, cmd) // ran; the reply is lost
-		cmd.SetErr(io.ErrUnexpectedEOF)
-		return io.ErrUnexpectedEOF
-	}
-	_, c, plain := hooked(t, h)
-	ctx := ctxT(t)
-	m := c.Mutex("late", runtime.LockOptions{})
-	h.armed.Store(true)
-	hctx, err := m.TryLock(ctx, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatalf("TryLock = %v, want the settlement to find it taken", err)
-	}
-	if err := m.Unlock(hctx); err != nil {
-		t.Fatal(err)
-	}
-	r, err := plain.Do(ctx, stash...).Result()
-	if plain.Exists(ctx, "late").Val() != 0 {
-		t.Fatalf("a late copy of a settled acquire took the lock (reply %v %v); nobody holds it locally", r, err)
+	for _, k := range countedKinds {
+		t.Run(k.name, func(t *testing.T) {
+			var stash []any
+			h := &faultHook{sha: k.acquire.Hash()}
+			h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+				stash = append([]any(nil), cmd.Args()...)
+				_ = next(ctx, cmd) // ran; the reply is lost
+				cmd.SetErr(io.ErrUnexpectedEOF)
+				return io.ErrUnexpectedEOF
+			}
+			_, c, plain := hooked(t, h)
+			ctx := ctxT(t)
+			m := k.new(c, "late", runtime.LockOptions{})
+			h.armed.Store(true)
+			hctx, err := m.TryLock(ctx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatalf("TryLock = %v, want the settlement to find it taken", err)
+			}
+			if err := m.Unlock(hctx); err != nil {
+				t.Fatal(err)
+			}
+			r, err := plain.Do(ctx, stash...).Result()
+			if plain.Exists(ctx, "late").Val() != 0 {
+				t.Fatalf("a late copy of a settled acquire took the lock (reply %v %v); nobody holds it locally", r, err)
+			}
+		})
 	}
 }
 

@@ -89,7 +89,7 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return scriptSettleHold.run(ctx, c.rdb, 2, []any{
 			3: a.key, at.latch,
-			a.owner, at.count, c.latchTTL,
+			a.field, at.count, c.latchTTL,
 		}).Int64()
 	})
 	return n == 1, err

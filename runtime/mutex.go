@@ -256,8 +256,8 @@ const (
 )
 
 // release runs the kind's release script with a fresh request id, resending
-// it on transport errors (the scripts make a resend harmless: the expected
-// hold count for a Mutex, the request latch for the other kinds).
+// it on transport errors (the expected hold count the scripts check makes
+// a resend harmless).
 // count is the owner's hold count before the release.
 func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
 	c := m.c

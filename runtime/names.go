@@ -36,12 +36,12 @@ func prefixNameWith(prefix, name, tail string) string {
 }
 
 // requestLatch names the short-lived key of one acquire or release
-// request. The fair, read-write and multi-lock scripts write it on every
-// request (what the request did, so a resend never counts twice; see
-// settle.lua); the reentrant scripts only off the hot path, as the marker
-// of a settled acquire (see settle_hold.lua). One key per request, like
-// Redisson's unlock latch: a later request of the same owner can never
-// overwrite the proof an earlier one still needs.
+// request. The multi-lock's one-script path writes it on every request
+// (what the request did, so a resend never counts twice; see settle.lua);
+// every other script only off the hot path, as the marker of a settled
+// acquire (see settle_hold.lua). One key per request, like Redisson's
+// unlock latch: a later request of the same owner can never overwrite the
+// proof an earlier one still needs.
 func requestLatch(key, requestID string) string {
 	return prefixNameWith("lockgen_latch", key, requestID)
 }

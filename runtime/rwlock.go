@@ -81,9 +81,10 @@ func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 }
 
 // readSide is the read side of an RWLock.
-// settle decides a lost reply through the attempt's request latch.
-func (rwSide) settle(ctx context.Context, m *Mutex, _ lockArgs, at attempt) (bool, error) {
-	return m.c.settle(ctx, at.latch, at.req)
+// settle decides a lost reply from the hold count (settle_hold.lua), as
+// for a reentrant lock: each side counts its holds in its own field.
+func (rwSide) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
+	return reentrant{}.settle(ctx, m, a, at)
 }
 
 type readSide struct{ rwSide }
@@ -118,15 +119,14 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	owner := a.ownerID()
 	return scriptReadAcquire.run(ctx, at.via, 4, []any{
 		3: a.key, readTimeoutKey(m.key, owner, at.count+1), at.latch, rwWriters(m.key),
-		at.px, a.owner, writeField(owner), at.req, c.latchTTL, flag(m.opts.WritersFirst),
+		at.px, a.owner, writeField(owner), at.count, c.latchTTL, flag(m.opts.WritersFirst),
 	}).Int64()
 }
 
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	c := m.c
-	return scriptReadRelease.run(ctx, at.via, 4, []any{
-		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), at.latch,
-		unlockMessage, a.owner, c.publish, c.latchTTL, at.req,
+	return scriptReadRelease.run(ctx, at.via, 3, []any{
+		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count),
+		a.owner, m.c.publish, at.count,
 	}).Int64()
 }
 
@@ -157,16 +157,15 @@ func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 	c := m.c
 	return scriptWriteAcquire.run(ctx, at.via, 3, []any{
 		3: a.key, at.latch, rwWriters(m.key),
-		at.px, a.field, a.owner, at.req, c.latchTTL, flag(m.opts.WritersFirst && at.waiting),
+		at.px, a.field, a.owner, at.count, c.latchTTL, flag(m.opts.WritersFirst && at.waiting),
 		c.opts.WatchdogTimeout.Milliseconds(),
 	}).Int64()
 }
 
 func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	c := m.c
-	return scriptWriteRelease.run(ctx, at.via, 3, []any{
-		3: a.key, rwChannel(m.key), at.latch,
-		readUnlockMessage, at.px, a.field, c.publish, c.latchTTL, at.req,
+	return scriptWriteRelease.run(ctx, at.via, 2, []any{
+		3: a.key, rwChannel(m.key),
+		at.px, a.field, m.c.publish, at.count,
 	}).Int64()
 }
 
