@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -88,6 +89,27 @@ type run struct {
 	Client     cmdStats // top-level commands the client sent
 	Allocs     float64  // mallocs per acquisition (uncontended only)
 	RedisCPU   time.Duration
+	Windows    []float64 // uncontended: ops/s of each round's window
+}
+
+// opsPerSec is an uncontended row's speed: the median of its windows, so
+// that the few windows a scheduler hiccup halves or doubles do not decide
+// a comparison (rate() for a single window).
+func (r *run) opsPerSec() float64 {
+	if len(r.Windows) == 0 {
+		return r.rate()
+	}
+	w := slices.Sorted(slices.Values(r.Windows))
+	return w[len(w)/2]
+}
+
+// windowSpread is the interquartile range of the windows' ops/s.
+func (r *run) windowSpread() (lo, hi float64) {
+	if len(r.Windows) == 0 {
+		return r.rate(), r.rate()
+	}
+	w := slices.Sorted(slices.Values(r.Windows))
+	return w[len(w)/4], w[(3*len(w))/4]
 }
 
 func (r *run) rate() float64 { return float64(r.Acqs) / r.Elapsed.Seconds() }
@@ -286,6 +308,7 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 		Redis: rAfter.sub(rBefore), Client: cnt.snapshot().sub(cBefore),
 		Allocs:   float64(ms1.Mallocs-ms0.Mallocs) / float64(max(n, 1)),
 		RedisCPU: redisCPU(ctx, b.admin) - cpuBefore,
+		Windows:  []float64{float64(n) / elapsed.Seconds()},
 	}
 }
 
@@ -293,7 +316,7 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 // interleaved so that load from outside the bench hits every row alike).
 func merge(rs []*run) *run {
 	m := *rs[0]
-	m.Redis, m.Client = cmdStats{}, cmdStats{}
+	m.Redis, m.Client, m.Windows = cmdStats{}, cmdStats{}, nil
 	m.Acqs, m.AllAcqs, m.Elapsed, m.Errors, m.RedisCPU = 0, 0, 0, 0, 0
 	var lat []time.Duration
 	var allocs float64
@@ -303,6 +326,7 @@ func merge(rs []*run) *run {
 		m.Elapsed += r.Elapsed
 		m.Errors += r.Errors
 		m.RedisCPU += r.RedisCPU
+		m.Windows = append(m.Windows, r.Windows...)
 		lat = append(lat, r.Wait...)
 		allocs += r.Allocs * float64(r.AllAcqs)
 		for k, v := range r.Redis {
