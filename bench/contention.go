@@ -1,11 +1,11 @@
 package main
 
 import (
-	"slices"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
