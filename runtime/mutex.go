@@ -105,14 +105,15 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	// The successful attempt still has its turn (see tryAcquire): the hold
 	// is recorded before the owner's next call on this lock reads its count.
 	id := holdID{m.key, a.fieldID()}
-	defer c.exit(id)
 	hctx, err := c.addHold(ctx, m, a, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
 		count, _ := c.holdState(m.key, a.fieldID(), lease)
 		_, _ = m.release(ctx, a, count == 0, c.opts.WatchdogTimeout, count+1)
+		c.exit(id)
 		return nil, m.fail("acquire", err)
 	}
+	c.exit(id)
 	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Wait: time.Since(start)})
 	return hctx, nil
 }
