@@ -7,7 +7,7 @@
 --
 -- KEYS[1]  lock hash: field = owner token, value = hold count
 -- KEYS[2]  request marker of this attempt: lockgen_latch:{<lock>}:<request id>.
---          Absent on the hot path. "abort" once settle_hold.lua settled the
+--          Absent on the hot path. "abort" once settle.lua settled the
 --          attempt as not taken; "took" once the attempt is known to have
 --          taken the lock (settled, or a resend found its first copy done).
 --          Either way no later copy of the request takes the lock again.

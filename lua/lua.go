@@ -25,8 +25,6 @@ var (
 	acquireSrc string
 	//go:embed settle.lua
 	settleSrc string
-	//go:embed settle_hold.lua
-	settleHoldSrc string
 	//go:embed release.lua
 	releaseSrc string
 	//go:embed renew_batch.lua
@@ -65,12 +63,9 @@ var (
 var (
 	// Acquire takes or re-enters a reentrant lock; see acquire.lua.
 	Acquire = redis.NewScript(acquireSrc)
-	// Settle decides the outcome of a multi-lock acquire whose reply was
-	// lost (its script keeps a request latch); see settle.lua.
+	// Settle decides the outcome of an acquire whose reply was lost, from
+	// the owner's hold count; see settle.lua.
 	Settle = redis.NewScript(settleSrc)
-	// SettleHold decides the outcome of an acquire whose reply was lost
-	// from the owner's hold count; see settle_hold.lua.
-	SettleHold = redis.NewScript(settleHoldSrc)
 	// Release drops one hold of a reentrant lock; see release.lua.
 	Release = redis.NewScript(releaseSrc)
 	// RenewBatch extends the lease of up to 100 holds in one slot; see renew_batch.lua.

@@ -70,11 +70,11 @@ func TestAcquireTakesReentersAndReportsTTL(t *testing.T) {
 	}
 }
 
-func TestSettleHoldAbortsARequestThatHasNotArrived(t *testing.T) {
+func TestSettleAbortsARequestThatHasNotArrived(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	settle := func(req string, count int) int64 {
-		n, err := run(t, rdb, lua.SettleHold, []string{lock, latch(req)}, ownerA, count, 10000)
+		n, err := run(t, rdb, lua.Settle, []string{lock, latch(req)}, ownerA, count, 10000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,29 +105,58 @@ func TestSettleHoldAbortsARequestThatHasNotArrived(t *testing.T) {
 	}
 }
 
-func TestSettleAbortsARequestThatHasNotArrived(t *testing.T) {
+func TestMultiAcquireTakesAllOrNothingAndCountsOnce(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
-	// settle.lua serves the scripts that keep a request latch (multi-lock,
-	// read-write lock).
-	acquire := func(req string) []any {
-		got, err := run(t, rdb, lua.MultiAcquire, []string{lock, latch(req)}, 30000, ownerA, req, 10000)
+	ctx := context.Background()
+	const a, b = "{m}a", "{m}b"
+	marker := func(req string) string { return "lockgen_latch:{m}a:" + req }
+	acquire := func(owner, req string, counts ...int) []any {
+		args := []any{30000, owner, 10000}
+		for _, n := range counts {
+			args = append(args, n)
+		}
+		got, err := run(t, rdb, lua.MultiAcquire, []string{a, b, marker(req)}, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return got.([]any)
 	}
-	if n, _ := run(t, rdb, lua.Settle, []string{latch("r1")}, "r1", 10000); n.(int64) != 0 {
-		t.Fatalf("settle before arrival = %v, want 0", n)
+	if got := acquire(ownerA, "r1", 0, 0); got[0].(int64) != 0 || got[1].(int64) != 0 {
+		t.Fatalf("fresh multi acquire = %v, want {0, 0}", got)
 	}
-	if got := acquire("r1"); got[1].(int64) != -3 {
-		t.Fatalf("late acquire = %v, want {0, -3} (aborted)", got)
+	if got := acquire(ownerA, "r1", 0, 0); got[0].(int64) != 0 || got[1].(int64) != 0 {
+		t.Fatalf("resend = %v, want {0, 0}", got)
 	}
-	if n, _ := rdb.Exists(context.Background(), lock).Result(); n != 0 {
-		t.Fatal("an aborted request took the lock")
+	for _, k := range []string{a, b} {
+		if n, _ := rdb.HGet(ctx, k, ownerA).Int(); n != 1 {
+			t.Fatalf("%s count %d after a resend, want 1", k, n)
+		}
 	}
-	acquire("r2")
-	if n, _ := run(t, rdb, lua.Settle, []string{latch("r2")}, "r2", 10000); n.(int64) != 1 {
-		t.Fatalf("settle after success = %v, want 1", n)
+	if got := acquire(ownerB, "r2", 0, 0); got[0].(int64) != 1 || got[1].(int64) <= 0 {
+		t.Fatalf("other owner = %v, want {1, ttl}", got)
+	}
+	if n, _ := rdb.Exists(ctx, "{m}a", "{m}b").Result(); n != 2 {
+		t.Fatal("members vanished")
+	}
+	keys := []string{a, "redisson_lock__channel:{m}a", b, "redisson_lock__channel:{m}b"}
+	for i := 0; i < 2; i++ { // the second run is a resend
+		got, err := run(t, rdb, lua.MultiRelease, keys, 30000, ownerA, "publish", 1, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && (got.([]any)[0].(int64) != 1 || got.([]any)[1].(int64) != 1) {
+			t.Fatalf("multi release = %v, want {1, 1}", got)
+		}
+	}
+	if n, _ := rdb.Exists(ctx, a, b).Result(); n != 0 {
+		t.Fatal("members left after the release")
+	}
+	// A late copy of r1 stays out: its marker says it ran.
+	if got := acquire(ownerA, "r1", 0, 0); got[1].(int64) != -3 {
+		t.Fatalf("late copy = %v, want {0, -3}", got)
+	}
+	if n, _ := rdb.Exists(ctx, a, b).Result(); n != 0 {
+		t.Fatal("a late copy took the members")
 	}
 }
 

@@ -80,15 +80,15 @@ const (
 // A Client is safe for concurrent use. Close it when done; the Redis client
 // it was built from stays open and remains the caller's.
 type Client struct {
-	rdb      redis.UniversalClient
-	opts     Options
-	id       string // uuid of this client: the first half of every owner token
-	cluster  bool   // keys are grouped by slot for batched calls
-	sharded  bool   // sharded pub/sub: one subscription connection per slot
-	publish  any    // "publish" or "spublish", boxed once for script args
-	latchTTL any    // lifetime of request latches in ms, boxed once
-	wdLease  any    // WatchdogTimeout in ms, boxed once
-	log      *slog.Logger
+	rdb       redis.UniversalClient
+	opts      Options
+	id        string // uuid of this client: the first half of every owner token
+	cluster   bool   // keys are grouped by slot for batched calls
+	sharded   bool   // sharded pub/sub: one subscription connection per slot
+	publish   any    // "publish" or "spublish", boxed once for script args
+	markerTTL any    // lifetime of request markers in ms, boxed once
+	wdLease   any    // WatchdogTimeout in ms, boxed once
+	log       *slog.Logger
 
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
@@ -139,15 +139,15 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		o.ReplicaTimeout = time.Second
 	}
 	c := &Client{
-		rdb:      rdb,
-		opts:     o,
-		id:       newUUID(),
-		publish:  "publish",
-		latchTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
-		log:      o.Logger.With("component", "lockgen"),
-		holds:    make(map[holdID]*hold),
-		turns:    make(map[holdID]turn),
-		closeCh:  make(chan struct{}),
+		rdb:       rdb,
+		opts:      o,
+		id:        newUUID(),
+		publish:   "publish",
+		markerTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
+		log:       o.Logger.With("component", "lockgen"),
+		holds:     make(map[holdID]*hold),
+		turns:     make(map[holdID]turn),
+		closeCh:   make(chan struct{}),
 	}
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
@@ -231,7 +231,7 @@ func (c *Client) newOwner() string {
 	return string(strconv.AppendUint(append(append(b[:0], c.id...), ':'), c.ownerSeq.Add(1), 10))
 }
 
-// newRequestID returns an id unique to one acquire or release attempt.
+// newRequestID returns an id unique to one acquire attempt.
 func (c *Client) newRequestID() string {
 	var b [64]byte
 	return string(strconv.AppendUint(append(append(b[:0], c.id...), ":r"...), c.requestSeq.Add(1), 36))

@@ -51,13 +51,13 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 		join = "1"
 	}
 	return scriptFairAcquire.run(ctx, at.via, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.latch,
-		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.latchTTL, join,
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker,
+		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
 		lockChannel(m.key), c.publish,
 	}).Int64()
 }
 
-// settle: a fair lock's hold counts as a reentrant one's (settle_hold.lua).
+// settle: a fair lock's hold counts as a reentrant one's (settle.lua).
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scriptFairRelease.run(ctx, at.via, 3, []any{

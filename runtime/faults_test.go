@@ -51,7 +51,7 @@ func hooked(t *testing.T, h *faultHook) (redis.UniversalClient, *runtime.Client,
 	s := redistest.Start(t)
 	rdb := s.Client(t)
 	plain := s.Client(t)
-	for _, sc := range []*redis.Script{lua.Acquire, lua.Release, lua.Settle, lua.SettleHold, lua.MultiAcquire, lua.MultiRelease, lua.FairAcquire, lua.ReadAcquire, lua.WriteAcquire} {
+	for _, sc := range []*redis.Script{lua.Acquire, lua.Release, lua.Settle, lua.MultiAcquire, lua.MultiRelease, lua.FairAcquire, lua.ReadAcquire, lua.WriteAcquire} {
 		sc.Load(context.Background(), plain)
 	}
 	rdb.AddHook(h)

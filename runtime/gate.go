@@ -57,16 +57,18 @@ func (c *Client) exit(id holdID) {
 }
 
 // enterAll enters the turns of ids one by one, in their order (callers
-// sort them, so two calls never wait on each other crosswise). It returns
-// the longest PEXPIRE of them (see holdState).
-func (c *Client) enterAll(ctx context.Context, ids []holdID, lease time.Duration) (time.Duration, error) {
+// sort them, so two calls never wait on each other crosswise). It fills
+// counts with the hold count of each and returns the longest PEXPIRE of
+// them (see holdState).
+func (c *Client) enterAll(ctx context.Context, ids []holdID, lease time.Duration, counts []int) (time.Duration, error) {
 	var px time.Duration
 	for i, id := range ids {
-		_, p, err := c.enter(ctx, id, lease)
+		n, p, err := c.enter(ctx, id, lease)
 		if err != nil {
 			c.exitAll(ids[:i])
 			return 0, err
 		}
+		counts[i] = n
 		px = max(px, p)
 	}
 	return px, nil

@@ -46,8 +46,7 @@ type kind interface {
 type attempt struct {
 	via     scripter // where the script runs
 	px      any      // lease in ms, as a script argument
-	req     string   // request id
-	latch   string   // request latch (or marker) of req (see requestLatch)
+	marker  string   // acquire: the request's marker key (see requestMarker)
 	count   int      // the owner's hold count before the call
 	waiting bool     // acquire: the caller waits if not taken
 }
@@ -57,7 +56,7 @@ type reentrant struct{}
 
 var (
 	scriptAcquire     = newScript(lua.Acquire)
-	scriptSettleHold  = newScript(lua.SettleHold)
+	scriptSettle      = newScript(lua.Settle)
 	scriptRelease     = newScript(lua.Release)
 	scriptForceUnlock = newScript(lua.ForceUnlock)
 )
@@ -72,13 +71,13 @@ func (reentrant) refreshEvery(*Mutex) time.Duration                      { retur
 func (reentrant) extraKeys(string, string, int) []string                 { return nil }
 func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }
 
-// The reentrant scripts send the hold count the owner has before the call
-// instead of writing a request latch: see acquire.lua and release.lua.
+// The scripts are sent the hold count the owner has before the call, which
+// makes a resend harmless: see acquire.lua and release.lua.
 
 func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scriptAcquire.run(ctx, at.via, 2, []any{
-		3: a.key, at.latch,
-		at.px, a.owner, at.count, m.c.latchTTL,
+		3: a.key, at.marker,
+		at.px, a.owner, at.count, m.c.markerTTL,
 	}).Int64()
 }
 
@@ -87,9 +86,9 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
 	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return scriptSettleHold.run(ctx, c.rdb, 2, []any{
-			3: a.key, at.latch,
-			a.field, at.count, c.latchTTL,
+		return scriptSettle.run(ctx, c.rdb, 2, []any{
+			3: a.key, at.marker,
+			a.field, at.count, c.markerTTL,
 		}).Int64()
 	})
 	return n == 1, err

@@ -149,10 +149,11 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 	}
 	blocking := 0
 	var sent time.Time
+	counts := make([]int, len(l.members)) // the owner's hold counts before the attempt
 	try := func(ctx context.Context) (took bool, _ time.Duration, _ error) {
 		// The owner's turn on every member (in key order), kept on success
 		// until the holds are recorded, as Mutex.tryAcquire does.
-		px, err := c.enterAll(ctx, ids, lease)
+		px, err := c.enterAll(ctx, ids, lease, counts)
 		if err != nil {
 			return false, 0, err
 		}
@@ -163,15 +164,21 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 		}()
 		sent = time.Now()
 		req := c.newRequestID()
+		marker := requestMarker(l.members[0].key, req)
 		cmdArgs := make([]any, 3, 3+2*len(args)+4)
 		for _, a := range args {
-			cmdArgs = append(cmdArgs, a.key, requestLatch(a.key.(string), req))
+			cmdArgs = append(cmdArgs, a.key)
 		}
-		cmdArgs = append(cmdArgs, c.leaseArg(px), owner, req, c.latchTTL)
-		res, err := scriptMultiAcquire.run(ctx, c.rdb, 2*len(args), cmdArgs).Int64Slice()
+		cmdArgs = append(cmdArgs, marker, c.leaseArg(px), owner, c.markerTTL)
+		for _, n := range counts {
+			cmdArgs = append(cmdArgs, n)
+		}
+		res, err := scriptMultiAcquire.run(ctx, c.rdb, len(args)+1, cmdArgs).Int64Slice()
 		switch {
 		case err == nil && res[0] == 0 && res[1] == 0:
 			return true, 0, nil
+		case err == nil && res[1] == replyHoldGone:
+			return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost, l.members[res[0]-1].key)
 		case err == nil && res[0] > 0:
 			blocking = int(res[0]) - 1
 			return false, time.Duration(res[1]) * time.Millisecond, nil
@@ -180,11 +187,14 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 		case isRedisReply(err), notSent(err):
 			return false, 0, err
 		}
-		took, serr := c.settle(ctx, requestLatch(l.members[0].key, req), req)
+		// The script takes all members or none: the first one's count
+		// tells (no other call of this owner on them runs meanwhile).
+		at := attempt{marker: marker, count: counts[0]}
+		settled, serr := reentrant{}.settle(ctx, l.members[0], args[0], at)
 		if serr != nil {
 			return false, 0, serr
 		}
-		if took {
+		if settled {
 			return true, 0, nil
 		}
 		return false, 0, err
@@ -208,7 +218,11 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 				_, _, _, _, _ = c.dropAcquisition(hc.acq)
 				hc.acq.end(ErrClosed)
 			}
-			_, _ = l.sendRelease(ctx, args, c.opts.WatchdogTimeout)
+			taken := make([]int, len(counts))
+			for i, n := range counts {
+				taken[i] = n + 1
+			}
+			_, _ = l.sendRelease(ctx, args, taken, c.opts.WatchdogTimeout)
 			return nil, l.fail("acquire", err)
 		}
 		hctx = h
@@ -252,13 +266,15 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	for i, acq := range acqs {
 		ids[i] = holdID{acq.h.key, acq.h.field}
 	}
-	_, _ = c.enterAll(context.Background(), ids, 0) // never fails: no deadline
+	counts := make([]int, len(ids))
+	_, _ = c.enterAll(context.Background(), ids, 0, counts) // never fails: no deadline
 	defer c.exitAll(ids)
 	var lost error
 	lease := c.opts.WatchdogTimeout
 	var send []lockArgs
+	var sendCounts []int
 	for i, acq := range acqs {
-		_, l2, _, lerr, ok := c.dropAcquisition(acq)
+		_, l2, count, lerr, ok := c.dropAcquisition(acq)
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 		}
@@ -269,8 +285,9 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		}
 		lease = max(lease, l2)
 		send = append(send, args[i])
+		sendCounts = append(sendCounts, count)
 	}
-	res, err := l.sendRelease(acqs[0].parent, send, lease)
+	res, err := l.sendRelease(acqs[0].parent, send, sendCounts, lease)
 	switch {
 	case err != nil:
 		return l.fail("release", err)
@@ -282,24 +299,26 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	return nil
 }
 
-// sendRelease runs multi_release.lua for members, resending it on
-// transport errors (the unlock latches make resends harmless).
-func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, lease time.Duration) ([]int64, error) {
+// sendRelease runs multi_release.lua for members, whose owner holds them
+// counts times each, resending it on transport errors (the counts make
+// resends harmless).
+func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts []int, lease time.Duration) ([]int64, error) {
 	if len(members) == 0 {
 		return nil, nil
 	}
 	c := l.c
-	req := c.newRequestID()
-	cmdArgs := make([]any, 3, 3+3*len(members)+6)
+	cmdArgs := make([]any, 3, 3+3*len(members)+3)
 	for _, a := range members {
-		key := a.key.(string)
-		cmdArgs = append(cmdArgs, a.key, lockChannel(key), requestLatch(key, req))
+		cmdArgs = append(cmdArgs, a.key, lockChannel(a.key.(string)))
 	}
-	cmdArgs = append(cmdArgs, unlockMessage, c.leaseArg(lease), members[0].owner, c.publish, c.latchTTL, req)
+	cmdArgs = append(cmdArgs, c.leaseArg(lease), members[0].owner, c.publish)
+	for _, n := range counts {
+		cmdArgs = append(cmdArgs, n)
+	}
 	var res []int64
 	_, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		var err error
-		res, err = scriptMultiRelease.run(ctx, c.rdb, 3*len(members), cmdArgs).Int64Slice()
+		res, err = scriptMultiRelease.run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
 		return 0, err
 	})
 	return res, err

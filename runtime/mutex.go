@@ -152,8 +152,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 			c.exit(id)
 		}
 	}()
-	req := c.newRequestID()
-	at := attempt{via: c.rdb, px: c.leaseArg(px), req: req, latch: requestLatch(m.key, req), count: count, waiting: waiting}
+	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: requestMarker(m.key, c.newRequestID()), count: count, waiting: waiting}
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)
@@ -256,8 +255,7 @@ const (
 	releaseLast
 )
 
-// release runs the kind's release script with a fresh request id, resending
-// it on transport errors (the expected hold count the scripts check makes
+// release runs the kind's release script, resending it on transport errors (the expected hold count the scripts check makes
 // a resend harmless).
 // count is the owner's hold count before the release.
 func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
@@ -265,8 +263,7 @@ func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.D
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
-	req := c.newRequestID()
-	r := attempt{via: c.rdb, px: c.leaseArg(max(lease, minLease)), req: req, latch: requestLatch(m.key, req), count: count}
+	r := attempt{via: c.rdb, px: c.leaseArg(max(lease, minLease)), count: count}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})
@@ -372,7 +369,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 
 // wellTagged reports whether key either has no "{" or has a hash tag as
 // Redis reads one (the first "{" and the next "}" with text between):
-// Redisson's name helpers leave a key with "{" alone, so its latch, channel
+// Redisson's name helpers leave a key with "{" alone, so its marker, channel
 // and queue keys share its slot only when that "{" opens a real tag.
 func wellTagged(key string) bool {
 	open := strings.IndexByte(key, '{')

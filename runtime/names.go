@@ -35,14 +35,13 @@ func prefixNameWith(prefix, name, tail string) string {
 	return prefix + ":{" + name + "}:" + tail
 }
 
-// requestLatch names the short-lived key of one acquire or release
-// request. The multi-lock's one-script path writes it on every request
-// (what the request did, so a resend never counts twice; see settle.lua);
-// every other script only off the hot path, as the marker of a settled
-// acquire (see settle_hold.lua). One key per request, like Redisson's
-// unlock latch: a later request of the same owner can never overwrite the
-// proof an earlier one still needs.
-func requestLatch(key, requestID string) string {
+// requestMarker names the marker key of one acquire request. The scripts
+// write it only off the hot path: when a lost reply is settled (settle.lua),
+// or when a resent copy finds its first copy done. It makes the outcome of
+// that request final, so no copy of it arriving later takes the lock. One
+// key per request: a later request of the same owner can never overwrite
+// the proof an earlier one still needs.
+func requestMarker(key, requestID string) string {
 	return prefixNameWith("lockgen_latch", key, requestID)
 }
 

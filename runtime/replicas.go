@@ -39,8 +39,7 @@ func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (
 
 // undo drops the one count of the hold that attempt at took.
 func (m *Mutex) undo(ctx context.Context, a lockArgs, at attempt) {
-	req := m.c.newRequestID()
-	u := attempt{via: at.via, px: at.px, req: req, latch: requestLatch(m.key, req), count: at.count + 1}
+	u := attempt{via: at.via, px: at.px, count: at.count + 1}
 	if _, err := m.c.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
 		m.c.log.Warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}

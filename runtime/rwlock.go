@@ -81,7 +81,7 @@ func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 }
 
 // readSide is the read side of an RWLock.
-// settle decides a lost reply from the hold count (settle_hold.lua), as
+// settle decides a lost reply from the hold count (settle.lua), as
 // for a reentrant lock: each side counts its holds in its own field.
 func (rwSide) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
 	return reentrant{}.settle(ctx, m, a, at)
@@ -118,8 +118,8 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	c := m.c
 	owner := a.ownerID()
 	return scriptReadAcquire.run(ctx, at.via, 4, []any{
-		3: a.key, readTimeoutKey(m.key, owner, at.count+1), at.latch, rwWriters(m.key),
-		at.px, a.owner, writeField(owner), at.count, c.latchTTL, flag(m.opts.WritersFirst),
+		3: a.key, readTimeoutKey(m.key, owner, at.count+1), at.marker, rwWriters(m.key),
+		at.px, a.owner, writeField(owner), at.count, c.markerTTL, flag(m.opts.WritersFirst),
 	}).Int64()
 }
 
@@ -156,8 +156,8 @@ func (writeSide) check(m *Mutex, hc *holdContext, owner string) error {
 func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scriptWriteAcquire.run(ctx, at.via, 3, []any{
-		3: a.key, at.latch, rwWriters(m.key),
-		at.px, a.field, a.owner, at.count, c.latchTTL, flag(m.opts.WritersFirst && at.waiting),
+		3: a.key, at.marker, rwWriters(m.key),
+		at.px, a.field, a.owner, at.count, c.markerTTL, flag(m.opts.WritersFirst && at.waiting),
 		c.opts.WatchdogTimeout.Milliseconds(),
 	}).Int64()
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/lua"
 )
 
 // A script is a Lua script with its EVALSHA arguments boxed once. go-redis'
@@ -68,13 +66,3 @@ func newLockArgs(key, owner, field string) lockArgs {
 
 func (a lockArgs) ownerID() string { return a.owner.(string) }
 func (a lockArgs) fieldID() string { return a.field.(string) }
-
-// settle decides an acquire whose reply was lost; see settle.lua.
-func (c *Client) settle(ctx context.Context, latch, req string) (bool, error) {
-	dctx, cancel := c.detached(ctx)
-	defer cancel()
-	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return lua.Settle.Run(ctx, c.rdb, []string{latch}, req, c.latchTTL).Int64()
-	})
-	return n == 1, err
-}
