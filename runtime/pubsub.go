@@ -230,7 +230,8 @@ func (h *hub) subscribeLocked(e *channelEntry) {
 		slot = keySlot(e.name)
 	}
 	sc := h.conns[slot]
-	if sc == nil {
+	fresh := sc == nil
+	if fresh {
 		sc = &subConn{
 			slot:          slot,
 			pending:       make(map[string][]*channelEntry),
@@ -244,8 +245,6 @@ func (h *hub) subscribeLocked(e *channelEntry) {
 			sc.ps = h.c.rdb.Subscribe(context.Background())
 		}
 		h.conns[slot] = sc
-		h.loops.Add(1)
-		go h.loop(sc)
 	}
 	e.conn = sc
 	e.ready = false
@@ -257,6 +256,15 @@ func (h *hub) subscribeLocked(e *channelEntry) {
 		err = sc.ps.SSubscribe(ctx, e.name)
 	} else {
 		err = sc.ps.Subscribe(ctx, e.name)
+	}
+	if fresh {
+		// The receive loop starts only now: a receive on a subscription
+		// with no channel yet dials a random cluster node, where the
+		// sharded subscribe that follows would be refused (MOVED) and never
+		// confirmed. Now the connection is the slot's, or (after an error)
+		// go-redis dials it for the channel it keeps in its set.
+		h.loops.Add(1)
+		go h.loop(sc)
 	}
 	if err != nil {
 		// go-redis keeps the channel in its set and subscribes it again
