@@ -7,10 +7,10 @@ import (
 
 // A turn is one owner's acquire or release call in flight on one lock.
 //
-// The reentrant scripts check the hold count the client expects (it is how
-// they tell a resent request from a new one without writing a latch per
-// request), so the calls of one owner on one lock must not overlap: two
-// goroutines sharing a hold ctx take turns. Calls of different owners, or
+// The lock scripts check the hold count the client expects (it is how they
+// tell a resent request from a new one without writing a key per request),
+// so the calls of one owner on one lock must not overlap: two goroutines
+// sharing a hold ctx take turns. Calls of different owners, or
 // on different locks, never wait for each other.
 type turn struct {
 	next chan struct{} // made by the first call waiting behind this one
