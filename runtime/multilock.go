@@ -183,7 +183,7 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 			blocking = int(res[0]) - 1
 			return false, time.Duration(res[1]) * time.Millisecond, nil
 		case err == nil:
-			return false, 0, nil // aborted: cannot happen for a fresh request id
+			return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
 		case isRedisReply(err), notSent(err):
 			return false, 0, err
 		}

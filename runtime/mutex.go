@@ -166,6 +166,10 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
 	case err == nil && ttl == replyWriterFirst:
 		return false, ttlWaiterFirst, nil
+	case err == nil && ttl == replyAborted:
+		// Only a copy of a request already settled gets this reply; a
+		// live attempt never should. Say so rather than sleep on it.
+		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
 	case err == nil && ttl == replyHoldGone:
 		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost)
 	case err == nil:
