@@ -324,34 +324,17 @@ var countedKinds = []struct {
 	acquire *redis.Script
 	field   func(hash map[string]string) string
 }{
-	{kindByName("reentrant"), lua.Acquire, onlyField},
-	{kindByName("fair"), lua.FairAcquire, onlyField},
-	{kindByName("write"), lua.WriteAcquire, fieldEnding(":write")},
-	{readKind, lua.ReadAcquire, fieldNot("mode")},
+	{kindByName("reentrant"), lua.Acquire, fieldWhere(func(string) bool { return true })},
+	{kindByName("fair"), lua.FairAcquire, fieldWhere(func(string) bool { return true })},
+	{kindByName("write"), lua.WriteAcquire, fieldWhere(func(f string) bool { return strings.HasSuffix(f, ":write") })},
+	{readKind, lua.ReadAcquire, fieldWhere(func(f string) bool { return f != "mode" })},
 }
 
-func onlyField(hash map[string]string) string {
-	for f := range hash {
-		return f
-	}
-	return ""
-}
-
-func fieldEnding(suffix string) func(map[string]string) string {
+// fieldWhere returns a func finding the one hash field that keep accepts.
+func fieldWhere(keep func(field string) bool) func(map[string]string) string {
 	return func(hash map[string]string) string {
 		for f := range hash {
-			if strings.HasSuffix(f, suffix) {
-				return f
-			}
-		}
-		return ""
-	}
-}
-
-func fieldNot(name string) func(map[string]string) string {
-	return func(hash map[string]string) string {
-		for f := range hash {
-			if f != name {
+			if keep(f) {
 				return f
 			}
 		}
