@@ -8,15 +8,16 @@
 -- Unlike Redisson, a live waiter is never pruned: its deadline does not
 -- depend on how long the waiters ahead of it take.
 --
--- Holds count as in acquire.lua: the client sends the hold count its owner
--- has before the request, so a resent copy is told from a new request
--- without a latch per request.
+-- Runs after count.lua (lua.go prefixes it): holds count as in
+-- acquire.lua, so a resent copy is told from a new request without a latch
+-- per request, and a re-entry whose hold is gone is refused (-6) even when
+-- the lock is free, never taken afresh.
 --
 -- KEYS[1]  lock hash: field = owner token, value = hold count
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>} (list of owner tokens)
 -- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>} (zset owner -> ms)
 -- KEYS[4]  request marker of this attempt (see acquire.lua)
--- ARGV[1]  lease in milliseconds
+-- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens the TTL)
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds
 -- ARGV[4]  the owner's hold count before this request (0: a new acquisition)
@@ -34,29 +35,12 @@
 --   -3   not taken: the request was settled as aborted, or it is a late
 --        copy of a request whose hold has ended since
 --   -6   not taken: the owner's hold count in Redis is not ARGV[4]
-local expected = tonumber(ARGV[4])
-local free = redis.call('exists', KEYS[1], KEYS[4]) == 0
-if not free then
-    local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
-    if n == expected + 1 then
-        redis.call('set', KEYS[4], 'took', 'nx', 'px', ARGV[5])
-        return 0
-    end
-    if n > 0 and n == expected then
-        if redis.call('exists', KEYS[4]) == 1 then
-            return -3
-        end
-        redis.call('hincrby', KEYS[1], ARGV[2], 1)
-        redis.call('pexpire', KEYS[1], ARGV[1])
-        return 0
-    end
-    if n > 0 or expected > 0 then
-        return -6
-    end
-    if redis.call('exists', KEYS[1]) == 0 then
-        return -3 -- only this request's marker: settled or finished
-    end
+local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[4]), KEYS[4], ARGV[5], tonumber(ARGV[1]))
+if reply then
+    return reply
 end
+-- A new acquisition (count.lua): the lock is free when the hash is absent.
+local free = ttl == -2
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -102,7 +86,6 @@ if free then
     end
     return wait
 end
-local ttl = redis.call('pttl', KEYS[1])
 if ttl == 0 then
     return 1
 end

@@ -8,6 +8,14 @@
 //
 // Every key a script touches is passed in KEYS, and all KEYS of one call
 // hash to one cluster slot, so the scripts run unchanged on Redis Cluster.
+// The one exception is Redisson's own: read_release.lua builds the names of
+// the other readers' timeout keys from a prefix passed in KEYS
+// ("{<lock>}"); they carry the lock's hash tag, so they live in its slot.
+//
+// The hold-count rule every acquire script applies (resends, re-entries,
+// lost holds, request markers) is written once, in count.lua: each acquire
+// script is assembled at init as count.lua followed by its own file, and
+// its SHA-1 is that of the assembled text.
 //
 // The exported values are ready *redis.Script values: Run sends EVALSHA with
 // the SHA-1 computed at init and falls back to EVAL when the server answers
@@ -21,6 +29,8 @@ import (
 )
 
 var (
+	//go:embed count.lua
+	countSrc string
 	//go:embed acquire.lua
 	acquireSrc string
 	//go:embed settle.lua
@@ -62,7 +72,7 @@ var (
 
 var (
 	// Acquire takes or re-enters a reentrant lock; see acquire.lua.
-	Acquire = redis.NewScript(acquireSrc)
+	Acquire = redis.NewScript(withCount(acquireSrc))
 	// Settle decides the outcome of an acquire whose reply was lost, from
 	// the owner's hold count; see settle.lua.
 	Settle = redis.NewScript(settleSrc)
@@ -74,7 +84,7 @@ var (
 	ForceUnlock = redis.NewScript(forceUnlockSrc)
 
 	// FairAcquire takes a fair lock or waits in line; see fair_acquire.lua.
-	FairAcquire = redis.NewScript(fairAcquireSrc)
+	FairAcquire = redis.NewScript(withCount(fairAcquireSrc))
 	// FairRelease drops one hold of a fair lock and wakes the head; see fair_release.lua.
 	FairRelease = redis.NewScript(fairReleaseSrc)
 	// FairLeave takes a waiter that gave up out of the queue; see fair_leave.lua.
@@ -83,11 +93,11 @@ var (
 	FairForceUnlock = redis.NewScript(fairForceUnlockSrc)
 
 	// ReadAcquire takes a read hold of a read-write lock; see read_acquire.lua.
-	ReadAcquire = redis.NewScript(readAcquireSrc)
+	ReadAcquire = redis.NewScript(withCount(readAcquireSrc))
 	// ReadRelease drops a read hold; see read_release.lua.
 	ReadRelease = redis.NewScript(readReleaseSrc)
 	// WriteAcquire takes the write hold of a read-write lock; see write_acquire.lua.
-	WriteAcquire = redis.NewScript(writeAcquireSrc)
+	WriteAcquire = redis.NewScript(withCount(writeAcquireSrc))
 	// WriteRelease drops a write hold; see write_release.lua.
 	WriteRelease = redis.NewScript(writeReleaseSrc)
 	// WriteLeave withdraws a waiting writer (writers first); see write_leave.lua.
@@ -96,10 +106,13 @@ var (
 	RWForceUnlock = redis.NewScript(rwForceUnlockSrc)
 
 	// MultiAcquire takes several same-slot reentrant locks at once; see multi_acquire.lua.
-	MultiAcquire = redis.NewScript(multiAcquireSrc)
+	MultiAcquire = redis.NewScript(withCount(multiAcquireSrc))
 	// MultiRelease drops one hold of each of several locks; see multi_release.lua.
 	MultiRelease = redis.NewScript(multiReleaseSrc)
 )
 
 // MaxBatch is the largest number of keys sent in one RenewBatch call.
 const MaxBatch = 100
+
+// withCount prefixes the hold-count rule (count.lua) to an acquire script.
+func withCount(body string) string { return countSrc + "\n" + body }

@@ -3,6 +3,7 @@ package lua_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -231,5 +232,234 @@ func TestForceUnlockDeletesAndPublishes(t *testing.T) {
 	}
 	if n, _ := run(t, rdb, lua.ForceUnlock, []string{lock, channel}, "0", "publish"); n.(int64) != 0 {
 		t.Fatalf("force unlock of nothing = %v, want 0", n)
+	}
+}
+
+// An acquireScript drives one acquire script (or one shape of one) through
+// the hold-count rule of count.lua, so one table of cases covers them all.
+type acquireScript struct {
+	name   string
+	hashes []string // the lock hashes a request takes (a multi-lock's members)
+	field  func(owner string) string
+	// send runs one request of owner with request id req, the owner's
+	// hold count before it and a lease, and returns its reply code (a
+	// multi-lock's {i, code} reduced to code).
+	send func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64
+	// timeoutKey is the extra key of the owner's hold n that carries the
+	// hold's lease (read holds), or "".
+	timeoutKey func(owner string, n int) string
+}
+
+// int64Reply returns a func that fails t on an error reply and returns
+// an integer reply.
+func int64Reply(t *testing.T) func(any, error) int64 {
+	return func(got any, err error) int64 {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(int64)
+	}
+}
+
+func multiScript(name string, hashes ...string) acquireScript {
+	return acquireScript{
+		name:   name,
+		hashes: hashes,
+		field:  func(owner string) string { return owner },
+		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
+			keys := append(append([]string(nil), hashes...), "lockgen_latch:{doc}:"+req)
+			args := []any{lease, owner, 10000}
+			for range hashes {
+				args = append(args, expected)
+			}
+			got, err := run(t, rdb, lua.MultiAcquire, keys, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return got.([]any)[1].(int64)
+		},
+	}
+}
+
+var acquireScripts = []acquireScript{
+	{
+		name: "reentrant", hashes: []string{lock},
+		field: func(owner string) string { return owner },
+		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
+			return int64Reply(t)(run(t, rdb, lua.Acquire, []string{lock, latch(req)}, lease, owner, expected, 10000))
+		},
+	},
+	{
+		name: "fair", hashes: []string{lock},
+		field: func(owner string) string { return owner },
+		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
+			keys := []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req)}
+			return int64Reply(t)(run(t, rdb, lua.FairAcquire, keys, lease, owner, 300000, expected, 10000, "1", channel, "publish"))
+		},
+	},
+	{
+		name: "read", hashes: []string{lock},
+		field: func(owner string) string { return owner },
+		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
+			keys := []string{lock, readTimeoutKey(owner, expected+1), latch(req), "lockgen_rwlock_writers:{doc}"}
+			return int64Reply(t)(run(t, rdb, lua.ReadAcquire, keys, lease, owner, owner+":write", expected, 10000, "0"))
+		},
+		timeoutKey: readTimeoutKey,
+	},
+	{
+		name: "write", hashes: []string{lock},
+		field: func(owner string) string { return owner + ":write" },
+		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
+			keys := []string{lock, latch(req), "lockgen_rwlock_writers:{doc}"}
+			return int64Reply(t)(run(t, rdb, lua.WriteAcquire, keys, lease, owner+":write", owner, expected, 10000, "0", 3000))
+		},
+	},
+	multiScript("multi of one", lock),
+	multiScript("multi of two", "{doc}a", "{doc}b"),
+}
+
+func readTimeoutKey(owner string, n int) string {
+	return "{doc}:" + owner + ":rwlock_timeout:" + strconv.Itoa(n)
+}
+
+// Every acquire script applies the one hold-count rule of count.lua.
+func TestAcquireScriptsShareTheHoldCountRule(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	type env struct {
+		t *testing.T
+		s acquireScript
+	}
+	// send sends a request and fails unless its reply is want.
+	send := func(e env, owner, req string, expected, lease int, want int64) {
+		e.t.Helper()
+		if got := e.s.send(e.t, rdb, owner, req, expected, lease); got != want {
+			e.t.Fatalf("%s request %s (expected count %d, lease %d) = %d, want %d", owner, req, expected, lease, got, want)
+		}
+	}
+	// count fails unless owner holds every hash want times.
+	count := func(e env, owner string, want int) {
+		e.t.Helper()
+		for _, h := range e.s.hashes {
+			got, err := rdb.HGet(ctx, h, e.s.field(owner)).Int()
+			if errors.Is(err, redis.Nil) {
+				got, err = 0, nil
+			}
+			if err != nil || got != want {
+				e.t.Fatalf("%s count on %s = %d %v, want %d", owner, h, got, err, want)
+			}
+		}
+	}
+	// ttl fails unless every hash (and the timeout key of owner's hold n,
+	// if n > 0 and the script has one) has a PTTL in [lo, hi] ms.
+	ttl := func(e env, owner string, n int, lo, hi int64) {
+		e.t.Helper()
+		keys := append([]string(nil), e.s.hashes...)
+		if e.s.timeoutKey != nil && n > 0 {
+			keys = append(keys, e.s.timeoutKey(owner, n))
+		}
+		for _, k := range keys {
+			if got := rdb.PTTL(ctx, k).Val().Milliseconds(); got < lo || got > hi {
+				e.t.Fatalf("PTTL of %s = %d ms, want in [%d, %d]", k, got, lo, hi)
+			}
+		}
+	}
+	gone := func(e env) {
+		e.t.Helper()
+		if n := rdb.Exists(ctx, e.s.hashes...).Val(); n != 0 {
+			e.t.Fatalf("%d lock hashes exist, want none: %v", n, rdb.Keys(ctx, "*").Val())
+		}
+	}
+	cases := []struct {
+		name string
+		run  func(e env)
+	}{
+		{"fresh take", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			count(e, ownerA, 1)
+			ttl(e, ownerA, 1, 29000, 30000)
+		}},
+		{"resend of a fresh take", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			send(e, ownerA, "r1", 0, 30000, 0)
+			count(e, ownerA, 1)
+		}},
+		{"re-entry", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			send(e, ownerA, "r2", 1, 30000, 0)
+			count(e, ownerA, 2)
+			ttl(e, ownerA, 2, 29000, 30000)
+		}},
+		{"resend of a re-entry", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			send(e, ownerA, "r2", 1, 30000, 0)
+			send(e, ownerA, "r2", 1, 30000, 0)
+			count(e, ownerA, 2)
+		}},
+		{"re-entry of a gone hold", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			rdb.Del(ctx, e.s.hashes...)
+			send(e, ownerA, "r2", 1, 30000, -6)
+			gone(e)
+		}},
+		{"re-entry of a hold another owner took and released meanwhile", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			rdb.Del(ctx, e.s.hashes...)
+			send(e, ownerB, "r2", 0, 30000, 0)
+			rdb.Del(ctx, e.s.hashes...) // B's release
+			send(e, ownerA, "r3", 1, 30000, -6)
+			gone(e)
+		}},
+		{"stale expected count", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			send(e, ownerA, "r2", 2, 30000, -6)
+			count(e, ownerA, 1)
+		}},
+		{"settled-as-aborted marker", func(e env) {
+			rdb.Set(ctx, latch("r1"), "abort", 10*time.Second)
+			send(e, ownerA, "r1", 0, 30000, -3)
+			gone(e)
+			send(e, ownerA, "r2", 0, 30000, 0)
+			rdb.Set(ctx, latch("r3"), "abort", 10*time.Second)
+			send(e, ownerA, "r3", 1, 30000, -3)
+			count(e, ownerA, 1)
+		}},
+		{"late copy of a request whose hold ended", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			send(e, ownerA, "r1", 0, 30000, 0) // a resend marks r1 as done
+			rdb.Del(ctx, e.s.hashes...)
+			send(e, ownerA, "r1", 0, 30000, -3)
+			gone(e)
+		}},
+		{"TTL never shortened by a re-entry or resend with a shorter lease", func(e env) {
+			send(e, ownerA, "r1", 0, 30000, 0)
+			send(e, ownerA, "r1", 0, 1000, 0)
+			ttl(e, ownerA, 1, 29000, 30000)
+			send(e, ownerA, "r2", 1, 1000, 0)
+			send(e, ownerA, "r2", 1, 1000, 0)
+			count(e, ownerA, 2)
+			ttl(e, ownerA, 1, 29000, 30000)
+		}},
+		{"TTL lengthened by a resend with a longer lease", func(e env) {
+			send(e, ownerA, "r1", 0, 5000, 0)
+			send(e, ownerA, "r1", 0, 30000, 0)
+			count(e, ownerA, 1)
+			ttl(e, ownerA, 1, 29000, 30000)
+			send(e, ownerA, "r2", 1, 5000, 0)
+			send(e, ownerA, "r2", 1, 60000, 0)
+			count(e, ownerA, 2)
+			ttl(e, ownerA, 2, 59000, 60000)
+		}},
+	}
+	for _, s := range acquireScripts {
+		t.Run(s.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					rdb.FlushAll(ctx)
+					c.run(env{t, s})
+				})
+			}
+		})
 	}
 }

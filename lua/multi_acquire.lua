@@ -1,13 +1,14 @@
 -- multi_acquire: take several reentrant locks all-or-nothing, in one call
 -- (the members of a multi-lock that share one cluster slot).
 --
--- Counts as acquire.lua does, per member: the client sends the owner's
--- hold count of each member before the request, so a resent copy is told
--- from a new request without a latch per request.
+-- Runs after count.lua (lua.go prefixes it): counts as acquire.lua does,
+-- per member: the client sends the owner's hold count of each member before
+-- the request, so a resent copy is told from a new request without a latch
+-- per request. The request is a resend only if every member says so.
 --
 -- KEYS     KEYS[1..n] the members' lock hashes; KEYS[n+1] the request
 --          marker of this attempt on the first member (see acquire.lua)
--- ARGV[1]  lease in milliseconds
+-- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens a TTL)
 -- ARGV[2]  owner token
 -- ARGV[3]  marker lifetime in milliseconds
 -- ARGV[3+i] the owner's hold count of member i before this request
@@ -23,29 +24,37 @@
 --              is not the one sent (the hold a re-entry counts on is gone)
 local n = #KEYS - 1
 local marker = KEYS[n + 1]
-local held = {}
-local ran = true
+local lease = tonumber(ARGV[1])
+-- Classify every member before writing anything: all or nothing.
+local verdict, value = {}, {}
+local resent = true
 for i = 1, n do
-    held[i] = tonumber(redis.call('hget', KEYS[i], ARGV[2])) or 0
-    if held[i] ~= tonumber(ARGV[3 + i]) + 1 then
-        ran = false
+    verdict[i], value[i] = lockgen_classify(KEYS[i], ARGV[2], tonumber(ARGV[3 + i]), marker)
+    if verdict[i] ~= 'resend' then
+        resent = false
     end
 end
-if ran then
+if resent then
     -- An earlier copy of this request took every member: count it once.
-    redis.call('set', marker, 'took', 'nx', 'px', ARGV[3])
+    for i = 1, n do
+        lockgen_resent(KEYS[i], marker, ARGV[3], lease, nil, value[i])
+    end
     return {0, 0}
 end
-if redis.call('exists', marker) == 1 then
-    return {0, -3}
-end
 for i = 1, n do
-    local expected = tonumber(ARGV[3 + i])
-    if held[i] ~= expected then
+    local v = verdict[i]
+    if v == -3 then
+        return {0, -3}
+    end
+    if v == -6 or v == 'resend' then
+        -- A member the request took while another it did not: the counts
+        -- moved under the owner.
         return {i, -6}
     end
-    if expected == 0 and redis.call('exists', KEYS[i]) == 1 then
-        local ttl = redis.call('pttl', KEYS[i])
+end
+for i = 1, n do
+    if verdict[i] == 'new' and value[i] ~= -2 then
+        local ttl = value[i]
         if ttl == 0 then
             ttl = 1
         end
@@ -53,7 +62,6 @@ for i = 1, n do
     end
 end
 for i = 1, n do
-    redis.call('hincrby', KEYS[i], ARGV[2], 1)
-    redis.call('pexpire', KEYS[i], ARGV[1])
+    lockgen_reenter(KEYS[i], ARGV[2], lease, nil)
 end
 return {0, 0}

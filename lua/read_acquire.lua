@@ -11,15 +11,17 @@
 -- that does not already hold the lock waits while a live writer waits
 -- (an entry in the writer-intent set that has not timed out).
 --
--- Counts as acquire.lua does: the client sends the owner's read hold count
--- before the request, so a resent copy is told from a new request without
--- a latch per request.
+-- Runs after count.lua (lua.go prefixes it): counts as acquire.lua does;
+-- the client sends the owner's read hold count before the request, so a
+-- resent copy is told from a new request without a latch per request.
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  timeout key of the new hold: {<lock>}:<owner>:rwlock_timeout:<n>
+--          with n = ARGV[4] + 1; SET to n with the lease when the hold is
+--          taken, its lease re-applied (never shortened) by a resend
 -- KEYS[3]  request marker of this attempt (see acquire.lua)
 -- KEYS[4]  waiting writers: lockgen_rwlock_writers:{<lock>} (zset field -> deadline ms)
--- ARGV[1]  lease in milliseconds
+-- ARGV[1]  lease in milliseconds (the hash's TTL is never shortened)
 -- ARGV[2]  owner token (the read field)
 -- ARGV[3]  "<owner>:write" (the owner's write field, for downgrade)
 -- ARGV[4]  the owner's read hold count before this request (0: new)
@@ -37,7 +39,6 @@
 --        (writers first): the writer is the one to wake
 --   -6   not taken: the owner's read hold count in Redis is not ARGV[4]
 local lease = tonumber(ARGV[1])
-local expected = tonumber(ARGV[4])
 
 -- A waiting writer blocks new readers (writers first), unless the reader
 -- re-enters or is the writer itself: blocking those would deadlock.
@@ -51,16 +52,13 @@ local function writerWaits()
     return redis.call('zcard', KEYS[4]) > 0
 end
 
-local function take()
-    local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('set', KEYS[2], n, 'px', lease)
-    if redis.call('pttl', KEYS[1]) < lease then
-        redis.call('pexpire', KEYS[1], lease)
-    end
-    return 0
+local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[4]), KEYS[3], ARGV[5], lease, KEYS[2])
+if reply then
+    return reply
 end
-
-if expected == 0 and redis.call('exists', KEYS[1], KEYS[3]) == 0 then
+-- A new read hold (count.lua). Joining a held lock counts from 0 the way
+-- a re-entry counts on (lockgen_reenter).
+if ttl == -2 then
     if writerWaits() then
         return -5
     end
@@ -69,31 +67,16 @@ if expected == 0 and redis.call('exists', KEYS[1], KEYS[3]) == 0 then
     redis.call('pexpire', KEYS[1], lease)
     return 0
 end
-local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
-if n == expected + 1 then
-    redis.call('set', KEYS[3], 'took', 'nx', 'px', ARGV[5])
-    return 0
-end
-if n > 0 or expected > 0 then
-    if n ~= expected then
-        return -6
-    end
-end
-if redis.call('exists', KEYS[3]) == 1 then
-    return -3
-end
-if n > 0 then
-    return take() -- re-entry: never blocked
-end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == 'write' then
     if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-        return take() -- the writer takes read holds (downgrade)
+        lockgen_reenter(KEYS[1], ARGV[2], lease, KEYS[2]) -- the writer takes read holds (downgrade)
+        return 0
     end
 elseif not writerWaits() then
-    return take()
+    lockgen_reenter(KEYS[1], ARGV[2], lease, KEYS[2])
+    return 0
 end
-local ttl = redis.call('pttl', KEYS[1])
 if ttl == 0 then
     return 1
 end

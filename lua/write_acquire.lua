@@ -1,13 +1,13 @@
 -- write_acquire: take or re-enter the write hold of a read-write lock.
 --
--- Counts as acquire.lua does: the client sends the owner's write hold count
--- before the request, so a resent copy is told from a new request without
--- a latch per request.
+-- Runs after count.lua (lua.go prefixes it): counts as acquire.lua does;
+-- the client sends the owner's write hold count before the request, so a
+-- resent copy is told from a new request without a latch per request.
 --
 -- KEYS[1]  lock hash (see read_acquire.lua)
 -- KEYS[2]  request marker of this attempt (see acquire.lua)
 -- KEYS[3]  waiting writers: lockgen_rwlock_writers:{<lock>}
--- ARGV[1]  lease in milliseconds
+-- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens the TTL)
 -- ARGV[2]  "<owner>:write" (the write field)
 -- ARGV[3]  owner token (its read field: a reader asking to write is an upgrade)
 -- ARGV[4]  the owner's write hold count before this request (0: new)
@@ -25,33 +25,15 @@
 --   -4   refused: the owner holds a read hold (upgrade would deadlock)
 --   -6   not taken: the owner's write hold count in Redis is not ARGV[4]
 local lease = tonumber(ARGV[1])
-local expected = tonumber(ARGV[4])
-if expected == 0 and redis.call('exists', KEYS[1], KEYS[2]) == 0 then
+local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[4]), KEYS[2], ARGV[5], lease)
+if reply then
+    return reply
+end
+if ttl == -2 then
     redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
     redis.call('pexpire', KEYS[1], lease)
     redis.call('zrem', KEYS[3], ARGV[2])
     return 0
-end
-local n = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
-if n == expected + 1 then
-    redis.call('set', KEYS[2], 'took', 'nx', 'px', ARGV[5])
-    return 0
-end
-if n > 0 and n == expected then
-    if redis.call('exists', KEYS[2]) == 1 then
-        return -3
-    end
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    if redis.call('pttl', KEYS[1]) < lease then
-        redis.call('pexpire', KEYS[1], lease)
-    end
-    return 0
-end
-if n > 0 or expected > 0 then
-    return -6
-end
-if redis.call('exists', KEYS[1]) == 0 then
-    return -3 -- only this request's marker: settled or finished
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
     return -4
@@ -61,7 +43,6 @@ if ARGV[6] == '1' then
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     redis.call('zadd', KEYS[3], now + tonumber(ARGV[7]), ARGV[2])
 end
-local ttl = redis.call('pttl', KEYS[1])
 if ttl == 0 then
     return 1
 end
