@@ -93,15 +93,20 @@ type Client struct {
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
 
-	mu     sync.Mutex
-	holds  map[holdID]*hold
-	turns  map[holdID]turn // calls in flight, one per owner and lock (see turn)
-	closed bool
+	mu    sync.Mutex
+	holds map[holdID]*hold
+	turns map[holdID]turn // calls in flight, one per owner and lock (see turn)
+	// unknown lists the holds whose last call had no known outcome: the
+	// next call re-reads the count first (see reconcile).
+	unknown  map[holdID]struct{}
+	unknownN atomic.Int32 // len(unknown), read without the lock
+	closed   bool
 
-	closeCh  chan struct{}
-	hub      *hub
-	wd       watchdog
-	redNodes []*Client // one client per RedLock node
+	closeCh      chan struct{}
+	hub          *hub
+	wd           watchdog
+	closeRenewal func() error // closes the watchdog's own client, if any
+	redNodes     []*Client    // one client per RedLock node
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -147,6 +152,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		log:       o.Logger.With("component", "lockgen"),
 		holds:     make(map[holdID]*hold),
 		turns:     make(map[holdID]turn),
+		unknown:   make(map[holdID]struct{}),
 		closeCh:   make(chan struct{}),
 	}
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
@@ -156,11 +162,23 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.hub = newHub(c)
+	renewal, closeRenewal, bounded := renewalClient(rdb)
+	if !bounded {
+		c.log.Warn("the Redis client does not honour ctx deadlines (ContextTimeoutEnabled is off) and lockgen cannot rebuild it: " +
+			"a renewal on a dead connection is bounded only by the client's timeouts and retries; hold deadlines are still enforced on time")
+	}
+	c.closeRenewal = closeRenewal
+	c.wd.init(c, renewal)
+	rdb.AddHook(reconnectHook{c})
+	if renewal != rdb {
+		renewal.AddHook(reconnectHook{c})
+	}
 	for _, node := range o.RedLockNodes {
 		sub := o
 		sub.RedLockNodes, sub.Observer = nil, nil
 		n, err := NewClient(node, &sub)
 		if err != nil {
+			_ = c.Close()
 			return nil, err
 		}
 		c.redNodes = append(c.redNodes, n)
@@ -204,10 +222,14 @@ func (c *Client) Close() error {
 	c.closed = true
 	close(c.closeCh)
 	for _, h := range c.holds {
+		h.stopLocked()
 		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
 	}
 	c.mu.Unlock()
 	c.wd.wait()
+	if c.closeRenewal != nil {
+		_ = c.closeRenewal()
+	}
 	c.hub.close()
 	for _, n := range c.redNodes {
 		_ = n.Close()
@@ -289,13 +311,6 @@ func retryDetached(ctx context.Context, op func(context.Context) (int64, error))
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
-}
-
-// drift is the safety margin subtracted from a lease before the holder is
-// told its hold may be gone: clocks of client and server differ a little,
-// and the expiry started when Redis ran the command, after it was sent.
-func drift(lease time.Duration) time.Duration {
-	return lease/100 + 2*time.Millisecond
 }
 
 func newUUID() string {

@@ -21,15 +21,24 @@ type hold struct {
 	args  lockArgs
 	k     kind
 
-	count     int
-	watchdog  bool      // renewed by the watchdog: wdAcqs > 0
-	wdAcqs    int       // acquisitions with the watchdog lease
-	expiresAt time.Time // local estimate of the key's expiry (from send times)
-	slot      int       // cluster slot of key, for batching
-	acqs      []*acquisition
-	inline    [2]*acquisition // backs acqs for the common outer + one nested hold
-	gone      bool            // released or lost: no longer in Client.holds
-	lostErr   error           // why it was lost; nil when released normally
+	count    int
+	watchdog bool // renewed by the watchdog: wdAcqs > 0
+	wdAcqs   int  // acquisitions with the watchdog lease
+	slot     int  // cluster slot of key, for batching
+	acqs     []*acquisition
+	inline   [2]*acquisition // backs acqs for the common outer + one nested hold
+	gone     bool            // released or lost: no longer in Client.holds
+	lostErr  error           // why it was lost; nil when released normally
+
+	// The lease clock (lease.go): leaseEnd is the latest expiry a confirmed
+	// request set (send time + lease), validUntil the deadline the hold's
+	// ctx ends at, and timer ends it there.
+	leaseEnd   time.Time
+	validUntil time.Time
+	timer      *time.Timer
+	// The watchdog's schedule (watchdog.go).
+	renewAt  time.Time // when the next renewal is due
+	inFlight bool      // a renewal of h is on the wire
 }
 
 type holdID struct{ key, field string }
@@ -98,7 +107,8 @@ func (c *Client) acquisitionOf(hc *holdContext, key, field string) *acquisition 
 
 // holdState returns the local hold count of field on key and the PEXPIRE an
 // acquisition with lease applies: never shorter than what the hold already
-// has, so a nested acquisition with a short lease cannot cut the outer one's.
+// counts on (its lease end, and the watchdog's lease while it renews), so
+// a nested acquisition with a short lease cannot cut the outer one's.
 func (c *Client) holdState(key, field string, lease time.Duration) (int, time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -114,10 +124,18 @@ func (c *Client) holdStateLocked(id holdID, lease time.Duration) (int, time.Dura
 	if h == nil {
 		return 0, lease
 	}
+	return h.count, h.leaseToKeep(lease)
+}
+
+// leaseToKeep is the PEXPIRE a request for h applies when it brings lease
+// of its own: the longest of that, what the hold counts on already, and
+// the watchdog's lease while it renews h. c.mu is held.
+func (h *hold) leaseToKeep(lease time.Duration) time.Duration {
+	px := max(lease, h.leaseLeft(), minLease)
 	if h.watchdog {
-		return h.count, max(lease, c.opts.WatchdogTimeout)
+		px = max(px, h.c.opts.WatchdogTimeout)
 	}
-	return h.count, max(lease, time.Until(h.expiresAt))
+	return px
 }
 
 // addHold records a successful acquisition of key by owner (sent at start
@@ -144,13 +162,12 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 	if lease == Watchdog {
 		effective = c.opts.WatchdogTimeout
 		h.wdAcqs++
-		h.watchdog = true
+		if !h.watchdog {
+			h.watchdog = true
+			c.wd.schedule(c, h, start)
+		}
 	}
-	// The loop renews watchdog holds and forgets expired fixed-lease ones.
-	c.wd.start(c)
-	if exp := start.Add(effective); exp.After(h.expiresAt) {
-		h.expiresAt = exp
-	}
+	h.confirmLocked(start, effective)
 
 	hc := &holdContext{parent: c.holdOf(parent)}
 	acq := &hc.own
@@ -201,13 +218,13 @@ func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Durati
 	h.count--
 	if h.count <= 0 {
 		h.gone = true
+		h.stopLocked()
 		delete(c.holds, holdID{h.key, h.field})
 		return true, 0, count, nil, true
 	}
-	if h.watchdog {
-		return false, c.opts.WatchdogTimeout, count, nil, true
-	}
-	return false, max(time.Until(h.expiresAt), minLease), count, nil, true
+	// The holds left keep what they count on: a partial release never
+	// shortens the key's TTL below the hold's lease end.
+	return false, h.leaseToKeep(0), count, nil, true
 }
 
 // loseLocked ends h: it is removed from the registry (so the watchdog
@@ -218,6 +235,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	}
 	h.gone = true
 	h.lostErr = cause
+	h.stopLocked()
 	delete(c.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)
 	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)

@@ -162,6 +162,11 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 				c.exitAll(ids)
 			}
 		}()
+		for i, m := range l.members {
+			if err := m.reconcile(ctx, args[i]); err != nil {
+				return false, 0, err
+			}
+		}
 		sent = time.Now()
 		req := c.newRequestID()
 		marker := requestMarker(l.members[0].key, req)
@@ -192,6 +197,9 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 		at := attempt{marker: marker, count: counts[0]}
 		settled, serr := reentrant{}.settle(ctx, l.members[0], args[0], at)
 		if serr != nil {
+			for _, id := range ids {
+				c.markUnknown(id, serr)
+			}
 			return false, 0, serr
 		}
 		if settled {
@@ -269,8 +277,18 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	counts := make([]int, len(ids))
 	_, _ = c.enterAll(context.Background(), ids, 0, counts) // never fails: no deadline
 	defer c.exitAll(ids)
+	for i, id := range ids {
+		if c.isUnknown(id) {
+			rctx, cancel := c.detached(acqs[i].parent)
+			_ = l.members[i].reconcile(rctx, args[i])
+			cancel()
+		}
+	}
 	var lost error
-	lease := c.opts.WatchdogTimeout
+	// Members that stay held keep what their holds count on (the longest
+	// of them: one lease goes to all); nothing more, so a fixed lease is
+	// not stretched to the watchdog's.
+	lease := minLease
 	var send []lockArgs
 	var sendCounts []int
 	for i, acq := range acqs {
@@ -288,6 +306,11 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		sendCounts = append(sendCounts, count)
 	}
 	res, err := l.sendRelease(acqs[0].parent, send, sendCounts, lease)
+	for i, a := range send {
+		if sendCounts[i] > 1 {
+			c.markUnknown(holdID{a.key.(string), a.fieldID()}, err)
+		}
+	}
 	switch {
 	case err != nil:
 		return l.fail("release", err)

@@ -152,6 +152,9 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 			c.exit(id)
 		}
 	}()
+	if err := m.reconcile(ctx, a); err != nil {
+		return false, 0, err
+	}
 	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: requestMarker(m.key, c.newRequestID()), count: count, waiting: waiting}
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
@@ -179,6 +182,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	}
 	settled, serr := m.k.settle(ctx, m, a, at)
 	if serr != nil {
+		c.markUnknown(id, serr)
 		return false, 0, serr
 	}
 	if settled && m.opts.SyncReplicas > 0 {
@@ -230,6 +234,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	id := holdID{acq.h.key, acq.h.field}
 	_, _, _ = m.c.enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.c.exit(id)
+	if m.c.isUnknown(id) {
+		rctx, cancel := m.c.detached(acq.parent)
+		_ = m.reconcile(rctx, acq.h.args) // on failure the release below is refused or resent
+		cancel()
+	}
 	last, lease, count, lost, ok := m.c.dropAcquisition(acq)
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
@@ -239,6 +248,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return m.fail("release", lost)
 	}
 	res, err := m.release(acq.parent, acq.h.args, last, lease, count)
+	if !last {
+		m.c.markUnknown(id, err)
+	}
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", ErrLockLost)
 	}

@@ -122,9 +122,12 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (conte
 				granted++
 			}
 		}
-		validity := effective - time.Since(start) - drift(effective)
-		if granted >= l.quorum && validity > 0 {
-			return l.hold(ctx, owner, parts, granted, lease, start.Add(validity)), nil
+		// Every node's key expires no earlier than start + lease: the
+		// validity ends a drift before that, whatever the tries cost
+		// (that time is already inside the window, not to subtract again).
+		validUntil := start.Add(effective - drift(effective))
+		if granted >= l.quorum && time.Now().Before(validUntil) {
+			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
 		}
 		l.releaseParts(parts)
 		switch {

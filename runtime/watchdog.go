@@ -3,8 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strconv"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,149 +12,278 @@ import (
 	"github.com/lockgen/lockgen/lua"
 )
 
-// watchdog is the one renewal loop of a Client. Every WatchdogTimeout/3 it
-// extends the lease of every watchdog hold with RenewBatch calls of at most
-// 100 keys, grouped by cluster slot and sent in one pipeline. A hold whose
-// field is gone is lost at once; a hold whose renewal cannot be confirmed
-// is lost when its lease (minus drift) runs out.
+// watchdog is the one renewal loop of a Client. It renews each watchdog
+// hold WatchdogTimeout/3 after the send time of its last confirmed
+// renewal (or acquisition), with RenewBatch calls of at most 100 keys of
+// one cluster slot. The holds due in one tick are cut into such batches
+// and sent by a few workers in parallel, each a pipeline of a few batches
+// on its own connection, so a slow node or a dead connection holds up
+// only the holds it serves, and a million holds need no round that waits
+// for all of them.
+//
+// A renewal only reports: a confirmation moves the hold's deadline (lease
+// clock, lease.go); a hold whose field is gone is lost at once; a failed
+// renewal is tried again soon, and if none is confirmed the hold's timer
+// ends it at its deadline. Every renewal call runs under a ctx that ends
+// at the earliest deadline it serves, on a client that honours it (see
+// renewalClient), so nothing is renewed after the holder was told the
+// hold is gone.
 //
 // Release removes a hold from the registry before the release is sent, so
 // no renewal is scheduled after an unlock; a renewal already in flight only
 // extends a key whose field still names the owner, which after the release
 // is never the case.
 type watchdog struct {
-	once   sync.Once
-	done   chan struct{}
-	loaded bool // the renewal script was loaded (used by the loop only)
+	once    sync.Once
+	done    chan struct{}
+	pokes   chan struct{} // a reconnect: renew everything now
+	rdb     redis.UniversalClient
+	period  time.Duration
+	tick    time.Duration
+	workers chan struct{} // a token per renewal call in flight
+	jobs    sync.WaitGroup
+	loaded  bool // the renewal script was loaded (used by the loop only)
+
+	// Guarded by Client.mu: holds by the tick their renewal is due in.
+	// An entry is stale (skipped) when the hold's renewAt moved since.
+	wheel map[int64][]*hold
+	next  int64 // first tick not yet taken off the wheel
 }
 
-// start launches the loop on first use. Called with c.mu held.
-func (w *watchdog) start(c *Client) {
+const (
+	// renewWorkers bounds the renewal calls in flight at once.
+	renewWorkers = 4
+	// batchesPerCall is how many RenewBatch calls one worker pipelines.
+	batchesPerCall = 8
+)
+
+func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
+	w.rdb = rdb
+	w.period = c.opts.WatchdogTimeout / 3
+	// Holds due within one tick share their batches: fewer, fuller calls.
+	w.tick = min(max(w.period/20, 5*time.Millisecond), 500*time.Millisecond)
+	w.pokes = make(chan struct{}, 1)
+	w.workers = make(chan struct{}, renewWorkers)
+	w.wheel = make(map[int64][]*hold)
+}
+
+func (w *watchdog) tickOf(t time.Time) int64 { return t.UnixNano() / int64(w.tick) }
+
+// schedule puts h on the wheel for a renewal one period after from, and
+// starts the loop on first use. c.mu is held.
+func (w *watchdog) schedule(c *Client, h *hold, from time.Time) {
 	w.once.Do(func() {
 		w.done = make(chan struct{})
+		w.next = w.tickOf(time.Now())
 		go c.watchdogLoop(w.done)
 	})
+	w.scheduleAt(h, from.Add(w.period))
 }
 
-// wait blocks until the loop (if started) has stopped; c.closeCh is closed.
+// scheduleAt puts h on the wheel for a renewal at t. c.mu is held.
+func (w *watchdog) scheduleAt(h *hold, t time.Time) {
+	h.renewAt = t
+	i := max(w.tickOf(t), w.next)
+	w.wheel[i] = append(w.wheel[i], h)
+}
+
+// poke asks for a renewal of every hold now (see reconnectHook).
+func (w *watchdog) poke() {
+	select {
+	case w.pokes <- struct{}{}:
+	default:
+	}
+}
+
+// wait blocks until the loop (if started) and its renewals have stopped;
+// c.closeCh is closed.
 func (w *watchdog) wait() {
 	w.once.Do(func() {}) // no loop may start after this
 	if w.done != nil {
 		<-w.done
 	}
+	w.jobs.Wait()
 }
 
 func (c *Client) watchdogLoop(done chan struct{}) {
 	defer close(done)
-	period := c.opts.WatchdogTimeout / 3
-	nextRenew := time.Now().Add(period)
-	timer := time.NewTimer(period)
-	defer timer.Stop()
+	w := &c.wd
+	ticker := time.NewTicker(w.tick)
+	defer ticker.Stop()
+	var lastPoke time.Time
 	for {
+		all := false
 		select {
 		case <-c.closeCh:
 			return
-		case <-timer.C:
+		case <-ticker.C:
+		case <-w.pokes:
+			if time.Since(lastPoke) < pokeInterval(w.period) {
+				continue
+			}
+			lastPoke, all = time.Now(), true
 		}
-		if !time.Now().Before(nextRenew) {
-			start := time.Now()
-			c.renewAll(period)
-			nextRenew = start.Add(period)
-		}
-		wake := c.expireOverdue(time.Now())
-		if wake.IsZero() || wake.After(nextRenew) {
-			wake = nextRenew
-		}
-		timer.Reset(max(time.Until(wake), time.Millisecond))
+		c.renewDue(time.Now(), all)
 	}
 }
 
-// expireOverdue loses every watchdog hold whose lease (minus drift) ended
-// without a confirmed renewal, and forgets every fixed-lease hold whose
-// lease ended (its holder never unlocked it), and returns the earliest such
-// deadline of the holds that remain (zero if none).
-func (c *Client) expireOverdue(now time.Time) time.Time {
-	d := drift(c.opts.WatchdogTimeout)
-	var earliest time.Time
+// renewDue sends a renewal for every watchdog hold due by now (all: every
+// watchdog hold not in flight) and returns without waiting for replies.
+func (c *Client) renewDue(now time.Time, all bool) {
+	w := &c.wd
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, h := range c.holds {
-		validUntil, why := h.expiresAt, "fixed lease ran out"
-		if h.watchdog {
-			validUntil, why = h.expiresAt.Add(-d), "lease ran out without a confirmed renewal"
-		}
-		if !now.Before(validUntil) {
-			c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
-			continue
-		}
-		if earliest.IsZero() || validUntil.Before(earliest) {
-			earliest = validUntil
-		}
-	}
-	return earliest
-}
-
-// renewAll runs one watchdog round.
-func (c *Client) renewAll(period time.Duration) {
-	c.mu.Lock()
-	holds := make([]*hold, 0, len(c.holds))
-	for _, h := range c.holds {
-		if h.watchdog {
-			holds = append(holds, h)
-		}
-	}
-	if len(holds) == 0 {
+	due := c.takeDueLocked(now, all)
+	if len(due) == 0 {
 		c.mu.Unlock()
 		return
 	}
 	if c.cluster {
-		sort.Slice(holds, func(i, j int) bool { return holds[i].slot < holds[j].slot })
+		slices.SortFunc(due, func(a, b *hold) int { return a.slot - b.slot })
 	}
 	extra := make(map[*hold][]string)
-	for _, h := range holds {
+	for _, h := range due {
+		h.inFlight = true
 		if keys := h.k.extraKeys(h.key, h.owner, h.count); len(keys) > 0 {
 			extra[h] = keys
 		}
 	}
 	c.mu.Unlock()
-	batches := splitBatches(holds, extra, c.cluster)
-
-	ctx, cancel := context.WithTimeout(context.Background(), period)
-	defer cancel()
-	if !c.wd.loaded {
-		// Load the script before the first round, so that even that one is
-		// one EVALSHA per batch (a failure is handled below, per batch).
-		c.wd.loaded = lua.RenewBatch.Load(ctx, c.rdb).Err() == nil
+	if !w.loaded {
+		// Load the script before the first renewal, so that even that one
+		// is an EVALSHA per batch (a failure is handled per call).
+		ctx, cancel := context.WithTimeout(context.Background(), w.period)
+		w.loaded = lua.RenewBatch.Load(ctx, w.rdb).Err() == nil
+		cancel()
 	}
+	batches := splitBatches(due, extra, c.cluster)
+	for len(batches) > 0 {
+		n := min(batchesPerCall, len(batches))
+		job := batches[:n]
+		batches = batches[n:]
+		select {
+		case w.workers <- struct{}{}:
+		case <-c.closeCh:
+			c.mu.Lock()
+			for _, b := range append(job, batches...) {
+				for _, h := range b {
+					h.inFlight = false
+				}
+			}
+			c.mu.Unlock()
+			return
+		}
+		w.jobs.Add(1)
+		go func() {
+			defer func() { <-w.workers; w.jobs.Done() }()
+			c.renewJob(job, extra)
+		}()
+	}
+}
+
+// takeDueLocked takes the holds due by now off the wheel. Holds due in the
+// next ticks fill up the last batch, so a call carries up to lua.MaxBatch
+// holds rather than a few. c.mu is held.
+func (c *Client) takeDueLocked(now time.Time, all bool) []*hold {
+	w := &c.wd
+	var due []*hold
+	take := func(h *hold, i int64) {
+		if !h.gone && h.watchdog && !h.inFlight && (i < 0 || w.tickOf(h.renewAt) <= i) {
+			h.inFlight = true // marks it taken; renewDue keeps it so
+			due = append(due, h)
+		}
+	}
+	if all {
+		for _, h := range c.holds {
+			take(h, -1)
+		}
+	}
+	last := w.tickOf(now)
+	for i := w.next; i <= last; i++ {
+		for _, h := range w.wheel[i] {
+			take(h, i)
+		}
+		delete(w.wheel, i)
+	}
+	w.next = max(w.next, last+1)
+	// Fill the last batch from the next period/4 of ticks: renewing a
+	// little early costs nothing, a call for a handful of holds does.
+	for i := w.next; len(due)%lua.MaxBatch != 0 && i <= w.tickOf(now.Add(w.period/4)); i++ {
+		for _, h := range w.wheel[i] {
+			if len(due)%lua.MaxBatch == 0 {
+				break
+			}
+			take(h, -1)
+		}
+	}
+	return due
+}
+
+// renewJob sends one pipeline of batches and applies the replies.
+func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
+	w := &c.wd
+	c.mu.Lock()
+	var deadline time.Time
+	for _, b := range batches {
+		for _, h := range b {
+			if deadline.IsZero() || h.validUntil.Before(deadline) {
+				deadline = h.validUntil
+			}
+		}
+	}
+	c.mu.Unlock()
+	// The call serves holds whose deadline may pass: it must end by the
+	// earliest, so that no reply (or retry) arrives for a hold already
+	// declared lost.
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	sent := time.Now()
-	lease := strconv.FormatInt(c.opts.WatchdogTimeout.Milliseconds(), 10)
-	cmds, err := c.runRenewals(ctx, batches, extra, lease)
+	cmds, err := c.runRenewals(ctx, batches, extra, c.wdLease)
 
 	renewed := 0
+	now := time.Now()
 	c.mu.Lock()
 	for i, b := range batches {
-		if cmds == nil || cmds[i].Err() != nil {
-			continue // unconfirmed: these holds keep their deadline
+		var res []int64
+		if cmds != nil && cmds[i].Err() == nil {
+			res, _ = cmds[i].Int64Slice()
 		}
-		res, _ := cmds[i].Int64Slice()
 		for j, h := range b {
-			if h.gone || j >= len(res) {
-				continue
-			}
-			if res[j] == 1 {
-				h.expiresAt = sent.Add(c.opts.WatchdogTimeout)
+			h.inFlight = false
+			switch {
+			case h.gone || !h.watchdog:
+			case j < len(res) && res[j] == 1:
+				h.confirmLocked(sent, c.opts.WatchdogTimeout)
+				w.scheduleAt(h, sent.Add(w.period))
 				renewed++
-			} else {
+			case j < len(res):
 				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
 					Err: fmt.Errorf("%w: the key no longer holds this owner", ErrLockLost)})
+			default:
+				// Unconfirmed: try again soon; the deadline stays where the
+				// last confirmation put it, and the timer enforces it.
+				w.scheduleAt(h, now.Add(retryDelay(w.period, time.Until(h.validUntil))))
 			}
 		}
 	}
 	c.mu.Unlock()
 	if err != nil {
-		c.log.Warn("watchdog renewal failed", "holds", len(holds), "err", err)
+		c.log.Warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
 	}
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Err: err})
+}
+
+// retryDelay is how long a hold whose renewal failed waits for the next
+// try: soon, and several times before its deadline.
+func retryDelay(period, left time.Duration) time.Duration {
+	return max(min(period/8, left/4), time.Millisecond)
+}
+
+func countHolds(batches [][]*hold) int {
+	n := 0
+	for _, b := range batches {
+		n += len(b)
+	}
+	return n
 }
 
 // splitBatches cuts holds (sorted by slot on a cluster) into batches of at
@@ -179,27 +307,38 @@ func splitBatches(holds []*hold, extra map[*hold][]string, bySlot bool) [][]*hol
 	return batches
 }
 
+var scriptRenewBatch = newScript(lua.RenewBatch)
+
 // runRenewals sends one RenewBatch per batch in a single pipeline. When
 // the server's script cache lacks the script (first round, restart, SCRIPT
 // FLUSH), it is loaded once (on every master of a cluster) and the refused
 // batches are sent again by SHA, rather than each as a full EVAL.
-func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease string) ([]*redis.Cmd, error) {
-	keys := make([][]string, len(batches))
-	args := make([][]any, len(batches))
-	for i, b := range batches {
-		keys[i] = make([]string, 0, len(b))
-		args[i] = make([]any, 1, 2*len(b)+1)
-		args[i][0] = lease
-		for _, h := range b {
-			keys[i] = append(keys[i], h.key)
-			keys[i] = append(keys[i], extra[h]...)
-			args[i] = append(args[i], h.field, len(extra[h]))
-		}
-	}
+func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease any) ([]*redis.Cmd, error) {
+	rdb := c.wd.rdb
 	cmds := make([]*redis.Cmd, len(batches))
-	pipe := c.rdb.Pipeline()
+	build := func(i int) *redis.Cmd {
+		b := batches[i]
+		args := make([]any, 3, 3+len(b)*3+1)
+		for _, h := range b {
+			args = append(args, h.args.key)
+			for _, k := range extra[h] {
+				args = append(args, k)
+			}
+		}
+		numKeys := len(args) - 3
+		args = append(args, lease)
+		for _, h := range b {
+			args = append(args, h.args.field, len(extra[h]))
+		}
+		args[0], args[1], args[2] = "evalsha", scriptRenewBatch.sha, numKeys
+		cmd := redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		return cmd
+	}
+	pipe := rdb.Pipeline()
 	for i := range batches {
-		cmds[i] = lua.RenewBatch.EvalSha(ctx, pipe, keys[i], args[i]...)
+		cmds[i] = build(i)
+		_ = pipe.Process(ctx, cmds[i])
 	}
 	_, err := pipe.Exec(ctx)
 	if err == nil {
@@ -214,14 +353,21 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 	if len(retry) == 0 {
 		return cmds, err
 	}
-	loaded := lua.RenewBatch.Load(ctx, c.rdb).Err() == nil
-	pipe = c.rdb.Pipeline()
+	loaded := lua.RenewBatch.Load(ctx, rdb).Err() == nil
+	pipe = rdb.Pipeline()
 	for _, i := range retry {
+		cmds[i] = build(i)
 		if loaded {
-			cmds[i] = lua.RenewBatch.EvalSha(ctx, pipe, keys[i], args[i]...)
-		} else {
-			cmds[i] = lua.RenewBatch.Eval(ctx, pipe, keys[i], args[i]...)
+			_ = pipe.Process(ctx, cmds[i])
+			continue
 		}
+		a := cmds[i].Args()
+		numKeys := a[2].(int)
+		keys := make([]string, numKeys)
+		for j := range keys {
+			keys[j] = a[3+j].(string)
+		}
+		cmds[i] = lua.RenewBatch.Eval(ctx, pipe, keys, a[3+numKeys:]...)
 	}
 	_, err = pipe.Exec(ctx)
 	return cmds, err

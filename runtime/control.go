@@ -1,0 +1,82 @@
+package runtime
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// renewalClient returns the client the watchdog renews through, and a func
+// that closes it if it is lockgen's own.
+//
+// A renewal must end by the deadline it serves, and go-redis honours a
+// ctx's deadline on socket reads and between retries only when the client
+// was built with ContextTimeoutEnabled; otherwise a renewal stuck on a dead
+// connection waits out ReadTimeout and is retried MaxRetries times, and a
+// retry may extend the key long after the holder was told the hold is
+// gone. So when rdb does not honour deadlines, the watchdog uses a client
+// of its own built from rdb's options with ContextTimeoutEnabled (its
+// connections are few: one per renewal worker and node). A Sentinel
+// failover client cannot be rebuilt from its options (the failover state is
+// not in them): it is used as it is, and NewClient logs that renewals are
+// then bounded by its timeouts only. The hold's deadline is enforced by a
+// timer either way (see lease.go); this is about not renewing late.
+func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := r.Options()
+		if o.ContextTimeoutEnabled {
+			return rdb, nil, true
+		}
+		if o.Addr == "FailoverClient" {
+			return rdb, nil, false
+		}
+		own := *o
+		own.ContextTimeoutEnabled = true
+		own.PoolSize = renewWorkers + 1
+		c := redis.NewClient(&own)
+		return c, c.Close, true
+	case *redis.ClusterClient:
+		o := r.Options()
+		if o.ContextTimeoutEnabled {
+			return rdb, nil, true
+		}
+		own := *o
+		own.ContextTimeoutEnabled = true
+		own.PoolSize = renewWorkers + 1
+		c := redis.NewClusterClient(&own)
+		return c, c.Close, true
+	}
+	return rdb, nil, false
+}
+
+// reconnectHook tells the watchdog about every new connection to Redis: a
+// reconnect (after a restart, a failover or a broken connection) is
+// reason enough to check every hold at once rather than at its next
+// renewal, since a server that restarted without persistence has
+// forgotten them.
+type reconnectHook struct{ c *Client }
+
+func (h reconnectHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil {
+			h.c.wd.poke()
+		}
+		return conn, err
+	}
+}
+
+func (reconnectHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (reconnectHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// pokeInterval is the least time between two rounds started by pokes, so
+// a burst of new connections (a pool growing under load) costs one early
+// round, not one per connection.
+func pokeInterval(period time.Duration) time.Duration {
+	return max(period/4, 50*time.Millisecond)
+}

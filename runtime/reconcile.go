@@ -1,0 +1,85 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// After an outcome that is unknown (an acquire whose reply and settlement
+// were both lost, or a release that could not be confirmed), the owner's
+// count in Redis may be one more than the client's. The scripts tell a
+// resent request from a new one by that count, so the next request would
+// be taken for a copy of the lost one: counted once, with the old TTL, while
+// the client starts a new deadline. So before that owner's next call on
+// that lock, the client re-reads the count and gives back the holds Redis
+// has beyond its own (design.md §7).
+
+// markUnknown records that the outcome of the call in id's turn is
+// unknown. The caller has the turn.
+func (c *Client) markUnknown(id holdID, err error) {
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		return
+	}
+	c.mu.Lock()
+	if _, ok := c.unknown[id]; !ok {
+		c.unknown[id] = struct{}{}
+		c.unknownN.Add(1)
+	}
+	c.mu.Unlock()
+}
+
+// isUnknown reports whether the last outcome of a call on id is unknown.
+func (c *Client) isUnknown(id holdID) bool {
+	if c.unknownN.Load() == 0 {
+		return false // the hot path: no lock taken
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.unknown[id]
+	return ok
+}
+
+// reconcile brings the owner's count of a in Redis back to the client's,
+// if the last outcome of a call on it was unknown. The caller has the turn
+// of a on m. A hold that Redis has fewer counts of than the client is
+// lost; one with more counts gives the extra ones back (the last of them
+// with a full release, which wakes a waiter).
+func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
+	c := m.c
+	id := holdID{m.key, a.fieldID()}
+	if !c.isUnknown(id) {
+		return nil
+	}
+	count, px := c.holdState(m.key, a.fieldID(), 0)
+	var n int
+	for range 64 { // each round gives one back, or finds the count changed
+		var err error
+		n, err = c.rdb.HGet(ctx, m.key, a.fieldID()).Int()
+		if errors.Is(err, redis.Nil) {
+			n, err = 0, nil
+		}
+		if err != nil {
+			return fmt.Errorf("%w: re-reading the hold after an unknown outcome: %w", ErrOutcomeUnknown, err)
+		}
+		if n <= count {
+			break
+		}
+		if _, err := m.release(ctx, a, n == 1, px, n); err != nil {
+			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.unknown[id]; ok {
+		delete(c.unknown, id)
+		c.unknownN.Add(-1)
+	}
+	if h := c.holds[id]; h != nil && n < count {
+		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
+			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
+	}
+	return nil
+}
