@@ -463,3 +463,127 @@ func TestAcquireScriptsShareTheHoldCountRule(t *testing.T) {
 		})
 	}
 }
+
+// readRelease drops owner's read hold number expected of the test lock.
+func readRelease(t *testing.T, rdb *redis.Client, owner string, expected int) (any, error) {
+	keys := []string{lock, "redisson_rwlock:{doc}", readTimeoutKey(owner, expected), "{doc}"}
+	return run(t, rdb, lua.ReadRelease, keys, owner, "publish", expected)
+}
+
+// readHold gives owner read hold n of the test lock with a timeout key of
+// lease ms, as a reader (lockgen's or Redisson's) that took it looks.
+func readHold(rdb *redis.Client, owner string, n int, lease time.Duration) {
+	ctx := context.Background()
+	rdb.HSetNX(ctx, lock, "mode", "read")
+	rdb.HSet(ctx, lock, owner, n)
+	rdb.Set(ctx, readTimeoutKey(owner, n), n, lease)
+}
+
+// A read release sets the lock's TTL to the longest TTL left among the
+// readers' timeout keys, and frees the lock when none is alive (Redisson's
+// read unlock), but never cuts what a write hold or the releasing owner's
+// remaining holds count on.
+func TestReadReleaseRecomputesTheTTLFromLiveReaders(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const java = "6a1ee0b4-0000-4000-8000-000000000000:1" // a crashed Redisson reader
+	pttl := func(k string) time.Duration { return rdb.PTTL(ctx, k).Val() }
+	release := func(owner string, expected int, want int64) {
+		t.Helper()
+		got, err := readRelease(t, rdb, owner, expected)
+		if err != nil || got.(int64) != want {
+			t.Fatalf("read release of %s (count %d) = %v %v, want %d", owner, expected, got, err, want)
+		}
+	}
+
+	t.Run("a dead reader's field does not keep the lock", func(t *testing.T) {
+		rdb.FlushAll(ctx)
+		readHold(rdb, java, 1, 300*time.Millisecond)
+		readHold(rdb, ownerA, 1, 30*time.Second)
+		rdb.PExpire(ctx, lock, 30*time.Second)
+		release(ownerA, 1, 0)
+		if d := pttl(lock); d <= 0 || d > 300*time.Millisecond {
+			t.Fatalf("PTTL %v after the release, want the dead reader's last <= 300ms", d)
+		}
+		readHold(rdb, ownerA, 1, 30*time.Second)
+		rdb.PExpire(ctx, lock, 30*time.Second)
+		sub := rdb.Subscribe(ctx, "redisson_rwlock:{doc}")
+		defer sub.Close()
+		sub.Receive(ctx)
+		rdb.Del(ctx, readTimeoutKey(java, 1)) // its lease ran out
+		release(ownerA, 1, 1)
+		if n := rdb.Exists(ctx, lock).Val(); n != 0 {
+			t.Fatal("lock left with no live reader")
+		}
+		if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "0" {
+			t.Fatalf("message %v %v, want 0", msg, err)
+		}
+	})
+	t.Run("a live reader keeps the lock for its lease", func(t *testing.T) {
+		rdb.FlushAll(ctx)
+		readHold(rdb, ownerB, 1, 20*time.Second)
+		readHold(rdb, ownerA, 1, 30*time.Second)
+		rdb.PExpire(ctx, lock, 30*time.Second)
+		release(ownerA, 1, 0)
+		if d := pttl(lock); d < 19*time.Second || d > 20*time.Second {
+			t.Fatalf("PTTL %v, want B's ~20s", d)
+		}
+	})
+	t.Run("a write hold's TTL is never cut", func(t *testing.T) {
+		rdb.FlushAll(ctx)
+		rdb.HSet(ctx, lock, "mode", "write", ownerA+":write", 1, ownerA, 1)
+		rdb.Set(ctx, readTimeoutKey(ownerA, 1), 1, time.Second)
+		rdb.PExpire(ctx, lock, 30*time.Second)
+		release(ownerA, 1, 0)
+		if d := pttl(lock); d < 29*time.Second {
+			t.Fatalf("PTTL %v with the write hold left, want its 30s", d)
+		}
+		if rdb.HGet(ctx, lock, "mode").Val() != "write" {
+			t.Fatal("mode changed")
+		}
+	})
+	t.Run("the owner's remaining hold keeps its longest lease", func(t *testing.T) {
+		rdb.FlushAll(ctx)
+		readHold(rdb, ownerA, 1, 5*time.Second)
+		readHold(rdb, ownerA, 2, 60*time.Second)
+		rdb.PExpire(ctx, lock, 60*time.Second)
+		release(ownerA, 2, 0)
+		release(ownerA, 2, 0) // a resend counts down once
+		if n, _ := rdb.HGet(ctx, lock, ownerA).Int(); n != 1 {
+			t.Fatalf("count %d, want 1", n)
+		}
+		if d := pttl(lock); d < 59*time.Second {
+			t.Fatalf("PTTL %v, want the 60s a hold of the owner counts on", d)
+		}
+		if d := pttl(readTimeoutKey(ownerA, 1)); d < 59*time.Second {
+			t.Fatalf("remaining hold's timeout key PTTL %v, want 60s", d)
+		}
+		release(ownerA, 1, 1)
+		if keys := rdb.Keys(ctx, "*").Val(); len(keys) != 0 {
+			t.Fatalf("keys left: %v", keys)
+		}
+	})
+}
+
+// A renewal never shortens a read hold's timeout keys: a read release
+// recomputes the lock's TTL from them, so they carry what the hold counts
+// on (an outer fixed lease longer than the watchdog's, say).
+func TestRenewBatchNeverShortensTimeoutKeys(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	readHold(rdb, ownerA, 1, 60*time.Second)
+	readHold(rdb, ownerA, 2, time.Second)
+	rdb.PExpire(ctx, lock, 60*time.Second)
+	rdb.Del(ctx, readTimeoutKey(ownerA, 2)) // ran out, while the field was alive
+	keys := []string{lock, readTimeoutKey(ownerA, 1), readTimeoutKey(ownerA, 2)}
+	got, err := run(t, rdb, lua.RenewBatch, keys, 30000, ownerA, 2)
+	if err != nil || got.([]any)[0].(int64) != 1 {
+		t.Fatalf("renew = %v %v, want [1]", got, err)
+	}
+	if d := rdb.PTTL(ctx, keys[1]).Val(); d < 59*time.Second {
+		t.Fatalf("hold 1's key PTTL %v, want its 60s kept", d)
+	}
+	if d := rdb.PTTL(ctx, keys[2]).Val(); d < 29*time.Second || d > 30*time.Second {
+		t.Fatalf("hold 2's key PTTL %v, want the 30s lease (re-created: the field proves the hold)", d)
+	}
+}

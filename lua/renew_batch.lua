@@ -4,7 +4,8 @@
 -- sends at most 100 keys per call.
 --
 -- KEYS     for each hold, in order: the lock hash, then the hold's extra
---          keys (the rwlock_timeout keys of a read hold; none otherwise)
+--          keys: the rwlock_timeout keys 1..n of a read hold with n holds,
+--          in that order (none for other holds)
 -- ARGV[1]  lease in milliseconds
 -- ARGV     then, per hold: the hash field that proves it (owner token, or
 --          "<owner>:write" for a write hold), and its number of extra keys
@@ -12,6 +13,11 @@
 -- Returns an array with one integer per hold:
 --   1  the field exists: the hash lease was extended (never shortened,
 --      another holder may have a longer one) and so were the extra keys
+--      (never shortened either: a read release recomputes the lock's TTL
+--      from them, so they carry what the hold counts on, such as an outer
+--      fixed lease longer than this one). An extra key that ran out while
+--      the field was alive is re-created with the lease: the field proves
+--      that no writer took the lock meanwhile
 --   0  the hold is gone (expired, deleted, taken by someone else): not touched
 local lease = tonumber(ARGV[1])
 local renewed = {}
@@ -23,7 +29,9 @@ for i = 2, #ARGV, 2 do
             redis.call('pexpire', KEYS[k], lease)
         end
         for j = 1, extra do
-            redis.call('pexpire', KEYS[k + j], lease)
+            if redis.call('pttl', KEYS[k + j]) < lease then
+                redis.call('set', KEYS[k + j], j, 'px', lease)
+            end
         end
         renewed[#renewed + 1] = 1
     else

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/lua"
@@ -18,7 +19,11 @@ import (
 // The hash at the key has field "mode" (read | write), one field per
 // reading owner with its hold count, and "<owner>:write" for the writer.
 // Each read hold n also has its own key {key}:<owner>:rwlock_timeout:<n>,
-// renewed by the watchdog with the hash. Waiters sleep on
+// renewed by the watchdog with the hash. A read release sets the hash's
+// TTL to the longest one left among the readers' timeout keys (deleting
+// the lock when none is alive), as Redisson's does, so a crashed reader,
+// lockgen's or Redisson's, stops holding the lock when its own lease runs
+// out, however long the other readers renew. Waiters sleep on
 // redisson_rwlock:{key}: a read release ("0") wakes one waiter, a write
 // release ("1") wakes them all.
 type RWLock struct {
@@ -56,7 +61,18 @@ func rwWriters(key string) string { return prefixName("lockgen_rwlock_writers", 
 
 // readTimeoutKey is the key of read hold n of owner.
 func readTimeoutKey(key, owner string, n int) string {
-	return suffixName(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
+	return readTimeoutPrefix(key) + ":" + owner + ":rwlock_timeout:" + strconv.Itoa(n)
+}
+
+// readTimeoutPrefix is what every read hold's timeout key of the lock at
+// key starts with, before ":<owner>:rwlock_timeout:<n>": "{key}", or key
+// itself when it carries a hash tag (see suffixName). read_release.lua
+// builds the other readers' keys from it, as Redisson's read unlock does.
+func readTimeoutPrefix(key string) string {
+	if strings.Contains(key, "{") {
+		return key
+	}
+	return "{" + key + "}"
 }
 
 func writeField(owner string) string { return owner + ":write" }
@@ -124,8 +140,8 @@ func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 }
 
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptReadRelease.run(ctx, at.via, 3, []any{
-		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count),
+	return scriptReadRelease.run(ctx, at.via, 4, []any{
+		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), readTimeoutPrefix(m.key),
 		a.owner, m.c.publish, at.count,
 	}).Int64()
 }
