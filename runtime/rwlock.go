@@ -13,7 +13,8 @@ import (
 // RWLock is a read-write lock with Redisson RReadWriteLock's layout: many
 // readers or one writer. Both sides are reentrant, and a writer may also
 // take read holds (downgrade: after its write holds are released it keeps
-// reading). A reader asking to write (upgrade) gets ErrUpgrade at once
+// reading), and write again through them while it still writes. A reader
+// that does not write asking to write (upgrade) gets ErrUpgrade at once
 // instead of waiting forever for itself.
 //
 // The hash at the key has field "mode" (read | write), one field per
@@ -161,12 +162,19 @@ func (writeSide) refreshEvery(m *Mutex) time.Duration {
 	return 0
 }
 
-// check refuses an upgrade: the owner holds a read hold of the same lock.
-func (writeSide) check(m *Mutex, hc *holdContext, owner string) error {
-	if m.c.acquisitionOf(hc, m.key, owner) != nil {
-		return fmt.Errorf("%w: ctx holds a read hold of this lock", ErrUpgrade)
+// check refuses an upgrade: the owner holds a read hold of the lock and
+// not its write side. A writer that took read holds (downgrade) and asks
+// to write again re-enters its write hold, as in Redisson, whichever of
+// its ctxs it asks through. The registry of holds is the truth here, not
+// the ctx chain: a read acquisition in the chain may be released already.
+func (writeSide) check(m *Mutex, _ *holdContext, owner string) error {
+	if reads, _ := m.c.holdState(m.key, owner, Watchdog); reads == 0 {
+		return nil
 	}
-	return nil
+	if writes, _ := m.c.holdState(m.key, writeField(owner), Watchdog); writes > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the owner holds a read hold of this lock and not its write side", ErrUpgrade)
 }
 
 func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -77,5 +78,71 @@ func TestWriterIsNotHeldOffByACrashedReadersField(t *testing.T) {
 				t.Fatalf("keys left: %v", left)
 			}
 		})
+	}
+}
+
+// A writer that took a read hold (downgrade) may write again through the
+// read hold's ctx: it still holds the write side, so it is a re-entry, not
+// an upgrade. A pure reader asking to write still gets ErrUpgrade.
+func TestWriteAgainThroughADowngradedReadHold(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctxT(t)
+	rw := e.c.ReadWrite("ledger", runtime.LockOptions{})
+	w, err := rw.Write().TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.Read().TryLock(w, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("downgrade: %v", err)
+	}
+	w2, err := rw.Write().TryLock(r, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("write again through the read hold's ctx: %v, want a re-entry of the write side", err)
+	}
+	// counts checks the owner's hold counts, asking through hctx (a live
+	// ctx of the owner: a released hold's ctx is done).
+	counts := func(hctx context.Context, wantWrite, wantRead int) {
+		t.Helper()
+		if n, err := rw.Write().HoldCount(hctx); n != wantWrite || err != nil {
+			t.Fatalf("write hold count %d %v, want %d", n, err, wantWrite)
+		}
+		if n, err := rw.Read().HoldCount(hctx); n != wantRead || err != nil {
+			t.Fatalf("read hold count %d %v, want %d", n, err, wantRead)
+		}
+	}
+	counts(w2, 2, 1)
+	if err := rw.Write().Unlock(w2); err != nil {
+		t.Fatal(err)
+	}
+	counts(r, 1, 1)
+	if err := rw.Read().Unlock(r); err != nil {
+		t.Fatal(err)
+	}
+	counts(w, 1, 0)
+	if mode := e.rdb.HGet(ctx, "ledger", "mode").Val(); mode != "write" {
+		t.Fatalf("mode %q while the write hold is left, want write", mode)
+	}
+	if err := rw.Write().Unlock(w); err != nil {
+		t.Fatal(err)
+	}
+	if left := keysLeft(t, e.rdb); len(left) != 0 {
+		t.Fatalf("keys left: %v", left)
+	}
+
+	// A pure reader asking to write is an upgrade: refused at once.
+	r2, err := rw.Read().TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := rw.Write().TryLock(r2, 5*time.Second, runtime.Watchdog); !errors.Is(err, runtime.ErrUpgrade) || time.Since(start) > time.Second {
+		t.Fatalf("upgrade: %v after %v, want ErrUpgrade at once", err, time.Since(start))
+	}
+	if err := rw.Read().Unlock(r2); err != nil {
+		t.Fatal(err)
+	}
+	if left := keysLeft(t, e.rdb); len(left) != 0 {
+		t.Fatalf("keys left: %v", left)
 	}
 }
