@@ -105,6 +105,7 @@ type Client struct {
 	closeCh      chan struct{}
 	hub          *hub
 	wd           watchdog
+	clock        leaseClock
 	closeRenewal func() error // closes the watchdog's own client, if any
 	redNodes     []*Client    // one client per RedLock node
 }
@@ -227,6 +228,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	c.wd.wait()
+	c.clock.wait()
 	if c.closeRenewal != nil {
 		_ = c.closeRenewal()
 	}

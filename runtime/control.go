@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // renewalClient returns the client the watchdog renews through, and a func
@@ -36,6 +37,10 @@ func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn 
 		own := *o
 		own.ContextTimeoutEnabled = true
 		own.PoolSize = renewWorkers + 1
+		// Its own push-notification state: the one in o is rdb's, and
+		// maintenance notifications do not matter for renewals.
+		own.PushNotificationProcessor = nil
+		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		c := redis.NewClient(&own)
 		return c, c.Close, true
 	case *redis.ClusterClient:
@@ -46,6 +51,8 @@ func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn 
 		own := *o
 		own.ContextTimeoutEnabled = true
 		own.PoolSize = renewWorkers + 1
+		own.PushNotificationProcessor = nil
+		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		c := redis.NewClusterClient(&own)
 		return c, c.Close, true
 	}

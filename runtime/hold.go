@@ -32,10 +32,10 @@ type hold struct {
 
 	// The lease clock (lease.go): leaseEnd is the latest expiry a confirmed
 	// request set (send time + lease), validUntil the deadline the hold's
-	// ctx ends at, and timer ends it there.
+	// ctx ends at; clocked says the Client's clock will end it there.
 	leaseEnd   time.Time
 	validUntil time.Time
-	timer      *time.Timer
+	clocked    bool
 	// The watchdog's schedule (watchdog.go).
 	renewAt  time.Time // when the next renewal is due
 	inFlight bool      // a renewal of h is on the wire

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -16,11 +17,12 @@ import (
 // so whatever the network did, Redis expires the key no earlier than the
 // deadline plus drift.
 //
-// A timer that does no I/O ends the hold at its deadline: it takes the
+// A clock that does no I/O ends the hold at its deadline: it takes the
 // registry lock, and either finds the deadline moved (a confirmation came
-// in meanwhile: it re-arms for the new one) or loses the hold, cancelling
-// every ctx of it with ErrLockLost. No renewal round, retry, pool wait or
-// socket read can delay that; renewals only report confirmations.
+// in meanwhile: it puts the hold back for the new one) or loses the hold,
+// cancelling every ctx of it with ErrLockLost. No renewal round, retry,
+// pool wait or socket read can delay that; renewals only report
+// confirmations.
 
 // confirmLocked records that a request sent at sent made Redis hold h for
 // at least lease from then on. c.mu is held.
@@ -35,43 +37,163 @@ func (h *hold) confirmLocked(sent time.Time, lease time.Duration) {
 	if !valid.After(h.validUntil) {
 		return
 	}
-	if h.timer != nil && !time.Now().Before(h.validUntil) {
-		// The deadline has passed and the timer is about to end the hold:
+	if h.clocked && !time.Now().Before(h.validUntil) {
+		// The deadline has passed and the clock is about to end the hold:
 		// a late confirmation never revives it (the ctx must be done by
 		// the deadline, whatever arrives afterwards).
 		return
 	}
 	h.validUntil = valid
-	if h.timer == nil {
-		h.timer = time.AfterFunc(time.Until(valid), h.expire)
+	if !h.clocked {
+		h.clocked = true
+		h.c.clock.add(h.c, h, valid)
 	}
-	// Otherwise the timer fires at the old deadline and re-arms itself for
-	// this one: one timer operation per lease instead of one per renewal.
+	// Otherwise the clock reaches the old deadline first and puts h back
+	// for the new one: one clock operation per lease, not per renewal.
 }
 
-// expire is the hold's timer: it ends h if its deadline has passed.
-func (h *hold) expire() {
-	c := h.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h.gone {
-		return
-	}
-	if left := time.Until(h.validUntil); left > 0 {
-		h.timer.Reset(left)
-		return
-	}
-	why := "fixed lease ran out"
-	if h.watchdog {
-		why = "lease ran out without a confirmed renewal"
-	}
-	c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
-}
-
-// stopLocked stops h's timer once h is gone. c.mu is held.
+// stopLocked takes h off the clock once h is gone. c.mu is held.
 func (h *hold) stopLocked() {
-	if h.timer != nil {
-		h.timer.Stop()
+	h.clocked = false // its entry is dropped when the clock reaches it
+}
+
+// leaseClock ends holds at their deadlines: one timer goroutine per
+// Client over a heap of deadlines, so a hold costs no timer, no goroutine
+// and no allocation of its own.
+type leaseClock struct {
+	once sync.Once
+	mu   sync.Mutex // after Client.mu
+	due  leaseHeap
+	wake chan struct{}
+	done chan struct{}
+}
+
+type leaseEntry struct {
+	at time.Time
+	h  *hold
+}
+
+// leaseHeap is a min-heap of deadlines. It is written out rather than
+// used through container/heap, whose interface boxes every entry pushed:
+// an allocation per hold on the lock's hot path.
+type leaseHeap []leaseEntry
+
+func (q *leaseHeap) push(e leaseEntry) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].at.Before(h[p].at) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *leaseHeap) pop() leaseEntry {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = leaseEntry{}
+	h = h[:last]
+	for i := 0; ; {
+		l, small := 2*i+1, i
+		if l < len(h) && h[l].at.Before(h[small].at) {
+			small = l
+		}
+		if r := l + 1; r < len(h) && h[r].at.Before(h[small].at) {
+			small = r
+		}
+		if small == i {
+			break
+		}
+		h[i], h[small] = h[small], h[i]
+		i = small
+	}
+	*q = h
+	return top
+}
+
+// add puts h on the clock for at. c.mu is held.
+func (lc *leaseClock) add(c *Client, h *hold, at time.Time) {
+	lc.once.Do(func() {
+		lc.wake = make(chan struct{}, 1)
+		lc.done = make(chan struct{})
+		go c.runClock()
+	})
+	lc.mu.Lock()
+	first := len(lc.due) == 0 || at.Before(lc.due[0].at)
+	lc.due.push(leaseEntry{at, h})
+	lc.mu.Unlock()
+	if first {
+		select {
+		case lc.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wait blocks until the clock (if started) has stopped; c.closeCh is closed.
+func (lc *leaseClock) wait() {
+	lc.once.Do(func() {}) // no clock may start after this
+	if lc.done != nil {
+		<-lc.done
+	}
+}
+
+// runClock is the clock's goroutine: it sleeps until the earliest deadline
+// and ends every hold whose deadline has passed. It does no I/O.
+func (c *Client) runClock() {
+	lc := &c.clock
+	defer close(lc.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var expired []*hold
+	for {
+		lc.mu.Lock()
+		sleep := time.Hour
+		if len(lc.due) > 0 {
+			sleep = time.Until(lc.due[0].at)
+		}
+		lc.mu.Unlock()
+		if sleep > 0 {
+			timer.Reset(sleep)
+			select {
+			case <-timer.C:
+			case <-lc.wake:
+				timer.Stop()
+				continue
+			case <-c.closeCh:
+				return
+			}
+		}
+		now := time.Now()
+		lc.mu.Lock()
+		for len(lc.due) > 0 && !lc.due[0].at.After(now) {
+			expired = append(expired, lc.due.pop().h)
+		}
+		lc.mu.Unlock()
+		c.mu.Lock()
+		for i, h := range expired {
+			expired[i] = nil
+			switch {
+			case h.gone || !h.clocked:
+			case h.validUntil.After(now):
+				lc.mu.Lock()
+				lc.due.push(leaseEntry{h.validUntil, h}) // confirmed meanwhile
+				lc.mu.Unlock()
+			default:
+				why := "fixed lease ran out"
+				if h.watchdog {
+					why = "lease ran out without a confirmed renewal"
+				}
+				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
+			}
+		}
+		c.mu.Unlock()
+		expired = expired[:0]
 	}
 }
 

@@ -1,0 +1,283 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// The fault matrix of the deadline invariant (design.md §7): for every
+// lock kind and both lease styles, a holder is cut off from Redis by a
+// fault while a client with a healthy link waits for the lock. The
+// holder's ctx must be done before the waiter's Lock returns, in every
+// repetition. The margin (waiter's Lock returned − holder's ctx done) is
+// logged per kind: min and p50.
+
+// overlapReps is how many holds of each kind one run cuts off at once.
+const overlapReps = 20
+
+// overlapLocker is what the matrix needs of a handle: Mutex, MultiLock
+// and RedLock all have it.
+type overlapLocker interface {
+	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+// overlapKind makes the holder's and the waiter's handles for key.
+type overlapKind struct {
+	name   string
+	holder func(c *runtime.Client, key string) overlapLocker
+	waiter func(c *runtime.Client, key string) overlapLocker
+}
+
+func same(f func(c *runtime.Client, key string) overlapLocker) (h, w func(c *runtime.Client, key string) overlapLocker) {
+	return f, f
+}
+
+var overlapKinds = func() []overlapKind {
+	var ks []overlapKind
+	add := func(name string, holder, waiter func(c *runtime.Client, key string) overlapLocker) {
+		ks = append(ks, overlapKind{name, holder, waiter})
+	}
+	o := runtime.LockOptions{}
+	h, w := same(func(c *runtime.Client, key string) overlapLocker { return c.Mutex(key, o) })
+	add("reentrant", h, w)
+	h, w = same(func(c *runtime.Client, key string) overlapLocker { return c.FairLock(key, o) })
+	add("fair", h, w)
+	// A reader is cut off; a writer waits for it.
+	add("read",
+		func(c *runtime.Client, key string) overlapLocker { return c.ReadWrite(key, o).Read() },
+		func(c *runtime.Client, key string) overlapLocker { return c.ReadWrite(key, o).Write() })
+	h, w = same(func(c *runtime.Client, key string) overlapLocker { return c.ReadWrite(key, o).Write() })
+	add("write", h, w)
+	h, w = same(func(c *runtime.Client, key string) overlapLocker {
+		return c.MultiLock(o, c.Mutex("{"+key+"}a", o), c.Mutex("{"+key+"}b", o))
+	})
+	add("multi", h, w)
+	h, w = same(func(c *runtime.Client, key string) overlapLocker { return c.RedLock(key, o) })
+	add("red", h, w)
+	return ks
+}()
+
+// overlapEnv is one run: three servers (the first is the Client's, all
+// three are the RedLock nodes), a proxy in front of each, a holder Client
+// behind the proxies and a waiter Client on direct links.
+type overlapEnv struct {
+	servers []*redistest.Server
+	proxies []*faultproxy.Proxy
+	holder  *runtime.Client
+	waiter  *runtime.Client
+	direct  *redis.Client
+}
+
+func newOverlapEnv(t *testing.T, wd time.Duration, serverOpts ...redistest.Option) *overlapEnv {
+	e := &overlapEnv{servers: redistest.StartN(t, 3, serverOpts...)}
+	var proxied, direct []redis.UniversalClient
+	for _, s := range e.servers {
+		p := faultproxy.Start(t, s.Addr())
+		e.proxies = append(e.proxies, p)
+		pc := redis.NewClient(&redis.Options{Addr: p.Addr()})
+		t.Cleanup(func() { _ = pc.Close() })
+		proxied = append(proxied, pc)
+		direct = append(direct, s.Client(t))
+	}
+	e.direct = direct[0].(*redis.Client)
+	e.holder = newClient(t, proxied[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: proxied, ReleaseTimeout: time.Second})
+	e.waiter = newClient(t, direct[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: direct})
+	return e
+}
+
+// overlapFault cuts the holder off; it returns when the waiters may start.
+type overlapFault struct {
+	name   string
+	opts   []redistest.Option
+	inject func(t *testing.T, e *overlapEnv, lease time.Duration)
+}
+
+var overlapFaults = []overlapFault{
+	{name: "blackhole", inject: func(t *testing.T, e *overlapEnv, _ time.Duration) {
+		for _, p := range e.proxies {
+			p.Blackhole(faultproxy.Both)
+		}
+	}},
+	{name: "reset", inject: func(t *testing.T, e *overlapEnv, _ time.Duration) {
+		for _, p := range e.proxies {
+			p.RefuseNew(true)
+			p.Reset()
+		}
+	}},
+	{name: "sigstop", inject: func(t *testing.T, e *overlapEnv, lease time.Duration) {
+		for _, s := range e.servers {
+			go s.Pause(lease + lease/2)
+		}
+	}},
+	{name: "client-pause-write", inject: func(t *testing.T, e *overlapEnv, lease time.Duration) {
+		for _, s := range e.servers {
+			rdb := s.Client(t)
+			if err := rdb.Do(context.Background(), "client", "pause", (lease + lease/2).Milliseconds(), "write").Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}},
+	// Killed and started again after the lease, from its append-only file
+	// (without persistence a restart forgets every lock: no lock service
+	// can keep the invariant then).
+	{name: "restart", opts: []redistest.Option{redistest.Arg("--appendonly", "yes", "--appendfsync", "always")},
+		inject: func(t *testing.T, e *overlapEnv, lease time.Duration) {
+			for _, s := range e.servers {
+				s.Kill()
+			}
+			go func() {
+				time.Sleep(lease + lease/2)
+				for _, s := range e.servers {
+					s.Restart()
+				}
+			}()
+		}},
+}
+
+func TestHoldCtxEndsBeforeTheNextOwnerIsGranted(t *testing.T) {
+	const wd = 1500 * time.Millisecond
+	leases := []struct {
+		name      string
+		lease, wd time.Duration
+	}{
+		{"watchdog", runtime.Watchdog, wd},
+		{"fixed", wd, wd},
+	}
+	for _, f := range overlapFaults {
+		for _, l := range leases {
+			t.Run(f.name+"/"+l.name, func(t *testing.T) {
+				runOverlap(t, f, l.lease, l.wd)
+			})
+		}
+	}
+}
+
+// The same with the default WatchdogTimeout (30 s): the round that once
+// ran to the full lease must not push the cancellation past the deadline.
+func TestHoldCtxEndsBeforeTheNextOwnerIsGrantedWithDefaultWatchdog(t *testing.T) {
+	t.Parallel()
+	runOverlap(t, overlapFaults[0], runtime.Watchdog, 0)
+}
+
+func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
+	e := newOverlapEnv(t, wd, f.opts...)
+	effective := lease
+	if lease == runtime.Watchdog {
+		effective = cmpOr(wd, 30*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), effective+30*time.Second)
+	defer cancel()
+
+	type rep struct {
+		kind      string
+		handle    overlapLocker
+		hold      context.Context
+		mu        sync.Mutex
+		cancelled time.Time // when the holder's ctx was seen done
+		granted   time.Time // when the waiter's TryLock returned
+		err       error
+	}
+	var reps []*rep
+	for _, k := range overlapKinds {
+		for i := range overlapReps {
+			key := fmt.Sprintf("ov:%s:%d", k.name, i)
+			r := &rep{kind: k.name, handle: k.holder(e.holder, key)}
+			hold, err := r.handle.TryLock(ctx, 0, lease)
+			if err != nil {
+				t.Fatalf("%s: holder: %v", key, err)
+			}
+			r.hold = hold
+			context.AfterFunc(hold, func() {
+				r.mu.Lock()
+				r.cancelled = time.Now()
+				r.mu.Unlock()
+			})
+			reps = append(reps, r)
+		}
+	}
+	time.Sleep(effective / 3) // let a renewal happen on a healthy link first
+	f.inject(t, e, effective)
+
+	var wg sync.WaitGroup
+	for i, r := range reps {
+		k := overlapKinds[i/overlapReps]
+		key := fmt.Sprintf("ov:%s:%d", k.name, i%overlapReps)
+		w := k.waiter(e.waiter, key)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				h, err := w.TryLock(ctx, runtime.Forever, 10*time.Second)
+				if err != nil {
+					// Redis is down or paused for everyone: try again.
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				now := time.Now()
+				r.mu.Lock()
+				r.granted = now
+				r.mu.Unlock()
+				_ = w.Unlock(h)
+				return
+			}
+			r.err = ctx.Err()
+		}()
+	}
+	wg.Wait()
+	for _, p := range e.proxies {
+		p.Heal()
+	}
+
+	margins := map[string][]time.Duration{}
+	for _, r := range reps {
+		if r.err != nil {
+			t.Errorf("%s: the waiter never got the lock: %v", r.kind, r.err)
+			continue
+		}
+		r.mu.Lock()
+		cancelled, granted := r.cancelled, r.granted
+		r.mu.Unlock()
+		if cancelled.IsZero() || granted.Before(cancelled) {
+			t.Errorf("%s: two owners at once: the waiter got the lock while the holder's ctx was live (cancelled %v after)",
+				r.kind, cancelledAfter(cancelled, granted))
+			continue
+		}
+		margins[r.kind] = append(margins[r.kind], granted.Sub(cancelled))
+	}
+	for _, k := range overlapKinds {
+		m := margins[k.name]
+		if len(m) == 0 {
+			continue
+		}
+		slices.Sort(m)
+		t.Logf("%-9s %2d/%d runs without overlap; margin min %v, p50 %v", k.name, len(m), overlapReps, m[0].Round(time.Millisecond), m[len(m)/2].Round(time.Millisecond))
+	}
+	for _, r := range reps {
+		_ = r.handle.Unlock(r.hold) // lost: reports ErrLockLost, frees nothing of the waiter's
+	}
+}
+
+func cancelledAfter(cancelled, granted time.Time) string {
+	if cancelled.IsZero() {
+		return "never"
+	}
+	return cancelled.Sub(granted).String()
+}
+
+func cmpOr(a, b time.Duration) time.Duration {
+	if a != 0 {
+		return a
+	}
+	return b
+}
