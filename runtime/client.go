@@ -165,6 +165,9 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	c.hub = newHub(c)
 	renewal, closeRenewal, bounded := renewalClient(rdb)
 	if !bounded {
+		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
+			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
+		}
 		c.log.Warn("the Redis client does not honour ctx deadlines (ContextTimeoutEnabled is off) and lockgen cannot rebuild it: " +
 			"a renewal on a dead connection is bounded only by the client's timeouts and retries; hold deadlines are still enforced on time")
 	}

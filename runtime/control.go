@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
@@ -57,6 +58,42 @@ func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn 
 		return c, c.Close, true
 	}
 	return rdb, nil, false
+}
+
+// checkUnbounded refuses a WatchdogTimeout that a renewal on rdb cannot
+// keep when rdb does not honour ctx deadlines (a Sentinel failover client
+// without ContextTimeoutEnabled): a renewal sent at a third of the lease
+// may then take the client's DialTimeout + ReadTimeout, and land after the
+// holder was told the hold is gone, keeping the lock from everyone for
+// another lease. Other client types give no timeouts to check.
+func checkUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
+	r, ok := rdb.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	o := r.Options()
+	window := watchdog*2/3 - drift(watchdog)
+	if o.ReadTimeout < 0 {
+		return fmt.Errorf("%w: the Redis client has no read timeout and does not honour ctx deadlines (ContextTimeoutEnabled is off): "+
+			"a renewal could hang past any lease; set ContextTimeoutEnabled: true on the client", ErrInvalidArgument)
+	}
+	if need := o.DialTimeout + o.ReadTimeout; need > window {
+		return fmt.Errorf("%w: WatchdogTimeout %v leaves a renewal %v, but the Redis client's DialTimeout %v + ReadTimeout %v = %v, "+
+			"and it does not honour ctx deadlines (ContextTimeoutEnabled is off): set ContextTimeoutEnabled: true on the client, "+
+			"or a WatchdogTimeout of at least %v", ErrInvalidArgument, watchdog, window, o.DialTimeout, o.ReadTimeout, need,
+			minWatchdog(need))
+	}
+	return nil
+}
+
+// minWatchdog is the shortest WatchdogTimeout, in whole seconds, whose
+// renewal window (2/3 of it minus drift) fits need.
+func minWatchdog(need time.Duration) time.Duration {
+	for wd := time.Second; ; wd += time.Second {
+		if wd*2/3-drift(wd) >= need {
+			return wd
+		}
+	}
 }
 
 // reconnectHook tells the watchdog about every new connection to Redis: a

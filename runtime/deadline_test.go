@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -232,4 +233,32 @@ func TestReconnectAfterRestartEndsForgottenHoldsAtOnce(t *testing.T) {
 	case <-time.After(1200 * time.Millisecond):
 		t.Fatal("the hold outlived the restart by more than 1.2 s (the next renewal is 2 s after the acquisition)")
 	}
+}
+
+// A client lockgen cannot make honour deadlines (a failover client without
+// ContextTimeoutEnabled) must leave a renewal its dial and read timeouts
+// within the lease; NewClient refuses a WatchdogTimeout that does not,
+// naming both numbers.
+func TestNewClientRefusesAWatchdogTimeoutTheClientCannotKeep(t *testing.T) {
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:    "nowhere",
+		SentinelAddrs: []string{"127.0.0.1:1"},
+		DialTimeout:   2 * time.Second,
+		ReadTimeout:   time.Second,
+	})
+	defer rdb.Close()
+	_, err := runtime.NewClient(rdb, &runtime.Options{WatchdogTimeout: 3 * time.Second, PubSub: runtime.PubSubClassic})
+	if !errors.Is(err, runtime.ErrInvalidArgument) {
+		t.Fatalf("NewClient = %v, want ErrInvalidArgument", err)
+	}
+	for _, want := range []string{"WatchdogTimeout 3s", "DialTimeout 2s", "ReadTimeout 1s", "ContextTimeoutEnabled", "at least 5s"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	c, err := runtime.NewClient(rdb, &runtime.Options{WatchdogTimeout: 5 * time.Second, PubSub: runtime.PubSubClassic})
+	if err != nil {
+		t.Fatalf("NewClient with a long enough lease: %v", err)
+	}
+	_ = c.Close()
 }

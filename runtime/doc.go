@@ -24,12 +24,26 @@
 // # Leases and lost locks
 //
 // A hold has either the watchdog lease (LockOptions.Lease == Watchdog: the
-// key expires after Options.WatchdogTimeout unless renewed, and the
-// Client's single watchdog loop renews every such hold every timeout/3 in
-// batched script calls) or a fixed lease (never renewed). The ctx of a hold
-// is cancelled with a cause wrapping ErrLockLost as soon as a renewal finds
-// the hold gone, when a lease runs out (minus a drift margin) without a
-// confirmed renewal, or when a fixed lease is about to end.
+// key expires after Options.WatchdogTimeout unless renewed; the Client's
+// one watchdog renews each such hold timeout/3 after its last confirmed
+// renewal, in batched script calls) or a fixed lease (never renewed).
+//
+// The promise to a holder: the hold's ctx is done, with a cause wrapping
+// ErrLockLost, before any other owner can be granted the lock, whatever the
+// network or Redis does. Each hold has one deadline: the send time of the
+// last request that confirmed it (an acquire, a renewal) plus that lease,
+// minus a drift margin of 1% + 2 ms. It only moves forward, and a clock
+// goroutine that does no I/O ends the hold there; renewals only report
+// confirmations, under ctx deadlines that end at the deadline they serve,
+// on a go-redis client that honours them (the Client builds one from the
+// given client's options when ContextTimeoutEnabled is off). A renewal that
+// finds the hold gone ends it at once; a new connection to Redis (a
+// restart, a failover) starts a renewal of every hold at once.
+//
+// The one fault no lock service can cover is a paused holder (a GC pause,
+// SIGSTOP, a VM migration): its ctx is cancelled on time, but the code it
+// runs may not look before it acts. Storage that checks a fencing token is
+// the answer.
 //
 // # Waiting
 //
@@ -48,8 +62,11 @@
 // The scripts get both without writing anything per request: they are
 // sent the hold count the owner has before the call, and one owner's calls
 // on one lock take turns, so a resent copy finds the count already moved
-// and does nothing. Errors are *LockError values wrapping the
-// sentinels of this package.
+// and does nothing. When an outcome stays unknown (ErrOutcomeUnknown), the
+// owner's next call on that lock first re-reads its count in Redis and
+// gives back what a lost request took, so a retry is never mistaken for a
+// resend. Errors are *LockError values wrapping the sentinels of this
+// package.
 //
 // # Redis layout
 //

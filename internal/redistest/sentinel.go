@@ -112,6 +112,9 @@ func (st *Sentinel) Client(tb testing.TB) *redis.Client {
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    sentinelMaster,
 		SentinelAddrs: st.SentinelAddrs(),
+		// Lock clients need calls that end by their ctx's deadline; a
+		// failover client cannot be rebuilt with it by lockgen.
+		ContextTimeoutEnabled: true,
 	})
 	tb.Cleanup(func() { _ = c.Close() })
 	return c
