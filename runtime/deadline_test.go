@@ -149,7 +149,7 @@ func (h *refuseHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 func (h *refuseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); h.on.Load() && len(a) > 1 && a[0] == "evalsha" && a[1] == h.sha {
+		if h.on.Load() && isScriptCall(cmd.Args(), h.sha) {
 			cmd.SetErr(io.ErrUnexpectedEOF)
 			return io.ErrUnexpectedEOF
 		}

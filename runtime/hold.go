@@ -36,6 +36,8 @@ type hold struct {
 	leaseEnd   time.Time
 	validUntil time.Time
 	clocked    bool
+	clockAt    time.Time // where its entry sits on the clock's heap
+	clockIdx   int       // its index there
 	// The watchdog's schedule (watchdog.go).
 	renewAt  time.Time // when the next renewal is due
 	inFlight bool      // a renewal of h is on the wire

@@ -54,12 +54,18 @@ func (h *hold) confirmLocked(sent time.Time, lease time.Duration) {
 
 // stopLocked takes h off the clock once h is gone. c.mu is held.
 func (h *hold) stopLocked() {
-	h.clocked = false // its entry is dropped when the clock reaches it
+	if h.clocked {
+		h.clocked = false
+		h.c.clock.remove(h)
+	}
 }
 
-// leaseClock ends holds at their deadlines: one timer goroutine per
-// Client over a heap of deadlines, so a hold costs no timer, no goroutine
-// and no allocation of its own.
+// leaseClock ends holds at their deadlines: one goroutine per Client over
+// a heap of deadlines, so a hold costs no timer, no goroutine and no
+// allocation of its own. A hold is on the heap from its first confirmation
+// until it is gone; its entry sits at the deadline it had when it was put
+// there (clockAt), and is moved to a later one only when the clock reaches
+// it: one heap operation per lease, not per renewal.
 type leaseClock struct {
 	once sync.Once
 	mu   sync.Mutex // after Client.mu
@@ -68,52 +74,69 @@ type leaseClock struct {
 	done chan struct{}
 }
 
-type leaseEntry struct {
-	at time.Time
-	h  *hold
+// leaseHeap is a min-heap of holds by clockAt that knows each hold's
+// index, so a released hold leaves it at once (it would otherwise keep the
+// hold and its contexts alive until its deadline). It is written out
+// rather than used through container/heap, whose interface boxes values.
+type leaseHeap []*hold
+
+func (q leaseHeap) less(i, j int) bool { return q[i].clockAt.Before(q[j].clockAt) }
+
+func (q leaseHeap) swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].clockIdx, q[j].clockIdx = i, j
 }
 
-// leaseHeap is a min-heap of deadlines. It is written out rather than
-// used through container/heap, whose interface boxes every entry pushed:
-// an allocation per hold on the lock's hot path.
-type leaseHeap []leaseEntry
-
-func (q *leaseHeap) push(e leaseEntry) {
-	*q = append(*q, e)
-	h := *q
-	for i := len(h) - 1; i > 0; {
+func (q leaseHeap) up(i int) {
+	for i > 0 {
 		p := (i - 1) / 2
-		if !h[i].at.Before(h[p].at) {
+		if !q.less(i, p) {
 			break
 		}
-		h[i], h[p] = h[p], h[i]
+		q.swap(i, p)
 		i = p
 	}
 }
 
-func (q *leaseHeap) pop() leaseEntry {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h[last] = leaseEntry{}
-	h = h[:last]
-	for i := 0; ; {
+func (q leaseHeap) down(i int) {
+	for {
 		l, small := 2*i+1, i
-		if l < len(h) && h[l].at.Before(h[small].at) {
+		if l < len(q) && q.less(l, small) {
 			small = l
 		}
-		if r := l + 1; r < len(h) && h[r].at.Before(h[small].at) {
+		if r := l + 1; r < len(q) && q.less(r, small) {
 			small = r
 		}
 		if small == i {
-			break
+			return
 		}
-		h[i], h[small] = h[small], h[i]
+		q.swap(i, small)
 		i = small
 	}
-	*q = h
-	return top
+}
+
+func (q *leaseHeap) push(h *hold) {
+	h.clockIdx = len(*q)
+	*q = append(*q, h)
+	q.up(h.clockIdx)
+}
+
+// removeAt takes the entry at i off the heap.
+func (q *leaseHeap) removeAt(i int) *hold {
+	old := *q
+	last := len(old) - 1
+	h := old[i]
+	if i != last {
+		old.swap(i, last)
+	}
+	old[last] = nil
+	*q = old[:last]
+	if i != last {
+		q.down(i)
+		q.up(i)
+	}
+	h.clockIdx = -1
+	return h
 }
 
 // add puts h on the clock for at. c.mu is held.
@@ -124,8 +147,9 @@ func (lc *leaseClock) add(c *Client, h *hold, at time.Time) {
 		go c.runClock()
 	})
 	lc.mu.Lock()
-	first := len(lc.due) == 0 || at.Before(lc.due[0].at)
-	lc.due.push(leaseEntry{at, h})
+	h.clockAt = at
+	lc.due.push(h)
+	first := h.clockIdx == 0
 	lc.mu.Unlock()
 	if first {
 		select {
@@ -133,6 +157,15 @@ func (lc *leaseClock) add(c *Client, h *hold, at time.Time) {
 		default:
 		}
 	}
+}
+
+// remove takes h off the clock. c.mu is held.
+func (lc *leaseClock) remove(h *hold) {
+	lc.mu.Lock()
+	if h.clockIdx >= 0 && h.clockIdx < len(lc.due) && lc.due[h.clockIdx] == h {
+		lc.due.removeAt(h.clockIdx)
+	}
+	lc.mu.Unlock()
 }
 
 // wait blocks until the clock (if started) has stopped; c.closeCh is closed.
@@ -150,12 +183,11 @@ func (c *Client) runClock() {
 	defer close(lc.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var expired []*hold
 	for {
 		lc.mu.Lock()
 		sleep := time.Hour
 		if len(lc.due) > 0 {
-			sleep = time.Until(lc.due[0].at)
+			sleep = time.Until(lc.due[0].clockAt)
 		}
 		lc.mu.Unlock()
 		if sleep > 0 {
@@ -169,31 +201,37 @@ func (c *Client) runClock() {
 				return
 			}
 		}
-		now := time.Now()
+		c.expireDue(time.Now())
+	}
+}
+
+// expireDue ends the holds whose deadline is now past, and moves the
+// entries of holds confirmed since to their new deadline.
+func (c *Client) expireDue(now time.Time) {
+	lc := &c.clock
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
 		lc.mu.Lock()
-		for len(lc.due) > 0 && !lc.due[0].at.After(now) {
-			expired = append(expired, lc.due.pop().h)
+		if len(lc.due) == 0 || lc.due[0].clockAt.After(now) {
+			lc.mu.Unlock()
+			return
 		}
+		h := lc.due[0]
+		if h.validUntil.After(now) {
+			h.clockAt = h.validUntil // confirmed meanwhile
+			lc.due.down(0)
+			lc.mu.Unlock()
+			continue
+		}
+		lc.due.removeAt(0)
 		lc.mu.Unlock()
-		c.mu.Lock()
-		for i, h := range expired {
-			expired[i] = nil
-			switch {
-			case h.gone || !h.clocked:
-			case h.validUntil.After(now):
-				lc.mu.Lock()
-				lc.due.push(leaseEntry{h.validUntil, h}) // confirmed meanwhile
-				lc.mu.Unlock()
-			default:
-				why := "fixed lease ran out"
-				if h.watchdog {
-					why = "lease ran out without a confirmed renewal"
-				}
-				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
-			}
+		h.clocked = false
+		why := "fixed lease ran out"
+		if h.watchdog {
+			why = "lease ran out without a confirmed renewal"
 		}
-		c.mu.Unlock()
-		expired = expired[:0]
+		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
 	}
 }
 

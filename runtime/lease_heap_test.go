@@ -7,29 +7,31 @@ import (
 	"time"
 )
 
-func TestLeaseHeapPopsInDeadlineOrder(t *testing.T) {
+func TestLeaseHeapKeepsDeadlineOrderThroughRemovals(t *testing.T) {
 	var q leaseHeap
 	base := time.Now()
-	var want []time.Time
-	for range 1000 {
-		at := base.Add(time.Duration(rand.IntN(10000)) * time.Millisecond)
-		want = append(want, at)
-		q.push(leaseEntry{at: at})
-		if rand.IntN(4) == 0 { // interleave pops with pushes
-			got := q.pop().at
-			i := slices.IndexFunc(want, func(w time.Time) bool { return w.Equal(got) })
-			for _, w := range want {
-				if w.Before(got) {
-					t.Fatalf("popped %v while %v was in the heap", got, w)
-				}
+	var in []*hold
+	for range 2000 {
+		h := &hold{clockAt: base.Add(time.Duration(rand.IntN(10000)) * time.Millisecond)}
+		q.push(h)
+		in = append(in, h)
+		if rand.IntN(3) == 0 { // a release: leaves from anywhere
+			i := rand.IntN(len(in))
+			if got := q.removeAt(in[i].clockIdx); got != in[i] {
+				t.Fatal("removeAt took another hold")
 			}
-			want = slices.Delete(want, i, i+1)
+			in = slices.Delete(in, i, i+1)
+		}
+		for i, h := range q {
+			if h.clockIdx != i {
+				t.Fatalf("entry %d says it is at %d", i, h.clockIdx)
+			}
 		}
 	}
-	slices.SortFunc(want, func(a, b time.Time) int { return a.Compare(b) })
-	for _, w := range want {
-		if got := q.pop().at; !got.Equal(w) {
-			t.Fatalf("popped %v, want %v", got, w)
+	slices.SortFunc(in, func(a, b *hold) int { return a.clockAt.Compare(b.clockAt) })
+	for _, want := range in {
+		if got := q.removeAt(0); !got.clockAt.Equal(want.clockAt) {
+			t.Fatalf("earliest = %v, want %v", got.clockAt, want.clockAt)
 		}
 	}
 	if len(q) != 0 {
