@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,7 +157,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
-	c.sharded = o.PubSub == PubSubSharded || o.PubSub == PubSubAuto && c.cluster && c.serverMajor() >= 7
+	c.sharded = c.choosePubSub(o.PubSub)
 	if c.sharded {
 		c.publish = "spublish"
 	}
@@ -188,25 +187,6 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.redNodes = append(c.redNodes, n)
 	}
 	return c, nil
-}
-
-// serverMajor is the major version of a server behind rdb, or 0 when it
-// cannot be read within a few seconds (then classic pub/sub is used).
-func (c *Client) serverMajor() int {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	info, err := c.rdb.Info(ctx, "server").Result()
-	if err != nil {
-		c.log.Warn("cannot read the Redis version; using classic pub/sub", "err", err)
-		return 0
-	}
-	_, rest, ok := strings.Cut(info, "redis_version:")
-	if !ok {
-		return 0
-	}
-	major, _, _ := strings.Cut(rest, ".")
-	n, _ := strconv.Atoi(major)
-	return n
 }
 
 // ID is the uuid that starts every owner token of this client.

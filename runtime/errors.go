@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"errors"
-	"net"
 	"strings"
 )
 
@@ -81,9 +80,11 @@ func isRedisReply(err error) bool {
 	return errors.As(err, &re)
 }
 
-// notSent reports whether err means the command never left the client (no
-// connection could be made), so there is no outcome to settle.
+// notSent reports whether err is the error of a script call that provably
+// never left the client (see sendProbe: go-redis never wrote it on any
+// attempt), so there is no outcome to settle. Anything else that is not a
+// reply may have reached Redis.
 func notSent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	var ns *notSentError
+	return errors.As(err, &ns)
 }

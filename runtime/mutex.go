@@ -63,11 +63,6 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	if err := m.validate(lease); err != nil {
 		return nil, m.fail("acquire", err)
 	}
-	if ctx.Err() != nil {
-		// The cause tells more than "context canceled": for the ctx of a
-		// hold that was lost it wraps ErrLockLost.
-		return nil, m.fail("acquire", context.Cause(ctx))
-	}
 	c := m.c
 	var owner string
 	if hc := c.holdOf(ctx); hc != nil {
@@ -77,6 +72,11 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 		}
 	} else {
 		owner = c.newOwner()
+	}
+	if ctx.Err() != nil {
+		// The cause tells more than "context canceled": for the ctx of a
+		// hold that was lost it wraps ErrLockLost.
+		return nil, m.fail("acquire", context.Cause(ctx))
 	}
 	return m.acquireAs(ctx, owner, wait, lease)
 }

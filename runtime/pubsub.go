@@ -1,36 +1,42 @@
 package runtime
 
 import (
-	"context"
-	"errors"
-	"net"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The hub is where waiters sleep. Waiters join a channel (ref-counted: the
-// first joiner subscribes) and wait on their own signal; the hub's receive
-// loops turn messages into signals in memory:
+// first joiner subscribes) and wait on their own signal; messages become
+// signals in memory:
 //
 //   - "0" (unlock) wakes one waiter, the longest waiting, so an unlock never
 //     starts a thundering herd;
 //   - "1" (write unlock) wakes every waiting reader and one other waiter;
 //   - a subscription confirmation wakes every waiter of the channel: on the
 //     first subscription it tells them to try again now that no unlock can
-//     be missed; after a reconnect it makes up for messages published while
-//     the connection was down.
+//     be missed; on a replacement connection it makes up for messages
+//     published while the old one was dead;
+//   - a connection found dead (see hub_conn.go) wakes every waiter of its
+//     channels at once, for the same reason.
 //
-// A waiter that leaves with an unconsumed signal passes it to the next
-// waiter when it gave up, and drops it when it acquired, so no wake-up is
-// lost and none is wasted.
+// A waiter that leaves with a wake-up it has not used up (the signal is
+// pending, or it was woken and has not finished the try that followed)
+// passes it to the next waiter when it gave up, and drops it when it
+// acquired, so no wake-up is lost and none is wasted.
 //
-// With classic pub/sub the hub has one connection. With sharded pub/sub
-// (Redis Cluster >= 7) a channel can only be subscribed on the node that
-// owns its slot, so the hub keeps one connection per slot in use, closes it
-// when its last channel goes, and moves a slot's channels to a new
-// connection when the server drops them (slot migration).
+// This file is the memory side: the channel table, the waiters and the
+// wake policy, under h.mu, which guards no I/O. The connections, their
+// (un)subscribe I/O and their health live in hub_conn.go; they report
+// what they read through the methods here.
+//
+// In-process FIFO: a newcomer on a channel where a woken waiter of this
+// client is still trying (a hand-off in flight) lets that try finish before
+// its own, bounded by hubHandoffWait, so a goroutine that just unlocked and
+// locks again does not take the lock from the waiter it woke. It is never
+// a sleep on what someone else saw of the lock: every waiter tries once
+// before it sleeps and sleeps no longer than the holder's TTL its own
+// latest try returned (see await).
 type hub struct {
 	c *Client
 
@@ -38,31 +44,21 @@ type hub struct {
 	conns   map[int]*subConn // by slot (sharded), or the one at 0 (classic)
 	entries map[string]*channelEntry
 	closed  bool
-	loops   sync.WaitGroup // receive loops, including those of dropped connections
-}
+	monitor chan struct{} // closed by close: ends the health monitor (nil until the first connection)
 
-// subConn is one pub/sub connection and its receive loop.
-type subConn struct {
-	slot int
-	ps   *redis.PubSub
-	// pending lists, per channel, the entries whose subscribe awaits its
-	// confirmation, in the order sent. A confirmation with nothing pending
-	// comes from go-redis resubscribing after a reconnect.
-	pending map[string][]*channelEntry
-	// unsubscribing counts, per channel, the unsubscribes sent and not yet
-	// confirmed; any other unsubscribe comes from the server.
-	unsubscribing map[string]int
-	users         int  // entries subscribed through it
-	dead          bool // closed or replaced
+	nEntries atomic.Int32 // len(entries), read without the lock by the uncontended path
+	wg       sync.WaitGroup
 }
 
 type channelEntry struct {
-	name      string
-	conn      *subConn
-	waiters   []*waiter
-	ready     bool        // subscription confirmed
-	linger    *time.Timer // pending unsubscribe once no one waits
-	busyUntil time.Time   // latest end of the holder's lease a waiter saw
+	name    string
+	conn    *subConn // the connection it is (being) subscribed on
+	waiters []*waiter
+	ready   bool        // subscription confirmed on conn
+	linger  *time.Timer // pending unsubscribe once no one waits
+	// inflight counts the waiters that were woken and have not finished
+	// the try that followed: a hand-off in flight (see hub).
+	inflight int
 }
 
 // A waiter is one goroutine waiting for a lock.
@@ -70,6 +66,12 @@ type waiter struct {
 	C      chan struct{} // receives a signal when the lock may be free
 	e      *channelEntry
 	shared bool // a reader: woken with every other reader
+	// woken: signalled by the hub and not yet done with the try that
+	// followed (counted in e.inflight).
+	woken bool
+	// deferred: a newcomer letting a hand-off in flight finish before its
+	// first try; signalled when e.inflight drops to 0.
+	deferred bool
 }
 
 const (
@@ -77,9 +79,9 @@ const (
 	// waiter left: under steady contention waiters come and go all the
 	// time, and re-subscribing for each would double the traffic.
 	subscriptionLinger = 250 * time.Millisecond
-	// hubPingInterval is how long a receive loop waits for a message
-	// before it pings, to find a dead connection.
-	hubPingInterval = 15 * time.Second
+	// hubHandoffWait bounds how long a newcomer lets a hand-off in flight
+	// (a woken waiter's try, one round trip) finish before its own try.
+	hubHandoffWait = 50 * time.Millisecond
 )
 
 func newHub(c *Client) *hub {
@@ -90,11 +92,40 @@ func newHub(c *Client) *hub {
 	}
 }
 
+// active reports whether any channel is subscribed or being subscribed:
+// when none is, no waiter can attach before its first try, and the
+// uncontended path skips the hub.
+func (h *hub) active() bool { return h.nEntries.Load() > 0 }
+
+// attach registers a waiter on channel before its first try, if the
+// channel's subscription is confirmed: a wake-up published during that try
+// then reaches it, so it need not try a second time after joining. With
+// fifo, a newcomer that finds a hand-off in flight is deferred: it should
+// wait on w.C (at most hubHandoffWait) before trying. w is nil when the
+// channel is not subscribed yet (the caller tries, then joins).
+func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred bool) {
+	nw := &waiter{C: make(chan struct{}, 1), shared: shared}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e := h.entries[channel]
+	if h.closed || e == nil || !e.ready {
+		return nil, false
+	}
+	h.addLocked(e, nw)
+	if fifo && e.inflight > 0 {
+		nw.deferred = true
+	}
+	return nw, nw.deferred
+}
+
 // join registers a waiter on channel, subscribing if nobody else waits on
-// it. ready reports whether the subscription is already confirmed: if so
-// the caller tries at once, otherwise it first waits for a signal (the
-// confirmation) or its sleep bound.
+// it (the subscribe itself runs on the connection's goroutine, never
+// here). ready reports whether the subscription is already confirmed: if
+// so, a wake-up published since the caller's last try may have gone to
+// nobody, and the caller tries again at once; otherwise the confirmation
+// wakes it.
 func (h *hub) join(channel string, shared bool) (w *waiter, ready bool, err error) {
+	w = &waiter{C: make(chan struct{}, 1), shared: shared}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -104,53 +135,63 @@ func (h *hub) join(channel string, shared bool) (w *waiter, ready bool, err erro
 	if e == nil {
 		e = &channelEntry{name: channel}
 		h.entries[channel] = e
+		h.nEntries.Add(1)
 		h.subscribeLocked(e)
-	} else if e.linger != nil {
-		e.linger.Stop()
-		e.linger = nil
 	}
-	w = &waiter{C: make(chan struct{}, 1), e: e, shared: shared}
-	e.waiters = append(e.waiters, w)
+	h.addLocked(e, w)
 	return w, e.ready, nil
 }
 
-// queue registers a waiter on channel behind the waiters already there,
-// if the subscription is confirmed and someone waits: a newcomer then need
-// not try first, since the lock is busy or about to be taken by the
-// woken head, and waits its turn instead of barging in. The sleep bound is
-// what the waiters last saw of the holder's lease. ok is false when the
-// caller should take the usual path (try first).
-func (h *hub) queue(channel string, shared bool) (w *waiter, bound time.Duration, ok bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.entries[channel]
-	if h.closed || e == nil || !e.ready || len(e.waiters) == 0 {
-		return nil, 0, false
+func (h *hub) addLocked(e *channelEntry, w *waiter) {
+	if e.linger != nil {
+		e.linger.Stop()
 	}
-	bound = time.Until(e.busyUntil)
-	if bound <= 0 {
-		return nil, 0, false
-	}
-	w = &waiter{C: make(chan struct{}, 1), e: e, shared: shared}
+	w.e = e
 	e.waiters = append(e.waiters, w)
-	return w, bound, true
 }
 
-// busy records that w saw the lock held for ttl more.
-func (h *hub) busy(w *waiter, ttl time.Duration) {
-	if ttl < 0 {
-		ttl = time.Hour // no expiry: bounded by the waiters' own limits
-	}
-	until := time.Now().Add(ttl)
+// tried tells the hub that w finished a try. A wake-up it used is spent,
+// unless handOn: then w was woken but another waiter goes first (a reader
+// behind a waiting writer), and the wake-up goes to the next waiter. A
+// signal still pending in w.C came after the try started: w will use it
+// on its next wait.
+func (h *hub) tried(w *waiter, handOn bool) {
 	h.mu.Lock()
-	if until.After(w.e.busyUntil) {
-		w.e.busyUntil = until
+	defer h.mu.Unlock()
+	w.deferred = false
+	if !w.woken || len(w.C) > 0 {
+		return
 	}
-	h.mu.Unlock()
+	e := w.e
+	h.spentLocked(w)
+	if handOn {
+		wakeOne(e, w)
+	}
+}
+
+// spentLocked ends w's hand-off and lets deferred newcomers try once no
+// hand-off is in flight.
+func (h *hub) spentLocked(w *waiter) {
+	e := w.e
+	w.woken = false
+	e.inflight--
+	if e.inflight > 0 {
+		return
+	}
+	for _, x := range e.waiters {
+		if x.deferred {
+			x.deferred = false
+			select {
+			case x.C <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // leave unregisters w. acquired says whether the waiter got the lock; if it
-// did not and holds an unconsumed signal, the signal goes to the next waiter.
+// did not and has a wake-up it did not use up, the wake-up goes to the
+// next waiter.
 func (h *hub) leave(w *waiter, acquired bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -161,35 +202,37 @@ func (h *hub) leave(w *waiter, acquired bool) {
 			break
 		}
 	}
+	unused := false
 	select {
 	case <-w.C:
-		if !acquired {
-			wakeOne(e, nil)
-		}
+		unused = true
 	default:
 	}
+	if w.woken {
+		unused = true
+		h.spentLocked(w)
+	}
+	if unused && !acquired {
+		wakeOne(e, nil)
+	}
 	if len(e.waiters) == 0 && h.entries[e.name] == e && !h.closed {
-		e.linger = time.AfterFunc(subscriptionLinger, func() { h.expire(e) })
+		if e.linger == nil {
+			e.linger = time.AfterFunc(subscriptionLinger, func() { h.expire(e) })
+		} else {
+			e.linger.Reset(subscriptionLinger)
+		}
 	}
 }
 
-// wake signals one more waiter on channel: a waiter that was woken but
-// could not use the wake-up (its try failed, or a multi-lock is blocked on
-// another member) hands the unlock on.
+// wake signals one more waiter on channel: a multi-lock waiter that was
+// woken on one member's channel but is now blocked by another hands the
+// unlock on.
 func (h *hub) wake(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e := h.entries[channel]; e != nil {
 		wakeOne(e, nil)
 	}
-}
-
-// passOn signals one waiter of w's channel other than w: w was woken but
-// another waiter goes first.
-func (h *hub) passOn(w *waiter) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	wakeOne(w.e, w)
 }
 
 // expire unsubscribes e if still nobody waits on it.
@@ -200,132 +243,8 @@ func (h *hub) expire(e *channelEntry) {
 		return
 	}
 	delete(h.entries, e.name)
-	sc := e.conn
-	if sc == nil || sc.dead {
-		return
-	}
-	sc.users--
-	if h.c.sharded && sc.users == 0 {
-		h.dropConnLocked(sc)
-		return
-	}
-	sc.unsubscribing[e.name]++
-	ctx, cancel := context.WithTimeout(context.Background(), h.c.opts.ReleaseTimeout)
-	defer cancel()
-	var err error
-	if h.c.sharded {
-		err = sc.ps.SUnsubscribe(ctx, e.name)
-	} else {
-		err = sc.ps.Unsubscribe(ctx, e.name)
-	}
-	if err != nil {
-		h.c.log.Debug("unsubscribe failed", "channel", e.name, "err", err)
-	}
-}
-
-// subscribeLocked subscribes e on the connection for its slot.
-func (h *hub) subscribeLocked(e *channelEntry) {
-	slot := 0
-	if h.c.sharded {
-		slot = keySlot(e.name)
-	}
-	sc := h.conns[slot]
-	fresh := sc == nil
-	if fresh {
-		sc = &subConn{
-			slot:          slot,
-			pending:       make(map[string][]*channelEntry),
-			unsubscribing: make(map[string]int),
-		}
-		// An empty subscription does not connect yet; the first subscribe
-		// (below) dials, on a cluster the node that owns the channel's slot.
-		if h.c.sharded {
-			sc.ps = h.c.rdb.SSubscribe(context.Background())
-		} else {
-			sc.ps = h.c.rdb.Subscribe(context.Background())
-		}
-		h.conns[slot] = sc
-	}
-	e.conn = sc
-	e.ready = false
-	sc.users++
-	ctx, cancel := context.WithTimeout(context.Background(), h.c.opts.ReleaseTimeout)
-	defer cancel()
-	var err error
-	if h.c.sharded {
-		err = sc.ps.SSubscribe(ctx, e.name)
-	} else {
-		err = sc.ps.Subscribe(ctx, e.name)
-	}
-	if fresh {
-		// The receive loop starts only now: a receive on a subscription
-		// with no channel yet dials a random cluster node, where the
-		// sharded subscribe that follows would be refused (MOVED) and never
-		// confirmed. Now the connection is the slot's, or (after an error)
-		// go-redis dials it for the channel it keeps in its set.
-		h.loops.Add(1)
-		go h.loop(sc)
-	}
-	if err != nil {
-		// go-redis keeps the channel in its set and subscribes it again
-		// when the connection comes back; that confirmation marks e ready.
-		// Until then waiters are bounded by the holder's lease.
-		h.c.log.Debug("subscribe failed", "channel", e.name, "err", err)
-		return
-	}
-	sc.pending[e.name] = append(sc.pending[e.name], e)
-}
-
-// dropConnLocked closes sc; its loop ends on its own.
-func (h *hub) dropConnLocked(sc *subConn) {
-	sc.dead = true
-	if h.conns[sc.slot] == sc {
-		delete(h.conns, sc.slot)
-	}
-	go func() { _ = sc.ps.Close() }()
-}
-
-// confirmed handles a subscription confirmation for channel on sc.
-func (h *hub) confirmed(sc *subConn, channel string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if q := sc.pending[channel]; len(q) > 0 {
-		if len(q) == 1 {
-			delete(sc.pending, channel)
-		} else {
-			sc.pending[channel] = q[1:]
-		}
-	}
-	if e := h.entries[channel]; e != nil && e.conn == sc {
-		e.ready = true
-		wakeAll(e)
-	}
-}
-
-// unsubscribed handles an unsubscribe notice for channel on sc. One the
-// hub did not ask for means the server dropped the channel (its slot moved
-// to another node): every channel of sc moves to a new connection, which
-// go-redis dials to the slot's new owner.
-func (h *hub) unsubscribed(sc *subConn, channel string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if sc.unsubscribing[channel] > 0 {
-		sc.unsubscribing[channel]--
-		if sc.unsubscribing[channel] == 0 {
-			delete(sc.unsubscribing, channel)
-		}
-		return
-	}
-	if sc.dead || h.closed {
-		return
-	}
-	h.dropConnLocked(sc)
-	for _, e := range h.entries {
-		if e.conn == sc {
-			h.subscribeLocked(e)
-			wakeAll(e) // try now: an unlock may have been missed meanwhile
-		}
-	}
+	h.nEntries.Add(-1)
+	h.unsubscribeLocked(e)
 }
 
 // deliver handles a message published on channel.
@@ -343,6 +262,21 @@ func (h *hub) deliver(channel, payload string) {
 	wakeOne(e, nil)
 }
 
+// signal sends w a wake-up unless one is pending; it reports whether it did.
+func signal(e *channelEntry, w *waiter) bool {
+	select {
+	case w.C <- struct{}{}:
+	default:
+		return false
+	}
+	w.deferred = false
+	if !w.woken {
+		w.woken = true
+		e.inflight++
+	}
+	return true
+}
+
 // wakeReaders signals every reader and the longest-waiting other waiter:
 // the readers can all go together; of the writers only one can.
 func wakeReaders(e *channelEntry) {
@@ -354,10 +288,7 @@ func wakeReaders(e *channelEntry) {
 			}
 			writer = true
 		}
-		select {
-		case w.C <- struct{}{}:
-		default:
-		}
+		signal(e, w)
 	}
 }
 
@@ -371,10 +302,8 @@ func wakeOne(e *channelEntry, skip *waiter) {
 			if w == skip || w.shared == exclusive {
 				continue
 			}
-			select {
-			case w.C <- struct{}{}:
+			if signal(e, w) {
 				return
-			default:
 			}
 		}
 	}
@@ -382,76 +311,6 @@ func wakeOne(e *channelEntry, skip *waiter) {
 
 func wakeAll(e *channelEntry) {
 	for _, w := range e.waiters {
-		select {
-		case w.C <- struct{}{}:
-		default:
-		}
+		signal(e, w)
 	}
-}
-
-func (h *hub) loop(sc *subConn) {
-	defer h.loops.Done()
-	ctx := context.Background()
-	backoff := time.Duration(0)
-	for {
-		msg, err := sc.ps.ReceiveTimeout(ctx, hubPingInterval)
-		if err != nil {
-			if h.connDead(sc) {
-				return
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				_ = sc.ps.Ping(ctx)
-				continue
-			}
-			// Connection lost: go-redis reconnects and resubscribes on the
-			// next receive; back off while the server is unreachable.
-			backoff = min(max(2*backoff, 20*time.Millisecond), time.Second)
-			select {
-			case <-time.After(backoff):
-			case <-h.c.closeCh:
-				return
-			}
-			continue
-		}
-		backoff = 0
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			switch m.Kind {
-			case "subscribe", "ssubscribe":
-				h.confirmed(sc, m.Channel)
-			case "unsubscribe", "sunsubscribe":
-				h.unsubscribed(sc, m.Channel)
-			}
-		case *redis.Message:
-			h.deliver(m.Channel, m.Payload)
-		}
-	}
-}
-
-func (h *hub) connDead(sc *subConn) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.closed || sc.dead
-}
-
-// close stops the receive loops and closes the pub/sub connections.
-func (h *hub) close() {
-	h.mu.Lock()
-	h.closed = true
-	for _, e := range h.entries {
-		if e.linger != nil {
-			e.linger.Stop()
-		}
-	}
-	conns := make([]*subConn, 0, len(h.conns))
-	for _, sc := range h.conns {
-		sc.dead = true
-		conns = append(conns, sc)
-	}
-	h.mu.Unlock()
-	for _, sc := range conns {
-		_ = sc.ps.Close()
-	}
-	h.loops.Wait()
 }

@@ -21,23 +21,47 @@ func newScript(s *redis.Script) script { return script{s: s, sha: s.Hash()} }
 //
 //	[3 header slots] [numKeys keys] [ARGV...]
 //
-// filling the header itself, and falls back to EVAL when the server's
-// script cache has no such script (restart, SCRIPT FLUSH). The first key
-// routes the command on a cluster.
+// filling the header itself. When the server's script cache has no such
+// script (restart, SCRIPT FLUSH) it loads it and sends EVALSHA again, and
+// falls back to EVAL only if the script is gone again by then. The first
+// key routes the command on a cluster.
+//
+// A call that fails without a reply and was provably never written (see
+// sendProbe) returns an error that notSent recognises. Loading first keeps
+// that proof after a NOSCRIPT (a failed load means the script never ran);
+// only the last-resort EVAL is not probed, so its failures count as sent.
 func (sc script) run(ctx context.Context, rdb scripter, numKeys int, args []any) *redis.Cmd {
-	args[0], args[1], args[2] = "evalsha", sc.sha, numKeys
+	cmd := sc.evalsha(ctx, rdb, numKeys, args)
+	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return cmd
+	}
+	if err := sc.s.Load(ctx, rdb).Err(); err != nil && !isRedisReply(err) {
+		cmd.SetErr(&notSentError{err})
+		return cmd
+	} else if err == nil {
+		cmd = sc.evalsha(ctx, rdb, numKeys, args)
+		if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return cmd
+		}
+	}
+	keys := make([]string, numKeys)
+	for i := range keys {
+		keys[i] = args[3+i].(string)
+	}
+	return sc.s.Eval(ctx, rdb, keys, args[3+numKeys:]...)
+}
+
+// evalsha sends EVALSHA once, with the SHA-1 as a sendProbe.
+func (sc script) evalsha(ctx context.Context, rdb scripter, numKeys int, args []any) *redis.Cmd {
+	probe := newSendProbe(sc.sha.(string))
+	args[0], args[1], args[2] = "evalsha", probe, numKeys
 	cmd := redis.NewCmd(ctx, args...)
 	if numKeys > 0 {
 		cmd.SetFirstKeyPos(3)
 	}
 	_ = rdb.Process(ctx, cmd)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		keys := make([]string, numKeys)
-		for i := range keys {
-			keys[i] = args[3+i].(string)
-		}
-		return sc.s.Eval(ctx, rdb, keys, args[3+numKeys:]...)
-	}
+	args[1] = sc.sha
+	probe.finish(cmd)
 	return cmd
 }
 

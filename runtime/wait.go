@@ -21,8 +21,9 @@ type waitSpec struct {
 	shared   bool          // a reader: woken with all readers by a write unlock
 	wait     time.Duration // 0: one try; < 0: until ctx is done
 	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
-	// queue lets a newcomer wait behind this client's waiters without a
-	// first try (exclusive locks, not a re-entry): in-process FIFO.
+	// queue makes a newcomer let a hand-off in flight in this client finish
+	// before its first try (exclusive locks, not a re-entry): in-process
+	// FIFO, see hub.
 	queue bool
 }
 
@@ -32,7 +33,7 @@ type waitSpec struct {
 //
 // A ttl of ttlWaiterFirst means the lock was not taken although it may be
 // free: another waiter goes first (a reader behind a waiting writer). A
-// wake-up this waiter consumed is then handed on to that waiter.
+// wake-up this waiter used is then handed on to that waiter.
 type tryFunc func(ctx context.Context) (acquired bool, ttl time.Duration, err error)
 
 // ttlWaiterFirst: see tryFunc.
@@ -40,12 +41,19 @@ const ttlWaiterFirst time.Duration = -2
 
 // await runs the waiting protocol shared by the lock kinds:
 //
-//  1. try; done if acquired or if wait is 0;
-//  2. join channel on the hub (subscribing on first use);
-//  3. try again once the subscription is confirmed, so an unlock published
-//     between the first try and the subscription cannot be missed;
-//  4. sleep until a signal, min(holder's lease, remaining wait), or ctx
-//     done, then try again.
+//  1. if the lock's channel is subscribed already, register on it first,
+//     so a wake-up published during the first try is not missed (and, for
+//     exclusive locks, let a hand-off in flight finish first);
+//  2. try; done if acquired or if wait is 0;
+//  3. otherwise join the channel (subscribing on first use); if it was
+//     subscribed meanwhile, try again at once, since an unlock published
+//     between the try and the join reached no one;
+//  4. sleep until a signal, the holder's TTL as this waiter's own latest
+//     try returned it, the remaining wait, or ctx done; then try again.
+//
+// A waiter therefore always tries before it sleeps, and never sleeps on
+// what another waiter saw of the lock. A try is never started on a done
+// ctx, so a cancelled wait sends nothing.
 //
 // It returns nil once acquired, an error wrapping ErrNotAcquired when the
 // wait time is over, or the ctx's error.
@@ -61,116 +69,112 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
+	h := c.hub
 	var (
 		w        *waiter
-		ready    bool
 		joined   string
 		acquired bool
 		ttl      time.Duration
 	)
-	if ws.queue && wait != 0 {
-		joined = ws.channel()
-		w, ttl, _ = c.hub.queue(joined, ws.shared)
+	defer func() {
+		if w != nil {
+			h.leave(w, err == nil)
+		}
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	// sleep waits up to d (< 0: no bound) for a signal.
+	sleep := func(d time.Duration) error {
+		var timeout <-chan time.Time
+		if d >= 0 {
+			timer.Reset(d)
+			timeout = timer.C
+		}
+		select {
+		case <-w.C:
+		case <-timeout:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.closeCh:
+			return ErrClosed
+		}
+		if d >= 0 && !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		return nil
 	}
-	if w == nil {
-		if acquired, ttl, err = try(ctx); err != nil || acquired {
+
+	if wait != 0 && !ws.dynamic && h.active() {
+		joined = ws.channel()
+		var deferred bool
+		if w, deferred = h.attach(joined, ws.shared, ws.queue); deferred {
+			d := hubHandoffWait
+			if !deadline.IsZero() {
+				d = min(d, time.Until(deadline))
+			}
+			if err := sleep(max(d, 0)); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		acquired, ttl, err = try(ctx)
+		// Blocked by another lock now (a multi-lock): sleep on its channel.
+		moved := err == nil && !acquired && w != nil && ws.dynamic && ws.channel() != joined
+		if w != nil {
+			// A wake-up used for a lock another waiter goes first on, or
+			// that this waiter did not take because another member
+			// blocked it, goes on to the next waiter.
+			h.tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
+		}
+		if err != nil || acquired {
 			return err
 		}
 		if wait == 0 {
 			return ErrNotAcquired
 		}
-		if joined == "" {
-			joined = ws.channel()
-		}
-		if w, ready, err = c.hub.join(joined, ws.shared); err != nil {
-			return err
-		}
-		if ttl != ttlWaiterFirst {
-			c.hub.busy(w, ttl)
-		}
-	}
-	// consumed: the waiter took a wake-up and has not yet found out whether
-	// the lock was free for it. If it leaves (an error) or sleeps again
-	// without knowing, the wake-up goes on to the next waiter.
-	consumed := false
-	defer func() {
-		if w != nil {
-			c.hub.leave(w, err == nil)
-			if err != nil && consumed {
-				c.hub.wake(joined)
-			}
-		}
-	}()
-
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		signalled := false
-		if !ready {
-			sleep := time.Duration(-1) // until signalled
-			if ttl >= 0 {
-				sleep = ttl
-			}
-			if ws.maxSleep > 0 && (sleep < 0 || sleep > ws.maxSleep) {
-				sleep = ws.maxSleep
-			}
-			if !deadline.IsZero() {
-				left := time.Until(deadline)
-				if left <= 0 {
-					return ErrNotAcquired
-				}
-				if sleep < 0 || left < sleep {
-					sleep = left
-				}
-			}
-			var timeout <-chan time.Time
-			if sleep >= 0 {
-				timer.Reset(sleep)
-				timeout = timer.C
-			}
-			select {
-			case <-w.C:
-				signalled = true
-			case <-timeout:
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-c.closeCh:
-				return ErrClosed
-			}
-		}
-		ready = false
-		consumed = signalled
-		acquired, ttl, err = try(ctx)
-		if err != nil || acquired {
-			return err
-		}
-		if ttl == ttlWaiterFirst {
-			if signalled {
-				c.hub.passOn(w)
-			}
-		} else {
-			c.hub.busy(w, ttl)
-		}
-		consumed = false
 		if !deadline.IsZero() && !time.Now().Before(deadline) {
 			return ErrNotAcquired
 		}
-		if ws.dynamic {
-			if ch := ws.channel(); ch != joined {
-				// Blocked by another lock now: sleep on its channel. An
-				// unlock this waiter consumed on the old one, for a lock it
-				// did not take, goes on to the next waiter there.
-				c.hub.leave(w, false)
-				if signalled {
-					c.hub.wake(joined)
-				}
-				w, joined = nil, ch
-				if w, ready, err = c.hub.join(ch, ws.shared); err != nil {
-					w = nil
-					return err
-				}
-				c.hub.busy(w, ttl)
+		if moved {
+			h.leave(w, false)
+			w = nil
+		}
+		if w == nil {
+			joined = ws.channel()
+			var ready bool
+			if w, ready, err = h.join(joined, ws.shared); err != nil {
+				w = nil
+				return err
 			}
+			if ready {
+				continue
+			}
+		}
+		d := time.Duration(-1) // until signalled
+		if ttl >= 0 {
+			d = ttl
+		}
+		if ws.maxSleep > 0 && (d < 0 || d > ws.maxSleep) {
+			d = ws.maxSleep
+		}
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return ErrNotAcquired
+			}
+			if d < 0 || left < d {
+				d = left
+			}
+		}
+		if err := sleep(d); err != nil {
+			return err
 		}
 	}
 }

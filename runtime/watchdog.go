@@ -157,7 +157,10 @@ func (c *Client) renewDue(now time.Time, all bool) {
 	}
 	batches := splitBatches(due, extra, c.cluster)
 	for len(batches) > 0 {
-		n := min(batchesPerCall, len(batches))
+		n := 1
+		for n < min(batchesPerCall, len(batches)) && (!c.cluster || batches[n][0].slot == batches[0][0].slot) {
+			n++ // on a cluster a call serves one slot: a slow node holds up only its own holds
+		}
 		job := batches[:n]
 		batches = batches[n:]
 		select {

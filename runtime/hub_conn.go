@@ -1,0 +1,452 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The hub's connections. As in go-redis' pubsub.go, the set of subscribed
+// channels is the truth (the hub's entries) and a connection is disposable:
+// when one fails, or is found dead, it is closed and every channel it
+// carried is subscribed again on a fresh one.
+//
+// Every connection has two goroutines, so no I/O ever runs under the hub's
+// lock and a hung dial or write stalls nobody but that connection:
+//
+//   - the writer sends the (un)subscribes and pings queued for it, one at
+//     a time, in order; it starts the reader after its first send;
+//   - the reader receives, and hands what it read to the hub.
+//
+// Health: a half-open connection (the peer or the path is gone, nothing
+// says so) neither delivers messages nor fails. So the hub's monitor
+// pings a connection that carries channels after hubPingIdle without any
+// message from it, and declares it dead when nothing at all (a PONG, a
+// message, a confirmation: anything counts) arrives within hubPingTimeout
+// of a ping, a subscribe or an unsubscribe being started. A frozen
+// connection is therefore found within hubPingIdle + hubPingTimeout +
+// hubHealthTick (1.6 s) of its last message, and a subscribe that hangs
+// (a dial to an unreachable node) within hubPingTimeout + hubHealthTick.
+// A dead connection is closed (a goroutine stuck in its I/O ends with
+// go-redis' own timeouts, owning nothing), its channels move to a new
+// connection, and their waiters are woken to try at once, since unlocks
+// may have been lost. A connection that fails before it ever received
+// anything (the server is down) is replaced after a backoff that doubles
+// from 20 ms to 1 s.
+const (
+	// hubPingIdle is how long a connection with channels may go without a
+	// message before it is pinged. A PING costs the server next to nothing;
+	// 500 ms keeps detection well under 2 s.
+	hubPingIdle = 500 * time.Millisecond
+	// hubPingTimeout is how long a ping, subscribe or unsubscribe may go
+	// without anything arriving before the connection is declared dead.
+	// It must exceed a round trip, including a dial and a loaded server's
+	// pause; a false alarm costs a reconnect and one extra try per waiter.
+	hubPingTimeout = time.Second
+	// hubHealthTick is how often the monitor checks the connections.
+	hubHealthTick = 100 * time.Millisecond
+	// hubIOTimeout bounds one (un)subscribe or ping call of a writer, so a
+	// connection that is replaced does not keep a goroutine for long.
+	hubIOTimeout = 5 * time.Second
+	// hubReceiveWait is the read timeout of a reader: it returns that often
+	// to see whether its connection was dropped.
+	hubReceiveWait = time.Second
+)
+
+// subConn is one pub/sub connection.
+type subConn struct {
+	h    *hub
+	slot int
+	ps   *redis.PubSub
+	kick chan struct{} // capacity 1: the writer has work
+	done chan struct{} // closed when the connection is dropped
+	// ctx is cancelled when the connection is dropped: it ends a dial in
+	// progress for it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// The rest is guarded by h.mu.
+	entries map[string]*channelEntry // channels it carries
+	ops     []subOp                  // sends queued for the writer
+	// pending lists, per channel, the entries whose subscribe awaits its
+	// confirmation, in the order sent.
+	pending map[string][]*channelEntry
+	// unsubscribing counts, per channel, the unsubscribes queued and not
+	// yet confirmed; any other unsubscribe comes from the server.
+	unsubscribing map[string]int
+	dead          bool
+	backoff       time.Duration // wait before the first send (its predecessor never worked)
+	reading       bool          // the reader runs: the connection is up
+	heard         bool          // something was received on it
+	lastHeard     time.Time     // when something was last received (or the reader started)
+	awaiting      time.Time     // when a reply became due that has not come (zero: none)
+}
+
+type subOpKind uint8
+
+const (
+	opSubscribe subOpKind = iota
+	opUnsubscribe
+	opPing
+)
+
+type subOp struct {
+	kind    subOpKind
+	channel string
+}
+
+// subscribeLocked subscribes e on the connection for its slot.
+func (h *hub) subscribeLocked(e *channelEntry) {
+	slot := 0
+	if h.c.sharded {
+		slot = keySlot(e.name)
+	}
+	sc := h.conns[slot]
+	if sc == nil {
+		sc = h.newConnLocked(slot, 0)
+	}
+	sc.addLocked(e)
+}
+
+func (sc *subConn) addLocked(e *channelEntry) {
+	e.conn = sc
+	e.ready = false
+	sc.entries[e.name] = e
+	sc.pending[e.name] = append(sc.pending[e.name], e)
+	sc.queueLocked(subOp{opSubscribe, e.name})
+}
+
+// unsubscribeLocked drops e's subscription; a sharded connection left with
+// no channel is closed.
+func (h *hub) unsubscribeLocked(e *channelEntry) {
+	sc := e.conn
+	if sc == nil || sc.dead || sc.entries[e.name] != e {
+		return
+	}
+	delete(sc.entries, e.name)
+	if h.c.sharded && len(sc.entries) == 0 {
+		h.dropLocked(sc)
+		return
+	}
+	sc.unsubscribing[e.name]++
+	sc.queueLocked(subOp{opUnsubscribe, e.name})
+}
+
+func (sc *subConn) queueLocked(op subOp) {
+	sc.ops = append(sc.ops, op)
+	select {
+	case sc.kick <- struct{}{}:
+	default:
+	}
+}
+
+// newConnLocked starts a connection for slot. An empty subscription does not
+// connect: the writer's first subscribe dials, on a cluster the node that
+// owns the channel's slot.
+func (h *hub) newConnLocked(slot int, backoff time.Duration) *subConn {
+	sc := &subConn{
+		h:             h,
+		slot:          slot,
+		kick:          make(chan struct{}, 1),
+		done:          make(chan struct{}),
+		entries:       make(map[string]*channelEntry),
+		pending:       make(map[string][]*channelEntry),
+		unsubscribing: make(map[string]int),
+		backoff:       backoff,
+	}
+	sc.ctx, sc.cancel = context.WithCancel(context.Background())
+	if h.c.sharded {
+		sc.ps = h.c.rdb.SSubscribe(context.Background())
+	} else {
+		sc.ps = h.c.rdb.Subscribe(context.Background())
+	}
+	h.conns[slot] = sc
+	if h.monitor == nil {
+		h.monitor = make(chan struct{})
+		h.wg.Add(1)
+		go h.monitorLoop(h.monitor)
+	}
+	h.wg.Add(1)
+	go sc.writeLoop()
+	return sc
+}
+
+// dropLocked closes sc without replacing it.
+func (h *hub) dropLocked(sc *subConn) {
+	if sc.dead {
+		return
+	}
+	sc.dead = true
+	close(sc.done)
+	sc.cancel()
+	if h.conns[sc.slot] == sc {
+		delete(h.conns, sc.slot)
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		_ = sc.ps.Close() // may wait for a dial in progress on it
+	}()
+}
+
+// failLocked drops sc and subscribes its channels again on a new
+// connection. wake says whether to wake their waiters now (the connection
+// was found half-open: the server may well be fine); either way the new
+// subscription's confirmation wakes them.
+func (h *hub) failLocked(sc *subConn, why string, err error, wake bool) {
+	if sc.dead || h.closed {
+		return
+	}
+	h.dropLocked(sc)
+	h.c.log.Debug("pub/sub connection replaced", "slot", sc.slot, "why", why, "err", err, "channels", len(sc.entries))
+	if len(sc.entries) == 0 {
+		return
+	}
+	backoff := time.Duration(0)
+	if !sc.heard {
+		backoff = min(max(2*sc.backoff, 20*time.Millisecond), time.Second)
+	}
+	nc := h.conns[sc.slot]
+	if nc == nil {
+		nc = h.newConnLocked(sc.slot, backoff)
+	}
+	for _, e := range sc.entries {
+		nc.addLocked(e)
+		if wake {
+			wakeAll(e)
+		}
+	}
+}
+
+// writeLoop sends what is queued for sc until sc is dropped.
+func (sc *subConn) writeLoop() {
+	h := sc.h
+	defer h.wg.Done()
+	if sc.backoff > 0 {
+		t := time.NewTimer(sc.backoff)
+		select {
+		case <-t.C:
+		case <-sc.done:
+			t.Stop()
+			return
+		}
+	}
+	for {
+		select {
+		case <-sc.kick:
+		case <-sc.done:
+			return
+		}
+		for {
+			op, ok := sc.nextOp()
+			if !ok {
+				break
+			}
+			if err := sc.send(op); err != nil {
+				h.mu.Lock()
+				h.failLocked(sc, "send failed", err, false)
+				h.mu.Unlock()
+				return
+			}
+		}
+	}
+}
+
+// nextOp takes the next queued send and marks a reply as due.
+func (sc *subConn) nextOp() (subOp, bool) {
+	h := sc.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sc.dead || len(sc.ops) == 0 {
+		return subOp{}, false
+	}
+	op := sc.ops[0]
+	sc.ops[0] = subOp{}
+	sc.ops = sc.ops[1:]
+	if sc.awaiting.IsZero() {
+		sc.awaiting = time.Now()
+	}
+	return op, true
+}
+
+func (sc *subConn) send(op subOp) error {
+	ctx, cancel := context.WithTimeout(sc.ctx, hubIOTimeout)
+	defer cancel()
+	sharded := sc.h.c.sharded
+	var err error
+	switch {
+	case op.kind == opPing:
+		err = sc.ps.Ping(ctx)
+	case op.kind == opSubscribe && sharded:
+		err = sc.ps.SSubscribe(ctx, op.channel)
+	case op.kind == opSubscribe:
+		err = sc.ps.Subscribe(ctx, op.channel)
+	case sharded:
+		err = sc.ps.SUnsubscribe(ctx, op.channel)
+	default:
+		err = sc.ps.Unsubscribe(ctx, op.channel)
+	}
+	if err != nil {
+		return err
+	}
+	sc.startReader()
+	return nil
+}
+
+// startReader starts the reader after the first send: a receive on a
+// subscription with no channel yet would dial a random cluster node, where
+// a sharded subscribe is refused (MOVED) and never confirmed.
+func (sc *subConn) startReader() {
+	h := sc.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sc.reading || sc.dead {
+		return
+	}
+	sc.reading = true
+	sc.lastHeard = time.Now()
+	h.wg.Add(1)
+	go sc.readLoop()
+}
+
+func (sc *subConn) readLoop() {
+	h := sc.h
+	defer h.wg.Done()
+	ctx := context.Background()
+	for {
+		msg, err := sc.ps.ReceiveTimeout(ctx, hubReceiveWait)
+		select {
+		case <-sc.done:
+			return
+		default:
+		}
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue // the monitor decides whether the silence is death
+			}
+			h.mu.Lock()
+			h.failLocked(sc, "receive failed", err, false)
+			h.mu.Unlock()
+			return
+		}
+		h.received(sc, msg)
+	}
+}
+
+// received handles one message read on sc.
+func (h *hub) received(sc *subConn, msg any) {
+	h.mu.Lock()
+	if sc.dead {
+		h.mu.Unlock()
+		return
+	}
+	sc.heard = true
+	sc.lastHeard = time.Now()
+	sc.awaiting = time.Time{}
+	switch m := msg.(type) {
+	case *redis.Subscription:
+		switch m.Kind {
+		case "subscribe", "ssubscribe":
+			h.confirmedLocked(sc, m.Channel)
+		case "unsubscribe", "sunsubscribe":
+			h.unsubscribedLocked(sc, m.Channel)
+		}
+	case *redis.Message:
+		h.mu.Unlock()
+		h.deliver(m.Channel, m.Payload)
+		return
+	}
+	h.mu.Unlock()
+}
+
+// confirmedLocked handles a subscription confirmation for channel on sc.
+func (h *hub) confirmedLocked(sc *subConn, channel string) {
+	q := sc.pending[channel]
+	if len(q) == 0 {
+		return
+	}
+	e := q[0]
+	if len(q) == 1 {
+		delete(sc.pending, channel)
+	} else {
+		q[0] = nil
+		sc.pending[channel] = q[1:]
+	}
+	if h.entries[channel] == e && e.conn == sc {
+		e.ready = true
+		wakeAll(e)
+	}
+}
+
+// unsubscribedLocked handles an unsubscribe notice for channel on sc. One
+// the hub did not ask for means the server dropped the channel (its slot
+// moved to another node): sc's channels move to a new connection, which
+// go-redis dials to the slot's owner.
+func (h *hub) unsubscribedLocked(sc *subConn, channel string) {
+	if n := sc.unsubscribing[channel]; n > 0 {
+		if n == 1 {
+			delete(sc.unsubscribing, channel)
+		} else {
+			sc.unsubscribing[channel] = n - 1
+		}
+		return
+	}
+	h.failLocked(sc, "unsubscribed by the server", nil, true)
+}
+
+// monitorLoop checks the health of every connection each hubHealthTick.
+func (h *hub) monitorLoop(stop chan struct{}) {
+	defer h.wg.Done()
+	t := time.NewTicker(hubHealthTick)
+	defer t.Stop()
+	var conns []*subConn
+	for {
+		select {
+		case <-t.C:
+		case <-stop:
+			return
+		}
+		now := time.Now()
+		h.mu.Lock()
+		conns = conns[:0]
+		for _, sc := range h.conns {
+			conns = append(conns, sc)
+		}
+		for _, sc := range conns {
+			switch {
+			case !sc.awaiting.IsZero() && now.Sub(sc.awaiting) > hubPingTimeout:
+				h.failLocked(sc, "no reply within "+hubPingTimeout.String(), nil, true)
+			case sc.awaiting.IsZero() && sc.reading && len(sc.entries) > 0 && now.Sub(sc.lastHeard) > hubPingIdle:
+				// Due from now, not from when the writer gets to it: a
+				// writer stuck in I/O must not hide a dead connection.
+				sc.awaiting = now
+				sc.queueLocked(subOp{kind: opPing})
+			}
+		}
+		h.mu.Unlock()
+		clear(conns)
+	}
+}
+
+// close stops every goroutine of the hub and closes its connections.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	for _, e := range h.entries {
+		if e.linger != nil {
+			e.linger.Stop()
+		}
+	}
+	for _, sc := range h.conns {
+		h.dropLocked(sc)
+	}
+	if h.monitor != nil {
+		close(h.monitor)
+	}
+	h.mu.Unlock()
+	h.wg.Wait()
+}

@@ -1,0 +1,149 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// A newcomer tries before it sleeps and sleeps no longer than the TTL its
+// own try saw, even when another waiter of the same client saw a much
+// longer one: here the 60 s hold that waiter saw was replaced by a 1 s
+// hold that expires without an unlock (a holder that died), and the
+// newcomer must take the lock right after.
+func TestNewcomerSleepsOnlyOnTheTTLItSaw(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	const key = "stale-ttl"
+	m := c.Mutex(key, runtime.LockOptions{})
+	if _, err := m.TryLock(ctx, 0, 60*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	bg, stop := context.WithCancel(ctx)
+	defer stop()
+	first := make(chan error, 1)
+	go func() {
+		h, err := m.TryLock(bg, 30*time.Second, runtime.Watchdog)
+		if err == nil {
+			err = m.Unlock(h)
+		}
+		first <- err
+	}()
+	eventually(t, 5*time.Second, "first waiter subscribed", func() bool { return waitersOn(t, rdb, key) == 1 })
+	time.Sleep(50 * time.Millisecond) // it saw the 60 s TTL and sleeps on it
+
+	// Another owner retakes the lock for 1 s and dies: no unlock message.
+	if err := rdb.Eval(ctx, `redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], 'gone:1', 1); return redis.call('pexpire', KEYS[1], 1000)`, []string{key}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Now().Add(time.Second)
+
+	h, err := m.TryLock(ctx, 10*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("newcomer: %v", err)
+	}
+	late := time.Since(expires)
+	t.Logf("newcomer acquired %v after the short hold expired", late)
+	if late > 1500*time.Millisecond {
+		t.Fatalf("newcomer acquired %v after the lock became free: it slept on a TTL it did not see", late)
+	}
+	if err := m.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("first waiter: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("first waiter not woken by the newcomer's unlock")
+	}
+}
+
+// A wait that is cancelled writes nothing to Redis unless an acquire it
+// sent lost its reply, which a healthy local server never does: here many
+// waiters are cancelled at random moments, many of them while their try
+// waits for one of the pool's two connections, and no request marker
+// (lockgen_latch:*) may be left.
+func TestCancelledWaitsWriteNoKeys(t *testing.T) {
+	forEachKind(t, exclusiveKinds, testCancelledWaitsWriteNoKeys)
+}
+
+func testCancelledWaitsWriteNoKeys(t *testing.T, k lockKind) {
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 2})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newClient(t, rdb, nil)
+	ctx := ctxT(t)
+	m := k.new(c, "cancelled-"+k.name, runtime.LockOptions{})
+	const (
+		goroutines = 24
+		runFor     = 1500 * time.Millisecond
+	)
+	end := time.Now().Add(runFor)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	for i := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				wctx, cancel := context.WithTimeout(ctx, time.Duration(rand.IntN(8000))*time.Microsecond)
+				if i%2 == 0 { // cancelled rather than timed out
+					wctx, cancel = context.WithCancel(ctx)
+					time.AfterFunc(time.Duration(rand.IntN(8000))*time.Microsecond, cancel)
+				}
+				h, err := m.Lock(wctx)
+				cancel()
+				outcome := "acquired"
+				switch {
+				case err == nil:
+					time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+					if err := m.Unlock(h); err != nil {
+						t.Errorf("unlock: %v", err)
+						return
+					}
+				case errors.Is(err, context.Canceled):
+					outcome = "cancelled"
+				case errors.Is(err, context.DeadlineExceeded):
+					outcome = "timed out"
+				default:
+					t.Errorf("lock: %v", err)
+					return
+				}
+				mu.Lock()
+				outcomes[outcome]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("outcomes: %v", outcomes)
+	if outcomes["cancelled"]+outcomes["timed out"] < 100 {
+		t.Fatalf("only %d waits ended by their ctx: the test exercised too little", outcomes["cancelled"]+outcomes["timed out"])
+	}
+	keys, err := admin.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var latches []string
+	for _, key := range keys {
+		if strings.HasPrefix(key, "lockgen_latch:") {
+			latches = append(latches, key)
+		}
+	}
+	if len(latches) > 0 {
+		t.Fatalf("%d request markers left by cancelled waits on a healthy server, e.g. %v", len(latches), latches[:min(3, len(latches))])
+	}
+}

@@ -1,0 +1,74 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pubSubProbeTimeout bounds the probe NewClient runs to choose the pub/sub
+// flavour.
+const pubSubProbeTimeout = 3 * time.Second
+
+// choosePubSub decides whether waiters use sharded pub/sub, and logs the
+// choice and its reason once.
+//
+// Every client of one lock must use the same flavour, or neither side's
+// unlock wakes the other. So PubSubAuto decides as Redisson's
+// ShardedSubscriptionMode.AUTO does: sharded on a Redis Cluster that
+// accepts PUBSUB SHARDNUMSUB, classic elsewhere. The server version is
+// only a hint, used when the probe gets no reply at all: reading it needs
+// INFO, which a common ACL (+@all -@dangerous) refuses while it allows the
+// probe, and a lockgen that fell back to classic there would not wake, nor
+// be woken by, Redisson on the same cluster.
+func (c *Client) choosePubSub(mode PubSubMode) bool {
+	sharded, why := c.decidePubSub(mode)
+	flavour := "classic"
+	if sharded {
+		flavour = "sharded"
+	}
+	c.log.Info("pub/sub flavour chosen", "pubsub", flavour, "reason", why)
+	return sharded
+}
+
+func (c *Client) decidePubSub(mode PubSubMode) (sharded bool, why string) {
+	switch mode {
+	case PubSubSharded:
+		return true, "Options.PubSub is PubSubSharded"
+	case PubSubClassic:
+		return false, "Options.PubSub is PubSubClassic"
+	}
+	if !c.cluster {
+		return false, "not a Redis Cluster (Redisson uses classic pub/sub there too)"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pubSubProbeTimeout)
+	defer cancel()
+	err := c.rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
+	switch {
+	case err == nil:
+		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes"
+	case isRedisReply(err):
+		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err)
+	}
+	major, verr := c.serverMajor(ctx)
+	if verr != nil {
+		return false, fmt.Sprintf("PUBSUB SHARDNUMSUB got no reply (%v) and the server version is unknown (%v); Redisson would not start", err, verr)
+	}
+	return major >= 7, fmt.Sprintf("PUBSUB SHARDNUMSUB got no reply (%v); going by the server version %d", err, major)
+}
+
+// serverMajor is the major version of a server behind rdb, read with INFO.
+func (c *Client) serverMajor(ctx context.Context) (int, error) {
+	info, err := c.rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	_, rest, ok := strings.Cut(info, "redis_version:")
+	if !ok {
+		return 0, fmt.Errorf("no redis_version in INFO")
+	}
+	major, _, _ := strings.Cut(rest, ".")
+	return strconv.Atoi(major)
+}

@@ -1,0 +1,124 @@
+package runtime_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Under the common ACL hardening +@all -@dangerous, INFO is refused but
+// PUBSUB SHARDNUMSUB is not. Redisson probes the latter and goes sharded;
+// lockgen must choose the same flavour, or neither side's unlock wakes the
+// other: here a Redisson-style unlock (DEL, then SPUBLISH "0") must wake a
+// lockgen waiter long before the holder's lease ends.
+func TestPubSubFlavourIsChosenAsRedissonDoes(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := ctxT(t)
+	for _, node := range cl.Nodes() {
+		err := node.Client(t).Do(ctx, "ACL", "SETUSER", "probe", "on", ">pw", "+@all", "-@dangerous", "~*", "&*").Err()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                      cl.Addrs(),
+		Username:                   "probe",
+		Password:                   "pw",
+		ClusterStateReloadInterval: time.Second,
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Info(ctx, "server").Err(); err == nil {
+		t.Fatal("INFO allowed: the ACL does not reproduce the case")
+	}
+	logs := &recordingHandler{}
+	c := newClient(t, rdb, &runtime.Options{Logger: slog.New(logs)})
+	flavour, reason := logs.pubSubChoice()
+	t.Logf("pub/sub %s: %s", flavour, reason)
+	if flavour != "sharded" {
+		t.Errorf("pub/sub flavour %q (%s), want sharded", flavour, reason)
+	}
+
+	const key = "acl-lock"
+	channel := "redisson_lock__channel:{" + key + "}"
+	// A Java holder with a 30 s lease.
+	if err := rdb.HSet(ctx, key, "java-uuid:1", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.PExpire(ctx, key, 30*time.Second)
+	acquired := make(chan time.Time, 1)
+	go func() {
+		m := c.Mutex(key, runtime.LockOptions{})
+		h, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		acquired <- time.Now()
+		_ = m.Unlock(h)
+	}()
+	master := cl.MasterForKey(channel).Client(t)
+	eventually(t, 5*time.Second, "shard subscription on the key's master", func() bool {
+		n, _ := master.Do(ctx, "PUBSUB", "SHARDNUMSUB", channel).Slice()
+		return len(n) == 2 && n[1] == int64(1)
+	})
+	time.Sleep(50 * time.Millisecond)
+	released := time.Now()
+	rdb.Del(ctx, key)
+	if err := rdb.SPublish(ctx, channel, "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case at := <-acquired:
+		t.Logf("woken %v after the SPUBLISH", at.Sub(released))
+	case <-time.After(3 * time.Second):
+		t.Fatal("waiter not woken by a sharded unlock message")
+	}
+}
+
+// recordingHandler keeps the log records it is given.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// pubSubChoice returns the flavour and reason of the Info record in which
+// the client logged its pub/sub choice ("" if it logged none).
+func (h *recordingHandler) pubSubChoice() (flavour, reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.records {
+		if r.Level != slog.LevelInfo {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "pubsub":
+				flavour = a.Value.String()
+			case "reason":
+				reason = a.Value.String()
+			}
+			return true
+		})
+		if flavour != "" {
+			return flavour, reason
+		}
+	}
+	return "", ""
+}
