@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,5 +147,95 @@ func testCancelledWaitsWriteNoKeys(t *testing.T, k lockKind) {
 	}
 	if len(latches) > 0 {
 		t.Fatalf("%d request markers left by cancelled waits on a healthy server, e.g. %v", len(latches), latches[:min(3, len(latches))])
+	}
+}
+
+// While the hub cannot subscribe a channel (its pub/sub connection was
+// killed and every new connection hangs in the dial), waiters of other
+// channels keep their wait times and their ctx: the subscribe runs on the
+// connection's own goroutine, never under the hub's lock.
+func TestSubscribeStallDoesNotStallOtherWaiters(t *testing.T) {
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	var hang atomic.Bool
+	rdb := redis.NewClient(&redis.Options{
+		Addr: s.Addr(),
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if hang.Load() { // a dial to a host that never answers
+				t := time.NewTimer(5 * time.Second)
+				defer t.Stop()
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-t.C:
+					return nil, errors.New("dial timed out")
+				}
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newClient(t, rdb, nil)
+	holderC := newClient(t, admin, nil)
+	ctx := ctxT(t)
+	for _, key := range []string{"stall-1", "stall-2"} {
+		if _, err := holderC.Mutex(key, runtime.LockOptions{}).TryLock(ctx, 0, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k1 := c.Mutex("stall-1", runtime.LockOptions{})
+	k2 := c.Mutex("stall-2", runtime.LockOptions{})
+	bg, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _, _ = k1.TryLock(bg, 30*time.Second, runtime.Watchdog) }()
+	eventually(t, 5*time.Second, "stall-1 subscribed", func() bool { return waitersOn(t, admin, "stall-1") == 1 })
+
+	hang.Store(true)
+	t.Cleanup(func() { hang.Store(false) })
+	if err := admin.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = k2.TryLock(bg, 30*time.Second, runtime.Watchdog) }()
+	time.Sleep(300 * time.Millisecond) // the subscribe of stall-2 is stuck in its dial
+
+	start := time.Now()
+	tried := make(chan error, 1)
+	go func() {
+		_, err := k1.TryLock(ctx, 100*time.Millisecond, runtime.Watchdog)
+		tried <- err
+	}()
+	var err error
+	select {
+	case err = <-tried:
+	case <-time.After(3 * time.Second):
+		t.Fatal("TryLock(100ms) on a subscribed key still running after 3s while another channel's subscribe hangs")
+	}
+	d := time.Since(start)
+	if !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("TryLock on a busy, subscribed key: %v, want ErrNotAcquired", err)
+	}
+	t.Logf("TryLock(100ms) returned after %v", d)
+	if d > 600*time.Millisecond {
+		t.Fatalf("TryLock(100ms) took %v while another channel's subscribe hung", d)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := k2.Lock(cctx)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancelled := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled waiter: %v", err)
+		}
+		t.Logf("cancelled waiter returned after %v", time.Since(cancelled))
+	case <-time.After(500 * time.Millisecond):
+		t.Fatal("a waiter whose channel cannot be subscribed ignored its ctx")
 	}
 }
