@@ -1,22 +1,41 @@
 -- fair_acquire: take or re-enter a fair lock, or wait in line (Redisson
 -- RFairLock layout).
 --
--- Waiters queue in arrival order; only the head of the queue may take a
--- free lock. Each waiter's score in the timeout set is its liveness
--- deadline: server time + queue timeout, refreshed every time the waiter
--- tries. A waiter whose deadline passed (its process is gone) is skipped.
--- Unlike Redisson, a live waiter is never pruned: its deadline does not
--- depend on how long the waiters ahead of it take.
---
 -- Runs after count.lua (lua.go prefixes it): holds count as in
 -- acquire.lua, so a resent copy is told from a new request without a latch
 -- per request, and a re-entry whose hold is gone is refused (-6) even when
 -- the lock is free, never taken afresh.
 --
+-- Waiters queue in arrival order; only the head of the queue may take a
+-- free lock. A waiter whose score in the timeout set has passed (its
+-- process is gone) is skipped, as Redisson does.
+--
+-- Scores. A lockgen waiter refreshes its place every time it tries. Its
+-- own liveness deadline is server time + queue timeout, kept in lockgen's
+-- waiter set (KEYS[5]); lockgen never lowers a score, so a live lockgen
+-- waiter is never pruned by lockgen clients. Redisson clients do lower
+-- scores: every acquisition by one lowers each remaining score by its wait
+-- timeout, and so does one of its waiters giving up, for those behind it.
+-- Only a Redisson waiter ahead can do either, once. So a lockgen waiter's
+-- score is
+--     max(its current score, now + queue timeout * (1 + F))
+-- with F the waiters ahead of it that are not lockgen's (not in KEYS[5]):
+-- whatever those do, it stays at or above its own deadline. In a queue of
+-- lockgen waiters only it is just the deadline. Redisson's wait timeout is
+-- taken to be the queue timeout (both default to 5 min): configure them
+-- alike when Go and Java wait on one lock.
+--
+-- A lockgen waiter that finds itself gone from the queue although its
+-- record in KEYS[5] says it waits was popped as stale by a Redisson client
+-- (whose unlock then woke someone else, or no one): it re-enqueues at once
+-- and is told to look again within 100 ms, not after the holder's lease.
+--
 -- KEYS[1]  lock hash: field = owner token, value = hold count
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>} (list of owner tokens)
--- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>} (zset owner -> ms)
+-- KEYS[3]  scores: redisson_lock_timeout:{<lock>} (zset owner -> ms)
 -- KEYS[4]  request marker of this attempt (see acquire.lua)
+-- KEYS[5]  lockgen's waiters: lockgen_fair_waiters:{<lock>} (zset owner ->
+--          liveness deadline ms); lockgen clients only
 -- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens the TTL)
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds
@@ -29,8 +48,9 @@
 -- Returns an integer
 --   0    the lock is now held by ARGV[2] (taken, re-entered, or taken by an
 --        earlier copy of this very request)
---   > 0  not taken: sleep at most this many ms (holder's lease, or the
---        head's deadline when the lock is free for the head to take)
+--   > 0  not taken: sleep at most this many ms (holder's lease, the head's
+--        score when the lock is free for the head to take, or 100 after
+--        re-enqueueing a waiter that had been popped)
 --   -1   not taken: the holder's key has no expiry
 --   -3   not taken: the request was settled as aborted, or it is a late
 --        copy of a request whose hold has ended since
@@ -41,9 +61,15 @@ if reply then
 end
 -- A new acquisition (count.lua): the lock is free when the hash is absent.
 local free = ttl == -2
+local qt = tonumber(ARGV[3])
+local join = ARGV[6] == '1'
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+redis.call('zremrangebyscore', KEYS[5], '-inf', now)
+local popped = join and redis.call('zscore', KEYS[5], ARGV[2]) ~= false
+    and redis.call('zscore', KEYS[3], ARGV[2]) == false
 
 local pruned = false
 local head = redis.call('lindex', KEYS[2], 0)
@@ -54,6 +80,7 @@ while head do
     end
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], head)
+    redis.call('zrem', KEYS[5], head)
     pruned = true
     head = redis.call('lindex', KEYS[2], 0)
 end
@@ -63,30 +90,51 @@ if free and (not head or head == ARGV[2]) then
         redis.call('lpop', KEYS[2])
     end
     redis.call('zrem', KEYS[3], ARGV[2])
+    redis.call('zrem', KEYS[5], ARGV[2])
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
 end
 
-if ARGV[6] == '1' then
-    if redis.call('zadd', KEYS[3], now + tonumber(ARGV[3]), ARGV[2]) == 1 then
+if join then
+    local foreign = 0
+    for _, w in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
+        if w == ARGV[2] then
+            break
+        end
+        if redis.call('zscore', KEYS[5], w) == false then
+            foreign = foreign + 1
+        end
+    end
+    local score = now + qt * (1 + foreign)
+    local current = redis.call('zscore', KEYS[3], ARGV[2])
+    if current then
+        score = math.max(score, tonumber(current))
+    end
+    if redis.call('zadd', KEYS[3], score, ARGV[2]) == 1 then
         redis.call('rpush', KEYS[2], ARGV[2])
+    end
+    redis.call('zadd', KEYS[5], now + qt, ARGV[2])
+    if redis.call('pttl', KEYS[5]) < qt then
+        redis.call('pexpire', KEYS[5], qt)
     end
     head = redis.call('lindex', KEYS[2], 0)
 end
+
+local sleep
 if free then
     -- The lock waits for the head. If dead heads were just skipped, the
     -- new head may be asleep: wake it.
     if pruned and head ~= ARGV[2] then
         redis.call(ARGV[8], ARGV[7] .. ':' .. head, '0')
     end
-    local wait = tonumber(redis.call('zscore', KEYS[3], head)) - now
-    if wait < 1 then
-        return 1
-    end
-    return wait
+    sleep = math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)
+elseif ttl == 0 then
+    sleep = 1
+else
+    sleep = ttl
 end
-if ttl == 0 then
-    return 1
+if popped and (sleep < 0 or sleep > 100) then
+    sleep = 100
 end
-return ttl
+return sleep

@@ -7,7 +7,9 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>}
--- KEYS[3]  deadlines: redisson_lock_timeout:{<lock>}
+-- KEYS[3]  scores: redisson_lock_timeout:{<lock>}
+-- KEYS[4]  lockgen's waiters: lockgen_fair_waiters:{<lock>} (see
+--          fair_acquire.lua); a skipped waiter's record goes with it
 -- ARGV[1]  lease in milliseconds, re-applied while holds remain
 -- ARGV[2]  owner token
 -- ARGV[3]  publish command: "publish" or "spublish"
@@ -48,6 +50,7 @@ while head do
     end
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], head)
+    redis.call('zrem', KEYS[4], head)
     head = redis.call('lindex', KEYS[2], 0)
 end
 return 1

@@ -294,7 +294,7 @@ var acquireScripts = []acquireScript{
 		name: "fair", hashes: []string{lock},
 		field: func(owner string) string { return owner },
 		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
-			keys := []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req)}
+			keys := []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req), "lockgen_fair_waiters:{doc}"}
 			return int64Reply(t)(run(t, rdb, lua.FairAcquire, keys, lease, owner, 300000, expected, 10000, "1", channel, "publish"))
 		},
 	},
@@ -585,5 +585,72 @@ func TestRenewBatchNeverShortensTimeoutKeys(t *testing.T) {
 	}
 	if d := rdb.PTTL(ctx, keys[2]).Val(); d < 29*time.Second || d > 30*time.Second {
 		t.Fatalf("hold 2's key PTTL %v, want the 30s lease (re-created: the field proves the hold)", d)
+	}
+}
+
+// A fair waiter's score: its own liveness deadline in a queue of lockgen
+// waiters, raised by one queue timeout per Redisson waiter ahead of it
+// (each of their acquisitions lowers every score behind by their wait
+// timeout), never lowered by a refresh; a lockgen waiter popped by a
+// Redisson client while alive is re-enqueued and told to look again soon.
+func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const (
+		queue    = "redisson_lock_queue:{doc}"
+		timeouts = "redisson_lock_timeout:{doc}"
+		waiters  = "lockgen_fair_waiters:{doc}"
+		qt       = 300000
+	)
+	try := func(owner string) int64 {
+		t.Helper()
+		keys := []string{lock, queue, timeouts, latch(owner), waiters}
+		got, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, qt, 0, 10000, "1", channel, "publish")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(int64)
+	}
+	now := func() float64 { return float64(time.Now().UnixMilli()) }
+	score := func(owner string, lo, hi float64) {
+		t.Helper()
+		got := rdb.ZScore(ctx, timeouts, owner).Val()
+		if n := now(); got < n+lo || got > n+hi {
+			t.Fatalf("%s's score is now%+.0f ms, want now+[%.0f, %.0f]", owner, got-n, lo, hi)
+		}
+	}
+
+	rdb.HSet(ctx, lock, "holder", 1)
+	rdb.PExpire(ctx, lock, 30*time.Second)
+	try("g1")
+	try("g2")
+	score("g1", qt-1000, qt+1000)
+	score("g2", qt-1000, qt+1000) // lockgen waiters ahead do not count
+
+	// A Redisson waiter joins with its chain score; a lockgen waiter
+	// behind it gets one queue timeout more.
+	rdb.RPush(ctx, queue, "java")
+	rdb.ZAdd(ctx, timeouts, redis.Z{Score: rdb.ZScore(ctx, timeouts, "g2").Val() + qt, Member: "java"})
+	try("g3")
+	score("g3", 2*qt-1000, 2*qt+1000)
+
+	// A refresh never lowers a score.
+	rdb.ZAdd(ctx, timeouts, redis.Z{Score: now() + 5*qt, Member: "g1"})
+	try("g1")
+	score("g1", 5*qt-1000, 5*qt+1000)
+
+	// Popped by a Redisson client while alive: back in the queue at once,
+	// with a short sleep rather than the holder's 30s.
+	rdb.LRem(ctx, queue, 0, "g2")
+	rdb.ZRem(ctx, timeouts, "g2")
+	if got := try("g2"); got <= 0 || got > 100 {
+		t.Fatalf("popped waiter's reply = %d, want a sleep of at most 100 ms", got)
+	}
+	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 4 || q[3] != "g2" {
+		t.Fatalf("queue %v, want g2 back at the tail", q)
+	}
+	score("g2", 2*qt-1000, 2*qt+1000) // behind the Redisson waiter now
+	if got := try("g2"); got < 29000 {
+		t.Fatalf("queued waiter's reply = %d, want the holder's lease", got)
 	}
 }

@@ -13,10 +13,18 @@ import (
 // lock, and a release wakes only the head, on its own channel
 // redisson_lock__channel:{key}:<owner>.
 //
-// A waiter keeps its place while it lives: it refreshes its deadline in
+// A waiter keeps its place while it lives: it refreshes its score in
 // redisson_lock_timeout:{key} every QueueTimeout/3. A waiter whose process
 // is gone is skipped QueueTimeout after its last refresh; one that gives
 // up (wait time over, ctx cancelled) leaves the queue at once.
+//
+// Go and Java waiters may share one queue. Redisson lowers every waiter's
+// score by its wait timeout each time one of its clients takes the lock,
+// so a lockgen waiter's score is raised by one QueueTimeout per Redisson
+// waiter ahead of it (lockgen_fair_waiters:{key} tells them apart), and a
+// lockgen waiter a Redisson client popped anyway re-enqueues as soon as it
+// tries. Set Redisson's fairLockWaitTimeout to the lock's QueueTimeout
+// (both default to 5 min).
 func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
 	if opts.QueueTimeout <= 0 {
 		opts.QueueTimeout = defaultQueueTimeout
@@ -36,6 +44,11 @@ var (
 func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }
 func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout", key) }
 
+// fairWaiters is lockgen's own record of its waiters in the queue, with
+// their liveness deadlines (see fair_acquire.lua): it tells them from
+// Redisson's, whose acquisitions lower every score behind them.
+func fairWaiters(key string) string { return prefixName("lockgen_fair_waiters", key) }
+
 func (fair) channel(key, owner string) string { return lockChannel(key) + ":" + owner }
 func (fair) waits(*Mutex) bool                { return true }
 
@@ -50,8 +63,8 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	if at.waiting {
 		join = "1"
 	}
-	return scriptFairAcquire.run(ctx, at.via, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker,
+	return scriptFairAcquire.run(ctx, at.via, 5, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key),
 		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
 		lockChannel(m.key), c.publish,
 	}).Int64()
@@ -60,15 +73,15 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 // settle: a fair lock's hold counts as a reentrant one's (settle.lua).
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptFairRelease.run(ctx, at.via, 3, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key),
+	return scriptFairRelease.run(ctx, at.via, 4, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key),
 		at.px, a.owner, m.c.publish, at.count, lockChannel(m.key),
 	}).Int64()
 }
 
 func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
-	return scriptFairLeave.run(ctx, m.c.rdb, 3, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key),
+	return scriptFairLeave.run(ctx, m.c.rdb, 4, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key),
 		a.owner, lockChannel(m.key), m.c.publish,
 	}).Int64()
 }
