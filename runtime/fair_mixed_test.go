@@ -114,7 +114,7 @@ func TestFairWaiterBehindARedissonWaiterSurvivesItsScoreArithmetic(t *testing.T)
 	eventually(t, 5*time.Second, "lockgen waiter queued", func() bool { return e.rdb.LLen(ctx, j.queue()).Val() == 2 })
 	time.Sleep(50 * time.Millisecond) // it sleeps on the holder's 30s
 
-	j.unlock()                         // the holder leaves; the Redisson waiter is woken
+	j.unlock()                        // the holder leaves; the Redisson waiter is woken
 	j.acquire("java-waiter:1", 30000) // and takes the lock: scores drop by 5 min
 	time.Sleep(100 * time.Millisecond)
 	j.unlock()
@@ -130,4 +130,3 @@ func TestFairWaiterBehindARedissonWaiterSurvivesItsScoreArithmetic(t *testing.T)
 	}
 	eventually(t, 2*time.Second, "no keys left", func() bool { return len(keysLeft(t, e.rdb)) == 0 })
 }
-
