@@ -1,6 +1,7 @@
 package lockgen
 
 import (
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -225,6 +226,7 @@ func (p *parser) spec(root *yaml.Node) *Spec {
 	if len(root.Content) > 0 {
 		first = pos(root.Content[0])
 	}
+	s.firstPos = first
 	if !got["version"] {
 		p.add(first, "version", "missing (add version: 1 at the top)")
 	}
@@ -277,7 +279,9 @@ func (p *parser) output(s *Spec, f field) {
 	switch {
 	case !strings.HasSuffix(v, ".go") || strings.HasSuffix(v, "_test.go"):
 		p.add(at, "output", "%q is not a Go file name (end it in .go, not _test.go, e.g. locks_gen.go)", v)
-	case strings.HasPrefix(v, "/") || strings.Contains(v, "\\") || strings.ContainsRune(v, 0):
+	case strings.HasPrefix(v, "/") || filepath.VolumeName(v) != "" || len(v) > 1 && v[1] == ':':
+		p.add(at, "output", "%q is an absolute path: output is relative to the spec's directory and stays inside its module (write e.g. %s, or gen/%s)", v, DefaultOutput, DefaultOutput)
+	case strings.Contains(v, "\\") || strings.ContainsRune(v, 0):
 		p.add(at, "output", "%q must be a relative path with / separators (it is relative to the spec's directory)", v)
 	default:
 		s.Output = v

@@ -12,6 +12,10 @@ import (
 type Output struct {
 	Path    string // where the file goes (absolute)
 	Content []byte // gofmt'd Go source
+
+	// guard describes the output field of the spec, so that Write can
+	// report a file that turned out not to be lockgen's as a spec error.
+	guard *Error
 }
 
 // Generate reads, validates and renders the spec at path. It writes
@@ -60,7 +64,12 @@ func Render(s *Spec) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", s.File, err)
 	}
-	return &Output{Path: t.file, Content: src}, nil
+	checkCollisions(s, t.dir, t.file, src, &e)
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+	at, path := s.outputAt()
+	return &Output{Path: t.file, Content: src, guard: &Error{File: s.File, Pos: at, Path: path, Msg: s.relToSpec(t.file)}}, nil
 }
 
 // lockModel converts a validated lock to the templates' model.

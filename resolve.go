@@ -29,8 +29,18 @@ func resolve(s *Spec, e *errs) (target, error) {
 	if err != nil {
 		return target{}, err
 	}
+	mod, err := findModule(specDir)
+	if err != nil {
+		return target{}, err
+	}
+	if mod == nil {
+		return target{}, &NoModuleError{Spec: s.File, Dir: specDir}
+	}
 	t := target{file: filepath.Join(specDir, filepath.FromSlash(s.Output))}
 	t.dir = filepath.Dir(t.file)
+	if !checkOutputPath(s, mod, t.file, e) {
+		return t, nil // reported at output: load nothing for a file that will not be written
+	}
 
 	var user []string
 	seen := map[string]bool{}
@@ -99,7 +109,7 @@ func outputPackage(s *Spec, p *packages.Package, t *target, e *errs) error {
 			}
 			e.add(s.packagePos, "package", "%s differs from package %s of the Go files in %s/ (use package: %s, or another output directory)", s.Package, other, filepath.ToSlash(filepath.Dir(s.Output)), other)
 		case strings.Contains(msg, "outside main module") || strings.Contains(msg, "go.mod file not found") || p.Module == nil && p.PkgPath == "":
-			return fmt.Errorf("the output directory %s is not inside a Go module (run lockgen inside your module): %s", t.dir, msg)
+			return fmt.Errorf("the output directory %s is not part of the main module (%s); run lockgen from inside the module that holds the spec", t.dir, firstLine(msg))
 		}
 	}
 	t.path = p.PkgPath

@@ -13,6 +13,7 @@ type Spec struct {
 
 	packagePos Pos
 	outputPos  Pos
+	firstPos   Pos // of the first top-level key: where errors about a field left out point
 }
 
 // Defaults apply to every lock that does not set the field itself.

@@ -1,0 +1,212 @@
+package lockgen
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/lockgen/lockgen/templates"
+)
+
+// generatedHeader is the first line of every file lockgen writes. A file
+// is lockgen's to replace only when it starts with exactly this line.
+const generatedHeader = "// " + templates.Header
+
+// module is the Go module that holds a spec.
+type module struct {
+	dir  string // directory of go.mod, as reached from the spec's directory
+	real string // the same directory with symbolic links resolved
+	path string // module path from go.mod, e.g. example.com/shop
+}
+
+// NoModuleError is returned when a spec is not inside a Go module: lockgen
+// takes the generated package's import path, and the user types of key
+// params, from the module.
+type NoModuleError struct {
+	Spec string // the spec's path as given
+	Dir  string // the spec's directory, absolute
+}
+
+func (e *NoModuleError) Error() string {
+	return fmt.Sprintf("%s is not inside a Go module: there is no go.mod in %s or any directory above it.\n"+
+		"lockgen takes the import path of the generated package from the module. Make the directory that holds\n"+
+		"your Go code a module and run lockgen again:\n"+
+		"\tcd <that directory> && go mod init example.com/yourapp", e.Spec, e.Dir)
+}
+
+// findModule returns the module that holds dir (absolute), or nil.
+func findModule(dir string) (*module, error) {
+	for d := dir; ; {
+		gomod := filepath.Join(d, "go.mod")
+		data, err := os.ReadFile(gomod)
+		switch {
+		case err == nil:
+			real, err := filepath.EvalSymlinks(d)
+			if err != nil {
+				return nil, err
+			}
+			return &module{dir: d, real: real, path: modfile.ModulePath(data)}, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, err
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return nil, nil
+		}
+		d = up
+	}
+}
+
+// checkOutputPath reports, at the output field, an output file that lockgen
+// must not write: one outside the spec's module (through .. or a symbolic
+// link), in a nested module, a symbolic link itself, a directory, or an
+// existing file that lockgen did not generate. It reports whether the path
+// is safe to write.
+func checkOutputPath(s *Spec, mod *module, file string, e *errs) (ok bool) {
+	at, path := s.outputAt()
+	shown := s.Output
+	fail := func(format string, args ...any) bool {
+		e.add(at, path, format, args...)
+		return false
+	}
+	inside := func(root, p string) bool {
+		rel, err := filepath.Rel(root, p)
+		return err == nil && filepath.IsLocal(rel)
+	}
+	if !inside(mod.dir, file) {
+		return fail("%q leads outside the module %s that holds this spec: lockgen writes only inside the spec's module (write a path inside it, e.g. %s)",
+			shown, mod.path, DefaultOutput)
+	}
+	// Resolve the symbolic links of the part of the path that exists.
+	existing, rest := file, ""
+	for {
+		info, err := os.Lstat(existing)
+		if err == nil {
+			if existing == file {
+				switch {
+				case info.Mode()&fs.ModeSymlink != 0:
+					target, _ := os.Readlink(file)
+					return fail("%q is a symbolic link (to %s): lockgen does not write through links, which can lead out of the module (point output at a regular file)", shown, target)
+				case info.IsDir():
+					return fail("%q is a directory (name the Go file to generate, e.g. %s)", shown, filepath.ToSlash(filepath.Join(s.Output, DefaultOutput)))
+				case !info.Mode().IsRegular():
+					return fail("%q exists and is not a regular file (point output at a new file such as %s)", shown, DefaultOutput)
+				}
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fail("%q cannot be checked: %v", shown, err)
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = filepath.Dir(existing)
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return fail("%q cannot be checked: %v", shown, err)
+	}
+	real = filepath.Join(real, rest)
+	if !inside(mod.real, real) {
+		link, target := existing, ""
+		for d := existing; inside(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
+			if t, err := os.Readlink(d); err == nil {
+				link, target = d, t
+			}
+		}
+		return fail("%q leads outside the module %s through a symbolic link (%s is a link to %s): lockgen writes only inside the spec's module (point output at a directory of the module itself)",
+			shown, mod.path, s.relToSpec(link), filepath.ToSlash(target))
+	}
+	// A go.mod between the module root and the output makes the output part
+	// of another module.
+	for d := filepath.Dir(file); inside(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return fail("%q is in another module (%s has its own go.mod): lockgen writes only inside the spec's module %s (move the spec into that module, or point output elsewhere)",
+				shown, s.relToSpec(d), mod.path)
+		}
+	}
+	if err := ownedByLockgen(file, s.relToSpec(file)); err != nil {
+		return fail("%s", err.Error())
+	}
+	return true
+}
+
+// notOursError says why an existing file is not lockgen's to replace.
+type notOursError struct {
+	shown     string // the output as written in the spec
+	firstLine string
+}
+
+func (e *notOursError) Error() string {
+	first := e.firstLine
+	if len(first) > 60 {
+		first = first[:57] + "..."
+	}
+	what := "it is empty"
+	if e.firstLine != "" {
+		what = fmt.Sprintf("its first line is %q", first)
+	}
+	return fmt.Sprintf("%s exists and was not generated by lockgen (%s, not %q); lockgen never overwrites a file it did not generate (point output at a new file such as %s, or move that file away if it really is to be replaced)",
+		e.shown, what, generatedHeader, DefaultOutput)
+}
+
+// ownedByLockgen returns nil when file is absent or starts with lockgen's
+// generated-code header line, and a *notOursError (shown names the file)
+// when it holds anything else.
+func ownedByLockgen(file, shown string) error {
+	f, err := os.Open(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return err
+	}
+	head = head[:n]
+	if isGenerated(head) {
+		return nil
+	}
+	first, _, _ := bytes.Cut(head, []byte("\n"))
+	return &notOursError{shown: shown, firstLine: strings.TrimSuffix(string(first), "\r")}
+}
+
+// isGenerated reports whether src starts with lockgen's header line.
+func isGenerated(src []byte) bool {
+	line, _, ok := bytes.Cut(src, []byte("\n"))
+	return ok && string(bytes.TrimSuffix(line, []byte("\r"))) == generatedHeader
+}
+
+// outputAt is where errors about the output file point: the output value,
+// or the top of the spec when output is left at its default.
+func (s *Spec) outputAt() (Pos, string) {
+	if s.outputPos.Line > 0 {
+		return s.outputPos, "output"
+	}
+	return s.firstPos, "output"
+}
+
+// relToSpec shows an absolute path p relative to the spec's directory,
+// joined to the spec's path as given, so it reads like the spec's own
+// name in messages (locks.yaml, ../other/x.go).
+func (s *Spec) relToSpec(p string) string {
+	specDir, err := filepath.Abs(filepath.Dir(s.File))
+	if err != nil {
+		return p
+	}
+	rel, err := filepath.Rel(specDir, p)
+	if err != nil {
+		return p
+	}
+	return filepath.ToSlash(filepath.Join(filepath.Dir(s.File), rel))
+}
