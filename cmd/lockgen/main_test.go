@@ -152,7 +152,7 @@ func TestGoGenerateLeavesAHandWrittenMainAlone(t *testing.T) {
 	dir := tempModule(t)
 	mainGo := "// Command orders serves the order API.\npackage main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"orders\")\n}\n"
 	files := map[string]string{
-		"internal/locks/locks.yaml": "version: 1\npackage: main\noutput: ../../cmd/orders/main.go\nlocks:\n  OrderLock: {key: \"order:${id}\", params: {id: int64}}\n",
+		"internal/locks/locks.yaml":  "version: 1\npackage: main\noutput: ../../cmd/orders/main.go\nlocks:\n  OrderLock: {key: \"order:${id}\", params: {id: int64}}\n",
 		"internal/locks/generate.go": "package locks\n\n//go:generate go run github.com/lockgen/lockgen/cmd/lockgen\n",
 		"cmd/orders/main.go":         mainGo,
 	}
