@@ -15,9 +15,9 @@
 --      another holder may have a longer one) and so were the extra keys
 --      (never shortened either: a read release recomputes the lock's TTL
 --      from them, so they carry what the hold counts on, such as an outer
---      fixed lease longer than this one). An extra key that ran out while
---      the field was alive is re-created with the lease: the field proves
---      that no writer took the lock meanwhile
+--      fixed lease longer than this one). A key that ran out is not
+--      revived: it outlived the hold's deadline, and the watchdog's list of
+--      keys may be older than a release that just deleted one
 --   0  the hold is gone (expired, deleted, taken by someone else): not touched
 local lease = tonumber(ARGV[1])
 local renewed = {}
@@ -30,7 +30,7 @@ for i = 2, #ARGV, 2 do
         end
         for j = 1, extra do
             if redis.call('pttl', KEYS[k + j]) < lease then
-                redis.call('set', KEYS[k + j], j, 'px', lease)
+                redis.call('pexpire', KEYS[k + j], lease)
             end
         end
         renewed[#renewed + 1] = 1
