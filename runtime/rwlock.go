@@ -62,13 +62,13 @@ func rwWriters(key string) string { return prefixName("lockgen_rwlock_writers", 
 
 // readTimeoutKey is the key of read hold n of owner.
 func readTimeoutKey(key, owner string, n int) string {
-	return readTimeoutPrefix(key) + ":" + owner + ":rwlock_timeout:" + strconv.Itoa(n)
+	return suffixName(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
 }
 
 // readTimeoutPrefix is what every read hold's timeout key of the lock at
-// key starts with, before ":<owner>:rwlock_timeout:<n>": "{key}", or key
-// itself when it carries a hash tag (see suffixName). read_release.lua
-// builds the other readers' keys from it, as Redisson's read unlock does.
+// key starts with, before ":<owner>:rwlock_timeout:<n>": suffixName(key,
+// owner) is readTimeoutPrefix(key) + ":" + owner. read_release.lua builds
+// the other readers' keys from it, as Redisson's read unlock does.
 func readTimeoutPrefix(key string) string {
 	if strings.Contains(key, "{") {
 		return key
