@@ -34,8 +34,9 @@ import (
 // go-redis' own timeouts, owning nothing), its channels move to a new
 // connection, and their waiters are woken to try at once, since unlocks
 // may have been lost. A connection that fails before it ever received
-// anything (the server is down) is replaced after a backoff that doubles
-// from 20 ms to 1 s.
+// anything (the server is down), or on an error reply (a refusal that
+// would come again), is replaced after a backoff that doubles from 20 ms
+// to 1 s.
 const (
 	// hubPingIdle is how long a connection with channels may go without a
 	// message before it is pinged. A PING costs the server next to nothing;
@@ -78,7 +79,8 @@ type subConn struct {
 	// yet confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
 	dead          bool
-	backoff       time.Duration // wait before the first send (its predecessor never worked)
+	backoff       time.Duration // wait before the first send (its predecessor failed young)
+	reload        bool          // reload the cluster's slot map before the first send
 	reading       bool          // the reader runs: the connection is up
 	heard         bool          // something was received on it
 	lastHeard     time.Time     // when something was last received (or the reader started)
@@ -205,14 +207,20 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool) {
 	if len(sc.entries) == 0 {
 		return
 	}
+	// A connection that never worked (the server is down) or that the
+	// server refused something on (a channel it will refuse again) is not
+	// replaced at once, or a persistent fault would make a reconnect loop.
 	backoff := time.Duration(0)
-	if !sc.heard {
+	if !sc.heard || isRedisReply(err) {
 		backoff = min(max(2*sc.backoff, 20*time.Millisecond), time.Second)
 	}
 	nc := h.conns[sc.slot]
 	if nc == nil {
 		nc = h.newConnLocked(sc.slot, backoff)
 	}
+	// A slot that moved (the server dropped the channel, or refused it
+	// with MOVED) is looked up again before the new connection dials.
+	nc.reload = h.c.cluster && (err == nil || isRedisReply(err))
 	for _, e := range sc.entries {
 		nc.addLocked(e)
 		if wake {
@@ -233,6 +241,12 @@ func (sc *subConn) writeLoop() {
 			t.Stop()
 			return
 		}
+	}
+	h.mu.Lock()
+	reload := sc.reload
+	h.mu.Unlock()
+	if cc, ok := h.c.rdb.(*redis.ClusterClient); ok && reload {
+		cc.ReloadState(sc.ctx)
 	}
 	for {
 		select {
@@ -412,6 +426,11 @@ func (h *hub) monitorLoop(stop chan struct{}) {
 		}
 		now := time.Now()
 		h.mu.Lock()
+		if len(h.conns) == 0 && !h.closed {
+			h.monitor = nil // the next connection starts another
+			h.mu.Unlock()
+			return
+		}
 		conns = conns[:0]
 		for _, sc := range h.conns {
 			conns = append(conns, sc)

@@ -81,31 +81,12 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			h.leave(w, err == nil)
 		}
 	}()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	// sleep waits up to d (< 0: no bound) for a signal.
-	sleep := func(d time.Duration) error {
-		var timeout <-chan time.Time
-		if d >= 0 {
-			timer.Reset(d)
-			timeout = timer.C
+	var timer *time.Timer // made on the first sleep: the uncontended path needs none
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
-		select {
-		case <-w.C:
-		case <-timeout:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-c.closeCh:
-			return ErrClosed
-		}
-		if d >= 0 && !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		return nil
-	}
+	}()
 
 	if wait != 0 && !ws.dynamic && h.active() {
 		joined = ws.channel()
@@ -115,7 +96,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			if !deadline.IsZero() {
 				d = min(d, time.Until(deadline))
 			}
-			if err := sleep(max(d, 0)); err != nil {
+			if err := c.sleep(ctx, w, &timer, max(d, 0)); err != nil {
 				return err
 			}
 		}
@@ -173,8 +154,34 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				d = left
 			}
 		}
-		if err := sleep(d); err != nil {
+		if err := c.sleep(ctx, w, &timer, d); err != nil {
 			return err
 		}
 	}
+}
+
+// sleep waits up to d (< 0: no bound) for a signal to w, on *timer (made
+// on first use). It returns ctx's error or ErrClosed if either ends it.
+func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d time.Duration) error {
+	var timeout <-chan time.Time
+	if d >= 0 {
+		if *timer == nil {
+			*timer = time.NewTimer(d)
+		} else {
+			(*timer).Reset(d)
+		}
+		timeout = (*timer).C
+	}
+	select {
+	case <-w.C:
+	case <-timeout:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closeCh:
+		return ErrClosed
+	}
+	if d >= 0 {
+		(*timer).Stop() // Go 1.23+: no stale value is left in C
+	}
+	return nil
 }
