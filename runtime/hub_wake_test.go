@@ -1,0 +1,128 @@
+package runtime
+
+import "testing"
+
+// The hub's wake policy is memory only: these tests drive it without Redis,
+// on a channel whose subscription is confirmed.
+
+func newTestHub(t *testing.T, channel string) *hub {
+	t.Helper()
+	h := newHub(&Client{})
+	h.entries[channel] = &channelEntry{name: channel, ready: true}
+	h.nEntries.Add(1)
+	t.Cleanup(func() {
+		if e := h.entries[channel]; e != nil && e.linger != nil {
+			e.linger.Stop()
+		}
+	})
+	return h
+}
+
+func signalled(w *waiter) bool {
+	select {
+	case <-w.C:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestHubWakesOneWaiterPerUnlockInArrivalOrder(t *testing.T) {
+	h := newTestHub(t, "ch")
+	a, _ := h.attach("ch", false, true)
+	b, _ := h.attach("ch", false, true)
+	h.deliver("ch", unlockMessage)
+	if !signalled(a) || signalled(b) {
+		t.Fatal("an unlock must wake the longest waiter, and only it")
+	}
+	h.tried(a, false) // it tried and found the lock taken: the wake-up is spent
+	h.deliver("ch", unlockMessage)
+	if signalled(b) == signalled(a) {
+		t.Fatal("the second unlock must wake exactly one waiter")
+	}
+}
+
+func TestHubHandsOnAWakeUpTheWaiterDidNotUse(t *testing.T) {
+	h := newTestHub(t, "ch")
+	a, _ := h.attach("ch", false, false)
+	b, _ := h.attach("ch", false, false)
+	h.deliver("ch", unlockMessage)
+	h.leave(a, false) // gave up with the signal pending
+	if !signalled(b) {
+		t.Fatal("a wake-up left unused must go to the next waiter")
+	}
+
+	// Woken, took the signal, and gave up before its try ended.
+	c, _ := h.attach("ch", false, false)
+	h.tried(b, false)
+	h.deliver("ch", unlockMessage)
+	if !signalled(b) {
+		t.Fatal("b is the longest waiter")
+	}
+	h.leave(b, false)
+	if !signalled(c) {
+		t.Fatal("a wake-up being used by a waiter that gives up must go on")
+	}
+
+	// One that acquired keeps it: nobody else is woken.
+	h.tried(c, false)
+	d, _ := h.attach("ch", false, false)
+	h.deliver("ch", unlockMessage)
+	h.leave(c, true)
+	if signalled(d) {
+		t.Fatal("the wake-up of a waiter that acquired must not be handed on")
+	}
+}
+
+func TestHubLetsAHandoffInFlightFinishBeforeANewcomerTries(t *testing.T) {
+	h := newTestHub(t, "ch")
+	a, _ := h.attach("ch", false, true)
+	h.deliver("ch", unlockMessage) // a is woken: a hand-off in flight
+	n, deferred := h.attach("ch", false, true)
+	if !deferred {
+		t.Fatal("a newcomer must wait for the hand-off in flight")
+	}
+	if signalled(n) {
+		t.Fatal("released before the hand-off ended")
+	}
+	if !signalled(a) {
+		t.Fatal("a not woken")
+	}
+	h.tried(a, false) // a's try is over
+	if !signalled(n) {
+		t.Fatal("the newcomer must be released when the hand-off ends")
+	}
+	if _, deferred := h.attach("ch", false, true); deferred {
+		t.Fatal("no hand-off in flight: a newcomer must try at once")
+	}
+	if _, deferred := h.attach("ch", false, false); deferred {
+		t.Fatal("only queueing kinds are deferred")
+	}
+}
+
+func TestHubWriteUnlockWakesEveryReaderAndOneWriter(t *testing.T) {
+	h := newTestHub(t, "ch")
+	w1, _ := h.attach("ch", false, false)
+	r1, _ := h.attach("ch", true, false)
+	w2, _ := h.attach("ch", false, false)
+	r2, _ := h.attach("ch", true, false)
+	h.deliver("ch", readUnlockMessage)
+	if !signalled(w1) || !signalled(r1) || !signalled(r2) || signalled(w2) {
+		t.Fatal(`"1" must wake every reader and the first writer only`)
+	}
+}
+
+func TestHubPassesOnAWakeUpAnotherWaiterGoesFirstOn(t *testing.T) {
+	h := newTestHub(t, "ch")
+	r1, _ := h.attach("ch", true, false)
+	r2, _ := h.attach("ch", true, false)
+	h.deliver("ch", unlockMessage)
+	if !signalled(r1) || signalled(r2) {
+		t.Fatal("an unlock must wake the longest waiter only")
+	}
+	// r1's try found that another waiter (a writer elsewhere) goes first.
+	h.tried(r1, true)
+	if !signalled(r2) {
+		t.Fatal("a wake-up handed on must reach the next waiter")
+	}
+}
