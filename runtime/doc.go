@@ -32,7 +32,7 @@
 // ErrLockLost, before any other owner can be granted the lock, whatever the
 // network or Redis does. Each hold has one deadline: the send time of the
 // last request that confirmed it (an acquire, a renewal) plus that lease,
-// minus a drift margin of 1% + 2 ms. It only moves forward, and a clock
+// minus a drift margin of 1% + 5 ms. It only moves forward, and a clock
 // goroutine that does no I/O ends the hold there; renewals only report
 // confirmations, under ctx deadlines that end at the deadline they serve,
 // on a go-redis client that honours them (the Client builds one from the

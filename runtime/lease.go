@@ -243,8 +243,9 @@ func (h *hold) leaseLeft() time.Duration {
 
 // drift is the safety margin subtracted from a lease before the holder is
 // told its hold may be gone: clocks of client and server run at slightly
-// different rates, the expiry started when Redis ran the command (after it
-// was sent), and the timer that ends the hold may fire a little late.
+// different rates (Redisson's 1%), and the clock goroutine that ends the
+// hold may run a few milliseconds late on a busy process (the fixed part:
+// Redisson's 2 ms, raised to 5 as headroom for that).
 func drift(lease time.Duration) time.Duration {
-	return lease/100 + 2*time.Millisecond
+	return lease/100 + 5*time.Millisecond
 }

@@ -77,10 +77,23 @@ type overlapEnv struct {
 	holder  *runtime.Client
 	waiter  *runtime.Client
 	direct  *redis.Client
+
+	// lostAt is when the holder's Client ended each hold, by key: told
+	// by the Observer from inside the cancellation, so it is the instant
+	// the ctx was done (a goroutine waiting on Done may run later).
+	mu     sync.Mutex
+	lostAt map[string]time.Time
+}
+
+// lost reports when the holder's Client ended its hold of key.
+func (e *overlapEnv) lost(key string) time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lostAt[key]
 }
 
 func newOverlapEnv(t *testing.T, wd time.Duration, serverOpts ...redistest.Option) *overlapEnv {
-	e := &overlapEnv{servers: redistest.StartN(t, 3, serverOpts...)}
+	e := &overlapEnv{servers: redistest.StartN(t, 3, serverOpts...), lostAt: map[string]time.Time{}}
 	var proxied, direct []redis.UniversalClient
 	for _, s := range e.servers {
 		p := faultproxy.Start(t, s.Addr())
@@ -91,7 +104,17 @@ func newOverlapEnv(t *testing.T, wd time.Duration, serverOpts ...redistest.Optio
 		direct = append(direct, s.Client(t))
 	}
 	e.direct = direct[0].(*redis.Client)
-	e.holder = newClient(t, proxied[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: proxied, ReleaseTimeout: time.Second})
+	obs := runtime.ObserverFunc(func(ev runtime.Event) {
+		if ev.Kind == runtime.EventLost {
+			now := time.Now()
+			e.mu.Lock()
+			if _, seen := e.lostAt[ev.Key]; !seen {
+				e.lostAt[ev.Key] = now
+			}
+			e.mu.Unlock()
+		}
+	})
+	e.holder = newClient(t, proxied[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: proxied, ReleaseTimeout: time.Second, Observer: obs})
 	e.waiter = newClient(t, direct[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: direct})
 	return e
 }
@@ -181,6 +204,7 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 
 	type rep struct {
 		kind      string
+		keys      []string // the Redis keys whose loss ends the hold
 		handle    overlapLocker
 		hold      context.Context
 		mu        sync.Mutex
@@ -193,6 +217,13 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 		for i := range overlapReps {
 			key := fmt.Sprintf("ov:%s:%d", k.name, i)
 			r := &rep{kind: k.name, handle: k.holder(e.holder, key)}
+			switch k.name {
+			case "multi":
+				r.keys = []string{"{" + key + "}a", "{" + key + "}b"}
+			case "red":
+			default:
+				r.keys = []string{key}
+			}
 			hold, err := r.handle.TryLock(ctx, 0, lease)
 			if err != nil {
 				t.Fatalf("%s: holder: %v", key, err)
@@ -248,6 +279,15 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 		r.mu.Lock()
 		cancelled, granted := r.cancelled, r.granted
 		r.mu.Unlock()
+		// The instant the Client ended the hold (its first member, for a
+		// multi-lock, whose ctx is a child of every member's). A RedLock's
+		// ctx ends in a goroutine once a quorum of its parts is lost: the
+		// AfterFunc time is its real one.
+		for _, k := range r.keys {
+			if at := e.lost(k); !at.IsZero() && (cancelled.IsZero() || at.Before(cancelled)) {
+				cancelled = at
+			}
+		}
 		if cancelled.IsZero() || granted.Before(cancelled) {
 			t.Errorf("%s: two owners at once: the waiter got the lock while the holder's ctx was live (cancelled %v after)",
 				r.kind, cancelledAfter(cancelled, granted))

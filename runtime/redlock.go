@@ -16,7 +16,7 @@ import (
 //
 // An acquisition tries every node in parallel once; it holds the lock when
 // at least a quorum granted it and the validity left (lease − time spent −
-// drift of 1% + 2ms) is positive. Otherwise it releases what it got and,
+// drift of 1% + 5ms) is positive. Otherwise it releases what it got and,
 // while the wait time lasts, tries again after a short random pause. With
 // the watchdog lease each node's hold is renewed by that node's watchdog;
 // the hold's ctx is cancelled with ErrLockLost once fewer than a quorum of
