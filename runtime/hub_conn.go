@@ -30,13 +30,18 @@ import (
 // connection is therefore found within hubPingIdle + hubPingTimeout +
 // hubHealthTick (1.6 s) of its last message, and a subscribe that hangs
 // (a dial to an unreachable node) within hubPingTimeout + hubHealthTick.
-// A dead connection is closed (a goroutine stuck in its I/O ends with
-// go-redis' own timeouts, owning nothing), its channels move to a new
-// connection, and their waiters are woken to try at once, since unlocks
-// may have been lost. A connection that fails before it ever received
+// A dead connection is closed (a dial in progress on it is cancelled; any
+// other I/O stuck on it ends with go-redis' own timeouts, owning nothing)
+// and its channels move to a new connection. Unlocks may have been lost
+// meanwhile, so the waiters are woken: at once when the connection was
+// found half-open (the server may be fine), and by the new subscription's
+// confirmation in every case; after a read or write error (the server
+// closed the connection, or is restarting) only by the latter, so they do
+// not spend their tries on a server that is down. A connection that fails
+// before it ever received
 // anything (the server is down), or on an error reply (a refusal that
 // would come again), is replaced after a backoff that doubles from 20 ms
-// to 1 s.
+// to hubMaxBackoff.
 const (
 	// hubPingIdle is how long a connection with channels may go without a
 	// message before it is pinged. A PING costs the server next to nothing;
@@ -52,6 +57,11 @@ const (
 	// hubIOTimeout bounds one (un)subscribe or ping call of a writer, so a
 	// connection that is replaced does not keep a goroutine for long.
 	hubIOTimeout = 5 * time.Second
+	// hubMaxBackoff bounds the wait before a connection replaces one that
+	// never worked: once the server is back, waiters are woken by the new
+	// subscription at most this much later (they try on their own when
+	// the lease they saw runs out in any case).
+	hubMaxBackoff = 250 * time.Millisecond
 	// hubReceiveWait is the read timeout of a reader: it returns that often
 	// to see whether its connection was dropped.
 	hubReceiveWait = time.Second
@@ -212,7 +222,7 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool) {
 	// replaced at once, or a persistent fault would make a reconnect loop.
 	backoff := time.Duration(0)
 	if !sc.heard || isRedisReply(err) {
-		backoff = min(max(2*sc.backoff, 20*time.Millisecond), time.Second)
+		backoff = min(max(2*sc.backoff, 20*time.Millisecond), hubMaxBackoff)
 	}
 	nc := h.conns[sc.slot]
 	if nc == nil {
