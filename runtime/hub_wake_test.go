@@ -29,8 +29,8 @@ func signalled(w *waiter) bool {
 
 func TestHubWakesOneWaiterPerUnlockInArrivalOrder(t *testing.T) {
 	h := newTestHub(t, "ch")
-	a, _ := h.attach("ch", false, true)
-	b, _ := h.attach("ch", false, true)
+	a, _ := h.attach("ch", false, false)
+	b, _ := h.attach("ch", false, false)
 	h.deliver("ch", unlockMessage)
 	if !signalled(a) || signalled(b) {
 		t.Fatal("an unlock must wake the longest waiter, and only it")
@@ -88,15 +88,25 @@ func TestHubLetsAHandoffInFlightFinishBeforeANewcomerTries(t *testing.T) {
 	if !signalled(a) {
 		t.Fatal("a not woken")
 	}
+	if !h.handoffInFlight(n) {
+		t.Fatal("the hand-off is in flight")
+	}
 	h.tried(a, false) // a's try is over
 	if !signalled(n) {
 		t.Fatal("the newcomer must be released when the hand-off ends")
 	}
-	if _, deferred := h.attach("ch", false, true); deferred {
-		t.Fatal("no hand-off in flight: a newcomer must try at once")
+	// With waiters but no hand-off in flight, a newcomer waits only for
+	// an unlock message in transit (hubUnlockGrace).
+	m, deferred := h.attach("ch", false, true)
+	if !deferred || h.handoffInFlight(m) {
+		t.Fatal("with waiters and no hand-off in flight a newcomer waits only the grace")
 	}
 	if _, deferred := h.attach("ch", false, false); deferred {
 		t.Fatal("only queueing kinds are deferred")
+	}
+	h2 := newTestHub(t, "other")
+	if _, deferred := h2.attach("other", false, true); deferred {
+		t.Fatal("no waiter: a newcomer tries at once")
 	}
 }
 

@@ -30,13 +30,19 @@ import (
 // (un)subscribe I/O and their health live in hub_conn.go; they report
 // what they read through the methods here.
 //
-// In-process FIFO: a newcomer on a channel where a woken waiter of this
-// client is still trying (a hand-off in flight) lets that try finish before
-// its own, bounded by hubHandoffWait, so a goroutine that just unlocked and
-// locks again does not take the lock from the waiter it woke. It is never
-// a sleep on what someone else saw of the lock: every waiter tries once
-// before it sleeps and sleeps no longer than the holder's TTL its own
-// latest try returned (see await).
+// In-process FIFO: a newcomer on a channel where this client has waiters
+// lets a hand-off go first, so a goroutine that just unlocked and locks
+// again does not take the lock from the waiter its unlock is waking. If a
+// woken waiter is still trying (a hand-off in flight), the newcomer's
+// first try waits until that try is over (at most hubHandoffWait); if
+// none is, it waits hubUnlockGrace for an unlock message that may be on
+// its way (the releaser's reply and the message to the hub leave Redis
+// together, and the releaser is often first), and longer only if that
+// message starts a hand-off. It is never a sleep on what someone else saw
+// of the lock: every waiter tries before it sleeps on a TTL, and sleeps
+// no longer than the holder's TTL its own latest try returned (see
+// await); a lock that became free without a message costs a newcomer at
+// most hubUnlockGrace.
 type hub struct {
 	c *Client
 
@@ -82,6 +88,11 @@ const (
 	// hubHandoffWait bounds how long a newcomer lets a hand-off in flight
 	// (a woken waiter's try, one round trip) finish before its own try.
 	hubHandoffWait = 50 * time.Millisecond
+	// hubUnlockGrace is how long a newcomer waits for an unlock message
+	// that may be in transit before its first try, when this client has
+	// waiters on the lock but none is woken: a message takes well under a
+	// millisecond from Redis to the hub on a healthy link.
+	hubUnlockGrace = 2 * time.Millisecond
 )
 
 func newHub(c *Client) *hub {
@@ -101,7 +112,7 @@ func (h *hub) active() bool { return h.nEntries.Load() > 0 }
 // channel's subscription is confirmed: a wake-up published during that try
 // then reaches it, so it need not try a second time after joining. With
 // fifo, a newcomer that finds a hand-off in flight is deferred: it should
-// wait on w.C (at most hubHandoffWait) before trying. w is nil when the
+// wait on w.C before trying (see hub and await). w is nil when the
 // channel is not subscribed yet (the caller tries, then joins).
 func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred bool) {
 	nw := &waiter{C: make(chan struct{}, 1), shared: shared}
@@ -111,11 +122,20 @@ func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred boo
 	if h.closed || e == nil || !e.ready {
 		return nil, false
 	}
+	others := len(e.waiters)
 	h.addLocked(e, nw)
-	if fifo && e.inflight > 0 {
+	if fifo && (e.inflight > 0 || others > 0) {
 		nw.deferred = true
 	}
 	return nw, nw.deferred
+}
+
+// handoffInFlight reports whether w is still deferred behind a hand-off in
+// flight (its grace for an unlock message in transit is over).
+func (h *hub) handoffInFlight(w *waiter) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return w.deferred && w.e.inflight > 0
 }
 
 // join registers a waiter on channel, subscribing if nobody else waits on

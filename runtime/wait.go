@@ -92,11 +92,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		joined = ws.channel()
 		var deferred bool
 		if w, deferred = h.attach(joined, ws.shared, ws.queue); deferred {
-			d := hubHandoffWait
-			if !deadline.IsZero() {
-				d = min(d, time.Until(deadline))
-			}
-			if err := c.sleep(ctx, w, &timer, max(d, 0)); err != nil {
+			if err := c.deferFirstTry(ctx, w, &timer, deadline); err != nil {
 				return err
 			}
 		}
@@ -182,6 +178,30 @@ func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d tim
 	}
 	if d >= 0 {
 		(*timer).Stop() // Go 1.23+: no stale value is left in C
+	}
+	return nil
+}
+
+// deferFirstTry is the in-process FIFO of a newcomer (see hub): it waits
+// hubUnlockGrace for an unlock message in transit, then, if a hand-off is
+// in flight, until it is over, hubHandoffWait in all, never past deadline.
+func (c *Client) deferFirstTry(ctx context.Context, w *waiter, timer **time.Timer, deadline time.Time) error {
+	start := time.Now()
+	limit := func(d time.Duration) time.Duration {
+		if !deadline.IsZero() {
+			d = min(d, time.Until(deadline))
+		}
+		return max(d, 0)
+	}
+	d := hubUnlockGrace
+	if c.hub.handoffInFlight(w) {
+		d = hubHandoffWait
+	}
+	if err := c.sleep(ctx, w, timer, limit(d)); err != nil {
+		return err
+	}
+	if d == hubUnlockGrace && c.hub.handoffInFlight(w) {
+		return c.sleep(ctx, w, timer, limit(hubHandoffWait-time.Since(start)))
 	}
 	return nil
 }
