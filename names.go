@@ -12,6 +12,27 @@ func isIdent(s string) bool {
 	return token.IsIdentifier(s)
 }
 
+// isKeyword reports whether s is one of Go's 25 keywords, which look like
+// identifiers but cannot name anything.
+func isKeyword(s string) bool {
+	return token.IsKeyword(s)
+}
+
+// keywordAlternative is a name to suggest instead of keyword kw.
+func keywordAlternative(kw string) string {
+	switch kw {
+	case "type":
+		return "typ"
+	case "package":
+		return "pkg"
+	case "func":
+		return "function"
+	case "default":
+		return "def"
+	}
+	return kw + "Name"
+}
+
 func isExported(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
 	return unicode.IsUpper(r)

@@ -47,7 +47,12 @@ type parser struct {
 func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 	var doc yaml.Node
 	if err := safeUnmarshal(src, &doc); err != nil {
-		p.add(syntaxPos(err), "", "invalid YAML: %s (fix the syntax at this line)", syntaxMsg(err))
+		at := syntaxPos(err)
+		if col := tabIndent(src, at.Line); col > 0 {
+			p.add(Pos{at.Line, col}, "", "tabs are not allowed in YAML indentation; use spaces (replace the tab at the start of this line with spaces)")
+			return nil, false
+		}
+		p.add(at, "", "invalid YAML: %s (fix the syntax at this line)", syntaxMsg(err))
 		return nil, false
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -86,6 +91,25 @@ func syntaxPos(err error) Pos {
 		col, _ = strconv.Atoi(m[2])
 	}
 	return Pos{line, col}
+}
+
+// tabIndent returns the 1-based column of the first tab in the
+// indentation of line (1-based) of src, or 0 when there is none.
+func tabIndent(src []byte, line int) int {
+	lines := strings.Split(string(src), "\n")
+	if line < 1 || line > len(lines) {
+		return 0
+	}
+	for i, c := range lines[line-1] {
+		switch c {
+		case '\t':
+			return i + 1
+		case ' ':
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 func syntaxMsg(err error) string {
@@ -260,6 +284,10 @@ func (p *parser) version(s *Spec, f field) {
 func (p *parser) pkg(s *Spec, f field) {
 	v, ok := p.scalar(f.val, "package", "the Go package name, e.g. package: locks")
 	if !ok {
+		return
+	}
+	if isKeyword(v) {
+		p.add(pos(deref(f.val)), "package", "%q is a Go keyword, which cannot name a package (use another name, e.g. locks)", v)
 		return
 	}
 	if !isIdent(v) || v == "_" {

@@ -14,6 +14,7 @@ func (p *parser) locks(s *Spec, n *yaml.Node) {
 		p.add(pos(n), "locks", "no locks declared (add one, e.g. OrderLock: {key: \"order:${orderID}\", params: {orderID: int64}})")
 		return
 	}
+	n, extra := p.misindented(n)
 	for _, f := range p.fields(n, "locks", nil) {
 		path := "locks." + f.name
 		name := f.name
@@ -23,15 +24,80 @@ func (p *parser) locks(s *Spec, n *yaml.Node) {
 		case !isExported(name):
 			p.add(pos(f.key), path, "lock name %q is not exported (write it as %s)", name, camel(name))
 		}
-		l := p.lock(s, name, path, f)
+		l := p.lock(s, name, path, f, extra[f.key])
 		s.Locks = append(s.Locks, l)
 	}
 }
 
+// misindented takes out of the locks mapping n the entries that are not
+// locks but a lock's fields indented one level too shallow, where they
+// read as lock names:
+//
+//	OrderLock:
+//	  key: "order:${orderID}"
+//	params:              <- belongs under OrderLock
+//	  orderID: int64
+//
+// It reports each once, saying how to indent it, and returns the mapping
+// without them and, by the key node of the lock they follow, the misplaced
+// key and value nodes, so that the lock is read with them and no follow-on
+// error appears.
+func (p *parser) misindented(n *yaml.Node) (*yaml.Node, map[*yaml.Node][]*yaml.Node) {
+	extra := map[*yaml.Node][]*yaml.Node{}
+	if n.Kind != yaml.MappingNode {
+		return n, extra
+	}
+	locks := *n
+	locks.Content = nil
+	var owner, ownerVal *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := deref(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || !contains(lockFields, k.Value) {
+			locks.Content = append(locks.Content, n.Content[i], v)
+			owner, ownerVal = k, deref(v)
+			continue
+		}
+		path := "locks." + k.Value
+		switch {
+		case owner == nil:
+			p.add(pos(k), path, "%q is a field of a lock, but it is written where lock names go, directly under locks: (write the lock's name first, e.g. OrderLock:, and indent its fields under it)", k.Value)
+			continue
+		case ownerVal.Kind == yaml.MappingNode && ownerVal.Style&yaml.FlowStyle != 0:
+			p.add(pos(k), path, "%q is a field of a lock, but it is indented like a lock name (move it into %s's {...})", k.Value, owner.Value)
+		default:
+			col := owner.Column + 2
+			if ownerVal.Kind == yaml.MappingNode && len(ownerVal.Content) > 0 {
+				col = ownerVal.Content[0].Column
+			}
+			p.add(pos(k), path, "%q is a field of a lock, but it is indented like a lock name (indent it %s to column %d, under %s like its other fields)", k.Value, spaces(col-k.Column), col, owner.Value)
+		}
+		extra[owner] = append(extra[owner], n.Content[i], v)
+	}
+	return &locks, extra
+}
+
+func spaces(n int) string {
+	if n == 1 {
+		return "1 more space"
+	}
+	return strconv.Itoa(n) + " more spaces"
+}
+
 // lock reads one lock; the spec's defaults fill what it leaves out.
-func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
+func (p *parser) lock(s *Spec, name, path string, f field, extra []*yaml.Node) *Lock {
 	l := &Lock{Name: name, Pos: pos(f.key), Kind: Reentrant, Lease: s.Defaults.Lease, WaitTime: s.Defaults.WaitTime, SyncReplicas: s.Defaults.SyncReplicas}
 	v := deref(f.val)
+	if len(extra) > 0 {
+		// Read the misplaced fields (reported already) as the lock's own.
+		switch {
+		case v.Kind == yaml.MappingNode:
+			m := *v
+			m.Content = append(append([]*yaml.Node{}, v.Content...), extra...)
+			v = &m
+		case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+			v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: v.Line, Column: v.Column, Content: extra}
+		}
+	}
 	if v.Kind != yaml.MappingNode {
 		l.broken = true
 		p.add(pos(v), path, "a lock must be a mapping of its fields, got %s (write e.g. %s: {key: \"order:${orderID}\", params: {orderID: int64}})", kindName(v), name)
@@ -189,6 +255,9 @@ func (p *parser) params(l *Lock, n *yaml.Node, path string) {
 		l.rejected[f.name] = true
 		fp := path + "." + f.name
 		switch {
+		case isKeyword(f.name):
+			p.add(pos(f.key), fp, "param name %q is a Go keyword, which cannot name a parameter (rename it, e.g. %s, in params and key)", f.name, keywordAlternative(f.name))
+			continue
 		case !isIdent(f.name):
 			p.add(pos(f.key), fp, "param name %q is not a Go identifier (write it as %s)", f.name, lowerFirst(camel(f.name)))
 			continue
@@ -214,7 +283,16 @@ func (p *parser) members(l *Lock, n *yaml.Node, path string) {
 	n = deref(n)
 	l.membersPos = pos(n)
 	if n.Kind != yaml.SequenceNode {
-		p.add(pos(n), path, "must be a list of lock names, got %s (write members: [OrderLock, InventoryLock])", kindName(n))
+		l.membersBroken = true
+		example := "[OrderLock, InventoryLock]"
+		if n.Kind == yaml.MappingNode && len(n.Content) >= 2 {
+			var names []string
+			for i := 0; i < len(n.Content); i += 2 {
+				names = append(names, deref(n.Content[i]).Value)
+			}
+			example = "[" + strings.Join(names, ", ") + "]"
+		}
+		p.add(pos(n), path, "must be a list of lock names, got %s (write members: %s)", kindName(n), example)
 		return
 	}
 	for _, m := range n.Content {

@@ -79,9 +79,11 @@ func parsePattern(text string, tags bool) ([]Segment, []patternProblem) {
 			switch {
 			case name == "":
 				probs = append(probs, patternProblem{i, "empty placeholder \"${}\" (write ${name} with a declared param)"})
-			case !isIdent(name):
+			case !isIdent(name) && !isKeyword(name):
 				probs = append(probs, patternProblem{i, "placeholder \"${" + name + "}\" is not a Go identifier (name params like orderID)"})
 			default:
+				// A keyword is a param name the params check rejects;
+				// keep it as a placeholder so only that one error shows.
 				flush()
 				segs = append(segs, Segment{Param: name, off: i})
 			}

@@ -103,6 +103,7 @@ type Lock struct {
 	quorumPos       Pos             // of the quorum value, when present
 	syncReplicasPos Pos             // of the syncReplicas key, when present
 	broken          bool            // not a mapping, or params unreadable: skip the cross-field checks
+	membersBroken   bool            // members is not a list (reported)
 	rejected        map[string]bool // params declared with an unusable name or type
 
 	// leaves are the locks a multi lock takes, set once its members are

@@ -50,7 +50,7 @@ func validateKind(l *Lock, e *errs) {
 		}
 		if l.membersPos.Line == 0 {
 			e.add(l.Pos, path+".members", "missing: a multi lock needs the locks it takes (add members: [OrderLock, InventoryLock])")
-		} else if len(l.Members) < 2 && len(l.memberPos) == len(l.Members) {
+		} else if len(l.Members) < 2 && !l.membersBroken && len(l.memberPos) == len(l.Members) {
 			e.add(l.membersPos, path+".members", "a multi lock needs at least two members (list two or more, or use the member itself)")
 		}
 		return
@@ -109,6 +109,10 @@ func validateKey(l *Lock, e *errs) {
 			}
 			used[s.Param] = true
 			if declared[s.Param] || l.rejected[s.Param] {
+				continue
+			}
+			if isKeyword(s.Param) {
+				e.add(pt.at(s.off), path+"."+field, "placeholder ${%s} is a Go keyword, which cannot name a param (rename it, e.g. ${%s}, and declare it under params)", s.Param, keywordAlternative(s.Param))
 				continue
 			}
 			fix := "declare it under params, e.g. params: {" + s.Param + ": string}"
