@@ -57,3 +57,11 @@ func distance(a, b string) int {
 	}
 	return d[len(a)][len(b)]
 }
+
+// Suggest returns the candidate closest to got, or "" when none is close
+// enough to be a plausible typo ("WaitTime" suggests "waitTime"). lockgen
+// uses it for spec fields and values; the command uses it for its own
+// commands and flags.
+func Suggest(got string, candidates []string) string {
+	return suggest(got, candidates)
+}

@@ -30,30 +30,36 @@ func (o *Output) Write() (changed bool, err error) {
 	if err := o.owned(); err != nil {
 		return false, err
 	}
-	dir := filepath.Dir(o.Path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, err
-	}
-	tmp, err := os.CreateTemp(dir, ".lockgen-*.tmp")
-	if err != nil {
-		return false, err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(o.Content); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp.Name(), o.Path); err != nil {
+	if err := replaceFile(o.Path, o.Content); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+// replaceFile writes content to path through a temporary file in the same
+// directory and a rename, so that readers never see a partial file.
+func replaceFile(path string, content []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".lockgen-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(content); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // owned returns an error unless o.Path is absent or a regular file that

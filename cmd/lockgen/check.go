@@ -10,9 +10,13 @@ import (
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs, config := newFlags("check", stderr)
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlags("check")
+	config := configFlag(fs)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
+	}
+	if !specExists(*config, stderr) {
+		return exitFail
 	}
 	out, err := lockgen.Generate(*config)
 	if err != nil {
@@ -23,9 +27,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return report(stderr, err)
 	}
+	stale := schemaStale(*config, stderr)
 	if diff != "" {
 		fmt.Fprint(stdout, diff)
 		fmt.Fprintf(stderr, "lockgen: %s is stale or missing (run go generate, or lockgen -config %s)\n", name, *config)
+		return exitFail
+	}
+	if stale {
 		return exitFail
 	}
 	return exitOK

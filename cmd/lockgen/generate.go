@@ -8,9 +8,13 @@ import (
 )
 
 func runGenerate(args []string, stdout, stderr io.Writer) int {
-	fs, config := newFlags("generate", stderr)
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlags("generate")
+	config := configFlag(fs)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
+	}
+	if !specExists(*config, stderr) {
+		return exitFail
 	}
 	out, err := lockgen.Generate(*config)
 	if err != nil {
@@ -23,5 +27,5 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	if changed {
 		fmt.Fprintln(stdout, "lockgen: wrote", relPath(out.Path))
 	}
-	return exitOK
+	return refreshSchema(*config, stdout, stderr)
 }

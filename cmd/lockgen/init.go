@@ -7,15 +7,33 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+
+	"github.com/lockgen/lockgen"
 )
 
 //go:embed starter.yaml
 var starter []byte
 
+// runInit writes the starter spec and, beside it, the JSON Schema its
+// modeline names (relative, so editors check the spec offline, against the
+// schema of the lockgen that wrote it; generate keeps it current).
 func runInit(args []string, stdout, stderr io.Writer) int {
-	fset, config := newFlags("init", stderr)
-	if code, ok := parseFlags(fset, args); !ok {
+	fset := newFlags("init")
+	config := configFlag(fset)
+	if code, ok := parseFlags(fset, args, stdout, stderr); !ok {
 		return code
+	}
+	if _, err := os.Lstat(*config); err == nil {
+		fmt.Fprintf(stderr, "lockgen: %s already exists (remove it, or pick another -config path)\n", *config)
+		return exitFail
+	}
+	schema := lockgen.LocalSchema(*config, starter)
+	if state, err := lockgen.CheckSchema(schema); err != nil {
+		return report(stderr, err)
+	} else if state == lockgen.SchemaForeign {
+		fmt.Fprintf(stderr, "lockgen: %s exists and is not lockgen's schema, which the starter's modeline names (move it away, or init in another directory)\n", schema)
+		return exitFail
 	}
 	f, err := os.OpenFile(*config, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if errors.Is(err, fs.ErrExist) {
@@ -32,6 +50,11 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if err := f.Close(); err != nil {
 		return report(stderr, err)
 	}
-	fmt.Fprintf(stdout, "lockgen: wrote %s; add //go:generate go tool lockgen next to it and run go generate\n", *config)
+	if _, err := lockgen.WriteSchema(schema); err != nil {
+		return report(stderr, err)
+	}
+	dir := filepath.Dir(*config)
+	fmt.Fprintf(stdout, "lockgen: wrote %s and %s (its JSON Schema, for editor completion and checks)\n", *config, filepath.Join(dir, filepath.Base(schema)))
+	fmt.Fprintf(stdout, "next: put //go:generate go tool lockgen in a .go file of %s and run go generate\n", dir)
 	return exitOK
 }

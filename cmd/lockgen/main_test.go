@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockgen/lockgen"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -51,6 +53,9 @@ func TestInitWritesAStarterThatGeneratesAndChecks(t *testing.T) {
 	}
 	if code, _, errOut := runCLI(t, "init", "-config", config); code != exitOK {
 		t.Fatalf("init exited %d: %s", code, errOut)
+	}
+	if schema, err := os.ReadFile(filepath.Join(dir, "locks", "locks.schema.json")); err != nil || !bytes.Equal(schema, lockgen.Schema) {
+		t.Fatalf("init did not write the schema beside the spec (%v)", err)
 	}
 	if code, _, errOut := runCLI(t, "init", "-config", config); code != exitFail || !strings.Contains(errOut, "already exists") {
 		t.Fatalf("second init exited %d (%s), want 1 and already exists", code, errOut)

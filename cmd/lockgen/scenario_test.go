@@ -20,8 +20,8 @@ var update = flag.Bool("update", false, "rewrite the stdout and stderr sections 
 // with the arguments of the archive's "args:" line (file names starting
 // with ../ land beside that directory), and its exit code,
 // stdout and stderr must be those of the "exit:" line and the "stdout" and
-// "stderr" sections ($WORK stands for the directory). "symlink: a -> b"
-// lines make links before the run. When the command fails, every file must
+// "stderr" sections ($WORK stands for the directory; "ignore: stdout"
+// skips one). "symlink: a -> b" lines make links before the run. When the command fails, every file must
 // be left byte-identical and no file added: a refused run writes nothing.
 //
 // go test -run TestScenarios -update rewrites the expected output.
@@ -45,11 +45,12 @@ type scenario struct {
 	args     []string
 	exit     int
 	symlinks [][2]string
+	ignore   map[string]bool // "stdout" or "stderr": not compared
 }
 
 func parseScenario(t *testing.T, comment []byte) scenario {
 	t.Helper()
-	var sc scenario
+	sc := scenario{ignore: map[string]bool{}}
 	for _, line := range strings.Split(string(comment), "\n") {
 		key, val, ok := strings.Cut(line, ":")
 		if !ok {
@@ -65,6 +66,8 @@ func parseScenario(t *testing.T, comment []byte) scenario {
 				t.Fatalf("exit: %v", err)
 			}
 			sc.exit = n
+		case "ignore":
+			sc.ignore[val] = true
 		case "symlink":
 			from, to, ok := strings.Cut(val, " -> ")
 			if !ok {
@@ -124,6 +127,9 @@ func runScenario(t *testing.T, file, root string) {
 		return strings.ReplaceAll(s, work, "$WORK")
 	}
 	got := map[string]string{"stdout": clean(stdout), "stderr": clean(stderr)}
+	for name := range sc.ignore {
+		delete(got, name)
+	}
 	if *update {
 		for i := range ar.Files {
 			if v, ok := got[ar.Files[i].Name]; ok {
@@ -141,6 +147,9 @@ func runScenario(t *testing.T, file, root string) {
 		}
 	} else {
 		for _, name := range []string{"stdout", "stderr"} {
+			if sc.ignore[name] {
+				continue
+			}
 			if got[name] != want[name] {
 				t.Errorf("%s:\n%s\nwant:\n%s", name, got[name], want[name])
 			}

@@ -7,8 +7,8 @@ import (
 )
 
 func runVersion(args []string, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("version", stderr)
-	if code, ok := parseFlags(fs, args); !ok {
+	fs := newFlags("version")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	fmt.Fprintln(stdout, "lockgen", version())
