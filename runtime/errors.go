@@ -50,24 +50,57 @@ type LockError struct {
 	Err  error  // the cause; a sentinel above, a context error, or a Redis error
 }
 
+// Error reads "lockgen: Name (key): op: cause". The prefix appears once
+// per chain: where the cause wraps a *LockError of the same lock (a
+// release that reports the loss found by a renewal), the inner error's
+// prefix is left out, giving "lockgen: Name (key): release: renew: lock
+// lost" rather than the name and key twice.
 func (e *LockError) Error() string {
+	prefix := e.prefix()
 	var b strings.Builder
-	b.WriteString("lockgen: ")
-	if e.Name != "" {
-		b.WriteString(e.Name)
-		b.WriteString(" (")
-		b.WriteString(e.Key)
-		b.WriteString(")")
-	} else {
-		b.WriteString(e.Key)
-	}
-	b.WriteString(": ")
+	b.WriteString(prefix)
 	b.WriteString(e.Op)
 	b.WriteString(": ")
 	if e.Err != nil {
-		b.WriteString(e.Err.Error())
+		msg := e.Err.Error()
+		if wrapsLockError(e.Err, e.Name, e.Key) {
+			msg = strings.ReplaceAll(msg, prefix, "")
+		}
+		b.WriteString(msg)
 	}
 	return b.String()
+}
+
+// prefix is "lockgen: Name (key): ", or "lockgen: key: " without a name.
+func (e *LockError) prefix() string {
+	if e.Name != "" {
+		return "lockgen: " + e.Name + " (" + e.Key + "): "
+	}
+	return "lockgen: " + e.Key + ": "
+}
+
+// wrapsLockError reports whether err is or wraps (through Unwrap, or a
+// join) a *LockError for the lock with that name and key.
+func wrapsLockError(err error, name, key string) bool {
+	for depth := 0; err != nil && depth < 100; depth++ {
+		if le, ok := err.(*LockError); ok && le.Name == name && le.Key == key {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range u.Unwrap() {
+				if wrapsLockError(inner, name, key) {
+					return true
+				}
+			}
+			return false
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 func (e *LockError) Unwrap() error { return e.Err }
