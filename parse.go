@@ -9,13 +9,15 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Field names of locks.yaml, in documentation order. They are the public
-// contract of the DSL; the JSON Schema is tested against these lists.
+// Field names of locks.yaml, in documentation order: the public contract
+// of the DSL.
+// They are read from the spec's schema (shape.go), the one place that
+// declares them.
 var (
-	topFields      = []string{"version", "package", "output", "defaults", "locks"}
-	defaultsFields = []string{"lease", "waitTime", "syncReplicas"}
-	lockFields     = []string{"doc", "kind", "key", "params", "lease", "waitTime", "syncReplicas", "fairness", "members", "atomic", "quorum", "slot"}
-	fairnessFields = []string{"queueTimeout", "writers"}
+	topFields      = specSchema.propNames()
+	defaultsFields = specSchema.prop("defaults").propNames()
+	lockFields     = def("lock").propNames()
+	fairnessFields = def("lock").prop("fairness").propNames()
 	writerOrders   = []string{writersRedisson, writersFirst}
 )
 
@@ -30,8 +32,10 @@ func Parse(filename string, src []byte) (spec *Spec, err error) {
 	if !ok {
 		return nil, p.err()
 	}
+	p.misindented(root)
 	s := p.spec(root)
 	validate(s, &p.errs)
+	p.checkShape(root)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -41,6 +45,7 @@ func Parse(filename string, src []byte) (spec *Spec, err error) {
 
 type parser struct {
 	errs
+	locksReported bool // the locks mapping held only misplaced fields, reported
 }
 
 // document parses the YAML and returns the root mapping.
@@ -269,16 +274,22 @@ func (p *parser) spec(root *yaml.Node) *Spec {
 
 func (p *parser) version(s *Spec, f field) {
 	v := deref(f.val)
-	n, err := strconv.Atoi(v.Value)
-	if v.Kind != yaml.ScalarNode || err != nil {
-		p.add(pos(v), "version", "must be a number, got %s (write version: 1)", kindName(v))
-		return
+	switch t := jsonType(v); t {
+	case "integer", "number":
+		if n, _ := jsonValue(v).(float64); n != 1 {
+			p.add(pos(v), "version", "version %s is not supported (this lockgen reads version: 1)", v.Value)
+			return
+		}
+		s.Version = 1
+	case "string":
+		fix := "write version: 1"
+		if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+			fix = "remove the quotes: version: 1"
+		}
+		p.add(pos(v), "version", "must be the number 1, got %s (%s)", describe(v), fix)
+	default:
+		p.add(pos(v), "version", "must be the number 1, got %s (write version: 1)", describe(v))
 	}
-	if n != 1 {
-		p.add(pos(v), "version", "version %d is not supported (this lockgen reads version: 1)", n)
-		return
-	}
-	s.Version = n
 }
 
 func (p *parser) pkg(s *Spec, f field) {

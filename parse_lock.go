@@ -10,11 +10,13 @@ import (
 // locks walks the locks mapping: name -> lock.
 func (p *parser) locks(s *Spec, n *yaml.Node) {
 	n = deref(n)
+	if n.Kind == yaml.MappingNode && len(n.Content) == 0 && p.locksReported {
+		return // its entries were lock fields, reported
+	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" || n.Kind == yaml.MappingNode && len(n.Content) == 0 {
 		p.add(pos(n), "locks", "no locks declared (add one, e.g. OrderLock: {key: \"order:${orderID}\", params: {orderID: int64}})")
 		return
 	}
-	n, extra := p.misindented(n)
 	for _, f := range p.fields(n, "locks", nil) {
 		path := "locks." + f.name
 		name := f.name
@@ -24,56 +26,71 @@ func (p *parser) locks(s *Spec, n *yaml.Node) {
 		case !isExported(name):
 			p.add(pos(f.key), path, "lock name %q is not exported (write it as %s)", name, camel(name))
 		}
-		l := p.lock(s, name, path, f, extra[f.key])
+		l := p.lock(s, name, path, f)
 		s.Locks = append(s.Locks, l)
 	}
 }
 
-// misindented takes out of the locks mapping n the entries that are not
-// locks but a lock's fields indented one level too shallow, where they
-// read as lock names:
+// misindented moves, in the document, the entries of the locks mapping
+// that are not locks but a lock's fields indented one level too shallow,
+// where they read as lock names:
 //
 //	OrderLock:
 //	  key: "order:${orderID}"
 //	params:              <- belongs under OrderLock
 //	  orderID: int64
 //
-// It reports each once, saying how to indent it, and returns the mapping
-// without them and, by the key node of the lock they follow, the misplaced
-// key and value nodes, so that the lock is read with them and no follow-on
-// error appears.
-func (p *parser) misindented(n *yaml.Node) (*yaml.Node, map[*yaml.Node][]*yaml.Node) {
-	extra := map[*yaml.Node][]*yaml.Node{}
-	if n.Kind != yaml.MappingNode {
-		return n, extra
+// It reports each once, saying how to indent it, and moves it under the
+// lock before it, so that the parser and the schema check read the lock
+// with it and no follow-on error appears. A field with no lock before it
+// is reported and dropped.
+func (p *parser) misindented(root *yaml.Node) {
+	var n *yaml.Node
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if deref(root.Content[i]).Value == "locks" {
+			n = deref(root.Content[i+1])
+		}
 	}
-	locks := *n
-	locks.Content = nil
-	var owner, ownerVal *yaml.Node
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	var kept []*yaml.Node
+	var owner *yaml.Node // the value node of the last lock
+	var ownerKey *yaml.Node
+	ownerCol := 0 // the column of the owner's own fields
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || !contains(lockFields, k.Value) {
-			locks.Content = append(locks.Content, n.Content[i], v)
-			owner, ownerVal = k, deref(v)
+			kept = append(kept, n.Content[i], v)
+			ownerKey = k
+			owner = deref(v)
+			ownerCol = k.Column + 2
+			if owner.Kind == yaml.MappingNode && len(owner.Content) > 0 {
+				ownerCol = owner.Content[0].Column
+			}
+			if owner.Kind == yaml.ScalarNode && owner.ShortTag() == "!!null" {
+				// OrderLock: with its fields below it, too shallow: they
+				// become its mapping.
+				*owner = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: owner.Line, Column: owner.Column}
+			}
 			continue
 		}
 		path := "locks." + k.Value
 		switch {
 		case owner == nil:
 			p.add(pos(k), path, "%q is a field of a lock, but it is written where lock names go, directly under locks: (write the lock's name first, e.g. OrderLock:, and indent its fields under it)", k.Value)
+			p.locksReported = true
 			continue
-		case ownerVal.Kind == yaml.MappingNode && ownerVal.Style&yaml.FlowStyle != 0:
-			p.add(pos(k), path, "%q is a field of a lock, but it is indented like a lock name (move it into %s's {...})", k.Value, owner.Value)
+		case owner.Kind == yaml.MappingNode && owner.Style&yaml.FlowStyle != 0:
+			p.add(pos(k), path, "%q is a field of a lock, but it is indented like a lock name (move it into %s's {...})", k.Value, ownerKey.Value)
 		default:
-			col := owner.Column + 2
-			if ownerVal.Kind == yaml.MappingNode && len(ownerVal.Content) > 0 {
-				col = ownerVal.Content[0].Column
-			}
-			p.add(pos(k), path, "%q is a field of a lock, but it is indented like a lock name (indent it %s to column %d, under %s like its other fields)", k.Value, spaces(col-k.Column), col, owner.Value)
+			p.add(pos(k), path, "%q is a field of a lock, but it is indented like a lock name (indent it %s to column %d, under %s like its other fields)", k.Value, spaces(ownerCol-k.Column), ownerCol, ownerKey.Value)
 		}
-		extra[owner] = append(extra[owner], n.Content[i], v)
+		if owner.Kind == yaml.MappingNode {
+			owner.Content = append(owner.Content, n.Content[i], v)
+		}
 	}
-	return &locks, extra
+	n.Content = kept
 }
 
 func spaces(n int) string {
@@ -84,20 +101,9 @@ func spaces(n int) string {
 }
 
 // lock reads one lock; the spec's defaults fill what it leaves out.
-func (p *parser) lock(s *Spec, name, path string, f field, extra []*yaml.Node) *Lock {
+func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 	l := &Lock{Name: name, Pos: pos(f.key), Kind: Reentrant, Lease: s.Defaults.Lease, WaitTime: s.Defaults.WaitTime, SyncReplicas: s.Defaults.SyncReplicas}
 	v := deref(f.val)
-	if len(extra) > 0 {
-		// Read the misplaced fields (reported already) as the lock's own.
-		switch {
-		case v.Kind == yaml.MappingNode:
-			m := *v
-			m.Content = append(append([]*yaml.Node{}, v.Content...), extra...)
-			v = &m
-		case v.Kind == yaml.ScalarNode && v.Tag == "!!null":
-			v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: v.Line, Column: v.Column, Content: extra}
-		}
-	}
 	if v.Kind != yaml.MappingNode {
 		l.broken = true
 		p.add(pos(v), path, "a lock must be a mapping of its fields, got %s (write e.g. %s: {key: \"order:${orderID}\", params: {orderID: int64}})", kindName(v), name)
@@ -105,8 +111,16 @@ func (p *parser) lock(s *Spec, name, path string, f field, extra []*yaml.Node) *
 	}
 	var kindPos Pos
 	kindSet := false
+	l.fieldAt = map[string]Pos{}
 	for _, lf := range p.fields(v, path, lockFields) {
 		fp := path + "." + lf.name
+		// Errors about a field's place point at its value, or at its name
+		// where the value may be a whole block.
+		l.fieldAt[lf.name] = pos(deref(lf.val))
+		switch lf.name {
+		case "atomic", "syncReplicas", "fairness":
+			l.fieldAt[lf.name] = pos(lf.key)
+		}
 		switch lf.name {
 		case "doc":
 			if d, ok := p.scalar(lf.val, fp, "one line or a | block of text"); ok {
@@ -135,7 +149,7 @@ func (p *parser) lock(s *Spec, name, path string, f field, extra []*yaml.Node) *
 				l.SyncReplicas = n
 			}
 		case "fairness":
-			l.Fairness = p.fairness(lf, fp)
+			l.Fairness = p.fairness(l, lf, fp)
 		case "members":
 			p.members(l, lf.val, fp)
 		case "atomic":
@@ -143,6 +157,8 @@ func (p *parser) lock(s *Spec, name, path string, f field, extra []*yaml.Node) *
 			l.Atomic = p.boolean(lf.val, fp, "atomic: true, or leave it out")
 		case "quorum":
 			p.quorum(l, lf.val, fp)
+		default:
+			p.add(pos(lf.key), fp, "lockgen does not read this field yet (report this: the schema knows it, the parser does not)")
 		}
 	}
 	if !kindSet {
@@ -159,10 +175,11 @@ func (p *parser) lock(s *Spec, name, path string, f field, extra []*yaml.Node) *
 
 // fairness reads queueTimeout (fair) and writers (readwrite); which kind
 // may have which is checked by validation.
-func (p *parser) fairness(f field, path string) *Fairness {
+func (p *parser) fairness(l *Lock, f field, path string) *Fairness {
 	fz := &Fairness{QueueTimeout: DefaultQueueTimeout, pos: pos(f.key)}
 	for _, ff := range p.fields(f.val, path, fairnessFields) {
 		fp := path + "." + ff.name
+		l.fieldAt["fairness."+ff.name] = pos(ff.key)
 		switch ff.name {
 		case "queueTimeout":
 			fz.queueTimeoutPos = pos(ff.key)
@@ -179,6 +196,8 @@ func (p *parser) fairness(f field, path string) *Fairness {
 			case v != writersRedisson:
 				p.add(pos(deref(ff.val)), fp, "%q is not a writer order (%s)", v, didYouMean(v, writerOrders))
 			}
+		default:
+			p.add(pos(ff.key), fp, "lockgen does not read this field yet (report this: the schema knows it, the parser does not)")
 		}
 	}
 	return fz

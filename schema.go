@@ -1,12 +1,6 @@
 package lockgen
 
-import _ "embed"
-
-// Schema is the JSON Schema of locks.yaml, for editor completion:
+// locks.schema.json at the repository's root is Schema, for editors that
+// load it by URL; TestCommittedSchemaIsCurrent keeps it equal.
 //
-//	# yaml-language-server: $schema=https://raw.githubusercontent.com/lockgen/lockgen/main/locks.schema.json
-//
-// It is kept in sync with the parser's fields by a test.
-//
-//go:embed locks.schema.json
-var Schema []byte
+//go:generate go run ./cmd/lockgen schema -o locks.schema.json

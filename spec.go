@@ -104,6 +104,7 @@ type Lock struct {
 	syncReplicasPos Pos             // of the syncReplicas key, when present
 	broken          bool            // not a mapping, or params unreadable: skip the cross-field checks
 	membersBroken   bool            // members is not a list (reported)
+	fieldAt         map[string]Pos  // the fields written, by name (fairness.writers): where errors about them point
 	rejected        map[string]bool // params declared with an unusable name or type
 
 	// leaves are the locks a multi lock takes, set once its members are

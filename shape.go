@@ -1,0 +1,509 @@
+package lockgen
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/token"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// The shape of locks.yaml is written once, here, as a JSON Schema in Go.
+// locks.schema.json (Schema) is this tree marshalled, and Parse checks every
+// spec against the same tree (shapecheck.go) besides its own checks, so a
+// spec the schema rejects can never pass lockgen. The rules that need more
+// than the shape of one file (placeholders against params, members against
+// locks, Go types) are the parser's alone; TestSchemaAndParserAgree lists
+// them. The field lists the parser walks are read from the tree.
+
+// schema is one JSON Schema (2020-12) node. Only the keywords lockgen
+// needs exist; want is not part of the schema: it is how messages describe
+// a valid value.
+type schema struct {
+	ref           string
+	desc          string
+	types         []string
+	hasConst      bool
+	constant      any
+	enum          []any
+	pattern       string
+	minLength     *int
+	minimum       *int
+	minItems      *int
+	uniqueItems   bool
+	items         *schema
+	minProperties *int
+	propertyNames *schema
+	required      []string
+	props         []prop
+	closed        bool    // additionalProperties: false
+	additional    *schema // additionalProperties: a schema
+	anyOf, allOf  []*schema
+	ifS, thenS    *schema
+	elseS         *schema
+	not           *schema
+	never         bool // the schema false: nothing is valid
+	examples      []any
+
+	want string // e.g. "a duration such as 10s": for messages, not marshalled
+}
+
+type prop struct {
+	name string
+	s    *schema
+}
+
+func intp(n int) *int { return &n }
+
+// prop returns the schema of property name, or nil.
+func (s *schema) prop(name string) *schema {
+	for _, p := range s.props {
+		if p.name == name {
+			return p.s
+		}
+	}
+	return nil
+}
+
+// propNames lists the properties in documentation order.
+func (s *schema) propNames() []string {
+	names := make([]string, len(s.props))
+	for i, p := range s.props {
+		names[i] = p.name
+	}
+	return names
+}
+
+// The JSON Schema's identity. A file with this $id is lockgen's schema, so
+// lockgen may replace it with its own version.
+const (
+	schemaDialect = "https://json-schema.org/draft/2020-12/schema"
+	schemaTitle   = "lockgen locks.yaml"
+)
+
+// durationPattern is what the schema accepts as a duration: a Go duration
+// without a sign (time.ParseDuration accepts a subset of these too, and
+// the parser uses it after this check).
+const durationPattern = `^([0-9]+(\.[0-9]*)?(ns|us|µs|μs|ms|s|m|h))+$`
+
+// Identifier patterns, as Go defines them: a letter or _, then letters,
+// digits and _; exported when the first is an upper-case letter.
+const (
+	identPattern    = `^[\p{L}_][\p{L}\p{Nd}_]*$`
+	exportedPattern = `^\p{Lu}[\p{L}\p{Nd}_]*$`
+)
+
+// paramTypePattern accepts the Go basic types that can be key params, and
+// import/path.Type user types.
+func paramTypePattern() string {
+	names := append([]string{}, basicNames...)
+	sort.Strings(names)
+	return `^(` + strings.Join(names, "|") + `|[^\s.][^\s]*\.\p{Lu}[\p{L}\p{Nd}_]*)$`
+}
+
+// goKeywords are Go's keywords, which look like identifiers but name nothing.
+func goKeywords() []any {
+	var out []any
+	for t := token.BREAK; t <= token.VAR; t++ {
+		if t.IsKeyword() {
+			out = append(out, t.String())
+		}
+	}
+	return out
+}
+
+func strs(list ...string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
+
+// specSchema is the spec's shape; defs holds the named sub-schemas.
+var specSchema, schemaDefs = buildSchema()
+
+func buildSchema() (*schema, []prop) {
+	str := []string{"string"}
+	duration := &schema{
+		desc:    "A Go duration such as 500ms, 10s or 1m30s.",
+		types:   str,
+		pattern: durationPattern,
+		want:    "a duration such as 10s, 1m or 1m30s",
+	}
+	lease := &schema{
+		desc: "watchdog: renewed while held, every third of the client's Options.WatchdogTimeout (30s by default), so a crashed holder's lock expires after that timeout; " +
+			"or a fixed duration of at least 10ms after which the key expires and is never renewed (the holder's ctx ends just before). Default: watchdog.",
+		anyOf: []*schema{{hasConst: true, constant: "watchdog"}, {ref: "#/$defs/duration"}},
+		want:  "watchdog, or a duration such as 30s",
+	}
+	wait := &schema{
+		desc:  "How long With<Name> waits for the lock: a duration, 0 to try once, or forever to wait until the ctx is done. Default: 5s.",
+		anyOf: []*schema{{hasConst: true, constant: "forever"}, {hasConst: true, constant: 0}, {hasConst: true, constant: "0"}, {ref: "#/$defs/duration"}},
+		want:  "forever, 0 or a duration such as 5s",
+	}
+	replicas := &schema{
+		desc: "How many replicas must acknowledge each acquisition (Redis WAIT, up to the client's Options.ReplicaTimeout, 1s by default); with fewer it is undone and fails with runtime.ErrNotReplicated. " +
+			"0 waits for none. Needs the client to be a *redis.Client or *redis.ClusterClient.",
+		types:   []string{"integer"},
+		minimum: intp(0),
+		want:    "a number of replicas such as 1",
+	}
+	pattern := &schema{
+		desc:      "Literal text with ${param} placeholders.",
+		types:     str,
+		minLength: intp(1),
+		want:      `a pattern such as "order:${orderID}"`,
+	}
+	reservedAndKeywords := append(strs(reservedParams...), goKeywords()...)
+	lock := &schema{
+		desc:   "One lock. Its name is an exported Go identifier and names the generated methods <Name> (the handle) and With<Name> (With<Name>Read and With<Name>Write for readwrite).",
+		types:  []string{"object"},
+		closed: true,
+		props: []prop{
+			{"doc", &schema{desc: "Why the lock exists: copied into the generated doc comments.", types: str, want: "one line, or a | block of text"}},
+			{"kind", &schema{
+				desc: "reentrant (default): one owner at a time, who may re-enter. fair: granted in arrival order. readwrite: many readers or one writer. " +
+					"multi: its members, all or nothing. red: RedLock over the client's Options.RedLockNodes.",
+				enum: strs(kindNames()...),
+				want: "one of " + strings.Join(kindNames(), ", "),
+			}},
+			{"key", &schema{
+				desc: "The Redis key pattern, e.g. order:${orderID}. Every ${param} is declared under params and every param is used; two placeholders may not touch (${a}${b} could collide). " +
+					"Literal {...} is a Redis hash tag: balanced, not nested. String values are escaped (% { } as %25 %7B %7D), so no value can move a key to another cluster slot.",
+				ref: "#/$defs/pattern",
+			}},
+			{"params", &schema{
+				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune. " +
+					"User types: import/path.Type, with a string, integer or bool underlying type, or a String() string or MarshalText() ([]byte, error) method. " +
+					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + ") and Go keywords are refused.",
+				types: []string{"object", "null"},
+				want:  "a mapping of name: Go type, such as {orderID: int64}",
+				propertyNames: &schema{
+					pattern: identPattern,
+					not:     &schema{enum: reservedAndKeywords},
+					want:    "a Go identifier such as orderID, not a keyword nor a name the generated code uses",
+				},
+				additional: &schema{types: str, pattern: paramTypePattern(), want: "a Go basic type such as int64 or string, or import/path.Type"},
+			}},
+			{"lease", &schema{ref: "#/$defs/lease"}},
+			{"waitTime", &schema{ref: "#/$defs/waitTime"}},
+			{"syncReplicas", &schema{
+				desc: "reentrant, fair and readwrite locks: replicas that must acknowledge each acquisition; overrides defaults.syncReplicas. " +
+					"Not for multi locks (each member waits with its own) nor red locks (each RedLock node is an independent master: the quorum is what survives a crash).",
+				ref: "#/$defs/syncReplicas",
+			}},
+			{"fairness", &schema{
+				desc:   "fair and readwrite locks only: queueTimeout for fair, writers for readwrite.",
+				types:  []string{"object"},
+				closed: true,
+				props: []prop{
+					{"queueTimeout", &schema{
+						desc: "fair locks only: how long a queued waiter may go silent before the others skip it. A live waiter refreshes its place every queueTimeout/3, " +
+							"so it keeps it however long the holders ahead take; a waiter whose process died is skipped queueTimeout after its last refresh. Default: 5m.",
+						ref: "#/$defs/duration",
+					}},
+					{"writers", &schema{
+						desc: "readwrite locks only. redisson (default): readers join a read-held lock whenever they come, as in Redisson, so a steady stream of readers can starve a writer. " +
+							"first: a waiting writer holds back new readers, so it waits about one reader hold time.",
+						enum: strs(writerOrders...),
+						want: "first, or redisson (the default)",
+					}},
+				},
+			}},
+			{"members", &schema{
+				desc: "multi locks only: the locks taken together, all or nothing, with the multi lock's lease and waitTime. The params are the union of the members', in member order. " +
+					"A readwrite member is taken on its write side, a multi member gives its own members; red locks cannot be members.",
+				types:       []string{"array"},
+				minItems:    intp(2),
+				uniqueItems: true,
+				items:       &schema{types: str, pattern: exportedPattern, want: "a lock name such as OrderLock"},
+				want:        "a list of lock names such as [OrderLock, InventoryLock]",
+			}},
+			{"atomic", &schema{
+				desc: "multi locks only: true takes every member with one script call (one round trip). lockgen proves it: every member is reentrant and all their keys hash to one cluster slot " +
+					"(the same slot pattern or hash tag). Otherwise (default false) the members are taken in key order, with rollback.",
+				types: []string{"boolean"},
+				want:  "true or false",
+			}},
+			{"quorum", &schema{
+				desc:  "red locks only: how many of the client's Options.RedLockNodes must grant the lock: majority (default) or a number of nodes >= 1.",
+				anyOf: []*schema{{hasConst: true, constant: "majority"}, {types: []string{"integer"}, minimum: intp(1)}},
+				want:  "majority, or a number of nodes such as 3",
+			}},
+			{"slot", &schema{
+				desc: "A hash-tag pattern such as ${tenant}: the first occurrence of its text in the key is wrapped in braces (report:${tenant}:${month} -> report:{<tenant>}:<month>), " +
+					"or {<slot>}: is put in front; locks with equal slot values share a cluster slot. Not with a literal hash tag in the key.",
+				ref:  "#/$defs/pattern",
+				want: `a pattern such as "${tenant}"`,
+			}},
+		},
+	}
+	lock.allOf = kindConditions()
+	root := &schema{
+		desc:     "Distributed locks on Redis, declared once; lockgen generates type-safe Go helpers for them. Reference: https://github.com/lockgen/lockgen/blob/main/docs/spec.md",
+		types:    []string{"object"},
+		closed:   true,
+		required: []string{"version", "package", "locks"},
+		props: []prop{
+			{"version", &schema{desc: "The version of the spec format: 1.", hasConst: true, constant: 1, want: "the number 1 (version: 1)"}},
+			{"package", &schema{
+				desc:    "The Go package name of the generated file. It must match the other Go files in the output directory.",
+				types:   str,
+				pattern: identPattern,
+				not:     &schema{enum: goKeywords()},
+				want:    "a Go package name such as locks",
+			}},
+			{"output", &schema{
+				desc: "The generated Go file, relative to this spec; default locks_gen.go. It stays inside the spec's module, and lockgen only ever replaces a file it generated " +
+					"(one that starts with // Code generated by lockgen. DO NOT EDIT.).",
+				types:   str,
+				pattern: `^[^/\\:\x00][^\\:\x00]*\.go$`,
+				not:     &schema{pattern: `_test\.go$`},
+				want:    "a relative path to a .go file such as locks_gen.go",
+			}},
+			{"defaults", &schema{
+				desc:   "Values for every lock that does not set the field itself.",
+				types:  []string{"object"},
+				closed: true,
+				props: []prop{
+					{"lease", &schema{ref: "#/$defs/lease"}},
+					{"waitTime", &schema{ref: "#/$defs/waitTime"}},
+					{"syncReplicas", &schema{
+						desc: "Replicas that must acknowledge each acquisition of every reentrant, fair and readwrite lock that does not set its own. Default: 0.",
+						ref:  "#/$defs/syncReplicas",
+					}},
+				},
+			}},
+			{"locks", &schema{
+				desc:          "The locks, by exported Go name.",
+				types:         []string{"object"},
+				minProperties: intp(1),
+				propertyNames: &schema{pattern: exportedPattern, want: "an exported Go name such as OrderLock"},
+				additional:    &schema{ref: "#/$defs/lock"},
+			}},
+		},
+	}
+	defs := []prop{
+		{"duration", duration},
+		{"lease", lease},
+		{"waitTime", wait},
+		{"syncReplicas", replicas},
+		{"pattern", pattern},
+		{"lock", lock},
+	}
+	return root, defs
+}
+
+func kindNames() []string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return names
+}
+
+// def returns the named definition.
+func def(name string) *schema {
+	for _, d := range schemaDefs {
+		if d.name == name {
+			return d.s
+		}
+	}
+	return nil
+}
+
+// resolve follows s's $ref.
+func (s *schema) resolve() *schema {
+	for i := 0; s.ref != "" && i < 10; i++ {
+		d := def(strings.TrimPrefix(s.ref, "#/$defs/"))
+		if d == nil {
+			break
+		}
+		s = d
+	}
+	return s
+}
+
+// Schema is the JSON Schema of locks.yaml, for editor completion and
+// checks (see lockgen init, lockgen schema -o). It is generated from the
+// shape Parse checks, so a spec it rejects never passes lockgen; the file
+// locks.schema.json at the repository's root is this, kept equal by a test.
+var Schema = marshalSchema()
+
+func marshalSchema() []byte {
+	var b bytes.Buffer
+	writeSchema(&b, specSchema, true)
+	var out bytes.Buffer
+	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
+		panic("lockgen: the schema does not marshal: " + err.Error())
+	}
+	out.WriteByte('\n')
+	return compactArrays(out.Bytes())
+}
+
+// scalarArray matches an indented JSON array of strings, numbers and
+// booleans, one per line.
+var scalarArray = regexp.MustCompile(`\[\n(?:[ ]+(?:"(?:[^"\\\n]|\\.)*"|-?[0-9.]+|true|false|null),?\n)+[ ]*\]`)
+
+// compactArrays puts each array of scalars on one line, as a person would
+// write it.
+func compactArrays(src []byte) []byte {
+	return scalarArray.ReplaceAllFunc(src, func(m []byte) []byte {
+		lines := strings.Split(string(m[2:len(m)-1]), "\n")
+		var items []string
+		for _, l := range lines {
+			if l = strings.TrimSpace(l); l != "" {
+				items = append(items, strings.TrimSuffix(l, ","))
+			}
+		}
+		return []byte("[" + strings.Join(items, ", ") + "]")
+	})
+}
+
+// writeSchema writes s as JSON with its keywords in a fixed, readable order.
+func writeSchema(b *bytes.Buffer, s *schema, root bool) {
+	if s.never {
+		b.WriteString("false")
+		return
+	}
+	n := 0
+	key := func(k string) {
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		n++
+		lit(b, k)
+		b.WriteByte(':')
+	}
+	val := func(k string, v any) {
+		key(k)
+		lit(b, v)
+	}
+	sub := func(k string, s *schema) {
+		key(k)
+		writeSchema(b, s, false)
+	}
+	subs := func(k string, list []*schema) {
+		key(k)
+		b.WriteByte('[')
+		for i, s := range list {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeSchema(b, s, false)
+		}
+		b.WriteByte(']')
+	}
+	props := func(k string, list []prop) {
+		key(k)
+		b.WriteByte('{')
+		for i, p := range list {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			lit(b, p.name)
+			b.WriteByte(':')
+			writeSchema(b, p.s, false)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('{')
+	if root {
+		val("$schema", schemaDialect)
+		val("$id", schemaID)
+		val("title", schemaTitle)
+	}
+	if s.ref != "" {
+		val("$ref", s.ref)
+	}
+	if s.desc != "" {
+		val("description", s.desc)
+	}
+	switch len(s.types) {
+	case 0:
+	case 1:
+		val("type", s.types[0])
+	default:
+		val("type", s.types)
+	}
+	if s.hasConst {
+		val("const", s.constant)
+	}
+	if s.enum != nil {
+		val("enum", s.enum)
+	}
+	if s.pattern != "" {
+		val("pattern", s.pattern)
+	}
+	if s.minLength != nil {
+		val("minLength", *s.minLength)
+	}
+	if s.minimum != nil {
+		val("minimum", *s.minimum)
+	}
+	if s.minItems != nil {
+		val("minItems", *s.minItems)
+	}
+	if s.uniqueItems {
+		val("uniqueItems", true)
+	}
+	if s.items != nil {
+		sub("items", s.items)
+	}
+	if s.minProperties != nil {
+		val("minProperties", *s.minProperties)
+	}
+	if s.propertyNames != nil {
+		sub("propertyNames", s.propertyNames)
+	}
+	if s.required != nil {
+		val("required", s.required)
+	}
+	if s.props != nil {
+		props("properties", s.props)
+	}
+	if s.closed {
+		val("additionalProperties", false)
+	}
+	if s.additional != nil {
+		sub("additionalProperties", s.additional)
+	}
+	if s.anyOf != nil {
+		subs("anyOf", s.anyOf)
+	}
+	if s.allOf != nil {
+		subs("allOf", s.allOf)
+	}
+	if s.ifS != nil {
+		sub("if", s.ifS)
+	}
+	if s.thenS != nil {
+		sub("then", s.thenS)
+	}
+	if s.elseS != nil {
+		sub("else", s.elseS)
+	}
+	if s.not != nil {
+		sub("not", s.not)
+	}
+	if s.examples != nil {
+		val("examples", s.examples)
+	}
+	if root {
+		props("$defs", schemaDefs)
+	}
+	b.WriteByte('}')
+}
+
+// lit writes v as JSON without escaping <, > and & (the descriptions
+// mention <Name>).
+func lit(b *bytes.Buffer, v any) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("lockgen: schema value: " + err.Error())
+	}
+	b.Truncate(b.Len() - 1) // Encode's newline
+}
