@@ -123,41 +123,70 @@ func recvName(x ast.Expr) string {
 	}
 }
 
-// checkCollisions reports every name the generated file src declares that
-// another file of the output package (in dir, except the output file
-// itself) declares too: the build of the package would fail on it after
-// generation. Each error points at the part of the spec that produces the
-// name and names the other declaration's place.
-func checkCollisions(s *Spec, dir, outFile string, src []byte, e *errs) {
-	fset := token.NewFileSet()
-	gf, err := goparser.ParseFile(fset, outFile, src, goparser.SkipObjectResolution)
-	if err != nil {
-		return // the templates produced invalid Go; Emit reports that
-	}
-	genPkg, genImports, genMembers := fileDecls(fset, gf, outFile, true)
+// pkgFile is a file of the output package other than the output file.
+type pkgFile struct {
+	path string
+	ast  *ast.File
+	gen  bool // starts with lockgen's header
+}
 
+// packageFiles parses the Go files of package pkg in dir, except outFile,
+// files of other packages (an external test package) and files excluded
+// by //go:build ignore. Files of any other build constraint count: they
+// are part of the package on some platform.
+func packageFiles(fset *token.FileSet, dir, outFile, pkg string) []pkgFile {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return // the directory does not exist yet: nothing to collide with
+		return nil // the directory does not exist yet
 	}
-	otherPkg := map[string][]decl{}
-	otherImports := map[string][]decl{}
-	otherMembers := map[string][]decl{} // by recv + "." + name
+	var out []pkgFile
 	for _, ent := range entries {
 		name := ent.Name()
 		file := filepath.Join(dir, name)
 		if ent.IsDir() || !strings.HasSuffix(name, ".go") || file == outFile || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
 			continue
 		}
-		fsrc, err := os.ReadFile(file)
+		src, err := os.ReadFile(file)
 		if err != nil {
 			continue
 		}
-		f, _ := goparser.ParseFile(fset, file, fsrc, goparser.SkipObjectResolution|goparser.ParseComments)
-		if f == nil || f.Name == nil || f.Name.Name != s.Package || ignored(f) {
+		f, _ := goparser.ParseFile(fset, file, src, goparser.SkipObjectResolution|goparser.ParseComments)
+		if f == nil || f.Name == nil || f.Name.Name != pkg || ignored(f) {
 			continue
 		}
-		pkg, imports, members := fileDecls(fset, f, file, isGenerated(fsrc))
+		out = append(out, pkgFile{path: file, ast: f, gen: isGenerated(src)})
+	}
+	return out
+}
+
+// hasPackageDoc reports whether a non-test file among files has a package
+// doc comment, which go doc shows before the generated one.
+func hasPackageDoc(files []pkgFile) bool {
+	for _, f := range files {
+		if f.ast.Doc != nil && !strings.HasSuffix(f.path, "_test.go") {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCollisions reports every name the generated file src declares that
+// another file of the output package declares too: the build of the
+// package would fail on it after generation. Each error points at the part
+// of the spec that produces the name and names the other declaration's
+// place.
+func checkCollisions(s *Spec, fset *token.FileSet, files []pkgFile, outFile string, src []byte, e *errs) {
+	gf, err := goparser.ParseFile(fset, outFile, src, goparser.SkipObjectResolution)
+	if err != nil {
+		return // the templates produced invalid Go; Emit reports that
+	}
+	genPkg, genImports, genMembers := fileDecls(fset, gf, outFile, true)
+
+	otherPkg := map[string][]decl{}
+	otherImports := map[string][]decl{}
+	otherMembers := map[string][]decl{} // by recv + "." + name
+	for _, f := range files {
+		pkg, imports, members := fileDecls(fset, f.ast, f.path, f.gen)
 		for _, d := range pkg {
 			otherPkg[d.name] = append(otherPkg[d.name], d)
 		}

@@ -2,6 +2,7 @@ package lockgen
 
 import (
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 
@@ -46,11 +47,14 @@ func Render(s *Spec) (*Output, error) {
 	if err := e.err(); err != nil {
 		return nil, err
 	}
+	fset := token.NewFileSet()
+	others := packageFiles(fset, t.dir, t.file, s.Package)
 	f := templates.File{
-		Path:    t.path,
-		Package: s.Package,
-		Source:  filepath.Base(s.File),
-		Imports: map[string]string{},
+		Path:         t.path,
+		Package:      s.Package,
+		Source:       specFromOutput(s, t),
+		Imports:      map[string]string{},
+		DocElsewhere: hasPackageDoc(others),
 	}
 	for _, l := range s.Locks {
 		f.Locks = append(f.Locks, lockModel(l))
@@ -64,12 +68,26 @@ func Render(s *Spec) (*Output, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", s.File, err)
 	}
-	checkCollisions(s, t.dir, t.file, src, &e)
+	checkCollisions(s, fset, others, t.file, src, &e)
 	if err := e.err(); err != nil {
 		return nil, err
 	}
 	at, path := s.outputAt()
 	return &Output{Path: t.file, Content: src, guard: &Error{File: s.File, Pos: at, Path: path, Msg: s.relToSpec(t.file)}}, nil
+}
+
+// specFromOutput is the spec's path relative to the generated file's
+// directory, with / separators: how the generated docs name it.
+func specFromOutput(s *Spec, t target) string {
+	abs, err := filepath.Abs(s.File)
+	if err != nil {
+		return filepath.Base(s.File)
+	}
+	rel, err := filepath.Rel(t.dir, abs)
+	if err != nil {
+		return filepath.Base(s.File)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // lockModel converts a validated lock to the templates' model.

@@ -28,6 +28,7 @@ var emitters = map[string]func(*Lock) jen.Code{
 func Emit(f File) ([]byte, error) {
 	out := jen.NewFilePathName(f.Path, f.Package)
 	out.HeaderComment(Header)
+	out.PackageComment(packageDoc(f))
 	out.ImportName(runtimePkg, "runtime")
 	for path, name := range f.Imports {
 		out.ImportName(path, name)

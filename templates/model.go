@@ -6,9 +6,13 @@ import "time"
 type File struct {
 	Path    string            // import path of the generated package
 	Package string            // package name of the generated package
-	Source  string            // name of the spec file, e.g. "locks.yaml", quoted in docs
+	Source  string            // the spec's path from the generated file's directory, e.g. "locks.yaml" or "../locks.yaml", quoted in docs
 	Imports map[string]string // import path -> package name, for user param types
 	Locks   []Lock            // in declaration order
+
+	// DocElsewhere: another file of the package has the package doc, so
+	// the generated one continues it rather than starting "Package x".
+	DocElsewhere bool
 }
 
 // Lock is one lock to emit.
