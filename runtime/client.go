@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,14 +91,7 @@ type Client struct {
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
 
-	mu    sync.Mutex
-	holds map[holdID]*hold
-	turns map[holdID]turn // calls in flight, one per owner and lock (see turn)
-	// unknown lists the holds whose last call had no known outcome: the
-	// next call re-reads the count first (see reconcile).
-	unknown  map[holdID]struct{}
-	unknownN atomic.Int32 // len(unknown), read without the lock
-	closed   bool
+	reg registry // holds, turns and unknown outcomes, sharded by key
 
 	closeCh      chan struct{}
 	hub          *hub
@@ -150,11 +142,9 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		publish:   "publish",
 		markerTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
 		log:       o.Logger.With("component", "lockgen"),
-		holds:     make(map[holdID]*hold),
-		turns:     make(map[holdID]turn),
-		unknown:   make(map[holdID]struct{}),
 		closeCh:   make(chan struct{}),
 	}
+	c.reg.init()
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
 	c.sharded = c.choosePubSub(o.PubSub)
@@ -198,18 +188,16 @@ func (c *Client) ID() string { return c.id }
 // Unlock (which still works after Close) or their lease runs out. Close
 // does not close the Redis client, which belongs to the caller.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.reg.closed.CompareAndSwap(false, true) {
 		return nil
 	}
-	c.closed = true
 	close(c.closeCh)
-	for _, h := range c.holds {
+	// A hold added meanwhile is either seen here or refused by addHold,
+	// which checks closed under its shard's mutex.
+	c.reg.each(func(h *hold) {
 		h.stopLocked()
 		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
-	}
-	c.mu.Unlock()
+	})
 	c.wd.wait()
 	c.clock.wait()
 	if c.closeRenewal != nil {

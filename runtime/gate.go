@@ -21,36 +21,38 @@ type turn struct {
 // field on key before the call and the PEXPIRE an acquisition with lease
 // applies (see holdState). A ctx done while waiting ends the wait.
 func (c *Client) enter(ctx context.Context, id holdID, lease time.Duration) (int, time.Duration, error) {
-	c.mu.Lock()
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
 	for {
-		t, busy := c.turns[id]
+		t, busy := sh.turns[id]
 		if !busy {
 			break
 		}
 		if t.next == nil {
 			t.next = make(chan struct{})
-			c.turns[id] = t
+			sh.turns[id] = t
 		}
-		c.mu.Unlock()
+		sh.mu.Unlock()
 		select {
 		case <-t.next:
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
 		}
-		c.mu.Lock()
+		sh.mu.Lock()
 	}
-	c.turns[id] = turn{}
-	count, px := c.holdStateLocked(id, lease)
-	c.mu.Unlock()
+	sh.turns[id] = turn{}
+	count, px := holdStateLocked(sh, id, lease, c.opts.WatchdogTimeout)
+	sh.mu.Unlock()
 	return count, px, nil
 }
 
 // exit ends the call enter started and lets the next one in.
 func (c *Client) exit(id holdID) {
-	c.mu.Lock()
-	t := c.turns[id]
-	delete(c.turns, id)
-	c.mu.Unlock()
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
+	t := sh.turns[id]
+	delete(sh.turns, id)
+	sh.mu.Unlock()
 	if t.next != nil {
 		close(t.next)
 	}

@@ -11,9 +11,10 @@ import (
 // each re-entry) adds one to count, as HINCRBY does in Redis. The hold is
 // renewed by the watchdog while any acquisition uses the watchdog lease.
 //
-// All fields are guarded by Client.mu.
+// All fields are guarded by the mutex of sh, the shard of its key.
 type hold struct {
 	c     *Client
+	sh    *shard
 	name  string // logical name
 	key   string // lock key
 	owner string // owner token
@@ -54,7 +55,7 @@ type acquisition struct {
 	cancel   context.CancelCauseFunc
 	stop     context.CancelFunc // stops the fixed-lease deadline; nil for watchdog
 	watchdog bool               // has the watchdog lease
-	released bool               // guarded by Client.mu
+	released bool               // guarded by h.sh.mu
 }
 
 func (a *acquisition) end(cause error) {
@@ -112,17 +113,18 @@ func (c *Client) acquisitionOf(hc *holdContext, key, field string) *acquisition 
 // counts on (its lease end, and the watchdog's lease while it renews), so
 // a nested acquisition with a short lease cannot cut the outer one's.
 func (c *Client) holdState(key, field string, lease time.Duration) (int, time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.holdStateLocked(holdID{key, field}, lease)
+	sh := c.reg.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return holdStateLocked(sh, holdID{key, field}, lease, c.opts.WatchdogTimeout)
 }
 
-// holdStateLocked is holdState with c.mu held.
-func (c *Client) holdStateLocked(id holdID, lease time.Duration) (int, time.Duration) {
+// holdStateLocked is holdState with the shard of id's key locked.
+func holdStateLocked(sh *shard, id holdID, lease, watchdog time.Duration) (int, time.Duration) {
 	if lease == Watchdog {
-		lease = c.opts.WatchdogTimeout
+		lease = watchdog
 	}
-	h := c.holds[id]
+	h := sh.holds[id]
 	if h == nil {
 		return 0, lease
 	}
@@ -131,7 +133,7 @@ func (c *Client) holdStateLocked(id holdID, lease time.Duration) (int, time.Dura
 
 // leaseToKeep is the PEXPIRE a request for h applies when it brings lease
 // of its own: the longest of that, what the hold counts on already, and
-// the watchdog's lease while it renews h. c.mu is held.
+// the watchdog's lease while it renews h. h.sh.mu is held.
 func (h *hold) leaseToKeep(lease time.Duration) time.Duration {
 	px := max(lease, h.leaseLeft(), minLease)
 	if h.watchdog {
@@ -141,24 +143,40 @@ func (h *hold) leaseToKeep(lease time.Duration) time.Duration {
 }
 
 // addHold records a successful acquisition of key by owner (sent at start
-// with the given lease) and returns the ctx for the caller.
+// with the given lease) and returns the ctx for the caller. The contexts
+// are made before the shard is locked: nothing is allocated under it.
 func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease time.Duration, start time.Time) (context.Context, error) {
 	name, key, owner, field := m.opts.Name, m.key, args.ownerID(), args.fieldID()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, ErrClosed
+	hc := &holdContext{parent: c.holdOf(parent)}
+	acq := &hc.own
+	hc.acq = acq
+	*acq = acquisition{parent: parent, start: start, watchdog: lease == Watchdog}
+	cctx, cancel := context.WithCancelCause(parent)
+	acq.cancel = cancel
+	hc.Context = cctx
+	if lease != Watchdog {
+		cause := &LockError{Op: "lease", Name: name, Key: key,
+			Err: fmt.Errorf("%w: fixed lease of %v ran out", ErrLockLost, lease)}
+		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-drift(lease)), cause)
 	}
 	id := holdID{key, field}
-	h := c.holds[id]
+	sh := c.reg.shard(key)
+	sh.mu.Lock()
+	if c.reg.closed.Load() {
+		sh.mu.Unlock()
+		acq.end(ErrClosed)
+		return nil, ErrClosed
+	}
+	h := sh.holds[id]
 	if h == nil {
-		h = &hold{c: c, name: name, key: key, owner: owner, field: field, args: args, k: m.k}
+		h = &hold{c: c, sh: sh, name: name, key: key, owner: owner, field: field, args: args, k: m.k}
 		h.acqs = h.inline[:0]
 		if c.cluster {
 			h.slot = keySlot(key)
 		}
-		c.holds[id] = h
+		sh.holds[id] = h
 	}
+	acq.h = h
 	h.count++
 	effective := lease
 	if lease == Watchdog {
@@ -170,22 +188,8 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 		}
 	}
 	h.confirmLocked(start, effective)
-
-	hc := &holdContext{parent: c.holdOf(parent)}
-	acq := &hc.own
-	hc.acq = acq
-	*acq = acquisition{h: h, parent: parent, start: start, watchdog: lease == Watchdog}
-	cctx, cancel := context.WithCancelCause(parent)
-	acq.cancel = cancel
-	var ctx context.Context = cctx
-	if lease != Watchdog {
-		cause := &LockError{Op: "lease", Name: name, Key: key,
-			Err: fmt.Errorf("%w: fixed lease of %v ran out", ErrLockLost, lease)}
-		ctx, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-drift(lease)), cause)
-	}
-	hc.Context = ctx
 	h.acqs = append(h.acqs, acq)
-	c.mu.Unlock()
+	sh.mu.Unlock()
 	return hc, nil
 }
 
@@ -194,8 +198,9 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 // Redis), the lease to re-apply otherwise, the hold count before, and the
 // loss if the hold was lost.
 func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Duration, count int, lost error, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	sh := acq.h.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if acq.released {
 		return false, 0, 0, nil, false
 	}
@@ -221,7 +226,7 @@ func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Durati
 	if h.count <= 0 {
 		h.gone = true
 		h.stopLocked()
-		delete(c.holds, holdID{h.key, h.field})
+		delete(sh.holds, holdID{h.key, h.field})
 		return true, 0, count, nil, true
 	}
 	// The holds left keep what they count on: a partial release never
@@ -230,7 +235,7 @@ func (c *Client) dropAcquisition(acq *acquisition) (last bool, lease time.Durati
 }
 
 // loseLocked ends h: it is removed from the registry (so the watchdog
-// forgets it) and every ctx of it is cancelled with cause. c.mu is held.
+// forgets it) and every ctx of it is cancelled with cause. h.sh.mu is held.
 func (c *Client) loseLocked(h *hold, cause error) {
 	if h.gone {
 		return
@@ -238,7 +243,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	h.gone = true
 	h.lostErr = cause
 	h.stopLocked()
-	delete(c.holds, holdID{h.key, h.field})
+	delete(h.sh.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)
 	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
 	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Err: cause})
@@ -246,9 +251,10 @@ func (c *Client) loseLocked(h *hold, cause error) {
 
 // loseKey ends every local hold of key (after ForceUnlock).
 func (c *Client) loseKey(key string, cause error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for id, h := range c.holds {
+	sh := c.reg.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for id, h := range sh.holds {
 		if id.key == key {
 			c.loseLocked(h, cause)
 		}

@@ -25,7 +25,7 @@ import (
 // confirmations.
 
 // confirmLocked records that a request sent at sent made Redis hold h for
-// at least lease from then on. c.mu is held.
+// at least lease from then on. h.sh.mu is held.
 func (h *hold) confirmLocked(sent time.Time, lease time.Duration) {
 	if h.gone {
 		return
@@ -52,7 +52,7 @@ func (h *hold) confirmLocked(sent time.Time, lease time.Duration) {
 	// for the new one: one clock operation per lease, not per renewal.
 }
 
-// stopLocked takes h off the clock once h is gone. c.mu is held.
+// stopLocked takes h off the clock once h is gone. h.sh.mu is held.
 func (h *hold) stopLocked() {
 	if h.clocked {
 		h.clocked = false
@@ -68,7 +68,7 @@ func (h *hold) stopLocked() {
 // it: one heap operation per lease, not per renewal.
 type leaseClock struct {
 	once sync.Once
-	mu   sync.Mutex // after Client.mu
+	mu   sync.Mutex // after the mutex of a hold's shard
 	due  leaseHeap
 	wake chan struct{}
 	done chan struct{}
@@ -139,7 +139,7 @@ func (q *leaseHeap) removeAt(i int) *hold {
 	return h
 }
 
-// add puts h on the clock for at. c.mu is held.
+// add puts h on the clock for at. h.sh.mu is held.
 func (lc *leaseClock) add(c *Client, h *hold, at time.Time) {
 	lc.once.Do(func() {
 		lc.wake = make(chan struct{}, 1)
@@ -159,7 +159,7 @@ func (lc *leaseClock) add(c *Client, h *hold, at time.Time) {
 	}
 }
 
-// remove takes h off the clock. c.mu is held.
+// remove takes h off the clock. h.sh.mu is held.
 func (lc *leaseClock) remove(h *hold) {
 	lc.mu.Lock()
 	if h.clockIdx >= 0 && h.clockIdx < len(lc.due) && lc.due[h.clockIdx] == h {
@@ -209,8 +209,6 @@ func (c *Client) runClock() {
 // entries of holds confirmed since to their new deadline.
 func (c *Client) expireDue(now time.Time) {
 	lc := &c.clock
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for {
 		lc.mu.Lock()
 		if len(lc.due) == 0 || lc.due[0].clockAt.After(now) {
@@ -218,10 +216,21 @@ func (c *Client) expireDue(now time.Time) {
 			return
 		}
 		h := lc.due[0]
+		lc.mu.Unlock()
+		// The hold's shard comes first in the lock order: look again once
+		// both are held.
+		h.sh.mu.Lock()
+		lc.mu.Lock()
+		if len(lc.due) == 0 || lc.due[0] != h {
+			lc.mu.Unlock()
+			h.sh.mu.Unlock()
+			continue
+		}
 		if h.validUntil.After(now) {
 			h.clockAt = h.validUntil // confirmed meanwhile
 			lc.due.down(0)
 			lc.mu.Unlock()
+			h.sh.mu.Unlock()
 			continue
 		}
 		lc.due.removeAt(0)
@@ -232,11 +241,12 @@ func (c *Client) expireDue(now time.Time) {
 			why = "lease ran out without a confirmed renewal"
 		}
 		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
+		h.sh.mu.Unlock()
 	}
 }
 
 // leaseLeft is how long a request sent now must make Redis keep h so that
-// no deadline h has counted on is cut short. c.mu is held.
+// no deadline h has counted on is cut short. h.sh.mu is held.
 func (h *hold) leaseLeft() time.Duration {
 	return time.Until(h.leaseEnd)
 }

@@ -23,22 +23,24 @@ func (c *Client) markUnknown(id holdID, err error) {
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		return
 	}
-	c.mu.Lock()
-	if _, ok := c.unknown[id]; !ok {
-		c.unknown[id] = struct{}{}
-		c.unknownN.Add(1)
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
+	if _, ok := sh.unknown[id]; !ok {
+		sh.unknown[id] = struct{}{}
+		c.reg.unknownN.Add(1)
 	}
-	c.mu.Unlock()
+	sh.mu.Unlock()
 }
 
 // isUnknown reports whether the last outcome of a call on id is unknown.
 func (c *Client) isUnknown(id holdID) bool {
-	if c.unknownN.Load() == 0 {
+	if c.reg.unknownN.Load() == 0 {
 		return false // the hot path: no lock taken
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.unknown[id]
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := sh.unknown[id]
 	return ok
 }
 
@@ -71,13 +73,14 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
 		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.unknown[id]; ok {
-		delete(c.unknown, id)
-		c.unknownN.Add(-1)
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.unknown[id]; ok {
+		delete(sh.unknown, id)
+		c.reg.unknownN.Add(-1)
 	}
-	if h := c.holds[id]; h != nil && n < count {
+	if h := sh.holds[id]; h != nil && n < count {
 		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
 			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
 	}

@@ -44,10 +44,9 @@ type watchdog struct {
 	jobs    sync.WaitGroup
 	loaded  bool // the renewal script was loaded (used by the loop only)
 
-	// Guarded by Client.mu: holds by the tick their renewal is due in.
-	// An entry is stale (skipped) when the hold's renewAt moved since.
-	wheel map[int64][]*hold
-	next  int64 // first tick not yet taken off the wheel
+	// The wheel, holds by the tick their renewal is due in, lives in the
+	// registry's shards (shard.wheel), under their mutexes: scheduling a
+	// renewal takes no lock shared by unrelated keys.
 }
 
 const (
@@ -64,27 +63,30 @@ func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 	w.tick = min(max(w.period/20, 5*time.Millisecond), 500*time.Millisecond)
 	w.pokes = make(chan struct{}, 1)
 	w.workers = make(chan struct{}, renewWorkers)
-	w.wheel = make(map[int64][]*hold)
 }
 
 func (w *watchdog) tickOf(t time.Time) int64 { return t.UnixNano() / int64(w.tick) }
 
 // schedule puts h on the wheel for a renewal one period after from, and
-// starts the loop on first use. c.mu is held.
+// starts the loop on first use. h.sh.mu is held.
 func (w *watchdog) schedule(c *Client, h *hold, from time.Time) {
 	w.once.Do(func() {
 		w.done = make(chan struct{})
-		w.next = w.tickOf(time.Now())
 		go c.watchdogLoop(w.done)
 	})
 	w.scheduleAt(h, from.Add(w.period))
 }
 
-// scheduleAt puts h on the wheel for a renewal at t. c.mu is held.
+// scheduleAt puts h on its shard's wheel for a renewal at t (an entry is
+// stale, and skipped, once h.renewAt moved). h.sh.mu is held.
 func (w *watchdog) scheduleAt(h *hold, t time.Time) {
 	h.renewAt = t
-	i := max(w.tickOf(t), w.next)
-	w.wheel[i] = append(w.wheel[i], h)
+	sh := h.sh
+	i := max(w.tickOf(t), sh.wheelNext)
+	if sh.wheel == nil {
+		sh.wheel = make(map[int64][]*hold)
+	}
+	sh.wheel[i] = append(sh.wheel[i], h)
 }
 
 // poke asks for a renewal of every hold now (see reconnectHook).
@@ -131,23 +133,13 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 // watchdog hold not in flight) and returns without waiting for replies.
 func (c *Client) renewDue(now time.Time, all bool) {
 	w := &c.wd
-	c.mu.Lock()
-	due := c.takeDueLocked(now, all)
+	due, extra := w.takeDue(c, now, all)
 	if len(due) == 0 {
-		c.mu.Unlock()
 		return
 	}
 	if c.cluster {
 		slices.SortFunc(due, func(a, b *hold) int { return a.slot - b.slot })
 	}
-	extra := make(map[*hold][]string)
-	for _, h := range due {
-		h.inFlight = true
-		if keys := h.k.extraKeys(h.key, h.owner, h.count); len(keys) > 0 {
-			extra[h] = keys
-		}
-	}
-	c.mu.Unlock()
 	if !w.loaded {
 		// Load the script before the first renewal, so that even that one
 		// is an EVALSHA per batch (a failure is handled per call).
@@ -166,13 +158,13 @@ func (c *Client) renewDue(now time.Time, all bool) {
 		select {
 		case w.workers <- struct{}{}:
 		case <-c.closeCh:
-			c.mu.Lock()
 			for _, b := range append(job, batches...) {
 				for _, h := range b {
+					h.sh.mu.Lock()
 					h.inFlight = false
+					h.sh.mu.Unlock()
 				}
 			}
-			c.mu.Unlock()
 			return
 		}
 		w.jobs.Add(1)
@@ -183,57 +175,84 @@ func (c *Client) renewDue(now time.Time, all bool) {
 	}
 }
 
-// takeDueLocked takes the holds due by now off the wheel. Holds due in the
-// next ticks fill up the last batch, so a call carries up to lua.MaxBatch
-// holds rather than a few. c.mu is held.
-func (c *Client) takeDueLocked(now time.Time, all bool) []*hold {
-	w := &c.wd
-	var due []*hold
-	take := func(h *hold, i int64) {
-		if !h.gone && h.watchdog && !h.inFlight && (i < 0 || w.tickOf(h.renewAt) <= i) {
-			h.inFlight = true // marks it taken; renewDue keeps it so
-			due = append(due, h)
+// takeDue takes the holds due by now off the shards' wheels (all: every
+// watchdog hold) and marks them in flight; extra has the extra keys of
+// those that have some. Holds due in the next period/4 fill up the last
+// batch: renewing a little early costs nothing, a call for a handful of
+// holds does.
+func (w *watchdog) takeDue(c *Client, now time.Time, all bool) (due []*hold, extra map[*hold][]string) {
+	extra = make(map[*hold][]string)
+	// take marks h in flight if it is a watchdog hold due at tick t (-1:
+	// due now whatever its schedule). Its shard's mutex is held.
+	take := func(h *hold, t int64) bool {
+		if h.gone || !h.watchdog || h.inFlight || t >= 0 && w.tickOf(h.renewAt) > t {
+			return false // released, lost, in flight, or rescheduled since
 		}
-	}
-	if all {
-		for _, h := range c.holds {
-			take(h, -1)
+		h.inFlight = true
+		due = append(due, h)
+		if keys := h.k.extraKeys(h.key, h.owner, h.count); len(keys) > 0 {
+			extra[h] = keys
 		}
+		return true
 	}
 	last := w.tickOf(now)
-	for i := w.next; i <= last; i++ {
-		for _, h := range w.wheel[i] {
-			take(h, i)
-		}
-		delete(w.wheel, i)
-	}
-	w.next = max(w.next, last+1)
-	// Fill the last batch from the next period/4 of ticks: renewing a
-	// little early costs nothing, a call for a handful of holds does.
-	for i := w.next; len(due)%lua.MaxBatch != 0 && i <= w.tickOf(now.Add(w.period/4)); i++ {
-		for _, h := range w.wheel[i] {
-			if len(due)%lua.MaxBatch == 0 {
-				break
+	for i := range c.reg.shards {
+		sh := &c.reg.shards[i]
+		sh.mu.Lock()
+		if all {
+			for _, h := range sh.holds {
+				take(h, -1)
 			}
-			take(h, -1)
 		}
+		if sh.wheelNext == 0 { // first round: start at the earliest entry
+			sh.wheelNext = last
+			for t := range sh.wheel {
+				sh.wheelNext = min(sh.wheelNext, t)
+			}
+		}
+		for t := sh.wheelNext; t <= last && len(sh.wheel) > 0; t++ {
+			for _, h := range sh.wheel[t] {
+				take(h, t)
+			}
+			delete(sh.wheel, t)
+		}
+		sh.wheelNext = max(sh.wheelNext, last+1)
+		sh.mu.Unlock()
 	}
-	return due
+	horizon := w.tickOf(now.Add(w.period / 4))
+	for i := 0; i < len(c.reg.shards) && len(due) > 0 && len(due)%lua.MaxBatch != 0; i++ {
+		sh := &c.reg.shards[i]
+		sh.mu.Lock()
+		for t := sh.wheelNext; t <= horizon && len(sh.wheel) > 0 && len(due)%lua.MaxBatch != 0; t++ {
+			bucket := sh.wheel[t]
+			for j := 0; j < len(bucket) && len(due)%lua.MaxBatch != 0; {
+				if h := bucket[j]; w.tickOf(h.renewAt) == t && take(h, -1) {
+					bucket[j] = bucket[len(bucket)-1] // renewed early: its entry goes
+					bucket = bucket[:len(bucket)-1]
+					continue
+				}
+				j++
+			}
+			sh.wheel[t] = bucket
+		}
+		sh.mu.Unlock()
+	}
+	return due, extra
 }
 
 // renewJob sends one pipeline of batches and applies the replies.
 func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	w := &c.wd
-	c.mu.Lock()
 	var deadline time.Time
 	for _, b := range batches {
 		for _, h := range b {
+			h.sh.mu.Lock()
 			if deadline.IsZero() || h.validUntil.Before(deadline) {
 				deadline = h.validUntil
 			}
+			h.sh.mu.Unlock()
 		}
 	}
-	c.mu.Unlock()
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
 	// declared lost.
@@ -244,35 +263,44 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 
 	renewed := 0
 	now := time.Now()
-	c.mu.Lock()
 	for i, b := range batches {
 		var res []int64
 		if cmds != nil && cmds[i].Err() == nil {
 			res, _ = cmds[i].Int64Slice()
 		}
 		for j, h := range b {
+			h.sh.mu.Lock()
 			h.inFlight = false
 			switch {
 			case h.gone || !h.watchdog:
 			case j < len(res) && res[j] == 1:
 				h.confirmLocked(sent, c.opts.WatchdogTimeout)
-				w.scheduleAt(h, sent.Add(w.period))
+				// A hold renewed early (to fill a batch, or after a
+				// reconnect) keeps its phase: one renewal per period.
+				w.scheduleAt(h, later(sent, h.renewAt).Add(w.period))
 				renewed++
 			case j < len(res):
 				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
 					Err: fmt.Errorf("%w: the key no longer holds this owner", ErrLockLost)})
 			default:
 				// Unconfirmed: try again soon; the deadline stays where the
-				// last confirmation put it, and the timer enforces it.
+				// last confirmation put it, and the clock enforces it.
 				w.scheduleAt(h, now.Add(retryDelay(w.period, time.Until(h.validUntil))))
 			}
+			h.sh.mu.Unlock()
 		}
 	}
-	c.mu.Unlock()
 	if err != nil {
 		c.log.Warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
 	}
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Err: err})
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // retryDelay is how long a hold whose renewal failed waits for the next
