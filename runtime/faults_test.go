@@ -52,6 +52,21 @@ func isScriptCall(args []any, sha string) bool {
 	return len(args) > 1 && args[0] == "evalsha" && fmt.Sprint(args[1]) == sha
 }
 
+// copyArgs copies a command's arguments to send them again later: the
+// runtime may pass an argument (the SHA) as a value it reuses once the
+// call returns, so it is copied as the text it prints as.
+func copyArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		if s, ok := a.(fmt.Stringer); ok {
+			out[i] = s.String()
+		} else {
+			out[i] = a
+		}
+	}
+	return out
+}
+
 // hooked returns a client with h installed, a lock Client on it and a
 // plain client for inspection, with the scripts loaded.
 func hooked(t *testing.T, h *faultHook) (redis.UniversalClient, *runtime.Client, *redis.Client) {
@@ -104,7 +119,7 @@ func TestAcquireSettledAsAbortedNeverTakesTheLockLater(t *testing.T) {
 	var stash []any
 	h := &faultHook{sha: lua.Acquire.Hash()}
 	h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		stash = append([]any(nil), cmd.Args()...) // delayed: not delivered yet
+		stash = copyArgs(cmd.Args()) // delayed: not delivered yet
 		cmd.SetErr(io.ErrUnexpectedEOF)
 		return io.ErrUnexpectedEOF
 	}
@@ -403,7 +418,7 @@ func TestCopyOfASettledAcquireArrivingLaterStaysOut(t *testing.T) {
 			var stash []any
 			h := &faultHook{sha: k.acquire.Hash()}
 			h.fn = func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-				stash = append([]any(nil), cmd.Args()...)
+				stash = copyArgs(cmd.Args())
 				_ = next(ctx, cmd) // ran; the reply is lost
 				cmd.SetErr(io.ErrUnexpectedEOF)
 				return io.ErrUnexpectedEOF
