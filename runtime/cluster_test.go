@@ -18,6 +18,7 @@ import (
 // declare its keys in one slot, waiters must wake through sharded channels,
 // and the watchdog must batch per slot.
 func TestLocksOnCluster(t *testing.T) {
+	skipShortOutsideCI(t)
 	cl := redistest.StartCluster(t)
 	onCluster = cl
 	defer func() { onCluster = nil }()

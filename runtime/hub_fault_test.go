@@ -17,6 +17,7 @@ import (
 // answer within a second, and wakes its waiters. The holder's 30 s lease
 // must not be what ends the wait.
 func TestWaiterWakesAfterItsPubSubConnectionDies(t *testing.T) {
+	skipShortOutsideCI(t)
 	for _, fault := range []struct {
 		name  string
 		apply func(*faultproxy.Conn)

@@ -155,6 +155,7 @@ func testCancelledWaitsWriteNoKeys(t *testing.T, k lockKind) {
 // channels keep their wait times and their ctx: the subscribe runs on the
 // connection's own goroutine, never under the hub's lock.
 func TestSubscribeStallDoesNotStallOtherWaiters(t *testing.T) {
+	skipShortOutsideCI(t)
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	var hang atomic.Bool

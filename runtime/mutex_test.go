@@ -30,6 +30,7 @@ func TestMutexUncontendedAcquireReleaseCostsTwoCommands(t *testing.T) {
 }
 
 func TestLocksExcludeGoroutines(t *testing.T) {
+	skipShortOutsideCI(t)
 	forEachKind(t, exclusiveKinds, testExcludesGoroutines)
 }
 

@@ -169,6 +169,7 @@ var overlapFaults = []overlapFault{
 }
 
 func TestHoldCtxEndsBeforeTheNextOwnerIsGranted(t *testing.T) {
+	skipShortOutsideCI(t)
 	const wd = 1500 * time.Millisecond
 	leases := []struct {
 		name      string
@@ -189,6 +190,7 @@ func TestHoldCtxEndsBeforeTheNextOwnerIsGranted(t *testing.T) {
 // The same with the default WatchdogTimeout (30 s): the round that once
 // ran to the full lease must not push the cancellation past the deadline.
 func TestHoldCtxEndsBeforeTheNextOwnerIsGrantedWithDefaultWatchdog(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel()
 	runOverlap(t, overlapFaults[0], runtime.Watchdog, 0)
 }

@@ -150,6 +150,7 @@ func testExcludesProcesses(t *testing.T, k lockKind) {
 }
 
 func TestCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
+	skipShortOutsideCI(t)
 	forEachKind(t, exclusiveKinds, testCrashedHolder)
 }
 

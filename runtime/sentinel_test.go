@@ -15,6 +15,7 @@ import (
 // its ctx is cancelled with ErrLockLost, before anyone else can take the
 // lock: never two owners that both believe they hold it.
 func TestSentinelFailoverNeverMakesTwoOwners(t *testing.T) {
+	skipShortOutsideCI(t)
 	for _, tc := range []struct {
 		name     string
 		watchdog time.Duration

@@ -41,6 +41,7 @@ type soakResult struct {
 }
 
 func TestSoakManyProcessesLeaveNothingBehind(t *testing.T) {
+	skipShortOutsideCI(t)
 	d := 60 * time.Second
 	if v := os.Getenv("LOCKGEN_SOAK"); v != "" {
 		var err error
