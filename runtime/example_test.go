@@ -71,11 +71,11 @@ func ExampleMutex_TryLock() {
 	c, done := exampleClient(nil)
 	defer done()
 
-	held, err := c.Mutex("report:daily", runtime.LockOptions{}).TryLock(context.Background(), 100*time.Millisecond, 200*time.Millisecond)
+	held, err := c.Mutex("report:daily", runtime.LockOptions{}).TryLock(context.Background(), 100*time.Millisecond, 100*time.Millisecond)
 	if err != nil {
 		panic(err)
 	}
-	<-held.Done() // before the 200ms run out
+	<-held.Done() // before the 100ms run out
 	fmt.Println(errors.Is(context.Cause(held), runtime.ErrLockLost))
 	// Output: true
 }
@@ -182,7 +182,7 @@ func ExampleClient_RedLock() {
 			panic(err)
 		}
 		defer mr.Close()
-		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1, DialerRetries: 1})
 		defer rdb.Close()
 		nodes = append(nodes, rdb)
 		if i == 2 {
@@ -211,7 +211,7 @@ func ExampleClient_RedLock() {
 // how long holds last (a Prometheus histogram would take the same values),
 // and counts events by kind.
 func ExampleObserver() {
-	holds := newHistogram(50*time.Millisecond, 500*time.Millisecond)
+	holds := newHistogram(60*time.Millisecond, 300*time.Millisecond)
 	var mu sync.Mutex
 	counts := map[runtime.EventKind]int{}
 	observer := runtime.ObserverFunc(func(e runtime.Event) {
@@ -226,7 +226,7 @@ func ExampleObserver() {
 	defer done()
 
 	m := c.Mutex("job:nightly", runtime.LockOptions{Name: "NightlyJob"})
-	for _, work := range []time.Duration{0, 200 * time.Millisecond, 700 * time.Millisecond} {
+	for _, work := range []time.Duration{0, 120 * time.Millisecond, 450 * time.Millisecond} {
 		_ = m.Do(context.Background(), func(context.Context) error {
 			time.Sleep(work)
 			return nil
@@ -238,9 +238,9 @@ func ExampleObserver() {
 	fmt.Print(holds)
 	// Output:
 	// acquired 3 released 3
-	// held <= 50ms: 1
-	// held <= 500ms: 1
-	// held > 500ms: 1
+	// held <= 60ms: 1
+	// held <= 300ms: 1
+	// held > 300ms: 1
 }
 
 // A *LockError names the lock, its key and the operation, and wraps a
