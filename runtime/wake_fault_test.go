@@ -1,0 +1,180 @@
+package runtime_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Waiters never sleep through a free lock: after a fault that frees the
+// lock, a waiter of every kind gets it soon after the lock is free and
+// Redis is reachable. The delay (waiter's Lock returned − lock free) is
+// logged per kind and fault, worst of several waiters; the bound asserted
+// is loose (a loaded 2-core machine under -race), the logged numbers are
+// the measurement.
+
+const wakeReps = 5
+
+// wakeBound is what the test asserts; the aim is 50 ms.
+const wakeBound = 300 * time.Millisecond
+
+type wakeFault struct {
+	name  string
+	bound time.Duration // asserted; 0: wakeBound
+	// free frees the locks held by holder (a Client of its own) and
+	// returns, per hold, when it was free with Redis reachable. The
+	// waiters reach Redis through p; keys[i] are the keys of hold i.
+	free func(t *testing.T, s *redistest.Server, p *faultproxy.Proxy, holder *runtime.Client, holds []func() error, keys [][]string) []time.Time
+}
+
+// unlockAll unlocks every hold and returns when each was unlocked.
+func unlockAll(holds []func() error) []time.Time {
+	at := make([]time.Time, len(holds))
+	for i, unlock := range holds {
+		_ = unlock()
+		at[i] = time.Now()
+	}
+	return at
+}
+
+var wakeFaults = []wakeFault{
+	// The holder's process dies: nothing unlocks, nothing renews; each
+	// lock is free when its lease runs out.
+	{name: "holder-killed", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, holder *runtime.Client, holds []func() error, keys [][]string) []time.Time {
+		_ = holder.Close() // stops renewing, releases nothing
+		rdb := s.Client(t)
+		at := make([]time.Time, len(holds))
+		for left := len(holds); left > 0; time.Sleep(time.Millisecond) {
+			for i, ks := range keys {
+				if at[i].IsZero() && rdb.Exists(context.Background(), ks...).Val() == 0 {
+					at[i] = time.Now()
+					left--
+				}
+			}
+		}
+		return at
+	}},
+	// Redis restarts without persistence: every lock is free once it is up.
+	{name: "redis-restarted", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
+		s.Restart()
+		at := make([]time.Time, len(holds))
+		for i := range at {
+			at[i] = time.Now()
+		}
+		return at
+	}},
+	// The server kills the waiters' pub/sub connection, then the holder
+	// unlocks: the unlock messages may be lost.
+	{name: "pubsub-killed", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
+		if err := s.Client(t).Do(context.Background(), "client", "kill", "type", "pubsub").Err(); err != nil {
+			t.Fatal(err)
+		}
+		return unlockAll(holds)
+	}},
+	// The waiters' pub/sub connection freezes (half-open), then the holder
+	// unlocks: the hub finds the dead connection by its missing PONG
+	// (hubPingIdle + hubPingTimeout), resubscribes and wakes everyone.
+	{name: "pubsub-frozen", bound: 2500 * time.Millisecond, free: func(t *testing.T, _ *redistest.Server, p *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
+		conns := p.ConnsMatching("subscribe")
+		if len(conns) == 0 {
+			t.Fatal("no pub/sub connection through the proxy")
+		}
+		for _, c := range conns {
+			c.Blackhole(faultproxy.Both)
+		}
+		return unlockAll(holds)
+	}},
+}
+
+func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
+	for _, f := range wakeFaults {
+		t.Run(f.name, func(t *testing.T) {
+			s := redistest.Start(t)
+			holderRdb := s.Client(t)
+			holder, err := runtime.NewClient(holderRdb, &runtime.Options{WatchdogTimeout: 900 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = holder.Close() })
+			p := faultproxy.Start(t, s.Addr())
+			wrdb := redis.NewClient(&redis.Options{Addr: p.Addr(), Protocol: 2})
+			t.Cleanup(func() { _ = wrdb.Close() })
+			waiter := newClient(t, wrdb, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+
+			type waitRep struct {
+				kind string
+				got  chan time.Time
+			}
+			var reps []waitRep
+			var holds []func() error
+			var keys [][]string
+			for _, k := range overlapKinds {
+				if k.name == "red" {
+					continue // RedLock waiters poll N nodes; not a pub/sub wake-up
+				}
+				for i := range wakeReps {
+					key := fmt.Sprintf("wake:%s:%d", k.name, i)
+					h := k.holder(holder, key)
+					hctx, err := h.TryLock(ctx, 0, runtime.Watchdog)
+					if err != nil {
+						t.Fatal(err)
+					}
+					holds = append(holds, func() error { return h.Unlock(hctx) })
+					if k.name == "multi" {
+						keys = append(keys, []string{"{" + key + "}a", "{" + key + "}b"})
+					} else {
+						keys = append(keys, []string{key})
+					}
+					r := waitRep{k.name, make(chan time.Time, 1)}
+					reps = append(reps, r)
+					w := k.waiter(waiter, key)
+					go func() {
+						for ctx.Err() == nil {
+							wctx, err := w.TryLock(ctx, runtime.Forever, 5*time.Second)
+							if err != nil {
+								time.Sleep(5 * time.Millisecond) // Redis down: try again
+								continue
+							}
+							r.got <- time.Now()
+							_ = w.Unlock(wctx)
+							return
+						}
+					}()
+				}
+			}
+			time.Sleep(300 * time.Millisecond) // every waiter asleep on its channel
+			free := f.free(t, s, p, holder, holds, keys)
+			worst := map[string]time.Duration{}
+			for i, r := range reps {
+				select {
+				case at := <-r.got:
+					worst[r.kind] = max(worst[r.kind], at.Sub(free[i]))
+				case <-ctx.Done():
+					t.Fatalf("%s: a waiter never got the freed lock", r.kind)
+				}
+			}
+			kinds := make([]string, 0, len(worst))
+			for k := range worst {
+				kinds = append(kinds, k)
+			}
+			slices.Sort(kinds)
+			for _, k := range kinds {
+				t.Logf("%-9s worst of %d waiters: acquired %v after the lock was free", k, wakeReps, worst[k].Round(time.Millisecond))
+				if bound := cmp.Or(f.bound, wakeBound); worst[k] > bound {
+					t.Errorf("%s: a waiter slept %v through a free lock", k, worst[k])
+				}
+			}
+		})
+	}
+}
