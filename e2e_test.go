@@ -84,7 +84,6 @@ func main() {
 // runs three copies against one redis-server: the lock must make their
 // read-modify-write updates of one balance exclusive.
 func TestGeneratedHelperExcludesProcessesOnRealRedis(t *testing.T) {
-	skipShortOutsideCI(t, "builds a module and runs redis-server")
 	srv := redistest.Start(t)
 	root, err := filepath.Abs(".")
 	if err != nil {

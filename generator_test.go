@@ -99,7 +99,6 @@ func compareGolden(t *testing.T, path string, got []byte) {
 // uses this repository through a replace directive, and vets it: generated
 // code that does not compile fails here.
 func buildGoldens(t *testing.T, cases []goldenCase) {
-	skipShortOutsideCI(t, "builds a module")
 	root, err := filepath.Abs(".")
 	if err != nil {
 		t.Fatal(err)
@@ -152,13 +151,4 @@ func goCmd(t *testing.T, dir string, args ...string) string {
 		t.Fatalf("go %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
 	return string(out)
-}
-
-// skipShortOutsideCI skips a slow test under -short on a developer's
-// machine. Under CI (CI set) it never skips, whatever the flags.
-func skipShortOutsideCI(t *testing.T, why string) {
-	t.Helper()
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip(why + "; skipped with -short (never under CI)")
-	}
 }
