@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -347,25 +348,50 @@ const clusterBusOffset = 10000
 // freePort returns a loopback port that is free now; with bus, port+10000
 // is free too.
 func freePort(bus bool) (int, error) {
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
+	if bus {
+		return freeClusterPort()
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	return port, nil
+}
+
+// clusterPorts are the ports handed to cluster nodes by this process.
+var clusterPorts = struct {
+	sync.Mutex
+	used map[int]bool
+}{used: map[int]bool{}}
+
+// freeClusterPort picks a cluster node's port at random in 20000–29999
+// (its bus at +10000), never one this process handed out before. Not from
+// the kernel's ephemeral range: the kernel hands a port that was just
+// freed to the next process that asks, and a killed node's port reused by
+// a node of another cluster (another test binary running at the same
+// time) gets gossip from the first cluster's nodes, which still look for
+// their dead peer there, and the two clusters merge.
+func freeClusterPort() (int, error) {
+	clusterPorts.Lock()
+	defer clusterPorts.Unlock()
+	for range 1000 {
+		port := 20000 + rand.IntN(10000)
+		if clusterPorts.used[port] {
+			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if !bus {
-			_ = l.Close()
-			return port, nil
-		}
-		ok := false
-		if port+clusterBusOffset <= 65535 {
-			if bl, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+clusterBusOffset))); err == nil {
-				_ = bl.Close()
-				ok = true
+		ok := true
+		for _, p := range []int{port, port + clusterBusOffset} {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err != nil {
+				ok = false
+				break
 			}
+			_ = l.Close()
 		}
-		_ = l.Close()
 		if ok {
+			clusterPorts.used[port] = true
 			return port, nil
 		}
 	}
