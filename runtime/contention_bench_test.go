@@ -59,3 +59,33 @@ func BenchmarkMutexWaitByKeys(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEightKeys runs 8 goroutines, each on a key of its own, through
+// one Client: no lock contention in Redis, so what it measures is the
+// Client's own shared state.
+func BenchmarkEightKeys(b *testing.B) {
+	_, _, c := setup(b, nil)
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := c.Mutex("bench:eight:"+strconv.Itoa(g), runtime.LockOptions{})
+			for left.Add(-1) >= 0 {
+				if err := m.Do(ctx, fn); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "acq/s")
+}
