@@ -145,7 +145,7 @@ func buildSchema() (*schema, []prop) {
 	}
 	replicas := &schema{
 		desc: "How many replicas must acknowledge each acquisition (Redis WAIT, up to the client's Options.ReplicaTimeout, 1s by default); with fewer it is undone and fails with runtime.ErrNotReplicated. " +
-			"0 waits for none. Needs the client to be a *redis.Client or *redis.ClusterClient.",
+			"0 waits for none. Becomes LockOptions.SyncReplicas. Needs the client to be a *redis.Client or *redis.ClusterClient.",
 		types:   []string{"integer"},
 		minimum: intp(0),
 		want:    "a number of replicas such as 1",
@@ -175,8 +175,9 @@ func buildSchema() (*schema, []prop) {
 				ref: "#/$defs/pattern",
 			}},
 			{"params", &schema{
-				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune. " +
-					"User types: import/path.Type, with a string, integer or bool underlying type, or a String() string or MarshalText() ([]byte, error) method. " +
+				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune " +
+					"(floats are refused: 1 and 1.0 would be two keys). User types: import/path.Type, resolved with go/packages from the spec's directory, with a string, integer or bool " +
+					"underlying type, or a String() string or MarshalText() ([]byte, error) method. " +
 					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + ") and Go keywords are refused.",
 				types: []string{"object", "null"},
 				want:  "a mapping of name: Go type, such as {orderID: int64}",
@@ -201,20 +202,23 @@ func buildSchema() (*schema, []prop) {
 				props: []prop{
 					{"queueTimeout", &schema{
 						desc: "fair locks only: how long a queued waiter may go silent before the others skip it. A live waiter refreshes its place every queueTimeout/3, " +
-							"so it keeps it however long the holders ahead take; a waiter whose process died is skipped queueTimeout after its last refresh. Default: 5m.",
+							"so it keeps it however long the holders ahead take; a waiter whose process died is skipped queueTimeout after its last refresh, so shorter means a crashed waiter " +
+							"holds up the queue for less time. Default: 5m. Becomes LockOptions.QueueTimeout.",
 						ref: "#/$defs/duration",
 					}},
 					{"writers", &schema{
 						desc: "readwrite locks only. redisson (default): readers join a read-held lock whenever they come, as in Redisson, so a steady stream of readers can starve a writer. " +
-							"first: a waiting writer holds back new readers, so it waits about one reader hold time.",
+							"first: a waiting writer holds back new readers, so it waits about one reader hold time; becomes LockOptions.WritersFirst.",
 						enum: strs(writerOrders...),
 						want: "first, or redisson (the default)",
 					}},
 				},
 			}},
 			{"members", &schema{
-				desc: "multi locks only: the locks taken together, all or nothing, with the multi lock's lease and waitTime. The params are the union of the members', in member order. " +
-					"A readwrite member is taken on its write side, a multi member gives its own members; red locks cannot be members.",
+				desc: "multi locks only: at least two lock names, taken together, all or nothing. A reentrant or fair member is taken as it is, a readwrite member on its write side, " +
+					"and a multi member is flattened into its own members (a lock reached twice is taken once); red locks cannot be members (they live on other servers). " +
+					"Unknown names, duplicates, the lock itself, cycles and a shared param with two types are errors. The multi lock's own lease and waitTime (or the defaults) " +
+					"apply to the whole, the members' do not. Its params are the union of the members', in member order.",
 				types:       []string{"array"},
 				minItems:    intp(2),
 				uniqueItems: true,
@@ -222,13 +226,16 @@ func buildSchema() (*schema, []prop) {
 				want:        "a list of lock names such as [OrderLock, InventoryLock]",
 			}},
 			{"atomic", &schema{
-				desc: "multi locks only: true takes every member with one script call (one round trip). lockgen proves it: every member is reentrant and all their keys hash to one cluster slot " +
-					"(the same slot pattern or hash tag). Otherwise (default false) the members are taken in key order, with rollback.",
+				desc: "multi locks only: true promises that one script call takes every member (one round trip, atomic), and lockgen proves it: every member (after flattening) is reentrant " +
+					"and every member's key hashes to the same cluster slot (the same hash tag over the same params, the same literal tag, or the same whole key); otherwise it is an error " +
+					"at the member, with the fix. Without it (default false) the members are taken one by one in key order and released again if one cannot be had " +
+					"(the runtime still uses one script call when it finds them all reentrant in one slot).",
 				types: []string{"boolean"},
 				want:  "true or false",
 			}},
 			{"quorum", &schema{
-				desc:  "red locks only: how many of the client's Options.RedLockNodes must grant the lock: majority (default) or a number of nodes >= 1.",
+				desc: "red locks only: how many of the client's Options.RedLockNodes must grant the lock: majority (default) or a number of nodes >= 1; becomes LockOptions.Quorum (0 for majority). " +
+					"A quorum larger than the number of nodes is refused by the runtime, which is the first to know the nodes.",
 				anyOf: []*schema{{hasConst: true, constant: "majority"}, {types: []string{"integer"}, minimum: intp(1)}},
 				want:  "majority, or a number of nodes such as 3",
 			}},
