@@ -22,6 +22,8 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Add([]byte("version: 1\npackage: p\nlocks:\n  A: {key: \"a:{${x}}\", params: {x: string}, slot: x}\n"))
+	f.Add([]byte("version: &v [*v]\npackage: p\nlocks: {A: {key: a, members: &m [*m]}}\n"))
+	f.Add([]byte("x: &a [1,1,1,1,1,1,1,1,1,1]\ny: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nz: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nversion: 1\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
 		spec, err := Parse("locks.yaml", src)
 		if err != nil {

@@ -25,11 +25,53 @@ type shapeError struct {
 // (its own messages are more precise). So whatever the schema rejects,
 // Parse rejects too.
 func (p *parser) checkShape(root *yaml.Node) {
+	if at, why := unexpandable(root); why != "" {
+		p.add(at, "", "%s", why)
+		return
+	}
 	for _, se := range validateShape(specSchema, root, "") {
 		if !p.under(se.path) {
 			p.add(se.at, se.path, "%s", se.msg)
 		}
 	}
+}
+
+// maxExpanded bounds the nodes a document may stand for once its aliases
+// are expanded: a few aliases of aliases can otherwise stand for billions.
+const maxExpanded = 100_000
+
+// unexpandable reports an alias that refers to a value containing itself,
+// or aliases that expand past maxExpanded nodes: neither is data a schema
+// (or lockgen) can read. It returns the alias's position and the message.
+func unexpandable(root *yaml.Node) (Pos, string) {
+	onPath := map[*yaml.Node]bool{}
+	count := 0
+	var at Pos
+	var why string
+	var walk func(n *yaml.Node) bool
+	walk = func(n *yaml.Node) bool {
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil || onPath[n.Alias] {
+				at, why = pos(n), "the alias *"+n.Value+" refers to a value that contains it (write the value out instead)"
+				return false
+			}
+			n = n.Alias
+		}
+		if count++; count > maxExpanded {
+			at, why = pos(n), fmt.Sprintf("the aliases of this spec stand for more than %d values (write the values out instead)", maxExpanded)
+			return false
+		}
+		onPath[n] = true
+		defer delete(onPath, n)
+		for _, c := range n.Content {
+			if !walk(c) {
+				return false
+			}
+		}
+		return true
+	}
+	walk(root)
+	return at, why
 }
 
 // validateShape returns every misfit of n against s; path is n's field.
