@@ -177,6 +177,7 @@ func TestCompositeWaiterCancelledLeavesNothing(t *testing.T) {
 }
 
 func TestCompositeCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
+	skipShortOutsideCI(t)
 	const timeout = time.Second
 	for name, mk := range compositeKinds(t) {
 		t.Run(name, func(t *testing.T) {

@@ -77,6 +77,7 @@ func TestNewcomerSleepsOnlyOnTheTTLItSaw(t *testing.T) {
 // waits for one of the pool's two connections, and no request marker
 // (lockgen_latch:*) may be left.
 func TestCancelledWaitsWriteNoKeys(t *testing.T) {
+	skipShortOutsideCI(t)
 	forEachKind(t, exclusiveKinds, testCancelledWaitsWriteNoKeys)
 }
 

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWatchdogKeepsHoldAliveAndStopsAtRelease(t *testing.T) {
+	skipShortOutsideCI(t)
 	const timeout = time.Second
 	e, cc := setupCounted(t, &runtime.Options{WatchdogTimeout: timeout})
 	rdb := e.rdb

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSyncReplicasUndoesAnUnreplicatedAcquisition(t *testing.T) {
+	skipShortOutsideCI(t)
 	master, replica := redistest.StartReplicated(t)
 	replica.WaitForSync(t, 20*time.Second)
 	rdb := master.Client(t)

@@ -148,6 +148,7 @@ func TestWriterMayDowngradeButReaderMayNotUpgrade(t *testing.T) {
 }
 
 func TestReadHoldsAreRenewedByTheWatchdog(t *testing.T) {
+	skipShortOutsideCI(t)
 	const timeout = time.Second
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
 	ctx := ctxT(t)

@@ -6,7 +6,8 @@ import (
 )
 
 // skipShortOutsideCI skips a long fault or soak test (one that takes more
-// than about 5 s: partitions, restarts, failovers, a cluster, a soak) under
+// than about 3 s: partitions, restarts, failovers, a cluster, leases run
+// out on purpose, a soak) under
 // go test -short on a developer's machine, so that the quick mode stays
 // under a minute. Under CI (CI set) it never skips, whatever the flags.
 func skipShortOutsideCI(t *testing.T) {

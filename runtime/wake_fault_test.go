@@ -96,6 +96,7 @@ var wakeFaults = []wakeFault{
 }
 
 func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
+	skipShortOutsideCI(t)
 	for _, f := range wakeFaults {
 		t.Run(f.name, func(t *testing.T) {
 			s := redistest.Start(t)
