@@ -43,8 +43,9 @@ type Options struct {
 	RedLockNodes []redis.UniversalClient
 
 	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
-	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster whose
-	// servers run Redis 7 or later, so an unlock is not broadcast to every
+	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster that
+	// accepts PUBSUB SHARDNUMSUB (probed as Redisson does, the server
+	// version only as a fallback), so an unlock is not broadcast to every
 	// node, and classic pub/sub elsewhere. Every client of one lock must
 	// use the same mode (as Redisson's subscription mode must match).
 	PubSub PubSubMode
@@ -54,7 +55,7 @@ type Options struct {
 type PubSubMode uint8
 
 const (
-	// PubSubAuto: sharded on Redis Cluster >= 7, classic elsewhere.
+	// PubSubAuto: sharded on a Redis Cluster that has it, classic elsewhere.
 	PubSubAuto PubSubMode = iota
 	// PubSubClassic: SUBSCRIBE and PUBLISH.
 	PubSubClassic

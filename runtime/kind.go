@@ -27,8 +27,9 @@ type kind interface {
 	channel(key, owner string) string
 	// shared reports whether holds of this kind coexist (readers).
 	shared() bool
-	// queues reports whether a newcomer may wait behind this client's
-	// waiters without trying first (see waitSpec.queue).
+	// queues reports whether a newcomer defers its first try briefly
+	// while this client has waiters (an unlock in transit, a hand-off in
+	// flight), so it does not jump the in-process queue (see waitSpec.queue).
 	queues() bool
 	// waits reports whether a waiter leaves traces to withdraw when it gives up.
 	waits(m *Mutex) bool
