@@ -95,6 +95,8 @@ type Client struct {
 	reg registry // holds, turns and unknown outcomes, sharded by key
 
 	closeCh      chan struct{}
+	life         context.Context // cancelled by Close: ends renewals in flight
+	endLife      context.CancelFunc
 	hub          *hub
 	wd           watchdog
 	clock        leaseClock
@@ -146,6 +148,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		closeCh:   make(chan struct{}),
 	}
 	c.reg.init()
+	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
 	c.sharded = c.choosePubSub(o.PubSub)
@@ -199,11 +202,13 @@ func (c *Client) Close() error {
 		h.stopLocked()
 		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
 	})
+	c.endLife() // every hold's ctx is already cancelled: renewals are moot
 	c.wd.wait()
 	c.clock.wait()
 	if c.closeRenewal != nil {
 		_ = c.closeRenewal()
 	}
+	c.wd.waitJobs()
 	c.hub.close()
 	for _, n := range c.redNodes {
 		_ = n.Close()

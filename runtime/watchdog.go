@@ -99,13 +99,19 @@ func (w *watchdog) poke() {
 
 // wait blocks until the loop (if started) and its renewals have stopped;
 // c.closeCh is closed.
+// Renewals still in flight are not waited for here: see waitJobs.
 func (w *watchdog) wait() {
 	w.once.Do(func() {}) // no loop may start after this
 	if w.done != nil {
 		<-w.done
 	}
-	w.jobs.Wait()
 }
+
+// waitJobs blocks until the renewal calls in flight have returned. Close
+// calls it after closing the watchdog's own client, which breaks a call
+// stuck on a dead connection at once (a socket read does not watch its
+// ctx, only its deadline).
+func (w *watchdog) waitJobs() { w.jobs.Wait() }
 
 func (c *Client) watchdogLoop(done chan struct{}) {
 	defer close(done)
@@ -143,7 +149,7 @@ func (c *Client) renewDue(now time.Time, all bool) {
 	if !w.loaded {
 		// Load the script before the first renewal, so that even that one
 		// is an EVALSHA per batch (a failure is handled per call).
-		ctx, cancel := context.WithTimeout(context.Background(), w.period)
+		ctx, cancel := context.WithTimeout(c.life, w.period)
 		w.loaded = lua.RenewBatch.Load(ctx, w.rdb).Err() == nil
 		cancel()
 	}
@@ -256,7 +262,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
 	// declared lost.
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(c.life, deadline) // Close ends it too
 	defer cancel()
 	sent := time.Now()
 	cmds, err := c.runRenewals(ctx, batches, extra, c.wdLease)
@@ -276,8 +282,15 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 			case j < len(res) && res[j] == 1:
 				h.confirmLocked(sent, c.opts.WatchdogTimeout)
 				// A hold renewed early (to fill a batch, or after a
-				// reconnect) keeps its phase: one renewal per period.
-				w.scheduleAt(h, later(sent, h.renewAt).Add(w.period))
+				// reconnect) keeps its due time, so calls stay one per
+				// period; never later than a period after this send, so
+				// early renewals cannot push the next one past the
+				// deadline.
+				next := sent.Add(w.period)
+				if h.renewAt.After(sent) && h.renewAt.Before(next) {
+					next = h.renewAt
+				}
+				w.scheduleAt(h, next)
 				renewed++
 			case j < len(res):
 				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
@@ -294,13 +307,6 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 		c.log.Warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
 	}
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Err: err})
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // retryDelay is how long a hold whose renewal failed waits for the next
