@@ -281,14 +281,14 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 			case h.gone || !h.watchdog:
 			case j < len(res) && res[j] == 1:
 				h.confirmLocked(sent, c.opts.WatchdogTimeout)
-				// A hold renewed early (to fill a batch, or after a
-				// reconnect) keeps its due time, so calls stay one per
-				// period; never later than a period after this send, so
-				// early renewals cannot push the next one past the
-				// deadline.
+				// A hold renewed early (to fill a batch: at most period/4
+				// early) keeps its phase, so calls stay one per period;
+				// but the next renewal is never more than 5/4 of a period
+				// after this send, so repeated early renewals (reconnect
+				// pokes) cannot push it towards the deadline (3 periods).
 				next := sent.Add(w.period)
-				if h.renewAt.After(sent) && h.renewAt.Before(next) {
-					next = h.renewAt
+				if h.renewAt.After(sent) {
+					next = minTime(h.renewAt.Add(w.period), sent.Add(w.period+w.period/4))
 				}
 				w.scheduleAt(h, next)
 				renewed++
@@ -307,6 +307,13 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 		c.log.Warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
 	}
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Err: err})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // retryDelay is how long a hold whose renewal failed waits for the next
