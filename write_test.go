@@ -65,6 +65,9 @@ func TestWriteOfAHandMadeOutputRefusesForeignFiles(t *testing.T) {
 		}
 	}
 	if err := os.Symlink(filepath.Join(dir, "ours.go"), filepath.Join(dir, "link.go")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cannot make symbolic links under CI: %v", err)
+		}
 		t.Skip(err)
 	}
 	if _, err := (&lockgen.Output{Path: filepath.Join(dir, "link.go"), Content: []byte("x")}).Write(); err == nil {

@@ -109,6 +109,9 @@ func runScenario(t *testing.T, file, root string) {
 			t.Fatal(err)
 		}
 		if err := os.Symlink(filepath.FromSlash(l[1]), p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("cannot make symbolic links under CI: %v", err)
+			}
 			t.Skipf("cannot make symbolic links here: %v", err)
 		}
 	}
