@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -79,12 +80,18 @@ type subConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// Health, written by the reader without h.mu (a message costs no
+	// shared lock), in Unix nanoseconds.
+	heard     atomic.Bool  // something was received on it
+	lastHeard atomic.Int64 // when something was last received (or the reader started)
+	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
+
 	// The rest is guarded by h.mu.
 	entries map[string]*channelEntry // channels it carries
 	ops     []subOp                  // sends queued for the writer
-	// pending lists, per channel, the entries whose subscribe awaits its
+	// pending lists, per channel, the subscribes awaiting their
 	// confirmation, in the order sent.
-	pending map[string][]*channelEntry
+	pending map[string][]pendingSub
 	// unsubscribing counts, per channel, the unsubscribes queued and not
 	// yet confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
@@ -92,9 +99,13 @@ type subConn struct {
 	backoff       time.Duration // wait before the first send (its predecessor failed young)
 	reload        bool          // reload the cluster's slot map before the first send
 	reading       bool          // the reader runs: the connection is up
-	heard         bool          // something was received on it
-	lastHeard     time.Time     // when something was last received (or the reader started)
-	awaiting      time.Time     // when a reply became due that has not come (zero: none)
+}
+
+// pendingSub is a subscribe of entry e, generation gen, sent and not yet
+// confirmed.
+type pendingSub struct {
+	e   *channelEntry
+	gen uint64
 }
 
 type subOpKind uint8
@@ -110,8 +121,12 @@ type subOp struct {
 	channel string
 }
 
-// subscribeLocked subscribes e on the connection for its slot.
+// subscribeLocked subscribes e on the connection for its slot. After
+// close it does nothing: the waiters' sleeps end with ErrClosed.
 func (h *hub) subscribeLocked(e *channelEntry) {
+	if h.connClosed {
+		return
+	}
 	slot := 0
 	if h.c.sharded {
 		slot = keySlot(e.name)
@@ -125,9 +140,9 @@ func (h *hub) subscribeLocked(e *channelEntry) {
 
 func (sc *subConn) addLocked(e *channelEntry) {
 	e.conn = sc
-	e.ready = false
+	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
-	sc.pending[e.name] = append(sc.pending[e.name], e)
+	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
 	sc.queueLocked(subOp{opSubscribe, e.name})
 }
 
@@ -165,7 +180,7 @@ func (h *hub) newConnLocked(slot int, backoff time.Duration) *subConn {
 		kick:          make(chan struct{}, 1),
 		done:          make(chan struct{}),
 		entries:       make(map[string]*channelEntry),
-		pending:       make(map[string][]*channelEntry),
+		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
 		backoff:       backoff,
 	}
@@ -206,22 +221,23 @@ func (h *hub) dropLocked(sc *subConn) {
 
 // failLocked drops sc and subscribes its channels again on a new
 // connection. wake says whether to wake their waiters now (the connection
-// was found half-open: the server may well be fine); either way the new
-// subscription's confirmation wakes them.
-func (h *hub) failLocked(sc *subConn, why string, err error, wake bool) {
-	if sc.dead || h.closed {
-		return
+// was found half-open: the server may well be fine): it appends their
+// entries to woken, for the caller to wake once it released h.mu. Either
+// way the new subscription's confirmation wakes them.
+func (h *hub) failLocked(sc *subConn, why string, err error, wake bool, woken []*channelEntry) []*channelEntry {
+	if sc.dead || h.connClosed {
+		return woken
 	}
 	h.dropLocked(sc)
 	h.c.log.Debug("pub/sub connection replaced", "slot", sc.slot, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
-		return
+		return woken
 	}
 	// A connection that never worked (the server is down) or that the
 	// server refused something on (a channel it will refuse again) is not
 	// replaced at once, or a persistent fault would make a reconnect loop.
 	backoff := time.Duration(0)
-	if !sc.heard || isRedisReply(err) {
+	if !sc.heard.Load() || isRedisReply(err) {
 		backoff = min(max(2*sc.backoff, 20*time.Millisecond), hubMaxBackoff)
 	}
 	nc := h.conns[sc.slot]
@@ -234,9 +250,10 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool) {
 	for _, e := range sc.entries {
 		nc.addLocked(e)
 		if wake {
-			wakeAll(e)
+			woken = append(woken, e)
 		}
 	}
+	return woken
 }
 
 // writeLoop sends what is queued for sc until sc is dropped.
@@ -271,7 +288,7 @@ func (sc *subConn) writeLoop() {
 			}
 			if err := sc.send(op); err != nil {
 				h.mu.Lock()
-				h.failLocked(sc, "send failed", err, false)
+				h.failLocked(sc, "send failed", err, false, nil)
 				h.mu.Unlock()
 				return
 			}
@@ -290,9 +307,7 @@ func (sc *subConn) nextOp() (subOp, bool) {
 	op := sc.ops[0]
 	sc.ops[0] = subOp{}
 	sc.ops = sc.ops[1:]
-	if sc.awaiting.IsZero() {
-		sc.awaiting = time.Now()
-	}
+	sc.awaiting.CompareAndSwap(0, time.Now().UnixNano())
 	return op, true
 }
 
@@ -331,7 +346,7 @@ func (sc *subConn) startReader() {
 		return
 	}
 	sc.reading = true
-	sc.lastHeard = time.Now()
+	sc.lastHeard.Store(time.Now().UnixNano())
 	h.wg.Add(1)
 	go sc.readLoop()
 }
@@ -353,7 +368,7 @@ func (sc *subConn) readLoop() {
 				continue // the monitor decides whether the silence is death
 			}
 			h.mu.Lock()
-			h.failLocked(sc, "receive failed", err, false)
+			h.failLocked(sc, "receive failed", err, false, nil)
 			h.mu.Unlock()
 			return
 		}
@@ -361,65 +376,77 @@ func (sc *subConn) readLoop() {
 	}
 }
 
-// received handles one message read on sc.
+// received handles one message read on sc. A message takes no shared
+// lock but the one of its channel's shard.
 func (h *hub) received(sc *subConn, msg any) {
-	h.mu.Lock()
-	if sc.dead {
-		h.mu.Unlock()
+	select {
+	case <-sc.done:
 		return
+	default:
 	}
-	sc.heard = true
-	sc.lastHeard = time.Now()
-	sc.awaiting = time.Time{}
+	sc.heard.Store(true)
+	sc.lastHeard.Store(time.Now().UnixNano())
+	sc.awaiting.Store(0)
 	switch m := msg.(type) {
-	case *redis.Subscription:
-		switch m.Kind {
-		case "subscribe", "ssubscribe":
-			h.confirmedLocked(sc, m.Channel)
-		case "unsubscribe", "sunsubscribe":
-			h.unsubscribedLocked(sc, m.Channel)
-		}
 	case *redis.Message:
-		h.mu.Unlock()
 		h.deliver(m.Channel, m.Payload)
-		return
+	case *redis.Subscription:
+		var (
+			confirmed pendingSub
+			woken     []*channelEntry
+		)
+		h.mu.Lock()
+		if !sc.dead {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				confirmed = sc.confirmedLocked(m.Channel)
+			case "unsubscribe", "sunsubscribe":
+				woken = h.unsubscribedLocked(sc, m.Channel)
+			}
+		}
+		h.mu.Unlock()
+		if confirmed.e != nil {
+			h.confirmed(confirmed.e, confirmed.gen)
+		}
+		h.wakeEntries(woken)
 	}
-	h.mu.Unlock()
 }
 
-// confirmedLocked handles a subscription confirmation for channel on sc.
-func (h *hub) confirmedLocked(sc *subConn, channel string) {
+// confirmedLocked takes the subscribe of channel that the server
+// confirmed on sc off its pending list, and returns it if its entry is
+// still carried by sc.
+func (sc *subConn) confirmedLocked(channel string) pendingSub {
 	q := sc.pending[channel]
 	if len(q) == 0 {
-		return
+		return pendingSub{}
 	}
-	e := q[0]
+	p := q[0]
 	if len(q) == 1 {
 		delete(sc.pending, channel)
 	} else {
-		q[0] = nil
+		q[0] = pendingSub{}
 		sc.pending[channel] = q[1:]
 	}
-	if h.entries[channel] == e && e.conn == sc {
-		e.ready = true
-		wakeAll(e)
+	if p.e.conn != sc {
+		return pendingSub{}
 	}
+	return p
 }
 
 // unsubscribedLocked handles an unsubscribe notice for channel on sc. One
 // the hub did not ask for means the server dropped the channel (its slot
 // moved to another node): sc's channels move to a new connection, which
-// go-redis dials to the slot's owner.
-func (h *hub) unsubscribedLocked(sc *subConn, channel string) {
+// go-redis dials to the slot's owner. It returns the entries to wake.
+func (h *hub) unsubscribedLocked(sc *subConn, channel string) []*channelEntry {
 	if n := sc.unsubscribing[channel]; n > 0 {
 		if n == 1 {
 			delete(sc.unsubscribing, channel)
 		} else {
 			sc.unsubscribing[channel] = n - 1
 		}
-		return
+		return nil
 	}
-	h.failLocked(sc, "unsubscribed by the server", nil, true)
+	return h.failLocked(sc, "unsubscribed by the server", nil, true, nil)
 }
 
 // monitorLoop checks the health of every connection each hubHealthTick.
@@ -427,16 +454,19 @@ func (h *hub) monitorLoop(stop chan struct{}) {
 	defer h.wg.Done()
 	t := time.NewTicker(hubHealthTick)
 	defer t.Stop()
-	var conns []*subConn
+	var (
+		conns []*subConn
+		woken []*channelEntry
+	)
 	for {
 		select {
 		case <-t.C:
 		case <-stop:
 			return
 		}
-		now := time.Now()
+		now := time.Now().UnixNano()
 		h.mu.Lock()
-		if len(h.conns) == 0 && !h.closed {
+		if len(h.conns) == 0 && !h.connClosed {
 			h.monitor = nil // the next connection starts another
 			h.mu.Unlock()
 			return
@@ -446,30 +476,41 @@ func (h *hub) monitorLoop(stop chan struct{}) {
 			conns = append(conns, sc)
 		}
 		for _, sc := range conns {
+			awaiting := sc.awaiting.Load()
 			switch {
-			case !sc.awaiting.IsZero() && now.Sub(sc.awaiting) > hubPingTimeout:
-				h.failLocked(sc, "no reply within "+hubPingTimeout.String(), nil, true)
-			case sc.awaiting.IsZero() && sc.reading && len(sc.entries) > 0 && now.Sub(sc.lastHeard) > hubPingIdle:
+			case awaiting != 0 && time.Duration(now-awaiting) > hubPingTimeout:
+				woken = h.failLocked(sc, "no reply within "+hubPingTimeout.String(), nil, true, woken)
+			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > hubPingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
-				sc.awaiting = now
-				sc.queueLocked(subOp{kind: opPing})
+				if sc.awaiting.CompareAndSwap(0, now) {
+					sc.queueLocked(subOp{kind: opPing})
+				}
 			}
 		}
 		h.mu.Unlock()
+		h.wakeEntries(woken)
 		clear(conns)
+		clear(woken)
+		woken = woken[:0]
 	}
 }
 
 // close stops every goroutine of the hub and closes its connections.
 func (h *hub) close() {
-	h.mu.Lock()
-	h.closed = true
-	for _, e := range h.entries {
-		if e.linger != nil {
-			e.linger.Stop()
+	h.closed.Store(true)
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.entries {
+			if e.linger != nil {
+				e.linger.Stop()
+			}
 		}
+		sh.mu.Unlock()
 	}
+	h.mu.Lock()
+	h.connClosed = true
 	for _, sc := range h.conns {
 		h.dropLocked(sc)
 	}

@@ -8,10 +8,13 @@ import "testing"
 func newTestHub(t *testing.T, channel string) *hub {
 	t.Helper()
 	h := newHub(&Client{})
-	h.entries[channel] = &channelEntry{name: channel, ready: true}
+	sh := h.shard(channel)
+	e := &channelEntry{name: channel, sh: sh}
+	e.readyGen = e.gen.Add(1)
+	sh.entries[channel] = e
 	h.nEntries.Add(1)
 	t.Cleanup(func() {
-		if e := h.entries[channel]; e != nil && e.linger != nil {
+		if e.linger != nil {
 			e.linger.Stop()
 		}
 	})
@@ -134,5 +137,55 @@ func TestHubPassesOnAWakeUpAnotherWaiterGoesFirstOn(t *testing.T) {
 	h.tried(r1, true)
 	if !signalled(r2) {
 		t.Fatal("a wake-up handed on must reach the next waiter")
+	}
+}
+
+func newModeHub(t *testing.T, channel string, mode wakeMode) *hub {
+	t.Helper()
+	h := newTestHub(t, channel)
+	sh := h.shard(channel)
+	sh.entries[channel].mode = mode
+	return h
+}
+
+func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
+	h := newModeHub(t, "sc", wakeCount)
+	var ws []*waiter
+	for range 5 {
+		w, _ := h.attach("sc", false, false)
+		ws = append(ws, w)
+	}
+	h.deliver("sc", "2")
+	for i, w := range ws {
+		if got, want := signalled(w), i < 2; got != want {
+			t.Fatalf("waiter %d signalled = %v, want %v: 2 free permits wake the 2 longest waiters", i, got, want)
+		}
+	}
+	h.tried(ws[0], false)
+	h.tried(ws[1], false)
+	h.deliver("sc", "not a number")
+	if !signalled(ws[0]) || signalled(ws[2]) {
+		t.Fatal("a payload that is not a count wakes one waiter")
+	}
+}
+
+func TestHubLatchZeroWakesEveryWaiterAndOtherCountsNone(t *testing.T) {
+	h := newModeHub(t, "cdl", wakeZero)
+	var ws []*waiter
+	for range 4 {
+		w, _ := h.attach("cdl", false, false)
+		ws = append(ws, w)
+	}
+	h.deliver("cdl", "1")
+	for _, w := range ws {
+		if signalled(w) {
+			t.Fatal(`"1" (a new count) must wake no latch waiter`)
+		}
+	}
+	h.deliver("cdl", "0")
+	for i, w := range ws {
+		if !signalled(w) {
+			t.Fatalf(`waiter %d not woken by "0": the latch opened for everyone`, i)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"hash/maphash"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -8,14 +10,18 @@ import (
 
 // The hub is where waiters sleep. Waiters join a channel (ref-counted: the
 // first joiner subscribes) and wait on their own signal; messages become
-// signals in memory:
+// signals in memory, by the channel's wake mode:
 //
-//   - "0" (unlock) wakes one waiter, the longest waiting, so an unlock never
-//     starts a thundering herd;
-//   - "1" (write unlock) wakes every waiting reader and one other waiter;
+//   - locks (wakeLock): "0" (unlock) wakes one waiter, the longest waiting,
+//     so an unlock never starts a thundering herd; "1" (write unlock)
+//     wakes every waiting reader and one other waiter;
+//   - semaphores (wakeCount): the payload is the number of free permits,
+//     and wakes that many waiters;
+//   - latches (wakeZero): "0" (the count reached zero) wakes every waiter,
+//     any other payload none;
 //   - a subscription confirmation wakes every waiter of the channel: on the
-//     first subscription it tells them to try again now that no unlock can
-//     be missed; on a replacement connection it makes up for messages
+//     first subscription it tells them to try again now that no message
+//     can be missed; on a replacement connection it makes up for messages
 //     published while the old one was dead;
 //   - a connection found dead (see hub_conn.go) wakes every waiter of its
 //     channels at once, for the same reason.
@@ -25,10 +31,13 @@ import (
 // passes it to the next waiter when it gave up, and drops it when it
 // acquired, so no wake-up is lost and none is wasted.
 //
-// This file is the memory side: the channel table, the waiters and the
-// wake policy, under h.mu, which guards no I/O. The connections, their
-// (un)subscribe I/O and their health live in hub_conn.go; they report
-// what they read through the methods here.
+// This file is the memory side: the channel table and the waiters, in
+// hubShards shards by channel, each under its own mutex, so waiters on
+// unrelated locks never contend; no I/O runs under them. The connections,
+// their (un)subscribe I/O and their health live in hub_conn.go under h.mu.
+// Lock order: a shard's mutex, then h.mu; code holding h.mu never takes a
+// shard's mutex (it returns what is to be woken, and the caller wakes it
+// after unlocking).
 //
 // In-process FIFO: a newcomer on a channel where this client has waiters
 // lets a hand-off go first, so a goroutine that just unlocked and locks
@@ -44,27 +53,68 @@ import (
 // await); a lock that became free without a message costs a newcomer at
 // most hubUnlockGrace.
 type hub struct {
-	c *Client
+	c      *Client
+	seed   maphash.Seed
+	shards [hubShards]hubShard
+	closed atomic.Bool
 
-	mu      sync.Mutex
-	conns   map[int]*subConn // by slot (sharded), or the one at 0 (classic)
-	entries map[string]*channelEntry
-	closed  bool
-	monitor chan struct{} // closed by close: ends the health monitor (nil until the first connection)
+	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
+	waiters  sync.Pool    // of *waiter, reset
 
-	nEntries atomic.Int32 // len(entries), read without the lock by the uncontended path
-	wg       sync.WaitGroup
+	// mu guards the connections (hub_conn.go): conns, every subConn's
+	// state, and each entry's conn.
+	mu         sync.Mutex
+	conns      map[int]*subConn // by slot (sharded), or the one at 0 (classic)
+	connClosed bool
+	monitor    chan struct{} // closed by close: ends the health monitor (nil until the first connection)
+	wg         sync.WaitGroup
 }
 
+// hubShards is the number of channel-table shards: enough that 2 cores'
+// worth of goroutines on distinct locks rarely meet on one.
+const hubShards = 64
+
+type hubShard struct {
+	mu      sync.Mutex
+	entries map[string]*channelEntry
+	_       [40]byte // keeps neighbouring shards' mutexes off one cache line
+}
+
+// wakeMode says what a message on a channel wakes.
+type wakeMode uint8
+
+const (
+	wakeLock  wakeMode = iota // "0": one waiter; "1": every reader and one other
+	wakeCount                 // the payload counts free permits: that many waiters
+	wakeZero                  // "0": every waiter; anything else: none
+)
+
 type channelEntry struct {
-	name    string
-	conn    *subConn // the connection it is (being) subscribed on
+	name string
+	sh   *hubShard
+	mode wakeMode
+
+	// Guarded by sh.mu.
 	waiters []*waiter
-	ready   bool        // subscription confirmed on conn
-	linger  *time.Timer // pending unsubscribe once no one waits
+	// readyGen is the subscription generation the server confirmed; the
+	// entry is ready while it is the current one (gen).
+	readyGen uint64
+	linger   *time.Timer // pending unsubscribe once no one waits
 	// inflight counts the waiters that were woken and have not finished
 	// the try that followed: a hand-off in flight (see hub).
 	inflight int
+
+	// gen counts the subscribes sent for the entry (a new connection sends
+	// another); written under h.mu.
+	gen atomic.Uint64
+	// conn is the connection it is (being) subscribed on; guarded by h.mu.
+	conn *subConn
+}
+
+// ready reports whether the entry's current subscription is confirmed.
+// e.sh.mu is held.
+func (e *channelEntry) ready() bool {
+	return e.readyGen != 0 && e.readyGen == e.gen.Load()
 }
 
 // A waiter is one goroutine waiting for a lock.
@@ -96,17 +146,43 @@ const (
 )
 
 func newHub(c *Client) *hub {
-	return &hub{
-		c:       c,
-		conns:   make(map[int]*subConn),
-		entries: make(map[string]*channelEntry),
+	h := &hub{
+		c:     c,
+		seed:  maphash.MakeSeed(),
+		conns: make(map[int]*subConn),
 	}
+	for i := range h.shards {
+		h.shards[i].entries = make(map[string]*channelEntry)
+	}
+	h.waiters.New = func() any { return &waiter{C: make(chan struct{}, 1)} }
+	return h
+}
+
+func (h *hub) shard(channel string) *hubShard {
+	return &h.shards[maphash.String(h.seed, channel)%hubShards]
 }
 
 // active reports whether any channel is subscribed or being subscribed:
 // when none is, no waiter can attach before its first try, and the
 // uncontended path skips the hub.
 func (h *hub) active() bool { return h.nEntries.Load() > 0 }
+
+// newWaiter takes a reset waiter from the pool; release gives it back.
+func (h *hub) newWaiter(shared bool) *waiter {
+	w := h.waiters.Get().(*waiter)
+	w.shared = shared
+	return w
+}
+
+// release returns w, which no entry refers to any more, to the pool.
+func (h *hub) release(w *waiter) {
+	select {
+	case <-w.C:
+	default:
+	}
+	*w = waiter{C: w.C}
+	h.waiters.Put(w)
+}
 
 // attach registers a waiter on channel before its first try, if the
 // channel's subscription is confirmed: a wake-up published during that try
@@ -115,54 +191,60 @@ func (h *hub) active() bool { return h.nEntries.Load() > 0 }
 // wait on w.C before trying (see hub and await). w is nil when the
 // channel is not subscribed yet (the caller tries, then joins).
 func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred bool) {
-	nw := &waiter{C: make(chan struct{}, 1), shared: shared}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.entries[channel]
-	if h.closed || e == nil || !e.ready {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	e := sh.entries[channel]
+	if h.closed.Load() || e == nil || !e.ready() {
+		sh.mu.Unlock()
 		return nil, false
 	}
+	w = h.newWaiter(shared)
 	others := len(e.waiters)
-	h.addLocked(e, nw)
-	if fifo && (e.inflight > 0 || others > 0) {
-		nw.deferred = true
-	}
-	return nw, nw.deferred
+	addLocked(e, w)
+	deferred = fifo && (e.inflight > 0 || others > 0)
+	w.deferred = deferred
+	sh.mu.Unlock()
+	return w, deferred
 }
 
 // handoffInFlight reports whether w is still deferred behind a hand-off in
 // flight (its grace for an unlock message in transit is over).
 func (h *hub) handoffInFlight(w *waiter) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	sh := w.e.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	return w.deferred && w.e.inflight > 0
 }
 
 // join registers a waiter on channel, subscribing if nobody else waits on
 // it (the subscribe itself runs on the connection's goroutine, never
-// here). ready reports whether the subscription is already confirmed: if
-// so, a wake-up published since the caller's last try may have gone to
-// nobody, and the caller tries again at once; otherwise the confirmation
-// wakes it.
-func (h *hub) join(channel string, shared bool) (w *waiter, ready bool, err error) {
-	w = &waiter{C: make(chan struct{}, 1), shared: shared}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+// here). mode is the channel's wake mode. ready reports whether the
+// subscription is already confirmed: if so, a wake-up published since the
+// caller's last try may have gone to nobody, and the caller tries again at
+// once; otherwise the confirmation wakes it.
+func (h *hub) join(channel string, mode wakeMode, shared bool) (w *waiter, ready bool, err error) {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h.closed.Load() {
 		return nil, false, ErrClosed
 	}
-	e := h.entries[channel]
+	e := sh.entries[channel]
 	if e == nil {
-		e = &channelEntry{name: channel}
-		h.entries[channel] = e
+		e = &channelEntry{name: channel, sh: sh, mode: mode}
+		sh.entries[channel] = e
 		h.nEntries.Add(1)
+		h.mu.Lock()
 		h.subscribeLocked(e)
+		h.mu.Unlock()
 	}
-	h.addLocked(e, w)
-	return w, e.ready, nil
+	w = h.newWaiter(shared)
+	addLocked(e, w)
+	return w, e.ready(), nil
 }
 
-func (h *hub) addLocked(e *channelEntry, w *waiter) {
+// addLocked adds w to e's waiters. e.sh.mu is held.
+func addLocked(e *channelEntry, w *waiter) {
 	if e.linger != nil {
 		e.linger.Stop()
 	}
@@ -176,22 +258,22 @@ func (h *hub) addLocked(e *channelEntry, w *waiter) {
 // signal still pending in w.C came after the try started: w will use it
 // on its next wait.
 func (h *hub) tried(w *waiter, handOn bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	e := w.e
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
 	w.deferred = false
 	if !w.woken || len(w.C) > 0 {
 		return
 	}
-	e := w.e
-	h.spentLocked(w)
+	spentLocked(w)
 	if handOn {
 		wakeOne(e, w)
 	}
 }
 
 // spentLocked ends w's hand-off and lets deferred newcomers try once no
-// hand-off is in flight.
-func (h *hub) spentLocked(w *waiter) {
+// hand-off is in flight. w.e.sh.mu is held.
+func spentLocked(w *waiter) {
 	e := w.e
 	w.woken = false
 	e.inflight--
@@ -209,16 +291,19 @@ func (h *hub) spentLocked(w *waiter) {
 	}
 }
 
-// leave unregisters w. acquired says whether the waiter got the lock; if it
+// leave unregisters w and takes it back: the caller must not use it
+// again. acquired says whether the waiter got what it waited for; if it
 // did not and has a wake-up it did not use up, the wake-up goes to the
 // next waiter.
 func (h *hub) leave(w *waiter, acquired bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	e := w.e
+	sh := e.sh
+	sh.mu.Lock()
 	for i, x := range e.waiters {
 		if x == w {
-			e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
+			copy(e.waiters[i:], e.waiters[i+1:])
+			e.waiters[len(e.waiters)-1] = nil
+			e.waiters = e.waiters[:len(e.waiters)-1]
 			break
 		}
 	}
@@ -230,56 +315,102 @@ func (h *hub) leave(w *waiter, acquired bool) {
 	}
 	if w.woken {
 		unused = true
-		h.spentLocked(w)
+		spentLocked(w)
 	}
 	if unused && !acquired {
 		wakeOne(e, nil)
 	}
-	if len(e.waiters) == 0 && h.entries[e.name] == e && !h.closed {
+	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
 		if e.linger == nil {
 			e.linger = time.AfterFunc(subscriptionLinger, func() { h.expire(e) })
 		} else {
 			e.linger.Reset(subscriptionLinger)
 		}
 	}
+	sh.mu.Unlock()
+	h.release(w)
 }
 
 // wake signals one more waiter on channel: a multi-lock waiter that was
 // woken on one member's channel but is now blocked by another hands the
 // unlock on.
 func (h *hub) wake(channel string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e := h.entries[channel]; e != nil {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if e := sh.entries[channel]; e != nil {
 		wakeOne(e, nil)
 	}
 }
 
 // expire unsubscribes e if still nobody waits on it.
 func (h *hub) expire(e *channelEntry) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || h.entries[e.name] != e || len(e.waiters) > 0 {
+	sh := e.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h.closed.Load() || sh.entries[e.name] != e || len(e.waiters) > 0 {
 		return
 	}
-	delete(h.entries, e.name)
+	delete(sh.entries, e.name)
 	h.nEntries.Add(-1)
+	// Still under sh.mu: a join of the same channel waits, so its
+	// subscribe is queued after this unsubscribe.
+	h.mu.Lock()
 	h.unsubscribeLocked(e)
+	h.mu.Unlock()
 }
 
 // deliver handles a message published on channel.
 func (h *hub) deliver(channel, payload string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.entries[channel]
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[channel]
 	if e == nil {
 		return
 	}
-	if payload == readUnlockMessage {
-		wakeReaders(e)
+	switch e.mode {
+	case wakeCount:
+		n, err := strconv.Atoi(payload)
+		if err != nil {
+			n = 1
+		}
+		wakeN(e, n)
+	case wakeZero:
+		if payload == unlockMessage {
+			wakeAll(e)
+		}
+	default:
+		if payload == readUnlockMessage {
+			wakeReaders(e)
+			return
+		}
+		wakeOne(e, nil)
+	}
+}
+
+// confirmed marks e's subscription of generation gen confirmed by the
+// server and wakes its waiters, unless e was dropped or subscribed again
+// meanwhile. h.mu is not held.
+func (h *hub) confirmed(e *channelEntry, gen uint64) {
+	sh := e.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.entries[e.name] != e || e.gen.Load() != gen {
 		return
 	}
-	wakeOne(e, nil)
+	e.readyGen = gen
+	wakeAll(e)
+}
+
+// wakeEntries wakes every waiter of entries (their connection was found
+// dead: messages may have been lost). h.mu is not held.
+func (h *hub) wakeEntries(entries []*channelEntry) {
+	for _, e := range entries {
+		e.sh.mu.Lock()
+		wakeAll(e)
+		e.sh.mu.Unlock()
+	}
 }
 
 // signal sends w a wake-up unless one is pending; it reports whether it did.
@@ -325,6 +456,18 @@ func wakeOne(e *channelEntry, skip *waiter) {
 			if signal(e, w) {
 				return
 			}
+		}
+	}
+}
+
+// wakeN signals the n longest-waiting waiters that have no signal pending.
+func wakeN(e *channelEntry, n int) {
+	for _, w := range e.waiters {
+		if n <= 0 {
+			return
+		}
+		if signal(e, w) {
+			n--
 		}
 	}
 }

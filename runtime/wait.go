@@ -25,6 +25,9 @@ type waitSpec struct {
 	// before its first try (exclusive locks, not a re-entry): in-process
 	// FIFO, see hub.
 	queue bool
+	// wake is what a message on the channel wakes (see hub); the zero
+	// value is a lock's.
+	wake wakeMode
 }
 
 // tryFunc makes one acquisition attempt. When the lock is held by someone
@@ -126,7 +129,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if w == nil {
 			joined = ws.channel()
 			var ready bool
-			if w, ready, err = h.join(joined, ws.shared); err != nil {
+			if w, ready, err = h.join(joined, ws.wake, ws.shared); err != nil {
 				w = nil
 				return err
 			}
