@@ -2,7 +2,9 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,18 +63,26 @@ func (h *hold) stopLocked() {
 }
 
 // leaseClock ends holds at their deadlines: one goroutine per Client over
-// a heap of deadlines, so a hold costs no timer, no goroutine and no
-// allocation of its own. A hold is on the heap from its first confirmation
-// until it is gone; its entry sits at the deadline it had when it was put
-// there (clockAt), and is moved to a later one only when the clock reaches
-// it: one heap operation per lease, not per renewal.
+// heaps of deadlines, so a hold costs no timer, no goroutine and no
+// allocation of its own. Each registry shard keeps the heap of its own
+// holds under its own mutex (so taking or releasing a lock takes no lock
+// shared with unrelated keys) and publishes its earliest deadline in
+// shard.dueHead; the goroutine sleeps until the earliest of those. A hold
+// is on its shard's heap from its first confirmation until it is gone;
+// its entry sits at the deadline it had when it was put there (clockAt),
+// and is moved to a later one only when the clock reaches it: one heap
+// operation per lease, not per renewal.
 type leaseClock struct {
 	once sync.Once
-	mu   sync.Mutex // after the mutex of a hold's shard
-	due  leaseHeap
+	// next is when the goroutine wakes next (Unix ns): a deadline put
+	// before it wakes the goroutine early.
+	next atomic.Int64
 	wake chan struct{}
 	done chan struct{}
 }
+
+// noDue is a shard head with nothing on its heap.
+const noDue = math.MaxInt64
 
 // leaseHeap is a min-heap of holds by clockAt that knows each hold's
 // index, so a released hold leaves it at once (it would otherwise keep the
@@ -144,28 +154,51 @@ func (lc *leaseClock) add(c *Client, h *hold, at time.Time) {
 	lc.once.Do(func() {
 		lc.wake = make(chan struct{}, 1)
 		lc.done = make(chan struct{})
+		lc.next.Store(noDue)
 		go c.runClock()
 	})
-	lc.mu.Lock()
+	sh := h.sh
 	h.clockAt = at
-	lc.due.push(h)
-	first := h.clockIdx == 0
-	lc.mu.Unlock()
-	if first {
-		select {
-		case lc.wake <- struct{}{}:
-		default:
+	sh.due.push(h)
+	if h.clockIdx != 0 {
+		return
+	}
+	t := at.UnixNano()
+	sh.dueHead.Store(t)
+	// The goroutine reads the heads after it publishes next (runClock), so
+	// a head it missed is one that sees its next here.
+	for {
+		next := lc.next.Load()
+		if t >= next {
+			return
 		}
+		if lc.next.CompareAndSwap(next, t) {
+			break
+		}
+	}
+	select {
+	case lc.wake <- struct{}{}:
+	default:
 	}
 }
 
 // remove takes h off the clock. h.sh.mu is held.
 func (lc *leaseClock) remove(h *hold) {
-	lc.mu.Lock()
-	if h.clockIdx >= 0 && h.clockIdx < len(lc.due) && lc.due[h.clockIdx] == h {
-		lc.due.removeAt(h.clockIdx)
+	sh := h.sh
+	if h.clockIdx >= 0 && h.clockIdx < len(sh.due) && sh.due[h.clockIdx] == h {
+		sh.due.removeAt(h.clockIdx)
+		sh.publishDueHead() // later or none: the goroutine may wake for nothing once
 	}
-	lc.mu.Unlock()
+}
+
+// publishDueHead stores the shard's earliest deadline in dueHead. sh.mu is
+// held.
+func (sh *shard) publishDueHead() {
+	if len(sh.due) == 0 {
+		sh.dueHead.Store(noDue)
+		return
+	}
+	sh.dueHead.Store(sh.due[0].clockAt.UnixNano())
 }
 
 // wait blocks until the clock (if started) has stopped; c.closeCh is closed.
@@ -184,65 +217,66 @@ func (c *Client) runClock() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		lc.mu.Lock()
-		sleep := time.Hour
-		if len(lc.due) > 0 {
-			sleep = time.Until(lc.due[0].clockAt)
+		now := time.Now().UnixNano()
+		for i := range c.reg.shards {
+			if sh := &c.reg.shards[i]; sh.dueHead.Load() <= now {
+				c.expireDue(sh, time.Unix(0, now))
+			}
 		}
-		lc.mu.Unlock()
+		// Publish next, then read the heads again: a deadline put in
+		// between is seen here or sees the new next (and wakes us).
+		next := c.reg.earliestDue()
+		lc.next.Store(next)
+		if again := c.reg.earliestDue(); again < next {
+			continue
+		}
+		sleep := time.Hour
+		if next != noDue {
+			sleep = time.Duration(next - time.Now().UnixNano())
+		}
 		if sleep > 0 {
 			timer.Reset(sleep)
 			select {
 			case <-timer.C:
 			case <-lc.wake:
 				timer.Stop()
-				continue
 			case <-c.closeCh:
 				return
 			}
 		}
-		c.expireDue(time.Now())
 	}
 }
 
-// expireDue ends the holds whose deadline is now past, and moves the
+// earliestDue is the earliest deadline of any shard (Unix ns), or noDue.
+func (r *registry) earliestDue() int64 {
+	m := int64(noDue)
+	for i := range r.shards {
+		m = min(m, r.shards[i].dueHead.Load())
+	}
+	return m
+}
+
+// expireDue ends the holds of sh whose deadline is now past, and moves the
 // entries of holds confirmed since to their new deadline.
-func (c *Client) expireDue(now time.Time) {
-	lc := &c.clock
-	for {
-		lc.mu.Lock()
-		if len(lc.due) == 0 || lc.due[0].clockAt.After(now) {
-			lc.mu.Unlock()
-			return
-		}
-		h := lc.due[0]
-		lc.mu.Unlock()
-		// The hold's shard comes first in the lock order: look again once
-		// both are held.
-		h.sh.mu.Lock()
-		lc.mu.Lock()
-		if len(lc.due) == 0 || lc.due[0] != h {
-			lc.mu.Unlock()
-			h.sh.mu.Unlock()
-			continue
-		}
+func (c *Client) expireDue(sh *shard, now time.Time) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for len(sh.due) > 0 && !sh.due[0].clockAt.After(now) {
+		h := sh.due[0]
 		if h.validUntil.After(now) {
 			h.clockAt = h.validUntil // confirmed meanwhile
-			lc.due.down(0)
-			lc.mu.Unlock()
-			h.sh.mu.Unlock()
+			sh.due.down(0)
 			continue
 		}
-		lc.due.removeAt(0)
-		lc.mu.Unlock()
+		sh.due.removeAt(0)
 		h.clocked = false
 		why := "fixed lease ran out"
 		if h.watchdog {
 			why = "lease ran out without a confirmed renewal"
 		}
 		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
-		h.sh.mu.Unlock()
 	}
+	sh.publishDueHead()
 }
 
 // leaseLeft is how long a request sent now must make Redis keep h so that

@@ -22,7 +22,7 @@ type registry struct {
 
 // registryShards is a power of two well above the number of cores: two
 // busy keys rarely share a shard.
-const registryShards = 64
+const registryShards = 512
 
 type shard struct {
 	mu      sync.Mutex
@@ -34,6 +34,10 @@ type shard struct {
 	// yet taken off it (0: none taken yet).
 	wheel     map[int64][]*hold
 	wheelNext int64
+	// The lease clock's heap of this shard's holds (lease.go), and its
+	// earliest deadline in Unix ns (noDue: none), read without the mutex.
+	due     leaseHeap
+	dueHead atomic.Int64
 }
 
 func (r *registry) init() {
@@ -43,6 +47,7 @@ func (r *registry) init() {
 		s.holds = make(map[holdID]*hold)
 		s.turns = make(map[holdID]turn)
 		s.unknown = make(map[holdID]struct{})
+		s.dueHead.Store(noDue)
 	}
 }
 
