@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -88,6 +89,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	defer func() {
 		if timer != nil {
 			timer.Stop()
+			sleepTimers.Put(timer)
 		}
 	}()
 
@@ -159,16 +161,24 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	}
 }
 
+// sleepTimers holds stopped timers for waits: a wait that sleeps takes one
+// and gives it back when it ends, so a contended acquisition allocates
+// none. A stopped timer has nothing left in its channel (Go 1.23+).
+var sleepTimers sync.Pool
+
 // sleep waits up to d (< 0: no bound) for a signal to w, on *timer (made
 // on first use). It returns ctx's error or ErrClosed if either ends it.
 func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d time.Duration) error {
 	var timeout <-chan time.Time
 	if d >= 0 {
 		if *timer == nil {
-			*timer = time.NewTimer(d)
-		} else {
-			(*timer).Reset(d)
+			if t, ok := sleepTimers.Get().(*time.Timer); ok {
+				*timer = t
+			} else {
+				*timer = time.NewTimer(time.Hour)
+			}
 		}
+		(*timer).Reset(d)
 		timeout = (*timer).C
 	}
 	select {
