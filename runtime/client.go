@@ -30,9 +30,13 @@ type Options struct {
 	// Nil means slog.Default().
 	Logger *slog.Logger
 
-	// Observer, when set, is told about acquisitions, releases, losses and
-	// watchdog rounds. Nil means no events.
+	// Observer, when set, is told about acquisitions, waits, releases,
+	// losses and watchdog rounds. Nil means no events.
 	Observer Observer
+
+	// Name, when set, names this Client in its owner label (label.go), so
+	// lockgen inspect shows it beside the host and pid of a hold's owner.
+	Name string
 
 	// ReplicaTimeout bounds the WAIT of locks with SyncReplicas > 0.
 	// Zero means 1s.
@@ -100,6 +104,7 @@ type Client struct {
 	hub          *hub
 	wd           watchdog
 	clock        leaseClock
+	label        ownerLabel // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error // closes the watchdog's own client, if any
 	redNodes     []*Client    // one client per RedLock node
 }
@@ -148,6 +153,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		closeCh:   make(chan struct{}),
 	}
 	c.reg.init()
+	c.label.init(o.Name, time.Now())
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)

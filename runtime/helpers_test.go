@@ -203,8 +203,9 @@ func waitersOn(t testing.TB, rdb redis.UniversalClient, key string) int {
 }
 
 // keysLeft lists the keys left in Redis besides request latches (they
-// remember an owner's last request for resends and expire on their own):
-// it fails the test if one has no expiry.
+// remember an owner's last request for resends and expire on their own)
+// and owner labels (label.go: they live as long as their Client): it fails
+// the test if one has no expiry.
 func keysLeft(t testing.TB, rdb redis.UniversalClient) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -214,9 +215,9 @@ func keysLeft(t testing.TB, rdb redis.UniversalClient) []string {
 	}
 	var left []string
 	for _, k := range keys {
-		if strings.HasPrefix(k, "lockgen_latch:") {
+		if strings.HasPrefix(k, "lockgen_latch:") || strings.HasPrefix(k, "lockgen_owner:") {
 			if ttl := rdb.PTTL(ctx, k).Val(); ttl <= 0 {
-				t.Fatalf("unlock latch %s has no expiry", k)
+				t.Fatalf("unlock latch or owner label %s has no expiry", k)
 			}
 			continue
 		}

@@ -178,6 +178,7 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 	}
 	acq.h = h
 	h.count++
+	c.wd.start(c)
 	effective := lease
 	if lease == Watchdog {
 		effective = c.opts.WatchdogTimeout
@@ -246,7 +247,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	delete(h.sh.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)
 	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
-	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Err: cause})
+	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Lock: kindName(h.k), Owner: h.owner, Err: cause})
 }
 
 // loseKey ends every local hold of key (after ForceUnlock).

@@ -76,7 +76,9 @@ func (l *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // TryLock waits up to wait for all members and holds them with lease.
-func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
+	owner, start := "", time.Now()
+	defer func() { l.c.observeTry(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", owner, start, err) }()
 	if len(l.members) == 0 {
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
@@ -86,7 +88,6 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (con
 		}
 	}
 	c := l.c
-	owner := ""
 	if hc := c.holdOf(ctx); hc != nil {
 		owner = hc.acq.h.owner
 		for _, m := range l.members {
@@ -244,6 +245,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
+	defer l.c.observeRelease(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.acq.h.owner, hc.acq.start)
 	if !l.atomic {
 		var errs []error
 		for i := len(l.members) - 1; i >= 0; i-- {

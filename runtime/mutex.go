@@ -89,8 +89,13 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	var sent time.Time
 	waiting := wait != 0
 	try := func(ctx context.Context) (bool, time.Duration, error) {
+		first := sent.IsZero()
 		sent = time.Now()
-		return m.tryAcquire(ctx, a, lease, waiting)
+		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting)
+		if first && waiting && !took && err == nil && c.opts.Observer != nil {
+			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
+		}
+		return took, ttl, err
 	}
 	w := waitSpec{
 		channel:  func() string { return m.k.channel(m.key, owner) },
@@ -104,7 +109,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			m.leave(ctx, a)
 		}
 		err = m.fail("acquire", err)
-		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Wait: time.Since(start), Err: err})
+		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
 	// The successful attempt still has its turn (see tryAcquire): the hold
@@ -119,7 +124,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		return nil, m.fail("acquire", err)
 	}
 	c.exit(id)
-	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Wait: time.Since(start)})
+	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: owner, Ctx: ctx, Wait: time.Since(start)})
 	return hctx, nil
 }
 
@@ -264,7 +269,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		m.c.log.Warn("release failed", "lock", m.opts.Name, "key", m.key, "err", err)
 		return err
 	}
-	m.c.observe(Event{Kind: EventReleased, Name: m.opts.Name, Key: m.key, Held: time.Since(acq.start)})
+	m.c.observe(Event{Kind: EventReleased, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: acq.h.owner, Ctx: ctx, Held: time.Since(acq.start)})
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package runtime
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EventKind says what an Event reports.
 type EventKind uint8
@@ -14,8 +17,14 @@ const (
 	EventReleased
 	// EventLost: a hold was lost (Err wraps ErrLockLost).
 	EventLost
-	// EventRenewed: one watchdog round finished (Renewed holds in Calls script calls).
+	// EventRenewed: one watchdog renewal call finished (Renewed holds in
+	// Calls script calls, Took from send to reply).
 	EventRenewed
+	// EventWaitStarted: an acquisition found the lock taken and starts
+	// waiting for it (Wait is the time its first try took). It comes at
+	// most once per acquisition, never for one that takes the lock at the
+	// first try or that does not wait (a wait time of 0).
+	EventWaitStarted
 )
 
 func (k EventKind) String() string {
@@ -30,19 +39,35 @@ func (k EventKind) String() string {
 		return "lost"
 	case EventRenewed:
 		return "renewed"
+	case EventWaitStarted:
+		return "wait-started"
 	}
 	return "unknown"
 }
 
-// Event is what an Observer is told. Fields that do not apply to a Kind are zero.
+// Event is what an Observer is told. Fields that do not apply to a Kind
+// are zero. Building one allocates nothing: every field is a value the
+// runtime already has.
 type Event struct {
-	Kind    EventKind
-	Name    string        // logical lock name (LockOptions.Name)
-	Key     string        // Redis key
-	Wait    time.Duration // EventAcquired, EventAcquireFailed: time spent acquiring
+	Kind EventKind
+	Name string // logical lock name (LockOptions.Name)
+	Key  string // Redis key (a multi-lock's keys, comma-separated)
+	// Lock is the lock's kind: "reentrant", "fair", "read" or "write" (the
+	// sides of a read-write lock), "multi" or "red". Empty for EventRenewed.
+	Lock string
+	// Owner is the owner token of the hold (EventAcquired, EventReleased,
+	// EventLost): it pairs a release or a loss with its acquisition.
+	Owner string
+	// Ctx is the caller's ctx (EventWaitStarted, EventAcquired,
+	// EventAcquireFailed) or the hold's (EventReleased), so an Observer can
+	// parent a span on the caller's trace. Nil for the other kinds. An
+	// Observer must not keep it past the call.
+	Ctx     context.Context
+	Wait    time.Duration // EventAcquired, EventAcquireFailed, EventWaitStarted: time spent acquiring
 	Held    time.Duration // EventReleased: time between acquire and release
 	Renewed int           // EventRenewed: holds whose lease was extended
 	Calls   int           // EventRenewed: script calls used for the round
+	Took    time.Duration // EventRenewed: from the send of the call to its reply
 	Err     error         // EventAcquireFailed, EventLost, EventRenewed (transport error)
 }
 
@@ -58,3 +83,41 @@ type ObserverFunc func(Event)
 
 // ObserveLock calls f(e).
 func (f ObserverFunc) ObserveLock(e Event) { f(e) }
+
+// kindName is the Event.Lock of a lock kind: a constant per kind, so an
+// event costs no allocation for it.
+func kindName(k kind) string {
+	switch k.(type) {
+	case reentrant:
+		return "reentrant"
+	case fair:
+		return "fair"
+	case readSide:
+		return "read"
+	case writeSide:
+		return "write"
+	}
+	return "lock"
+}
+
+// observeTry reports the outcome of an acquisition of a multi-lock or a
+// RedLock, whose attempts are not a single Mutex's: their TryLock defers
+// it with its results.
+func (c *Client) observeTry(ctx context.Context, name, key, lock, owner string, start time.Time, err error) {
+	if c.opts.Observer == nil {
+		return
+	}
+	e := Event{Kind: EventAcquired, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Wait: time.Since(start)}
+	if err != nil {
+		e.Kind, e.Owner, e.Err = EventAcquireFailed, "", err
+	}
+	c.opts.Observer.ObserveLock(e)
+}
+
+// observeRelease reports the release of a multi-lock's or a RedLock's hold
+// taken at start.
+func (c *Client) observeRelease(ctx context.Context, name, key, lock, owner string, start time.Time) {
+	if c.opts.Observer != nil {
+		c.opts.Observer.ObserveLock(Event{Kind: EventReleased, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Held: time.Since(start)})
+	}
+}

@@ -83,8 +83,10 @@ func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
 // lease (Watchdog or fixed). It fails with ErrQuorum when fewer than a
 // quorum of nodes answer at all, and with ErrNotAcquired when they answer
 // but others hold the lock for the whole wait.
-func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
 	c := l.c
+	owner, begin := "", time.Now()
+	defer func() { c.observeTry(ctx, l.opts.Name, l.key, "red", owner, begin, err) }()
 	switch {
 	case len(c.redNodes) == 0:
 		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
@@ -97,7 +99,6 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (conte
 	if c.isClosed() {
 		return nil, l.fail("acquire", ErrClosed)
 	}
-	owner := ""
 	if h := l.holdIn(ctx); h != nil {
 		owner = h.owner
 	} else if hc := c.holdOf(ctx); hc != nil {
@@ -247,6 +248,7 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 	}
 	l.releaseParts(h.parts)
 	h.cancel(context.Canceled)
+	l.c.observeRelease(ctx, l.opts.Name, l.key, "red", h.owner, h.start)
 	if lost {
 		return l.fail("release", fmt.Errorf("%w: fewer than %d nodes held it", ErrLockLost, l.quorum))
 	}

@@ -70,11 +70,17 @@ func (w *watchdog) tickOf(t time.Time) int64 { return t.UnixNano() / int64(w.tic
 // schedule puts h on the wheel for a renewal one period after from, and
 // starts the loop on first use. h.sh.mu is held.
 func (w *watchdog) schedule(c *Client, h *hold, from time.Time) {
+	w.start(c)
+	w.scheduleAt(h, from.Add(w.period))
+}
+
+// start starts the loop on first use: at the first hold of any lease,
+// which also writes the owner label (label.go).
+func (w *watchdog) start(c *Client) {
 	w.once.Do(func() {
 		w.done = make(chan struct{})
 		go c.watchdogLoop(w.done)
 	})
-	w.scheduleAt(h, from.Add(w.period))
 }
 
 // scheduleAt puts h on its shard's wheel for a renewal at t (an entry is
@@ -119,6 +125,7 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 	ticker := time.NewTicker(w.tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
+	c.renewLabel(time.Now())
 	for {
 		all := false
 		select {
@@ -132,6 +139,7 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 			lastPoke, all = time.Now(), true
 		}
 		c.renewDue(time.Now(), all)
+		c.renewLabel(time.Now())
 	}
 }
 
@@ -306,7 +314,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	if err != nil {
 		c.log.Warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
 	}
-	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Err: err})
+	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Took: now.Sub(sent), Err: err})
 }
 
 func minTime(a, b time.Time) time.Time {
