@@ -104,7 +104,7 @@ type Client struct {
 	hub          *hub
 	wd           watchdog
 	clock        leaseClock
-	label        ownerLabel // who this client is, for lockgen inspect (label.go)
+	label        ownerLabel   // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error // closes the watchdog's own client, if any
 	redNodes     []*Client    // one client per RedLock node
 }

@@ -403,7 +403,9 @@ func TestResentAcquireCountsOnce(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if keys := plain.Keys(ctx, "*").Val(); slices.ContainsFunc(keys, func(k string) bool { return !strings.HasPrefix(k, "lockgen_latch:") && !strings.HasPrefix(k, "lockgen_owner:") }) {
+			if keys := plain.Keys(ctx, "*").Val(); slices.ContainsFunc(keys, func(k string) bool {
+				return !strings.HasPrefix(k, "lockgen_latch:") && !strings.HasPrefix(k, "lockgen_owner:")
+			}) {
 				t.Fatalf("keys left after both Unlocks: %v", keys)
 			}
 		})
