@@ -153,7 +153,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		closeCh:   make(chan struct{}),
 	}
 	c.reg.init()
-	c.label.init(o.Name, time.Now())
+	c.label.init(c.id, o.Name, time.Now())
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
@@ -184,6 +184,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 			_ = c.Close()
 			return nil, err
 		}
+		n.label.id = c.id // its holds carry this client's owner tokens
 		c.redNodes = append(c.redNodes, n)
 	}
 	return c, nil

@@ -57,11 +57,13 @@ func ParseOwnerLabel(fields map[string]string) (OwnerLabel, bool) {
 // ownerLabel is a Client's label and when it is next due to be written.
 // Only the watchdog loop touches next.
 type ownerLabel struct {
-	fields []any // HSET's field-value pairs, built once
+	id     string // the uuid its owner tokens carry (a RedLock node's: its parent's)
+	fields []any  // HSET's field-value pairs, built once
 	next   time.Time
 }
 
-func (l *ownerLabel) init(name string, since time.Time) {
+func (l *ownerLabel) init(id, name string, since time.Time) {
+	l.id = id
 	host, _ := os.Hostname()
 	l.fields = []any{
 		"host", host,
@@ -85,7 +87,7 @@ func (c *Client) renewLabel(now time.Time) {
 		defer w.jobs.Done()
 		ctx, cancel := context.WithTimeout(c.life, w.period)
 		defer cancel()
-		key := OwnerLabelKey(c.id)
+		key := OwnerLabelKey(c.label.id)
 		// The watchdog's own client: it honours ctx, and Close closes it,
 		// so a write stuck in a blackhole never holds up Close.
 		_, err := w.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
