@@ -1,0 +1,66 @@
+package inspect
+
+import (
+	"net/url"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Connect opens the Redis deployment the URLs name, as go-redis parses
+// them: one redis:// or rediss:// URL is a server; one with a master_name
+// query parameter is a Sentinel failover client (the URL names the
+// sentinels); several URLs, or cluster set, are the seed nodes of a Redis
+// Cluster (a URL may also list more seeds with addr= parameters).
+func Connect(urls []string, cluster bool) (redis.UniversalClient, error) {
+	if len(urls) == 0 {
+		return nil, usagef("no Redis to read: pass -redis redis://host:6379 (repeat it, or add -cluster, for a cluster)")
+	}
+	if !cluster && len(urls) == 1 {
+		u, err := url.Parse(urls[0])
+		if err != nil {
+			return nil, usagef("-redis %q: %v", urls[0], err)
+		}
+		if u.Query().Has("master_name") {
+			o, err := redis.ParseFailoverURL(urls[0])
+			if err != nil {
+				return nil, usagef("-redis %q: %v", urls[0], err)
+			}
+			return redis.NewFailoverClient(o), nil
+		}
+		o, err := redis.ParseURL(urls[0])
+		if err != nil {
+			return nil, usagef("-redis %q: %v", urls[0], err)
+		}
+		return redis.NewClient(o), nil
+	}
+	o, err := redis.ParseClusterURL(urls[0])
+	if err != nil {
+		return nil, usagef("-redis %q: %v", urls[0], err)
+	}
+	for _, s := range urls[1:] {
+		more, err := redis.ParseClusterURL(s)
+		if err != nil {
+			return nil, usagef("-redis %q: %v", s, err)
+		}
+		o.Addrs = append(o.Addrs, more.Addrs...)
+	}
+	return redis.NewClusterClient(o), nil
+}
+
+// ConnectNodes opens one client per independent RedLock node.
+func ConnectNodes(urls []string) ([]redis.UniversalClient, []string, error) {
+	var nodes []redis.UniversalClient
+	var addrs []string
+	for _, s := range urls {
+		o, err := redis.ParseURL(s)
+		if err != nil {
+			for _, n := range nodes {
+				_ = n.Close()
+			}
+			return nil, nil, usagef("-red %q: %v", s, err)
+		}
+		nodes = append(nodes, redis.NewClient(o))
+		addrs = append(addrs, o.Addr)
+	}
+	return nodes, addrs, nil
+}

@@ -1,0 +1,189 @@
+package inspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes v (an Instance, a list of them or of Summary) as
+// indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// human is a duration as people read it on a table: ms below a second,
+// tenths of a second below a minute, whole seconds above.
+func human(d Duration) string {
+	t := time.Duration(d)
+	switch {
+	case d == NoExpiry:
+		return "never"
+	case t <= 0:
+		return "0s"
+	case t < time.Second:
+		return t.Round(time.Millisecond).String()
+	case t < time.Minute:
+		return t.Round(100 * time.Millisecond).String()
+	}
+	return t.Round(time.Second).String()
+}
+
+// describe says who an owner is.
+func (w Who) describe() string {
+	if w.Redisson {
+		return "redisson (no lockgen label)"
+	}
+	s := fmt.Sprintf("lockgen pid %d on %s", w.PID, w.Host)
+	if w.Name != "" {
+		s += " (" + w.Name + ")"
+	}
+	return s
+}
+
+// WriteInstance writes one instance as an aligned table.
+func WriteInstance(w io.Writer, st Instance) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	writeInstance(tw, st, "")
+	return tw.Flush()
+}
+
+func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
+	row := func(cells ...string) { fmt.Fprintln(tw, indent+strings.Join(cells, "\t")) }
+	row("lock", st.Lock+" ("+st.Kind+")")
+	if st.Kind == "multi" {
+		state := "not held"
+		if st.Held {
+			state = "held (every member)"
+		}
+		row("state", state)
+		for _, m := range st.Members {
+			writeInstance(tw, m, indent+"  ")
+		}
+		return
+	}
+	if st.Node != "" {
+		row("node", st.Node)
+	}
+	if st.Key != "" {
+		row("key", st.Key)
+	}
+	row("state", state(st))
+	if st.Token != nil {
+		row("token", formatInt(*st.Token))
+	}
+	for _, h := range st.Holders {
+		what := fmt.Sprintf("×%d", h.Count)
+		if h.Side != "" {
+			what = h.Side + " " + what
+		}
+		if len(h.ReadTTLs) > 0 {
+			ttls := make([]string, len(h.ReadTTLs))
+			for i, t := range h.ReadTTLs {
+				ttls[i] = human(t)
+			}
+			what += " (ttl " + strings.Join(ttls, ", ") + ")"
+		}
+		row("holder", h.Owner, what, h.Who.describe())
+	}
+	for i, q := range st.Queue {
+		label := "waiter"
+		if st.Kind == "readwrite" {
+			label = "writer waits"
+		}
+		row(fmt.Sprintf("%s %d", label, i+1), q.Owner, "deadline "+human(q.Deadline), q.Who.describe())
+	}
+	for _, p := range st.Permits {
+		row("permit", p.ID, "ttl "+human(p.Expiry))
+	}
+	for _, n := range st.Nodes {
+		writeInstance(tw, n, indent+"  ")
+	}
+}
+
+// state is the one-line state of an instance.
+func state(st Instance) string {
+	switch {
+	case st.Kind == "latch" && st.Count != nil:
+		return fmt.Sprintf("waiting for %d count-downs", *st.Count)
+	case st.Kind == "latch":
+		return "open (no count: not armed or counted down)"
+	case st.Kind == "semaphore" && st.Free != nil:
+		return fmt.Sprintf("%d free, %d held", *st.Free, len(st.Permits))
+	case st.Kind == "semaphore":
+		return "not set up (no permits yet)"
+	case st.Kind == "red" && len(st.Nodes) > 0:
+		held := 0
+		for _, n := range st.Nodes {
+			if n.Held {
+				held++
+			}
+		}
+		return fmt.Sprintf("held on %d of %d nodes", held, len(st.Nodes))
+	case !st.Held:
+		return "not held"
+	case st.Mode != "":
+		return "held for " + st.Mode + ", ttl " + human(st.TTL)
+	}
+	return "held, ttl " + human(st.TTL)
+}
+
+// WriteInstances writes a lock's live instances, one line each.
+func WriteInstances(w io.Writer, list []Instance, truncated bool, limit int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tKEY\tPARAMS\tSTATE\tOWNERS\tWAITING")
+	for _, st := range list {
+		owners := make([]string, len(st.Holders))
+		for i, h := range st.Holders {
+			owners[i] = h.Who.short()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", st.Lock, st.Key, paramText(st.Params), state(st), strings.Join(owners, ", "), len(st.Queue))
+	}
+	if truncated {
+		fmt.Fprintf(tw, "… more than %d: raise -limit to see them\n", limit)
+	}
+	return tw.Flush()
+}
+
+// short names an owner in one word: pid@host, or redisson.
+func (w Who) short() string {
+	if w.Redisson {
+		return "redisson"
+	}
+	return fmt.Sprintf("%d@%s", w.PID, w.Host)
+}
+
+func paramText(params map[string]string) string {
+	names := make([]string, 0, len(params))
+	for n := range params {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for i, n := range names {
+		names[i] = n + "=" + params[n]
+	}
+	return strings.Join(names, " ")
+}
+
+// WriteSummary writes the one-line-per-lock summary.
+func WriteSummary(w io.Writer, list []Summary, limit int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LOCK\tKIND\tKEY\tLIVE\tWAITING")
+	for _, s := range list {
+		live := fmt.Sprint(s.Live)
+		switch {
+		case s.Live < 0:
+			live = "-"
+		case s.Truncated:
+			live = fmt.Sprintf("%d+", limit)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Lock, s.Kind, s.Pattern, live, s.Waiting)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,319 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen"
+)
+
+// DefaultLimit bounds how many instances of one lock are listed.
+const DefaultLimit = 100
+
+// Inspector reads the locks of one spec from one Redis deployment.
+type Inspector struct {
+	Spec  *lockgen.Spec
+	Redis redis.UniversalClient // a server, a Sentinel failover client or a cluster
+	// RedNodes are the independent masters red locks span, with their
+	// addresses; without them a red lock is read from Redis.
+	RedNodes []redis.UniversalClient
+	RedAddrs []string
+	Limit    int // instances listed per lock; 0 means DefaultLimit
+}
+
+// UsageError is a request that cannot be answered as asked: an unknown
+// lock, a missing or ill-typed param (exit code 2 in the CLI).
+type UsageError struct{ msg string }
+
+func (e *UsageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// IsUsage reports whether err is a UsageError.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+func (in *Inspector) limit() int {
+	if in.Limit > 0 {
+		return in.Limit
+	}
+	return DefaultLimit
+}
+
+// lock returns the declared lock called name.
+func (in *Inspector) lock(name string) (*lockgen.Lock, error) {
+	if l := in.Spec.Lock(name); l != nil {
+		return l, nil
+	}
+	names := make([]string, len(in.Spec.Locks))
+	for i, l := range in.Spec.Locks {
+		names[i] = l.Name
+	}
+	if s := lockgen.Suggest(name, names); s != "" {
+		return nil, usagef("no lock %q in %s (did you mean %s?)", name, in.Spec.File, s)
+	}
+	return nil, usagef("no lock %q in %s (its locks: %v)", name, in.Spec.File, names)
+}
+
+// HasParams reports whether the lock name has key params (a multi lock:
+// its members have). An unknown name has none.
+func (in *Inspector) HasParams(name string) bool {
+	l := in.Spec.Lock(name)
+	return l != nil && len(paramsOf(l)) > 0
+}
+
+// Instance reads the lock name at the key its params render.
+func (in *Inspector) Instance(ctx context.Context, name string, params map[string]string) (Instance, error) {
+	l, err := in.lock(name)
+	if err != nil {
+		return Instance{}, err
+	}
+	if err := in.checkParams(l, params); err != nil {
+		return Instance{}, err
+	}
+	r, err := newReader(ctx, in.Redis)
+	if err != nil {
+		return Instance{}, err
+	}
+	st, err := in.read(ctx, r, l, params)
+	if err != nil {
+		return Instance{}, err
+	}
+	r.label(ctx, &st)
+	return st, nil
+}
+
+// checkParams refuses params the lock does not take.
+func (in *Inspector) checkParams(l *lockgen.Lock, params map[string]string) error {
+	known := map[string]bool{}
+	var names []string
+	for _, p := range paramsOf(l) {
+		known[p] = true
+		names = append(names, p)
+	}
+	for p := range params {
+		if !known[p] {
+			if s := lockgen.Suggest(p, names); s != "" {
+				return usagef("%s has no param %q (did you mean %s?)", l.Name, p, s)
+			}
+			return usagef("%s has no param %q (its params: %v)", l.Name, p, names)
+		}
+	}
+	return nil
+}
+
+// paramsOf lists a lock's params (a multi lock's: its members').
+func paramsOf(l *lockgen.Lock) []string {
+	var names []string
+	seen := map[string]bool{}
+	locks := []*lockgen.Lock{l}
+	if l.Kind == lockgen.Multi {
+		locks = l.Leaves()
+	}
+	for _, lf := range locks {
+		for _, p := range lf.Params {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				names = append(names, p.Name)
+			}
+		}
+	}
+	return names
+}
+
+// read reads one instance of l; params must render its key.
+func (in *Inspector) read(ctx context.Context, r *reader, l *lockgen.Lock, params map[string]string) (Instance, error) {
+	st := Instance{Lock: l.Name, Kind: string(l.Kind)}
+	if l.Kind == lockgen.Multi {
+		for _, m := range l.Leaves() {
+			ms, err := in.read(ctx, r, m, params)
+			if err != nil {
+				return st, err
+			}
+			st.Members = append(st.Members, ms)
+		}
+		st.Held = len(st.Members) > 0
+		for _, ms := range st.Members {
+			st.Held = st.Held && ms.Held
+		}
+		return st, nil
+	}
+	key, err := renderKey(l, params)
+	if err != nil {
+		return st, err
+	}
+	st.Key = key
+	st.Params = keyParams(l, params)
+	return st, in.readKey(ctx, r, l, &st)
+}
+
+// keyParams are the params of params that l's key uses.
+func keyParams(l *lockgen.Lock, params map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, p := range l.KeyPattern().Params() {
+		out[p] = params[p]
+	}
+	return out
+}
+
+// readKey fills in st, whose Key is set, by l's kind.
+func (in *Inspector) readKey(ctx context.Context, r *reader, l *lockgen.Lock, st *Instance) error {
+	switch kindOf(l) {
+	case "fair":
+		return r.fair(ctx, st)
+	case "readwrite":
+		return r.readWrite(ctx, st)
+	case "semaphore":
+		return r.semaphore(ctx, st)
+	case "latch":
+		return r.latch(ctx, st)
+	case "red":
+		if len(in.RedNodes) == 0 {
+			return r.reentrant(ctx, r.rdb, st)
+		}
+		for i, node := range in.RedNodes {
+			nr := &reader{rdb: node, now: r.now, labels: map[string]Who{}}
+			ns := Instance{Lock: st.Lock, Kind: st.Kind, Key: st.Key, Node: in.RedAddrs[i]}
+			if err := nr.reentrant(ctx, node, &ns); err != nil {
+				return fmt.Errorf("red node %s: %w", in.RedAddrs[i], err)
+			}
+			nr.label(ctx, &ns)
+			if ns.Held {
+				st.Held = true
+			}
+			st.Nodes = append(st.Nodes, ns)
+		}
+		return nil
+	}
+	if err := r.reentrant(ctx, r.rdb, st); err != nil {
+		return err
+	}
+	if fenced(l) {
+		return r.fenced(ctx, st)
+	}
+	return nil
+}
+
+// kindOf is the kind's name as spec and output spell it.
+func kindOf(l *lockgen.Lock) string { return string(l.Kind) }
+
+// keyType is the Redis type of a kind's lock key, for SCAN's TYPE.
+func keyType(l *lockgen.Lock) string {
+	switch kindOf(l) {
+	case "semaphore", "latch":
+		return "string"
+	}
+	return "hash"
+}
+
+// Instances lists up to Limit live instances of the lock name, sorted by
+// key; truncated reports that more exist. A multi lock's are its members'.
+func (in *Inspector) Instances(ctx context.Context, name string) (list []Instance, truncated bool, err error) {
+	l, err := in.lock(name)
+	if err != nil {
+		return nil, false, err
+	}
+	r, err := newReader(ctx, in.Redis)
+	if err != nil {
+		return nil, false, err
+	}
+	locks := []*lockgen.Lock{l}
+	if l.Kind == lockgen.Multi {
+		locks = l.Leaves()
+	}
+	for _, lf := range locks {
+		got, more, err := in.instances(ctx, r, lf)
+		if err != nil {
+			return nil, false, err
+		}
+		list, truncated = append(list, got...), truncated || more
+	}
+	for i := range list {
+		r.label(ctx, &list[i])
+	}
+	return list, truncated, nil
+}
+
+func (in *Inspector) instances(ctx context.Context, r *reader, l *lockgen.Lock) ([]Instance, bool, error) {
+	m := newMatcher(l)
+	var keys []string
+	var truncated bool
+	if kindOf(l) == "red" && len(in.RedNodes) > 0 {
+		seen := map[string]bool{}
+		for _, node := range in.RedNodes {
+			got, more, err := scanKeys(ctx, node, m, keyType(l), in.limit())
+			if err != nil {
+				return nil, false, err
+			}
+			truncated = truncated || more
+			for _, k := range got {
+				if !seen[k] {
+					seen[k] = true
+					keys = append(keys, k)
+				}
+			}
+		}
+		sort.Strings(keys)
+		if len(keys) > in.limit() {
+			keys, truncated = keys[:in.limit()], true
+		}
+	} else {
+		var err error
+		if keys, truncated, err = scanKeys(ctx, in.Redis, m, keyType(l), in.limit()); err != nil {
+			return nil, false, err
+		}
+	}
+	var list []Instance
+	for _, k := range keys {
+		params, _ := m.match(k)
+		st := Instance{Lock: l.Name, Kind: string(l.Kind), Key: k, Params: params}
+		if err := in.readKey(ctx, r, l, &st); err != nil {
+			return nil, false, err
+		}
+		if st.Held || len(st.Queue) > 0 || st.Count != nil || st.Free != nil {
+			list = append(list, st) // gone between SCAN and read: not live
+		}
+	}
+	return list, truncated, nil
+}
+
+// Summary lists every declared lock with its live instances (up to Limit
+// each) and the waiters queued on them.
+func (in *Inspector) Summary(ctx context.Context) ([]Summary, error) {
+	r, err := newReader(ctx, in.Redis)
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, l := range in.Spec.Locks {
+		s := Summary{Lock: l.Name, Kind: string(l.Kind), Pattern: l.KeyPattern().Text}
+		if l.Kind == lockgen.Multi {
+			var names []string
+			for _, m := range l.Leaves() {
+				names = append(names, m.Name)
+			}
+			s.Pattern = fmt.Sprintf("members %v", names)
+			s.Live = -1
+			out = append(out, s)
+			continue
+		}
+		list, more, err := in.instances(ctx, r, l)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", l.Name, err)
+		}
+		s.Live, s.Truncated = len(list), more
+		for _, st := range list {
+			s.Waiting += len(st.Queue)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,391 @@
+package inspect_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen"
+	"github.com/lockgen/lockgen/inspect"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestMain runs a child process that holds a lock when LOCKGEN_INSPECT_CHILD
+// names a Redis address: it prints "held" and holds until stdin closes.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("LOCKGEN_INSPECT_CHILD"); addr != "" {
+		os.Exit(child(addr))
+	}
+	os.Exit(m.Run())
+}
+
+func child(addr string) int {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	c, err := runtime.NewClient(rdb, &runtime.Options{Name: "child"})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	ctx := context.Background()
+	hctx, err := c.Mutex("order:7", runtime.LockOptions{Name: "OrderLock"}).TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	// The label is written by the watchdog loop as it starts: wait for it.
+	for rdb.Exists(ctx, runtime.OwnerLabelKey(c.ID())).Val() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	fmt.Println("held")
+	_, _ = os.Stdin.Read(make([]byte, 1))
+	_ = c.Mutex("order:7", runtime.LockOptions{}).Unlock(hctx)
+	_ = c.Close()
+	return 0
+}
+
+func spec(t *testing.T) *lockgen.Spec {
+	t.Helper()
+	src, err := os.ReadFile("testdata/locks.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lockgen.Parse("locks.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func lockClient(t *testing.T, rdb redis.UniversalClient, o runtime.Options) *runtime.Client {
+	t.Helper()
+	c, err := runtime.NewClient(rdb, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func hold(t *testing.T, ctx context.Context, m interface {
+	TryLock(context.Context, time.Duration, time.Duration) (context.Context, error)
+}) context.Context {
+	t.Helper()
+	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// labelled waits until c's owner label is in Redis.
+func labelled(t *testing.T, rdb redis.UniversalClient, c *runtime.Client) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for rdb.Exists(context.Background(), runtime.OwnerLabelKey(c.ID())).Val() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no owner label within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var (
+	uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	durRE  = regexp.MustCompile(`\b([0-9]+(\.[0-9]+)?(ms|µs|ns|h|m|s))+\b`)
+	pidRE  = regexp.MustCompile(`pid [0-9]+`)
+	wsRE   = regexp.MustCompile(` {2,}`)
+)
+
+// normalise makes output comparable across runs: uuids, durations, pids
+// and the host name are replaced, and runs of alignment spaces collapsed
+// (column widths follow the durations' widths).
+func normalise(s string) string {
+	host, _ := os.Hostname()
+	s = uuidRE.ReplaceAllString(s, "<uuid>")
+	s = durRE.ReplaceAllString(s, "<dur>")
+	s = pidRE.ReplaceAllString(s, "pid <pid>")
+	if host != "" {
+		s = strings.ReplaceAll(s, " "+host, " <host>")
+	}
+	return wsRE.ReplaceAllString(s, "  ")
+}
+
+var jsonVarying = regexp.MustCompile(`"(ttl_ms|deadline_ms|pid|since|host)": ("[^"]*"|[0-9-]+)`)
+
+// normaliseJSON replaces the values that differ between runs.
+func normaliseJSON(s string) string {
+	s = uuidRE.ReplaceAllString(s, "<uuid>")
+	return jsonVarying.ReplaceAllString(s, `"$1": "<$1>"`)
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if strings.HasSuffix(name, ".json") {
+		got = normaliseJSON(got)
+	} else {
+		got = normalise(got)
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./inspect -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs from the golden file (go test ./inspect -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func table(t *testing.T, st inspect.Instance) string {
+	var b bytes.Buffer
+	if err := inspect.WriteInstance(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestInspectShowsEveryKindAsTheRuntimeWroteIt(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	c := lockClient(t, rdb, runtime.Options{Name: "api"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// reentrant, held twice by one owner
+	order := c.Mutex("order:42", runtime.LockOptions{Name: "OrderLock"})
+	o1 := hold(t, ctx, order)
+	hold(t, o1, order)
+	// fair, held, with one waiter queued
+	inv := c.FairLock("inventory:sku-1", runtime.LockOptions{Name: "InventoryLock"})
+	hold(t, ctx, inv)
+	wctx, stopWaiter := context.WithCancel(ctx)
+	defer stopWaiter()
+	go func() { _, _ = inv.TryLock(wctx, runtime.Forever, runtime.Watchdog) }()
+	waitFor(t, func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{inventory:sku-1}").Val() == 1 })
+	// readwrite, read by two owners
+	cat := c.ReadWrite("catalog:shop", runtime.LockOptions{Name: "Catalog", WritersFirst: true})
+	hold(t, ctx, cat.Read())
+	hold(t, ctx, cat.Read())
+	labelled(t, rdb, c)
+	// a Redisson owner: a hash field no lockgen client labels
+	rdb.HSet(ctx, "order:43", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:57", 1)
+	rdb.PExpire(ctx, "order:43", 30*time.Second)
+
+	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	for _, tc := range []struct {
+		golden string
+		lock   string
+		params map[string]string
+		held   bool
+	}{
+		{"reentrant", "OrderLock", map[string]string{"orderID": "42"}, true},
+		{"redisson", "OrderLock", map[string]string{"orderID": "43"}, true},
+		{"free", "OrderLock", map[string]string{"orderID": "44"}, false},
+		{"fair", "InventoryLock", map[string]string{"sku": "sku-1"}, true},
+		{"readwrite", "Catalog", map[string]string{"shopID": "shop"}, true},
+		{"multi", "CheckoutLock", map[string]string{"orderID": "42", "sku": "sku-1"}, true},
+	} {
+		st, err := in.Instance(ctx, tc.lock, tc.params)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.golden, err)
+		}
+		if st.Held != tc.held {
+			t.Errorf("%s: held %v, want %v", tc.golden, st.Held, tc.held)
+		}
+		golden(t, tc.golden, table(t, st))
+	}
+
+	list, truncated, err := in.Instances(ctx, "OrderLock")
+	if err != nil || truncated || len(list) != 2 || list[0].Key != "order:42" || list[1].Key != "order:43" {
+		t.Fatalf("OrderLock instances %+v, %v, %v: want order:42 and order:43", list, truncated, err)
+	}
+	in.Limit = 1
+	if list, truncated, _ := in.Instances(ctx, "OrderLock"); len(list) != 1 || !truncated {
+		t.Fatalf("with -limit 1: %d instances, truncated %v", len(list), truncated)
+	}
+	in.Limit = 0
+	sum, err := in.Summary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	_ = inspect.WriteSummary(&b, sum, inspect.DefaultLimit)
+	golden(t, "summary", b.String())
+	b.Reset()
+	_ = inspect.WriteJSON(&b, list)
+	golden(t, "instances.json", b.String())
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestInspectNamesTheProcessOfAHoldTakenByAnother(t *testing.T) {
+	s := redistest.Start(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LOCKGEN_INSPECT_CHILD="+s.Addr())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "held\n" {
+		t.Fatalf("child: %q, want held", line)
+	}
+	out := strings.NewReader(line)
+
+	in := &inspect.Inspector{Spec: spec(t), Redis: s.Client(t)}
+	st, err := in.Instance(context.Background(), "OrderLock", map[string]string{"orderID": "7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Holders) != 1 || st.Holders[0].Who.PID != cmd.Process.Pid || st.Holders[0].Who.Name != "child" {
+		t.Fatalf("holders %+v, want the child's pid %d and name child (child said %d bytes)", st.Holders, cmd.Process.Pid, out.Len())
+	}
+	if text := table(t, st); !strings.Contains(text, fmt.Sprintf("lockgen pid %d on ", cmd.Process.Pid)) {
+		t.Fatalf("table does not show the child's pid %d:\n%s", cmd.Process.Pid, text)
+	}
+}
+
+func TestInspectFindsInstancesOnEveryClusterMaster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	c := lockClient(t, rdb, runtime.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var keys []string
+	for i := range 12 {
+		key := fmt.Sprintf("order:%d", i)
+		hold(t, ctx, c.Mutex(key, runtime.LockOptions{Name: "OrderLock"}))
+		keys = append(keys, key)
+	}
+	hold(t, ctx, c.Mutex("report:{acme}:3", runtime.LockOptions{Name: "TenantReportLock"}))
+	hold(t, ctx, c.Mutex("{jobs}:nightly*[mon]", runtime.LockOptions{Name: "Nightly"}))
+	// Keys the globs match but the patterns do not.
+	rdb.HSet(ctx, "order:x", "a:1", 1)
+	rdb.HSet(ctx, "{jobs}:nightly-[mon]", "a:1", 1)
+
+	masters := map[string]bool{}
+	for _, k := range keys {
+		masters[cl.MasterForKey(k).Addr()] = true
+	}
+	if len(masters) < 2 {
+		t.Fatalf("the keys landed on %d master(s): the test needs several", len(masters))
+	}
+	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	list, _, err := in.Instances(ctx, "OrderLock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != len(keys) {
+		t.Fatalf("%d OrderLock instances on the cluster, want %d", len(list), len(keys))
+	}
+	for _, st := range list {
+		if !st.Held || st.Params["orderID"] == "" {
+			t.Fatalf("instance %+v: want held, with its orderID", st)
+		}
+	}
+	for lock, want := range map[string]string{"TenantReportLock": "report:{acme}:3", "Nightly": "{jobs}:nightly*[mon]"} {
+		list, _, err := in.Instances(ctx, lock)
+		if err != nil || len(list) != 1 || list[0].Key != want {
+			t.Fatalf("%s instances %+v (%v), want only %s", lock, list, err, want)
+		}
+	}
+	st, err := in.Instance(ctx, "Nightly", map[string]string{"day": "mon"})
+	if err != nil || !st.Held {
+		t.Fatalf("Nightly day=mon: %+v, %v", st, err)
+	}
+}
+
+func TestInspectReadsARedLockOnEachNode(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	var nodes []redis.UniversalClient
+	var addrs []string
+	for _, s := range servers {
+		nodes = append(nodes, s.Client(t))
+		addrs = append(addrs, s.Addr())
+	}
+	main := redistest.Start(t).Client(t)
+	c := lockClient(t, main, runtime.Options{RedLockNodes: nodes})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	hold(t, ctx, c.RedLock("payment:p1", runtime.LockOptions{Name: "PaymentLock"}))
+	for _, n := range nodes { // each node's client writes its label there
+		waitFor(t, func() bool {
+			keys, _, _ := n.Scan(ctx, 0, "lockgen_owner:*", 100).Result()
+			return len(keys) == 1
+		})
+	}
+	in := &inspect.Inspector{Spec: spec(t), Redis: main, RedNodes: nodes, RedAddrs: addrs}
+	st, err := in.Instance(ctx, "PaymentLock", map[string]string{"paymentID": "p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Nodes) != 3 || !st.Held {
+		t.Fatalf("red lock state %+v, want held on 3 nodes", st)
+	}
+	for _, n := range st.Nodes {
+		if !n.Held || len(n.Holders) != 1 || n.Holders[0].Who.Redisson {
+			t.Fatalf("node %s: %+v, want held by a labelled lockgen owner", n.Node, n)
+		}
+	}
+	list, _, err := in.Instances(ctx, "PaymentLock")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("PaymentLock instances %+v, %v", list, err)
+	}
+}
+
+func TestInspectRefusesWhatItCannotAnswer(t *testing.T) {
+	s := redistest.Start(t)
+	in := &inspect.Inspector{Spec: spec(t), Redis: s.Client(t)}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		lock   string
+		params map[string]string
+		want   string
+	}{
+		{"OrderLok", nil, "did you mean OrderLock"},
+		{"OrderLock", map[string]string{"orderId": "1"}, "did you mean orderID"},
+		{"OrderLock", map[string]string{"orderID": "x"}, "not an integer"},
+		{"TenantReportLock", map[string]string{"tenant": "a"}, "needs month="},
+	} {
+		_, err := in.Instance(ctx, tc.lock, tc.params)
+		if !inspect.IsUsage(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %v: %v, want a usage error saying %q", tc.lock, tc.params, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,39 @@
+package inspect
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Redisson's name helpers (design.md §4), as the runtime applies them:
+// inspect must find exactly the keys the runtime and Redisson write.
+
+// prefixName is "p:{name}", or "p:name" when name already has a "{".
+func prefixName(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// suffixName is "{name}:s", or "name:s" when name already has a "{".
+func suffixName(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// The keys of each kind besides the lock key itself.
+func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }
+func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout", key) }
+func rwWriters(key string) string    { return prefixName("lockgen_rwlock_writers", key) }
+func fenceToken(key string) string   { return prefixName("redisson_lock_token", key) }
+func permitTimeouts(key string) string {
+	return suffixName(key, "timeout")
+}
+func readTimeoutKey(key, owner string, n int64) string {
+	return suffixName(key, owner) + ":rwlock_timeout:" + strconv.FormatInt(n, 10)
+}
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,277 @@
+package inspect
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// reader reads lock state with read-only commands and resolves owner
+// tokens to labels, each client's label once.
+type reader struct {
+	rdb    redis.UniversalClient
+	now    time.Time // the server's clock, read once: scores are in its ms
+	labels map[string]Who
+}
+
+func newReader(ctx context.Context, rdb redis.UniversalClient) (*reader, error) {
+	now, err := rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	return &reader{rdb: rdb, now: now, labels: map[string]Who{}}, nil
+}
+
+// ttl converts a PTTL reply: go-redis gives -1 and -2 unscaled.
+func ttl(d time.Duration) Duration {
+	switch {
+	case d == -2:
+		return 0
+	case d < 0:
+		return NoExpiry
+	}
+	return Duration(d)
+}
+
+// untilScore is the time from now to a score in epoch ms.
+func (r *reader) untilScore(score float64) Duration {
+	if score >= 922337203685477 { // Redisson's "never"
+		return NoExpiry
+	}
+	return Duration(time.UnixMilli(int64(score)).Sub(r.now))
+}
+
+// lockHash reads a Redisson lock hash (reentrant, fair, readwrite, red):
+// its fields and TTL.
+func (r *reader) lockHash(ctx context.Context, rdb redis.UniversalClient, key string) (map[string]string, Duration, error) {
+	var fields *redis.MapStringStringCmd
+	var pttl *redis.DurationCmd
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		fields = p.HGetAll(ctx, key)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, wrongType(key, err)
+	}
+	return fields.Val(), ttl(pttl.Val()), nil
+}
+
+func wrongType(key string, err error) error {
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return errors.New(key + " is not a lock of this kind (WRONGTYPE): is the spec the one the application uses?")
+	}
+	return err
+}
+
+// reentrant fills in a reentrant (or red node's, or fenced) lock.
+func (r *reader) reentrant(ctx context.Context, rdb redis.UniversalClient, in *Instance) error {
+	fields, t, err := r.lockHash(ctx, rdb, in.Key)
+	if err != nil {
+		return err
+	}
+	in.TTL = t
+	for owner, v := range fields {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		in.Holders = append(in.Holders, Holder{Owner: owner, Count: n})
+	}
+	in.Held = len(in.Holders) > 0
+	sortHolders(in.Holders)
+	return nil
+}
+
+// fenced reads the last fencing token of a fenced lock.
+func (r *reader) fenced(ctx context.Context, in *Instance) error {
+	v, err := r.rdb.Get(ctx, fenceToken(in.Key)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return wrongType(fenceToken(in.Key), err)
+	}
+	in.Token = &v
+	return nil
+}
+
+// fair adds the queue of a fair lock: the list's order, the zset's scores.
+func (r *reader) fair(ctx context.Context, in *Instance) error {
+	if err := r.reentrant(ctx, r.rdb, in); err != nil {
+		return err
+	}
+	var queue *redis.StringSliceCmd
+	var scores *redis.ZSliceCmd
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		queue = p.LRange(ctx, fairQueue(in.Key), 0, -1)
+		scores = p.ZRangeWithScores(ctx, fairTimeouts(in.Key), 0, -1)
+		return nil
+	})
+	if err != nil {
+		return wrongType(fairQueue(in.Key), err)
+	}
+	score := map[string]float64{}
+	for _, z := range scores.Val() {
+		score[z.Member.(string)] = z.Score
+	}
+	for _, owner := range queue.Val() {
+		w := Waiter{Owner: owner, Deadline: NoExpiry}
+		if s, ok := score[owner]; ok {
+			w.Deadline = r.untilScore(s)
+		}
+		in.Queue = append(in.Queue, w)
+	}
+	return nil
+}
+
+// readWrite reads a read-write lock: mode, the writer, each reader with
+// its read holds' own TTLs, and the waiting writers (writers first).
+func (r *reader) readWrite(ctx context.Context, in *Instance) error {
+	fields, t, err := r.lockHash(ctx, r.rdb, in.Key)
+	if err != nil {
+		return err
+	}
+	in.TTL, in.Mode = t, fields["mode"]
+	for f, v := range fields {
+		if f == "mode" {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if owner, ok := strings.CutSuffix(f, ":write"); ok {
+			in.Holders = append(in.Holders, Holder{Owner: owner, Count: n, Side: "write"})
+			continue
+		}
+		in.Holders = append(in.Holders, Holder{Owner: f, Count: n, Side: "read"})
+	}
+	sortHolders(in.Holders)
+	in.Held = len(in.Holders) > 0
+	var cmds []*redis.DurationCmd
+	var writers *redis.ZSliceCmd
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, h := range in.Holders {
+			if h.Side != "read" {
+				continue
+			}
+			for n := int64(1); n <= min(h.Count, 100); n++ {
+				cmds = append(cmds, p.PTTL(ctx, readTimeoutKey(in.Key, h.Owner, n)))
+			}
+		}
+		writers = p.ZRangeWithScores(ctx, rwWriters(in.Key), 0, -1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	i := 0
+	for j := range in.Holders {
+		h := &in.Holders[j]
+		if h.Side != "read" {
+			continue
+		}
+		for n := int64(1); n <= min(h.Count, 100); n++ {
+			h.ReadTTLs = append(h.ReadTTLs, ttl(cmds[i].Val()))
+			i++
+		}
+	}
+	for _, z := range writers.Val() {
+		in.Queue = append(in.Queue, Waiter{Owner: z.Member.(string), Deadline: r.untilScore(z.Score)})
+	}
+	return nil
+}
+
+// semaphore reads a permit-expirable semaphore: the free count and every
+// held permit with its expiry (Redisson's RPermitExpirableSemaphore).
+func (r *reader) semaphore(ctx context.Context, in *Instance) error {
+	var free *redis.StringCmd
+	var permits *redis.ZSliceCmd
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		free = p.Get(ctx, in.Key)
+		permits = p.ZRangeWithScores(ctx, permitTimeouts(in.Key), 0, -1)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return wrongType(in.Key, err)
+	}
+	if n, err := free.Int64(); err == nil {
+		in.Free = &n
+	}
+	for _, z := range permits.Val() {
+		exp := r.untilScore(z.Score)
+		if exp != NoExpiry && exp <= 0 {
+			continue // expired: the next script reclaims it
+		}
+		in.Permits = append(in.Permits, Permit{ID: hex.EncodeToString([]byte(z.Member.(string))), Expiry: exp})
+	}
+	in.Held = len(in.Permits) > 0
+	return nil
+}
+
+// latch reads a count-down latch: the count left (absent: not armed or
+// already at zero).
+func (r *reader) latch(ctx context.Context, in *Instance) error {
+	n, err := r.rdb.Get(ctx, in.Key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return wrongType(in.Key, err)
+	}
+	in.Count, in.Held = &n, n > 0
+	return nil
+}
+
+func sortHolders(hs []Holder) {
+	sort.Slice(hs, func(i, j int) bool {
+		if hs[i].Side != hs[j].Side {
+			return hs[i].Side == "write"
+		}
+		return hs[i].Owner < hs[j].Owner
+	})
+}
+
+// label resolves the client of an owner token to its label, once per
+// client. An owner with no label is Redisson's (see the package doc).
+func (r *reader) who(ctx context.Context, owner string) Who {
+	client := clientOf(owner)
+	if w, ok := r.labels[client]; ok {
+		return w
+	}
+	w := Who{Client: client, Redisson: true}
+	fields, err := r.rdb.HGetAll(ctx, runtime.OwnerLabelKey(client)).Result()
+	if err == nil {
+		if l, ok := runtime.ParseOwnerLabel(fields); ok {
+			w = Who{Client: client, Host: l.Host, PID: l.PID, Name: l.Name, Since: l.Since}
+		}
+	}
+	r.labels[client] = w
+	return w
+}
+
+// clientOf is the client uuid of an owner token "<uuid>:<n>" (the token
+// itself when it has no such shape).
+func clientOf(owner string) string {
+	if i := strings.LastIndexByte(owner, ':'); i > 0 {
+		return owner[:i]
+	}
+	return owner
+}
+
+// label fills in Who for every owner of in and its members.
+func (r *reader) label(ctx context.Context, in *Instance) {
+	for i := range in.Holders {
+		in.Holders[i].Who = r.who(ctx, in.Holders[i].Owner)
+	}
+	for i := range in.Queue {
+		in.Queue[i].Who = r.who(ctx, in.Queue[i].Owner)
+	}
+	for i := range in.Members {
+		r.label(ctx, &in.Members[i])
+	}
+	// A red lock's nodes were labelled from their own servers (readKey).
+}
