@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func TestInspectExitCodesTellHeldFromFreeFromUsage(t *testing.T) {
+	s := redistest.Start(t)
+	c, err := runtime.NewClient(s.Client(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.Mutex("order:1", runtime.LockOptions{Name: "OrderLock"}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+		t.Fatal(err)
+	}
+	spec := "../../inspect/testdata/locks.yaml"
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"OrderLock", "orderID=1"}, exitOK, "held, ttl"},
+		{[]string{"OrderLock", "orderID=2"}, exitFail, "not held"},
+		{[]string{"OrderLock"}, exitOK, "order:1"},
+		{[]string{"Catalog"}, exitFail, ""},
+		{nil, exitOK, "TenantReportLock"},
+		{[]string{"OrderLok"}, exitUsage, ""},
+		{[]string{"OrderLock", "orderID"}, exitUsage, ""},
+		{[]string{"OrderLock", "orderID=x"}, exitUsage, ""},
+	} {
+		args := append([]string{"inspect", "-config", spec, "-redis", s.URL()}, tc.args...)
+		code, out, errs := runCLI(t, args...)
+		if code != tc.code || !strings.Contains(out, tc.out) {
+			t.Errorf("inspect %v: exit %d, want %d; stdout:\n%s\nstderr: %s", tc.args, code, tc.code, out, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, "inspect", "-config", spec, "OrderLock"); code != exitUsage || !strings.Contains(errs, "-redis") {
+		t.Errorf("no -redis: exit %d, stderr %q", code, errs)
+	}
+	// Flags after the name work too, and -json is for scripts.
+	code, out, _ := runCLI(t, "inspect", "-config", spec, "OrderLock", "orderID=1", "-redis", s.URL(), "-json")
+	var st struct {
+		Held    bool
+		Holders []struct{ Owner string }
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != exitOK || err != nil || !st.Held || !strings.HasPrefix(st.Holders[0].Owner, c.ID()+":") {
+		t.Fatalf("-json: exit %d, %v, %+v from %s", code, err, st, out)
+	}
+}
+
+func TestInspectWatchRedrawsUntilInterrupted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	var out strings.Builder
+	frames := 0
+	code := watchInspect(ctx, 50*time.Millisecond, func() int { frames++; return exitFail }, &out)
+	if code != exitFail || frames < 2 || strings.Count(out.String(), "(^C to stop)") != frames {
+		t.Fatalf("exit %d after %d frames:\n%s", code, frames, out.String())
+	}
+}
