@@ -15,7 +15,8 @@
 // The hold-count rule every acquire script applies (resends, re-entries,
 // lost holds, request markers) is written once, in count.lua: each acquire
 // script is assembled at init as count.lua followed by its own file, and
-// its SHA-1 is that of the assembled text.
+// its SHA-1 is that of the assembled text. The semaphore scripts share
+// the permit-expiry rule the same way, from reclaim.lua.
 //
 // The exported values are ready *redis.Script values: Run sends EVALSHA with
 // the SHA-1 computed at init and falls back to EVAL when the server answers
@@ -68,6 +69,35 @@ var (
 	multiAcquireSrc string
 	//go:embed multi_release.lua
 	multiReleaseSrc string
+
+	//go:embed fenced_acquire.lua
+	fencedAcquireSrc string
+
+	//go:embed reclaim.lua
+	reclaimSrc string
+	//go:embed semaphore_acquire.lua
+	semaphoreAcquireSrc string
+	//go:embed semaphore_release.lua
+	semaphoreReleaseSrc string
+	//go:embed semaphore_settle.lua
+	semaphoreSettleSrc string
+	//go:embed semaphore_try_set.lua
+	semaphoreTrySetSrc string
+	//go:embed semaphore_add.lua
+	semaphoreAddSrc string
+	//go:embed semaphore_drain.lua
+	semaphoreDrainSrc string
+	//go:embed plain_semaphore_acquire.lua
+	plainSemaphoreAcquireSrc string
+	//go:embed plain_semaphore_release.lua
+	plainSemaphoreReleaseSrc string
+
+	//go:embed latch_try_set.lua
+	latchTrySetSrc string
+	//go:embed latch_count_down.lua
+	latchCountDownSrc string
+	//go:embed latch_delete.lua
+	latchDeleteSrc string
 )
 
 var (
@@ -109,10 +139,42 @@ var (
 	MultiAcquire = redis.NewScript(withCount(multiAcquireSrc))
 	// MultiRelease drops one hold of each of several locks; see multi_release.lua.
 	MultiRelease = redis.NewScript(multiReleaseSrc)
+
+	// FencedAcquire takes or re-enters a fenced lock and returns its
+	// fencing token in the same call; see fenced_acquire.lua.
+	FencedAcquire = redis.NewScript(withCount(fencedAcquireSrc))
+
+	// SemaphoreAcquire takes permits of a permit-expirable semaphore; see semaphore_acquire.lua.
+	SemaphoreAcquire = redis.NewScript(withReclaim(semaphoreAcquireSrc))
+	// SemaphoreRelease gives back the permits of one acquisition; see semaphore_release.lua.
+	SemaphoreRelease = redis.NewScript(semaphoreReleaseSrc)
+	// SemaphoreSettle decides a semaphore acquire whose reply was lost; see semaphore_settle.lua.
+	SemaphoreSettle = redis.NewScript(semaphoreSettleSrc)
+	// SemaphoreTrySet sets a semaphore's free count when absent; see semaphore_try_set.lua.
+	SemaphoreTrySet = redis.NewScript(semaphoreTrySetSrc)
+	// SemaphoreAdd adds to a semaphore's free count or sets its total; see semaphore_add.lua.
+	SemaphoreAdd = redis.NewScript(withReclaim(semaphoreAddSrc))
+	// SemaphoreDrain takes every free permit, or reads the free count; see semaphore_drain.lua.
+	SemaphoreDrain = redis.NewScript(withReclaim(semaphoreDrainSrc))
+	// PlainSemaphoreAcquire takes permits of a plain semaphore; see plain_semaphore_acquire.lua.
+	PlainSemaphoreAcquire = redis.NewScript(plainSemaphoreAcquireSrc)
+	// PlainSemaphoreRelease gives back permits of a plain semaphore; see plain_semaphore_release.lua.
+	PlainSemaphoreRelease = redis.NewScript(plainSemaphoreReleaseSrc)
+
+	// LatchTrySet arms a count-down latch when absent; see latch_try_set.lua.
+	LatchTrySet = redis.NewScript(latchTrySetSrc)
+	// LatchCountDown counts a latch down and releases its waiters at zero; see latch_count_down.lua.
+	LatchCountDown = redis.NewScript(latchCountDownSrc)
+	// LatchDelete deletes a latch without releasing its waiters; see latch_delete.lua.
+	LatchDelete = redis.NewScript(latchDeleteSrc)
 )
 
 // MaxBatch is the largest number of keys sent in one RenewBatch call.
 const MaxBatch = 100
+
+// withReclaim prefixes the permit-expiry rule (reclaim.lua) to a
+// semaphore script.
+func withReclaim(body string) string { return reclaimSrc + "\n" + body }
 
 // withCount prefixes the hold-count rule (count.lua) to an acquire script.
 func withCount(body string) string { return countSrc + "\n" + body }

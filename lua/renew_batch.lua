@@ -8,7 +8,13 @@
 --          in that order (none for other holds)
 -- ARGV[1]  lease in milliseconds
 -- ARGV     then, per hold: the hash field that proves it (owner token, or
---          "<owner>:write" for a write hold), and its number of extra keys
+--          "<owner>:write" for a write hold), and its number of extra keys;
+--          or, for the permits of one semaphore acquisition, the permit
+--          ids concatenated (16 bytes each) and -1: the hold's key is then
+--          the semaphore's {<name>}:timeout sorted set, and renewing sets
+--          each id's score to the server's now (TIME) + lease, never lower
+--          than it was (Redisson RPermitExpirableSemaphore's updateLeaseTime
+--          with the same never-shorten rule as the hashes)
 --
 -- Returns an array with one integer per hold:
 --   1  the field exists: the hash lease was extended (never shortened,
@@ -19,12 +25,43 @@
 --      revived: it outlived the hold's deadline, and the watchdog's list of
 --      keys may be older than a release that just deleted one
 --   0  the hold is gone (expired, deleted, taken by someone else): not touched
+--      (for permits: one of the ids is no longer held)
 local lease = tonumber(ARGV[1])
 local renewed = {}
+local now
+-- A permit whose score has passed is not held any more, even before a
+-- script reclaims it: it is never revived.
+local function permits_held(zset, ids, now)
+    for j = 1, #ids, 16 do
+        local score = redis.call('zscore', zset, string.sub(ids, j, j + 15))
+        if not score or tonumber(score) <= now then
+            return false
+        end
+    end
+    return true
+end
 local k = 1
 for i = 2, #ARGV, 2 do
     local extra = tonumber(ARGV[i + 1])
-    if redis.call('hexists', KEYS[k], ARGV[i]) == 1 then
+    if extra < 0 then
+        if not now then
+            local t = redis.call('time')
+            now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        end
+        if permits_held(KEYS[k], ARGV[i], now) then
+            local expiry = now + lease
+            for j = 1, #ARGV[i], 16 do
+                local id = string.sub(ARGV[i], j, j + 15)
+                if tonumber(redis.call('zscore', KEYS[k], id)) < expiry then
+                    redis.call('zadd', KEYS[k], 'xx', expiry, id)
+                end
+            end
+            renewed[#renewed + 1] = 1
+        else
+            renewed[#renewed + 1] = 0
+        end
+        extra = 0
+    elseif redis.call('hexists', KEYS[k], ARGV[i]) == 1 then
         if redis.call('pttl', KEYS[k]) < lease then
             redis.call('pexpire', KEYS[k], lease)
         end

@@ -20,7 +20,11 @@ type hold struct {
 	owner string // owner token
 	field string // hash field that proves the hold (renewal checks it)
 	args  lockArgs
-	k     kind
+	k     kind // nil for permits
+	// permit: the hold is the permits of one semaphore acquisition
+	// (semaphore.go): args.key is the semaphore's timeout sorted set and
+	// args.field the permit ids; the watchdog renews their scores.
+	permit bool
 
 	count    int
 	watchdog bool // renewed by the watchdog: wdAcqs > 0
@@ -80,13 +84,24 @@ type holdContext struct {
 	acq    *acquisition
 	parent *holdContext // next enclosing acquisition of the same client
 	own    acquisition  // backs acq: one allocation per acquisition
+	fence  int64        // the acquisition's fencing token; 0: not fenced
 }
 
 type ownerKey struct{ c *Client }
 
+// fenceKey finds the innermost fenced acquisition's token (see Fence).
+type fenceKey struct{}
+
 func (hc *holdContext) Value(k any) any {
-	if ok, is := k.(ownerKey); is && ok.c == hc.acq.h.c {
-		return hc
+	switch k := k.(type) {
+	case ownerKey:
+		if k.c == hc.acq.h.c {
+			return hc
+		}
+	case fenceKey:
+		if hc.fence != 0 {
+			return hc.fence
+		}
 	}
 	return hc.Context.Value(k)
 }
@@ -142,12 +157,27 @@ func (h *hold) leaseToKeep(lease time.Duration) time.Duration {
 	return px
 }
 
+// holdSpec names what a hold is of: the lock (or semaphore) and its kind.
+type holdSpec struct {
+	name, key string
+	k         kind
+	permit    bool
+}
+
+func (m *Mutex) holdSpec() holdSpec { return holdSpec{name: m.opts.Name, key: m.key, k: m.k} }
+
 // addHold records a successful acquisition of key by owner (sent at start
-// with the given lease) and returns the ctx for the caller. The contexts
-// are made before the shard is locked: nothing is allocated under it.
+// with the given lease) and returns the ctx for the caller.
 func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease time.Duration, start time.Time) (context.Context, error) {
-	name, key, owner, field := m.opts.Name, m.key, args.ownerID(), args.fieldID()
-	hc := &holdContext{parent: c.holdOf(parent)}
+	return c.addHoldAs(parent, m.holdSpec(), args, lease, start, 0)
+}
+
+// addHoldAs is addHold for any hold, with the acquisition's fencing token
+// (0: none). The contexts are made before the shard is locked: nothing is
+// allocated under it.
+func (c *Client) addHoldAs(parent context.Context, spec holdSpec, args lockArgs, lease time.Duration, start time.Time, fence int64) (context.Context, error) {
+	name, key, owner, field := spec.name, spec.key, args.ownerID(), args.fieldID()
+	hc := &holdContext{parent: c.holdOf(parent), fence: fence}
 	acq := &hc.own
 	hc.acq = acq
 	*acq = acquisition{parent: parent, start: start, watchdog: lease == Watchdog}
@@ -169,7 +199,7 @@ func (c *Client) addHold(parent context.Context, m *Mutex, args lockArgs, lease 
 	}
 	h := sh.holds[id]
 	if h == nil {
-		h = &hold{c: c, sh: sh, name: name, key: key, owner: owner, field: field, args: args, k: m.k}
+		h = &hold{c: c, sh: sh, name: name, key: key, owner: owner, field: field, args: args, k: spec.k, permit: spec.permit}
 		h.acqs = h.inline[:0]
 		if c.cluster {
 			h.slot = keySlot(key)
@@ -247,7 +277,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	delete(h.sh.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)
 	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
-	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Lock: kindName(h.k), Owner: h.owner, Err: cause})
+	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Lock: h.kindName(), Owner: h.owner, Err: cause})
 }
 
 // loseKey ends every local hold of key (after ForceUnlock).
@@ -260,4 +290,12 @@ func (c *Client) loseKey(key string, cause error) {
 			c.loseLocked(h, cause)
 		}
 	}
+}
+
+// kindName is the Event.Lock of h.
+func (h *hold) kindName() string {
+	if h.permit {
+		return "semaphore"
+	}
+	return kindName(h.k)
 }

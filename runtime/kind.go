@@ -50,6 +50,7 @@ type attempt struct {
 	marker  string   // acquire: the request's marker key (see requestMarker)
 	count   int      // the owner's hold count before the call
 	waiting bool     // acquire: the caller waits if not taken
+	fence   *int64   // acquire of a fenced lock: receives the token
 }
 
 // reentrant is Redisson's RLock: Client.Mutex.
@@ -76,6 +77,9 @@ func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { retur
 // makes a resend harmless: see acquire.lua and release.lua.
 
 func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	if m.fenced {
+		return fencedAcquire(ctx, m, a, at)
+	}
 	return scriptAcquire.run(ctx, at.via, 2, []any{
 		3: a.key, at.marker,
 		at.px, a.owner, at.count, m.c.markerTTL,

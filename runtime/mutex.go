@@ -32,6 +32,9 @@ type Mutex struct {
 	key  string
 	opts LockOptions
 	k    kind
+	// fenced: every acquisition also increments the lock's token counter
+	// in the same script call (see FencedLock).
+	fenced bool
 }
 
 // Mutex returns the reentrant, non-fair lock at key.
@@ -87,11 +90,12 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	start := time.Now()
 	a := newLockArgs(m.key, owner, m.k.field(owner))
 	var sent time.Time
+	var fence int64
 	waiting := wait != 0
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		first := sent.IsZero()
 		sent = time.Now()
-		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting)
+		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, &fence)
 		if first && waiting && !took && err == nil && c.opts.Observer != nil {
 			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
 		}
@@ -99,6 +103,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	}
 	w := waitSpec{
 		channel:  func() string { return m.k.channel(m.key, owner) },
+		key:      func() string { return m.key },
 		wait:     wait,
 		maxSleep: m.k.refreshEvery(m),
 		shared:   m.k.shared(),
@@ -115,7 +120,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	// The successful attempt still has its turn (see tryAcquire): the hold
 	// is recorded before the owner's next call on this lock reads its count.
 	id := holdID{m.key, a.fieldID()}
-	hctx, err := c.addHold(ctx, m, a, lease, sent)
+	hctx, err := c.addHoldAs(ctx, m.holdSpec(), a, lease, sent, fence)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
 		count, _ := c.holdState(m.key, a.fieldID(), lease)
@@ -149,8 +154,9 @@ func validate(key string, lease time.Duration) error {
 // this lock (see turn). A reply lost to a transport error or a cancelled ctx
 // is settled: the attempt either took the lock (then it is held) or is
 // marked aborted so it never will. When it took the lock, the turn is still
-// held on return: the caller records the hold, then exits.
-func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool) (took bool, _ time.Duration, _ error) {
+// held on return: the caller records the hold, then exits. For a fenced
+// lock, *fence is set to the acquisition's token when it took the lock.
+func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	count, px, err := c.enter(ctx, id, lease)
@@ -165,7 +171,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	if err := m.reconcile(ctx, a); err != nil {
 		return false, 0, err
 	}
-	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: requestMarker(m.key, c.newRequestID()), count: count, waiting: waiting}
+	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: requestMarker(m.key, c.newRequestID()), count: count, waiting: waiting, fence: fence}
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)
@@ -199,6 +205,15 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		// Taken, but whether the replicas have it is unknown: undo it.
 		m.undo(ctx, a, at)
 		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", ErrNotReplicated, err)
+	}
+	if settled && m.fenced {
+		// The token the lost reply carried is the counter as it stands:
+		// no one else can acquire, and so increment it, while this owner
+		// holds the lock (see fenced_acquire.lua).
+		if err := m.readFence(ctx, fence); err != nil {
+			c.markUnknown(id, err)
+			return false, 0, err
+		}
 	}
 	if settled {
 		return true, 0, nil

@@ -204,6 +204,9 @@ func (w *watchdog) takeDue(c *Client, now time.Time, all bool) (due []*hold, ext
 		}
 		h.inFlight = true
 		due = append(due, h)
+		if h.permit {
+			return true // no extra keys: renew_batch.lua finds its ids in its field
+		}
 		if keys := h.k.extraKeys(h.key, h.owner, h.count); len(keys) > 0 {
 			extra[h] = keys
 		}
@@ -380,6 +383,10 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 		numKeys := len(args) - 3
 		args = append(args, lease)
 		for _, h := range b {
+			if h.permit {
+				args = append(args, h.args.field, -1) // renew_batch.lua: the permit ids of a semaphore acquisition
+				continue
+			}
 			args = append(args, h.args.field, len(extra[h]))
 		}
 		args[0], args[1], args[2] = "evalsha", scriptRenewBatch.sha, numKeys

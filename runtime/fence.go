@@ -1,0 +1,129 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// FencedLock is a reentrant lock whose every acquisition (re-entries
+// included) comes with a fencing token: a number that grows with every
+// acquisition of the lock by anyone. It plays the part of Redisson's
+// RFencedLock, with its layout: RLock's hash at Key, and the token counter
+// at redisson_lock_token:{Key}, a decimal integer with no TTL that is never
+// reset. The token is incremented by the acquire script itself, so an
+// uncontended acquire and release are still two commands.
+//
+// A lock cannot stop a holder that was paused (a GC pause, a stopped VM)
+// past its lease: by the time it resumes, another owner may hold the lock.
+// The token is what lets the resource it protects tell them apart: send it
+// with every write, and have the resource refuse a write whose token is
+// lower than the highest it has seen. See the package doc.
+//
+// The embedded Mutex's Lock, TryLock and Do are fenced too: Fence reads the
+// token from the ctx they return.
+type FencedLock struct {
+	*Mutex
+}
+
+// FencedLock returns the fenced reentrant lock at key.
+func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
+	return &FencedLock{&Mutex{c: c, key: key, opts: opts, k: reentrant{}, fenced: true}}
+}
+
+// LockFenced waits until it holds the lock or ctx is done, with the lease
+// of the lock's options, and returns the ctx of the hold and its token.
+func (f *FencedLock) LockFenced(ctx context.Context) (context.Context, int64, error) {
+	return f.TryLockFenced(ctx, Forever, f.opts.Lease)
+}
+
+// TryLockFenced is TryLock that also returns the acquisition's token.
+func (f *FencedLock) TryLockFenced(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
+	hctx, err := f.TryLock(ctx, wait, lease)
+	if err != nil {
+		return nil, 0, err
+	}
+	fence, _ := Fence(hctx)
+	return hctx, fence, nil
+}
+
+// DoFenced is Do with the acquisition's token passed to fn.
+func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, fence int64) error) error {
+	if fn == nil {
+		return f.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
+	}
+	return f.Do(ctx, func(ctx context.Context) error {
+		fence, _ := Fence(ctx)
+		return fn(ctx, fence)
+	})
+}
+
+// Token is the lock's token counter as it stands: the token of the latest
+// acquisition by anyone (0 before the first).
+func (f *FencedLock) Token(ctx context.Context) (int64, error) {
+	n, err := f.c.rdb.Get(ctx, tokenKey(f.key)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, f.fail("inspect", err)
+	}
+	return n, nil
+}
+
+// Fence returns the fencing token of the innermost fenced acquisition whose
+// hold ctx is, or is an ancestor of, ctx; false when there is none.
+func Fence(ctx context.Context) (int64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	n, ok := ctx.Value(fenceKey{}).(int64)
+	return n, ok
+}
+
+// tokenKey names a fenced lock's token counter (Redisson's
+// getTokenName: prefixName("redisson_lock_token", name)).
+func tokenKey(key string) string { return prefixName("redisson_lock_token", key) }
+
+var scriptFencedAcquire = newScript(lua.FencedAcquire)
+
+// fencedAcquire is reentrant.acquire for a fenced lock: the same reply,
+// with the token written to *at.fence when taken.
+func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+	res, err := scriptFencedAcquire.run(ctx, at.via, 3, []any{
+		3: a.key, at.marker, tokenKey(m.key),
+		at.px, a.owner, at.count, m.c.markerTTL,
+	}).Int64Slice()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case len(res) == 2 && res[0] == 0:
+		if at.fence != nil {
+			*at.fence = res[1]
+		}
+		return 0, nil
+	case len(res) == 1 && res[0] != 0:
+		return res[0], nil
+	}
+	return 0, fmt.Errorf("lockgen: fenced_acquire.lua replied %v", res)
+}
+
+// readFence sets *fence to the token counter, for an acquisition settled as
+// taken after its reply (and token) was lost.
+func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
+	dctx, cancel := m.c.detached(ctx)
+	defer cancel()
+	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
+	})
+	if err == nil && fence != nil {
+		*fence = n
+	}
+	return err
+}

@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
+)
+
+// PlainSemaphore is a handle on a semaphore in the layout of Redisson's
+// RSemaphore, for Go services that share one with Java services that use
+// it: the free count at Key (a decimal integer) and the channel
+// redisson_sc:{Key}, whose payload is the free count after a release.
+//
+// It is not crash-safe: permits have no ids and no leases, so a holder
+// that crashes, or whose Release is lost, never gives its permits back
+// (AddPermits can, by hand). Neither is an acquire or release whose reply
+// was lost resent: each returns an error wrapping ErrOutcomeUnknown.
+// Prefer Semaphore (RPermitExpirableSemaphore's layout) for anything new;
+// the DSL offers only that one.
+//
+// A PlainSemaphore is a cheap handle, safe for concurrent use.
+type PlainSemaphore struct {
+	c       *Client
+	key     string
+	name    string
+	channel string
+}
+
+// PlainSemaphore returns the plain semaphore at key; name is used in errors.
+func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
+	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphoreChannel(key)}
+}
+
+// Key is the Redis key of the free count.
+func (p *PlainSemaphore) Key() string { return p.key }
+
+func (p *PlainSemaphore) fail(op string, err error) error {
+	return &LockError{Op: op, Name: p.name, Key: p.key, Err: err}
+}
+
+var (
+	scriptPlainAcquire = newScript(lua.PlainSemaphoreAcquire)
+	scriptPlainRelease = newScript(lua.PlainSemaphoreRelease)
+)
+
+// TrySetPermits sets the free count to n only when it is absent.
+func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	return trySetPermits(ctx, p.c, p.key, p.channel, n, p.fail)
+}
+
+// Acquire waits until it took n permits or ctx is done.
+func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
+	return p.TryAcquire(ctx, n, Forever)
+}
+
+// TryAcquire waits up to wait (0: one try; Forever: until ctx is done) to
+// take n permits. It returns an error wrapping ErrNotAcquired when it
+// could not, ErrOutcomeUnknown when a reply was lost (the permits may be
+// taken), the ctx's error or a Redis error.
+func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
+	if n < 1 {
+		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
+	}
+	if err := validate(p.key, Watchdog); err != nil {
+		return p.fail("acquire", err)
+	}
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		took, err := scriptPlainAcquire.run(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
+		switch {
+		case err == nil:
+			return took == 1, -1, nil // no leases: sleep until a release
+		case isRedisReply(err), notSent(err):
+			return false, 0, err
+		}
+		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	w := waitSpec{channel: func() string { return p.channel }, wait: wait, wake: wakeCount}
+	if err := p.c.await(ctx, w, try); err != nil {
+		return p.fail("acquire", err)
+	}
+	return nil
+}
+
+// Release gives back n permits and wakes that many waiters. It runs
+// detached from ctx's cancellation, with the Client's ReleaseTimeout.
+func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
+	if n < 1 {
+		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
+	}
+	dctx, cancel := p.c.detached(ctx)
+	defer cancel()
+	err := scriptPlainRelease.run(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	switch {
+	case err == nil:
+		return nil
+	case isRedisReply(err), notSent(err):
+		return p.fail("release", err)
+	}
+	return p.fail("release", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
+}
+
+// AddPermits adds n (which may be negative) to the free count, and wakes
+// waiters for the permits that came free.
+func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
+	if n == 0 {
+		return nil
+	}
+	err := scriptPlainRelease.run(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	if err != nil {
+		return p.fail("set-permits", err)
+	}
+	return nil
+}
+
+// Available is the free count (0 when absent).
+func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
+	n, err := p.c.rdb.Get(ctx, p.key).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, p.fail("inspect", err)
+	}
+	return n, nil
+}
