@@ -43,12 +43,17 @@ func main() {
 	redURLs := flag.String("red", "", "comma-separated URLs of the independent Redis masters the RedLock spans (default: 3 embedded in-process Redis)")
 	workers := flag.Int("workers", 8, "concurrent workers")
 	duration := flag.Duration("duration", 2*time.Second, "how long the workers run")
+	metrics := flag.Bool("metrics", false, "print a latency histogram per lock at the end (from a runtime.Observer)")
 	flag.Parse()
 	var red []string
 	if *redURLs != "" {
 		red = strings.Split(*redURLs, ",")
 	}
-	if err := run(os.Stdout, *redisURL, red, *workers, *duration); err != nil {
+	var obs *latencies
+	if *metrics {
+		obs = newLatencies()
+	}
+	if err := runObserved(os.Stdout, *redisURL, red, *workers, *duration, obs); err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
 		os.Exit(1)
 	}
@@ -58,6 +63,12 @@ func main() {
 const redNodes = 3
 
 func run(w io.Writer, redisURL string, redURLs []string, workers int, duration time.Duration) error {
+	return runObserved(w, redisURL, redURLs, workers, duration, nil)
+}
+
+// runObserved is run; with obs, it records the locks' latencies and
+// prints them after the summary.
+func runObserved(w io.Writer, redisURL string, redURLs []string, workers int, duration time.Duration, obs *latencies) error {
 	rdb, where, stop, err := connect(redisURL)
 	if err != nil {
 		return err
@@ -80,10 +91,14 @@ func run(w io.Writer, redisURL string, redURLs []string, workers int, duration t
 		defer stop()
 		nodes[i] = node
 	}
-	client, err := runtime.NewClient(rdb, &runtime.Options{
+	opts := runtime.Options{
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		RedLockNodes: nodes,
-	})
+	}
+	if obs != nil {
+		opts.Observer = obs
+	}
+	client, err := runtime.NewClient(rdb, &opts)
 	if err != nil {
 		return err
 	}
@@ -104,6 +119,9 @@ func run(w io.Writer, redisURL string, redURLs []string, workers int, duration t
 		}()
 	}
 	wg.Wait()
+	if obs != nil {
+		obs.print(w) // before the summary, which ends with the violations
+	}
 	return s.print(w)
 }
 
