@@ -185,6 +185,8 @@ func TestInspectShowsEveryKindAsTheRuntimeWroteIt(t *testing.T) {
 	cat := c.ReadWrite("catalog:shop", runtime.LockOptions{Name: "Catalog", WritersFirst: true})
 	hold(t, ctx, cat.Read())
 	hold(t, ctx, cat.Read())
+	go func() { _, _ = cat.Write().TryLock(wctx, runtime.Forever, runtime.Watchdog) }()
+	waitFor(t, func() bool { return rdb.ZCard(ctx, "lockgen_rwlock_writers:{catalog:shop}").Val() == 1 })
 	labelled(t, rdb, c)
 	// a Redisson owner: a hash field no lockgen client labels
 	rdb.HSet(ctx, "order:43", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:57", 1)

@@ -180,7 +180,8 @@ func (r *reader) readWrite(ctx context.Context, in *Instance) error {
 		}
 	}
 	for _, z := range writers.Val() {
-		in.Queue = append(in.Queue, Waiter{Owner: z.Member.(string), Deadline: r.untilScore(z.Score)})
+		owner, _ := strings.CutSuffix(z.Member.(string), ":write") // members are write fields
+		in.Queue = append(in.Queue, Waiter{Owner: owner, Deadline: r.untilScore(z.Score)})
 	}
 	return nil
 }
@@ -256,6 +257,9 @@ func (r *reader) who(ctx context.Context, owner string) Who {
 // clientOf is the client uuid of an owner token "<uuid>:<n>" (the token
 // itself when it has no such shape).
 func clientOf(owner string) string {
+	if len(owner) > 36 && owner[36] == ':' { // a uuid, as both lockgen and Redisson write it
+		return owner[:36]
+	}
 	if i := strings.LastIndexByte(owner, ':'); i > 0 {
 		return owner[:i]
 	}
