@@ -80,11 +80,17 @@ func runChild(role string) int {
 		fmt.Println("held")
 		select {}
 	default:
+		if run, ok := childRoles[role]; ok {
+			return run(c, rdb)
+		}
 		fmt.Println("unknown child role", role)
 		return 2
 	}
 	return 0
 }
+
+// childRoles are the roles other test files add (sync_child_test.go).
+var childRoles = map[string]func(c *runtime.Client, rdb *redis.Client) int{}
 
 // startChild starts the test binary in role with env and returns it with
 // its stdout.
