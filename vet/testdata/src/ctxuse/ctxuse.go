@@ -1,0 +1,91 @@
+// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock`
+
+// Package ctxuse passes the wrong ctx to locks taken inside a critical
+// section, and lets a hold's ctx escape it.
+package ctxuse
+
+import (
+	"context"
+	"time"
+
+	"example.com/vettest/locks"
+)
+
+type Service struct {
+	l    *locks.Locks
+	last context.Context
+}
+
+var current context.Context
+
+// OuterCtx takes InventoryLock with the ctx from outside OrderLock's critical section.
+func (s *Service) OuterCtx(ctx context.Context, id int64, sku string) error { // want OuterCtx:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return s.l.WithInventoryLock(ctx, sku, func(context.Context) error { return nil }) // want `locks.InventoryLock is taken with ctx, not the hold's ctx hctx, inside the critical section of locks.OrderLock \(taken at .*ctxuse.go:23:9\).*\(pass hctx\)`
+	})
+}
+
+// Background takes a lock inside a critical section with a fresh ctx.
+func (s *Service) Background(ctx context.Context, id int64, sku string) error { // want Background:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return s.l.WithInventoryLock(context.Background(), sku, func(context.Context) error { return nil }) // want `locks.InventoryLock is taken with context.Background\(\), not the hold's ctx hctx`
+	})
+}
+
+// SelfDeadlock takes the lock it holds again with the outer ctx: it waits for itself.
+func (s *Service) SelfDeadlock(ctx context.Context, id int64) error { // want SelfDeadlock:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return s.l.WithOrderLock(ctx, id, func(context.Context) error { return nil }) // want `self-deadlock: locks.OrderLock is taken again with ctx, not the hold's ctx hctx, while this goroutine holds it \(taken at .*ctxuse.go:37:9\).*\(pass hctx\)`
+	})
+}
+
+// SelfDeadlockThroughHandle does the same with the handle and a derived outer ctx.
+func (s *Service) SelfDeadlockThroughHandle(ctx context.Context, id int64) error { // want SelfDeadlockThroughHandle:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		m := s.l.OrderLock(id)
+		held, err := m.Lock(tctx) // want `self-deadlock: locks.OrderLock is taken again with ctx`
+		if err != nil {
+			return err
+		}
+		return m.Unlock(held)
+	})
+}
+
+// Reentry takes the held lock again with the hold's ctx, derived: it re-enters.
+func (s *Service) Reentry(ctx context.Context, id int64, sku string) error { // want Reentry:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		tctx, cancel := context.WithTimeout(hctx, time.Second)
+		defer cancel()
+		if err := s.l.WithOrderLock(tctx, id, func(context.Context) error { return nil }); err != nil {
+			return err
+		}
+		return s.l.WithInventoryLock(hctx, sku, func(context.Context) error { return nil })
+	})
+}
+
+// OtherKey takes the same lock for another order with the outer ctx:
+// not a self-deadlock, still the wrong ctx.
+func (s *Service) OtherKey(ctx context.Context, id int64) error { // want OtherKey:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return s.l.WithOrderLock(ctx, id+1, func(context.Context) error { return nil }) // want `locks.OrderLock is taken with ctx, not the hold's ctx hctx, inside`
+	})
+}
+
+// Escapes lets the hold's ctx out of its critical section three ways.
+func (s *Service) Escapes(ctx context.Context, id int64, done chan<- context.Context) error { // want Escapes:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		go s.audit(hctx) // want `the hold's ctx hctx escapes its critical section into a goroutine`
+		s.last = hctx    // want `the hold's ctx hctx escapes its critical section: stored in the field s.last`
+		current = hctx   // want `stored in the global current`
+		done <- hctx     // want `sent on a channel`
+		go func() {
+			<-hctx.Done() // want `the hold's ctx hctx escapes its critical section into a goroutine`
+		}()
+		go s.audit(ctx) // the caller's ctx may outlive the hold
+		return nil
+	})
+}
+
+func (s *Service) audit(ctx context.Context) { <-ctx.Done() }

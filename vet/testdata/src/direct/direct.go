@@ -1,0 +1,41 @@
+// want package:`order runtime\."journal:main">runtime\.Ledger runtime\.Ledger>runtime\."journal:main"`
+
+// Package direct uses runtime handles without generated code: locks
+// named by their options' Name or a constant key.
+package direct
+
+import (
+	"context"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+var (
+	ledger  = runtime.LockOptions{Name: "Ledger"}
+	journal = "journal:main"
+)
+
+func Post(ctx context.Context, c *runtime.Client) error { // want Post:`^acquires runtime\."journal:main", runtime\.Ledger$`
+	return c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"}).Do(ctx, func(hctx context.Context) error {
+		return c.Mutex("journal:main", runtime.LockOptions{}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."journal:main" is taken while runtime.Ledger is held`
+	})
+}
+
+func Replay(ctx context.Context, c *runtime.Client) error { // want Replay:`^acquires runtime\."journal:main", runtime\.Ledger$`
+	j := c.Mutex("journal:main", runtime.LockOptions{})
+	return j.Do(ctx, func(hctx context.Context) error {
+		l := c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"})
+		held, err := l.Lock(hctx) // want `lock-order inversion: runtime.Ledger is taken while runtime."journal:main" is held`
+		if err != nil {
+			return err
+		}
+		return l.Unlock(held)
+	})
+}
+
+// Computed keys and options in variables are unknown locks: no edges.
+func Unknown(ctx context.Context, c *runtime.Client, key string) error {
+	return c.Mutex(key, ledger).Do(ctx, func(hctx context.Context) error {
+		return c.Mutex(journal, runtime.LockOptions{}).Do(hctx, func(context.Context) error { return nil })
+	})
+}

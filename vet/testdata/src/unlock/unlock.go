@@ -1,0 +1,59 @@
+// Package unlock releases locks with a ctx no Lock returned.
+package unlock
+
+import (
+	"context"
+
+	"example.com/vettest/locks"
+)
+
+func InputCtx(ctx context.Context, l *locks.Locks, id int64) error { // want InputCtx:`^acquires locks\.OrderLock$`
+	m := l.OrderLock(id)
+	if _, err := m.Lock(ctx); err != nil {
+		return err
+	}
+	return m.Unlock(ctx) // want `Unlock with a ctx that no Lock on this handle returned: ctx is the ctx passed to Lock, not the one Lock returned, so it fails with runtime.ErrNotHeld`
+}
+
+func Background(ctx context.Context, l *locks.Locks, id int64) error { // want Background:`^acquires locks\.OrderLock$`
+	m := l.OrderLock(id)
+	if _, err := m.Lock(ctx); err != nil {
+		return err
+	}
+	return m.Unlock(context.Background()) // want `context.Background\(\) carries no hold`
+}
+
+func OtherHandle(ctx context.Context, l *locks.Locks, id int64, sku string) error { // want OtherHandle:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	order := l.OrderLock(id)
+	hctx, err := order.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	stock := l.InventoryLock(sku)
+	if _, err := stock.TryLock(hctx, 0, 0); err != nil {
+		return err
+	}
+	defer stock.Unlock(hctx) // want `hctx is the hold of another lock \(taken at .*unlock.go:28:15\)`
+	return order.Unlock(hctx)
+}
+
+// Paired locks and unlocks, and a helper that unlocks a hold it is
+// given: nothing to report.
+func Paired(ctx context.Context, l *locks.Locks, id int64, shop string) error { // want Paired:`^acquires locks\.Catalog, locks\.OrderLock$`
+	m := l.OrderLock(id)
+	hctx, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer m.Unlock(hctx)
+	w := l.Catalog(shop).Write()
+	wctx, err := w.TryLock(hctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	return release(l, shop, wctx)
+}
+
+func release(l *locks.Locks, shop string, hctx context.Context) error {
+	return l.Catalog(shop).Write().Unlock(hctx)
+}
