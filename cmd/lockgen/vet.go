@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"go/token"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/tools/go/analysis"
+	"golang.org/x/tools/go/analysis/checker"
+	"golang.org/x/tools/go/analysis/unitchecker"
+	"golang.org/x/tools/go/packages"
+
+	"github.com/lockgen/lockgen/vet"
+)
+
+// runVet runs the lockgen analyzer (package vet) on the packages the
+// patterns name, as go vet would, and then reports every lock-order cycle
+// among all of them at each of its edges, which go vet, one package at a
+// time, cannot.
+func runVet(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("vet")
+	asJSON := fs.Bool("json", false, "print the findings as JSON in go/analysis's format on stdout (and exit 0 when the packages load)")
+	switch err := fs.Parse(args); {
+	case errors.Is(err, flag.ErrHelp):
+		commandUsage(fs, stdout)
+		return exitOK
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %s\nrun '%s -h' for its flags\n", fs.Name(), flagError(fs, err), fs.Name())
+		return exitUsage
+	}
+	patterns := fs.Args()
+	if len(patterns) == 0 {
+		patterns = []string{"."}
+	}
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax}, patterns...)
+	if err != nil {
+		fmt.Fprintln(stderr, "lockgen vet:", err)
+		return exitFail
+	}
+	failed := false
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, e := range p.Errors {
+			fmt.Fprintln(stderr, e)
+			failed = true
+		}
+	})
+	if failed {
+		return exitFail
+	}
+	graph, err := checker.Analyze([]*analysis.Analyzer{vet.Analyzer}, pkgs, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "lockgen vet:", err)
+		return exitFail
+	}
+	reportLinkedCycles(graph.Roots)
+	for _, act := range graph.Roots {
+		if act.Err != nil {
+			fmt.Fprintf(stderr, "lockgen vet: %s: %v\n", act.Package.PkgPath, act.Err)
+			failed = true
+		}
+	}
+	if *asJSON {
+		if err := graph.PrintJSON(stdout); err != nil {
+			fmt.Fprintln(stderr, "lockgen vet:", err)
+			return exitFail
+		}
+		if failed {
+			return exitFail
+		}
+		return exitOK
+	}
+	if printFindings(graph.Roots, stderr) > 0 || failed {
+		return exitFail
+	}
+	return exitOK
+}
+
+// reportLinkedCycles adds, to the package that owns it, a finding at every
+// edge of a lock-order cycle that its own analysis could not see: the
+// other side is in a package it does not import (two services that share
+// a repository and their locks, but no code).
+func reportLinkedCycles(roots []*checker.Action) {
+	owner := make(map[string]*checker.Action) // file name -> root that holds it
+	reported := make(map[token.Position]bool)
+	var all []vet.Edge
+	for _, act := range roots {
+		for _, f := range act.Package.Syntax {
+			owner[act.Package.Fset.File(f.Pos()).Name()] = act
+		}
+		for _, d := range act.Diagnostics {
+			if d.Category == "lockorder" {
+				reported[act.Package.Fset.Position(d.Pos)] = true
+			}
+		}
+		if o, ok := act.Result.(*vet.Order); ok && o != nil {
+			all = append(all, o.Edges...)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return edgeLess(all[i], all[j]) })
+	seen := make(map[vet.Posn]bool)
+	for _, inv := range vet.Inversions(all, func(e vet.Edge) bool { return owner[e.At.File] != nil && !seen[e.At] }) {
+		if seen[inv.At.At] {
+			continue
+		}
+		seen[inv.At.At] = true
+		act := owner[inv.At.At.File]
+		pos := tokenPos(act, inv.At.At)
+		if !pos.IsValid() || reported[act.Package.Fset.Position(pos)] {
+			continue
+		}
+		act.Diagnostics = append(act.Diagnostics, analysis.Diagnostic{Pos: pos, Category: "lockorder", Message: inv.Message()})
+	}
+}
+
+func edgeLess(a, b vet.Edge) bool {
+	if a.At != b.At {
+		return a.At.File < b.At.File || a.At.File == b.At.File && (a.At.Line < b.At.Line || a.At.Line == b.At.Line && a.At.Col < b.At.Col)
+	}
+	return a.From+">"+a.To < b.From+">"+b.To
+}
+
+func tokenPos(act *checker.Action, p vet.Posn) token.Pos {
+	for _, f := range act.Package.Syntax {
+		if tf := act.Package.Fset.File(f.Pos()); tf != nil && tf.Name() == p.File && p.Line <= tf.LineCount() {
+			return tf.LineStart(p.Line) + token.Pos(p.Col-1)
+		}
+	}
+	return token.NoPos
+}
+
+// printFindings prints the roots' findings as the compiler prints errors,
+// file:line:col: message, sorted by position, and returns how many.
+func printFindings(roots []*checker.Action, w io.Writer) int {
+	type finding struct {
+		pos token.Position
+		msg string
+	}
+	var all []finding
+	seen := make(map[finding]bool)
+	for _, act := range roots {
+		for _, d := range act.Diagnostics {
+			f := finding{act.Package.Fset.Position(d.Pos), d.Message}
+			if !seen[f] {
+				seen[f] = true
+				all = append(all, f)
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i].pos, all[j].pos
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	for _, f := range all {
+		fmt.Fprintf(w, "%s:%d:%d: %s\n", relPath(f.pos.Filename), f.pos.Line, f.pos.Column, f.msg)
+	}
+	return len(all)
+}
+
+// vetTool reports whether go vet runs lockgen as its -vettool: it asks
+// for the tool's version (-V=full) and flags (-flags), then passes one
+// vet.cfg file per package.
+func vetTool(args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
+	return args[0] == "-V=full" || args[0] == "-flags" || strings.HasSuffix(args[len(args)-1], ".cfg")
+}
+
+// runVetTool hands the process to unitchecker, go vet's protocol; it exits.
+func runVetTool() {
+	unitchecker.Main(vet.Analyzer)
+	os.Exit(exitFail) // not reached: unitchecker.Main exits
+}
