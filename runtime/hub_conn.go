@@ -27,10 +27,12 @@ import (
 // pings a connection that carries channels after hubPingIdle without any
 // message from it, and declares it dead when nothing at all (a PONG, a
 // message, a confirmation: anything counts) arrives within hubPingTimeout
-// of a ping, a subscribe or an unsubscribe being started. A frozen
-// connection is therefore found within hubPingIdle + hubPingTimeout +
-// hubHealthTick (1.6 s) of its last message, and a subscribe that hangs
-// (a dial to an unreachable node) within hubPingTimeout + hubHealthTick.
+// of a ping, a subscribe or an unsubscribe being started (hubConnectTimeout
+// while the connection has not received anything yet: that includes the
+// dial and, with TLS, its handshake). A frozen connection is therefore
+// found within hubPingIdle + hubPingTimeout + hubHealthTick (550 ms) of
+// its last message, and a first subscribe that hangs (a dial to an
+// unreachable node) within hubConnectTimeout + hubHealthTick.
 // A dead connection is closed (a dial in progress on it is cancelled; any
 // other I/O stuck on it ends with go-redis' own timeouts, owning nothing)
 // and its channels move to a new connection. Unlocks may have been lost
@@ -45,16 +47,21 @@ import (
 // to hubMaxBackoff.
 const (
 	// hubPingIdle is how long a connection with channels may go without a
-	// message before it is pinged. A PING costs the server next to nothing;
-	// 500 ms keeps detection well under 2 s.
-	hubPingIdle = 500 * time.Millisecond
-	// hubPingTimeout is how long a ping, subscribe or unsubscribe may go
-	// without anything arriving before the connection is declared dead.
-	// It must exceed a round trip, including a dial and a loaded server's
-	// pause; a false alarm costs a reconnect and one extra try per waiter.
-	hubPingTimeout = time.Second
+	// message before it is pinged: ten PINGs a second while someone waits
+	// (or a channel lingers), which costs the server next to nothing, and
+	// an idle connection without channels is never pinged.
+	hubPingIdle = 100 * time.Millisecond
+	// hubPingTimeout is how long a ping, subscribe or unsubscribe on a
+	// connection that works may go without anything arriving before the
+	// connection is declared dead. It must exceed a round trip and a
+	// loaded server's pause; a false alarm costs a reconnect and one extra
+	// try per waiter, nothing more.
+	hubPingTimeout = 400 * time.Millisecond
+	// hubConnectTimeout is hubPingTimeout for a connection that has not
+	// received anything yet: its first send dials.
+	hubConnectTimeout = 2 * time.Second
 	// hubHealthTick is how often the monitor checks the connections.
-	hubHealthTick = 100 * time.Millisecond
+	hubHealthTick = 50 * time.Millisecond
 	// hubIOTimeout bounds one (un)subscribe or ping call of a writer, so a
 	// connection that is replaced does not keep a goroutine for long.
 	hubIOTimeout = 5 * time.Second
@@ -79,6 +86,9 @@ type subConn struct {
 	// progress for it.
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see hub_track.go
+	track    *tracker     // nil: no key tracking
 
 	// Health, written by the reader without h.mu (a message costs no
 	// shared lock), in Unix nanoseconds.
@@ -114,6 +124,7 @@ const (
 	opSubscribe subOpKind = iota
 	opUnsubscribe
 	opPing
+	opSubscribeInvalidations // classic SUBSCRIBE __redis__:invalidate, sharded or not
 )
 
 type subOp struct {
@@ -144,6 +155,9 @@ func (sc *subConn) addLocked(e *channelEntry) {
 	sc.entries[e.name] = e
 	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
 	sc.queueLocked(subOp{opSubscribe, e.name})
+	if sc.track != nil {
+		sc.track.watch(e)
+	}
 }
 
 // unsubscribeLocked drops e's subscription; a sharded connection left with
@@ -154,6 +168,9 @@ func (h *hub) unsubscribeLocked(e *channelEntry) {
 		return
 	}
 	delete(sc.entries, e.name)
+	if sc.track != nil {
+		sc.track.unwatch(e)
+	}
 	if h.c.sharded && len(sc.entries) == 0 {
 		h.dropLocked(sc)
 		return
@@ -184,11 +201,15 @@ func (h *hub) newConnLocked(slot int, backoff time.Duration) *subConn {
 		unsubscribing: make(map[string]int),
 		backoff:       backoff,
 	}
-	sc.ctx, sc.cancel = context.WithCancel(context.Background())
+	// The ctx says which subConn a dial is for (hub_track.go).
+	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
+	if h.track {
+		sc.track = newTracker(sc)
+	}
 	if h.c.sharded {
-		sc.ps = h.c.rdb.SSubscribe(context.Background())
+		sc.ps = h.sub.SSubscribe(context.Background())
 	} else {
-		sc.ps = h.c.rdb.Subscribe(context.Background())
+		sc.ps = h.sub.Subscribe(context.Background())
 	}
 	h.conns[slot] = sc
 	if h.monitor == nil {
@@ -319,6 +340,8 @@ func (sc *subConn) send(op subOp) error {
 	switch {
 	case op.kind == opPing:
 		err = sc.ps.Ping(ctx)
+	case op.kind == opSubscribeInvalidations:
+		err = sc.ps.Subscribe(ctx, invalidateChannel)
 	case op.kind == opSubscribe && sharded:
 		err = sc.ps.SSubscribe(ctx, op.channel)
 	case op.kind == opSubscribe:
@@ -349,6 +372,10 @@ func (sc *subConn) startReader() {
 	sc.lastHeard.Store(time.Now().UnixNano())
 	h.wg.Add(1)
 	go sc.readLoop()
+	if sc.track != nil {
+		h.wg.Add(1)
+		go sc.trackLoop()
+	}
 }
 
 func (sc *subConn) readLoop() {
@@ -389,6 +416,15 @@ func (h *hub) received(sc *subConn, msg any) {
 	sc.awaiting.Store(0)
 	switch m := msg.(type) {
 	case *redis.Message:
+		if m.Channel == invalidateChannel {
+			if sc.track != nil {
+				if m.Payload != "" {
+					sc.track.invalidated([]string{m.Payload})
+				}
+				sc.track.invalidated(m.PayloadSlice)
+			}
+			return
+		}
 		h.deliver(m.Channel, m.Payload)
 	case *redis.Subscription:
 		var (
@@ -477,9 +513,13 @@ func (h *hub) monitorLoop(stop chan struct{}) {
 		}
 		for _, sc := range conns {
 			awaiting := sc.awaiting.Load()
+			limit := hubPingTimeout
+			if !sc.heard.Load() {
+				limit = hubConnectTimeout
+			}
 			switch {
-			case awaiting != 0 && time.Duration(now-awaiting) > hubPingTimeout:
-				woken = h.failLocked(sc, "no reply within "+hubPingTimeout.String(), nil, true, woken)
+			case awaiting != 0 && time.Duration(now-awaiting) > limit:
+				woken = h.failLocked(sc, "no reply within "+limit.String(), nil, true, woken)
 			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > hubPingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
@@ -519,4 +559,7 @@ func (h *hub) close() {
 	}
 	h.mu.Unlock()
 	h.wg.Wait()
+	if h.closeSub != nil {
+		_ = h.closeSub()
+	}
 }

@@ -210,6 +210,7 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 	}
 	ws := waitSpec{
 		channel: func() string { return lockChannel(l.members[blocking].key) },
+		key:     func() string { return l.members[blocking].key },
 		dynamic: true,
 		wait:    wait,
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The hub is where waiters sleep. Waiters join a channel (ref-counted: the
@@ -61,6 +63,13 @@ type hub struct {
 	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
 	waiters  sync.Pool    // of *waiter, reset
 
+	// sub is the client the hub subscribes with (hub_track.go), closeSub
+	// closes it if it is the hub's own; track says whether key tracking
+	// works with it.
+	sub      redis.UniversalClient
+	closeSub func() error
+	track    bool
+
 	// mu guards the connections (hub_conn.go): conns, every subConn's
 	// state, and each entry's conn.
 	mu         sync.Mutex
@@ -91,6 +100,7 @@ const (
 
 type channelEntry struct {
 	name string
+	key  string // the lock's key, watched while waited for (hub_track.go); "": none
 	sh   *hubShard
 	mode wakeMode
 
@@ -153,6 +163,9 @@ func newHub(c *Client) *hub {
 	}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*channelEntry)
+	}
+	if c.rdb != nil {
+		h.sub, h.closeSub, h.track = hubClient(c.rdb)
 	}
 	h.waiters.New = func() any { return &waiter{C: make(chan struct{}, 1)} }
 	return h
@@ -218,11 +231,12 @@ func (h *hub) handoffInFlight(w *waiter) bool {
 
 // join registers a waiter on channel, subscribing if nobody else waits on
 // it (the subscribe itself runs on the connection's goroutine, never
-// here). mode is the channel's wake mode. ready reports whether the
+// here). mode is the channel's wake mode, key the lock's key (watched:
+// see hub_track.go; "" for none). ready reports whether the
 // subscription is already confirmed: if so, a wake-up published since the
 // caller's last try may have gone to nobody, and the caller tries again at
 // once; otherwise the confirmation wakes it.
-func (h *hub) join(channel string, mode wakeMode, shared bool) (w *waiter, ready bool, err error) {
+func (h *hub) join(channel, key string, mode wakeMode, shared bool) (w *waiter, ready bool, err error) {
 	sh := h.shard(channel)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -231,7 +245,7 @@ func (h *hub) join(channel string, mode wakeMode, shared bool) (w *waiter, ready
 	}
 	e := sh.entries[channel]
 	if e == nil {
-		e = &channelEntry{name: channel, sh: sh, mode: mode}
+		e = &channelEntry{name: channel, key: key, sh: sh, mode: mode}
 		sh.entries[channel] = e
 		h.nEntries.Add(1)
 		h.mu.Lock()

@@ -29,6 +29,10 @@ type waitSpec struct {
 	// wake is what a message on the channel wakes (see hub); the zero
 	// value is a lock's.
 	wake wakeMode
+	// key returns the key whose deletion or expiry frees the lock (the
+	// hub watches it: hub_track.go); nil: none. With dynamic, the
+	// blocking member's.
+	key func() string
 }
 
 // tryFunc makes one acquisition attempt. When the lock is held by someone
@@ -131,7 +135,11 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if w == nil {
 			joined = ws.channel()
 			var ready bool
-			if w, ready, err = h.join(joined, ws.wake, ws.shared); err != nil {
+			key := ""
+			if ws.key != nil {
+				key = ws.key()
+			}
+			if w, ready, err = h.join(joined, key, ws.wake, ws.shared); err != nil {
 				w = nil
 				return err
 			}

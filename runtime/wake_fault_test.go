@@ -30,6 +30,10 @@ const wakeBound = 300 * time.Millisecond
 type wakeFault struct {
 	name  string
 	bound time.Duration // asserted; 0: wakeBound
+	// shortLease gives the holder a short watchdog lease, for faults that
+	// free the lock by letting it run out; the others use a long one, so
+	// that no waiter gets the lock by sleeping out the holder's TTL.
+	shortLease bool
 	// free frees the locks held by holder (a Client of its own) and
 	// returns, per hold, when it was free with Redis reachable. The
 	// waiters reach Redis through p; keys[i] are the keys of hold i.
@@ -49,7 +53,7 @@ func unlockAll(holds []func() error) []time.Time {
 var wakeFaults = []wakeFault{
 	// The holder's process dies: nothing unlocks, nothing renews; each
 	// lock is free when its lease runs out.
-	{name: "holder-killed", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, holder *runtime.Client, holds []func() error, keys [][]string) []time.Time {
+	{name: "holder-killed", shortLease: true, free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, holder *runtime.Client, holds []func() error, keys [][]string) []time.Time {
 		_ = holder.Close() // stops renewing, releases nothing
 		rdb := s.Client(t)
 		at := make([]time.Time, len(holds))
@@ -72,6 +76,30 @@ var wakeFaults = []wakeFault{
 		}
 		return at
 	}},
+	// An operator deletes the held keys: no unlock message is published,
+	// and the holders' leases are long. The hub's key tracking sees it.
+	{name: "key-deleted", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, keys [][]string) []time.Time {
+		rdb := s.Client(t)
+		at := make([]time.Time, len(holds))
+		for i, ks := range keys {
+			if err := rdb.Del(context.Background(), ks...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			at[i] = time.Now()
+		}
+		return at
+	}},
+	// FLUSHALL: every key is gone at once, queues and counters included.
+	{name: "flushall", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
+		if err := s.Client(t).FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		at := make([]time.Time, len(holds))
+		for i := range at {
+			at[i] = time.Now()
+		}
+		return at
+	}},
 	// The server kills the waiters' pub/sub connection, then the holder
 	// unlocks: the unlock messages may be lost.
 	{name: "pubsub-killed", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
@@ -82,8 +110,9 @@ var wakeFaults = []wakeFault{
 	}},
 	// The waiters' pub/sub connection freezes (half-open), then the holder
 	// unlocks: the hub finds the dead connection by its missing PONG
-	// (hubPingIdle + hubPingTimeout), resubscribes and wakes everyone.
-	{name: "pubsub-frozen", bound: 2500 * time.Millisecond, free: func(t *testing.T, _ *redistest.Server, p *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
+	// (hubPingIdle + hubPingTimeout + hubHealthTick = 550 ms), resubscribes
+	// and wakes everyone.
+	{name: "pubsub-frozen", bound: 1500 * time.Millisecond, free: func(t *testing.T, _ *redistest.Server, p *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
 		conns := p.ConnsMatching("subscribe")
 		if len(conns) == 0 {
 			t.Fatal("no pub/sub connection through the proxy")
@@ -101,7 +130,11 @@ func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
 		t.Run(f.name, func(t *testing.T) {
 			s := redistest.Start(t)
 			holderRdb := s.Client(t)
-			holder, err := runtime.NewClient(holderRdb, &runtime.Options{WatchdogTimeout: 900 * time.Millisecond})
+			lease := 30 * time.Second
+			if f.shortLease {
+				lease = 900 * time.Millisecond
+			}
+			holder, err := runtime.NewClient(holderRdb, &runtime.Options{WatchdogTimeout: lease})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,0 +1,299 @@
+package runtime
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Key tracking: a lock can become free without an unlock message. An
+// operator deletes a stuck key, FLUSHALL runs, a crashed holder's key
+// expires. A waiter would then sleep until the holder's TTL its own last
+// try saw (30 s for a watchdog hold). So the hub also watches the key of
+// every lock it has waiters for, with Redis' client-side-caching
+// invalidations (CLIENT TRACKING, Redis >= 6):
+//
+//   - each pub/sub connection has a tracking connection to the same node,
+//     with CLIENT TRACKING ON REDIRECT <the pub/sub connection's id>; the
+//     pub/sub connection subscribes to __redis__:invalidate;
+//   - reading a key on the tracking connection (EXISTS) makes Redis send
+//     one invalidation for it on its next change, deletion or expiry;
+//   - on an invalidation the hub reads the key again (which re-arms the
+//     tracking) and, if the key is gone and no hand-off is in flight
+//     (an unlock message already woke a waiter), wakes the lock's waiters
+//     as a write unlock would: every reader and one other waiter.
+//
+// A key deleted between a waiter's try and the first EXISTS is seen by
+// that EXISTS, so no deletion is missed. Every change of a watched key
+// costs one EXISTS from the hub (an acquire, a renewal), not one per
+// waiter. FLUSHALL sends an invalidation without keys, which go-redis
+// cannot parse: the connection is replaced, and its new subscriptions
+// wake every waiter. Tracking needs the hub's own client (a copy of the
+// caller's options speaking RESP2, whose OnConnect reads each pub/sub
+// connection's id). It is off, and waiters wake on unlock messages and the
+// holder's TTL as before, for Sentinel failover clients (their options
+// cannot be copied), where the server refuses CLIENT ID or CLIENT
+// TRACKING (an ACL), and on Redis Cluster: the hub has a pub/sub
+// connection per slot there, and a tracking connection beside each would
+// double the connections; sharing one pair per node is future work.
+
+// invalidateChannel is where Redis sends invalidations to a RESP2 client.
+const invalidateChannel = "__redis__:invalidate"
+
+type subConnKey struct{}
+
+// hubClient returns the client the hub subscribes with and whether key
+// tracking works with it: for a single server, a copy of rdb's options
+// speaking RESP2 (the invalidations come as pub/sub messages) whose
+// OnConnect records the CLIENT ID of each pub/sub connection; otherwise
+// rdb itself.
+func hubClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
+	switch r := rdb.(type) {
+	case *redis.Client:
+		o := r.Options()
+		if o.Addr == "FailoverClient" {
+			return rdb, nil, false
+		}
+		own := *o
+		own.Protocol = 2
+		own.ContextTimeoutEnabled = true // a dropped connection's ctx ends its I/O
+		own.PoolSize = 4                 // tracking connections; pub/sub ones come from their own pool
+		own.PushNotificationProcessor = nil
+		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		own.OnConnect = recordClientID(o.OnConnect)
+		c := redis.NewClient(&own)
+		return c, c.Close, true
+	}
+	return rdb, nil, false
+}
+
+// recordClientID wraps the caller's OnConnect: a connection dialled for a
+// subConn (its ctx says which) records its CLIENT ID there. A refusal
+// only turns tracking off for that connection.
+func recordClientID(user func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
+	return func(ctx context.Context, cn *redis.Conn) error {
+		if user != nil {
+			if err := user(ctx, cn); err != nil {
+				return err
+			}
+		}
+		if sc, ok := ctx.Value(subConnKey{}).(*subConn); ok {
+			if id, err := cn.Do(ctx, "client", "id").Int64(); err == nil {
+				sc.clientID.Store(id)
+			}
+		}
+		return nil
+	}
+}
+
+// tracker watches the keys of the locks waited for on one subConn.
+type tracker struct {
+	sc   *subConn
+	kick chan struct{} // capacity 1: keys are due
+
+	mu      sync.Mutex
+	watched map[string][]*channelEntry // by key: the entries on sc waiting for it
+	due     map[string]struct{}        // keys to read (again)
+	spare   map[string]struct{}
+}
+
+func newTracker(sc *subConn) *tracker {
+	return &tracker{
+		sc:      sc,
+		kick:    make(chan struct{}, 1),
+		watched: make(map[string][]*channelEntry),
+		due:     make(map[string]struct{}),
+		spare:   make(map[string]struct{}),
+	}
+}
+
+// watch starts watching e's key (h.mu is held).
+func (t *tracker) watch(e *channelEntry) {
+	if e.key == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	es := t.watched[e.key]
+	t.watched[e.key] = append(es, e)
+	if len(es) == 0 {
+		t.markLocked(e.key)
+	}
+}
+
+// unwatch stops watching e's key for e (h.mu is held). The server may
+// still send one invalidation for it, which finds no entry.
+func (t *tracker) unwatch(e *channelEntry) {
+	if e.key == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	es := t.watched[e.key]
+	for i, x := range es {
+		if x == e {
+			es = append(es[:i], es[i+1:]...)
+			break
+		}
+	}
+	if len(es) == 0 {
+		delete(t.watched, e.key)
+		return
+	}
+	t.watched[e.key] = es
+}
+
+// invalidated handles an invalidation of keys.
+func (t *tracker) invalidated(keys []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, k := range keys {
+		if len(t.watched[k]) > 0 {
+			t.markLocked(k)
+		}
+	}
+}
+
+func (t *tracker) markLocked(key string) {
+	t.due[key] = struct{}{}
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the keys due, in a set the caller hands back with done.
+func (t *tracker) take() map[string]struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	due := t.due
+	t.due, t.spare = t.spare, nil
+	return due
+}
+
+func (t *tracker) done(due map[string]struct{}) {
+	clear(due)
+	t.mu.Lock()
+	t.spare = due
+	t.mu.Unlock()
+}
+
+// gone returns the entries waiting for key.
+func (t *tracker) gone(key string, into []*channelEntry) []*channelEntry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append(into, t.watched[key]...)
+}
+
+// trackLoop turns tracking on for sc and reads the keys due until sc is
+// dropped. It runs once sc's connection is up (its id is known).
+func (sc *subConn) trackLoop() {
+	h := sc.h
+	defer h.wg.Done()
+	t := sc.track
+	id := sc.clientID.Load()
+	if id == 0 {
+		h.c.log.Debug("key tracking off: CLIENT ID was refused or not read", "slot", sc.slot)
+		return
+	}
+	conn := sc.trackingConn()
+	if conn == nil {
+		return
+	}
+	// Back to the hub client's pool, tracking still on: the next tracker
+	// that takes it redirects it to its own connection, and invalidations
+	// of keys no one watches any more are ignored. The pool's connections
+	// are closed with the hub.
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(sc.ctx, hubIOTimeout)
+	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
+	cancel()
+	if err != nil {
+		select {
+		case <-sc.done:
+		default:
+			h.c.log.Debug("key tracking off: CLIENT TRACKING failed", "slot", sc.slot, "err", err)
+		}
+		return
+	}
+	h.mu.Lock()
+	if !sc.dead {
+		sc.queueLocked(subOp{kind: opSubscribeInvalidations})
+	}
+	h.mu.Unlock()
+	var (
+		keys  []string
+		cmds  []*redis.IntCmd
+		woken []*channelEntry
+	)
+	for {
+		select {
+		case <-t.kick:
+		case <-sc.done:
+			return
+		}
+		due := t.take()
+		keys = keys[:0]
+		for k := range due {
+			keys = append(keys, k)
+		}
+		t.done(due)
+		if len(keys) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(sc.ctx, hubIOTimeout)
+		cmds = cmds[:0]
+		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				cmds = append(cmds, p.Exists(ctx, k))
+			}
+			return nil
+		})
+		cancel()
+		if err != nil {
+			select {
+			case <-sc.done:
+				return
+			default:
+			}
+			h.mu.Lock()
+			woken = h.failLocked(sc, "key tracking failed", err, true, woken[:0])
+			h.mu.Unlock()
+			h.wakeEntries(woken)
+			return
+		}
+		woken = woken[:0]
+		for i, cmd := range cmds {
+			if cmd.Val() == 0 {
+				woken = t.gone(keys[i], woken)
+			}
+		}
+		h.keyGone(woken)
+		clear(cmds)
+	}
+}
+
+// trackingConn returns a connection to sc's server for tracking, or nil.
+func (sc *subConn) trackingConn() *redis.Conn {
+	if r, ok := sc.h.sub.(*redis.Client); ok {
+		return r.Conn()
+	}
+	return nil
+}
+
+// keyGone wakes the waiters of entries whose key was found gone, as a
+// write unlock would, unless a hand-off is in flight on the entry (an
+// unlock message woke a waiter already: the key is gone because of that
+// unlock).
+func (h *hub) keyGone(entries []*channelEntry) {
+	for _, e := range entries {
+		e.sh.mu.Lock()
+		if e.sh.entries[e.name] == e && e.inflight == 0 {
+			wakeReaders(e)
+		}
+		e.sh.mu.Unlock()
+	}
+}
