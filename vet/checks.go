@@ -172,12 +172,12 @@ func (w *walker) checkUnlock(c *ast.CallExpr, o op) {
 	case originBackground:
 		why = types.ExprString(ast.Unparen(o.ctx)) + " carries no hold"
 	case originLock:
-		if org.handle == o.handle {
-			return
+		if org.handle == "" || o.handle == "" || org.handle == o.handle {
+			return // an unknown handle on either side may well be the same lock
 		}
 		why = types.ExprString(ast.Unparen(o.ctx)) + " is the hold of another lock (taken at " + posn(w.pass.Fset, org.at).String() + ")"
 	case originVar:
-		if !w.lockInputs[o.handle][org.v] {
+		if !w.lockInputs[o.pairKey()][org.v] {
 			return
 		}
 		why = org.v.Name() + " is the ctx passed to Lock, not the one Lock returned"
@@ -185,4 +185,13 @@ func (w *walker) checkUnlock(c *ast.CallExpr, o op) {
 		return
 	}
 	w.reportf(o.ctx.Pos(), "unlock", "Unlock with a ctx that no Lock on this handle returned: %s, so it fails with runtime.ErrNotHeld and the lock stays held until its lease runs out (hctx, err := m.Lock(ctx); defer m.Unlock(hctx))", why)
+}
+
+// pairKey names a handle for matching its Lock and Unlock in one function:
+// its identity when known, else its receiver as written.
+func (o op) pairKey() string {
+	if o.handle != "" {
+		return o.handle
+	}
+	return "recv " + o.recv
 }

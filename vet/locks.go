@@ -32,7 +32,8 @@ type op struct {
 	lock    string   // identity, "" when unknown (a runtime handle with a computed key)
 	members []string // what it takes: a multi lock's members, else lock
 	mode    string   // "read"/"write" for a side of a readwrite lock
-	handle  string   // for Lock/Unlock pairing: lock+mode, or the receiver's text when unknown
+	handle  string   // for Lock/Unlock pairing: the lock (or its constant key) and mode; "" when unknown
+	recv    string   // a handle's receiver expression, as written
 	ctx     ast.Expr
 	fn      ast.Expr   // opWith: the function run under the hold
 	params  []ast.Expr // With<Name>'s lock params, to tell the same key from another
@@ -228,16 +229,17 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	o.ctx = call.Args[0]
 	h, _ := r.handle(sel.X, 0)
 	o.lock, o.members, o.mode, o.params = h.lock, h.members, h.mode, h.params
-	o.handle = h.lock + h.mode
-	if h.lock == "" {
-		o.handle = types.ExprString(ast.Unparen(sel.X))
-		o.members = nil
+	o.handle = h.key + h.mode
+	if h.key == "" {
+		o.handle, o.members = "", nil
 	}
+	o.recv = types.ExprString(ast.Unparen(sel.X))
 	return o, true
 }
 
 type handleID struct {
-	lock    string
+	lock    string // identity for the lock order
+	key     string // identity for pairing Lock and Unlock: a constant key when there is one, else lock
 	members []string
 	mode    string
 	params  []ast.Expr
@@ -269,7 +271,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 	}
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && !lm.With {
-		return handleID{lock: lm.Lock, members: lm.Members, params: call.Args}, true
+		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok {
@@ -287,7 +289,11 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 		case "Mutex", "FairLock", "ReadWrite", "RedLock":
 			if len(call.Args) == 2 {
 				if id := r.runtimeLockID(call.Args[0], call.Args[1]); id != "" {
-					return handleID{lock: id, members: []string{id}, params: call.Args[:1]}, true
+					key := id
+					if k := constString(r.pass.TypesInfo, call.Args[0]); k != "" {
+						key = "key " + k // two handles on one key are one lock, whatever their options
+					}
+					return handleID{lock: id, key: key, members: []string{id}, params: call.Args[:1]}, true
 				}
 			}
 		case "MultiLock":
@@ -306,7 +312,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 			if n := optionsName(r.pass.TypesInfo, call.Args[0]); n != "" {
 				name = "runtime." + n
 			}
-			return handleID{lock: name, members: ids, params: call.Args[1:]}, true
+			return handleID{lock: name, key: name, members: ids, params: call.Args[1:]}, true
 		}
 	}
 	return handleID{}, false
@@ -319,8 +325,15 @@ func (r *resolver) runtimeLockID(key, opts ast.Expr) string {
 	if n := optionsName(r.pass.TypesInfo, opts); n != "" {
 		return "runtime." + n
 	}
-	if tv, ok := r.pass.TypesInfo.Types[key]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
-		return "runtime." + strconv.Quote(constant.StringVal(tv.Value))
+	if k := constString(r.pass.TypesInfo, key); k != "" {
+		return "runtime." + strconv.Quote(k)
+	}
+	return ""
+}
+
+func constString(info *types.Info, e ast.Expr) string {
+	if tv, ok := info.Types[e]; ok && tv.Value != nil && tv.Value.Kind() == constant.String {
+		return constant.StringVal(tv.Value)
 	}
 	return ""
 }

@@ -68,10 +68,10 @@ func (w *walker) walkFunc(fd *ast.FuncDecl) {
 		if c, ok := n.(*ast.CallExpr); ok {
 			if o, ok := w.r.op(c); ok && o.kind == opLock {
 				if org := w.r.origin(o.ctx); org.kind == originVar {
-					if w.lockInputs[o.handle] == nil {
-						w.lockInputs[o.handle] = make(map[*types.Var]bool)
+					if w.lockInputs[o.pairKey()] == nil {
+						w.lockInputs[o.pairKey()] = make(map[*types.Var]bool)
 					}
-					w.lockInputs[o.handle][org.v] = true
+					w.lockInputs[o.pairKey()][org.v] = true
 				}
 			}
 		}

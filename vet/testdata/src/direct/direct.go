@@ -39,3 +39,30 @@ func Unknown(ctx context.Context, c *runtime.Client, key string) error {
 		return c.Mutex(journal, runtime.LockOptions{}).Do(hctx, func(context.Context) error { return nil })
 	})
 }
+
+// SameKey unlocks through another handle on the same key: the same lock.
+func SameKey(ctx context.Context, c *runtime.Client) error { // want SameKey:`^acquires runtime\.Ledger$`
+	hctx, err := c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"}).TryLock(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	return c.Mutex("ledger:1", runtime.LockOptions{}).Unlock(hctx)
+}
+
+// OtherKey unlocks a lock on another key with this one's hold.
+func OtherKey(ctx context.Context, c *runtime.Client) error { // want OtherKey:`^acquires runtime\."journal:main"$`
+	hctx, err := c.Mutex("journal:main", runtime.LockOptions{}).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Mutex("ledger:2", runtime.LockOptions{}).Unlock(hctx) // want `hctx is the hold of another lock`
+}
+
+// Unknowns are handles the analyzer cannot name: their Unlock is not checked against them.
+func Unknowns(ctx context.Context, c *runtime.Client, a, b string) error {
+	hctx, err := c.Mutex(a, runtime.LockOptions{}).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	return c.Mutex(b, runtime.LockOptions{}).Unlock(hctx)
+}
