@@ -199,6 +199,9 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	settled, serr := m.k.settle(ctx, m, a, at)
 	if serr != nil {
 		c.markUnknown(id, serr)
+		if count == 0 && errors.Is(serr, ErrOutcomeUnknown) {
+			m.settleLater(a, at, px)
+		}
 		return false, 0, serr
 	}
 	if settled && m.opts.SyncReplicas > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -73,6 +74,70 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
 		}
 	}
+	c.dropUnknown(id)
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h := sh.holds[id]; h != nil && n < count {
+		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
+			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
+	}
+	return nil
+}
+
+// settleLater goes on settling, in the background, an acquire whose reply
+// and settlement were both lost, when its owner holds nothing of the lock
+// (a fresh owner: typically a top-level Lock whose caller got the error and
+// will never call with that owner again). Without it, a lock that the lost
+// request took would stay taken until its lease ran out, and the unknown
+// mark would stay in the registry for good. Once Redis answers, the
+// request is settled (an abort marker keeps any late copy out, or it is
+// found taken) and reconcile gives back what it took. It gives up, and
+// drops the mark, after lease: by then Redis has expired whatever the
+// request took.
+func (m *Mutex) settleLater(a lockArgs, at attempt, lease time.Duration) {
+	c := m.c
+	id := holdID{m.key, a.fieldID()}
+	ctx, cancel := context.WithTimeout(c.life, lease)
+	go func() {
+		defer cancel()
+		backoff := 20 * time.Millisecond
+		for {
+			if m.settleOnce(ctx, id, a, at) {
+				return
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				c.dropUnknown(id)
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}()
+}
+
+// settleOnce makes one attempt of settleLater, in id's turn. It reports
+// whether there is nothing left to do.
+func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at attempt) bool {
+	c := m.c
+	if _, _, err := c.enter(ctx, id, 0); err != nil {
+		return false
+	}
+	defer c.exit(id)
+	if !c.isUnknown(id) {
+		return true // a later call of the owner reconciled it
+	}
+	if _, err := m.k.settle(ctx, m, a, at); err != nil {
+		return false
+	}
+	return m.reconcile(ctx, a) == nil
+}
+
+// dropUnknown forgets that the outcome of a call on id is unknown.
+func (c *Client) dropUnknown(id holdID) {
 	sh := c.reg.shard(id.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -80,9 +145,4 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 		delete(sh.unknown, id)
 		c.reg.unknownN.Add(-1)
 	}
-	if h := sh.holds[id]; h != nil && n < count {
-		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
-			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
-	}
-	return nil
 }

@@ -2,11 +2,13 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -66,4 +68,42 @@ func ownerField(t *testing.T, rdb redis.UniversalClient) string {
 		t.Fatalf("fields %v %v", fields, err)
 	}
 	return fields[0]
+}
+
+// A fresh owner's acquire whose reply and settlement are both lost (the
+// replies are blackholed past ReleaseTimeout) fails with ErrOutcomeUnknown;
+// the lock its request took in Redis is given back in the background as
+// soon as Redis answers again, not held until its lease runs out.
+func TestLockTakenByALostRequestIsGivenBackOnceRedisAnswers(t *testing.T) {
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newClient(t, rdb, &runtime.Options{ReleaseTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	m := c.Mutex("settle:later", runtime.LockOptions{})
+	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err) // warm: scripts loaded, connection open
+	}
+	p.Blackhole(faultproxy.Downstream) // requests arrive, replies are lost
+	_, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("TryLock = %v, want ErrOutcomeUnknown", err)
+	}
+	check := s.Client(t)
+	if n := check.Exists(ctx, "settle:later").Val(); n != 1 {
+		t.Fatal("the lost request did not take the lock: the test reproduces nothing")
+	}
+	p.Heal()
+	healed := time.Now()
+	eventually(t, 5*time.Second, "the lock taken by the lost request given back", func() bool {
+		return check.Exists(ctx, "settle:later").Val() == 0
+	})
+	t.Logf("given back %v after Redis answered again (its lease: 30 s)", time.Since(healed).Round(time.Millisecond))
+	other := newClient(t, s.Client(t), nil)
+	h, err := other.Mutex("settle:later", runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("another owner cannot take the lock: %v", err)
+	}
+	_ = other.Mutex("settle:later", runtime.LockOptions{}).Unlock(h)
 }
