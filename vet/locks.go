@@ -189,6 +189,7 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	if !ok {
 		return op{}, false
 	}
+	callee = callee.Origin()
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && lm.With && len(call.Args) >= 2 {
 		return op{
@@ -269,6 +270,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 	if !ok {
 		return handleID{}, false
 	}
+	callee = callee.Origin()
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && !lm.With {
 		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args}, true

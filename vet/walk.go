@@ -155,7 +155,7 @@ func (w *walker) call(c *ast.CallExpr) bool {
 	case nil:
 	default:
 		// A named function run under the hold: what it takes, it takes while held.
-		if f, ok := typeutil.Callee(w.pass.TypesInfo, &ast.CallExpr{Fun: fn}).(*types.Func); ok {
+		if f, ok := typeutil.Callee(w.pass.TypesInfo, &ast.CallExpr{Fun: fn}).(*types.Func); ok && !isInterfaceMethod(f) {
 			w.held = append(w.held, region{op: o, call: c})
 			w.through(c, f)
 			w.held = w.held[:len(w.held)-1]
@@ -210,6 +210,10 @@ func (w *walker) take(a Acq, pos token.Pos) {
 }
 
 func (w *walker) summary(fn *types.Func) []Acq {
+	fn = fn.Origin() // a generic function's instances share its summary
+	if fn.Pkg() == nil {
+		return nil
+	}
 	if fn.Pkg() == w.pass.Pkg {
 		s := w.sums[fn]
 		out := make([]Acq, 0, len(s))
@@ -243,4 +247,11 @@ func (w *walker) reportf(pos token.Pos, category, format string, args ...any) {
 		return
 	}
 	w.pass.Report(analysis.Diagnostic{Pos: pos, Category: category, Message: fmt.Sprintf(format, args...)})
+}
+
+// isInterfaceMethod reports whether fn is an interface's method: which
+// function a call of it runs is not known statically.
+func isInterfaceMethod(fn *types.Func) bool {
+	recv := fn.Signature().Recv()
+	return recv != nil && types.IsInterface(recv.Type())
 }

@@ -1,4 +1,4 @@
-// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock`
+// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package clean is a realistic service that uses its locks correctly:
 // one order everywhere, the hold's ctx for nested locks, a multi lock
@@ -99,3 +99,26 @@ func (s *Shop) Detach(ctx context.Context, id int64) error { // want Detach:`^ac
 }
 
 func (s *Shop) wait(ctx context.Context) { <-ctx.Done() }
+
+type reserver interface {
+	Reserve(ctx context.Context, id int64, sku string) error
+}
+
+// twice is generic: its instances share its summary.
+func twice[T any](ctx context.Context, s *Shop, id int64, sku string, _ T) error {
+	if err := s.Reserve(ctx, id, sku); err != nil {
+		return err
+	}
+	return s.Reserve(ctx, id, sku)
+}
+
+// Generic takes InventoryLock under OrderLock through a generic helper (the
+// usual order), and calls an interface whose implementation is unknown.
+func (s *Shop) Generic(ctx context.Context, id int64, sku string, r reserver) error { // want Generic:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(ctx context.Context) error {
+		if err := twice(ctx, s, id, sku, 1); err != nil {
+			return err
+		}
+		return r.Reserve(ctx, id, sku)
+	})
+}

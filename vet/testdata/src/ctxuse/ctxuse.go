@@ -1,4 +1,4 @@
-// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock`
+// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package ctxuse passes the wrong ctx to locks taken inside a critical
 // section, and lets a hold's ctx escape it.

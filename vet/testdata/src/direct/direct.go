@@ -1,4 +1,4 @@
-// want package:`order runtime\."journal:main">runtime\.Ledger runtime\.Ledger>runtime\."journal:main"`
+// want package:`order runtime\."journal:main">runtime\.Ledger runtime\.Ledger>runtime\."journal:main"\}$`
 
 // Package direct uses runtime handles without generated code: locks
 // named by their options' Name or a constant key.

@@ -1,4 +1,4 @@
-// want package:`order locks\.InventoryLock>locks\.OrderLock locks\.OrderLock>locks\.InventoryLock`
+// want package:`order locks\.InventoryLock>locks\.OrderLock locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package helper inverts an order through helper functions: the inner
 // lock is taken by a function called inside the critical section.

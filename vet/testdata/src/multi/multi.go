@@ -1,4 +1,4 @@
-// want package:`order locks\.Catalog>locks\.InventoryLock locks\.Catalog>locks\.OrderLock locks\.InventoryLock>locks\.PaymentLock locks\.OrderLock>locks\.PaymentLock locks\.PaymentLock>locks\.OrderLock`
+// want package:`order locks\.Catalog>locks\.InventoryLock locks\.Catalog>locks\.OrderLock locks\.InventoryLock>locks\.PaymentLock locks\.OrderLock>locks\.PaymentLock locks\.PaymentLock>locks\.OrderLock\}$`
 
 // Package multi inverts an order through a multi lock's members: a
 // checkout holds OrderLock (a member of CheckoutLock) while it takes

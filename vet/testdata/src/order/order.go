@@ -1,4 +1,4 @@
-// want package:`order locks\.InventoryLock>locks\.OrderLock locks\.OrderLock>locks\.InventoryLock`
+// want package:`order locks\.InventoryLock>locks\.OrderLock locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package order inverts the order of two locks within one function.
 package order

@@ -1,4 +1,4 @@
-// want package:`order locks\.OrderLock>locks\.InventoryLock`
+// want package:`order locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package a takes OrderLock, then InventoryLock. It does not see package
 // b, which imports it, so the inversion is reported in b (lockgen vet

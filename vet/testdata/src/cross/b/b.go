@@ -1,4 +1,4 @@
-// want package:`order locks\.InventoryLock>locks\.OrderLock locks\.OrderLock>locks\.InventoryLock`
+// want package:`order locks\.InventoryLock>locks\.OrderLock locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package b takes InventoryLock, then OrderLock: the other way round from
 // package a, which it imports.

@@ -1,4 +1,4 @@
-// want package:`order locks\.OrderLock>locks\.PaymentLock locks\.PaymentLock>locks\.OrderLock`
+// want package:`order locks\.OrderLock>locks\.PaymentLock locks\.PaymentLock>locks\.OrderLock\}$`
 
 // Package app links x and y: the first package that sees both sides.
 package app
