@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -29,7 +30,7 @@ import (
 // A key deleted between a waiter's try and the first EXISTS is seen by
 // that EXISTS, so no deletion is missed. Every change of a watched key
 // costs one EXISTS from the hub (an acquire, a renewal), not one per
-// waiter. FLUSHALL sends an invalidation without keys, which go-redis
+// waiter, and changes within trackCoalesce share one. FLUSHALL sends an invalidation without keys, which go-redis
 // cannot parse: the connection is replaced, and its new subscriptions
 // wake every waiter. Tracking needs the hub's own client (a copy of the
 // caller's options speaking RESP2, whose OnConnect reads each pub/sub
@@ -42,6 +43,13 @@ import (
 
 // invalidateChannel is where Redis sends invalidations to a RESP2 client.
 const invalidateChannel = "__redis__:invalidate"
+
+// trackCoalesce is how long the hub lets invalidations gather before it
+// reads their keys again. Tracking is one-shot (after an invalidation a key
+// sends no more until it is read again), so a busy lock costs at most one
+// EXISTS per trackCoalesce however often it changes hands; a deletion is
+// seen that much later.
+const trackCoalesce = 10 * time.Millisecond
 
 type subConnKey struct{}
 
@@ -229,9 +237,17 @@ func (sc *subConn) trackLoop() {
 		cmds  []*redis.IntCmd
 		woken []*channelEntry
 	)
+	gather := time.NewTimer(time.Hour)
+	defer gather.Stop()
 	for {
 		select {
 		case <-t.kick:
+		case <-sc.done:
+			return
+		}
+		gather.Reset(trackCoalesce)
+		select {
+		case <-gather.C:
 		case <-sc.done:
 			return
 		}
