@@ -50,8 +50,11 @@
 // An acquisition tries once; on contention it subscribes to the lock's
 // Redisson channel through the Client's one pub/sub connection, tries
 // again, then sleeps until an unlock message wakes it or the holder's lease
-// would have run out. One unlock wakes one waiter. An uncontended acquire
-// and release cost exactly one round trip each.
+// would have run out. One unlock wakes one waiter. A lock freed without a
+// message (its key deleted, flushed or expired) wakes its waiters too: the
+// hub tracks the keys waited for with CLIENT TRACKING (not on Redis
+// Cluster). An uncontended acquire and release cost exactly one round trip
+// each.
 //
 // # Failures
 //
