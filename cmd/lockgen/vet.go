@@ -103,7 +103,7 @@ func reportLinkedCycles(roots []*checker.Action) {
 	}
 	sort.Slice(all, func(i, j int) bool { return edgeLess(all[i], all[j]) })
 	seen := make(map[vet.Posn]bool)
-	for _, inv := range vet.Inversions(all, func(e vet.Edge) bool { return owner[e.At.File] != nil && !seen[e.At] }) {
+	for _, inv := range vet.Inversions(all, func(e vet.Edge) bool { return owner[e.At.File] != nil }) {
 		if seen[inv.At.At] {
 			continue
 		}
