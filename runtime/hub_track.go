@@ -69,6 +69,7 @@ func hubClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn fu
 		own.Protocol = 2
 		own.ContextTimeoutEnabled = true // a dropped connection's ctx ends its I/O
 		own.PoolSize = 4                 // tracking connections; pub/sub ones come from their own pool
+		own.MinIdleConns, own.MaxIdleConns, own.MaxActiveConns = 0, 0, 0
 		own.PushNotificationProcessor = nil
 		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		own.OnConnect = recordClientID(o.OnConnect)
@@ -211,12 +212,17 @@ func (sc *subConn) trackLoop() {
 	if conn == nil {
 		return
 	}
+	// The tracking connection's I/O ends with sc, but its ctx does not say
+	// it is for sc: its dial must not record its id as sc's.
+	tctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	defer context.AfterFunc(sc.ctx, stop)()
 	// Back to the hub client's pool, tracking still on: the next tracker
 	// that takes it redirects it to its own connection, and invalidations
 	// of keys no one watches any more are ignored. The pool's connections
 	// are closed with the hub.
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(sc.ctx, hubIOTimeout)
+	ctx, cancel := context.WithTimeout(tctx, hubIOTimeout)
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
 	if err != nil {
@@ -260,7 +266,7 @@ func (sc *subConn) trackLoop() {
 		if len(keys) == 0 {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(sc.ctx, hubIOTimeout)
+		ctx, cancel := context.WithTimeout(tctx, hubIOTimeout)
 		cmds = cmds[:0]
 		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, k := range keys {
