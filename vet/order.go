@@ -82,8 +82,16 @@ func (inv Inversion) Message() string {
 		}
 	}
 	locks := []string{display(e.From), display(e.To)}
+	for _, r := range inv.Back[:len(inv.Back)-1] {
+		locks = append(locks, display(r.To))
+	}
 	sort.Strings(locks)
-	fmt.Fprintf(&b, ": two callers can each hold one and wait for the other until their wait times run out (take %s in one multi lock, which takes its members in key order, or take them in the same order everywhere)", strings.Join(locks, " and "))
+	list := strings.Join(locks[:len(locks)-1], ", ") + " and " + locks[len(locks)-1]
+	if len(locks) == 2 {
+		fmt.Fprintf(&b, ": two callers can each hold one and wait for the other until their wait times run out (take %s in one multi lock, which takes its members in key order, or take them in the same order everywhere)", list)
+	} else {
+		fmt.Fprintf(&b, ": %d callers can each hold one and wait for the next until their wait times run out (take %s in one multi lock, which takes its members in key order, or take them in the same order everywhere)", len(locks), list)
+	}
 	return b.String()
 }
 
