@@ -6,6 +6,7 @@
 //
 //	lockgen vet ./...
 //	lockgen vet -json ./...
+//	lockgen vet -test ./...   # test files too
 //
 // or as a go vet tool (go vet then reports cycles at the package that
 // links their sides; see Through go vet below):
@@ -49,7 +50,7 @@
 // importers as an analysis fact). A cycle A → B → A means two callers —
 // goroutines, or processes on different machines — can each hold one and
 // wait for the other until their wait times run out, over and over under
-// load. It is reported at each edge the package owns, naming the positions
+// load (a longer cycle needs as many callers as it has locks). It is reported at each edge the package owns, naming the positions
 // of the edges that go the other way. Fix: take both in one multi lock
 // (its members are taken in key order and released again if one cannot be
 // had), or take them in one order everywhere.
@@ -124,7 +125,8 @@
 //     address is taken, is not followed.
 //   - Unlock in a function that did not Lock (a helper given the hold) is
 //     not checked: whether its ctx is the hold's is decided by its caller.
-//   - Test files are not analysed by lockgen vet (go vet analyses them).
+//   - Test files are analysed by lockgen vet only with -test (go vet
+//     analyses them by default).
 //   - Cycles between locks of different generated packages are found only
 //     when both packages' locks are reached; a lock taken only in code
 //     outside the analysed packages is not seen.

@@ -7,7 +7,7 @@
 //	lockgen check [-config locks.yaml]        exit 1 with a diff when the file is stale
 //	lockgen init [-config locks.yaml]         write a commented starter spec and its JSON Schema beside it
 //	lockgen schema [-o locks.schema.json]     print or write the JSON Schema of locks.yaml
-//	lockgen vet [-json] [packages]            report lock-order inversions and misused hold contexts
+//	lockgen vet [-json] [-test] [packages]    report lock-order inversions and misused hold contexts
 //	lockgen inspect -redis URL [Name [p=v …]] show who holds and waits for the locks in Redis
 //	lockgen version                           print the version
 //	lockgen help [command]                    print this, or a command's flags
@@ -53,7 +53,7 @@ var commands = []command{
 	{"check", "[-config locks.yaml]", "exit 1 and print a diff when the generated file is stale or missing"},
 	{"init", "[-config locks.yaml]", "write a commented starter spec, and its JSON Schema beside it"},
 	{"schema", "[-o locks.schema.json]", "print the JSON Schema of locks.yaml, or write it to a file"},
-	{"vet", "[-json] [packages]", "report lock-order inversions and misused hold contexts (exit 1 on findings)"},
+	{"vet", "[-json] [-test] [packages]", "report lock-order inversions and misused hold contexts (exit 1 on findings)"},
 	{"inspect", "-redis URL [-json] [-watch 1s] [Name [param=value …]]", "show who holds the declared locks in Redis, and who waits (read-only)"},
 	{"version", "", "print lockgen's version"},
 	{"help", "[command]", "print this, or the flags of a command"},

@@ -25,6 +25,7 @@ import (
 func runVet(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("vet")
 	asJSON := fs.Bool("json", false, "print the findings as JSON in go/analysis's format on stdout (and exit 0 when the packages load)")
+	tests := fs.Bool("test", false, "analyse the packages' test files too (go vet does)")
 	switch err := fs.Parse(args); {
 	case errors.Is(err, flag.ErrHelp):
 		commandUsage(fs, stdout)
@@ -37,7 +38,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
-	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax}, patterns...)
+	pkgs, err := packages.Load(&packages.Config{Mode: packages.LoadAllSyntax, Tests: *tests}, patterns...)
 	if err != nil {
 		fmt.Fprintln(stderr, "lockgen vet:", err)
 		return exitFail
