@@ -24,6 +24,9 @@ type shape struct {
 	// millisecond timeout), which would turn "hold 200 µs" into 1 ms. With
 	// one key only one worker holds at a time, so spinning costs little.
 	SpinHold bool
+	// Procs > 1 spreads the workers over that many OS processes, one
+	// client each (procs.go): no in-process shortcut helps a library there.
+	Procs int
 	// ReadShare is the share of acquisitions that are reads, for lockers
 	// that have shared holds (rwLocker); the others take every one exclusively.
 	ReadShare float64
@@ -35,7 +38,7 @@ type shape struct {
 type keyState struct {
 	holder  atomic.Int32
 	waiting atomic.Int32
-	// released is the release time (ns since the run's start) of the last
+	// released is the release time (monoNow) of the last
 	// release that happened while someone waited; 0 once consumed by the
 	// next acquisition, which records the idle gap.
 	released atomic.Int64
@@ -122,49 +125,81 @@ func (r *run) clientPerAcq() float64 {
 	return float64(r.Client.total()) / float64(max(r.AllAcqs, 1))
 }
 
+// workerOut is what one worker saw; children of a multi-process run send
+// theirs to the parent as JSON.
+type workerOut struct {
+	Waits      []time.Duration
+	Gaps       []time.Duration
+	Held       time.Duration
+	Acqs, All  int64
+	Unfinished int
+	Errs, Viol int64
+	Barged     int64
+}
+
 // contend runs l on s: every worker waits for a lock, holds it, releases
-// it and thinks, until the window ends.
+// it and thinks, until the window ends. With s.Procs > 1 the workers run
+// in that many child processes (procs.go).
 func (b *bench) contend(l *lib, s shape, prefix string) *run {
+	if s.Procs > 1 {
+		return b.contendProcs(l, s, prefix)
+	}
 	rdb, cnt := newClient(b.srv.addr)
 	defer rdb.Close()
 	var giveups atomic.Int64
-	lk, closeLib := l.open(rdb, &giveups)
+	lk, closeLib := l.open(rdb, cnt, &giveups)
 	defer closeLib()
 
-	names := make([]string, s.Keys)
+	names := keyNames(prefix, s.Keys)
+	warm(lk, names[0]+":warm")
+	giveups.Store(0)
+	keys := make([]keyState, s.Keys)
+	before := b.measure(cnt.snapshot())
+	outs := work(lk, s, names, keys, 0, s.Workers, monoNow()+int64(s.Dur))
+	r := b.collect(l, s, outs, before, cnt.snapshot())
+	r.Giveups = giveups.Load()
+	return r
+}
+
+func keyNames(prefix string, n int) []string {
+	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("bench:%s:%d", prefix, i)
 	}
-	b.warm(lk, names[0]+":warm")
-	giveups.Store(0)
-	keys := make([]keyState, s.Keys)
+	return names
+}
 
-	type workerOut struct {
-		waits      []time.Duration
-		gaps       []time.Duration
-		held       time.Duration
-		acqs, all  int64
-		unfinished int
-		errs, viol int64
-		barged     int64
-	}
-	outs := make([]workerOut, s.Workers)
+// meter is the Redis-side state before a run: commandstats, Redis CPU, and
+// the client-side command counts.
+type meter struct {
+	redis, client cmdStats
+	cpu           time.Duration
+}
+
+func (b *bench) measure(client cmdStats) meter {
+	ctx := context.Background()
+	rs, err := commandStats(ctx, b.admin)
+	must(err)
+	return meter{redis: rs, client: client, cpu: redisCPU(ctx, b.admin)}
+}
+
+// work runs workers first..first+n-1 of s until the monotonic clock reaches
+// end. keys is the truth table of the lock keys: a plain slice in-process,
+// a shared mapping in a multi-process run (so that violations, idle gaps
+// and barging are seen across processes).
+func work(lk locker, s shape, names []string, keys []keyState, first, n int, end int64) []workerOut {
+	outs := make([]workerOut, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cBefore := cnt.snapshot()
-	rBefore, err := commandStats(ctx, b.admin)
-	must(err)
-	cpuBefore := redisCPU(ctx, b.admin)
-
-	start := time.Now()
-	end := start.Add(s.Dur)
+	seed := uint64(time.Now().UnixNano())
 	var wg sync.WaitGroup
-	for w := range s.Workers {
+	for w := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			o := &outs[w]
-			rng := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
+			rng := rand.New(rand.NewPCG(uint64(first+w), seed))
+			rwl, isRW := lk.(rwLocker)
 			for ctx.Err() == nil {
 				k := 0
 				if s.Keys > 1 {
@@ -172,45 +207,44 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 				}
 				st := &keys[k]
 				st.waiting.Add(1)
-				t0 := time.Now()
-				rwl, isRW := lk.(rwLocker)
+				t0 := monoNow()
 				read := isRW && s.ReadShare > 0 && rng.Float64() < s.ReadShare
 				acquire := lk.acquire
 				if read {
 					acquire = rwl.acquireRead
 				}
 				release, err := acquire(ctx, names[k])
-				t1 := time.Now()
+				t1 := monoNow()
 				st.waiting.Add(-1)
 				if err != nil {
 					if ctx.Err() != nil {
-						o.waits = append(o.waits, t1.Sub(t0))
-						o.unfinished++
+						o.Waits = append(o.Waits, time.Duration(t1-t0))
+						o.Unfinished++
 						return
 					}
-					o.errs++
+					o.Errs++
 					continue
 				}
 				entered := st.enter(read)
 				if !entered {
-					o.viol++
+					o.Viol++
 				}
 				if rel := st.released.Swap(0); rel > 0 {
-					o.gaps = append(o.gaps, t1.Sub(start)-time.Duration(rel))
-					if t0.Sub(start) > time.Duration(rel) {
-						o.barged++
+					o.Gaps = append(o.Gaps, time.Duration(t1-rel))
+					if t0 > rel {
+						o.Barged++
 					}
 				}
-				o.all++
-				if !t1.After(end) {
-					o.acqs++
-					o.waits = append(o.waits, t1.Sub(t0))
+				o.All++
+				if t1 <= end {
+					o.Acqs++
+					o.Waits = append(o.Waits, time.Duration(t1-t0))
 				}
 				hold(s.Hold, s.SpinHold)
-				t2 := time.Now()
-				o.held += t2.Sub(t1)
+				t2 := monoNow()
+				o.Held += time.Duration(t2 - t1)
 				if st.waiting.Load() > 0 {
-					st.released.Store(int64(t2.Sub(start)))
+					st.released.Store(t2)
 				} else {
 					st.released.Store(0)
 				}
@@ -218,7 +252,7 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 					st.leave(read)
 				}
 				if err := release(); err != nil {
-					o.errs++
+					o.Errs++
 				}
 				if s.Think > 0 {
 					time.Sleep(s.Think)
@@ -226,40 +260,42 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 			}
 		}()
 	}
-	time.Sleep(time.Until(end))
+	time.Sleep(time.Duration(end - monoNow()))
 	cancel()
 	wg.Wait()
+	return outs
+}
 
-	r := &run{Lib: l, Shape: s, Elapsed: s.Dur, Giveups: giveups.Load()}
+// collect turns the workers' outcomes and the Redis-side deltas into a run.
+func (b *bench) collect(l *lib, s shape, outs []workerOut, before meter, client cmdStats) *run {
+	r := &run{Lib: l, Shape: s, Elapsed: s.Dur}
 	var waits, gaps []time.Duration
 	var held time.Duration
 	minAcq := int64(-1)
 	for _, o := range outs {
-		waits = append(waits, o.waits...)
-		gaps = append(gaps, o.gaps...)
-		held += o.held
-		r.Acqs += o.acqs
-		r.AllAcqs += o.all
-		r.Unfinished += o.unfinished
-		r.Errors += o.errs
-		r.Violations += o.viol
-		r.Barged += o.barged
-		if minAcq < 0 || o.acqs < minAcq {
-			minAcq = o.acqs
+		waits = append(waits, o.Waits...)
+		gaps = append(gaps, o.Gaps...)
+		held += o.Held
+		r.Acqs += o.Acqs
+		r.AllAcqs += o.All
+		r.Unfinished += o.Unfinished
+		r.Errors += o.Errs
+		r.Violations += o.Viol
+		r.Barged += o.Barged
+		if minAcq < 0 || o.Acqs < minAcq {
+			minAcq = o.Acqs
 		}
 	}
 	if r.Acqs > 0 {
-		r.Fairness = float64(minAcq) / (float64(r.Acqs) / float64(s.Workers))
+		r.Fairness = float64(minAcq) / (float64(r.Acqs) / float64(len(outs)))
 		r.Hold = held / time.Duration(max(r.AllAcqs, 1))
 	}
 	r.Wait, r.Gap = newDist(waits), newDist(gaps)
 	r.Handoffs = int64(len(gaps))
-	bctx := context.Background()
-	rAfter, err := commandStats(bctx, b.admin)
-	must(err)
-	r.Redis = rAfter.sub(rBefore)
-	r.Client = cnt.snapshot().sub(cBefore)
-	r.RedisCPU = redisCPU(bctx, b.admin) - cpuBefore
+	after := b.measure(client)
+	r.Redis = after.redis.sub(before.redis)
+	r.Client = after.client.sub(before.client)
+	r.RedisCPU = after.cpu - before.cpu
 	return r
 }
 
@@ -268,10 +304,10 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 	rdb, cnt := newClient(b.srv.addr)
 	defer rdb.Close()
 	var giveups atomic.Int64
-	lk, closeLib := l.open(rdb, &giveups)
+	lk, closeLib := l.open(rdb, cnt, &giveups)
 	defer closeLib()
 	key := "bench:uncontended:" + l.Name
-	b.warm(lk, key)
+	warm(lk, key)
 
 	ctx := context.Background()
 	cBefore := cnt.snapshot()
@@ -342,7 +378,7 @@ func merge(rs []*run) *run {
 }
 
 // warm makes a few acquisitions so scripts are loaded and connections open.
-func (b *bench) warm(lk locker, key string) {
+func warm(lk locker, key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 20 {

@@ -1,12 +1,14 @@
 module github.com/lockgen/lockgen/bench
 
-go 1.24.9
+go 1.25.0
 
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.16.0
 	github.com/lockgen/lockgen v0.0.0
 	github.com/redis/go-redis/v9 v9.20.1
+	github.com/redis/rueidis v1.0.79
+	golang.org/x/sys v0.47.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -22,8 +24,7 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.40.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
 )
 
 replace github.com/lockgen/lockgen => ../

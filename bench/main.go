@@ -1,9 +1,9 @@
-// Command bench runs lockgen's runtime side by side with go-redsync/redsync
-// and bsm/redislock on a redis-server it starts itself, and writes
-// RESULTS.md and handoff.svg. See README.md.
+// Command bench runs lockgen's runtime side by side with go-redsync/redsync,
+// bsm/redislock and rueidis/rueidislock on a redis-server it starts
+// itself, and writes RESULTS.md and handoff.svg. See README.md.
 //
-//	cd bench && go run .          # full run, ≤ 5 minutes on 2 cores
-//	cd bench && go run . -quick   # ~1 minute, for development
+//	cd bench && go run .          # full run, < 6 minutes on 2 cores
+//	cd bench && go run . -quick   # < 90 s, for development
 package main
 
 import (
@@ -31,16 +31,28 @@ type config struct {
 	watchLease, watchWin time.Duration
 	limitN1, limitN50    int
 	workers              []int
+	// shapeWorkers are the worker counts of the sleeping-hold and
+	// multi-process variants of scenario 2 (scenarios 7 and 8).
+	shapeWorkers []int
+	procs        int
 }
 
 type bench struct {
 	cfg   config
 	srv   *server
 	admin *redis.Client // INFO and bookkeeping only; never counted for a library
+	// what a multi-process run's children need to rebuild the rows
+	lockgenVersion, redisVersion string
 }
 
 func main() {
 	log.SetFlags(log.Ltime)
+	if len(os.Args) > 1 && os.Args[1] == "-child" {
+		if err := childMain(); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if err := benchmark(); err != nil {
 		log.Fatal(err)
 	}
@@ -49,7 +61,7 @@ func main() {
 // benchmark is the whole run. It returns its errors rather than exiting,
 // so the redis-server it started is always stopped.
 func benchmark() error {
-	quick := flag.Bool("quick", false, "short run (~1 min) for development; numbers are noisier")
+	quick := flag.Bool("quick", false, "short run (< 90 s) for development; numbers are noisier")
 	out := flag.String("out", ".", "directory for RESULTS.md and handoff.svg")
 	serverBin := flag.String("redis-server", "redis-server", "redis-server binary")
 	benchBin := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")
@@ -59,15 +71,15 @@ func benchmark() error {
 	flag.Parse()
 
 	cfg := config{
-		uncontended: 3 * time.Second, contention: 2 * time.Second, naive: 1200 * time.Millisecond,
-		manyKeys: 3 * time.Second, watchLocks: 10000, watchLease: 30 * time.Second, watchWin: 30 * time.Second,
-		limitN1: 20000, limitN50: 200000, workers: []int{2, 8, 32, 128},
+		uncontended: 3 * time.Second, contention: 2 * time.Second, naive: time.Second,
+		manyKeys: 2 * time.Second, watchLocks: 10000, watchLease: 30 * time.Second, watchWin: 20 * time.Second,
+		limitN1: 20000, limitN50: 200000, workers: []int{2, 8, 32, 128}, shapeWorkers: []int{8, 32}, procs: 4,
 	}
 	if *quick {
 		cfg = config{quick: true,
-			uncontended: 700 * time.Millisecond, contention: 800 * time.Millisecond, naive: 500 * time.Millisecond,
-			manyKeys: time.Second, watchLocks: 10000, watchLease: 6 * time.Second, watchWin: 6 * time.Second,
-			limitN1: 5000, limitN50: 50000, workers: []int{2, 8, 32, 128},
+			uncontended: 700 * time.Millisecond, contention: 600 * time.Millisecond, naive: 300 * time.Millisecond,
+			manyKeys: 800 * time.Millisecond, watchLocks: 10000, watchLease: 3 * time.Second, watchWin: 3 * time.Second,
+			limitN1: 5000, limitN50: 50000, workers: []int{8, 32, 128}, shapeWorkers: []int{32}, procs: 4,
 		}
 	}
 	want := func(n int) bool {
@@ -79,7 +91,7 @@ func benchmark() error {
 		return err
 	}
 	defer srv.stop()
-	b := &bench{cfg: cfg, srv: srv, admin: redis.NewClient(&redis.Options{Addr: srv.addr})}
+	b := &bench{cfg: cfg, srv: srv, admin: redis.NewClient(&redis.Options{Addr: srv.addr}), lockgenVersion: lockgenVersion()}
 	defer b.admin.Close()
 	ctx := context.Background()
 	srvInfo, err := info(ctx, b.admin, "server")
@@ -88,9 +100,10 @@ func benchmark() error {
 	}
 	res := &results{
 		Started: time.Now(), Quick: cfg.quick, RedisVersion: srvInfo["redis_version"],
-		LockgenVersion: lockgenVersion(), Cfg: cfg,
+		LockgenVersion: b.lockgenVersion, Cfg: cfg,
 	}
-	res.Libs = libraries(res.LockgenVersion)
+	b.redisVersion = res.RedisVersion
+	res.Libs = libraries(res.LockgenVersion, res.RedisVersion)
 	if *rows != "" {
 		res.Libs = slices.DeleteFunc(res.Libs, func(l *lib) bool { return !strings.Contains(l.Name, *rows) })
 	}
@@ -154,9 +167,32 @@ func benchmark() error {
 			}
 		}
 	}
+	for _, sc := range []struct {
+		n     int
+		procs int
+		out   *[]*run
+	}{{7, 1, &res.Sleep}, {8, cfg.procs, &res.Procs}} {
+		if !want(sc.n) {
+			continue
+		}
+		for _, w := range cfg.shapeWorkers {
+			for _, l := range res.Libs {
+				if !l.mutexLike() {
+					continue
+				}
+				s := shape{Workers: w, Keys: 1, Hold: 200 * time.Microsecond, Think: time.Millisecond, Dur: cfg.contention, Procs: sc.procs}
+				log.Printf("%d. contention, sleeping hold, %d workers in %d process(es): %s", sc.n, w, sc.procs, l.Name)
+				r := b.contend(l, s, fmt.Sprintf("s%d.%d:%s", w, sc.procs, l.Name))
+				*sc.out = append(*sc.out, r)
+				log.Printf("   %.0f acq/s, wait p99 %v, gap p50 %v, fairness %.2f, hold %v, %d violations",
+					r.rate(), r.Wait.q(0.99), r.Gap.q(0.5), r.Fairness, r.Hold, r.Violations)
+			}
+		}
+		b.flush()
+	}
 	if want(6) {
 		for _, l := range res.Libs {
-			if l.Kind != "rw" && l.Name != "lockgen" && !strings.Contains(l.Name, "tuned") {
+			if l.Kind != "rw" && l.Name != "lockgen" && !strings.Contains(l.Name, "tuned") && l.Name != "rueidislock (1 key)" {
 				continue
 			}
 			log.Printf("6. read-write, 32 workers, 90%% reads: %s", l.Name)
@@ -193,6 +229,12 @@ func benchmark() error {
 		res.Watchdog = append(res.Watchdog, b.watchdog("bsm/redislock", moduleVersion("github.com/bsm/redislock"),
 			fmt.Sprintf("ttl %v; a goroutine per lock calls Refresh(ttl) every %v", lease, lease/3),
 			n, lease, win, openBsmKeeper(lease)))
+		b.flush()
+		log.Printf("4. watchdog: rueidislock")
+		noLoop := atLeast(res.RedisVersion, 7, 0, 5)
+		res.Watchdog = append(res.Watchdog, b.watchdog("rueidislock", moduleVersion("github.com/redis/rueidis"),
+			fmt.Sprintf("KeyMajority 1, KeyValidity %v, ExtendInterval %v (its own goroutine per lock key extends), NoLoopTracking %v; TryWithContext", lease, lease/3, noLoop),
+			n, lease, win, openRueidisKeeper(lease, noLoop)))
 		b.flush()
 	}
 	res.Finished = time.Now()

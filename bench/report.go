@@ -22,6 +22,7 @@ type results struct {
 	Limit             []limitRow
 	Uncontended       []*run
 	Contention        []pair
+	Sleep, Procs      []*run // scenarios 7 and 8: scenario 2 with a sleeping hold, in one process and over several
 	ManyKeys          []*run
 	ReadWrite         []*run
 	Watchdog          []*watchRun
@@ -226,6 +227,13 @@ func (res *results) markdown() string {
 		p("%d.\n\n", errs)
 	}
 
+	res.shapeTables(&b, 7, "Contention with a sleeping hold: N workers share one key, one process", res.Sleep,
+		"The scenario 2 loop with the hold slept (`time.Sleep(200µs)`) instead of spun, as code that waits on I/O inside its critical section does. The Go scheduler usually oversleeps such a short sleep, so the measured mean hold is shown: every row pays it alike, and with one key the hold bounds throughput.")
+	if len(res.Procs) > 0 {
+		res.shapeTables(&b, 8, fmt.Sprintf("Contention over %d processes: N workers share one key", res.Procs[0].Shape.Procs), res.Procs,
+			fmt.Sprintf("The scenario 7 loop (sleeping hold) with the workers spread evenly over %d OS processes (the bench binary re-run with `-child`), each with its own client for the row, as services are deployed. No library can profit from in-process shortcuts here: a hand-off always goes through Redis to another process. Violations, idle gaps and barging are checked across processes (a shared memory map of the key table, timed with CLOCK_MONOTONIC); fairness is over all workers of all processes.", res.Procs[0].Shape.Procs))
+	}
+
 	if len(res.ManyKeys) > 0 {
 		p("## 3. Many keys: 64 workers over 1,000 keys, random picks\n\n")
 		p("Same worker loop as scenario 2 (hold ~200 µs, think ~1 ms), each acquisition on a key picked at random; %v per row.\n\n", res.Cfg.manyKeys)
@@ -390,4 +398,39 @@ func (res *results) targets(b *strings.Builder) {
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", t.what, t.want, t.got, mark)
 	}
 	b.WriteString("\n")
+}
+
+// shapeTables writes scenario n (7 or 8): one table per worker count.
+func (res *results) shapeTables(b *strings.Builder, n int, title string, runs []*run, intro string) {
+	if len(runs) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## %d. %s\n\n%s %v per row.\n\n", n, title, intro, runs[0].Shape.Dur)
+	for _, w := range res.Cfg.shapeWorkers {
+		var rs []*run
+		for _, r := range runs {
+			if r.Shape.Workers == w {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		bestRate, bestWait := bestPeer(rs, byRate), bestPeer(rs, byWaitP99)
+		if bestRate == nil {
+			bestRate, bestWait = rs[0], rs[0]
+		}
+		p("### %d workers\n\n", w)
+		p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | barged | mean hold | Redis cmds/acq | client calls/acq | violations | give-ups | errors |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range rs {
+			p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.0f%% | %s | %.1f | %.1f | %d | %d | %d |\n",
+				r.Lib.Name, r.rate(), ratio(r.rate()/bestRate.rate()),
+				ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)), ms(r.Wait.max()),
+				ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, 100*float64(r.Barged)/float64(max(r.Handoffs, 1)), ms(r.Hold),
+				r.redisPerAcq(), r.clientPerAcq(), r.Violations, r.Giveups, r.Errors)
+		}
+		p("\nBest peer by acq/s: %s; by wait p99: %s (%s).\n\n", bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
+	}
 }

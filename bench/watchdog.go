@@ -52,11 +52,11 @@ type keeper interface {
 }
 
 func (b *bench) watchdog(name, version, settings string, n int, lease, window time.Duration,
-	open func(rdb *redis.Client, wr *watchRun) keeper) *watchRun {
+	open func(rdb *redis.Client, cnt *counter, wr *watchRun) keeper) *watchRun {
 	rdb, cnt := newClient(b.srv.addr)
 	defer rdb.Close()
 	wr := &watchRun{Name: name, Version: version, Settings: settings, Locks: n, Lease: lease, Window: window}
-	k := open(rdb, wr)
+	k := open(rdb, cnt, wr)
 	ctx := context.Background()
 	keys := make([]string, n)
 	for i := range keys {
@@ -109,6 +109,9 @@ func (b *bench) watchdog(name, version, settings string, n int, lease, window ti
 	pipe := rdb.Pipeline()
 	exists := make([]*redis.IntCmd, n)
 	for i, key := range keys {
+		if rk, ok := k.(interface{ redisKey(string) string }); ok {
+			key = rk.redisKey(key) // the library's own key for lock key
+		}
 		exists[i] = pipe.Exists(ctx, key)
 	}
 	_, err = pipe.Exec(ctx)
@@ -141,8 +144,8 @@ type lockgenKeeper struct {
 	lostN atomic.Int64
 }
 
-func openLockgenKeeper(lease time.Duration) func(*redis.Client, *watchRun) keeper {
-	return func(rdb *redis.Client, wr *watchRun) keeper {
+func openLockgenKeeper(lease time.Duration) func(*redis.Client, *counter, *watchRun) keeper {
+	return func(rdb *redis.Client, _ *counter, wr *watchRun) keeper {
 		k := &lockgenKeeper{}
 		var mu sync.Mutex
 		c, err := lockrt.NewClient(rdb, &lockrt.Options{
@@ -241,8 +244,8 @@ func (k *refreshKeeper) releaseAll() {
 	parallel(k.releases)
 }
 
-func openRedsyncKeeper(lease time.Duration) func(*redis.Client, *watchRun) keeper {
-	return func(rdb *redis.Client, _ *watchRun) keeper {
+func openRedsyncKeeper(lease time.Duration) func(*redis.Client, *counter, *watchRun) keeper {
+	return func(rdb *redis.Client, _ *counter, _ *watchRun) keeper {
 		rs := redsync.New(goredis.NewPool(rdb))
 		return &refreshKeeper{lease: lease, stop: make(chan struct{}),
 			obtain: func(ctx context.Context, key string) (func(context.Context) error, func() error, error) {
@@ -263,8 +266,8 @@ func openRedsyncKeeper(lease time.Duration) func(*redis.Client, *watchRun) keepe
 	}
 }
 
-func openBsmKeeper(lease time.Duration) func(*redis.Client, *watchRun) keeper {
-	return func(rdb *redis.Client, _ *watchRun) keeper {
+func openBsmKeeper(lease time.Duration) func(*redis.Client, *counter, *watchRun) keeper {
+	return func(rdb *redis.Client, _ *counter, _ *watchRun) keeper {
 		c := redislock.New(rdb)
 		return &refreshKeeper{lease: lease, stop: make(chan struct{}),
 			obtain: func(ctx context.Context, key string) (func(context.Context) error, func() error, error) {
