@@ -70,7 +70,7 @@ func run(pass *analysis.Pass) (any, error) {
 			pass.Report(analysis.Diagnostic{Pos: tokenPos(pass, inv.At.At), Category: "lockorder", Message: inv.Message()})
 		}
 	}
-	reportClosedHere(pass, all, isLocal, imported)
+	reportClosedHere(pass, ign, all, isLocal, imported)
 	return order, nil
 }
 
@@ -79,7 +79,7 @@ func run(pass *analysis.Pass) (any, error) {
 // first to put its sides together (a main that links two services, say).
 // It is reported at the import that brings in the first edge; lockgen vet
 // reports such cycles at every edge instead.
-func reportClosedHere(pass *analysis.Pass, all []Edge, isLocal map[string]bool, imported map[string]*Order) {
+func reportClosedHere(pass *analysis.Pass, ign *ignores, all []Edge, isLocal map[string]bool, imported map[string]*Order) {
 	paths := make([]string, 0, len(imported))
 	for p := range imported {
 		paths = append(paths, p)
@@ -127,7 +127,7 @@ func reportClosedHere(pass *analysis.Pass, all []Edge, isLocal map[string]bool, 
 		if whole || first == "" {
 			continue
 		}
-		if spec := importSpec(pass, first); spec != nil {
+		if spec := importSpec(pass, first); spec != nil && !ign.covers(pass.Fset, spec.Pos()) {
 			pass.Report(analysis.Diagnostic{Pos: spec.Pos(), Category: "lockorder-imports",
 				Message: inv.Message() + " [the sides are in imported packages; this package links them]"})
 		}
