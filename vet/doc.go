@@ -127,7 +127,9 @@
 //     not checked: whether its ctx is the hold's is decided by its caller.
 //   - Test files are analysed by lockgen vet only with -test (go vet
 //     analyses them by default).
-//   - Cycles between locks of different generated packages are found only
-//     when both packages' locks are reached; a lock taken only in code
-//     outside the analysed packages is not seen.
+//   - Locks taken in code that is neither analysed nor imported by what is
+//     (another repository's service) are not in the graph.
+//   - Only the runtime's lock handles (Mutex, RWLock, MultiLock, RedLock)
+//     are recognised; other synchronizers the runtime may offer are not
+//     part of the lock order.
 package vet
