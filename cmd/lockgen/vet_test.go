@@ -112,9 +112,13 @@ func main() {
 			waited = time.Since(start)
 		}
 		rdb.Set(ctx, step+":"+side, 1, time.Minute)
+		giveUp := time.Now().Add(time.Minute) // the other process died: do not hold forever
 		for rdb.Exists(ctx, step+":"+other).Val() == 0 {
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			if time.Now().After(giveUp) {
+				return errors.New("the other side never reached " + step)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
