@@ -50,12 +50,19 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 	if !outside(h) {
 		return
 	}
+	if org.kind == originVar {
+		for _, outer := range w.held {
+			if outer.ctx == org.v && o.lock != "" && outer.op.lock == o.lock {
+				return // an enclosing hold's own ctx re-enters its lock
+			}
+		}
+	}
 	name := "the call"
 	if o.lock != "" {
 		name = display(o.lock)
 	}
 	w.reportf(o.ctx.Pos(), "wrongctx",
-		"%s is taken with %s, not %s, inside the critical section of %s (taken at %s): a lock held here is not re-entered, and losing %s does not cancel the call (%s)",
+		"%s is taken with %s, not %s, inside the critical section of %s (taken at %s): that ctx does not carry the hold, so the call re-enters no lock held here, and losing %s does not cancel it (%s)",
 		name, what, holdName(h), display(h.op.lock), posn(w.pass.Fset, h.call.Pos()), display(h.op.lock), fixCtx(h))
 }
 

@@ -1,4 +1,4 @@
-// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock\}$`
+// want package:`order locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock locks\.OrderLock>locks\.InventoryLock\}$`
 
 // Package ctxuse passes the wrong ctx to locks taken inside a critical
 // section, and lets a hold's ctx escape it.
@@ -89,3 +89,14 @@ func (s *Service) Escapes(ctx context.Context, id int64, done chan<- context.Con
 }
 
 func (s *Service) audit(ctx context.Context) { <-ctx.Done() }
+
+// NestedReentry re-enters the outer lock with the outer hold's own ctx
+// from inside an inner critical section: it re-enters; only the inner
+// lock's loss would not cancel it, which is not reported.
+func (s *Service) NestedReentry(ctx context.Context, id int64, sku string) error { // want NestedReentry:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(octx context.Context) error {
+		return s.l.WithInventoryLock(octx, sku, func(ictx context.Context) error {
+			return s.l.WithOrderLock(octx, id, func(context.Context) error { return ictx.Err() })
+		})
+	})
+}
