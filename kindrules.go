@@ -19,7 +19,20 @@ type kindRule struct {
 func text(s string) func(*Lock) string { return func(*Lock) string { return s } }
 
 // keyed are the kinds with a key of their own: all but multi.
-var keyed = []Kind{Reentrant, Fair, ReadWrite, Red}
+var keyed = []Kind{Reentrant, Fair, ReadWrite, Red, Semaphore, Latch}
+
+// leased are the kinds whose holds have a lease: all but latch.
+var leased = []Kind{Reentrant, Fair, ReadWrite, Multi, Red, Semaphore}
+
+// fencedMisplaced says why a kind takes no fencing token, and what to do.
+var fencedMisplaced = map[Kind]string{
+	Fair:      "a fair lock has no fencing token: Redisson's RFencedLock is its non-fair RLock, and lockgen keeps to Redisson's layouts so that Java and Go read one token (use kind: reentrant with fenced: true, or remove fenced)",
+	ReadWrite: "neither side of a readwrite lock has a fencing token in Redisson's layouts, and readers could not be ordered by one (guard the writes with a separate fenced reentrant lock, or remove fenced)",
+	Red:       "a red lock spans independent Redis nodes, each of which would count its own tokens: they form no single sequence, so they cannot fence (use a fenced reentrant lock on one Redis, or remove fenced)",
+	Multi:     "a multi lock has no token of its own (make the member that guards the storage a fenced reentrant lock and take it alone, or remove fenced)",
+	Semaphore: "a semaphore has several holders at once, and a token orders exclusive holders only (remove fenced)",
+	Latch:     "a latch has no holder to fence (remove fenced)",
+}
 
 var kindRules = []kindRule{
 	{field: "key", kinds: keyed, required: true,
@@ -27,8 +40,13 @@ var kindRules = []kindRule{
 		missing: func(l *Lock) string {
 			return "missing (add a key pattern such as key: \"" + strings.ToLower(strings.TrimSuffix(l.Name, "Lock")) + ":${id}\")"
 		}},
-	{field: "slot", kinds: keyed,
-		misplaced: text("a multi lock has no slot of its own: set slot on its members (remove slot)")},
+	{field: "slot", kinds: []Kind{Reentrant, Fair, ReadWrite, Red, Semaphore},
+		misplaced: func(l *Lock) string {
+			if l.Kind == Latch {
+				return "a latch's channel wraps its whole name in braces (Redisson's naming), so a hash tag in the name would put the channel in another cluster slot than the latch (remove slot)"
+			}
+			return "a multi lock has no slot of its own: set slot on its members (remove slot)"
+		}},
 	{field: "params", kinds: keyed,
 		misplaced: text("a multi lock's params are the union of its members' (remove params)")},
 	{field: "members", kinds: []Kind{Multi}, required: true,
@@ -40,6 +58,12 @@ var kindRules = []kindRule{
 		misplaced: text("only red locks have a quorum (remove it, or set kind: red)")},
 	{field: "syncReplicas", kinds: []Kind{Reentrant, Fair, ReadWrite},
 		misplaced: func(l *Lock) string {
+			switch l.Kind {
+			case Semaphore:
+				return "a semaphore does not wait for replicas: its permits expire by their lease, so a failover at worst admits a holder early, once (remove syncReplicas)"
+			case Latch:
+				return "a latch does not wait for replicas (remove syncReplicas)"
+			}
 			if l.Kind == Red {
 				return "a red lock does not wait for replicas: each RedLock node is an independent master, and the quorum of nodes is what lets a hold survive a crashed node (remove syncReplicas; raise quorum instead)"
 			}
@@ -59,6 +83,16 @@ var kindRules = []kindRule{
 		misplaced: text("queueTimeout is for fair locks: a readwrite lock keeps no queue of waiters (remove it; writers: first makes waiting writers go before new readers)")},
 	{field: "fairness.writers", kinds: []Kind{ReadWrite},
 		misplaced: text("writers is for readwrite locks: a fair lock has no readers, and serves every waiter in arrival order (remove it, or set kind: readwrite)")},
+	{field: "lease", kinds: leased,
+		misplaced: text("a latch has no holder, so nothing to lease (remove lease)")},
+	{field: "fenced", kinds: []Kind{Reentrant},
+		misplaced: func(l *Lock) string { return fencedMisplaced[l.Kind] }},
+	{field: "permits", kinds: []Kind{Semaphore}, required: true,
+		misplaced: text("only semaphores have permits (remove it, or set kind: semaphore)"),
+		missing:   text("missing: a semaphore needs the number of holders it admits at once (add permits: 10)")},
+	{field: "count", kinds: []Kind{Latch}, required: true,
+		misplaced: text("only latches have a count (remove it, or set kind: latch)"),
+		missing:   text("missing: a latch needs the number of count-downs its waiters wait for (add count: 3)")},
 }
 
 func hasKind(kinds []Kind, k Kind) bool {

@@ -11,8 +11,13 @@ import (
 func TestEveryKindRenders(t *testing.T) {
 	for _, k := range Kinds {
 		lock := "  ALock: {kind: " + string(k) + ", key: a}\n"
-		if k == Multi {
+		switch k {
+		case Multi:
 			lock = "  B: {key: b}\n  C: {key: c}\n  ALock: {kind: multi, members: [B, C]}\n"
+		case Semaphore:
+			lock = "  ALock: {kind: semaphore, key: a, permits: 2}\n"
+		case Latch:
+			lock = "  ALock: {kind: latch, key: a, count: 2}\n"
 		}
 		spec, err := Parse("locks.yaml", []byte("version: 1\npackage: p\nlocks:\n"+lock))
 		if err != nil {

@@ -118,7 +118,7 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 		// where the value may be a whole block.
 		l.fieldAt[lf.name] = pos(deref(lf.val))
 		switch lf.name {
-		case "atomic", "syncReplicas", "fairness":
+		case "atomic", "syncReplicas", "fairness", "fenced":
 			l.fieldAt[lf.name] = pos(lf.key)
 		}
 		switch lf.name {
@@ -157,6 +157,16 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 			l.Atomic = p.boolean(lf.val, fp, "atomic: true, or leave it out")
 		case "quorum":
 			p.quorum(l, lf.val, fp)
+		case "fenced":
+			l.Fenced = p.boolean(lf.val, fp, "fenced: true, or leave it out")
+		case "permits":
+			if n, ok := p.positive(lf.val, fp, "permits", "how many holders the semaphore admits at once, e.g. permits: 10"); ok {
+				l.Permits = n
+			}
+		case "count":
+			if n, ok := p.positive(lf.val, fp, "count", "how many parties must count down before the waiters go on, e.g. count: 3"); ok {
+				l.Count = n
+			}
 		default:
 			p.add(pos(lf.key), fp, "lockgen does not read this field yet (report this: the schema knows it, the parser does not)")
 		}
@@ -165,7 +175,8 @@ func (p *parser) lock(s *Spec, name, path string, f field) *Lock {
 		kindPos = l.Pos
 	}
 	l.kindPos = kindPos
-	if l.Kind == Multi || l.Kind == Red {
+	switch l.Kind {
+	case Multi, Red, Semaphore, Latch:
 		// defaults.syncReplicas is for the kinds that can wait for
 		// replicas; written on the lock itself, validation reports it.
 		l.SyncReplicas = 0

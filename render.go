@@ -99,6 +99,9 @@ func lockModel(l *Lock) templates.Lock {
 		Kind:         string(l.Kind),
 		Key:          key.Text,
 		SyncReplicas: l.SyncReplicas,
+		Fenced:       l.Fenced,
+		Permits:      l.Permits,
+		Count:        l.Count,
 	}
 	for _, s := range key.Segments {
 		m.Segments = append(m.Segments, templates.Segment{Lit: s.Lit, Param: s.Param})

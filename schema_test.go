@@ -30,6 +30,7 @@ var parserOnly = map[string]string{
 	"bad_member_param_type_conflict":        "other locks' params",
 	"bad_nested_hash_tag":                   "braces inside a key pattern",
 	"bad_red_member":                        "kinds of other locks",
+	"bad_synchronizer_member":               "kinds of other locks",
 	"bad_slot":                              "braces inside a slot pattern",
 	"bad_unbalanced_close_brace":            "braces inside a key pattern",
 	"bad_unbalanced_open_brace":             "braces inside a key pattern",
@@ -216,6 +217,7 @@ var fieldSamples = map[string]string{
 	"lease": "lease: 1s", "waitTime": "waitTime: forever", "syncReplicas": "syncReplicas: 1",
 	"fairness": "kind: fair, fairness: {queueTimeout: 1m}", "members": "kind: multi, members: [B, C]",
 	"atomic": "kind: multi, members: [B, C], atomic: false", "quorum": "kind: red, quorum: 2", "slot": "slot: s",
+	"fenced": "fenced: true", "permits": "kind: semaphore, permits: 3", "count": "kind: latch, count: 2",
 }
 
 // TestEverySchemaFieldIsReadByTheParser sets each lock field the schema

@@ -158,14 +158,17 @@ func buildSchema() (*schema, []prop) {
 	}
 	reservedAndKeywords := append(strs(reservedParams...), goKeywords()...)
 	lock := &schema{
-		desc:   "One lock. Its name is an exported Go identifier and names the generated methods <Name> (the handle) and With<Name> (With<Name>Read and With<Name>Write for readwrite).",
+		desc: "One lock. Its name is an exported Go identifier and names the generated methods <Name> (the handle) and With<Name> (With<Name>Read and With<Name>Write for readwrite; " +
+			"Arm<Name>, Await<Name> and CountDown<Name> for a latch).",
 		types:  []string{"object"},
 		closed: true,
 		props: []prop{
 			{"doc", &schema{desc: "Why the lock exists: copied into the generated doc comments.", types: str, want: "one line, or a | block of text"}},
 			{"kind", &schema{
 				desc: "reentrant (default): one owner at a time, who may re-enter. fair: granted in arrival order. readwrite: many readers or one writer. " +
-					"multi: its members, all or nothing. red: RedLock over the client's Options.RedLockNodes.",
+					"multi: its members, all or nothing. red: RedLock over the client's Options.RedLockNodes. " +
+					"semaphore: at most permits holders at once, each permit with its own lease (Redisson RPermitExpirableSemaphore). " +
+					"latch: waiters go on once count parties have counted down (Redisson RCountDownLatch).",
 				enum: strs(kindNames()...),
 				want: "one of " + strings.Join(kindNames(), ", "),
 			}},
@@ -238,6 +241,28 @@ func buildSchema() (*schema, []prop) {
 					"A quorum larger than the number of nodes is refused by the runtime, which is the first to know the nodes.",
 				anyOf: []*schema{{hasConst: true, constant: "majority"}, {types: []string{"integer"}, minimum: intp(1)}},
 				want:  "majority, or a number of nodes such as 3",
+			}},
+			{"fenced", &schema{
+				desc: "reentrant locks only: true gives fn (and the handle's LockFenced) a fencing token, a number that grows with every acquisition of the lock, re-entries included " +
+					"(Redisson RFencedLock: the counter redisson_lock_token:{<key>}, incremented by the acquire script itself). Send it with every write to the storage the lock guards, " +
+					"and have the storage refuse a token lower than the highest it has seen: that is what keeps a holder paused past its lease from writing after the next holder. " +
+					"Refused on fair, readwrite, red, multi, semaphore and latch, each with the reason.",
+				types: []string{"boolean"},
+				want:  "true or false",
+			}},
+			{"permits", &schema{
+				desc: "semaphores only (required): how many holders the semaphore admits at once, >= 1. The count a fresh semaphore starts with: an acquire that finds no count " +
+					"sets it (minus the permits held), once; SetPermits and AddPermits on the handle change it later. Becomes SemaphoreOptions.Permits.",
+				types:   []string{"integer"},
+				minimum: intp(1),
+				want:    "a number of permits such as 10",
+			}},
+			{"count", &schema{
+				desc: "latches only (required): how many CountDown<Name> calls release the waiters, >= 1. Arm<Name> sets it, only when the latch is not armed; " +
+					"a latch that reached zero is deleted and is never armed again but by Arm<Name>. Becomes LatchOptions.Count.",
+				types:   []string{"integer"},
+				minimum: intp(1),
+				want:    "a count such as 3",
 			}},
 			{"slot", &schema{
 				desc: "A hash-tag pattern such as ${tenant}: the first occurrence of its text in the key is wrapped in braces (report:${tenant}:${month} -> report:{<tenant>}:<month>), " +

@@ -71,10 +71,12 @@ const (
 	ReadWrite Kind = "readwrite"
 	Multi     Kind = "multi"
 	Red       Kind = "red"
+	Semaphore Kind = "semaphore"
+	Latch     Kind = "latch"
 )
 
 // Kinds lists every kind the DSL accepts, in documentation order.
-var Kinds = []Kind{Reentrant, Fair, ReadWrite, Multi, Red}
+var Kinds = []Kind{Reentrant, Fair, ReadWrite, Multi, Red, Semaphore, Latch}
 
 // Lock is one declared lock.
 type Lock struct {
@@ -92,8 +94,15 @@ type Lock struct {
 	Atomic   bool      // multi only: members proven reentrant and in one cluster slot
 	Quorum   Quorum    // red only
 	// SyncReplicas > 0: every acquisition waits until that many replicas
-	// have it, or is undone. Always 0 for multi and red locks.
+	// have it, or is undone. Always 0 for multi, red, semaphore and latch.
 	SyncReplicas int
+	// Fenced (reentrant only): every acquisition also gets a fencing token
+	// (Redisson RFencedLock).
+	Fenced bool
+	// Permits (semaphore only, >= 1): the number a fresh semaphore starts with.
+	Permits int
+	// Count (latch only, >= 1): what the latch is armed with.
+	Count int
 
 	kindPos         Pos             // of the kind value, or of the name when kind is left out
 	paramsPos       Pos             // of the params mapping, when present

@@ -33,7 +33,11 @@ func specReference() []byte {
 		w("- **%s**: %s\n", name, mdEscape(def(name).desc))
 	}
 	w("\n## Kinds\n\n%s\n\n", mdEscape(lock.prop("kind").desc))
-	w("| field | reentrant | fair | readwrite | multi | red |\n|---|---|---|---|---|---|\n")
+	w("| field |")
+	for _, k := range Kinds {
+		w(" %s |", k)
+	}
+	w("\n|---|%s\n", strings.Repeat("---|", len(Kinds)))
 	for _, r := range kindRules {
 		w("| `%s` |", r.field)
 		for _, k := range Kinds {
@@ -48,7 +52,7 @@ func specReference() []byte {
 		}
 		w("\n")
 	}
-	w("\nThe other fields (`doc`, `kind`, `lease`, `waitTime`) apply to every kind.\n")
+	w("\nThe other fields (`doc`, `kind`, `waitTime`) apply to every kind; for a latch, waitTime bounds Await<Name>.\n")
 	return []byte(b.String())
 }
 

@@ -85,7 +85,7 @@ func validateMembers(s *Spec, e *errs) {
 	for _, l := range valid {
 		leaves := leavesOf(l, byName)
 		for _, lf := range leaves {
-			if lf.lock.broken || lf.lock.Kind == Red || e.under("locks."+lf.lock.Name) || e.under("locks."+l.Members[lf.via]) {
+			if lf.lock.broken || lf.lock.Kind == Red || lf.lock.Kind == Semaphore || lf.lock.Kind == Latch || e.under("locks."+lf.lock.Name) || e.under("locks."+l.Members[lf.via]) {
 				leaves = nil // reported already; the leaves would only repeat it
 				break
 			}
@@ -117,6 +117,10 @@ func validateMemberList(s *Spec, l *Lock, byName map[string]*Lock, e *errs) bool
 			e.add(at, path, "%s is listed twice (remove one)", m)
 		case byName[m].Kind == Red:
 			e.add(at, path, "%s is a red lock: it lives on the RedLock nodes, not on the Redis the other members share, so it cannot be taken with them (remove it from members)", m)
+		case byName[m].Kind == Semaphore:
+			e.add(at, path, "%s is a semaphore: its permits are shared by several holders, so it cannot be taken all-or-nothing with locks held by one owner (remove it from members; take a permit with With%s around the multi lock)", m, m)
+		case byName[m].Kind == Latch:
+			e.add(at, path, "%s is a latch: it is awaited, not held, so it cannot be a member (remove it from members; call Await%s before taking the multi lock)", m, m)
 		default:
 			usable = true
 		}

@@ -121,3 +121,23 @@ func (p *parser) boolean(n *yaml.Node, path, want string) bool {
 	}
 	return b
 }
+
+// positive reads a whole number >= 1 (permits, count); fix says what to
+// write instead.
+func (p *parser) positive(n *yaml.Node, path, name, fix string) (int, bool) {
+	v, ok := p.scalar(n, path, fix)
+	if !ok {
+		return 0, false
+	}
+	at := pos(deref(n))
+	x, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		p.add(at, path, "%q is not a whole number (write %s)", v, fix)
+		return 0, false
+	case x < 1:
+		p.add(at, path, "%s %d: must be at least 1 (write %s)", name, x, fix)
+		return 0, false
+	}
+	return x, true
+}

@@ -44,8 +44,8 @@ func TestEmitStartsWithTheGeneratedHeaderAndIsDeterministic(t *testing.T) {
 
 func TestEmitRejectsAKindWithoutEmitter(t *testing.T) {
 	f := sampleFile()
-	f.Locks[0].Kind = "semaphore"
-	if _, err := Emit(f); err == nil || !strings.Contains(err.Error(), `kind "semaphore" has no emitter`) {
+	f.Locks[0].Kind = "barrier"
+	if _, err := Emit(f); err == nil || !strings.Contains(err.Error(), `kind "barrier" has no emitter`) {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -22,6 +22,8 @@ var emitters = map[string]func(*Lock) jen.Code{
 	"readwrite": ReadWrite,
 	"multi":     Multi,
 	"red":       Red,
+	"semaphore": Semaphore,
+	"latch":     Latch,
 }
 
 // Emit renders the whole file, gofmt'd.

@@ -57,7 +57,10 @@ func configLines(l *Lock, extra ...string) []string {
 	} else {
 		lines = append(lines, configLine("key", l.Key))
 	}
-	lines = append(lines, configLine("lease", leaseText(l.Lease)), configLine("waitTime", waitText(l.WaitTime)))
+	if l.Kind != "latch" {
+		lines = append(lines, configLine("lease", leaseText(l.Lease)))
+	}
+	lines = append(lines, configLine("waitTime", waitText(l.WaitTime)))
 	lines = append(lines, extra...)
 	if l.SyncReplicas > 0 {
 		lines = append(lines, configLine("replicas", strconv.Itoa(l.SyncReplicas)+" must acknowledge each acquisition, else it is undone (syncReplicas)"))

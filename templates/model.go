@@ -19,7 +19,7 @@ type File struct {
 type Lock struct {
 	Name     string // exported Go name, e.g. OrderLock
 	Doc      string // the spec's doc text, may be empty or span lines
-	Kind     string // "reentrant", "fair", "readwrite", "multi" or "red"
+	Kind     string // "reentrant", "fair", "readwrite", "multi", "red", "semaphore" or "latch"
 	Key      string // the key pattern as it will be rendered (slot applied); "" for multi
 	Segments []Segment
 	Params   []Param
@@ -30,6 +30,9 @@ type Lock struct {
 	QueueTimeout time.Duration // fair: how long a queued waiter may go silent before others skip it
 	WritersFirst bool          // readwrite: a waiting writer holds back new readers
 	Quorum       int           // red: how many RedLock nodes must grant the lock; 0: a majority
+	Fenced       bool          // reentrant: every acquisition gets a fencing token
+	Permits      int           // semaphore: the permits a fresh semaphore starts with
+	Count        int           // latch: what Arm<Name> sets the count to
 
 	// Members (multi) are the locks a multi lock takes, none of them
 	// multi, each once; Params is the union of theirs. A readwrite member

@@ -23,6 +23,14 @@ func packageDoc(f File) string {
 		"(With<Name>Read and With<Name>Write for a readwrite lock):",
 		"",
 	)
+	for _, l := range f.Locks {
+		if l.Kind == "latch" {
+			// A latch is awaited, not held: its helpers are named apart.
+			intro[len(intro)-2] = "(With<Name>Read and With<Name>Write for a readwrite lock; Arm<Name>,"
+			intro = append(intro[:len(intro)-1], "Await<Name> and CountDown<Name> for a latch):", "")
+			break
+		}
+	}
 	rows := [][]string{{"lock", "kind", "key", "lease", "wait", "more"}}
 	for _, l := range f.Locks {
 		key := l.Key
@@ -33,7 +41,11 @@ func packageDoc(f File) string {
 			}
 			key = strings.Join(names, " + ")
 		}
-		rows = append(rows, []string{l.Name, l.Kind, key, leaseCell(l.Lease), waitCell(l.WaitTime), strings.Join(moreCell(&l), ", ")})
+		lease := leaseCell(l.Lease)
+		if l.Kind == "latch" {
+			lease = "-"
+		}
+		rows = append(rows, []string{l.Name, l.Kind, key, lease, waitCell(l.WaitTime), strings.Join(moreCell(&l), ", ")})
 	}
 	table := alignRows(rows)
 	legend := []string{
@@ -92,6 +104,14 @@ func moreCell(l *Lock) []string {
 		if l.Atomic {
 			more = append(more, "atomic")
 		}
+	case "reentrant":
+		if l.Fenced {
+			more = append(more, "fenced")
+		}
+	case "semaphore":
+		more = append(more, "permits "+strconv.Itoa(l.Permits))
+	case "latch":
+		more = append(more, "count "+strconv.Itoa(l.Count))
 	case "red":
 		if l.Quorum > 0 {
 			more = append(more, "quorum "+strconv.Itoa(l.Quorum))

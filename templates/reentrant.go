@@ -4,7 +4,11 @@ import "github.com/dave/jennifer/jen"
 
 // Reentrant emits a reentrant lock: the handle constructor <Name>
 // returning a *runtime.Mutex, With<Name>, its options and its key function.
+// A fenced one is emitted by Fenced.
 func Reentrant(l *Lock) jen.Code {
+	if l.Fenced {
+		return Fenced(l)
+	}
 	return exclusive{kind: "reentrant lock", ctor: "Mutex"}.emit(l)
 }
 
