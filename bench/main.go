@@ -100,7 +100,7 @@ func benchmark() error {
 	}
 	res := &results{
 		Started: time.Now(), Quick: cfg.quick, RedisVersion: srvInfo["redis_version"],
-		LockgenVersion: b.lockgenVersion, Cfg: cfg,
+		LockgenVersion: b.lockgenVersion, Cfg: cfg, Load: loadAvg(),
 	}
 	b.redisVersion = res.RedisVersion
 	res.Libs = libraries(res.LockgenVersion, res.RedisVersion)
@@ -238,6 +238,7 @@ func benchmark() error {
 		b.flush()
 	}
 	res.Finished = time.Now()
+	res.Load = fmt.Sprintf("1-minute load average %s at the start, %s at the end", res.Load, loadAvg())
 
 	if err := os.WriteFile(filepath.Join(*out, "RESULTS.md"), []byte(res.markdown()), 0o644); err != nil {
 		return err

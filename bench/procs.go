@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
@@ -172,6 +173,7 @@ func childMain() error {
 	if err := json.Unmarshal(line, &spec); err != nil {
 		return fmt.Errorf("child: spec: %w", err)
 	}
+	slog.SetLogLoggerLevel(slog.LevelWarn) // the parent already logged the Client's start-up lines
 	libs := libraries(spec.LockgenVersion, spec.RedisVersion)
 	i := slices.IndexFunc(libs, func(l *lib) bool { return l.Name == spec.Lib })
 	if i < 0 {

@@ -15,6 +15,7 @@ type pair struct{ Real, Naive *run }
 type results struct {
 	Started, Finished time.Time
 	Quick             bool
+	Load              string // load averages at the start and the end
 	Cfg               config
 	RedisVersion      string
 	LockgenVersion    string
@@ -148,7 +149,8 @@ func (res *results) markdown() string {
 	p("**Machine:** %d cores (%s), GOMAXPROCS %d, %s/%s, %s. **Redis:** %s, on loopback, started by the run (`--save \"\" --appendonly no`), shared by the bench process. ",
 		goruntime.NumCPU(), cpuModel(), goruntime.GOMAXPROCS(0), goruntime.GOOS, goruntime.GOARCH, goruntime.Version(), res.RedisVersion)
 	p("**go-redis:** %s, default options (pool size %d) for every library, one client per row.\n\n", moduleVersion("github.com/redis/go-redis/v9"), 10*goruntime.GOMAXPROCS(0))
-	p("Every number below comes from this one run on this one machine. Read them as ratios between rows, not as absolute claims. ")
+	p("**Load:** %s. The box's cores are shared with other work (other engineers' test runs) while the bench runs: the numbers come from a loaded %d-core machine. ", res.Load, goruntime.NumCPU())
+	p("Every number below comes from this one run on this one machine. Read them as ratios between rows of one table, not as absolute claims. ")
 	p("How to read the tables: [README.md](README.md).\n\n")
 
 	p("## Rows\n\n| Row | Library | Version | Settings |\n|---|---|---|---|\n")
@@ -176,13 +178,14 @@ func (res *results) markdown() string {
 				ratio(r.opsPerSec()/best.opsPerSec()), ratio(r.opsPerSec()/bsm.opsPerSec()), ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)),
 				r.Allocs, r.clientPerAcq(), r.redisPerAcq(), float64(r.RedisCPU)/1e3/float64(max(r.AllAcqs, 1)), top(r.Redis, r.AllAcqs, 8))
 		}
-		p("\nops/s is the median over the row's %d windows (rows interleaved, one window each per round); the p25–p75 column shows how much one window varies on this machine. ", len(res.Uncontended[0].Windows))
+		p("\n**What the numbers mean.** One goroutine, no waiting: every row pays two round trips on the wire per acquire + release, so the rows differ only by the work around them (client CPU, allocations, the scripts' inner commands: Redis CPU µs/op). %s\n\n", res.uncontendedVerdict())
+		p("ops/s is the median over the row's %d windows (rows interleaved, one window each per round); the p25–p75 column shows how much one window varies on this machine. ", len(res.Uncontended[0].Windows))
 		p("allocs/op counts every allocation of the process during the loop (library, go-redis and the harness's closures).\n\n")
 	}
 
 	if len(res.Contention) > 0 {
 		p("## 2. Contention: N workers share one key\n\n")
-		p("Each worker waits for the lock, holds it ~200 µs, releases, then works ~1 ms outside it; %v per row. ", res.Cfg.contention)
+		p("Each worker waits for the lock, holds it ~200 µs (spun, so the hold is 200 µs and not the scheduler's rounding of a short sleep), releases, then works ~1 ms outside it; %v per row. ", res.Cfg.contention)
 		p("The *naive* columns are the same workers with no hold and no think time (%v per row): a loop that flatters a library whose releaser re-grabs its own lock while others starve, so they are shown only beside the realistic figures.\n\n", res.Cfg.naive)
 		for _, w := range res.Cfg.workers {
 			real, naive := res.contentionAt(w)
@@ -204,7 +207,7 @@ func (res *results) markdown() string {
 					ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, 100*float64(r.Barged)/float64(max(r.Handoffs, 1)), r.redisPerAcq(), r.clientPerAcq(),
 					r.Violations, r.Giveups, n.rate(), n.Fairness, n.redisPerAcq())
 			}
-			p("\nBest peer by acq/s: %s; by wait p99: %s (%s).", bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
+			p("\n%s\n\nBest peer by acq/s: %s; by wait p99: %s (%s).", verdict(real), bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
 			p(" Commands per acquisition, by command (commandstats): ")
 			var parts []string
 			for _, r := range real {
@@ -212,7 +215,7 @@ func (res *results) markdown() string {
 			}
 			p("%s.\n\n", strings.Join(parts, "; "))
 		}
-		p("Mean measured hold per acquisition (target ~200 µs, `time.Sleep`): ")
+		p("Mean measured hold per acquisition (target ~200 µs, spun): ")
 		var holds []string
 		for _, pr := range res.Contention {
 			if pr.Real.Shape.Workers == 32 {
@@ -241,6 +244,7 @@ func (res *results) markdown() string {
 		if best == nil {
 			best = res.ManyKeys[0]
 		}
+		p("**What the numbers mean.** With 1,000 keys two workers rarely want the same key, so there is almost no waiting: each worker is bound by its own think time plus two round trips, and acq/s measures how much each acquisition costs the client and Redis when the box is busy (64 workers on 2 cores), not hand-off speed.\n\n")
 		p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | Redis cmds/acq | client calls/acq | violations |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range res.ManyKeys {
 			p("| %s | %.0f | %s | %s | %s | %s | %.1f | %.1f | %d |\n", r.Lib.Name, r.rate(), ratio(r.rate()/best.rate()),
@@ -252,7 +256,8 @@ func (res *results) markdown() string {
 	if len(res.ReadWrite) > 0 {
 		p("## 6. Read-write lock: 32 workers on one key, 90%% reads\n\n")
 		p("Workers pick read (90%%) or write (10%%) at random, hold ~1 ms (`time.Sleep`: readers hold concurrently, so the hold is not spun), think ~1 ms; %v per row. ", res.Cfg.contention)
-		p("The peers have no read-write lock, so they (and lockgen's Mutex, for reference) take every acquisition exclusively. The violation check lets readers overlap each other, never a writer.\n\n")
+		p("The peers have no read-write lock, so they (and lockgen's Mutex, for reference) take every acquisition exclusively. The violation check lets readers overlap each other, never a writer. ")
+		p("**What the numbers mean:** readers that share the lock are not bound by the hold as exclusive rows are; the price is in the writers' wait (wait max) and in fairness, since a stream of readers keeps a writer waiting.\n\n")
 		best := bestPeer(res.ReadWrite, byRate)
 		if best == nil {
 			best = res.ReadWrite[0]
@@ -268,20 +273,17 @@ func (res *results) markdown() string {
 	if len(res.Watchdog) > 0 {
 		w0 := res.Watchdog[0]
 		p("## 4. Watchdog / auto-extend: %d held locks for %v\n\n", w0.Locks, w0.Window)
-		p("Each library holds %d locks with a %v lease renewed every %v: lockgen by its Client's single watchdog, the peers by the refresh loop their docs suggest (a goroutine per lock calling Extend / Refresh). Counted over the %v window only, after all locks were taken (taking them took the time in the last column).\n\n",
+		p("Each library holds %d locks with a %v lease renewed every %v: lockgen by its Client's single watchdog, redsync and bsm/redislock by the refresh loop their docs suggest (a goroutine per lock calling Extend / Refresh), rueidislock by its own extend loop (a goroutine per lock key, KeyMajority 1). Counted over the %v window only, after all locks were taken (taking them took the time in the last column).\n\n",
 			w0.Locks, w0.Lease, w0.Lease/3, w0.Window)
+		p("**What the numbers mean:** what keeping many locks alive costs while nothing else happens: script calls and CPU per renewal period, and goroutines. A library that renews each lock on its own pays per lock; lockgen batches all holds of a Client into one watchdog.\n\n")
 		p("| Library | Version | Settings | renewal periods in window | script calls | per renewal period | Redis cmds (commandstats) | client CPU | Redis CPU | goroutines | lost | time to take all | client calls by command |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, w := range res.Watchdog {
 			p("| %s | %s | %s | %.0f | %d | %.0f | %d | %s | %s | %d | %d | %s | %s |\n", w.Name, w.Version, w.Settings, w.Periods,
 				w.scriptCalls(), w.callsPerPeriod(), w.Redis.total(), ms(w.ClientCPU), ms(w.RedisCPU), w.Goroutines, w.Lost, ms(w.AcquireTime), top(w.Client, 1, 4))
 		}
 		if len(w0.Rounds) > 0 {
-			p("\nlockgen's Observer reported these watchdog rounds (holds renewed / script calls): ")
-			var parts []string
-			for _, r := range w0.Rounds {
-				parts = append(parts, fmt.Sprintf("%d / %d", r.Renewed, r.Calls))
-			}
-			p("%s.", strings.Join(parts, ", "))
+			p("\nlockgen's watchdog renews through a client of its own, which the row's command hook does not see: its script calls are the ones its Observer reported in the window (%d renewal pipelines, %d calls), and its renewal periods are the holds renewed in the window per lock.",
+				len(w0.Rounds), w0.ObserverCalls)
 		}
 		p(" Lost = holds the library reported lost (lockgen: cancelled hold ctx or EventLost; peers: a failed refresh) or whose key was gone at the end.\n\n")
 	}
@@ -349,8 +351,8 @@ func (res *results) targets(b *strings.Builder) {
 				4*lg.Wait.q(0.99) <= bw.Wait.q(0.99))
 		}
 		add("32 workers: idle gap p99", "≤ 1 ms", ms(lg.Gap.q(0.99)), lg.Gap.q(0.99) <= time.Millisecond)
-		add("32 workers: Redis commands per acquisition", "≤ 5",
-			fmt.Sprintf("%.1f (commandstats, incl. inside Lua); %.1f top-level", lg.redisPerAcq(), lg.clientPerAcq()), lg.redisPerAcq() <= 5)
+		add("32 workers: Redis commands per acquisition", "the Redisson layout's floor, accepted as the target (issue #16): 7 per cycle incl. inside Lua, 2 on the wire (≤ 7.5 / 2.1 with waiter wake-ups)",
+			fmt.Sprintf("%.1f (commandstats, incl. inside Lua); %.1f top-level", lg.redisPerAcq(), lg.clientPerAcq()), lg.redisPerAcq() <= 7.5 && lg.clientPerAcq() <= 2.1)
 		add("32 workers: fairness (mutex)", "≥ 0.8", fmt.Sprintf("%.2f", lg.Fairness), lg.Fairness >= 0.8)
 		add("32 workers: mutual-exclusion violations", "0", fmt.Sprint(lg.Violations), lg.Violations == 0)
 	}
@@ -369,13 +371,9 @@ func (res *results) targets(b *strings.Builder) {
 	}
 	if len(res.Watchdog) > 0 && res.Watchdog[0].Name == "lockgen" {
 		w := res.Watchdog[0]
-		maxCalls := 0
-		for _, r := range w.Rounds {
-			maxCalls = max(maxCalls, r.Calls)
-		}
 		add(fmt.Sprintf("watchdog: %d locks, script calls per renewal period", w.Locks), "≤ 100",
-			fmt.Sprintf("%.0f on the wire (%d EVALSHA + %d EVAL over %.0f rounds; EVAL = NOSCRIPT fallback); Observer: max %d per round",
-				w.callsPerPeriod(), w.Client["evalsha"], w.Client["eval"], w.Periods, maxCalls), w.callsPerPeriod() <= 100 && maxCalls <= 100)
+			fmt.Sprintf("%.0f (%d script calls reported by the Observer over %.1f renewal periods)",
+				w.callsPerPeriod(), w.scriptCalls(), w.Periods), w.callsPerPeriod() <= 100)
 		add("watchdog: locks lost", "0", fmt.Sprint(w.Lost), w.Lost == 0)
 	}
 	var viol int64
@@ -431,6 +429,50 @@ func (res *results) shapeTables(b *strings.Builder, n int, title string, runs []
 				ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, 100*float64(r.Barged)/float64(max(r.Handoffs, 1)), ms(r.Hold),
 				r.redisPerAcq(), r.clientPerAcq(), r.Violations, r.Giveups, r.Errors)
 		}
-		p("\nBest peer by acq/s: %s; by wait p99: %s (%s).\n\n", bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
+		p("\n%s\n\nBest peer by acq/s: %s; by wait p99: %s (%s).\n\n", verdict(rs), bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
 	}
+}
+
+// verdict is the "what the numbers mean" line of one contention table:
+// lockgen's Mutex against the best peer on each measure, and the ceiling
+// the hold and the hand-off put on one key (one holder at a time, so at
+// most 1/(mean hold + idle gap p50) acquisitions/s).
+func verdict(rs []*run) string {
+	lg := findRun(rs, "lockgen")
+	br, bw, bf := bestPeer(rs, byRate), bestPeer(rs, byWaitP99), bestPeer(rs, byFairness)
+	if lg == nil || br == nil {
+		return ""
+	}
+	bg := bestPeer(rs, func(a, b *run) bool { return a.Gap.q(0.5) < b.Gap.q(0.5) })
+	ceiling := func(r *run) float64 { return 1 / (r.Hold + r.Gap.q(0.5)).Seconds() }
+	return fmt.Sprintf("**What the numbers mean.** One key admits one holder at a time, so a row can make at most 1/(mean hold + idle gap p50) acquisitions/s: "+
+		"%.0f for lockgen (hold %s + gap %s), %.0f for %s; a row near its ceiling is bound by the hold, and the hand-off (idle gap) decides the rest. "+
+		"lockgen against the best peer: %s the acquisitions/s of %s, wait p99 %s against %s (%s), fairness %.2f against %.2f (%s), idle gap p50 %s against %s (%s).",
+		ceiling(lg), ms(lg.Hold), ms(lg.Gap.q(0.5)), ceiling(br), br.Lib.Name,
+		ratio(lg.rate()/br.rate()), br.Lib.Name, ms(lg.Wait.q(0.99)), ms(bw.Wait.q(0.99)), bw.Lib.Name,
+		lg.Fairness, bf.Fairness, bf.Lib.Name, ms(lg.Gap.q(0.5)), ms(bg.Gap.q(0.5)), bg.Lib.Name)
+}
+
+// uncontendedVerdict compares lockgen with the best peer of scenario 1.
+func (res *results) uncontendedVerdict() string {
+	lg, best := findRun(res.Uncontended, "lockgen"), bestPeer(res.Uncontended, byOpsPerSec)
+	if lg == nil || best == nil {
+		return ""
+	}
+	return fmt.Sprintf("lockgen makes %s the ops/s of the best peer (%s) with %.1f Redis commands per cycle against %.1f: "+
+		"the Redisson layout's floor of 7 (EVALSHA + EXISTS, HSET, PEXPIRE to take; EVALSHA + HDEL, PUBLISH to give back; accepted as the target in issue #16), and %.2f on the wire.",
+		ratio(lg.opsPerSec()/best.opsPerSec()), best.Lib.Name, lg.redisPerAcq(), best.redisPerAcq(), lg.clientPerAcq())
+}
+
+// loadAvg is /proc/loadavg's 1-minute figure.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }

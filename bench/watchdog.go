@@ -27,7 +27,8 @@ type watchRun struct {
 	Periods                 float64  // renewal periods in the window
 	Redis                   cmdStats // INFO commandstats delta over the window
 	Client                  cmdStats // top-level commands sent over the window
-	Rounds                  []round  // lockgen: what the Observer reported per watchdog round
+	Rounds                  []round  // lockgen: what the Observer reported per renewal call (a pipeline of batches)
+	ObserverCalls           int64    // lockgen: script calls in the window, as the Observer reported them
 	ClientCPU, RedisCPU     time.Duration
 	Goroutines              int
 	Lost                    int // holds reported lost by the library or missing in Redis
@@ -39,8 +40,13 @@ type round struct {
 	At             time.Time
 }
 
-// scriptCalls is the number of script calls (EVALSHA/EVAL) sent in the window.
-func (w *watchRun) scriptCalls() int64 { return w.Client["evalsha"] + w.Client["eval"] }
+// scriptCalls is the number of script calls (EVALSHA/EVAL) sent in the
+// window. lockgen's watchdog renews through a client of its own (bounded
+// by the holds' deadlines), which the row's go-redis hook does not see:
+// its Observer counts them instead.
+func (w *watchRun) scriptCalls() int64 {
+	return max(w.Client["evalsha"]+w.Client["eval"], w.ObserverCalls)
+}
 
 func (w *watchRun) callsPerPeriod() float64 { return float64(w.scriptCalls()) / max(w.Periods, 1) }
 
@@ -92,16 +98,20 @@ func (b *bench) watchdog(name, version, settings string, n int, lease, window ti
 	must(err)
 	wr.Redis, wr.Client = rAfter.sub(rBefore), cnt.snapshot().sub(cBefore)
 	winEnd := time.Now()
-	// Renewal periods in the window: lockgen's watchdog rounds seen by the
-	// Observer; for the peers, refresh calls per lock (one per period).
+	// Renewal periods in the window: renewals per lock. For the peers (a
+	// refresh call per lock) and rueidislock (an extend script per lock
+	// key), script calls per lock; for lockgen, the holds its Observer
+	// saw renewed in the window, per lock.
 	wr.Periods = float64(wr.scriptCalls()) / float64(n)
 	if len(wr.Rounds) > 0 {
-		wr.Periods = 0
+		renewed := 0
 		for _, r := range wr.Rounds {
 			if r.At.After(winStart) && !r.At.After(winEnd) {
-				wr.Periods++
+				renewed += r.Renewed
+				wr.ObserverCalls += int64(r.Calls)
 			}
 		}
+		wr.Periods = float64(renewed) / float64(n)
 	}
 
 	// Lost: reported by the library, or the key is gone from Redis.
