@@ -128,9 +128,42 @@ func (w *walker) checkEscapeGo(g *ast.GoStmt) {
 		}
 		return found == nil
 	})
-	if found != nil {
-		w.reportf(found.Pos(), "escape", "the hold's ctx %s escapes its critical section into a goroutine: the goroutine keeps the hold's identity after fn returns and the lock is released (pass it a ctx from outside the hold, or wait for it inside fn)", v.Name())
+	if found != nil && !w.waitedFor(g) {
+		w.reportf(found.Pos(), "escape", "the hold's ctx %s escapes its critical section into a goroutine: the goroutine keeps the hold's identity after fn returns and the lock is released (pass it a ctx from outside the hold, or wait for it inside fn with a sync.WaitGroup or errgroup)", v.Name())
 	}
+}
+
+// waitedFor reports whether the critical section around g waits, after
+// g, on a sync.WaitGroup or an errgroup.Group: its goroutines then end
+// before fn returns, and the hold's ctx does not outlive the hold.
+func (w *walker) waitedFor(g *ast.GoStmt) bool {
+	h := w.held[len(w.held)-1]
+	if h.lit == nil {
+		return false
+	}
+	waits := false
+	ast.Inspect(h.lit.Body, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok || c.Pos() < g.End() || waits {
+			return !waits
+		}
+		sel, ok := ast.Unparen(c.Fun).(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "Wait" {
+			return true
+		}
+		t := w.pass.TypesInfo.TypeOf(sel.X)
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+			switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+			case "sync.WaitGroup", "golang.org/x/sync/errgroup.Group":
+				waits = true
+			}
+		}
+		return true
+	})
+	return waits
 }
 
 // checkEscapeAssign reports the hold's ctx stored in a field, a global or

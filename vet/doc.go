@@ -67,7 +67,8 @@
 // of one readwrite lock are not reported: readers share.)
 //
 // A hold's ctx escaping its critical section (escape, a warning). hctx, or
-// a ctx derived from it, used by a go statement, stored in a field, a
+// a ctx derived from it, used by a go statement (unless fn waits for it
+// afterwards on a sync.WaitGroup or errgroup.Group), stored in a field, a
 // global or a variable declared outside fn, or sent on a channel: whoever
 // has it keeps the hold's identity after fn returns and the lock is
 // released, so a later call with it re-enters a lock it no longer holds

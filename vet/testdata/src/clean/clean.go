@@ -70,6 +70,23 @@ func (s *Shop) Fanout(ctx context.Context, id int64, skus []string) error { // w
 	})
 }
 
+// Parallel hands the hold's ctx to goroutines it waits for: they end
+// before the hold does.
+func (s *Shop) Parallel(ctx context.Context, id int64, skus []string) error { // want Parallel:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		var wg sync.WaitGroup
+		for _, sku := range skus {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = s.restock(hctx, sku)
+			}()
+		}
+		wg.Wait()
+		return nil
+	})
+}
+
 // Paired is a Lock and its Unlock with the returned ctx.
 func (s *Shop) Paired(ctx context.Context, shop string) error { // want Paired:`^acquires locks\.Catalog$`
 	r := s.l.Catalog(shop).Read()
