@@ -57,13 +57,18 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 			}
 		}
 	}
-	name := "the call"
-	if o.lock != "" {
-		name = display(o.lock)
-	}
 	w.reportf(o.ctx.Pos(), "wrongctx",
 		"%s is taken with %s, not %s, inside the critical section of %s (taken at %s): that ctx does not carry the hold, so the call re-enters no lock held here, and losing %s does not cancel it (%s)",
-		name, what, holdName(h), display(h.op.lock), posn(w.pass.Fset, h.call.Pos()), display(h.op.lock), fixCtx(h))
+		lockName(o.lock), what, holdName(h), lockName(h.op.lock), posn(w.pass.Fset, h.call.Pos()), lockName(h.op.lock), fixCtx(h))
+}
+
+// lockName is how a message names a lock: by its identity, or "a lock"
+// when the analyzer cannot name it.
+func lockName(id string) string {
+	if id == "" {
+		return "a lock"
+	}
+	return display(id)
 }
 
 func holdName(h region) string {

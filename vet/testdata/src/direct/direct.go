@@ -66,3 +66,10 @@ func Unknowns(ctx context.Context, c *runtime.Client, a, b string) error {
 	}
 	return c.Mutex(b, runtime.LockOptions{}).Unlock(hctx)
 }
+
+// UnknownCtx takes an unknown lock with the outer ctx inside another unknown lock's critical section.
+func UnknownCtx(ctx context.Context, c *runtime.Client, a, b string) error {
+	return c.Mutex(a, runtime.LockOptions{}).Do(ctx, func(hctx context.Context) error {
+		return c.Mutex(b, runtime.LockOptions{}).Do(ctx, func(context.Context) error { return nil }) // want `a lock is taken with ctx, not the hold's ctx hctx, inside the critical section of a lock \(taken at .*direct.go:\d+:9\)`
+	})
+}
