@@ -2,9 +2,12 @@
 // locks.yaml: workers contend for a few orders, stock items (a fair lock),
 // shop catalogs (a read-write lock: many readers, an occasional writer),
 // checkouts (a multi-lock over an order and a stock item), payments (a
-// RedLock over independent Redis nodes) and tenant reports through the
-// generated With<Name> helpers, check that no lock is ever shared that
-// should not be, and print a summary.
+// RedLock over independent Redis nodes), tenant reports, ledger postings (a
+// fenced lock: tokens only grow), calls to the payment provider (a
+// semaphore of 3 permits per shop) and a sharded import awaited through a
+// count-down latch, all through the generated helpers; they check that no
+// lock is ever shared that should not be, that no more permits are held
+// than there are, and print a summary.
 //
 // With no flags it runs on embedded in-process Redis servers (miniredis,
 // whose clock is advanced in real time so leases expire): one for the
@@ -111,6 +114,25 @@ func runObserved(w io.Writer, redisURL string, redURLs []string, workers int, du
 	ctx, cancel := context.WithTimeout(context.Background(), duration)
 	defer cancel()
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		importBatch(ctx, locks, s)
+	}()
+	// One caller more than there are payment slots, on one shop, so the
+	// semaphore is full most of the time; and a ledger poster.
+	for range paymentSlots + 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			callProvider(ctx, locks, s)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		post(ctx, locks, s, 1)
+	}()
 	for i := range workers {
 		wg.Add(1)
 		go func() {
@@ -236,16 +258,104 @@ func worker(ctx context.Context, locks *gen.Locks, s *stats, rng *rand.Rand) {
 				return nil
 			})
 		}
-		switch {
-		case err == nil:
-		case errors.Is(err, runtime.ErrNotAcquired):
-			s.timeouts.Add(1)
-		case ctx.Err() != nil:
+		if !s.settle(ctx, err) {
 			return
-		default:
-			s.fail(err)
 		}
 	}
+}
+
+// demoRounds is how many calls each provider caller and the ledger poster
+// make: enough to fill the semaphore, few enough to leave the machine to
+// the workers.
+const demoRounds = 10
+
+// callProvider calls the payment provider for shop-1 demoRounds times (or
+// until ctx is done), each call holding one of its PaymentSlots (a
+// semaphore).
+func callProvider(ctx context.Context, locks *gen.Locks, s *stats) {
+	for range demoRounds {
+		start := time.Now()
+		err := locks.WithPaymentSlots(ctx, "shop-1", func(ctx context.Context) error {
+			defer s.enterPermit("payment slot", start, "payment-slots:shop-1", paymentSlots)()
+			time.Sleep(5 * time.Millisecond)
+			return nil
+		})
+		if !s.settle(ctx, err) {
+			return
+		}
+	}
+}
+
+// post posts to account's ledger demoRounds times (or until ctx is done).
+// Fenced: each posting carries its token, and the ledger refuses one older
+// than the newest it has seen.
+func post(ctx context.Context, locks *gen.Locks, s *stats, account int64) {
+	for range demoRounds {
+		start := time.Now()
+		err := locks.WithLedgerLock(ctx, account, func(ctx context.Context, fence int64) error {
+			defer s.enter("ledger", start, res("ledger", account))()
+			s.post(account, fence)
+			return nil
+		})
+		if !s.settle(ctx, err) {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// settle records the outcome of one call, and reports whether to go on.
+func (s *stats) settle(ctx context.Context, err error) bool {
+	switch {
+	case err == nil:
+	case errors.Is(err, runtime.ErrNotAcquired):
+		s.timeouts.Add(1)
+	case ctx.Err() != nil:
+		return false
+	default:
+		s.fail(err)
+	}
+	return true
+}
+
+// paymentSlots is PaymentSlots' permits in example/locks.yaml.
+const paymentSlots = 3
+
+// importShards is ImportDone's count in example/locks.yaml.
+const importShards = 3
+
+// importBatch runs one sharded import: it arms the latch, starts reporters
+// that await it and shards that count it down when done, and records how
+// many reporters were released (all of them, after the last shard).
+func importBatch(ctx context.Context, locks *gen.Locks, s *stats) {
+	batch := fmt.Sprint("batch-", time.Now().UnixNano())
+	if _, err := locks.ArmImportDone(ctx, batch); err != nil {
+		s.settle(ctx, err)
+		return
+	}
+	var shardsDone atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := locks.AwaitImportDone(ctx, batch); err != nil {
+				s.settle(ctx, err)
+				return
+			}
+			// A reporter released before every shard counted down
+			// would report on a partial import.
+			s.released(int(shardsDone.Load()) < importShards)
+		}()
+	}
+	for i := range importShards {
+		time.Sleep(time.Duration(20*(i+1)) * time.Millisecond)
+		shardsDone.Add(1)
+		if err := locks.CountDownImportDone(ctx, batch); err != nil {
+			s.settle(ctx, err)
+		}
+	}
+	wg.Wait()
 }
 
 // res names a resource a lock guards, e.g. order:2.
@@ -266,11 +376,16 @@ type stats struct {
 	waits      []time.Duration
 	violations int
 	errs       []error
+	permits    map[string]int  // permits held now, per semaphore
+	maxPermits int             // most permits of one semaphore held at once
+	fences     map[int64]int64 // the ledger: the newest token each account saw
+	releases   int             // latch waiters released
 	timeouts   atomic.Int64
 }
 
 func newStats() *stats {
-	return &stats{writer: map[string]bool{}, readers: map[string]int{}, byKind: map[string]int{}}
+	return &stats{writer: map[string]bool{}, readers: map[string]int{}, byKind: map[string]int{},
+		permits: map[string]int{}, fences: map[int64]int64{}}
 }
 
 // enter records an exclusive hold of resources, counted as counter and
@@ -312,6 +427,46 @@ func (s *stats) enterRead(counter string, start time.Time, resource string) (lea
 	}
 }
 
+// enterPermit records a permit of semaphore held, of which at most
+// permits may be held at once.
+func (s *stats) enterPermit(counter string, start time.Time, semaphore string, permits int) (leave func()) {
+	s.acquired(counter, start)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.permits[semaphore]++
+	if s.permits[semaphore] > permits {
+		s.violations++
+	}
+	s.maxPermits = max(s.maxPermits, s.permits[semaphore])
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.permits[semaphore]--
+	}
+}
+
+// post is a ledger posting with its fencing token: one older than the
+// newest the account has seen is a violation (the ledger would refuse it).
+func (s *stats) post(account, fence int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fence <= s.fences[account] {
+		s.violations++
+	}
+	s.fences[account] = fence
+}
+
+// released records a latch waiter released; early means before the last
+// count-down, a violation.
+func (s *stats) released(early bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releases++
+	if early {
+		s.violations++
+	}
+}
+
 func (s *stats) acquired(counter string, start time.Time) {
 	wait := time.Since(start)
 	s.mu.Lock()
@@ -340,6 +495,8 @@ func (s *stats) print(w io.Writer) error {
 	fmt.Fprintf(w, "  order %d, inventory (fair) %d, report %d\n", s.byKind["order"], s.byKind["inventory"], s.byKind["report"])
 	fmt.Fprintf(w, "  catalog reads %d (up to %d at once), writes %d\n", s.byKind["catalog read"], s.maxReaders, s.byKind["catalog"])
 	fmt.Fprintf(w, "  checkout (multi: order + inventory) %d, payment (red) %d\n", s.byKind["checkout"], s.byKind["payment"])
+	fmt.Fprintf(w, "  ledger (fenced) %d, payment slots (semaphore) %d, at most %d of %d permits held at once\n", s.byKind["ledger"], s.byKind["payment slot"], s.maxPermits, paymentSlots)
+	fmt.Fprintf(w, "latch:            %d reporters released after %d import shards counted down\n", s.releases, importShards)
 	fmt.Fprintf(w, "not acquired:     %d (wait time ran out)\n", s.timeouts.Load())
 	fmt.Fprintf(w, "wait p50 / p99:   %v / %v\n", pct(0.50), pct(0.99))
 	fmt.Fprintf(w, "errors:           %d\n", len(s.errs))

@@ -4,7 +4,8 @@
 //
 // New(client) gives a *Locks. Each lock has a handle constructor named after
 // it and a With<Name> helper that runs a function while holding it
-// (With<Name>Read and With<Name>Write for a readwrite lock):
+// (With<Name>Read and With<Name>Write for a readwrite lock; Arm<Name>,
+// Await<Name> and CountDown<Name> for a latch):
 //
 //	lock              kind       key                            lease     wait     more
 //	OrderLock         reentrant  order:${orderID}               watchdog  3s
@@ -13,6 +14,9 @@
 //	CheckoutLock      multi      OrderLock + InventoryLock      watchdog  10s
 //	PaymentLock       red        payment:${paymentID}           30s       forever  quorum majority
 //	TenantReportLock  reentrant  report:{${tenant}}:${month}    watchdog  5s
+//	LedgerLock        reentrant  ledger:${accountID}            watchdog  5s       fenced
+//	PaymentSlots      semaphore  payment-slots:${shopID}        watchdog  2s       permits 3
+//	ImportDone        latch      import:${batchID}              -         10s      count 3
 //
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
@@ -310,6 +314,159 @@ var tenantReportLockOptions = runtime.LockOptions{
 // tenantReportLockKey renders the key report:{${tenant}}:${month}.
 func tenantReportLockKey(tenant string, month uint8) string {
 	return "report:{" + keyPart(tenant) + "}:" + strconv.FormatUint(uint64(month), 10)
+}
+
+// LedgerLock returns the handle of the fenced reentrant lock LedgerLock for accountID,
+// for LockFenced and TryLockFenced (which return the fencing token), Unlock,
+// Token, and IsLocked, HoldCount, RemainTTL and ForceUnlock.
+//
+// Serialises postings to one account's ledger. Fenced: each posting carries
+// the acquisition's token, and the ledger refuses a token older than the
+// newest it has seen, so a holder paused past its lease cannot post late.
+//
+//	kind:     reentrant
+//	key:      ledger:${accountID}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 5s
+//	fenced:   yes: each acquisition gets a token from redisson_lock_token:{<key>}
+func (l *Locks) LedgerLock(accountID int64) *runtime.FencedLock {
+	return l.c.FencedLock(ledgerLockKey(accountID), ledgerLockOptions)
+}
+
+// WithLedgerLock runs fn while holding LedgerLock for accountID.
+// It waits up to 5s for the lock, and releases it when fn returns.
+//
+// fn gets the ctx of the hold, cancelled if the lock is lost (a nested call
+// with it re-enters the lock), and the acquisition's fencing token: a number
+// that grows with every acquisition by anyone. Send it with every write to the
+// storage the lock guards, and have the storage refuse a token lower than the
+// highest it has seen: that stops a holder that was paused past its lease.
+//
+//	kind:     reentrant
+//	key:      ledger:${accountID}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 5s
+//	fenced:   yes: each acquisition gets a token from redisson_lock_token:{<key>}
+func (l *Locks) WithLedgerLock(ctx context.Context, accountID int64, fn func(ctx context.Context, fence int64) error) error {
+	return l.c.FencedLock(ledgerLockKey(accountID), ledgerLockOptions).DoFenced(ctx, fn)
+}
+
+var ledgerLockOptions = runtime.LockOptions{
+	Name:     "LedgerLock",
+	Lease:    runtime.Watchdog,
+	WaitTime: 5 * time.Second,
+}
+
+// ledgerLockKey renders the key ledger:${accountID}.
+func ledgerLockKey(accountID int64) string {
+	return "ledger:" + strconv.FormatInt(accountID, 10)
+}
+
+// PaymentSlots returns the handle of the semaphore PaymentSlots for shopID,
+// for Acquire, TryAcquire and Release, and Available, TrySetPermits,
+// SetPermits, AddPermits and Drain.
+//
+// At most 3 holders at once; each permit has its own lease, so a holder
+// that crashes gives its permit back when the lease ends.
+//
+// At most 3 calls to the payment provider per shop at once (its rate
+// limit). Each permit has its own lease: a worker that crashes mid-call
+// gives its slot back when the lease runs out.
+//
+//	kind:     semaphore
+//	key:      payment-slots:${shopID}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 2s
+//	permits:  3 (what a fresh semaphore starts with)
+func (l *Locks) PaymentSlots(shopID string) *runtime.Semaphore {
+	return l.c.Semaphore(paymentSlotsKey(shopID), paymentSlotsOptions)
+}
+
+// WithPaymentSlots runs fn while holding one permit of PaymentSlots for shopID.
+// It waits up to 2s for a permit, and gives it back when fn returns.
+// At most 3 holders at once; each permit has its own lease, so a holder
+// that crashes gives its permit back when the lease ends.
+// fn gets the ctx of the hold: it is cancelled if the permit is lost.
+// Permits are not reentrant: a nested call takes another permit.
+//
+//	kind:     semaphore
+//	key:      payment-slots:${shopID}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 2s
+//	permits:  3 (what a fresh semaphore starts with)
+func (l *Locks) WithPaymentSlots(ctx context.Context, shopID string, fn func(ctx context.Context) error) error {
+	return l.c.Semaphore(paymentSlotsKey(shopID), paymentSlotsOptions).Do(ctx, fn)
+}
+
+var paymentSlotsOptions = runtime.SemaphoreOptions{
+	Name:     "PaymentSlots",
+	Permits:  3,
+	Lease:    runtime.Watchdog,
+	WaitTime: 2 * time.Second,
+}
+
+// paymentSlotsKey renders the key payment-slots:${shopID}.
+func paymentSlotsKey(shopID string) string {
+	return "payment-slots:" + keyPart(shopID)
+}
+
+// ImportDone returns the handle of the count-down latch ImportDone for batchID,
+// for TrySetCount, CountDown, Count, Await, TryAwait and Delete.
+//
+// The nightly catalog import runs in 3 shards; the report waits until all
+// of them have counted down.
+//
+//	kind:     latch
+//	key:      import:${batchID}
+//	waitTime: 10s
+//	count:    3 (what ArmImportDone sets)
+func (l *Locks) ImportDone(batchID string) *runtime.Latch {
+	return l.c.Latch(importDoneKey(batchID), importDoneOptions)
+}
+
+// ArmImportDone arms ImportDone for batchID with the count 3, only if it is not
+// armed; it reports whether it did. A latch that reached zero is deleted,
+// and nothing but this arms it again.
+//
+//	kind:     latch
+//	key:      import:${batchID}
+//	waitTime: 10s
+//	count:    3 (what ArmImportDone sets)
+func (l *Locks) ArmImportDone(ctx context.Context, batchID string) (bool, error) {
+	return l.c.Latch(importDoneKey(batchID), importDoneOptions).Arm(ctx)
+}
+
+// AwaitImportDone waits until ImportDone for batchID has been counted down to
+// zero (or is not armed). It waits up to 10s (then runtime.ErrNotAcquired).
+//
+//	kind:     latch
+//	key:      import:${batchID}
+//	waitTime: 10s
+//	count:    3 (what ArmImportDone sets)
+func (l *Locks) AwaitImportDone(ctx context.Context, batchID string) error {
+	return l.c.Latch(importDoneKey(batchID), importDoneOptions).TryAwait(ctx, importDoneOptions.WaitTime)
+}
+
+// CountDownImportDone counts ImportDone for batchID down by one; the call that
+// reaches zero releases every waiter. It never arms the latch.
+//
+//	kind:     latch
+//	key:      import:${batchID}
+//	waitTime: 10s
+//	count:    3 (what ArmImportDone sets)
+func (l *Locks) CountDownImportDone(ctx context.Context, batchID string) error {
+	return l.c.Latch(importDoneKey(batchID), importDoneOptions).CountDown(ctx)
+}
+
+var importDoneOptions = runtime.LatchOptions{
+	Name:     "ImportDone",
+	Count:    3,
+	WaitTime: 10 * time.Second,
+}
+
+// importDoneKey renders the key import:${batchID}.
+func importDoneKey(batchID string) string {
+	return "import:" + keyPart(batchID)
 }
 
 // keyPart escapes % { and } in a key param as %25 %7B and %7D: a brace in a
