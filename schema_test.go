@@ -31,6 +31,7 @@ var parserOnly = map[string]string{
 	"bad_nested_hash_tag":                   "braces inside a key pattern",
 	"bad_red_member":                        "kinds of other locks",
 	"bad_synchronizer_member":               "kinds of other locks",
+	"bad_fenced_member":                     "fields of other locks",
 	"bad_slot":                              "braces inside a slot pattern",
 	"bad_unbalanced_close_brace":            "braces inside a key pattern",
 	"bad_unbalanced_open_brace":             "braces inside a key pattern",

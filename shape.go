@@ -219,7 +219,8 @@ func buildSchema() (*schema, []prop) {
 			}},
 			{"members", &schema{
 				desc: "multi locks only: at least two lock names, taken together, all or nothing. A reentrant or fair member is taken as it is, a readwrite member on its write side, " +
-					"and a multi member is flattened into its own members (a lock reached twice is taken once); red locks cannot be members (they live on other servers). " +
+					"and a multi member is flattened into its own members (a lock reached twice is taken once); red locks cannot be members (they live on other servers), nor can semaphores (shared holders), latches (awaited, not held) " +
+					"or fenced locks (a multi lock would take them without a token). " +
 					"Unknown names, duplicates, the lock itself, cycles and a shared param with two types are errors. The multi lock's own lease and waitTime (or the defaults) " +
 					"apply to the whole, the members' do not. Its params are the union of the members', in member order.",
 				types:       []string{"array"},

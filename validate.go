@@ -119,6 +119,8 @@ func validateMemberList(s *Spec, l *Lock, byName map[string]*Lock, e *errs) bool
 			e.add(at, path, "%s is a red lock: it lives on the RedLock nodes, not on the Redis the other members share, so it cannot be taken with them (remove it from members)", m)
 		case byName[m].Kind == Semaphore:
 			e.add(at, path, "%s is a semaphore: its permits are shared by several holders, so it cannot be taken all-or-nothing with locks held by one owner (remove it from members; take a permit with With%s around the multi lock)", m, m)
+		case byName[m].Fenced && byName[m].Kind == Reentrant:
+			e.add(at, path, "%s is fenced: a multi lock takes its members without their fencing tokens, so its holders would write unfenced (take %s alone with With%s, or remove fenced from it)", m, m, m)
 		case byName[m].Kind == Latch:
 			e.add(at, path, "%s is a latch: it is awaited, not held, so it cannot be a member (remove it from members; call Await%s before taking the multi lock)", m, m)
 		default:
