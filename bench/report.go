@@ -318,6 +318,10 @@ func (res *results) markdown() string {
 		}
 	}
 
+	if prof, err := os.ReadFile("handoff-profile.md"); err == nil {
+		p("## Where the hand-off time goes\n\n%s\n", prof)
+	}
+
 	p("## How things are counted\n\n")
 	p("- **Redis cmds** are deltas of `INFO commandstats` around each row (the bench's own INFO/FLUSHALL excluded). Redis counts there the commands a Lua script runs with `redis.call` as well as the EVALSHA itself, so a one-script acquire shows as 1 evalsha plus the script's inner reads and writes; SUBSCRIBE/UNSUBSCRIBE and the PUBLISH inside the release script are included.\n")
 	p("- **client calls** are the top-level commands the row's go-redis client sent, counted by a go-redis hook (what crosses the network; pub/sub SUBSCRIBE on the dedicated connection is not seen by the hook). This is the column for \"exactly 2 per acquire + release\".\n")
@@ -383,11 +387,15 @@ func (res *results) targets(b *strings.Builder) {
 	for _, r := range append(slices.Clone(res.ManyKeys), res.ReadWrite...) {
 		viol += r.Violations
 	}
-	add("mutual-exclusion violations, every row of scenarios 2, 3, 6", "0", fmt.Sprint(viol), viol == 0)
+	for _, r := range append(slices.Clone(res.Sleep), res.Procs...) {
+		viol += r.Violations
+	}
+	add("mutual-exclusion violations, every row of scenarios 2, 3, 6, 7, 8", "0", fmt.Sprint(viol), viol == 0)
+	res.handoffTargets(add)
 	if len(ts) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "## Targets (issue #6), lockgen in this run\n\n| Target | Wanted | Measured | |\n|---|---|---|---|\n")
+	fmt.Fprintf(b, "## Targets (issues #6 and #16), lockgen in this run\n\n| Target | Wanted | Measured | |\n|---|---|---|---|\n")
 	for _, t := range ts {
 		mark := "met"
 		if !t.ok {
@@ -475,4 +483,58 @@ func loadAvg() string {
 		return "?"
 	}
 	return f[0]
+}
+
+// handoffTargets are issue #16's goals for lockgen's Mutex in every
+// contention table (scenarios 2, 7 and 8): throughput at least the best
+// peer's and an idle gap p50 of at most 150 µs. Each names its worst table.
+func (res *results) handoffTargets(add func(what, want, got string, ok bool)) {
+	type table struct {
+		name string
+		rs   []*run
+	}
+	var tables []table
+	for _, w := range res.Cfg.workers {
+		if real, _ := res.contentionAt(w); len(real) > 0 {
+			tables = append(tables, table{fmt.Sprintf("2 (spun), %d workers", w), real})
+		}
+	}
+	for _, sc := range []struct {
+		n    int
+		what string
+		rs   []*run
+	}{{7, "slept", res.Sleep}, {8, "processes", res.Procs}} {
+		for _, w := range res.Cfg.shapeWorkers {
+			var rs []*run
+			for _, r := range sc.rs {
+				if r.Shape.Workers == w {
+					rs = append(rs, r)
+				}
+			}
+			if len(rs) > 0 {
+				tables = append(tables, table{fmt.Sprintf("%d (%s), %d workers", sc.n, sc.what, w), rs})
+			}
+		}
+	}
+	worstRatio, worstGap := 0.0, time.Duration(0)
+	var ratioAt, gapAt string
+	for _, t := range tables {
+		lg, br := findRun(t.rs, "lockgen"), bestPeer(t.rs, byRate)
+		if lg == nil || br == nil {
+			continue
+		}
+		if x := lg.rate() / br.rate(); ratioAt == "" || x < worstRatio {
+			worstRatio, ratioAt = x, fmt.Sprintf("%s, against %s", t.name, br.Lib.Name)
+		}
+		if g := lg.Gap.q(0.5); gapAt == "" || g > worstGap {
+			worstGap, gapAt = g, t.name
+		}
+	}
+	if ratioAt == "" {
+		return
+	}
+	add("every contention table: acquisitions/s", "≥ 1.0× best peer (issue #16)",
+		fmt.Sprintf("lowest %s (scenario %s)", ratio(worstRatio), ratioAt), worstRatio >= 1)
+	add("every contention table: idle gap p50", "≤ 150 µs (issue #16)",
+		fmt.Sprintf("highest %.0f µs (scenario %s)", float64(worstGap)/1e3, gapAt), worstGap <= 150*time.Microsecond)
 }
