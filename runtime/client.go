@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,9 +105,10 @@ type Client struct {
 	hub          *hub
 	wd           watchdog
 	clock        leaseClock
-	label        ownerLabel   // who this client is, for lockgen inspect (label.go)
-	closeRenewal func() error // closes the watchdog's own client, if any
-	redNodes     []*Client    // one client per RedLock node
+	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
+	closeRenewal func() error   // closes the watchdog's own client, if any
+	background   sync.WaitGroup // settlements in the background (reconcile.go)
+	redNodes     []*Client      // one client per RedLock node
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -210,6 +212,7 @@ func (c *Client) Close() error {
 		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
 	})
 	c.endLife() // every hold's ctx is already cancelled: renewals are moot
+	c.background.Wait()
 	c.wd.wait()
 	c.clock.wait()
 	if c.closeRenewal != nil {
@@ -263,8 +266,15 @@ func (c *Client) leaseArg(lease time.Duration) any {
 // after the release timeout: releases and settlements must finish even when
 // the caller has given up.
 func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Value(stayAttached{}) != nil {
+		return context.WithTimeout(ctx, c.opts.ReleaseTimeout)
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
 }
+
+// stayAttached, as a ctx value, keeps detached from detaching: the
+// Client's own background work (settleLater) ends with Close.
+type stayAttached struct{}
 
 // retry runs op on ctx and, if that fails without a reply from Redis (a
 // transport error, or ctx cancelled), again on a ctx detached from ctx's

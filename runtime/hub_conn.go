@@ -124,7 +124,6 @@ const (
 	opSubscribe subOpKind = iota
 	opUnsubscribe
 	opPing
-	opSubscribeInvalidations // classic SUBSCRIBE __redis__:invalidate, sharded or not
 )
 
 type subOp struct {
@@ -340,8 +339,6 @@ func (sc *subConn) send(op subOp) error {
 	switch {
 	case op.kind == opPing:
 		err = sc.ps.Ping(ctx)
-	case op.kind == opSubscribeInvalidations:
-		err = sc.ps.Subscribe(ctx, invalidateChannel)
 	case op.kind == opSubscribe && sharded:
 		err = sc.ps.SSubscribe(ctx, op.channel)
 	case op.kind == opSubscribe:
@@ -558,8 +555,11 @@ func (h *hub) close() {
 		close(h.monitor)
 	}
 	h.mu.Unlock()
-	h.wg.Wait()
+	// Closing the hub's own client first ends any read stuck on one of its
+	// connections (a tracking read into a blackhole), which a cancelled
+	// ctx does not.
 	if h.closeSub != nil {
 		_ = h.closeSub()
 	}
+	h.wg.Wait()
 }

@@ -18,14 +18,12 @@ import (
 // invalidations (CLIENT TRACKING, Redis >= 6):
 //
 //   - each pub/sub connection has a tracking connection to the same node,
-//     with CLIENT TRACKING ON REDIRECT <the pub/sub connection's id>; the
-//     pub/sub connection subscribes to __redis__:invalidate;
+//     with CLIENT TRACKING ON REDIRECT <the pub/sub connection's id>;
 //   - reading a key on the tracking connection (EXISTS) makes Redis send
 //     one invalidation for it on its next change, deletion or expiry;
 //   - on an invalidation the hub reads the key again (which re-arms the
-//     tracking) and, if the key is gone and no hand-off is in flight
-//     (an unlock message already woke a waiter), wakes the lock's waiters
-//     as a write unlock would: every reader and one other waiter.
+//     tracking) and, if the key is gone, wakes the lock's waiters as a
+//     write unlock would: every reader and one other waiter.
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
 // that EXISTS, so no deletion is missed. Every change of a watched key
@@ -50,6 +48,10 @@ const invalidateChannel = "__redis__:invalidate"
 // EXISTS per trackCoalesce however often it changes hands; a deletion is
 // seen that much later.
 const trackCoalesce = 10 * time.Millisecond
+
+// trackPingIdle is how long the tracking connection may go without I/O
+// before it is pinged (it also keeps a server's idle timeout away).
+const trackPingIdle = 500 * time.Millisecond
 
 type subConnKey struct{}
 
@@ -198,7 +200,16 @@ func (t *tracker) gone(key string, into []*channelEntry) []*channelEntry {
 }
 
 // trackLoop turns tracking on for sc and reads the keys due until sc is
-// dropped. It runs once sc's connection is up (its id is known).
+// dropped. It runs once sc's connection is up (its id is known). The
+// redirect target needs no SUBSCRIBE to __redis__:invalidate: Redis sends
+// the invalidations of a RESP2 redirect to any connection in pub/sub mode,
+// and an ACL that limits channels would refuse that one.
+//
+// The tracking connection is watched like the pub/sub one: Redis tells no
+// one when a tracking client goes away (CLIENT KILL, a server timeout, a
+// dropped NAT entry), and its invalidations would just stop. So it is
+// pinged after trackPingIdle without I/O, and a failed read or ping
+// replaces sc (and with it this connection), waking every waiter.
 func (sc *subConn) trackLoop() {
 	h := sc.h
 	defer h.wg.Done()
@@ -220,24 +231,19 @@ func (sc *subConn) trackLoop() {
 	// Back to the hub client's pool, tracking still on: the next tracker
 	// that takes it redirects it to its own connection, and invalidations
 	// of keys no one watches any more are ignored. The pool's connections
-	// are closed with the hub.
+	// are closed with the hub (which also ends a read stuck on one).
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(tctx, hubIOTimeout)
+	ctx, cancel := context.WithTimeout(tctx, hubConnectTimeout)
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
 	if err != nil {
-		select {
-		case <-sc.done:
-		default:
-			h.c.log.Debug("key tracking off: CLIENT TRACKING failed", "slot", sc.slot, "err", err)
+		if isRedisReply(err) {
+			h.c.log.Debug("key tracking off: CLIENT TRACKING refused", "slot", sc.slot, "err", err)
+			return
 		}
+		sc.trackFailed(err)
 		return
 	}
-	h.mu.Lock()
-	if !sc.dead {
-		sc.queueLocked(subOp{kind: opSubscribeInvalidations})
-	}
-	h.mu.Unlock()
 	var (
 		keys  []string
 		cmds  []*redis.IntCmd
@@ -245,9 +251,25 @@ func (sc *subConn) trackLoop() {
 	)
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
+	health := time.NewTicker(trackPingIdle)
+	defer health.Stop()
+	used := time.Now()
 	for {
 		select {
 		case <-t.kick:
+		case <-health.C:
+			if time.Since(used) < trackPingIdle {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(tctx, hubPingTimeout)
+			err := conn.Ping(ctx).Err()
+			cancel()
+			if err != nil {
+				sc.trackFailed(err)
+				return
+			}
+			used = time.Now()
+			continue
 		case <-sc.done:
 			return
 		}
@@ -276,17 +298,10 @@ func (sc *subConn) trackLoop() {
 		})
 		cancel()
 		if err != nil {
-			select {
-			case <-sc.done:
-				return
-			default:
-			}
-			h.mu.Lock()
-			woken = h.failLocked(sc, "key tracking failed", err, true, woken[:0])
-			h.mu.Unlock()
-			h.wakeEntries(woken)
+			sc.trackFailed(err)
 			return
 		}
+		used = time.Now()
 		woken = woken[:0]
 		for i, cmd := range cmds {
 			if cmd.Val() == 0 {
@@ -298,6 +313,22 @@ func (sc *subConn) trackLoop() {
 	}
 }
 
+// trackFailed replaces sc after its tracking connection failed: the
+// invalidations it should have caused may be lost, so every waiter of sc
+// tries again.
+func (sc *subConn) trackFailed(err error) {
+	select {
+	case <-sc.done:
+		return // dropped already: that is why the I/O failed
+	default:
+	}
+	h := sc.h
+	h.mu.Lock()
+	woken := h.failLocked(sc, "key tracking connection failed", err, true, nil)
+	h.mu.Unlock()
+	h.wakeEntries(woken)
+}
+
 // trackingConn returns a connection to sc's server for tracking, or nil.
 func (sc *subConn) trackingConn() *redis.Conn {
 	if r, ok := sc.h.sub.(*redis.Client); ok {
@@ -307,13 +338,15 @@ func (sc *subConn) trackingConn() *redis.Conn {
 }
 
 // keyGone wakes the waiters of entries whose key was found gone, as a
-// write unlock would, unless a hand-off is in flight on the entry (an
-// unlock message woke a waiter already: the key is gone because of that
-// unlock).
+// write unlock would. A waiter woken already and still in its try gets
+// another signal too: its try may have run before the key went, and the
+// signal it keeps makes it try again. An unlock message and the key it
+// deleted seldom both wake someone: the key is read trackCoalesce after
+// the change, and by then the woken waiter has usually taken it.
 func (h *hub) keyGone(entries []*channelEntry) {
 	for _, e := range entries {
 		e.sh.mu.Lock()
-		if e.sh.entries[e.name] == e && e.inflight == 0 {
+		if e.sh.entries[e.name] == e {
 			wakeReaders(e)
 		}
 		e.sh.mu.Unlock()

@@ -198,9 +198,8 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	}
 	settled, serr := m.k.settle(ctx, m, a, at)
 	if serr != nil {
-		c.markUnknown(id, serr)
-		if count == 0 && errors.Is(serr, ErrOutcomeUnknown) {
-			m.settleLater(a, at, px)
+		if gen := c.markUnknown(id, serr); gen != 0 && count == 0 {
+			m.settleLater(a, at, px, gen)
 		}
 		return false, 0, serr
 	}

@@ -19,18 +19,29 @@ import (
 // has beyond its own (design.md §7).
 
 // markUnknown records that the outcome of the call in id's turn is
-// unknown. The caller has the turn.
-func (c *Client) markUnknown(id holdID, err error) {
+// unknown, and returns the mark's generation (0: err is no unknown
+// outcome). The caller has the turn.
+func (c *Client) markUnknown(id holdID, err error) uint64 {
 	if !errors.Is(err, ErrOutcomeUnknown) {
-		return
+		return 0
 	}
+	gen := c.reg.unknownGen.Add(1)
 	sh := c.reg.shard(id.key)
 	sh.mu.Lock()
 	if _, ok := sh.unknown[id]; !ok {
-		sh.unknown[id] = struct{}{}
 		c.reg.unknownN.Add(1)
 	}
+	sh.unknown[id] = gen
 	sh.mu.Unlock()
+	return gen
+}
+
+// unknownMark returns the generation of id's unknown mark, 0 if none.
+func (c *Client) unknownMark(id holdID) uint64 {
+	sh := c.reg.shard(id.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.unknown[id]
 }
 
 // isUnknown reports whether the last outcome of a call on id is unknown.
@@ -74,7 +85,7 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
 		}
 	}
-	c.dropUnknown(id)
+	c.dropUnknown(id, 0)
 	sh := c.reg.shard(id.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -92,25 +103,34 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 // request took would stay taken until its lease ran out, and the unknown
 // mark would stay in the registry for good. Once Redis answers, the
 // request is settled (an abort marker keeps any late copy out, or it is
-// found taken) and reconcile gives back what it took. It gives up, and
-// drops the mark, after lease: by then Redis has expired whatever the
-// request took.
-func (m *Mutex) settleLater(a lockArgs, at attempt, lease time.Duration) {
+// found taken) and reconcile gives back what it took. gen is the unknown
+// mark the failed call left: the settlement stops when another call of the
+// owner replaced or cleared it (that call, or its own settlement, takes
+// over). It gives up after lease, when Redis has expired whatever the
+// request took, dropping its mark; Close stops it, and waits for it.
+func (m *Mutex) settleLater(a lockArgs, at attempt, lease time.Duration, gen uint64) {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
-	ctx, cancel := context.WithTimeout(c.life, lease)
+	// Cancelled by Close even in the calls that detach (see detached).
+	ctx, cancel := context.WithTimeout(context.WithValue(c.life, stayAttached{}, true), lease)
+	c.background.Add(1)
 	go func() {
+		defer c.background.Done()
 		defer cancel()
 		backoff := 20 * time.Millisecond
 		for {
-			if m.settleOnce(ctx, id, a, at) {
+			if m.settleOnce(ctx, id, a, at, gen) {
 				return
 			}
 			t := time.NewTimer(backoff)
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				c.dropUnknown(id)
+				// In the turn: a call of the owner in flight may be
+				// about to leave a newer mark, which is not ours.
+				_, _, _ = c.enter(context.Background(), id, 0)
+				c.dropUnknown(id, gen)
+				c.exit(id)
 				return
 			case <-t.C:
 			}
@@ -121,14 +141,14 @@ func (m *Mutex) settleLater(a lockArgs, at attempt, lease time.Duration) {
 
 // settleOnce makes one attempt of settleLater, in id's turn. It reports
 // whether there is nothing left to do.
-func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at attempt) bool {
+func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at attempt, gen uint64) bool {
 	c := m.c
 	if _, _, err := c.enter(ctx, id, 0); err != nil {
 		return false
 	}
 	defer c.exit(id)
-	if !c.isUnknown(id) {
-		return true // a later call of the owner reconciled it
+	if c.unknownMark(id) != gen {
+		return true // a later call of the owner reconciled it, or took over
 	}
 	if _, err := m.k.settle(ctx, m, a, at); err != nil {
 		return false
@@ -136,12 +156,13 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at attemp
 	return m.reconcile(ctx, a) == nil
 }
 
-// dropUnknown forgets that the outcome of a call on id is unknown.
-func (c *Client) dropUnknown(id holdID) {
+// dropUnknown forgets that the outcome of a call on id is unknown: the
+// mark of generation gen, or any mark if gen is 0.
+func (c *Client) dropUnknown(id holdID, gen uint64) {
 	sh := c.reg.shard(id.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.unknown[id]; ok {
+	if g, ok := sh.unknown[id]; ok && (gen == 0 || g == gen) {
 		delete(sh.unknown, id)
 		c.reg.unknownN.Add(-1)
 	}

@@ -18,6 +18,9 @@ type registry struct {
 	// unknownN counts the entries of every shard's unknown set, so the hot
 	// path can skip the look-up while there are none.
 	unknownN atomic.Int32
+	// unknownGen numbers the unknown marks, so a background settlement
+	// (reconcile.go) only ever drops its own.
+	unknownGen atomic.Uint64
 }
 
 // registryShards is a power of two well above the number of cores: two
@@ -27,8 +30,8 @@ const registryShards = 512
 type shard struct {
 	mu      sync.Mutex
 	holds   map[holdID]*hold
-	turns   map[holdID]turn // calls in flight, one per owner and lock
-	unknown map[holdID]struct{}
+	turns   map[holdID]turn   // calls in flight, one per owner and lock
+	unknown map[holdID]uint64 // the mark's generation
 	// The watchdog's wheel for the holds of this shard (watchdog.go):
 	// holds by the tick their renewal is due in, and the first tick not
 	// yet taken off it (0: none taken yet).
@@ -46,7 +49,7 @@ func (r *registry) init() {
 		s := &r.shards[i]
 		s.holds = make(map[holdID]*hold)
 		s.turns = make(map[holdID]turn)
-		s.unknown = make(map[holdID]struct{})
+		s.unknown = make(map[holdID]uint64)
 		s.dueHead.Store(noDue)
 	}
 }
