@@ -90,12 +90,17 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	start := time.Now()
 	a := newLockArgs(m.key, owner, m.k.field(owner))
 	var sent time.Time
-	var fence int64
+	// The token's home is allocated only for a fenced lock: the pointer
+	// reaches the kind's acquire through an interface, so it escapes.
+	var fence *int64
+	if m.fenced {
+		fence = new(int64)
+	}
 	waiting := wait != 0
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		first := sent.IsZero()
 		sent = time.Now()
-		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, &fence)
+		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence)
 		if first && waiting && !took && err == nil && c.opts.Observer != nil {
 			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
 		}
@@ -120,7 +125,11 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	// The successful attempt still has its turn (see tryAcquire): the hold
 	// is recorded before the owner's next call on this lock reads its count.
 	id := holdID{m.key, a.fieldID()}
-	hctx, err := c.addHoldAs(ctx, m.holdSpec(), a, lease, sent, fence)
+	var token int64
+	if fence != nil {
+		token = *fence
+	}
+	hctx, err := c.addHoldAs(ctx, m.holdSpec(), a, lease, sent, token)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
 		count, _ := c.holdState(m.key, a.fieldID(), lease)
