@@ -56,15 +56,7 @@ func TestChannelRestrictedACLUserKeepsOnePubSubConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		m := waiter.Mutex(key, runtime.LockOptions{})
-		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
-		if err == nil {
-			_ = m.Unlock(w)
-		}
-		got <- err
-	}()
+	got := waitInBackground(ctx, waiter, key)
 	channel := "redisson_lock__channel:{" + key + "}"
 	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
 		return admin.PubSubNumSub(ctx, channel).Val()[channel] == 1

@@ -146,15 +146,7 @@ func TestKeyDeletedDuringAWokenWaitersTryWakesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		m := waiter.Mutex(key, runtime.LockOptions{})
-		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
-		if err == nil {
-			_ = m.Unlock(w)
-		}
-		got <- err
-	}()
+	got := waitInBackground(ctx, waiter, key)
 	channel := "redisson_lock__channel:{" + key + "}"
 	eventually(t, 5*time.Second, "waiter subscribed", func() bool {
 		return admin.PubSubNumSub(ctx, channel).Val()[channel] == 1
@@ -243,15 +235,7 @@ func TestKeyDeletedAfterTheTrackingConnectionDiedWakesTheWaiter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		m := waiter.Mutex(key, runtime.LockOptions{})
-		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
-		if err == nil {
-			_ = m.Unlock(w)
-		}
-		got <- err
-	}()
+	got := waitInBackground(ctx, waiter, key)
 	reads.after(t, 0) // watched
 	id := trackingClientID(t, admin)
 	if err := admin.Do(ctx, "client", "kill", "id", id).Err(); err != nil {
@@ -261,14 +245,7 @@ func TestKeyDeletedAfterTheTrackingConnectionDiedWakesTheWaiter(t *testing.T) {
 	if err := admin.Del(ctx, key).Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter sleeps through a deleted key: the tracking connection was killed and nothing noticed")
-	}
+	expectAcquired(t, got, 5*time.Second, "the waiter sleeps through a deleted key: the tracking connection was killed and nothing noticed")
 	_ = hm.Unlock(h)
 }
 
@@ -287,28 +264,13 @@ func TestKeyDeletedAfterTheServerTimedOutTheIdleTrackingConnectionWakesTheWaiter
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		m := waiter.Mutex(key, runtime.LockOptions{})
-		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
-		if err == nil {
-			_ = m.Unlock(w)
-		}
-		got <- err
-	}()
+	got := waitInBackground(ctx, waiter, key)
 	reads.after(t, 0)           // watched
 	time.Sleep(3 * time.Second) // the server's idle timeout (1 s, checked in its cron) passes
 	if err := s.Client(t).Del(ctx, key).Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter sleeps through a deleted key: the server closed the idle tracking connection and nothing noticed")
-	}
+	expectAcquired(t, got, 5*time.Second, "the waiter sleeps through a deleted key: the server closed the idle tracking connection and nothing noticed")
 	_ = hm.Unlock(h)
 }
 

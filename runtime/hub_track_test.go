@@ -101,3 +101,31 @@ func TestWaitersWakeOnUnlockWhenTrackingIsRefused(t *testing.T) {
 		t.Fatalf("woken after %v: the unlock message was not delivered", d)
 	}
 }
+
+// waitInBackground has c wait up to 20 s for key, and unlock it once
+// acquired; the channel gets the wait's error.
+func waitInBackground(ctx context.Context, c *runtime.Client, key string) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		m := c.Mutex(key, runtime.LockOptions{})
+		w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		if err == nil {
+			_ = m.Unlock(w)
+		}
+		got <- err
+	}()
+	return got
+}
+
+// expectAcquired fails with why unless the wait on got succeeds within d.
+func expectAcquired(t *testing.T, got <-chan error, d time.Duration, why string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(d):
+		t.Fatal(why)
+	}
+}
