@@ -5,7 +5,10 @@
 //
 // It reads the layout the runtime writes (Redisson's, design.md §4 and §8)
 // and never writes: its commands are HGETALL, PTTL, LRANGE, ZRANGE, GET,
-// TYPE and SCAN, never KEYS. A lock's live instances are found with SCAN
+// TIME and SCAN (with TYPE), never KEYS. A fenced lock is shown with the
+// last token handed out, a semaphore with its free count and each held
+// permit's expiry (a permit whose lease ran out counts as free, as the next
+// script on the semaphore will find it), a latch with the count left. A lock's live instances are found with SCAN
 // over a glob derived from its key pattern (literal text escaped, a
 // placeholder matched by *), on every master of a cluster or only on the
 // one that serves a pattern whose hash tag is literal, and the keys found

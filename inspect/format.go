@@ -35,6 +35,14 @@ func human(d Duration) string {
 	return t.Round(time.Second).String()
 }
 
+// kindText is a kind as tables show it: a fenced reentrant lock says so.
+func kindText(kind string, fenced bool) string {
+	if fenced {
+		return kind + ", fenced"
+	}
+	return kind
+}
+
 // describe says who an owner is.
 func (w Who) describe() string {
 	if w.Redisson {
@@ -56,7 +64,7 @@ func WriteInstance(w io.Writer, st Instance) error {
 
 func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
 	row := func(cells ...string) { fmt.Fprintln(tw, indent+strings.Join(cells, "\t")) }
-	row("lock", st.Lock+" ("+st.Kind+")")
+	row("lock", st.Lock+" ("+kindText(st.Kind, st.Fenced)+")")
 	if st.Kind == "multi" {
 		state := "not held"
 		if st.Held {
@@ -75,8 +83,11 @@ func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
 		row("key", st.Key)
 	}
 	row("state", state(st))
-	if st.Token != nil {
-		row("token", formatInt(*st.Token))
+	switch {
+	case st.Token != nil:
+		row("token", formatInt(*st.Token)+" (the last handed out)")
+	case st.Fenced:
+		row("token", "none handed out yet")
 	}
 	for _, h := range st.Holders {
 		what := fmt.Sprintf("×%d", h.Count)
@@ -110,6 +121,8 @@ func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
 // state is the one-line state of an instance.
 func state(st Instance) string {
 	switch {
+	case st.Kind == "latch" && st.Count != nil && *st.Count == 1:
+		return "waiting for 1 count-down"
 	case st.Kind == "latch" && st.Count != nil:
 		return fmt.Sprintf("waiting for %d count-downs", *st.Count)
 	case st.Kind == "latch":
@@ -183,7 +196,7 @@ func WriteSummary(w io.Writer, list []Summary, limit int) error {
 		case s.Truncated:
 			live = fmt.Sprintf("%d+", limit)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Lock, s.Kind, s.Pattern, live, s.Waiting)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Lock, kindText(s.Kind, s.Fenced), s.Pattern, live, s.Waiting)
 	}
 	return tw.Flush()
 }

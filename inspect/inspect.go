@@ -197,6 +197,7 @@ func (in *Inspector) readKey(ctx context.Context, r *reader, l *lockgen.Lock, st
 		return err
 	}
 	if fenced(l) {
+		st.Fenced = true
 		return r.fenced(ctx, st)
 	}
 	return nil
@@ -294,7 +295,7 @@ func (in *Inspector) Summary(ctx context.Context) ([]Summary, error) {
 	}
 	var out []Summary
 	for _, l := range in.Spec.Locks {
-		s := Summary{Lock: l.Name, Kind: string(l.Kind), Pattern: l.KeyPattern().Text}
+		s := Summary{Lock: l.Name, Kind: string(l.Kind), Fenced: fenced(l), Pattern: l.KeyPattern().Text}
 		if l.Kind == lockgen.Multi {
 			var names []string
 			for _, m := range l.Leaves() {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +108,9 @@ var (
 	uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	durRE  = regexp.MustCompile(`\b([0-9]+(\.[0-9]+)?(ms|µs|ns|h|m|s))+\b`)
 	pidRE  = regexp.MustCompile(`pid [0-9]+`)
-	wsRE   = regexp.MustCompile(` {2,}`)
+	// permitRE is a semaphore permit id: 16 random bytes, shown in hex.
+	permitRE = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+	wsRE     = regexp.MustCompile(` {2,}`)
 )
 
 // normalise makes output comparable across runs: uuids, durations, pids
@@ -118,13 +121,15 @@ func normalise(s string) string {
 	s = uuidRE.ReplaceAllString(s, "<uuid>")
 	s = durRE.ReplaceAllString(s, "<dur>")
 	s = pidRE.ReplaceAllString(s, "pid <pid>")
+	s = permitRE.ReplaceAllString(s, "<permit>")
 	if host != "" {
 		s = strings.ReplaceAll(s, " "+host, " <host>")
+		s = regexp.MustCompile(`\b[0-9]+@`+regexp.QuoteMeta(host)+`\b`).ReplaceAllString(s, "<pid>@<host>")
 	}
 	return wsRE.ReplaceAllString(s, "  ")
 }
 
-var jsonVarying = regexp.MustCompile(`"(ttl_ms|deadline_ms|pid|since|host)": ("[^"]*"|[0-9-]+)`)
+var jsonVarying = regexp.MustCompile(`"(ttl_ms|deadline_ms|pid|since|host|id)": ("[^"]*"|[0-9-]+)`)
 
 // normaliseJSON replaces the values that differ between runs.
 func normaliseJSON(s string) string {
@@ -192,7 +197,56 @@ func TestInspectShowsEveryKindAsTheRuntimeWroteIt(t *testing.T) {
 	rdb.HSet(ctx, "order:43", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:57", 1)
 	rdb.PExpire(ctx, "order:43", 30*time.Second)
 
+	// fenced: taken and released once, then held with a re-entry, so the
+	// last token handed out is the third
+	ledger := c.FencedLock("ledger:7", runtime.LockOptions{Name: "LedgerLock"})
+	l1, _, err := ledger.TryLockFenced(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.Unlock(l1); err != nil {
+		t.Fatal(err)
+	}
+	l2, _, err := ledger.TryLockFenced(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, token, err := ledger.TryLockFenced(l2, 0, runtime.Watchdog); err != nil || token != 3 {
+		t.Fatalf("re-entry: token %d, %v; want 3", token, err)
+	}
+	// semaphore of 3 permits: one held with the watchdog, one with a fixed
+	// minute, and one whose 50ms lease ran out (not reclaimed yet: no
+	// script has run since, so it is still in the zset, but it is free)
+	slots := runtime.SemaphoreOptions{Name: "PaymentSlots", Permits: 3}
+	if _, err := c.Semaphore("payslots:acme", slots).TryAcquire(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	slots.Lease = time.Minute
+	if _, err := c.Semaphore("payslots:acme", slots).TryAcquire(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	slots.Lease = 50 * time.Millisecond
+	short, err := c.Semaphore("payslots:acme", slots).TryAcquire(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-short.Done() // its lease ended; wait until the server's clock passed its score too
+	waitFor(t, func() bool {
+		now := rdb.Time(ctx).Val().UnixMilli()
+		n, _ := rdb.ZCount(ctx, "{payslots:acme}:timeout", "-inf", strconv.FormatInt(now, 10)).Result()
+		return n == 1
+	})
+	// latch armed with 3 and counted down once
+	imp := c.Latch("import:b1", runtime.LatchOptions{Name: "ImportDone", Count: 3})
+	if armed, err := imp.Arm(ctx); err != nil || !armed {
+		t.Fatalf("arm: %v, %v", armed, err)
+	}
+	if err := imp.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	var syncs []inspect.Instance
 	for _, tc := range []struct {
 		golden string
 		lock   string
@@ -205,6 +259,10 @@ func TestInspectShowsEveryKindAsTheRuntimeWroteIt(t *testing.T) {
 		{"fair", "InventoryLock", map[string]string{"sku": "sku-1"}, true},
 		{"readwrite", "Catalog", map[string]string{"shopID": "shop"}, true},
 		{"multi", "CheckoutLock", map[string]string{"orderID": "42", "sku": "sku-1"}, true},
+		{"fenced", "LedgerLock", map[string]string{"accountID": "7"}, true},
+		{"semaphore", "PaymentSlots", map[string]string{"provider": "acme"}, true},
+		{"latch", "ImportDone", map[string]string{"batchID": "b1"}, true},
+		{"latch-open", "ImportDone", map[string]string{"batchID": "b2"}, false},
 	} {
 		st, err := in.Instance(ctx, tc.lock, tc.params)
 		if err != nil {
@@ -214,6 +272,20 @@ func TestInspectShowsEveryKindAsTheRuntimeWroteIt(t *testing.T) {
 			t.Errorf("%s: held %v, want %v", tc.golden, st.Held, tc.held)
 		}
 		golden(t, tc.golden, table(t, st))
+		if st.Kind == "semaphore" || st.Kind == "latch" || st.Token != nil {
+			syncs = append(syncs, st)
+		}
+	}
+	// What the golden files show, checked as values too.
+	if f, s, l := syncs[0], syncs[1], syncs[2]; f.Token == nil || *f.Token != 3 ||
+		len(f.Holders) != 1 || f.Holders[0].Count != 2 ||
+		s.Free == nil || *s.Free != 1 || len(s.Permits) != 2 ||
+		l.Count == nil || *l.Count != 2 || l.TTL != inspect.NoExpiry || !f.Fenced {
+		t.Fatalf("fenced %+v\nsemaphore %+v\nlatch %+v\nwant token 3 held twice; 1 free and 2 permits held; count 2, no TTL", f, s, l)
+	}
+	if p := syncs[1].Permits; p[0].Expiry <= 0 || p[0].Expiry > inspect.Duration(time.Minute) ||
+		p[1].Expiry <= 0 || p[1].Expiry > inspect.Duration(time.Minute) {
+		t.Fatalf("permits %+v: want each with its own expiry, within a minute", p)
 	}
 
 	list, truncated, err := in.Instances(ctx, "OrderLock")
@@ -235,6 +307,18 @@ func TestInspectShowsEveryKindAsTheRuntimeWroteIt(t *testing.T) {
 	b.Reset()
 	_ = inspect.WriteJSON(&b, list)
 	golden(t, "instances.json", b.String())
+	b.Reset()
+	_ = inspect.WriteJSON(&b, syncs)
+	golden(t, "sync.json", b.String())
+	b.Reset()
+	for _, lock := range []string{"LedgerLock", "PaymentSlots", "ImportDone"} {
+		list, _, err := in.Instances(ctx, lock)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("%s instances %+v, %v: want one", lock, list, err)
+		}
+		_ = inspect.WriteInstances(&b, list, false, inspect.DefaultLimit)
+	}
+	golden(t, "sync-instances", b.String())
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -389,5 +473,15 @@ func TestInspectRefusesWhatItCannotAnswer(t *testing.T) {
 		if !inspect.IsUsage(err) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %v: %v, want a usage error saying %q", tc.lock, tc.params, err, tc.want)
 		}
+	}
+}
+
+func TestJSONWritesNoExpiryAsPTTLDoes(t *testing.T) {
+	var b bytes.Buffer
+	if err := inspect.WriteJSON(&b, []inspect.Duration{inspect.NoExpiry, 0, inspect.Duration(1500 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(strings.Fields(b.String()), ""); got != "[-1,0,1500]" {
+		t.Fatalf("durations as JSON: %s, want [-1,0,1500] (no expiry, absent, 1.5s)", got)
 	}
 }

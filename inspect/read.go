@@ -188,42 +188,74 @@ func (r *reader) readWrite(ctx context.Context, in *Instance) error {
 
 // semaphore reads a permit-expirable semaphore: the free count and every
 // held permit with its expiry (Redisson's RPermitExpirableSemaphore).
+//
+// A permit whose expiry has passed is still in the sorted set until the
+// next script on the semaphore reclaims it (every one does, first: see
+// lua/reclaim.lua), and its number is not yet in the counter. Inspect
+// cannot run that script (it never writes), so it shows what the next one
+// will find: the expired permit is free, not held. Free is absent when the
+// counter is (a semaphore no acquire or TrySetPermits has set up), even
+// with expired permits: the next acquire sets it from Permits then.
 func (r *reader) semaphore(ctx context.Context, in *Instance) error {
 	var free *redis.StringCmd
+	var pttl *redis.DurationCmd
 	var permits *redis.ZSliceCmd
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		free = p.Get(ctx, in.Key)
+		pttl = p.PTTL(ctx, in.Key)
 		permits = p.ZRangeWithScores(ctx, permitTimeouts(in.Key), 0, -1)
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	// Pipelined reports only the first command's error; an absent counter
+	// (redis.Nil) must not hide the sorted set's.
+	if err := free.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrongType(in.Key, err)
 	}
-	if n, err := free.Int64(); err == nil {
-		in.Free = &n
+	if err := permits.Err(); err != nil {
+		return wrongType(permitTimeouts(in.Key), err)
 	}
+	var expired int64
 	for _, z := range permits.Val() {
 		exp := r.untilScore(z.Score)
 		if exp != NoExpiry && exp <= 0 {
-			continue // expired: the next script reclaims it
+			expired++ // the next script reclaims it: free
+			continue
 		}
 		in.Permits = append(in.Permits, Permit{ID: hex.EncodeToString([]byte(z.Member.(string))), Expiry: exp})
+	}
+	if n, err := free.Int64(); err == nil {
+		n += expired
+		in.Free, in.TTL = &n, ttl(pttl.Val())
+	} else if !errors.Is(err, redis.Nil) {
+		return errors.New(in.Key + " does not hold a decimal count: is the spec the one the application uses?")
 	}
 	in.Held = len(in.Permits) > 0
 	return nil
 }
 
 // latch reads a count-down latch: the count left (absent: not armed or
-// already at zero).
+// already at zero, when the last count-down deleted it) and its TTL (the
+// runtime and Redisson set none).
 func (r *reader) latch(ctx context.Context, in *Instance) error {
-	n, err := r.rdb.Get(ctx, in.Key).Int64()
-	if errors.Is(err, redis.Nil) {
+	var count *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		count = p.Get(ctx, in.Key)
+		pttl = p.PTTL(ctx, in.Key)
 		return nil
-	}
-	if err != nil {
+	})
+	n, err := count.Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
 		return wrongType(in.Key, err)
+	case err != nil && count.Err() == nil:
+		return errors.New(in.Key + " does not hold a decimal count: is the spec the one the application uses?")
+	case err != nil:
+		return err
 	}
-	in.Count, in.Held = &n, n > 0
+	in.Count, in.Held, in.TTL = &n, n > 0, ttl(pttl.Val())
 	return nil
 }
 

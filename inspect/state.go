@@ -3,7 +3,8 @@ package inspect
 import "time"
 
 // Instance is the live state of one lock instance (one key). Durations
-// are read from Redis at one moment; JSON carries them in milliseconds.
+// are read from Redis at one moment; JSON carries them in milliseconds,
+// -1 for no expiry.
 type Instance struct {
 	Lock   string            `json:"lock"`
 	Kind   string            `json:"kind"`
@@ -20,7 +21,10 @@ type Instance struct {
 	Free    *int64   `json:"free,omitempty"`
 	Permits []Permit `json:"permits,omitempty"`
 	Count   *int64   `json:"count,omitempty"` // latch: parties still to count down
-	Token   *int64   `json:"token,omitempty"` // fenced: the last fencing token handed out
+	// Fenced: the lock hands out fencing tokens; Token is the last one
+	// handed out (absent before the first acquisition).
+	Fenced bool   `json:"fenced,omitempty"`
+	Token  *int64 `json:"token,omitempty"`
 	// Members (multi) and Nodes (red: one per RedLock node).
 	Members []Instance `json:"members,omitempty"`
 	Nodes   []Instance `json:"nodes,omitempty"`
@@ -71,6 +75,7 @@ type Permit struct {
 type Summary struct {
 	Lock      string `json:"lock"`
 	Kind      string `json:"kind"`
+	Fenced    bool   `json:"fenced,omitempty"`
 	Pattern   string `json:"pattern"`
 	Live      int    `json:"live"`
 	Truncated bool   `json:"truncated,omitempty"` // more than Live exist
@@ -80,7 +85,11 @@ type Summary struct {
 // Duration is a time.Duration that JSON writes as whole milliseconds.
 type Duration time.Duration
 
-// MarshalJSON writes d in milliseconds.
+// MarshalJSON writes d in milliseconds, and NoExpiry as -1 (as PTTL
+// does): written as a duration it would be 0, which reads as "absent".
 func (d Duration) MarshalJSON() ([]byte, error) {
+	if d == NoExpiry {
+		return []byte("-1"), nil
+	}
 	return []byte(formatInt(time.Duration(d).Milliseconds())), nil
 }

@@ -22,6 +22,16 @@ func TestInspectExitCodesTellHeldFromFreeFromUsage(t *testing.T) {
 	if _, err := c.Mutex("order:1", runtime.LockOptions{Name: "OrderLock"}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
 		t.Fatal(err)
 	}
+	imp := c.Latch("import:b1", runtime.LatchOptions{Name: "ImportDone", Count: 2})
+	if _, err := imp.Arm(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := imp.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Semaphore("payslots:acme", runtime.SemaphoreOptions{Name: "PaymentSlots", Permits: 3}).TryAcquire(ctx, 1, 0); err != nil {
+		t.Fatal(err)
+	}
 	spec := "../../inspect/testdata/locks.yaml"
 	for _, tc := range []struct {
 		args []string
@@ -32,6 +42,11 @@ func TestInspectExitCodesTellHeldFromFreeFromUsage(t *testing.T) {
 		{[]string{"OrderLock", "orderID=2"}, exitFail, "not held"},
 		{[]string{"OrderLock"}, exitOK, "order:1"},
 		{[]string{"Catalog"}, exitFail, ""},
+		{[]string{"ImportDone", "batchID=b1"}, exitOK, "waiting for 1 count-down"},
+		{[]string{"ImportDone", "batchID=b2"}, exitFail, "open"},
+		{[]string{"PaymentSlots", "provider=acme"}, exitOK, "2 free, 1 held"},
+		{[]string{"PaymentSlots", "provider=none"}, exitFail, "not set up"},
+		{[]string{"LedgerLock", "accountID=1"}, exitFail, "token  none handed out yet"},
 		{nil, exitOK, "TenantReportLock"},
 		{[]string{"OrderLok"}, exitUsage, ""},
 		{[]string{"OrderLock", "orderID"}, exitUsage, ""},
