@@ -9,7 +9,9 @@ import (
 // checkCtx reports a lock taken inside a critical section with a ctx that
 // is not the hold's: the outer ctx, another hold's, or a fresh
 // context.Background(). Taking the same lock again that way is a
-// self-deadlock.
+// self-deadlock. A semaphore's permit is never re-entered, whatever the
+// ctx, so taking one with a wrong ctx is a wrongctx finding (losing the
+// hold does not cancel it), never a self-deadlock.
 func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 	if len(w.held) == 0 || !w.report {
 		return
@@ -38,7 +40,7 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 		return org.v.Pos() < h.lit.Pos() || org.v.Pos() >= h.lit.End()
 	}
 	for _, h := range w.held {
-		if o.lock == "" || h.op.lock != o.lock || (h.op.mode == "read" && o.mode == "read") || !sameParams(o.params, h.op.params) || !outside(h) {
+		if o.lock == "" || o.permit || h.op.lock != o.lock || (h.op.mode == "read" && o.mode == "read") || !sameParams(o.params, h.op.params) || !outside(h) {
 			continue
 		}
 		w.reportf(o.ctx.Pos(), "selfdeadlock",
@@ -50,12 +52,18 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 	if !outside(h) {
 		return
 	}
-	if org.kind == originVar {
+	if org.kind == originVar && !o.permit {
 		for _, outer := range w.held {
 			if outer.ctx == org.v && o.lock != "" && outer.op.lock == o.lock {
 				return // an enclosing hold's own ctx re-enters its lock
 			}
 		}
+	}
+	if o.permit {
+		w.reportf(o.ctx.Pos(), "wrongctx",
+			"the semaphore %s is taken with %s, not %s, inside the critical section of %s (taken at %s): that ctx does not carry the hold, so losing %s cancels neither the wait for a permit nor the work done with it (%s)",
+			lockName(o.lock), what, holdName(h), lockName(h.op.lock), posn(w.pass.Fset, h.call.Pos()), lockName(h.op.lock), fixCtx(h))
+		return
 	}
 	w.reportf(o.ctx.Pos(), "wrongctx",
 		"%s is taken with %s, not %s, inside the critical section of %s (taken at %s): that ctx does not carry the hold, so the call re-enters no lock held here, and losing %s does not cancel it (%s)",
@@ -226,7 +234,14 @@ func (w *walker) checkUnlock(c *ast.CallExpr, o op) {
 			return
 		}
 		why = org.v.Name() + " is the ctx passed to Lock, not the one Lock returned"
+		if o.permit {
+			why = org.v.Name() + " is the ctx passed to Acquire, not the one Acquire returned"
+		}
 	default:
+		return
+	}
+	if o.permit {
+		w.reportf(o.ctx.Pos(), "unlock", "Release with a ctx that no Acquire on this semaphore returned: %s, so it fails with runtime.ErrNotHeld and the permits stay held until their lease runs out (hctx, err := s.Acquire(ctx, 1); defer s.Release(hctx))", why)
 		return
 	}
 	w.reportf(o.ctx.Pos(), "unlock", "Unlock with a ctx that no Lock on this handle returned: %s, so it fails with runtime.ErrNotHeld and the lock stays held until its lease runs out (hctx, err := m.Lock(ctx); defer m.Unlock(hctx))", why)

@@ -31,10 +31,26 @@
 //     Unlock it follows. A multi lock takes its members: holding
 //     CheckoutLock holds OrderLock and InventoryLock.
 //   - runtime handles made directly on a *runtime.Client (Mutex, FairLock,
-//     ReadWrite, RedLock, MultiLock of those): their identity is the Name
-//     of a LockOptions literal, else a constant key. A handle with a
-//     computed key and no literal Name is an unknown lock: it takes part in
-//     the ctx checks but not in the lock order.
+//     ReadWrite, RedLock, FencedLock, Semaphore, MultiLock of those): their
+//     identity is the Name of an options literal (LockOptions,
+//     SemaphoreOptions), else a constant key. A handle with a computed key
+//     and no literal Name is an unknown lock: it takes part in the ctx
+//     checks but not in the lock order.
+//   - fenced locks (fenced: true, runtime.FencedLock) in every check, like
+//     any lock: With<Name>, whose fn takes (ctx, fence int64), and the
+//     handle's LockFenced, TryLockFenced and DoFenced as well as the Lock,
+//     TryLock, Do and Unlock it has from Mutex. fn's first parameter is the
+//     hold's ctx.
+//   - semaphores (kind: semaphore, runtime.Semaphore): With<Name> and the
+//     handle's Do are critical sections, Acquire and TryAcquire take a
+//     permit, Release gives it back. A permit is part of the lock order (a
+//     permit taken while a lock is held, or a lock while a permit is held,
+//     is an edge: once all the permits are held by callers that wait for
+//     the lock, and the lock by one that waits for a permit, nobody moves)
+//     and of the wrongctx, escape and unlock checks (Release with a ctx no
+//     Acquire returned). It is never a self-deadlock: a permit is not
+//     reentrant, so a nested acquisition takes another permit whatever its
+//     ctx.
 //
 // Params are values the analyzer does not know: two calls of one lock with
 // different params are the same lock for ordering purposes, because with
@@ -59,7 +75,9 @@
 // func(hctx context.Context) error { … }), a lock taken with the outer ctx
 // (or another captured ctx, or context.Background() or TODO()) instead of
 // hctx, or a ctx derived from hctx: it does not re-enter a lock already
-// held, and losing A does not cancel it.
+// held, and losing A does not cancel it. A semaphore's permit taken that
+// way is reported too: losing A cancels neither the wait for the permit
+// nor the work done with it.
 //
 // Self-deadlock (selfdeadlock). The same mistake on the lock that is held,
 // with the same params: the call cannot re-enter and waits for its own
@@ -130,7 +148,20 @@
 //     analyses them by default).
 //   - Locks taken in code that is neither analysed nor imported by what is
 //     (another repository's service) are not in the graph.
-//   - Only the runtime's lock handles (Mutex, RWLock, MultiLock, RedLock)
-//     are recognised; other synchronizers the runtime may offer are not
-//     part of the lock order.
+//   - Only the runtime's lock handles (Mutex, RWLock, MultiLock, RedLock,
+//     FencedLock) and the permit-expirable Semaphore are recognised. A
+//     runtime.PlainSemaphore (Redisson's RSemaphore layout, not offered by
+//     the DSL) is not: its Acquire returns no hold ctx to follow.
+//   - Latches are not locks: a latch's Await (or Await<Name>) inside a
+//     critical section is a wait, and it deadlocks only if the parties that
+//     would count the latch down need the lock that is held, which the
+//     analyzer cannot see (who counts down is decided at run time). It is
+//     neither an edge nor a finding; nor is a CountDown or Arm.
+//   - A semaphore taken again inside its own critical section with the
+//     hold's ctx takes a second permit; when every holder does that, the
+//     permits run out and they all wait. Not reported (with a wrong ctx it
+//     is a wrongctx finding).
+//   - A semaphore is one lock for the lock order whatever its permits: a
+//     cycle through a semaphore of N permits needs N+1 callers, and is
+//     reported like any other.
 package vet

@@ -39,6 +39,7 @@ type lockMethod struct {
 	Members []string // what taking it takes: a multi lock's members, else just Lock
 	Mode    string   // "read" or "write" for a readwrite lock's With<Name>Read/Write, else ""
 	With    bool     // With<Name>(ctx, params..., fn); else the handle constructor <Name>(params...)
+	Permit  bool     // a semaphore: taking it takes a permit
 }
 
 func (*lockMethod) AFact() {}
@@ -62,6 +63,8 @@ type Acq struct {
 	Lock string
 	At   Posn   // the call in the function that takes it (directly or through Via)
 	Via  string // "" when the call takes the lock itself, else how: "through f, which takes it at p"
+	// Permit: Lock is a semaphore, and the call takes one of its permits.
+	Permit bool
 }
 
 // acquires is the fact on a function: every lock a call of it may take.
@@ -85,6 +88,8 @@ type Edge struct {
 	At       Posn   // the call that takes To (or the call through which it is taken)
 	Held     Posn   // the call that took From
 	Via      string // how the call at At takes To, when not directly
+	// FromPermit, ToPermit: that side is a semaphore (held: a permit).
+	FromPermit, ToPermit bool
 }
 
 func (e Edge) key() string {

@@ -37,6 +37,7 @@ type op struct {
 	ctx     ast.Expr
 	fn      ast.Expr   // opWith: the function run under the hold
 	params  []ast.Expr // With<Name>'s lock params, to tell the same key from another
+	permit  bool       // a semaphore: it takes a permit, which is not reentrant
 }
 
 // exportLockMethods records what each method of a lockgen-generated Locks
@@ -59,7 +60,7 @@ func exportLockMethods(pass *analysis.Pass) {
 	pkg := pass.Pkg.Path()
 	handles := make(map[string]*types.Func)
 	for m := range locks.Methods() {
-		if handleKind(m) != "" {
+		if k := handleKind(m); k != "" && k != "Client" {
 			handles[m.Name()] = m
 		}
 	}
@@ -91,7 +92,7 @@ func exportLockMethods(pass *analysis.Pass) {
 		if mem == nil {
 			mem = []string{id}
 		}
-		pass.ExportObjectFact(m, &lockMethod{Lock: id, Members: mem})
+		pass.ExportObjectFact(m, &lockMethod{Lock: id, Members: mem, Permit: handleKind(m) == "Semaphore"})
 	}
 	for m := range locks.Methods() {
 		if !strings.HasPrefix(m.Name(), "With") || !takesFn(m) {
@@ -114,7 +115,7 @@ func exportLockMethods(pass *analysis.Pass) {
 		if mem == nil {
 			mem = []string{id}
 		}
-		pass.ExportObjectFact(m, &lockMethod{Lock: id, Members: mem, Mode: mode, With: true})
+		pass.ExportObjectFact(m, &lockMethod{Lock: id, Members: mem, Mode: mode, With: true, Permit: handleKind(h) == "Semaphore"})
 	}
 }
 
@@ -137,10 +138,14 @@ func findTypeSpec(f *ast.File, name string) *ast.Ident {
 }
 
 // handleKind is the runtime handle type a method returns (Mutex, RWLock,
-// MultiLock, RedLock), or "".
+// MultiLock, RedLock, FencedLock, Semaphore), alone or with an error (the
+// constructor of a lock whose params can fail to render), or "".
 func handleKind(m *types.Func) string {
 	res := m.Signature().Results()
-	if res.Len() != 1 {
+	switch {
+	case res.Len() == 1:
+	case res.Len() == 2 && types.Identical(res.At(1).Type(), types.Universe.Lookup("error").Type()):
+	default:
 		return ""
 	}
 	return runtimeType(res.At(0).Type())
@@ -156,20 +161,30 @@ func runtimeType(t types.Type) string {
 		return ""
 	}
 	switch name := n.Obj().Name(); name {
-	case "Mutex", "RWLock", "MultiLock", "RedLock", "Client":
+	case "Mutex", "RWLock", "MultiLock", "RedLock", "FencedLock", "Semaphore", "Client":
 		return name
 	}
 	return ""
 }
 
-// takesFn reports whether m's last parameter is func(context.Context) error.
+// takesFn reports whether m's last parameter is func(context.Context)
+// error, or a fenced lock's func(context.Context, int64) error.
 func takesFn(m *types.Func) bool {
 	ps := m.Signature().Params()
 	if ps.Len() < 2 {
 		return false
 	}
 	sig, ok := ps.At(ps.Len() - 1).Type().(*types.Signature)
-	return ok && sig.Params().Len() == 1 && isContext(sig.Params().At(0).Type())
+	if !ok || sig.Params().Len() < 1 || !isContext(sig.Params().At(0).Type()) {
+		return false
+	}
+	switch sig.Params().Len() {
+	case 1:
+		return true
+	case 2:
+		return types.Identical(sig.Params().At(1).Type(), types.Typ[types.Int64])
+	}
+	return false
 }
 
 func isContext(t types.Type) bool {
@@ -195,6 +210,7 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 		return op{
 			kind: opWith, lock: lm.Lock, members: lm.Members, mode: lm.Mode, handle: lm.Lock + lm.Mode,
 			ctx: call.Args[0], fn: call.Args[len(call.Args)-1], params: call.Args[1 : len(call.Args)-1],
+			permit: lm.Permit,
 		}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
@@ -205,24 +221,13 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	if recv == nil {
 		return op{}, false
 	}
-	switch runtimeType(recv) {
-	case "Mutex", "MultiLock", "RedLock":
-	default:
+	kind := methodKind(runtimeType(recv), callee.Name())
+	if kind == opNone {
 		return op{}, false
 	}
-	o := op{}
-	switch callee.Name() {
-	case "Do":
-		o.kind = opWith
-		if len(call.Args) == 2 {
-			o.fn = call.Args[1]
-		}
-	case "Lock", "TryLock":
-		o.kind = opLock
-	case "Unlock":
-		o.kind = opUnlock
-	default:
-		return op{}, false
+	o := op{kind: kind, permit: runtimeType(recv) == "Semaphore"}
+	if kind == opWith && len(call.Args) == 2 {
+		o.fn = call.Args[1]
 	}
 	if len(call.Args) == 0 {
 		return op{}, false
@@ -237,6 +242,20 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	o.recv = types.ExprString(ast.Unparen(sel.X))
 	return o, true
 }
+
+// handleMethods is what each runtime handle's methods do to its lock. A
+// FencedLock has a Mutex's methods (embedded) and their fenced variants;
+// a Semaphore takes permits.
+var handleMethods = map[string]map[string]opKind{
+	"Mutex":      {"Do": opWith, "Lock": opLock, "TryLock": opLock, "Unlock": opUnlock},
+	"MultiLock":  {"Do": opWith, "Lock": opLock, "TryLock": opLock, "Unlock": opUnlock},
+	"RedLock":    {"Do": opWith, "Lock": opLock, "TryLock": opLock, "Unlock": opUnlock},
+	"FencedLock": {"Do": opWith, "DoFenced": opWith, "Lock": opLock, "TryLock": opLock, "LockFenced": opLock, "TryLockFenced": opLock, "Unlock": opUnlock},
+	"Semaphore":  {"Do": opWith, "Acquire": opLock, "TryAcquire": opLock, "Release": opUnlock},
+}
+
+// methodKind is what the method name of a runtime handle type does.
+func methodKind(handle, name string) opKind { return handleMethods[handle][name] }
 
 type handleID struct {
 	lock    string // identity for the lock order
@@ -288,7 +307,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 		}
 	case "Client":
 		switch callee.Name() {
-		case "Mutex", "FairLock", "ReadWrite", "RedLock":
+		case "Mutex", "FairLock", "ReadWrite", "RedLock", "FencedLock", "Semaphore":
 			if len(call.Args) == 2 {
 				if id := r.runtimeLockID(call.Args[0], call.Args[1]); id != "" {
 					key := id

@@ -82,11 +82,25 @@ func (inv Inversion) Message() string {
 		}
 	}
 	locks := []string{display(e.From), display(e.To)}
+	var sems []string
+	for _, r := range append([]Edge{e}, inv.Back...) {
+		if r.ToPermit {
+			sems = append(sems, display(r.To))
+		}
+	}
 	for _, r := range inv.Back[:len(inv.Back)-1] {
 		locks = append(locks, display(r.To))
 	}
 	sort.Strings(locks)
 	list := strings.Join(locks[:len(locks)-1], ", ") + " and " + locks[len(locks)-1]
+	if len(sems) > 0 {
+		// A semaphore cannot be a multi lock's member, and it blocks only
+		// once its permits are all held: say so rather than suggest a
+		// multi lock.
+		sort.Strings(sems)
+		fmt.Fprintf(&b, ": once every permit of %s is held by callers that wait for the other side, each caller waits for another until their wait times run out (a semaphore cannot be a multi lock member: take %s in the same order everywhere)", strings.Join(sems, " and "), list)
+		return b.String()
+	}
 	if len(locks) == 2 {
 		fmt.Fprintf(&b, ": two callers can each hold one and wait for the other until their wait times run out (take %s in one multi lock, which takes its members in key order, or take them in the same order everywhere)", list)
 	} else {

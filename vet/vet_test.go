@@ -65,7 +65,7 @@ func testModule(t *testing.T) string {
 // checks its findings and facts against their // want comments.
 func TestAnalyzer(t *testing.T) {
 	dir := testModule(t)
-	pkgs := []string{"order", "helper", "cross/a", "cross/b", "linked/app", "linked/quiet", "multi", "ctxuse", "unlock", "clean", "direct"}
+	pkgs := []string{"order", "helper", "cross/a", "cross/b", "linked/app", "linked/quiet", "multi", "ctxuse", "unlock", "clean", "direct", "fenced", "permits"}
 	for i, p := range pkgs {
 		pkgs[i] = "./" + p
 	}

@@ -146,7 +146,9 @@ func (w *walker) call(c *ast.CallExpr) bool {
 	switch fn := ast.Unparen(o.fn).(type) {
 	case *ast.FuncLit:
 		reg := region{op: o, call: c, lit: fn}
-		if ps := fn.Type.Params.List; len(ps) == 1 && len(ps[0].Names) == 1 && ps[0].Names[0].Name != "_" {
+		// fn's first parameter is the hold's ctx (a fenced lock's fn also
+		// gets the token after it).
+		if ps := fn.Type.Params.List; len(ps) >= 1 && len(ps[0].Names) >= 1 && ps[0].Names[0].Name != "_" {
 			reg.ctx, _ = w.pass.TypesInfo.Defs[ps[0].Names[0]].(*types.Var)
 		}
 		w.held = append(w.held, reg)
@@ -172,7 +174,7 @@ func (w *walker) call(c *ast.CallExpr) bool {
 func (w *walker) acquire(c *ast.CallExpr, o op) {
 	at := posn(w.pass.Fset, c.Pos())
 	for _, m := range o.members {
-		w.take(Acq{Lock: m, At: at}, c.Pos())
+		w.take(Acq{Lock: m, At: at, Permit: o.permit}, c.Pos())
 	}
 	w.checkCtx(c, o)
 }
@@ -180,7 +182,7 @@ func (w *walker) acquire(c *ast.CallExpr, o op) {
 func (w *walker) through(c *ast.CallExpr, fn *types.Func) {
 	for _, a := range w.summary(fn) {
 		w.take(Acq{Lock: a.Lock, At: posn(w.pass.Fset, c.Pos()),
-			Via: fmt.Sprintf("through %s, which takes it at %s", funcName(fn), a.At)}, c.Pos())
+			Via: fmt.Sprintf("through %s, which takes it at %s", funcName(fn), a.At), Permit: a.Permit}, c.Pos())
 	}
 }
 
@@ -203,7 +205,8 @@ func (w *walker) take(a Acq, pos token.Pos) {
 	for _, h := range w.held {
 		for _, from := range h.op.members {
 			if from != a.Lock {
-				w.edges = append(w.edges, Edge{From: from, To: a.Lock, At: a.At, Held: posn(w.pass.Fset, h.call.Pos()), Via: a.Via})
+				w.edges = append(w.edges, Edge{From: from, To: a.Lock, At: a.At, Held: posn(w.pass.Fset, h.call.Pos()), Via: a.Via,
+					FromPermit: h.op.permit, ToPermit: a.Permit})
 			}
 		}
 	}

@@ -1,0 +1,78 @@
+// want package:`order locks\.InventoryLock>locks\.PaymentSlots locks\.OrderLock>locks\.PaymentSlots locks\.PaymentSlots>locks\.InventoryLock locks\.PaymentSlots>locks\.OrderLock runtime\.Exports>locks\.OrderLock\}$`
+
+// Package permits takes semaphores (generated and runtime) and latches
+// around locks.
+package permits
+
+import (
+	"context"
+
+	"example.com/vettest/locks"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func Charge(ctx context.Context, l *locks.Locks, id int64, shop string) error { // want Charge:`^acquires locks\.OrderLock, locks\.PaymentSlots$`
+	return l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return l.WithPaymentSlots(hctx, shop, func(context.Context) error { return nil }) // want `lock-order inversion: locks.PaymentSlots is taken while locks.OrderLock is held .*: once every permit of locks.PaymentSlots is held by callers that wait for the other side.*a semaphore cannot be a multi lock member: take locks.OrderLock and locks.PaymentSlots in the same order everywhere`
+	})
+}
+
+func Settle(ctx context.Context, l *locks.Locks, id int64, shop string) error { // want Settle:`^acquires locks\.OrderLock, locks\.PaymentSlots$`
+	return l.WithPaymentSlots(ctx, shop, func(pctx context.Context) error {
+		return l.WithOrderLock(pctx, id, func(context.Context) error { return nil }) // want `lock-order inversion: locks.OrderLock is taken while locks.PaymentSlots is held`
+	})
+}
+
+func OuterCtx(ctx context.Context, l *locks.Locks, sku, shop string) error { // want OuterCtx:`^acquires locks\.InventoryLock, locks\.PaymentSlots$`
+	return l.WithInventoryLock(ctx, sku, func(hctx context.Context) error {
+		return l.WithPaymentSlots(ctx, shop, func(context.Context) error { return nil }) // want `the semaphore locks.PaymentSlots is taken with ctx, not the hold's ctx hctx, inside the critical section of locks.InventoryLock .*: that ctx does not carry the hold, so losing locks.InventoryLock cancels neither the wait for a permit nor the work done with it \(pass hctx\)` `lock-order inversion: locks.PaymentSlots is taken while locks.InventoryLock is held`
+	})
+}
+
+func AnotherPermit(ctx context.Context, l *locks.Locks, shop string) error { // want AnotherPermit:`^acquires locks\.PaymentSlots$`
+	return l.WithPaymentSlots(ctx, shop, func(pctx context.Context) error {
+		return l.WithPaymentSlots(ctx, shop, func(context.Context) error { return nil }) // want `the semaphore locks.PaymentSlots is taken with ctx, not the hold's ctx pctx`
+	})
+}
+
+func Handle(ctx context.Context, l *locks.Locks, shop, sku string) error { // want Handle:`^acquires locks\.InventoryLock, locks\.PaymentSlots$`
+	s := l.PaymentSlots(shop)
+	pctx, err := s.Acquire(ctx, 1)
+	if err != nil {
+		return err
+	}
+	defer s.Release(pctx)
+	return s.Do(pctx, func(hctx context.Context) error {
+		return l.WithInventoryLock(hctx, sku, func(context.Context) error { return nil }) // want `lock-order inversion: locks.InventoryLock is taken while locks.PaymentSlots is held`
+	})
+}
+
+func WrongRelease(ctx context.Context, l *locks.Locks, shop string) error { // want WrongRelease:`^acquires locks\.PaymentSlots$`
+	s := l.PaymentSlots(shop)
+	pctx, err := s.TryAcquire(ctx, 2, 0)
+	if err != nil {
+		return err
+	}
+	_ = pctx
+	return s.Release(ctx) // want `Release with a ctx that no Acquire on this semaphore returned: ctx is the ctx passed to Acquire, not the one Acquire returned`
+}
+
+func Direct(ctx context.Context, c *runtime.Client, l *locks.Locks, id int64) error { // want Direct:`^acquires locks\.OrderLock, runtime\.Exports$`
+	return c.Semaphore("exports", runtime.SemaphoreOptions{Name: "Exports"}).Do(ctx, func(hctx context.Context) error {
+		return l.WithOrderLock(hctx, id, func(context.Context) error { return nil })
+	})
+}
+
+// Await inside a lock is a wait, not a lock: no edge, no finding.
+func Await(ctx context.Context, l *locks.Locks, id int64, batch string) error { // want Await:`^acquires locks\.OrderLock$`
+	return l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return l.AwaitImportDone(ctx, batch)
+	})
+}
+
+func Escape(ctx context.Context, l *locks.Locks, shop string, out chan<- context.Context) error { // want Escape:`^acquires locks\.PaymentSlots$`
+	return l.WithPaymentSlots(ctx, shop, func(pctx context.Context) error {
+		out <- pctx // want `the hold's ctx pctx escapes its critical section: sent on a channel`
+		return nil
+	})
+}
