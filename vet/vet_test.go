@@ -50,6 +50,9 @@ func testModule(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// Set before generating: a param of a user type is resolved with the
+	// go command, in this module.
+	t.Setenv("GOFLAGS", "-mod=mod")
 	out, err := lockgen.Generate(filepath.Join(dir, "locks", "locks.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +60,6 @@ func testModule(t *testing.T) string {
 	if _, err := out.Write(); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("GOFLAGS", "-mod=mod")
 	return dir
 }
 

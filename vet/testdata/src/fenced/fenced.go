@@ -1,4 +1,4 @@
-// want package:`order locks\.LedgerLock>locks\.InventoryLock locks\.LedgerLock>locks\.OrderLock locks\.LedgerLock>locks\.OrderLock locks\.OrderLock>locks\.LedgerLock runtime\."books:main">runtime\.Journal runtime\.Journal>runtime\."books:main"\}$`
+// want package:`order locks\.LedgerLock>locks\.InventoryLock locks\.LedgerLock>locks\.OrderLock locks\.LedgerLock>locks\.OrderLock locks\.OrderLock>locks\.LedgerLock locks\.OrderLock>locks\.PointLedger locks\.PointLedger>locks\.OrderLock runtime\."books:main">runtime\.Journal runtime\.Journal>runtime\."books:main"\}$`
 
 // Package fenced takes a fenced lock through its generated With<Name>
 // (whose fn also gets the token), its handle's fenced and plain methods,
@@ -10,6 +10,7 @@ import (
 
 	"example.com/vettest/locks"
 	"github.com/lockgen/lockgen/runtime"
+	"github.com/lockgen/lockgen/testdata/usertypes/domain"
 )
 
 func Post(ctx context.Context, l *locks.Locks, id int64) error { // want Post:`^acquires locks\.LedgerLock, locks\.OrderLock$`
@@ -74,5 +75,22 @@ func DirectBack(ctx context.Context, c *runtime.Client) error { // want DirectBa
 	return c.Mutex("books:main", runtime.LockOptions{}).Do(ctx, func(hctx context.Context) error {
 		_, _, err := c.FencedLock("journal:main", runtime.LockOptions{Name: "Journal"}).LockFenced(hctx) // want `lock-order inversion: runtime.Journal is taken while runtime."books:main" is held`
 		return err
+	})
+}
+
+// A lock whose params can fail to render: its constructor returns (handle, error).
+func PointFirst(ctx context.Context, l *locks.Locks, p domain.Point, id int64) error { // want PointFirst:`^acquires locks\.OrderLock, locks\.PointLedger$`
+	m, err := l.PointLedger(p)
+	if err != nil {
+		return err
+	}
+	return m.DoFenced(ctx, func(hctx context.Context, fence int64) error {
+		return l.WithOrderLock(hctx, id, func(context.Context) error { return nil }) // want `lock-order inversion: locks.OrderLock is taken while locks.PointLedger is held`
+	})
+}
+
+func OrderFirst(ctx context.Context, l *locks.Locks, p domain.Point, id int64) error { // want OrderFirst:`^acquires locks\.OrderLock, locks\.PointLedger$`
+	return l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		return l.WithPointLedger(hctx, p, func(context.Context, int64) error { return nil }) // want `lock-order inversion: locks.PointLedger is taken while locks.OrderLock is held`
 	})
 }
