@@ -61,6 +61,7 @@ func ExampleLocks_WithCatalogRead() {
 	ctx := context.Background()
 	err := locks.WithCatalogRead(ctx, "shop-1", func(ctx context.Context) error {
 		// Another reader (a fresh ctx, so another owner) gets in at once.
+		//lockgen:ignore a fresh ctx on purpose: it plays another owner
 		other := locks.WithCatalogRead(context.Background(), "shop-1", func(context.Context) error {
 			fmt.Println("two readers inside")
 			return nil
@@ -86,6 +87,7 @@ func ExampleLocks_WithCheckoutLock() {
 	fmt.Println("keys:", locks.CheckoutLock(42, 1, "sku-7").Keys())
 	err := locks.WithCheckoutLock(ctx, 42, 1, "sku-7", func(ctx context.Context) error {
 		// Someone else's try at a member fails...
+		//lockgen:ignore a fresh ctx on purpose: it plays someone else
 		_, taken := locks.OrderLock(42).TryLock(context.Background(), 0, runtime.Watchdog)
 		fmt.Println("order taken by the checkout:", errors.Is(taken, runtime.ErrNotAcquired))
 		// ...while the checkout's own ctx re-enters it.
