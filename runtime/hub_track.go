@@ -22,15 +22,20 @@ import (
 //   - reading a key on the tracking connection (EXISTS) makes Redis send
 //     one invalidation for it on its next change, deletion or expiry;
 //   - on an invalidation the hub reads the key again (which re-arms the
-//     tracking) and, if the key is gone, wakes the lock's waiters as a
-//     write unlock would: every reader and one other waiter.
+//     tracking) once the lock's channels have been quiet for trackQuiet,
+//     and, if the key is gone, wakes the lock's longest waiter in this
+//     client (every reader with it, as a write unlock would).
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
-// that EXISTS, so no deletion is missed. Every change of a watched key
-// costs one EXISTS from the hub (an acquire, a renewal), not one per
-// waiter, and changes within trackCoalesce share one. FLUSHALL sends an invalidation without keys, which go-redis
-// cannot parse: the connection is replaced, and its new subscriptions
-// wake every waiter. Tracking needs the hub's own client (a copy of the
+// that EXISTS, so no deletion is missed. While a lock changes hands, its
+// unlock messages wake its waiters and the key is not read at all: it is
+// read once no message came for trackQuiet, which is also how much later a
+// deletion is seen. A quiet lock costs one EXISTS per change (a renewal),
+// not one per waiter; one wake-up per key, not per waiter, keeps a fair
+// lock's queue (a channel per waiter) from a herd: each client wakes its
+// longest waiter, and the queue's head is one of them. FLUSHALL sends an
+// invalidation without keys, which go-redis cannot parse: the connection is
+// replaced, and its new subscriptions wake every waiter. Tracking needs the hub's own client (a copy of the
 // caller's options speaking RESP2, whose OnConnect reads each pub/sub
 // connection's id). It is off, and waiters wake on unlock messages and the
 // holder's TTL as before, for Sentinel failover clients (their options
@@ -42,12 +47,11 @@ import (
 // invalidateChannel is where Redis sends invalidations to a RESP2 client.
 const invalidateChannel = "__redis__:invalidate"
 
-// trackCoalesce is how long the hub lets invalidations gather before it
-// reads their keys again. Tracking is one-shot (after an invalidation a key
-// sends no more until it is read again), so a busy lock costs at most one
-// EXISTS per trackCoalesce however often it changes hands; a deletion is
-// seen that much later.
-const trackCoalesce = 10 * time.Millisecond
+// trackQuiet is how long a lock's channels must go without a message, and
+// invalidations gather, before the hub reads its key again. Tracking is
+// one-shot (after an invalidation a key sends no more until it is read
+// again), so a lock that keeps changing hands costs no EXISTS at all.
+const trackQuiet = 20 * time.Millisecond
 
 // trackPingIdle is how long the tracking connection may go without I/O
 // before it is pinged (it also keeps a server's idle timeout away).
@@ -192,11 +196,28 @@ func (t *tracker) done(due map[string]struct{}) {
 	t.mu.Unlock()
 }
 
-// gone returns the entries waiting for key.
+// gone returns the entry of key's longest waiter: the first watched.
 func (t *tracker) gone(key string, into []*channelEntry) []*channelEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append(into, t.watched[key]...)
+	if es := t.watched[key]; len(es) > 0 {
+		into = append(into, es[0])
+	}
+	return into
+}
+
+// busy reports whether a message came on one of key's channels within
+// trackQuiet of now (Unix ns); if so, key is due again later.
+func (t *tracker) busy(key string, now int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.watched[key] {
+		if now-e.lastMsg.Load() < int64(trackQuiet) {
+			t.due[key] = struct{}{}
+			return true
+		}
+	}
+	return false
 }
 
 // trackLoop turns tracking on for sc and reads the keys due until sc is
@@ -251,12 +272,15 @@ func (sc *subConn) trackLoop() {
 	)
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
+	later := time.NewTimer(time.Hour) // keys put off while busy
+	defer later.Stop()
 	health := time.NewTicker(trackPingIdle)
 	defer health.Stop()
 	used := time.Now()
 	for {
 		select {
 		case <-t.kick:
+		case <-later.C:
 		case <-health.C:
 			if time.Since(used) < trackPingIdle {
 				continue
@@ -273,7 +297,7 @@ func (sc *subConn) trackLoop() {
 		case <-sc.done:
 			return
 		}
-		gather.Reset(trackCoalesce)
+		gather.Reset(trackQuiet)
 		select {
 		case <-gather.C:
 		case <-sc.done:
@@ -281,10 +305,18 @@ func (sc *subConn) trackLoop() {
 		}
 		due := t.take()
 		keys = keys[:0]
+		now, putOff := time.Now().UnixNano(), false
 		for k := range due {
+			if t.busy(k, now) {
+				putOff = true
+				continue
+			}
 			keys = append(keys, k)
 		}
 		t.done(due)
+		if putOff {
+			later.Reset(trackQuiet)
+		}
 		if len(keys) == 0 {
 			continue
 		}
@@ -340,9 +372,7 @@ func (sc *subConn) trackingConn() *redis.Conn {
 // keyGone wakes the waiters of entries whose key was found gone, as a
 // write unlock would. A waiter woken already and still in its try gets
 // another signal too: its try may have run before the key went, and the
-// signal it keeps makes it try again. An unlock message and the key it
-// deleted seldom both wake someone: the key is read trackCoalesce after
-// the change, and by then the woken waiter has usually taken it.
+// signal it keeps makes it try again.
 func (h *hub) keyGone(entries []*channelEntry) {
 	for _, e := range entries {
 		e.sh.mu.Lock()

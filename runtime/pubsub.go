@@ -119,6 +119,9 @@ type channelEntry struct {
 	gen atomic.Uint64
 	// conn is the connection it is (being) subscribed on; guarded by h.mu.
 	conn *subConn
+	// lastMsg is when a message last came on the channel (Unix ns): key
+	// tracking leaves a lock alone while its messages flow (hub_track.go).
+	lastMsg atomic.Int64
 }
 
 // ready reports whether the entry's current subscription is confirmed.
@@ -382,6 +385,9 @@ func (h *hub) deliver(channel, payload string) {
 	e := sh.entries[channel]
 	if e == nil {
 		return
+	}
+	if e.key != "" {
+		e.lastMsg.Store(time.Now().UnixNano())
 	}
 	switch e.mode {
 	case wakeCount:

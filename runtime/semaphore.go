@@ -127,8 +127,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	}
 	w := waitSpec{
 		channel: func() string { return s.channel },
-		wait:    wait,
-		wake:    wakeCount,
+		// A deleted counter (an operator's DEL, FLUSHALL) is a fresh
+		// semaphore: its waiters try again at once (hub_track.go).
+		key:  func() string { return s.key },
+		wait: wait,
+		wake: wakeCount,
 	}
 	if err := c.await(ctx, w, try); err != nil {
 		err = s.fail("acquire", err)
