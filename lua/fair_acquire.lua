@@ -21,7 +21,11 @@
 --     max(its current score, now + queue timeout * (1 + F))
 -- with F the waiters ahead of it that are not lockgen's (not in KEYS[5]):
 -- whatever those do, it stays at or above its own deadline. In a queue of
--- lockgen waiters only it is just the deadline. Redisson's wait timeout is
+-- lockgen waiters only it is just the deadline. F is counted when the
+-- waiter joins (at the tail: the queue's length less lockgen's waiters);
+-- a refresh moves the score on by the time since the last one, which
+-- keeps F's share as Redisson's arithmetic changed it. So a try costs the
+-- same with 2 waiters as with 200. Redisson's wait timeout is
 -- taken to be the queue timeout (both default to 5 min): configure them
 -- alike when Go and Java wait on one lock.
 --
@@ -97,19 +101,41 @@ if free and (not head or head == ARGV[2]) then
 end
 
 if join then
-    local foreign = 0
-    for _, w in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
-        if w == ARGV[2] then
-            break
-        end
-        if redis.call('zscore', KEYS[5], w) == false then
-            foreign = foreign + 1
-        end
-    end
-    local score = now + qt * (1 + foreign)
     local current = redis.call('zscore', KEYS[3], ARGV[2])
-    if current then
-        score = math.max(score, tonumber(current))
+    local mine = redis.call('zscore', KEYS[5], ARGV[2])
+    local score
+    if current and mine then
+        -- In line since its last refresh (mine = that refresh + qt): only
+        -- Redisson waiters ahead moved its score since, each by qt as it
+        -- left the waiters ahead, so the score still carries the right
+        -- count of them. Move it on by the time since that refresh: O(1)
+        -- per try, whatever the queue's length.
+        score = math.max(tonumber(current) + now + qt - tonumber(mine), tonumber(current))
+    else
+        local foreign = 0
+        if not current and not mine then
+            -- Joining at the tail: every waiter is ahead, and lockgen's
+            -- are those in KEYS[5]. (One popped by Redisson and not back
+            -- yet is counted as in line: the score comes out one qt low,
+            -- and if Redisson's arithmetic then makes it look stale, it is
+            -- popped and re-enqueues, as below.)
+            foreign = math.max(redis.call('llen', KEYS[2]) - redis.call('zcard', KEYS[5]), 0)
+        else
+            -- Back after being popped, or in line after its record ran
+            -- out: count the foreign waiters ahead, once.
+            for _, w in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
+                if w == ARGV[2] then
+                    break
+                end
+                if redis.call('zscore', KEYS[5], w) == false then
+                    foreign = foreign + 1
+                end
+            end
+        end
+        score = now + qt * (1 + foreign)
+        if current then
+            score = math.max(score, tonumber(current))
+        end
     end
     if redis.call('zadd', KEYS[3], score, ARGV[2]) == 1 then
         redis.call('rpush', KEYS[2], ARGV[2])

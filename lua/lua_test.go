@@ -655,4 +655,19 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	if got := try("g2"); got < 29000 {
 		t.Fatalf("queued waiter's reply = %d, want the holder's lease", got)
 	}
+
+	// The Redisson waiter gives up (or takes the lock): Redisson lowers
+	// every score behind it by its wait timeout. A refresh then finds the
+	// waiters behind at their own deadlines, no foreign waiter ahead any
+	// more, without counting the queue again.
+	rdb.LRem(ctx, queue, 0, "java")
+	rdb.ZRem(ctx, timeouts, "java")
+	for _, w := range []string{"g3", "g2"} {
+		rdb.ZIncrBy(ctx, timeouts, -qt, w)
+	}
+	time.Sleep(20 * time.Millisecond)
+	try("g3")
+	try("g2")
+	score("g3", qt-1000, qt+1000)
+	score("g2", qt-1000, qt+1000)
 }
