@@ -252,8 +252,13 @@ func (sc *subConn) trackLoop() {
 	// Back to the hub client's pool, tracking still on: the next tracker
 	// that takes it redirects it to its own connection, and invalidations
 	// of keys no one watches any more are ignored. The pool's connections
-	// are closed with the hub (which also ends a read stuck on one).
-	defer conn.Close()
+	// are closed with the hub (which also ends a read stuck on one); one
+	// closed that way is not handed back (go-redis would log it).
+	defer func() {
+		if !h.closed.Load() {
+			_ = conn.Close()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(tctx, hubConnectTimeout)
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
