@@ -84,6 +84,11 @@ type leaseClock struct {
 // noDue is a shard head with nothing on its heap.
 const noDue = math.MaxInt64
 
+// clockHorizon is the longest the clock sleeps: it then reads the shards'
+// heads again (512 atomic loads). Taking a lock whose deadline is further
+// away than that never wakes it.
+const clockHorizon = time.Second
+
 // leaseHeap is a min-heap of holds by clockAt that knows each hold's
 // index, so a released hold leaves it at once (it would otherwise keep the
 // hold and its contexts alive until its deadline). It is written out
@@ -224,16 +229,16 @@ func (c *Client) runClock() {
 			}
 		}
 		// Publish next, then read the heads again: a deadline put in
-		// between is seen here or sees the new next (and wakes us).
-		next := c.reg.earliestDue()
+		// between is seen here or sees the new next (and wakes us). The
+		// clock looks again after clockHorizon in any case, so a hold put
+		// on an empty clock (the common case: short holds come and go)
+		// wakes it only if its deadline is nearer than that.
+		next := min(c.reg.earliestDue(), now+int64(clockHorizon))
 		lc.next.Store(next)
 		if again := c.reg.earliestDue(); again < next {
 			continue
 		}
-		sleep := time.Hour
-		if next != noDue {
-			sleep = time.Duration(next - time.Now().UnixNano())
-		}
+		sleep := time.Duration(next - time.Now().UnixNano())
 		if sleep > 0 {
 			timer.Reset(sleep)
 			select {
