@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
@@ -242,4 +243,15 @@ func allKeys(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 		return err
 	})
 	return keys, err
+}
+
+// verifyNoLeak fails if goroutines started since ignore still run. go-redis'
+// own look-ups and dials on behalf of other tests' clients (a Sentinel
+// client's master look-up, a pool's queued dial) finish on their own and
+// are not this test's.
+func verifyNoLeak(t *testing.T, ignore goleak.Option) {
+	t.Helper()
+	goleak.VerifyNone(t, ignore,
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*sentinelFailover).MasterAddr.func1"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).queuedNewConn.func2"))
 }

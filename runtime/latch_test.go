@@ -144,7 +144,7 @@ func TestLatchCancelledWaiterLeavesNoGoroutineOrSubscription(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, ignore)
+	verifyNoLeak(t, ignore)
 }
 
 func TestLatchWaiterSurvivesAPubSubReconnect(t *testing.T) {

@@ -46,7 +46,7 @@ func TestCloseWaitsForTheBackgroundSettlement(t *testing.T) {
 	}
 	_ = rdb.Close()
 	_ = p.Close()
-	goleak.VerifyNone(t, ignore)
+	verifyNoLeak(t, ignore)
 }
 
 // blackholeBeforeAcquire is a go-redis hook that, once armed, blackholes

@@ -96,7 +96,7 @@ func TestCancelledWaiterReturnsCtxErrorAndLeavesNothing(t *testing.T) {
 
 func testCancelledWaiter(t *testing.T, k lockKind) {
 	_, rdb, c := setup(t, nil)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer verifyNoLeak(t, goleak.IgnoreCurrent())
 	ctx := ctxT(t)
 	m := k.new(c, "cancel-"+k.name, runtime.LockOptions{})
 	h, _ := m.Lock(ctx)
