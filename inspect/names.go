@@ -2,27 +2,15 @@ package inspect
 
 import (
 	"strconv"
-	"strings"
+
+	"github.com/lockgen/lockgen/internal/redisnames"
 )
 
 // Redisson's name helpers (design.md §4), as the runtime applies them:
 // inspect must find exactly the keys the runtime and Redisson write.
 
-// prefixName is "p:{name}", or "p:name" when name already has a "{".
-func prefixName(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
-
-// suffixName is "{name}:s", or "name:s" when name already has a "{".
-func suffixName(name, suffix string) string {
-	if strings.Contains(name, "{") {
-		return name + ":" + suffix
-	}
-	return "{" + name + "}:" + suffix
-}
+func prefixName(prefix, name string) string { return redisnames.Prefix(prefix, name) }
+func suffixName(name, suffix string) string { return redisnames.Suffix(name, suffix) }
 
 // The keys of each kind besides the lock key itself.
 func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }

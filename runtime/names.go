@@ -1,6 +1,6 @@
 package runtime
 
-import "strings"
+import "github.com/lockgen/lockgen/internal/redisnames"
 
 // Key and channel names follow Redisson's helpers exactly, so that Redisson
 // and lockgen find the same keys and channels for the same lock name, and so
@@ -8,31 +8,18 @@ import "strings"
 
 // prefixName is Redisson's prefixName: "p:{name}", or "p:name" when name
 // already carries a hash tag.
-func prefixName(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
+func prefixName(prefix, name string) string { return redisnames.Prefix(prefix, name) }
 
 // suffixName is Redisson's suffixName: "{name}:s", or "name:s" when name
 // already carries a hash tag.
-func suffixName(name, suffix string) string {
-	if strings.Contains(name, "{") {
-		return name + ":" + suffix
-	}
-	return "{" + name + "}:" + suffix
-}
+func suffixName(name, suffix string) string { return redisnames.Suffix(name, suffix) }
 
 // lockChannel is the channel a reentrant lock publishes its unlock message on.
 func lockChannel(key string) string { return prefixName("redisson_lock__channel", key) }
 
 // prefixNameWith is prefixName(prefix, name) + ":" + tail, built in one allocation.
 func prefixNameWith(prefix, name, tail string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name + ":" + tail
-	}
-	return prefix + ":{" + name + "}:" + tail
+	return redisnames.PrefixWith(prefix, name, tail)
 }
 
 // requestMarker names the marker key of one acquire request. The scripts
