@@ -206,9 +206,9 @@ func (t *tracker) gone(key string, into []*channelEntry) []*channelEntry {
 	return into
 }
 
-// busy reports whether a message came on one of key's channels within
+// putOffIfBusy reports whether a message came on one of key's channels within
 // trackQuiet of now (Unix ns); if so, key is due again later.
-func (t *tracker) busy(key string, now int64) bool {
+func (t *tracker) putOffIfBusy(key string, now int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.watched[key] {
@@ -312,7 +312,7 @@ func (sc *subConn) trackLoop() {
 		keys = keys[:0]
 		now, putOff := time.Now().UnixNano(), false
 		for k := range due {
-			if t.busy(k, now) {
+			if t.putOffIfBusy(k, now) {
 				putOff = true
 				continue
 			}

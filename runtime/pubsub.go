@@ -348,18 +348,6 @@ func (h *hub) leave(w *waiter, acquired bool) {
 	h.release(w)
 }
 
-// wake signals one more waiter on channel: a multi-lock waiter that was
-// woken on one member's channel but is now blocked by another hands the
-// unlock on.
-func (h *hub) wake(channel string) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if e := sh.entries[channel]; e != nil {
-		wakeOne(e, nil)
-	}
-}
-
 // expire unsubscribes e if still nobody waits on it.
 func (h *hub) expire(e *channelEntry) {
 	sh := e.sh
@@ -386,7 +374,7 @@ func (h *hub) deliver(channel, payload string) {
 	if e == nil {
 		return
 	}
-	if e.key != "" {
+	if h.track && e.key != "" {
 		e.lastMsg.Store(time.Now().UnixNano())
 	}
 	switch e.mode {

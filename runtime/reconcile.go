@@ -38,6 +38,9 @@ func (c *Client) markUnknown(id holdID, err error) uint64 {
 
 // unknownMark returns the generation of id's unknown mark, 0 if none.
 func (c *Client) unknownMark(id holdID) uint64 {
+	if c.reg.unknownN.Load() == 0 {
+		return 0 // the hot path: no lock taken
+	}
 	sh := c.reg.shard(id.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -45,16 +48,7 @@ func (c *Client) unknownMark(id holdID) uint64 {
 }
 
 // isUnknown reports whether the last outcome of a call on id is unknown.
-func (c *Client) isUnknown(id holdID) bool {
-	if c.reg.unknownN.Load() == 0 {
-		return false // the hot path: no lock taken
-	}
-	sh := c.reg.shard(id.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	_, ok := sh.unknown[id]
-	return ok
-}
+func (c *Client) isUnknown(id holdID) bool { return c.unknownMark(id) != 0 }
 
 // reconcile brings the owner's count of a in Redis back to the client's,
 // if the last outcome of a call on it was unknown. The caller has the turn
