@@ -38,6 +38,8 @@ var (
 	settleSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed handoff.lua
+	handoffSrc string
 	//go:embed renew_batch.lua
 	renewBatchSrc string
 	//go:embed force_unlock.lua
@@ -108,6 +110,9 @@ var (
 	Settle = redis.NewScript(settleSrc)
 	// Release drops one hold of a reentrant lock; see release.lua.
 	Release = redis.NewScript(releaseSrc)
+	// Handoff is the last release of a reentrant lock that hands it to a
+	// waiter of the same client when no one else listens; see handoff.lua.
+	Handoff = redis.NewScript(handoffSrc)
 	// RenewBatch extends the lease of up to 100 holds in one slot; see renew_batch.lua.
 	RenewBatch = redis.NewScript(renewBatchSrc)
 	// ForceUnlock deletes a lock whoever holds it; see force_unlock.lua.

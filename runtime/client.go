@@ -54,6 +54,15 @@ type Options struct {
 	// node, and classic pub/sub elsewhere. Every client of one lock must
 	// use the same mode (as Redisson's subscription mode must match).
 	PubSub PubSubMode
+
+	// NoLocalHandoff turns off local hand-offs (handoff.go): the last
+	// release of a reentrant lock then always publishes the unlock
+	// message, even when only waiters of this Client wait for the lock.
+	// A hand-off happens only when no other client is subscribed to the
+	// lock's channel on the lock's server; turn it off when Redisson
+	// clients that subscribe on replicas (subscriptionMode SLAVE) wait
+	// for the same locks and must not wait up to 16 hand-offs for a turn.
+	NoLocalHandoff bool
 }
 
 // PubSubMode selects classic or sharded pub/sub; see Options.PubSub.
@@ -96,6 +105,10 @@ type Client struct {
 
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
+	// handoffRefused is set when the server refused the hand-off script
+	// (an ACL without PUBSUB, a server that bars it in scripts): releases
+	// publish from then on.
+	handoffRefused atomic.Bool
 
 	reg registry // holds, turns and unknown outcomes, sharded by key
 

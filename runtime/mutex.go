@@ -114,6 +114,22 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		shared:   m.k.shared(),
 		queue:    m.k.queues() && c.holdOf(ctx) == nil,
 	}
+	if waiting && m.handsOff() {
+		w.grantee = func() (string, any) {
+			if c.isUnknown(holdID{m.key, a.fieldID()}) {
+				return "", nil // its next try reconciles first
+			}
+			_, px := c.holdState(m.key, a.fieldID(), lease)
+			return a.fieldID(), c.leaseArg(px)
+		}
+		w.claim = func(state offerState, marker string, at time.Time) (bool, error) {
+			took, err := m.claimOffer(ctx, a, lease, state, marker)
+			if took {
+				sent = at // the hold's lease runs from the hand-off's send
+			}
+			return took, err
+		}
+	}
 	if err := c.await(ctx, w, try); err != nil {
 		if waiting {
 			m.leave(ctx, a)
@@ -279,11 +295,26 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
-	defer acq.end(context.Canceled)
+	var offer offerOutcome
+	defer func() {
+		acq.end(context.Canceled)
+		if offer.w != nil {
+			// The grantee goes on only once this hold's ctx is done.
+			m.c.hub.settleOffer(offer)
+		}
+	}()
 	if lost != nil {
 		return m.fail("release", lost)
 	}
-	res, err := m.release(acq.parent, acq.h.args, last, lease, count)
+	var (
+		res releaseResult
+		err error
+	)
+	if last && count == 1 && m.handsOff() && m.c.hub.active() {
+		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args)
+	} else {
+		res, err = m.release(acq.parent, acq.h.args, last, lease, count)
+	}
 	if !last {
 		m.c.markUnknown(id, err)
 	}

@@ -113,6 +113,9 @@ type channelEntry struct {
 	// inflight counts the waiters that were woken and have not finished
 	// the try that followed: a hand-off in flight (see hub).
 	inflight int
+	// handOffs counts the local hand-offs since the last unlock message
+	// (handoff.go).
+	handOffs int
 
 	// gen counts the subscribes sent for the entry (a new connection sends
 	// another); written under h.mu.
@@ -141,6 +144,16 @@ type waiter struct {
 	// deferred: a newcomer letting a hand-off in flight finish before its
 	// first try; signalled when e.inflight drops to 0.
 	deferred bool
+
+	// Local hand-off (handoff.go). grantField and grantPx are the owner
+	// token and lease a release hands the lock over with ("": the waiter
+	// cannot be handed it); set before the waiter first parks.
+	grantField  string
+	grantPx     any
+	parked      bool       // sleeping: a release may offer it the lock
+	offer       offerState // where an offer to it stands
+	offerMarker string     // the offer's request marker
+	offerSent   time.Time  // when the offer's script was sent
 }
 
 const (
@@ -389,6 +402,7 @@ func (h *hub) deliver(channel, payload string) {
 			wakeAll(e)
 		}
 	default:
+		e.handOffs = 0
 		if payload == readUnlockMessage {
 			wakeReaders(e)
 			return

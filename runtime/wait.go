@@ -33,6 +33,13 @@ type waitSpec struct {
 	// hub watches it: hub_track.go); nil: none. With dynamic, the
 	// blocking member's.
 	key func() string
+	// grantee returns the owner token and lease argument a local release
+	// hands the lock over with (handoff.go); nil: this waiter cannot be
+	// handed the lock. claim then takes a lock handed over, or settles a
+	// hand-off whose outcome is unknown; when it took the lock, the wait
+	// is over as after a successful try.
+	grantee func() (field string, px any)
+	claim   func(state offerState, marker string, sent time.Time) (bool, error)
 }
 
 // tryFunc makes one acquisition attempt. When the lock is held by someone
@@ -100,7 +107,11 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if wait != 0 && !ws.dynamic && h.active() {
 		joined = ws.channel()
 		var deferred bool
-		if w, deferred = h.attach(joined, ws.shared, ws.queue); deferred {
+		w, deferred = h.attach(joined, ws.shared, ws.queue)
+		if w != nil && ws.grantee != nil {
+			w.grantField, w.grantPx = ws.grantee()
+		}
+		if deferred {
 			if err := c.deferFirstTry(ctx, w, &timer, deadline); err != nil {
 				return err
 			}
@@ -143,6 +154,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				w = nil
 				return err
 			}
+			if ws.grantee != nil {
+				w.grantField, w.grantPx = ws.grantee()
+			}
 			if ready {
 				continue
 			}
@@ -163,8 +177,19 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				d = left
 			}
 		}
-		if err := c.sleep(ctx, w, &timer, d); err != nil {
-			return err
+		h.park(w)
+		serr := c.sleep(ctx, w, &timer, d)
+		if state, marker, sent := h.unpark(w); state == offerGranted || state == offerUnknown {
+			// A release of this client handed the lock over (or may
+			// have): that was this waiter's try.
+			acquired, err = ws.claim(state, marker, sent)
+			h.tried(w, false)
+			if err != nil || acquired {
+				return err
+			}
+		}
+		if serr != nil {
+			return serr
 		}
 	}
 }

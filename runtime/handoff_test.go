@@ -1,0 +1,381 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// commandCalls reads one command's call count from INFO commandstats.
+func commandCalls(t testing.TB, rdb *redis.Client, name string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "cmdstat_" + name + ":calls="
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// queueWaiters starts n goroutines that Lock m one after another (each
+// is waiting on the channel before the next starts) and returns the order
+// in which they got the lock. Each unlocks at once.
+func queueWaiters(t *testing.T, m *runtime.Mutex, n int) (order chan int, done *sync.WaitGroup) {
+	t.Helper()
+	ctx := ctxT(t)
+	order = make(chan int, n)
+	done = &sync.WaitGroup{}
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			hctx, err := m.Lock(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			order <- i
+			if err := m.Unlock(hctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == i+1 })
+	}
+	return order, done
+}
+
+// A release with only waiters of its own Client hands the lock to the
+// longest waiter in the release's own call: no unlock message, no acquire
+// from the waiter, and the waiters go in the order they came.
+func TestLocalHandoffGivesTheLockToTheLongestWaiter(t *testing.T) {
+	s, rdb, c := setup(t, nil)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	for _, sc := range []*redis.Script{lua.Handoff, lua.Release} {
+		sc.Load(ctx, plain) // so that no NOSCRIPT round is counted
+	}
+	m := c.Mutex("handoff", runtime.LockOptions{})
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	order, done := queueWaiters(t, m, n)
+	publishes, evals := commandCalls(t, plain, "publish"), commandCalls(t, plain, "evalsha")
+	if err := m.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	done.Wait()
+	close(order)
+	want := 0
+	for got := range order {
+		if got != want {
+			t.Fatalf("waiter %d got the lock in turn %d: not first come, first served", got, want)
+		}
+		want++
+	}
+	if got := commandCalls(t, plain, "publish") - publishes; got != 1 {
+		t.Errorf("%d unlock messages for %d releases, want 1 (the last: nobody left to hand it to)", got, n+1)
+	}
+	// One script call per release; the waiters sent none.
+	if got := commandCalls(t, plain, "evalsha") - evals; got != n+1 {
+		t.Errorf("%d script calls for %d hand-offs, want %d (one per release)", got, n+1, n+1)
+	}
+	if keys := keysLeft(t, rdb); len(keys) != 0 {
+		t.Fatalf("keys left: %v", keys)
+	}
+}
+
+// parkedOf counts the goroutines of m's Client asleep waiting for m.
+func parkedOf(m *runtime.Mutex) int { return runtime.ParkedWaiters(m) }
+
+// Waiters of two Clients (two processes, as Redis sees them) never starve
+// each other: a release that has another listener publishes, so a
+// Client's own waiters cannot keep the lock among themselves.
+func TestLocalHandoffNeverStarvesAnotherClient(t *testing.T) {
+	s, rdb, a := setup(t, nil)
+	b := newClient(t, s.Client(t), nil)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	lua.Handoff.Load(ctx, plain)
+	publishes := commandCalls(t, plain, "publish")
+	var got [2]atomic.Int64
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for i, c := range []*runtime.Client{a, b} {
+		m := c.Mutex("shared", runtime.LockOptions{})
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					hctx, err := m.Lock(ctx)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					got[i].Add(1)
+					time.Sleep(200 * time.Microsecond)
+					if err := m.Unlock(hctx); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	na, nb := got[0].Load(), got[1].Load()
+	t.Logf("client A %d acquisitions, client B %d", na, nb)
+	// Both Clients listen on the lock's channel throughout (each always
+	// has a waiter), so releases publish. A few may hand on: while a
+	// loaded box makes a hub replace a connection it found silent, or
+	// after the other Client's workers stopped, nobody else listens.
+	if n := commandCalls(t, plain, "publish") - publishes; n*100 < (na+nb)*99 {
+		t.Errorf("%d unlock messages for %d releases: releases handed the lock on while another Client listened", n, na+nb)
+	}
+	if min(na, nb)*8 < max(na, nb) {
+		t.Fatalf("acquisitions A %d, B %d: one Client kept the lock among its own waiters", na, nb)
+	}
+	if keys := keysLeft(t, rdb); len(keys) != 0 {
+		t.Fatalf("keys left: %v", keys)
+	}
+}
+
+// handoffHook runs fn in place of every hand-off script call while on.
+type handoffHook struct {
+	on atomic.Bool
+	fn func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
+}
+
+func (h *handoffHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *handoffHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *handoffHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.on.Load() && isScriptCall(cmd.Args(), lua.Handoff.Hash()) {
+			return h.fn(ctx, cmd, next)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// handoffSetup is a server, a lock Client whose hand-off calls go through
+// h, and a plain client for inspection.
+func handoffSetup(t *testing.T, h *handoffHook) (redis.UniversalClient, *runtime.Client, *redis.Client) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	plain := s.Client(t)
+	lua.Handoff.Load(context.Background(), plain)
+	rdb.AddHook(h)
+	return rdb, newClient(t, rdb, &runtime.Options{ReleaseTimeout: 300 * time.Millisecond, WatchdogTimeout: 600 * time.Millisecond}), plain
+}
+
+// A hand-off whose every reply is lost (the script ran) leaves its outcome
+// unknown to the releaser; the waiter settles it and holds the lock.
+func TestLocalHandoffWithLostRepliesIsSettledByTheWaiter(t *testing.T) {
+	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		_ = next(ctx, cmd)
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}}
+	rdb, c, plain := handoffSetup(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("lost", runtime.LockOptions{})
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan context.Context, 1)
+	go func() {
+		hctx, err := m.Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- hctx
+	}()
+	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	h.on.Store(true)
+	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("Unlock = %v, want ErrOutcomeUnknown (every reply was lost)", err)
+	}
+	h.on.Store(false)
+	hctx := <-got
+	if hctx == nil {
+		t.Fatal("the waiter did not get the lock the release gave it")
+	}
+	if vals := plain.HVals(ctx, "lost").Val(); len(vals) != 1 || vals[0] != "1" {
+		t.Fatalf("lock %v, want the waiter's one hold", vals)
+	}
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys := keysLeft(t, rdb); len(keys) != 0 {
+		t.Fatalf("keys left: %v", keys)
+	}
+}
+
+// A hand-off that never reached Redis is settled as aborted by the
+// waiter, which then waits for the lock as usual; a copy of the hand-off
+// arriving after that never gives it the lock.
+func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
+	var stash []any
+	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if stash == nil {
+			stash = copyArgs(cmd.Args())
+		}
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}}
+	rdb, c, plain := handoffSetup(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("aborted", runtime.LockOptions{})
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan context.Context, 1)
+	go func() {
+		hctx, err := m.Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- hctx
+	}()
+	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	h.on.Store(true)
+	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("Unlock = %v, want ErrOutcomeUnknown", err)
+	}
+	h.on.Store(false)
+	// The release never ran: the old hold expires (600 ms watchdog lease,
+	// no longer renewed), and the waiter takes the lock with its own try.
+	hctx := <-got
+	if hctx == nil {
+		t.Fatal("the waiter never got the lock")
+	}
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	// The delayed copy arrives: the grant was settled, so it grants nothing.
+	plain.HSet(ctx, "aborted", stash[6], 1) // the releaser's hold, as if still there
+	if err := plain.Do(ctx, stash...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := plain.Exists(ctx, "aborted").Val(); n != 0 {
+		t.Fatalf("the late copy left the lock held: %v", plain.HGetAll(ctx, "aborted").Val())
+	}
+	_ = rdb
+}
+
+// A waiter whose ctx ends while a release is handing it the lock either
+// holds the lock (the hand-off won) or leaves nothing behind; no lock is
+// left held by nobody.
+func TestLocalHandoffRacingTheWaitersCancellation(t *testing.T) {
+	release := make(chan struct{})
+	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		<-release
+		return next(ctx, cmd)
+	}}
+	rdb, c, plain := handoffSetup(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("race", runtime.LockOptions{})
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	type result struct {
+		hctx context.Context
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		hctx, err := m.Lock(wctx)
+		got <- result{hctx, err}
+	}()
+	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	h.on.Store(true)
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- m.Unlock(held) }()
+	time.Sleep(20 * time.Millisecond) // the hand-off is in flight, held by the hook
+	cancel()
+	select {
+	case r := <-got:
+		t.Fatalf("Lock returned (%v) while the hand-off to it was in flight", r.err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(release)
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Lock = %v, want the lock the hand-off gave it (the try that took it was in flight as ctx ended)", r.err)
+	}
+	if err := m.Unlock(r.hctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := plain.Exists(ctx, "race").Val(); n != 0 {
+		t.Fatal("lock left held")
+	}
+	_ = rdb
+}
+
+// A server that refuses PUBSUB to the client (an ACL) gets the usual
+// release: the waiter is woken by the unlock message and takes the lock.
+func TestLocalHandoffRefusedByACLFallsBackToPublish(t *testing.T) {
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	ctx := ctxT(t)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "locker", Password: "pw"})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newClient(t, rdb, nil)
+	m := c.Mutex("acl", runtime.LockOptions{})
+	for round := range 3 {
+		held, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			hctx, err := m.Lock(ctx)
+			if err == nil {
+				err = m.Unlock(hctx)
+			}
+			got <- err
+		}()
+		eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+		if err := m.Unlock(held); err != nil {
+			t.Fatalf("round %d: Unlock = %v", round, err)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("round %d: waiter: %v", round, err)
+		}
+	}
+	if n := admin.Exists(ctx, "acl").Val(); n != 0 {
+		t.Fatal("lock left held")
+	}
+}
