@@ -56,6 +56,14 @@
 // Cluster). An uncontended acquire and release cost exactly one round trip
 // each.
 //
+// Within one Client, the last release of a reentrant lock hands it to the
+// Client's longest waiter in the release's own script call when no other
+// client listens on the lock's channel (Redis counts the subscribers): the
+// waiter holds the lock one round trip after the release started, and
+// sends nothing. As soon as a waiter of another process, Go or Java, is
+// subscribed, releases publish as usual, so no process is overtaken by
+// another's local queue. Options.NoLocalHandoff turns it off.
+//
 // # Failures
 //
 // Releases run detached from the caller's ctx with Options.ReleaseTimeout,
