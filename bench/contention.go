@@ -88,11 +88,16 @@ type run struct {
 	Handoffs   int64 // releases made while someone waited (= gap samples)
 	Giveups    int64 // the library gave up waiting and the worker asked again
 	Errors     int64
-	Redis      cmdStats // INFO commandstats delta (includes commands inside Lua)
-	Client     cmdStats // top-level commands the client sent
-	Allocs     float64  // mallocs per acquisition (uncontended only)
-	RedisCPU   time.Duration
-	Windows    []float64 // uncontended: ops/s of each round's window
+	Redis      cmdStats      // INFO commandstats delta (includes commands inside Lua)
+	Client     cmdStats      // top-level commands the client sent
+	Allocs     float64       // mallocs per acquisition (uncontended only)
+	RedisCPU   time.Duration // INFO cpu used_cpu_user + used_cpu_sys delta around the row
+	// ClientCPU is the user + sys CPU of the process(es) that ran the
+	// row's workers, over the row's window (the harness's own work
+	// included, alike in every row): the bench process for in-process
+	// rows, the children's sum for a multi-process one.
+	ClientCPU time.Duration
+	Windows   []float64 // uncontended: ops/s of each round's window
 }
 
 // opsPerSec is an uncontended row's speed: the median of its windows, so
@@ -125,6 +130,21 @@ func (r *run) clientPerAcq() float64 {
 	return float64(r.Client.total()) / float64(max(r.AllAcqs, 1))
 }
 
+// clientCPUPerAcq and redisCPUPerAcq are CPU µs per acquisition. They
+// divide by every acquisition made, as the command counts do, since the
+// CPU windows include the workers' stop.
+func (r *run) clientCPUPerAcq() float64 { return perAcqMicros(r.ClientCPU, r.AllAcqs) }
+
+func (r *run) redisCPUPerAcq() float64 { return perAcqMicros(r.RedisCPU, r.AllAcqs) }
+
+// cpuPerAcq is client + Redis CPU µs per acquisition: what one
+// acquisition cost the machine.
+func (r *run) cpuPerAcq() float64 { return r.clientCPUPerAcq() + r.redisCPUPerAcq() }
+
+func perAcqMicros(d time.Duration, acqs int64) float64 {
+	return float64(d) / 1e3 / float64(max(acqs, 1))
+}
+
 // workerOut is what one worker saw; children of a multi-process run send
 // theirs to the parent as JSON.
 type workerOut struct {
@@ -155,9 +175,11 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 	giveups.Store(0)
 	keys := make([]keyState, s.Keys)
 	before := b.measure(cnt.snapshot())
+	cpu0 := processCPU()
 	outs := work(lk, s, names, keys, 0, s.Workers, monoNow()+int64(s.Dur))
+	cpu := processCPU() - cpu0
 	r := b.collect(l, s, outs, before, cnt.snapshot())
-	r.Giveups = giveups.Load()
+	r.Giveups, r.ClientCPU = giveups.Load(), cpu
 	return r
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +57,7 @@ type childResult struct {
 	Outs    []workerOut
 	Client  cmdStats
 	Giveups int64
+	CPU     time.Duration // the child's user + sys CPU over its window
 }
 
 // sharedKeys maps path (created with room for n keyStates) into memory
@@ -145,6 +147,7 @@ func (b *bench) contendProcs(l *lib, s shape, prefix string) *run {
 	var outs []workerOut
 	client := cmdStats{}
 	var giveups int64
+	var cpu time.Duration
 	for _, c := range kids {
 		var res childResult
 		must(json.NewDecoder(c.out).Decode(&res))
@@ -153,12 +156,13 @@ func (b *bench) contendProcs(l *lib, s shape, prefix string) *run {
 			client[k] += v
 		}
 		giveups += res.Giveups
+		cpu += res.CPU
 		_ = c.stdin.Close()
 		must(c.cmd.Wait())
 	}
 	kids = nil
 	r := b.collect(l, s, outs, before, client)
-	r.Giveups = giveups
+	r.Giveups, r.ClientCPU = giveups, cpu
 	return r
 }
 
@@ -199,6 +203,8 @@ func childMain() error {
 	if _, err := fmt.Fscanln(in, &end); err != nil {
 		return fmt.Errorf("child: read start: %w", err)
 	}
+	cpu0 := processCPU()
 	outs := work(lk, spec.Shape, spec.Names, keys, spec.FirstWorker, spec.Workers, end)
-	return json.NewEncoder(os.Stdout).Encode(childResult{Outs: outs, Client: cnt.snapshot().sub(before), Giveups: giveups.Load()})
+	cpu := processCPU() - cpu0
+	return json.NewEncoder(os.Stdout).Encode(childResult{Outs: outs, Client: cnt.snapshot().sub(before), Giveups: giveups.Load(), CPU: cpu})
 }

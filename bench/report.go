@@ -186,7 +186,7 @@ func (res *results) markdown() string {
 	if len(res.Contention) > 0 {
 		p("## 2. Contention: N workers share one key\n\n")
 		p("Each worker waits for the lock, holds it ~200 µs (spun, so the hold is 200 µs and not the scheduler's rounding of a short sleep), releases, then works ~1 ms outside it; %v per row. ", res.Cfg.contention)
-		p("The *naive* columns are the same workers with no hold and no think time (%v per row): a loop that flatters a library whose releaser re-grabs its own lock while others starve, so they are shown only beside the realistic figures.\n\n", res.Cfg.naive)
+		p("The *naive* tables are the same workers with no hold and no think time (%v per row): a loop that flatters a library whose releaser re-grabs its own lock while others starve, so they are shown only beside the realistic figures.\n\n", res.Cfg.naive)
 		for _, w := range res.Cfg.workers {
 			real, naive := res.contentionAt(w)
 			if len(real) == 0 {
@@ -197,15 +197,18 @@ func (res *results) markdown() string {
 				bestRate, bestWait = real[0], real[0]
 			}
 			p("### %d workers\n\n", w)
-			p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | barged | Redis cmds/acq | client calls/acq | violations | give-ups | naive acq/s | naive fairness | naive Redis cmds/acq |\n")
-			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-			for i, r := range real {
-				n := naive[i]
-				p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.0f%% | %.1f | %.1f | %d | %d | %.0f | %.2f | %.1f |\n",
+			p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | barged | Redis cmds/acq | client calls/acq | client CPU µs/acq | Redis CPU µs/acq | violations | give-ups |\n")
+			p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+			for _, r := range real {
+				p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.0f%% | %.1f | %.1f | %.0f | %.0f | %d | %d |\n",
 					r.Lib.Name, r.rate(), ratio(r.rate()/bestRate.rate()),
 					ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)), ms(r.Wait.max()),
 					ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, 100*float64(r.Barged)/float64(max(r.Handoffs, 1)), r.redisPerAcq(), r.clientPerAcq(),
-					r.Violations, r.Giveups, n.rate(), n.Fairness, n.redisPerAcq())
+					r.clientCPUPerAcq(), r.redisCPUPerAcq(), r.Violations, r.Giveups)
+			}
+			p("\nThe naive loop beside it (no hold, no think time), %d workers:\n\n| Row | naive acq/s | naive fairness | naive Redis cmds/acq |\n|---|---|---|---|\n", w)
+			for _, n := range naive {
+				p("| %s | %.0f | %.2f | %.1f |\n", n.Lib.Name, n.rate(), n.Fairness, n.redisPerAcq())
 			}
 			p("\n%s\n\nBest peer by acq/s: %s; by wait p99: %s (%s).", verdict(real), bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
 			p(" Commands per acquisition, by command (commandstats): ")
@@ -231,7 +234,7 @@ func (res *results) markdown() string {
 	}
 
 	res.shapeTables(&b, 7, "Contention with a sleeping hold: N workers share one key, one process", res.Sleep,
-		"The scenario 2 loop with the hold slept (`time.Sleep(200µs)`) instead of spun, as code that waits on I/O inside its critical section does. The Go scheduler usually oversleeps such a short sleep, so the measured mean hold is shown: every row pays it alike, and with one key the hold bounds throughput.")
+		"The scenario 2 loop with the hold slept (`time.Sleep(200µs)`) instead of spun, as code that waits on I/O inside its critical section does. The Go scheduler oversleeps such a short sleep when the process is otherwise idle (the netpoller waits in whole milliseconds), less when a library keeps the process busy, so the measured mean hold is shown; with one key the hold bounds throughput.")
 	if len(res.Procs) > 0 {
 		res.shapeTables(&b, 8, fmt.Sprintf("Contention over %d processes: N workers share one key", res.Procs[0].Shape.Procs), res.Procs,
 			fmt.Sprintf("The scenario 7 loop (sleeping hold) with the workers spread evenly over %d OS processes (the bench binary re-run with `-child`), each with its own client for the row, as services are deployed. No library can profit from in-process shortcuts here: a hand-off always goes through Redis to another process. Violations, idle gaps and barging are checked across processes (a shared memory map of the key table, timed with CLOCK_MONOTONIC); fairness is over all workers of all processes.", res.Procs[0].Shape.Procs))
@@ -330,6 +333,8 @@ func (res *results) markdown() string {
 	p("- **barged** is the share of hand-offs (releases with someone waiting) won by a worker that started waiting only after the release began, i.e. that overtook the workers already queued.\n")
 	p("- **fairness** is the fewest acquisitions of one worker divided by the mean per worker (1.0 = perfectly even, 0 = a worker starved for the whole window).\n")
 	p("- **violations**: every worker marks the key held in a shared in-process table after acquiring and clears it before releasing; finding it already marked is a mutual-exclusion violation. It must be 0.\n")
+	p("- **client CPU µs/acq** is the user + sys CPU (getrusage) of the process(es) running the row's workers over the row's window, divided by every acquisition made: the bench process for in-process rows, the sum of the children's own deltas in scenario 8. It includes the harness's own work (the worker loops, the key table, the sleeps; in scenario 2 the spun hold, up to ~200 µs per acquisition), alike in every row, so compare rows, not absolute values.\n")
+	p("- **Redis CPU µs/acq** is the delta of `INFO cpu` (used_cpu_user + used_cpu_sys) around the row, divided by every acquisition made; the bench's own INFO calls are in it, alike in every row.\n")
 	p("- **give-ups**: the library returned \"not obtained\" (tries or retries used up) and the worker, which wants the lock, called it again.\n")
 	p("- **× best peer**: against the best peer row of the same table in this run (highest acq/s; for wait p99 the lowest p99 among peers).\n")
 	return b.String()
@@ -428,16 +433,16 @@ func (res *results) shapeTables(b *strings.Builder, n int, title string, runs []
 			bestRate, bestWait = rs[0], rs[0]
 		}
 		p("### %d workers\n\n", w)
-		p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | barged | mean hold | Redis cmds/acq | client calls/acq | violations | give-ups | errors |\n")
-		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| Row | acq/s | × best peer | wait p50 | wait p99 | wait max | idle gap p50 | idle gap p99 | fairness | barged | mean hold | Redis cmds/acq | client calls/acq | client CPU µs/acq | Redis CPU µs/acq | violations | give-ups | errors |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range rs {
-			p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.0f%% | %s | %.1f | %.1f | %d | %d | %d |\n",
+			p("| %s | %.0f | %s | %s | %s | %s | %s | %s | %.2f | %.0f%% | %s | %.1f | %.1f | %.0f | %.0f | %d | %d | %d |\n",
 				r.Lib.Name, r.rate(), ratio(r.rate()/bestRate.rate()),
 				ms(r.Wait.q(0.5)), ms(r.Wait.q(0.99)), ms(r.Wait.max()),
 				ms(r.Gap.q(0.5)), ms(r.Gap.q(0.99)), r.Fairness, 100*float64(r.Barged)/float64(max(r.Handoffs, 1)), ms(r.Hold),
-				r.redisPerAcq(), r.clientPerAcq(), r.Violations, r.Giveups, r.Errors)
+				r.redisPerAcq(), r.clientPerAcq(), r.clientCPUPerAcq(), r.redisCPUPerAcq(), r.Violations, r.Giveups, r.Errors)
 		}
-		p("\n%s\n\nBest peer by acq/s: %s; by wait p99: %s (%s).\n\n", verdict(rs), bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
+		p("\n%s %s\n\nBest peer by acq/s: %s; by wait p99: %s (%s).\n\n", verdict(rs), holdCost(rs), bestRate.Lib.Name, bestWait.Lib.Name, ms(bestWait.Wait.q(0.99)))
 	}
 }
 
@@ -459,6 +464,43 @@ func verdict(rs []*run) string {
 		ceiling(lg), ms(lg.Hold), ms(lg.Gap.q(0.5)), ceiling(br), br.Lib.Name,
 		ratio(lg.rate()/br.rate()), br.Lib.Name, ms(lg.Wait.q(0.99)), ms(bw.Wait.q(0.99)), bw.Lib.Name,
 		lg.Fairness, bf.Fairness, bf.Lib.Name, ms(lg.Gap.q(0.5)), ms(bg.Gap.q(0.5)), bg.Lib.Name)
+}
+
+// holdCost adds to the verdict of a slept-hold table (scenarios 7 and 8)
+// what the hold and the CPU were. A 200 µs sleep in an idle Go process
+// ends after about a millisecond (the netpoller waits in whole
+// milliseconds), while a peer whose waiters keep retrying keeps its
+// process awake and its holder's sleep short. With one key the hold
+// bounds throughput, so such a peer's lead in acquisitions/s is bought
+// with the CPU of its retries, which the CPU per acquisition shows. A
+// peer counts as retrying here when it makes at least twice lockgen's
+// client calls per acquisition (every call beyond an acquire and a
+// release is a failed try).
+func holdCost(rs []*run) string {
+	lg, br := findRun(rs, "lockgen"), bestPeer(rs, byRate)
+	if lg == nil || br == nil {
+		return ""
+	}
+	s := fmt.Sprintf("The hold is slept: mean hold %s for lockgen, %s for %s (best peer by acq/s).", ms(lg.Hold), ms(br.Hold), br.Lib.Name)
+	shorter := float64(br.Hold) < 0.8*float64(lg.Hold)
+	retries := br.clientPerAcq() >= 2*lg.clientPerAcq()
+	if shorter && retries {
+		procs := "process"
+		if br.Shape.Procs > 1 {
+			procs = "processes"
+		}
+		s += fmt.Sprintf(" Its waiters retry (%.1f client calls per acquisition against lockgen's %.1f), which keeps its %s awake, while an idle Go process oversleeps a %s sleep to the netpoller's next whole millisecond.",
+			br.clientPerAcq(), lg.clientPerAcq(), procs, ms(lg.Shape.Hold))
+	}
+	s += fmt.Sprintf(" CPU per acquisition, client + Redis: lockgen %.0f + %.0f µs, %s %.0f + %.0f µs", lg.clientCPUPerAcq(), lg.redisCPUPerAcq(), br.Lib.Name, br.clientCPUPerAcq(), br.redisCPUPerAcq())
+	lc := lg.cpuPerAcq()
+	if lc > 0 {
+		s += fmt.Sprintf(" (%s lockgen's)", ratio(br.cpuPerAcq()/lc))
+	}
+	if shorter && retries && br.rate() > lg.rate() && br.cpuPerAcq() > lc {
+		s += ": its lead in acq/s comes from shorter holds, paid for with that CPU"
+	}
+	return s + "."
 }
 
 // uncontendedVerdict compares lockgen with the best peer of scenario 1.
