@@ -22,3 +22,27 @@ func ParkedWaiters(m *Mutex) int {
 	}
 	return n
 }
+
+// IdleWaiters counts the goroutines of m's Client waiting for m with no
+// wake-up pending or in use: ParkedWaiters for waiters a release may hand
+// the lock to, and for the others (a nested owner's, or once hand-offs are
+// off) every such waiter registered on the confirmed channel, asleep or
+// about to be.
+func IdleWaiters(m *Mutex) int {
+	h := m.c.hub
+	channel := m.k.channel(m.key, "")
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[channel]
+	if e == nil || !e.ready() {
+		return 0
+	}
+	n := 0
+	for _, w := range e.waiters {
+		if (w.parked || w.grantField == "") && !w.woken && len(w.C) == 0 {
+			n++
+		}
+	}
+	return n
+}

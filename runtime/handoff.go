@@ -29,8 +29,11 @@ import (
 // waiter's hub shard mutex:
 //
 //  1. a waiter that may be handed the lock (grantable: a reentrant,
-//     unfenced lock on one server without replica sync) marks itself
-//     parked while it sleeps; offer picks only a parked waiter with no
+//     unfenced lock on one server without replica sync, waited for by an
+//     owner of its own, a top-level Lock: the hand-off acquires for the
+//     owner outside the owner's turn, which another goroutine sharing the
+//     owner's ctx could take meanwhile) marks itself parked while it
+//     sleeps; offer picks only a parked waiter with no
 //     wake-up pending, and marks the offer pending (a hand-off in flight);
 //  2. the releaser runs the hand-off script with the waiter's owner token,
 //     lease and a fresh request marker, then settles the offer: granted,

@@ -114,7 +114,11 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		shared:   m.k.shared(),
 		queue:    m.k.queues() && c.holdOf(ctx) == nil,
 	}
-	if waiting && m.handsOff() {
+	// Only an owner of its own (a top-level Lock: no goroutine but this
+	// one can act for it) is handed a lock: the hand-off acquires for the
+	// owner outside its turn, so a call of another goroutine sharing the
+	// owner meanwhile would count the grant as its own (handoff.go).
+	if waiting && m.handsOff() && c.holdOf(ctx) == nil {
 		w.grantee = func() (string, any) {
 			if c.isUnknown(holdID{m.key, a.fieldID()}) {
 				return "", nil // its next try reconciles first
