@@ -249,7 +249,18 @@ func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration,
 // refusesHandoff reports whether a Redis error to the hand-off script says
 // the server will never run it: an ACL without PUBSUB, or PUBSUB barred in
 // scripts. Other errors (a server loading, a replica turned read-only)
-// pass.
+// pass. A script's ACL refusal is worded by the server's version: NOPERM,
+// or an ERR that says the user "can't run this command" (Redis 6.2, 7.0)
+// or "has no permissions" (7.2 on).
 func refusesHandoff(err error) bool {
-	return redis.HasErrorPrefix(err, "NOPERM") || strings.Contains(err.Error(), "not allowed")
+	if redis.HasErrorPrefix(err, "NOPERM") {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{"not allowed", "can't run this command", "no permissions"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
