@@ -123,7 +123,13 @@ func (h *hub) settleOffer(o offerOutcome) {
 	if o.state == offerPublished {
 		o.state = offerNone
 		if w.parked {
+			// No hand-off: w is back where it was, asleep and next in
+			// line for offers and messages, unless the message woke it
+			// already (its signal is pending: it counts as woken).
 			w.offer = offerNone
+			if len(w.C) == 0 {
+				spentLocked(w)
+			}
 			return
 		}
 	}
