@@ -40,6 +40,9 @@
 -- KEYS[4]  request marker of this attempt (see acquire.lua)
 -- KEYS[5]  lockgen's waiters: lockgen_fair_waiters:{<lock>} (zset owner ->
 --          liveness deadline ms); lockgen clients only
+-- KEYS[6]  lockgen's waiters that take grants: lockgen_fair_grants:{<lock>}
+--          (zset owner -> lease ms): a release hands such a waiter the lock
+--          when it is the head (see fair_next.lua)
 -- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens the TTL)
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds
@@ -48,6 +51,8 @@
 -- ARGV[6]  "1": join (or stay in) the queue when not taken; "0": one try only
 -- ARGV[7]  wake channel prefix: redisson_lock__channel:{<lock>}
 -- ARGV[8]  publish command: "publish" or "spublish"
+-- ARGV[9]  the lease in ms a release may grant this waiter the lock with
+--          when it is the head; "0": no grants (it takes the lock itself)
 --
 -- Returns an integer
 --   0    the lock is now held by ARGV[2] (taken, re-entered, or taken by an
@@ -85,6 +90,7 @@ while head do
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], head)
     redis.call('zrem', KEYS[5], head)
+    redis.call('zrem', KEYS[6], head)
     pruned = true
     head = redis.call('lindex', KEYS[2], 0)
 end
@@ -95,6 +101,7 @@ if free and (not head or head == ARGV[2]) then
     end
     redis.call('zrem', KEYS[3], ARGV[2])
     redis.call('zrem', KEYS[5], ARGV[2])
+    redis.call('zrem', KEYS[6], ARGV[2])
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
@@ -143,6 +150,12 @@ if join then
     redis.call('zadd', KEYS[5], now + qt, ARGV[2])
     if redis.call('pttl', KEYS[5]) < qt then
         redis.call('pexpire', KEYS[5], qt)
+    end
+    if ARGV[9] ~= '0' then
+        redis.call('zadd', KEYS[6], ARGV[9], ARGV[2])
+        if redis.call('pttl', KEYS[6]) < qt then
+            redis.call('pexpire', KEYS[6], qt)
+        end
     end
     head = redis.call('lindex', KEYS[2], 0)
 end

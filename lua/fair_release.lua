@@ -1,5 +1,6 @@
--- fair_release: drop one hold of a fair lock; on the last, wake only the
--- first live waiter in line, on its own channel.
+-- fair_release: drop one hold of a fair lock; on the last, hand the lock
+-- to the first live waiter in line, or wake it on its own channel (runs
+-- after fair_next.lua, which lua.go prefixes: see lockgen_fair_next).
 --
 -- Counts as release.lua does: the client sends the hold count its owner has
 -- before this release, so a resent copy of a release that already ran does
@@ -10,6 +11,8 @@
 -- KEYS[3]  scores: redisson_lock_timeout:{<lock>}
 -- KEYS[4]  lockgen's waiters: lockgen_fair_waiters:{<lock>} (see
 --          fair_acquire.lua); a skipped waiter's record goes with it
+-- KEYS[5]  lockgen's waiters that take grants, with their lease:
+--          lockgen_fair_grants:{<lock>} (see fair_acquire.lua)
 -- ARGV[1]  lease in milliseconds, re-applied while holds remain
 -- ARGV[2]  owner token
 -- ARGV[3]  publish command: "publish" or "spublish"
@@ -21,6 +24,7 @@
 --   nil  ARGV[2] does not hold the lock as counted
 --   0    one hold dropped, the owner still holds the lock
 --   1    the last hold dropped: lock deleted, the head of the queue woken
+--   2    the last hold dropped and the lock granted to the head of the queue
 local expected = tonumber(ARGV[4])
 if expected > 1 then
     local n = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
@@ -41,16 +45,7 @@ end
 
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local head = redis.call('lindex', KEYS[2], 0)
-while head do
-    local deadline = redis.call('zscore', KEYS[3], head)
-    if deadline and tonumber(deadline) > now then
-        redis.call(ARGV[3], ARGV[5] .. ':' .. head, '0')
-        break
-    end
-    redis.call('lpop', KEYS[2])
-    redis.call('zrem', KEYS[3], head)
-    redis.call('zrem', KEYS[4], head)
-    head = redis.call('lindex', KEYS[2], 0)
+if lockgen_fair_next(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, ARGV[5], ARGV[3]) then
+    return 2
 end
 return 1

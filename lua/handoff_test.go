@@ -81,3 +81,99 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 		t.Fatalf("resent release: %v, want nil", err)
 	}
 }
+
+// A fair lock's last release gives the lock to the head of the queue when
+// the head is a lockgen waiter that takes grants, and tells it with "2" on
+// its own channel; a head that takes none (a Redisson waiter) is woken
+// with "0". A waiter that gave up as its grant was on the way releases it
+// on leaving, to the next in line.
+func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const (
+		queue    = "redisson_lock_queue:{doc}"
+		timeouts = "redisson_lock_timeout:{doc}"
+		waiters  = "lockgen_fair_waiters:{doc}"
+		grants   = "lockgen_fair_grants:{doc}"
+	)
+	join := func(owner, grantPx string) {
+		t.Helper()
+		keys := []string{lock, queue, timeouts, latch(owner), waiters, grants}
+		if _, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", grantPx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := func(owner string) int64 {
+		t.Helper()
+		n, err := run(t, rdb, lua.FairRelease, []string{lock, queue, timeouts, waiters, grants}, 30000, owner, "publish", 1, channel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.(int64)
+	}
+	join(ownerA, "0") // takes the free lock
+	join(ownerB, "20000")
+	join("java", "0")
+	subB := rdb.Subscribe(ctx, channel+":"+ownerB)
+	defer subB.Close()
+	subJava := rdb.Subscribe(ctx, channel+":java")
+	defer subJava.Close()
+	for _, s := range []*redis.PubSub{subB, subJava} {
+		if _, err := s.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if n := release(ownerA); n != 2 {
+		t.Fatalf("release = %d, want 2 (granted to the head)", n)
+	}
+	if got := rdb.HGetAll(ctx, lock).Val(); len(got) != 1 || got[ownerB] != "1" {
+		t.Fatalf("lock = %v, want {%s: 1}", got, ownerB)
+	}
+	if ttl := rdb.PTTL(ctx, lock).Val(); ttl <= 19*time.Second || ttl > 20*time.Second {
+		t.Fatalf("PTTL %v, want the grantee's 20s lease", ttl)
+	}
+	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 1 || q[0] != "java" {
+		t.Fatalf("queue %v, want [java]", q)
+	}
+	if n := rdb.ZCard(ctx, grants).Val(); n != 0 {
+		t.Fatalf("%d grant records left, want 0", n)
+	}
+	if msg, err := subB.ReceiveMessage(ctx); err != nil || msg.Payload != "2" {
+		t.Fatalf("grantee got %v %v, want the grant message 2", msg, err)
+	}
+
+	// The Redisson waiter at the head is woken, not granted.
+	if n := release(ownerB); n != 1 {
+		t.Fatalf("release = %d, want 1 (head woken)", n)
+	}
+	if n := rdb.Exists(ctx, lock).Val(); n != 0 {
+		t.Fatal("a Redisson head was granted the lock")
+	}
+	if msg, err := subJava.ReceiveMessage(ctx); err != nil || msg.Payload != "0" {
+		t.Fatalf("Redisson head got %v %v, want the unlock message 0", msg, err)
+	}
+
+	// A grant never taken is released by the grantee's leave, to the next.
+	rdb.Del(ctx, queue, timeouts, waiters, grants)
+	join(ownerA, "0")
+	join(ownerB, "20000")
+	join("c", "20000")
+	if n := release(ownerA); n != 2 {
+		t.Fatalf("release = %d, want 2", n)
+	}
+	leave := []string{lock, queue, timeouts, waiters, grants}
+	if n, err := run(t, rdb, lua.FairLeave, leave, ownerB, channel, "publish", "1"); err != nil || n.(int64) != 2 {
+		t.Fatalf("leave = %v %v, want 2 (the untaken grant released)", n, err)
+	}
+	if got := rdb.HGetAll(ctx, lock).Val(); len(got) != 1 || got["c"] != "1" {
+		t.Fatalf("lock = %v after the grantee left, want it granted on to c", got)
+	}
+	// "0": the client says the owner may hold the lock: left alone.
+	if n, err := run(t, rdb, lua.FairLeave, leave, "c", channel, "publish", "0"); err != nil || n.(int64) != 0 {
+		t.Fatalf("leave = %v %v, want 0", n, err)
+	}
+	if got := rdb.HGet(ctx, lock, "c").Val(); got != "1" {
+		t.Fatal("a leave told to keep holds released one")
+	}
+}

@@ -16,7 +16,8 @@
 // lost holds, request markers) is written once, in count.lua: each acquire
 // script is assembled at init as count.lua followed by its own file, and
 // its SHA-1 is that of the assembled text. The semaphore scripts share
-// the permit-expiry rule the same way, from reclaim.lua.
+// the permit-expiry rule the same way, from reclaim.lua, and the fair
+// lock's release and leave who goes next, from fair_next.lua.
 //
 // The exported values are ready *redis.Script values: Run sends EVALSHA with
 // the SHA-1 computed at init and falls back to EVAL when the server answers
@@ -45,6 +46,8 @@ var (
 	//go:embed force_unlock.lua
 	forceUnlockSrc string
 
+	//go:embed fair_next.lua
+	fairNextSrc string
 	//go:embed fair_acquire.lua
 	fairAcquireSrc string
 	//go:embed fair_release.lua
@@ -121,9 +124,9 @@ var (
 	// FairAcquire takes a fair lock or waits in line; see fair_acquire.lua.
 	FairAcquire = redis.NewScript(withCount(fairAcquireSrc))
 	// FairRelease drops one hold of a fair lock and wakes the head; see fair_release.lua.
-	FairRelease = redis.NewScript(fairReleaseSrc)
+	FairRelease = redis.NewScript(withFairNext(fairReleaseSrc))
 	// FairLeave takes a waiter that gave up out of the queue; see fair_leave.lua.
-	FairLeave = redis.NewScript(fairLeaveSrc)
+	FairLeave = redis.NewScript(withFairNext(fairLeaveSrc))
 	// FairForceUnlock deletes a fair lock whoever holds it; see fair_force_unlock.lua.
 	FairForceUnlock = redis.NewScript(fairForceUnlockSrc)
 
@@ -180,6 +183,10 @@ const MaxBatch = 100
 // withReclaim prefixes the permit-expiry rule (reclaim.lua) to a
 // semaphore script.
 func withReclaim(body string) string { return reclaimSrc + "\n" + body }
+
+// withFairNext prefixes the rule of who goes next on a free fair lock
+// (fair_next.lua) to a fair script.
+func withFairNext(body string) string { return fairNextSrc + "\n" + body }
 
 // withCount prefixes the hold-count rule (count.lua) to an acquire script.
 func withCount(body string) string { return countSrc + "\n" + body }

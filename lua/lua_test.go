@@ -294,8 +294,8 @@ var acquireScripts = []acquireScript{
 		name: "fair", hashes: []string{lock},
 		field: func(owner string) string { return owner },
 		send: func(t *testing.T, rdb *redis.Client, owner, req string, expected, lease int) int64 {
-			keys := []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req), "lockgen_fair_waiters:{doc}"}
-			return int64Reply(t)(run(t, rdb, lua.FairAcquire, keys, lease, owner, 300000, expected, 10000, "1", channel, "publish"))
+			keys := []string{lock, "redisson_lock_queue:{doc}", "redisson_lock_timeout:{doc}", latch(req), "lockgen_fair_waiters:{doc}", "lockgen_fair_grants:{doc}"}
+			return int64Reply(t)(run(t, rdb, lua.FairAcquire, keys, lease, owner, 300000, expected, 10000, "1", channel, "publish", "0"))
 		},
 	},
 	{
@@ -606,8 +606,8 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	)
 	try := func(owner string) int64 {
 		t.Helper()
-		keys := []string{lock, queue, timeouts, latch(owner), waiters}
-		got, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, qt, 0, 10000, "1", channel, "publish")
+		keys := []string{lock, queue, timeouts, latch(owner), waiters, "lockgen_fair_grants:{doc}"}
+		got, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, qt, 0, 10000, "1", channel, "publish", "0")
 		if err != nil {
 			t.Fatal(err)
 		}

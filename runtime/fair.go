@@ -41,6 +41,10 @@ var (
 	scriptFairForceUnlock = newScript(lua.FairForceUnlock)
 )
 
+// fairGrants holds lockgen's waiters that take grants, with the lease a
+// release grants them the lock with (see fair_next.lua).
+func fairGrants(key string) string { return prefixName("lockgen_fair_grants", key) }
+
 func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }
 func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout", key) }
 
@@ -63,26 +67,70 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	if at.waiting {
 		join = "1"
 	}
-	return scriptFairAcquire.run(ctx, at.via, 5, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key),
+	grant := any("0")
+	if at.grant {
+		grant = at.px
+	}
+	return scriptFairAcquire.run(ctx, at.via, 6, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
 		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
-		lockChannel(m.key), c.publish,
+		lockChannel(m.key), c.publish, grant,
 	}).Int64()
+}
+
+// takesGrants reports whether m's waiters may be granted the lock by a
+// release (fair_next.lua): the head of the queue, if it is such a lockgen
+// waiter, holds the lock one message after the release, without an
+// acquire of its own, whichever process released it. Not with replica
+// sync (a grant waits for no replica), nor with Options.NoHandoff. Only a
+// waiter with an owner of its own takes grants (see acquireAs).
+func (m *Mutex) takesGrants() bool {
+	_, ok := m.k.(fair)
+	return ok && m.opts.SyncReplicas == 0 && !m.c.opts.NoLocalHandoff
+}
+
+// claimGrant takes the lock a release granted this waiter, in the owner's
+// turn (held on return when it took it). The grant's lease is the
+// waiter's own, cut to its queue record's deadline (fair_next.lua), and the
+// hold counts it from the waiter's last try, sent before the grant. When
+// the queue timeout is the shorter, or that try is so old that little of
+// the lease would be left, it does not claim: the waiter's next try finds
+// the grant, and count.lua counts it as the waiter's own acquisition with
+// the lease applied anew from that try.
+func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time) bool {
+	c := m.c
+	id := holdID{m.key, a.fieldID()}
+	_, px, _ := c.enter(context.Background(), id, lease) // an owner of its own: the turn is free
+	if m.opts.QueueTimeout < px || time.Since(lastTry) > px/2 {
+		c.exit(id)
+		return false
+	}
+	return true
 }
 
 // settle: a fair lock's hold counts as a reentrant one's (settle.lua).
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptFairRelease.run(ctx, at.via, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key),
+	return scriptFairRelease.run(ctx, at.via, 5, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
 		at.px, a.owner, m.c.publish, at.count, lockChannel(m.key),
 	}).Int64()
 }
 
+// leave also gives back a lock granted to a waiter that gave up as the
+// grant was on its way: only for an owner of its own holding nothing of
+// the lock here, since then a hold in Redis can only be that grant.
 func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
-	return scriptFairLeave.run(ctx, m.c.rdb, 4, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key),
-		a.owner, lockChannel(m.key), m.c.publish,
+	c := m.c
+	untaken := "0"
+	if c.holdOf(ctx) == nil {
+		if n, _ := c.holdState(m.key, a.fieldID(), 0); n == 0 {
+			untaken = "1"
+		}
+	}
+	return scriptFairLeave.run(ctx, c.rdb, 5, []any{
+		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
+		a.owner, lockChannel(m.key), c.publish, untaken,
 	}).Int64()
 }
 

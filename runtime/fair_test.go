@@ -262,8 +262,10 @@ func TestFairLockWakesOnlyTheHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.Channel != "redisson_lock__channel:{fair}:"+head || msg.Payload != "0" {
-		t.Fatalf("release published %q on %s, want \"0\" on the head's channel %s", msg.Payload, msg.Channel, head)
+	// The head is a lockgen waiter: the release grants it the lock and
+	// says so ("2") on its channel only.
+	if msg.Channel != "redisson_lock__channel:{fair}:"+head || msg.Payload != "2" {
+		t.Fatalf("release published %q on %s, want \"2\" (granted) on the head's channel %s", msg.Payload, msg.Channel, head)
 	}
 	wg.Wait()
 }

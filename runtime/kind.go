@@ -51,6 +51,7 @@ type attempt struct {
 	count   int      // the owner's hold count before the call
 	waiting bool     // acquire: the caller waits if not taken
 	fence   *int64   // acquire of a fenced lock: receives the token
+	grant   bool     // acquire of a fair lock: a release may grant it (fair.go)
 }
 
 // reentrant is Redisson's RLock: Client.Mutex.

@@ -133,6 +133,14 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			}
 			return took, err
 		}
+	} else if waiting && m.takesGrants() && c.holdOf(ctx) == nil {
+		// A fair lock's release may grant this waiter the lock in Redis
+		// (fair_next.lua): its channel says so, and the hold's lease runs
+		// from its last try, sent before it joined the queue.
+		w.grantee = func() (string, any) { return a.fieldID(), nil }
+		w.claim = func(offerState, string, time.Time) (bool, error) {
+			return m.claimGrant(a, lease, sent), nil
+		}
 	}
 	if err := c.await(ctx, w, try); err != nil {
 		if waiting {
@@ -201,6 +209,9 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, err
 	}
 	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: requestMarker(m.key, c.newRequestID()), count: count, waiting: waiting, fence: fence}
+	// A fair waiter of an owner of its own may be granted the lock by a
+	// release (see takesGrants).
+	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)

@@ -273,6 +273,16 @@ func (h *hub) join(channel, key string, mode wakeMode, shared bool) (w *waiter, 
 	return w, e.ready(), nil
 }
 
+// setGrantee records who w takes a lock handed to it as (handoff.go):
+// under the shard's mutex, since releases and grant messages read it.
+func (h *hub) setGrantee(w *waiter, grantee func() (string, any)) {
+	field, px := grantee()
+	sh := w.e.sh
+	sh.mu.Lock()
+	w.grantField, w.grantPx = field, px
+	sh.mu.Unlock()
+}
+
 // addLocked adds w to e's waiters. e.sh.mu is held.
 func addLocked(e *channelEntry, w *waiter) {
 	if e.linger != nil {
@@ -407,6 +417,9 @@ func (h *hub) deliver(channel, payload string) {
 			wakeReaders(e)
 			return
 		}
+		if payload == grantMessage && grantFirst(e) {
+			return
+		}
 		wakeOne(e, nil)
 	}
 }
@@ -480,6 +493,21 @@ func wakeOne(e *channelEntry, skip *waiter) {
 			}
 		}
 	}
+}
+
+// grantFirst tells the longest waiter that can take grants that a release
+// gave it the lock (a fair waiter's own channel: fair.go) and wakes it; it
+// reports false when no waiter can take one (then it is woken to try: its
+// acquire counts the grant as its own, count.lua).
+func grantFirst(e *channelEntry) bool {
+	for _, w := range e.waiters {
+		if w.grantField != "" && w.offer == offerNone {
+			w.offer = offerGranted
+			signal(e, w) // if one is pending already, it is this one
+			return true
+		}
+	}
+	return false
 }
 
 // wakeN signals the n longest-waiting waiters that have no signal pending.

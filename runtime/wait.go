@@ -109,7 +109,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		var deferred bool
 		w, deferred = h.attach(joined, ws.shared, ws.queue)
 		if w != nil && ws.grantee != nil {
-			w.grantField, w.grantPx = ws.grantee()
+			h.setGrantee(w, ws.grantee)
 		}
 		if deferred {
 			if err := c.deferFirstTry(ctx, w, &timer, deadline); err != nil {
@@ -155,7 +155,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				return err
 			}
 			if ws.grantee != nil {
-				w.grantField, w.grantPx = ws.grantee()
+				h.setGrantee(w, ws.grantee)
 			}
 			if ready {
 				continue

@@ -1,0 +1,55 @@
+-- fair_next: who goes next once a fair lock is free, written once. lua.go
+-- prefixes this file to fair_release.lua and fair_leave.lua; it defines a
+-- local function only.
+--
+-- lockgen_fair_next(lock, queue, scores, waiters, grants, now, prefix, publish)
+--   skips the dead heads of the queue (their score has passed: their
+--   process is gone), then, for the first live head:
+--   - a lockgen waiter that takes grants (in grants, its lease in ms, and
+--     alive by its record in waiters): the lock is given to it here, as its
+--     own acquire would take it (out of the queue, HSET 1), and it is told
+--     so on its channel with "2". It holds the lock one message after the
+--     release instead of after a message and its own acquire. The lease is
+--     its own, but never beyond its record's deadline (its last try + the
+--     queue timeout): a waiter whose process died holds the lock no longer
+--     than it would have blocked the queue as a dead head. Its client
+--     counts the hold from its last try (sent before this grant) with the
+--     shorter of its lease and the queue timeout, so never past the key's
+--     expiry;
+--   - any other waiter (a Redisson one, or lockgen's without grants) is
+--     woken with Redisson's "0" on its channel "<prefix>:<owner>" and
+--     takes the lock itself.
+--   Returns the owner granted, or nil.
+--
+-- A client that does not know "2" (an older lockgen) never registers in
+-- grants, so it is never granted; were it sent "2" it would try at once,
+-- and its acquire counts the grant as its own (count.lua's resend rule).
+
+local function lockgen_fair_next(lock, queue, scores, waiters, grants, now, prefix, publish)
+    local head = redis.call('lindex', queue, 0)
+    while head do
+        local deadline = redis.call('zscore', scores, head)
+        if deadline and tonumber(deadline) > now then
+            local px = redis.call('zscore', grants, head)
+            local alive = redis.call('zscore', waiters, head)
+            if px and alive and tonumber(alive) > now then
+                redis.call('lpop', queue)
+                redis.call('zrem', scores, head)
+                redis.call('zrem', waiters, head)
+                redis.call('zrem', grants, head)
+                redis.call('hset', lock, head, 1)
+                redis.call('pexpire', lock, math.min(tonumber(px), tonumber(alive) - now))
+                redis.call(publish, prefix .. ':' .. head, '2')
+                return head
+            end
+            redis.call(publish, prefix .. ':' .. head, '0')
+            return nil
+        end
+        redis.call('lpop', queue)
+        redis.call('zrem', scores, head)
+        redis.call('zrem', waiters, head)
+        redis.call('zrem', grants, head)
+        head = redis.call('lindex', queue, 0)
+    end
+    return nil
+end

@@ -1,0 +1,177 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// A fair lock's release grants the lock to the head of the queue whatever
+// Client (process) it waits in: the waiters go in queue order, and each
+// holds the lock without an acquire of its own.
+func TestFairGrantsGoToTheHeadAcrossClients(t *testing.T) {
+	s, rdb, a := setup(t, nil)
+	b := newClient(t, s.Client(t), nil)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	for _, sc := range []*redis.Script{lua.FairAcquire, lua.FairRelease, lua.FairLeave} {
+		sc.Load(ctx, plain) // so that no NOSCRIPT round is counted
+	}
+	holder := a.FairLock("fair", runtime.LockOptions{})
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	order := make(chan int, n)
+	done := make(chan error, n)
+	for i := range n {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		m := c.FairLock("fair", runtime.LockOptions{})
+		go func() {
+			hctx, err := m.Lock(ctx)
+			if err == nil {
+				order <- i
+				err = m.Unlock(hctx)
+			}
+			done <- err
+		}()
+		eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == int64(i+1) })
+	}
+	// Each waiter is asleep on its confirmed channel before the release.
+	time.Sleep(50 * time.Millisecond)
+	evals := commandCalls(t, plain, "evalsha")
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(order)
+	want := 0
+	for got := range order {
+		if got != want {
+			t.Fatalf("waiter %d got the lock in turn %d: not in queue order", got, want)
+		}
+		want++
+	}
+	// One script call per release; the grantees sent no acquire.
+	if got := commandCalls(t, plain, "evalsha") - evals; got != n+1 {
+		t.Errorf("%d script calls for %d releases, want %d (the grantees send none)", got, n+1, n+1)
+	}
+	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
+// A grant whose message is lost (the waiter's pub/sub connection killed
+// as it was sent) is found by the waiter's next try, which counts it as
+// its own acquisition: once, with its lease applied anew.
+func TestFairGrantWithLostMessageIsTakenByTheNextTry(t *testing.T) {
+	s, rdb, a := setup(t, nil)
+	b := newClient(t, s.Client(t), nil)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	holder := a.FairLock("fair", runtime.LockOptions{})
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := b.FairLock("fair", runtime.LockOptions{})
+	got := make(chan context.Context, 1)
+	go func() {
+		hctx, err := m.Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- hctx
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	time.Sleep(50 * time.Millisecond)
+	// Drop every pub/sub connection, then release: the grant's message
+	// reaches no one, and the hub finds its connection gone.
+	if err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	var hctx context.Context
+	select {
+	case hctx = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never took the lock granted to it")
+	}
+	if hctx == nil {
+		t.FailNow()
+	}
+	if vals := plain.HVals(ctx, "fair").Val(); len(vals) != 1 || vals[0] != "1" {
+		t.Fatalf("hold counts %v, want the grantee's one hold", vals)
+	}
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
+// Waiters that give up at random (short waits, cancelled ctxs) while
+// grants fly between two Clients: never two holders, and nothing is left
+// locked or queued once everyone is done.
+func TestFairGrantsSurviveWaitersGivingUp(t *testing.T) {
+	s, rdb, a := setup(t, nil)
+	b := newClient(t, s.Client(t), nil)
+	ctx := ctxT(t)
+	var rec intervals
+	stop := time.Now().Add(1500 * time.Millisecond)
+	errs := make(chan error, 16)
+	for g := range 16 {
+		c := a
+		if g%2 == 1 {
+			c = b
+		}
+		m := c.FairLock("fair", runtime.LockOptions{})
+		go func() {
+			var err error
+			defer func() { errs <- err }()
+			for i := 0; time.Now().Before(stop); i++ {
+				wctx, cancel := context.WithCancel(ctx)
+				wait := time.Duration((g+i)%4) * time.Millisecond
+				if (g+i)%5 == 0 {
+					wait = runtime.Forever
+					time.AfterFunc(time.Duration(i%3)*time.Millisecond, cancel)
+				}
+				hctx, lerr := m.TryLock(wctx, wait, runtime.Watchdog)
+				if lerr != nil {
+					cancel()
+					continue
+				}
+				start := time.Now()
+				time.Sleep(100 * time.Microsecond)
+				rec.add(start, time.Now())
+				err = m.Unlock(hctx)
+				cancel()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := rec.overlaps(); n != 0 {
+		t.Fatalf("%d overlapping holds", n)
+	}
+	t.Logf("%d holds", len(rec.iv))
+	eventually(t, 2*time.Second, "nothing left locked or queued", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
