@@ -210,8 +210,10 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	}
 	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: requestMarker(m.key, c.newRequestID()), count: count, waiting: waiting, fence: fence}
 	// A fair waiter of an owner of its own may be granted the lock by a
-	// release (see takesGrants).
-	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil
+	// release (see takesGrants), once the grant's message cannot miss it:
+	// its channel's subscription is confirmed.
+	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
+		c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)

@@ -273,6 +273,16 @@ func (h *hub) join(channel, key string, mode wakeMode, shared bool) (w *waiter, 
 	return w, e.ready(), nil
 }
 
+// subscribed reports whether channel's subscription is confirmed: a
+// message published on it from now on reaches this hub.
+func (h *hub) subscribed(channel string) bool {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[channel]
+	return e != nil && e.ready()
+}
+
 // setGrantee records who w takes a lock handed to it as (handoff.go):
 // under the shard's mutex, since releases and grant messages read it.
 func (h *hub) setGrantee(w *waiter, grantee func() (string, any)) {
