@@ -55,14 +55,17 @@ type Options struct {
 	// use the same mode (as Redisson's subscription mode must match).
 	PubSub PubSubMode
 
-	// NoLocalHandoff turns off local hand-offs (handoff.go): the last
-	// release of a reentrant lock then always publishes the unlock
-	// message, even when only waiters of this Client wait for the lock.
-	// A hand-off happens only when no other client is subscribed to the
-	// lock's channel on the lock's server; turn it off when Redisson
-	// clients that subscribe on replicas (subscriptionMode SLAVE) wait
-	// for the same locks and must not wait up to 16 hand-offs for a turn.
-	NoLocalHandoff bool
+	// NoHandoff turns off hand-offs, so that every waiter takes the lock
+	// with an acquire of its own after an unlock message, as Redisson's
+	// do. By default a release hands the lock over in its own script call:
+	// a reentrant lock's last release to the longest waiter of the same
+	// Client when no other client is subscribed to the lock's channel on
+	// its server (handoff.go), a fair lock's to the head of the queue when
+	// it is a lockgen waiter (fair.go). Turn the reentrant hand-off off
+	// when Redisson clients that subscribe on replicas (subscriptionMode
+	// SLAVE) wait for the same locks: Redis does not count them, so they
+	// may wait up to 16 hand-offs for an unlock message.
+	NoHandoff bool
 }
 
 // PubSubMode selects classic or sharded pub/sub; see Options.PubSub.

@@ -62,7 +62,10 @@
 // waiter holds the lock one round trip after the release started, and
 // sends nothing. As soon as a waiter of another process, Go or Java, is
 // subscribed, releases publish as usual, so no process is overtaken by
-// another's local queue. Options.NoLocalHandoff turns it off.
+// another's local queue. A fair lock's release grants the lock to the head
+// of the queue, in whatever process it waits, when the head is a lockgen
+// waiter, and tells it on its own channel; a Redisson head is woken as
+// Redisson wakes it. Options.NoHandoff turns both off.
 //
 // # Failures
 //

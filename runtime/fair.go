@@ -86,7 +86,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 // waiter with an owner of its own takes grants (see acquireAs).
 func (m *Mutex) takesGrants() bool {
 	_, ok := m.k.(fair)
-	return ok && m.opts.SyncReplicas == 0 && !m.c.opts.NoLocalHandoff
+	return ok && m.opts.SyncReplicas == 0 && !m.c.opts.NoHandoff
 }
 
 // claimGrant takes the lock a release granted this waiter, in the owner's

@@ -175,3 +175,47 @@ func TestFairGrantsSurviveWaitersGivingUp(t *testing.T) {
 	t.Logf("%d holds", len(rec.iv))
 	eventually(t, 2*time.Second, "nothing left locked or queued", func() bool { return len(keysLeft(t, rdb)) == 0 })
 }
+
+// With Options.NoHandoff a fair lock's release wakes the head with
+// Redisson's "0", and the head takes the lock with its own acquire.
+func TestFairLockWithoutHandoffWakesTheHead(t *testing.T) {
+	_, rdb, c := setup(t, &runtime.Options{NoHandoff: true})
+	ctx := ctxT(t)
+	holder := c.FairLock("fair", runtime.LockOptions{})
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := rdb.PSubscribe(ctx, "redisson_lock__channel:{fair}*")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := c.FairLock("fair", runtime.LockOptions{})
+	done := make(chan error, 1)
+	go func() {
+		hctx, err := m.Lock(ctx)
+		if err == nil {
+			err = m.Unlock(hctx)
+		}
+		done <- err
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	time.Sleep(50 * time.Millisecond)
+	if n := rdb.Exists(ctx, "lockgen_fair_grants:{fair}").Val(); n != 0 {
+		t.Fatal("a waiter that takes no grants recorded a lease to be granted with")
+	}
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Payload != "0" {
+		t.Fatalf("release published %q on %s, want Redisson's \"0\"", msg.Payload, msg.Channel)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -81,7 +81,7 @@ func (m *Mutex) handsOff() bool {
 		return false
 	}
 	c := m.c
-	return !m.fenced && m.opts.SyncReplicas == 0 && !c.cluster && !c.opts.NoLocalHandoff && !c.handoffRefused.Load()
+	return !m.fenced && m.opts.SyncReplicas == 0 && !c.cluster && !c.opts.NoHandoff && !c.handoffRefused.Load()
 }
 
 // offer picks the waiter on channel a release can hand its lock to: the
