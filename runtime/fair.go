@@ -108,7 +108,30 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time) b
 	return true
 }
 
-// settle: a fair lock's hold counts as a reentrant one's (settle.lua).
+// settle decides a try whose reply was lost, as a reentrant lock's
+// (settle.lua), with one more step. A waiter's try may be sent after a
+// release granted it the lock (the grant's message lost or still on its
+// way): settle.lua then finds the grant and reports it taken, but the
+// grant's lease runs from the release, before the try was sent, and is
+// cut to the waiter's queue record, while the hold counts its lease from
+// the try. So a new acquisition settled as taken is sent again with the
+// same marker: count.lua takes the copy as a resend and re-applies the
+// lease (never shortening it) after the try was sent, or refuses it (-3)
+// when the hold is gone meanwhile. Only the copy's reply confirms it.
+func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
+	took, err := f.reentrant.settle(ctx, m, a, at)
+	if err != nil || !took || at.count != 0 || !m.takesGrants() {
+		return took, err
+	}
+	dctx, cancel := m.c.detached(ctx)
+	defer cancel()
+	again := at
+	again.waiting, again.grant = false, false // one try, never a join
+	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+		return f.acquire(ctx, m, a, again)
+	})
+	return err == nil && n == 0, err
+}
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scriptFairRelease.run(ctx, at.via, 5, []any{

@@ -1,0 +1,122 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// whenHook loses the first EVALSHA of a script made once cond holds: it
+// is written (go-redis marshals it) to a connection that breaks before
+// Redis reads it, so its outcome is unknown to the caller.
+type whenHook struct {
+	sha   string
+	cond  atomic.Pointer[func() bool]
+	fired atomic.Bool
+}
+
+func (h *whenHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *whenHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *whenHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cond := h.cond.Load(); cond != nil && isScriptCall(cmd.Args(), h.sha) && (*cond)() {
+			h.cond.Store(nil)
+			h.fired.Store(true)
+			// Written to a connection that broke before Redis read it.
+			if m, ok := cmd.Args()[1].(encoding.BinaryMarshaler); ok {
+				_, _ = m.MarshalBinary()
+			}
+			cmd.SetErr(io.ErrUnexpectedEOF)
+			return io.ErrUnexpectedEOF
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A grant whose message is lost is found by the waiter's next try; when
+// that try never reaches Redis and its reply is lost, settling it finds the
+// grant and reports the lock taken. The hold counts its lease from that
+// try, so the key must not expire before it: the grant's lease ran from
+// the release (cut to the waiter's queue record), before the try was sent.
+// Another owner must not take the lock while the grantee's ctx is live.
+func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
+	s, rdb, a := setup(t, nil)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	for _, sc := range []*redis.Script{lua.FairAcquire, lua.FairRelease, lua.FairLeave, lua.Settle} {
+		sc.Load(ctx, plain)
+	}
+	h := &whenHook{sha: lua.FairAcquire.Hash()}
+	wrdb := s.Client(t)
+	wrdb.AddHook(h)
+	b := newClient(t, wrdb, nil)
+
+	opts := runtime.LockOptions{QueueTimeout: 600 * time.Millisecond}
+	const lease = 2 * time.Second
+	holder := a.FairLock("fair", opts)
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holderField := plain.HKeys(ctx, "fair").Val()[0]
+	// Lose the waiter's first try made once the lock is granted to it.
+	granted := func() bool {
+		f := plain.HKeys(ctx, "fair").Val()
+		return len(f) == 1 && f[0] != holderField
+	}
+	h.cond.Store(&granted)
+
+	m := b.FairLock("fair", opts)
+	got := make(chan context.Context, 1)
+	go func() {
+		hctx, err := m.TryLock(ctx, runtime.Forever, lease)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- hctx
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	time.Sleep(50 * time.Millisecond)
+	// The grant's message reaches no one: the waiter's next try finds it.
+	if err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	var hctx context.Context
+	select {
+	case hctx = <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never took the lock granted to it")
+	}
+	if hctx == nil {
+		t.FailNow()
+	}
+	if !h.fired.Load() {
+		t.Fatal("the grant was taken without the lost try this test is about")
+	}
+	other := a.FairLock("fair", opts)
+	for hctx.Err() == nil {
+		if octx, err := other.TryLock(ctx, 0, lease); err == nil {
+			live := hctx.Err() == nil
+			_ = other.Unlock(octx)
+			if live {
+				t.Fatal("another owner took the lock while the grantee's hold was live: the key expired before the hold's deadline")
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = m.Unlock(hctx) // its fixed lease has run out: reported lost
+	eventually(t, 3*time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
