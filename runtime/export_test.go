@@ -5,22 +5,7 @@ package runtime
 // wake-up pending, the subscription confirmed): tests wait for it before
 // they release.
 func ParkedWaiters(m *Mutex) int {
-	h := m.c.hub
-	channel := m.k.channel(m.key, "")
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := sh.entries[channel]
-	if e == nil || !e.ready() {
-		return 0
-	}
-	n := 0
-	for _, w := range e.waiters {
-		if w.parked && !w.woken && len(w.C) == 0 {
-			n++
-		}
-	}
-	return n
+	return countWaiters(m, func(w *waiter) bool { return w.parked })
 }
 
 // IdleWaiters counts the goroutines of m's Client waiting for m with no
@@ -29,6 +14,12 @@ func ParkedWaiters(m *Mutex) int {
 // off) every such waiter registered on the confirmed channel, asleep or
 // about to be.
 func IdleWaiters(m *Mutex) int {
+	return countWaiters(m, func(w *waiter) bool { return w.parked || w.grantField == "" })
+}
+
+// countWaiters counts the waiters on m's confirmed channel with no wake-up
+// pending or in use for which also holds.
+func countWaiters(m *Mutex, also func(*waiter) bool) int {
 	h := m.c.hub
 	channel := m.k.channel(m.key, "")
 	sh := h.shard(channel)
@@ -40,7 +31,7 @@ func IdleWaiters(m *Mutex) int {
 	}
 	n := 0
 	for _, w := range e.waiters {
-		if (w.parked || w.grantField == "") && !w.woken && len(w.C) == 0 {
+		if !w.woken && len(w.C) == 0 && also(w) {
 			n++
 		}
 	}

@@ -190,6 +190,27 @@ func handoffSetup(t *testing.T, h *handoffHook) (redis.UniversalClient, *runtime
 	return rdb, newClient(t, rdb, &runtime.Options{ReleaseTimeout: 300 * time.Millisecond, WatchdogTimeout: 600 * time.Millisecond}), plain
 }
 
+// heldWithOneWaiter takes m and starts one waiter for it, parked when it
+// returns; the waiter's hold ctx (nil if its Lock failed) arrives on got.
+func heldWithOneWaiter(t *testing.T, m *runtime.Mutex) (held context.Context, got chan context.Context) {
+	t.Helper()
+	ctx := ctxT(t)
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = make(chan context.Context, 1)
+	go func() {
+		hctx, err := m.Lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- hctx
+	}()
+	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	return held, got
+}
+
 // A hand-off whose every reply is lost (the script ran) leaves its outcome
 // unknown to the releaser; the waiter settles it and holds the lock.
 func TestLocalHandoffWithLostRepliesIsSettledByTheWaiter(t *testing.T) {
@@ -201,19 +222,7 @@ func TestLocalHandoffWithLostRepliesIsSettledByTheWaiter(t *testing.T) {
 	rdb, c, plain := handoffSetup(t, h)
 	ctx := ctxT(t)
 	m := c.Mutex("lost", runtime.LockOptions{})
-	held, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan context.Context, 1)
-	go func() {
-		hctx, err := m.Lock(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- hctx
-	}()
-	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	held, got := heldWithOneWaiter(t, m)
 	h.on.Store(true)
 	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Fatalf("Unlock = %v, want ErrOutcomeUnknown (every reply was lost)", err)
@@ -249,19 +258,7 @@ func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
 	rdb, c, plain := handoffSetup(t, h)
 	ctx := ctxT(t)
 	m := c.Mutex("aborted", runtime.LockOptions{})
-	held, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan context.Context, 1)
-	go func() {
-		hctx, err := m.Lock(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- hctx
-	}()
-	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	held, got := heldWithOneWaiter(t, m)
 	h.on.Store(true)
 	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Fatalf("Unlock = %v, want ErrOutcomeUnknown", err)
