@@ -41,8 +41,8 @@
 -- KEYS[5]  lockgen's waiters: lockgen_fair_waiters:{<lock>} (zset owner ->
 --          liveness deadline ms); lockgen clients only
 -- KEYS[6]  lockgen's waiters that take grants: lockgen_fair_grants:{<lock>}
---          (zset owner -> lease ms): a release hands such a waiter the lock
---          when it is the head (see fair_next.lua)
+--          (hash owner -> "<lease ms>:<nonce>"): a release hands such a
+--          waiter the lock when it is the head (see fair_next.lua)
 -- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens the TTL)
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds
@@ -51,8 +51,11 @@
 -- ARGV[6]  "1": join (or stay in) the queue when not taken; "0": one try only
 -- ARGV[7]  wake channel prefix: redisson_lock__channel:{<lock>}
 -- ARGV[8]  publish command: "publish" or "spublish"
--- ARGV[9]  the lease in ms a release may grant this waiter the lock with
---          when it is the head; "0": no grants (it takes the lock itself)
+-- ARGV[9]  "<lease ms>:<nonce>": the lease a release may grant this
+--          waiter the lock with when it is the head, and the nonce of this
+--          try, which the grant's message carries back (so a waiter claims
+--          only a grant made after its latest try); "0": no grants (it takes
+--          the lock itself)
 --
 -- Returns an integer
 --   0    the lock is now held by ARGV[2] (taken, re-entered, or taken by an
@@ -90,7 +93,7 @@ while head do
     redis.call('lpop', KEYS[2])
     redis.call('zrem', KEYS[3], head)
     redis.call('zrem', KEYS[5], head)
-    redis.call('zrem', KEYS[6], head)
+    redis.call('hdel', KEYS[6], head)
     pruned = true
     head = redis.call('lindex', KEYS[2], 0)
 end
@@ -101,7 +104,7 @@ if free and (not head or head == ARGV[2]) then
     end
     redis.call('zrem', KEYS[3], ARGV[2])
     redis.call('zrem', KEYS[5], ARGV[2])
-    redis.call('zrem', KEYS[6], ARGV[2])
+    redis.call('hdel', KEYS[6], ARGV[2])
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 0
@@ -152,7 +155,7 @@ if join then
         redis.call('pexpire', KEYS[5], qt)
     end
     if ARGV[9] ~= '0' then
-        redis.call('zadd', KEYS[6], ARGV[9], ARGV[2])
+        redis.call('hset', KEYS[6], ARGV[2], ARGV[9])
         if redis.call('pttl', KEYS[6]) < qt then
             redis.call('pexpire', KEYS[6], qt)
         end

@@ -29,7 +29,7 @@ local wasHead = redis.call('lindex', KEYS[2], 0) == ARGV[1]
 local removed = redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
 redis.call('zrem', KEYS[4], ARGV[1])
-redis.call('zrem', KEYS[5], ARGV[1])
+redis.call('hdel', KEYS[5], ARGV[1])
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if ARGV[4] == '1' and redis.call('hget', KEYS[1], ARGV[1]) == '1' then

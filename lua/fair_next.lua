@@ -5,10 +5,13 @@
 -- lockgen_fair_next(lock, queue, scores, waiters, grants, now, prefix, publish)
 --   skips the dead heads of the queue (their score has passed: their
 --   process is gone), then, for the first live head:
---   - a lockgen waiter that takes grants (in grants, its lease in ms, and
---     alive by its record in waiters): the lock is given to it here, as its
---     own acquire would take it (out of the queue, HSET 1), and it is told
---     so on its channel with "2". It holds the lock one message after the
+--   - a lockgen waiter that takes grants (in grants, "<lease ms>:<nonce>"
+--     from its latest try, and alive by its record in waiters): the lock is
+--     given to it here, as its own acquire would take it (out of the queue,
+--     HSET 1), and it is told so on its channel with "2:<nonce>": its client
+--     claims the grant only if the nonce is its latest try's (a grant whose
+--     message came late, after the waiter tried again, is not claimed: its
+--     lease may have run out meanwhile). It holds the lock one message after the
 --     release instead of after a message and its own acquire. The lease is
 --     its own, but never beyond its record's deadline (its last try + the
 --     queue timeout): a waiter whose process died holds the lock no longer
@@ -22,24 +25,29 @@
 --   Returns the owner granted, or nil.
 --
 -- A client that does not know "2" (an older lockgen) never registers in
--- grants, so it is never granted; were it sent "2" it would try at once,
--- and its acquire counts the grant as its own (count.lua's resend rule).
+-- grants, so it is never granted; were it sent "2:..." it would try at
+-- once, and its acquire counts the grant as its own (count.lua's resend
+-- rule).
 
 local function lockgen_fair_next(lock, queue, scores, waiters, grants, now, prefix, publish)
     local head = redis.call('lindex', queue, 0)
     while head do
         local deadline = redis.call('zscore', scores, head)
         if deadline and tonumber(deadline) > now then
-            local px = redis.call('zscore', grants, head)
+            local grant = redis.call('hget', grants, head)
             local alive = redis.call('zscore', waiters, head)
+            local px, nonce
+            if grant then
+                px, nonce = string.match(grant, '^(%d+):(.+)$')
+            end
             if px and alive and tonumber(alive) > now then
                 redis.call('lpop', queue)
                 redis.call('zrem', scores, head)
                 redis.call('zrem', waiters, head)
-                redis.call('zrem', grants, head)
+                redis.call('hdel', grants, head)
                 redis.call('hset', lock, head, 1)
                 redis.call('pexpire', lock, math.min(tonumber(px), tonumber(alive) - now))
-                redis.call(publish, prefix .. ':' .. head, '2')
+                redis.call(publish, prefix .. ':' .. head, '2:' .. nonce)
                 return head
             end
             redis.call(publish, prefix .. ':' .. head, '0')
@@ -48,7 +56,7 @@ local function lockgen_fair_next(lock, queue, scores, waiters, grants, now, pref
         redis.call('lpop', queue)
         redis.call('zrem', scores, head)
         redis.call('zrem', waiters, head)
-        redis.call('zrem', grants, head)
+        redis.call('hdel', grants, head)
         head = redis.call('lindex', queue, 0)
     end
     return nil

@@ -11,8 +11,8 @@
 -- KEYS[3]  scores: redisson_lock_timeout:{<lock>}
 -- KEYS[4]  lockgen's waiters: lockgen_fair_waiters:{<lock>} (see
 --          fair_acquire.lua); a skipped waiter's record goes with it
--- KEYS[5]  lockgen's waiters that take grants, with their lease:
---          lockgen_fair_grants:{<lock>} (see fair_acquire.lua)
+-- KEYS[5]  lockgen's waiters that take grants, with their lease and
+--          nonce: lockgen_fair_grants:{<lock>} (see fair_acquire.lua)
 -- ARGV[1]  lease in milliseconds, re-applied while holds remain
 -- ARGV[2]  owner token
 -- ARGV[3]  publish command: "publish" or "spublish"

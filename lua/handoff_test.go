@@ -83,8 +83,8 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 }
 
 // A fair lock's last release gives the lock to the head of the queue when
-// the head is a lockgen waiter that takes grants, and tells it with "2" on
-// its own channel; a head that takes none (a Redisson waiter) is woken
+// the head is a lockgen waiter that takes grants, and tells it with "2:"
+// and its latest try's nonce on its own channel; a head that takes none (a Redisson waiter) is woken
 // with "0". A waiter that gave up as its grant was on the way releases it
 // on leaving, to the next in line.
 func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
@@ -112,7 +112,7 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 		return n.(int64)
 	}
 	join(ownerA, "0") // takes the free lock
-	join(ownerB, "20000")
+	join(ownerB, "20000:b1")
 	join("java", "0")
 	subB := rdb.Subscribe(ctx, channel+":"+ownerB)
 	defer subB.Close()
@@ -136,11 +136,11 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 1 || q[0] != "java" {
 		t.Fatalf("queue %v, want [java]", q)
 	}
-	if n := rdb.ZCard(ctx, grants).Val(); n != 0 {
+	if n := rdb.HLen(ctx, grants).Val(); n != 0 {
 		t.Fatalf("%d grant records left, want 0", n)
 	}
-	if msg, err := subB.ReceiveMessage(ctx); err != nil || msg.Payload != "2" {
-		t.Fatalf("grantee got %v %v, want the grant message 2", msg, err)
+	if msg, err := subB.ReceiveMessage(ctx); err != nil || msg.Payload != "2:b1" {
+		t.Fatalf("grantee got %v %v, want the grant message with its try's nonce, 2:b1", msg, err)
 	}
 
 	// The Redisson waiter at the head is woken, not granted.
@@ -157,8 +157,8 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	// A grant never taken is released by the grantee's leave, to the next.
 	rdb.Del(ctx, queue, timeouts, waiters, grants)
 	join(ownerA, "0")
-	join(ownerB, "20000")
-	join("c", "20000")
+	join(ownerB, "20000:b2")
+	join("c", "20000:c1")
 	if n := release(ownerA); n != 2 {
 		t.Fatalf("release = %d, want 2", n)
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/lockgen/lockgen/lua"
@@ -67,9 +68,11 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	if at.waiting {
 		join = "1"
 	}
-	grant := any("0")
+	grant := "0"
 	if at.grant {
-		grant = at.px
+		// The lease a release may grant it the lock with, and this try's
+		// nonce (its marker), which the grant's message carries back.
+		grant = fmt.Sprint(at.px) + ":" + at.marker
 	}
 	return scriptFairAcquire.run(ctx, at.via, 6, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
@@ -92,12 +95,18 @@ func (m *Mutex) takesGrants() bool {
 // claimGrant takes the lock a release granted this waiter, in the owner's
 // turn (held on return when it took it). The grant's lease is the
 // waiter's own, cut to its queue record's deadline (fair_next.lua), and the
-// hold counts it from the waiter's last try, sent before the grant. When
-// the queue timeout is the shorter, or that try is so old that little of
-// the lease would be left, it does not claim: the waiter's next try finds
-// the grant, and count.lua counts it as the waiter's own acquisition with
-// the lease applied anew from that try.
-func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time) bool {
+// hold counts it from the waiter's last try, sent before the grant. It
+// claims only a grant made for that try (ours: the message carried the
+// try's nonce; a message delayed past a later try may be of a grant
+// whose lease ran out since). When it is not, the queue timeout is the
+// shorter, or that try is so old that little of the lease would be left,
+// it does not claim: the waiter's next try finds a live grant, and
+// count.lua counts it as the waiter's own acquisition with the lease
+// applied anew from that try.
+func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool) bool {
+	if !ours {
+		return false
+	}
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	_, px, _ := c.enter(context.Background(), id, lease) // an owner of its own: the turn is free

@@ -219,3 +219,47 @@ func TestFairLockWithoutHandoffWakesTheHead(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A grant message that is not for the waiter's latest try (one delayed past
+// a later try: its grant's lease may have run out and another owner taken
+// the lock) is not claimed: the waiter tries instead, and waits on.
+func TestFairGrantMessageOfAnEarlierTryIsNotClaimed(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	holder := c.FairLock("fair", runtime.LockOptions{})
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.FairLock("fair", runtime.LockOptions{})
+	got := make(chan error, 1)
+	go func() {
+		hctx, err := m.Lock(ctx)
+		if err == nil {
+			err = m.Unlock(hctx)
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	time.Sleep(50 * time.Millisecond)
+	waiter := rdb.LIndex(ctx, "redisson_lock_queue:{fair}", 0).Val()
+	channel := "redisson_lock__channel:{fair}:" + waiter
+	if err := rdb.Publish(ctx, channel, "2:lockgen_latch:{fair}:an-earlier-try").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter returned (%v) on a grant of an earlier try while the lock is held", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if q := rdb.LRange(ctx, "redisson_lock_queue:{fair}", 0, -1).Val(); len(q) != 1 || q[0] != waiter {
+		t.Fatalf("queue %v, want the waiter still in line", q)
+	}
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}

@@ -90,6 +90,10 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	start := time.Now()
 	a := newLockArgs(m.key, owner, m.k.field(owner))
 	var sent time.Time
+	// grantNonce is the nonce of the last try if it registered for
+	// grants (a fair lock's), "" if not: only a grant carrying it is
+	// claimed (claimGrant).
+	var grantNonce string
 	// The token's home is allocated only for a fenced lock: the pointer
 	// reaches the kind's acquire through an interface, so it escapes.
 	var fence *int64
@@ -100,7 +104,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		first := sent.IsZero()
 		sent = time.Now()
-		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence)
+		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence, &grantNonce)
 		if first && waiting && !took && err == nil && c.opts.Observer != nil {
 			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
 		}
@@ -138,8 +142,8 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		// (fair_next.lua): its channel says so, and the hold's lease runs
 		// from its last try, sent before it joined the queue.
 		w.grantee = func() (string, any) { return a.fieldID(), nil }
-		w.claim = func(offerState, string, time.Time) (bool, error) {
-			return m.claimGrant(a, lease, sent), nil
+		w.claim = func(_ offerState, nonce string, _ time.Time) (bool, error) {
+			return m.claimGrant(a, lease, sent, nonce != "" && nonce == grantNonce), nil
 		}
 	}
 	if err := c.await(ctx, w, try); err != nil {
@@ -193,7 +197,7 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
-func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64) (took bool, _ time.Duration, _ error) {
+func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, grantNonce *string) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	count, px, err := c.enter(ctx, id, lease)
@@ -214,6 +218,10 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	// its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
 		c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
+	*grantNonce = ""
+	if at.grant {
+		*grantNonce = at.marker
+	}
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)

@@ -36,7 +36,8 @@ func requestMarker(key, requestID string) string {
 const (
 	unlockMessage     = "0" // wakes one waiter
 	readUnlockMessage = "1" // wakes every waiting reader
-	// grantMessage, on a fair waiter's own channel, tells it a release
-	// gave it the lock (lua/fair_next.lua); lockgen's own, never Redisson's.
-	grantMessage = "2"
+	// grantPrefix starts the message on a fair waiter's own channel that
+	// tells it a release gave it the lock: "2:<nonce of its try>"
+	// (lua/fair_next.lua); lockgen's own, never Redisson's.
+	grantPrefix = "2:"
 )

@@ -3,6 +3,7 @@ package runtime
 import (
 	"hash/maphash"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -427,7 +428,7 @@ func (h *hub) deliver(channel, payload string) {
 			wakeReaders(e)
 			return
 		}
-		if payload == grantMessage && grantFirst(e) {
+		if nonce, ok := strings.CutPrefix(payload, grantPrefix); ok && grantFirst(e, nonce) {
 			return
 		}
 		wakeOne(e, nil)
@@ -506,13 +507,14 @@ func wakeOne(e *channelEntry, skip *waiter) {
 }
 
 // grantFirst tells the longest waiter that can take grants that a release
-// gave it the lock (a fair waiter's own channel: fair.go) and wakes it; it
-// reports false when no waiter can take one (then it is woken to try: its
-// acquire counts the grant as its own, count.lua).
-func grantFirst(e *channelEntry) bool {
+// gave it the lock for the try with nonce (a fair waiter's own channel:
+// fair.go) and wakes it; it reports false when no waiter can take one
+// (then it is woken to try: its acquire counts the grant as its own,
+// count.lua).
+func grantFirst(e *channelEntry, nonce string) bool {
 	for _, w := range e.waiters {
 		if w.grantField != "" && w.offer == offerNone {
-			w.offer = offerGranted
+			w.offer, w.offerMarker = offerGranted, nonce
 			signal(e, w) // if one is pending already, it is this one
 			return true
 		}
