@@ -77,32 +77,11 @@ func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
 	h.cond.Store(&granted)
 
 	m := b.FairLock("fair", opts)
-	got := make(chan context.Context, 1)
-	go func() {
-		hctx, err := m.TryLock(ctx, runtime.Forever, lease)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- hctx
-	}()
-	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
-	time.Sleep(50 * time.Millisecond)
+	got := queuedFairWaiter(t, rdb, func(ctx context.Context) (context.Context, error) {
+		return m.TryLock(ctx, runtime.Forever, lease)
+	})
 	// The grant's message reaches no one: the waiter's next try finds it.
-	if err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Unlock(held); err != nil {
-		t.Fatal(err)
-	}
-	var hctx context.Context
-	select {
-	case hctx = <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter never took the lock granted to it")
-	}
-	if hctx == nil {
-		t.FailNow()
-	}
+	hctx := releaseWithGrantLost(t, plain, holder, held, got)
 	if !h.fired.Load() {
 		t.Fatal("the grant was taken without the lost try this test is about")
 	}

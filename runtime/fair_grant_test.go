@@ -86,33 +86,8 @@ func TestFairGrantWithLostMessageIsTakenByTheNextTry(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := b.FairLock("fair", runtime.LockOptions{})
-	got := make(chan context.Context, 1)
-	go func() {
-		hctx, err := m.Lock(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- hctx
-	}()
-	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
-	time.Sleep(50 * time.Millisecond)
-	// Drop every pub/sub connection, then release: the grant's message
-	// reaches no one, and the hub finds its connection gone.
-	if err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := holder.Unlock(held); err != nil {
-		t.Fatal(err)
-	}
-	var hctx context.Context
-	select {
-	case hctx = <-got:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiter never took the lock granted to it")
-	}
-	if hctx == nil {
-		t.FailNow()
-	}
+	got := queuedFairWaiter(t, rdb, func(ctx context.Context) (context.Context, error) { return m.Lock(ctx) })
+	hctx := releaseWithGrantLost(t, plain, holder, held, got)
 	if vals := plain.HVals(ctx, "fair").Val(); len(vals) != 1 || vals[0] != "1" {
 		t.Fatalf("hold counts %v, want the grantee's one hold", vals)
 	}
@@ -262,4 +237,47 @@ func TestFairGrantMessageOfAnEarlierTryIsNotClaimed(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
+// queuedFairWaiter starts lock in a goroutine and returns once its waiter
+// is in the queue of the fair lock "fair" and asleep on its confirmed
+// channel; the hold ctx (nil if lock failed) arrives on the channel.
+func queuedFairWaiter(t *testing.T, rdb redis.UniversalClient, lock func(context.Context) (context.Context, error)) chan context.Context {
+	t.Helper()
+	ctx := ctxT(t)
+	got := make(chan context.Context, 1)
+	go func() {
+		hctx, err := lock(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- hctx
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	time.Sleep(50 * time.Millisecond)
+	return got
+}
+
+// releaseWithGrantLost drops every pub/sub connection, then releases held:
+// the grant's message reaches no one, and the hubs find their connections
+// gone. It returns the hold the waiter on got takes all the same.
+func releaseWithGrantLost(t *testing.T, plain *redis.Client, holder *runtime.Mutex, held context.Context, got chan context.Context) context.Context {
+	t.Helper()
+	ctx := ctxT(t)
+	if err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case hctx := <-got:
+		if hctx == nil {
+			t.FailNow()
+		}
+		return hctx
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter never took the lock granted to it")
+	}
+	return nil
 }
