@@ -60,7 +60,10 @@
 // Client's longest waiter in the release's own script call when no other
 // client listens on the lock's channel (Redis counts the subscribers): the
 // waiter holds the lock one round trip after the release started, and
-// sends nothing. As soon as a waiter of another process, Go or Java, is
+// sends nothing. A goroutine that comes while the Client's own goroutines
+// already wait for the lock queues behind them without a try of its own,
+// so under contention in one process an acquisition costs one call: the
+// release that hands it over. As soon as a waiter of another process, Go or Java, is
 // subscribed, releases publish as usual, so no process is overtaken by
 // another's local queue. A fair lock's release grants the lock to the head
 // of the queue, in whatever process it waits, when the head is a lockgen

@@ -39,11 +39,17 @@ func commandCalls(t testing.TB, rdb *redis.Client, name string) int64 {
 // is waiting on the channel before the next starts) and returns the order
 // in which they got the lock. Each unlocks at once.
 func queueWaiters(t *testing.T, m *runtime.Mutex, n int) (order chan int, done *sync.WaitGroup) {
+	return queueWaitersFrom(t, m, 0, n)
+}
+
+// queueWaitersFrom is queueWaiters with parked waiters there already:
+// the goroutines are numbered from it.
+func queueWaitersFrom(t *testing.T, m *runtime.Mutex, parked, n int) (order chan int, done *sync.WaitGroup) {
 	t.Helper()
 	ctx := ctxT(t)
 	order = make(chan int, n)
 	done = &sync.WaitGroup{}
-	for i := range n {
+	for i := parked; i < parked+n; i++ {
 		done.Add(1)
 		go func() {
 			defer done.Done()
@@ -388,5 +394,52 @@ func TestLocalHandoffRefusedByACLFallsBackToPublish(t *testing.T) {
 	}
 	if n := handoffs.Load(); n != 1 {
 		t.Fatalf("%d hand-off calls in 3 releases, want 1: the refusal was not recognized, so every release paid a refused call first", n)
+	}
+}
+
+// A goroutine that comes to a lock its Client's own waiters already wait
+// for takes its place behind them without a try (which could only fail or
+// overtake them): while they wait, newcomers send nothing; every later
+// acquisition is a hand-off.
+func TestLocalHandoffNewcomersBehindWaitersSendNothing(t *testing.T) {
+	s, rdb, c := setup(t, nil)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	for _, sc := range []*redis.Script{lua.Handoff, lua.Release, lua.Acquire} {
+		sc.Load(ctx, plain)
+	}
+	m := c.Mutex("newcomers", runtime.LockOptions{})
+	held, got := heldWithOneWaiter(t, m)
+	evals := commandCalls(t, plain, "evalsha")
+	const newcomers = 4
+	order, done := queueWaitersFrom(t, m, 1, newcomers)
+	if n := commandCalls(t, plain, "evalsha") - evals; n != 0 {
+		t.Fatalf("%d script calls from %d newcomers behind a waiter, want 0", n, newcomers)
+	}
+	if err := m.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	first := <-got
+	if first == nil {
+		t.FailNow()
+	}
+	if err := m.Unlock(first); err != nil {
+		t.Fatal(err)
+	}
+	done.Wait()
+	close(order)
+	want := 1
+	for i := range order {
+		if i != want {
+			t.Fatalf("newcomer %d got the lock in turn %d: not first come, first served", i, want)
+		}
+		want++
+	}
+	// One call per release: the holder's and each waiter's.
+	if n := commandCalls(t, plain, "evalsha") - evals; n != newcomers+2 {
+		t.Errorf("%d script calls for %d releases, want %d (no tries)", n, newcomers+2, newcomers+2)
+	}
+	if keys := keysLeft(t, rdb); len(keys) != 0 {
+		t.Fatalf("keys left: %v", keys)
 	}
 }

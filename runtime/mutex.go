@@ -137,6 +137,11 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			}
 			return took, err
 		}
+		w.waitStarted = func() {
+			if c.opts.Observer != nil {
+				c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
+			}
+		}
 	} else if waiting && m.takesGrants() && c.holdOf(ctx) == nil {
 		// A fair lock's release may grant this waiter the lock in Redis
 		// (fair_next.lua): its channel says so, and the hold's lease runs

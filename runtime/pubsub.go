@@ -237,6 +237,14 @@ func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred boo
 	return w, deferred
 }
 
+// undefer ends w's deferral: it takes its place in line at once.
+func (h *hub) undefer(w *waiter) {
+	sh := w.e.sh
+	sh.mu.Lock()
+	w.deferred = false
+	sh.mu.Unlock()
+}
+
 // handoffInFlight reports whether w is still deferred behind a hand-off in
 // flight (its grace for an unlock message in transit is over).
 func (h *hub) handoffInFlight(w *waiter) bool {

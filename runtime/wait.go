@@ -40,7 +40,15 @@ type waitSpec struct {
 	// is over as after a successful try.
 	grantee func() (field string, px any)
 	claim   func(state offerState, marker string, sent time.Time) (bool, error)
+	// waitStarted is called when a waiter that can be handed the lock
+	// sleeps without a first try (behind the Client's own waiters): the
+	// try would have reported the wait as started.
+	waitStarted func()
 }
+
+// skippedTryBound bounds the first sleep of a waiter that skipped its try
+// (see await), in place of the holder's TTL a try would have returned.
+const skippedTryBound = 5 * time.Second
 
 // tryFunc makes one acquisition attempt. When the lock is held by someone
 // else it reports the holder's remaining lease (negative: no expiry), which
@@ -97,6 +105,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		}
 	}()
 	var timer *time.Timer // made on the first sleep: the uncontended path needs none
+	skipTry := false      // its first try is skipped: see below
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -111,7 +120,13 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if w != nil && ws.grantee != nil {
 			h.setGrantee(w, ws.grantee)
 		}
-		if deferred {
+		switch {
+		case deferred && w.grantField != "":
+			// Behind this Client's own waiters on a lock its releases hand
+			// over: its turn comes as a hand-off (or a wake-up), and a try
+			// now could only fail or overtake them. It sleeps at once.
+			skipTry = true
+		case deferred:
 			if err := c.deferFirstTry(ctx, w, &timer, deadline); err != nil {
 				return err
 			}
@@ -121,44 +136,56 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		acquired, ttl, err = try(ctx)
-		// Blocked by another lock now (a multi-lock): sleep on its channel.
-		moved := err == nil && !acquired && w != nil && ws.dynamic && ws.channel() != joined
-		if w != nil {
-			// A wake-up used for a lock another waiter goes first on, or
-			// that this waiter did not take because another member
-			// blocked it, goes on to the next waiter.
-			h.tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
-		}
-		if err != nil || acquired {
-			return err
-		}
-		if wait == 0 {
-			return ErrNotAcquired
-		}
-		if !deadline.IsZero() && !time.Now().Before(deadline) {
-			return ErrNotAcquired
-		}
-		if moved {
-			h.leave(w, false)
-			w = nil
-		}
-		if w == nil {
-			joined = ws.channel()
-			var ready bool
-			key := ""
-			if ws.key != nil {
-				key = ws.key()
+		if skipTry {
+			skipTry = false
+			h.undefer(w) // it waits in line now, for offers and wake-ups
+			if ws.waitStarted != nil {
+				ws.waitStarted()
 			}
-			if w, ready, err = h.join(joined, key, ws.wake, ws.shared); err != nil {
-				w = nil
+			// No try of its own gave it the holder's TTL to sleep on: a
+			// lock freed without a message or a hand-off is seen by key
+			// tracking, or by this bound.
+			ttl = skippedTryBound
+		} else {
+			acquired, ttl, err = try(ctx)
+			// Blocked by another lock now (a multi-lock): sleep on its channel.
+			moved := err == nil && !acquired && w != nil && ws.dynamic && ws.channel() != joined
+			if w != nil {
+				// A wake-up used for a lock another waiter goes first on, or
+				// that this waiter did not take because another member
+				// blocked it, goes on to the next waiter.
+				h.tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
+			}
+			if err != nil || acquired {
 				return err
 			}
-			if ws.grantee != nil {
-				h.setGrantee(w, ws.grantee)
+			if wait == 0 {
+				return ErrNotAcquired
 			}
-			if ready {
-				continue
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				return ErrNotAcquired
+			}
+			if moved {
+				h.leave(w, false)
+				w = nil
+			}
+			if w == nil {
+				joined = ws.channel()
+				var ready bool
+				key := ""
+				if ws.key != nil {
+					key = ws.key()
+				}
+				if w, ready, err = h.join(joined, key, ws.wake, ws.shared); err != nil {
+					w = nil
+					return err
+				}
+				if ws.grantee != nil {
+					h.setGrantee(w, ws.grantee)
+				}
+				if ready {
+					continue
+				}
 			}
 		}
 		d := time.Duration(-1) // until signalled
