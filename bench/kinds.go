@@ -14,7 +14,7 @@ func extraKinds(version string) []*lib {
 	return []*lib{
 		{
 			Name: "lockgen fair", Library: "github.com/lockgen/lockgen/runtime", Version: version, Kind: "fair",
-			Settings: "FairLock (Redisson RFairLock layout: FIFO queue, only the head may take it), watchdog lease, WaitTime Forever",
+			Settings: "FairLock (Redisson RFairLock layout: FIFO queue, only the head may take it; a release grants the lock to a lockgen head in any process), watchdog lease, WaitTime Forever",
 			open: func(rdb *redis.Client, _ *counter, _ *atomic.Int64) (locker, func()) {
 				c, err := lockrt.NewClient(rdb, nil)
 				must(err)
