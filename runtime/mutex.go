@@ -101,12 +101,20 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		fence = new(int64)
 	}
 	waiting := wait != 0
+	// waitStarted: EventWaitStarted was reported, by the first try that
+	// failed or by a waiter that sleeps without one (await): once a wait.
+	waitStarted := false
+	reportWaitStarted := func() {
+		if !waitStarted && c.opts.Observer != nil {
+			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
+		}
+		waitStarted = true
+	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		first := sent.IsZero()
 		sent = time.Now()
 		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence, &grantNonce)
-		if first && waiting && !took && err == nil && c.opts.Observer != nil {
-			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
+		if waiting && !took && err == nil {
+			reportWaitStarted()
 		}
 		return took, ttl, err
 	}
@@ -137,11 +145,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			}
 			return took, err
 		}
-		w.waitStarted = func() {
-			if c.opts.Observer != nil {
-				c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
-			}
-		}
+		w.waitStarted = reportWaitStarted
 	} else if waiting && m.takesGrants() && c.holdOf(ctx) == nil {
 		// A fair lock's release may grant this waiter the lock in Redis
 		// (fair_next.lua): its channel says so, and the hold's lease runs
