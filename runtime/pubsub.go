@@ -145,6 +145,9 @@ type waiter struct {
 	// deferred: a newcomer letting a hand-off in flight finish before its
 	// first try; signalled when e.inflight drops to 0.
 	deferred bool
+	// untried: it sleeps without a try of its own (see hub.undefer), so
+	// it knows no holder's TTL and counts on the waiters ahead of it.
+	untried bool
 
 	// Local hand-off (handoff.go). grantField and grantPx are the owner
 	// token and lease a release hands the lock over with ("": the waiter
@@ -237,11 +240,13 @@ func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred boo
 	return w, deferred
 }
 
-// undefer ends w's deferral: it takes its place in line at once.
+// undefer ends w's deferral: it takes its place in line at once, without
+// a try of its own (untried) until its first wake-up.
 func (h *hub) undefer(w *waiter) {
 	sh := w.e.sh
 	sh.mu.Lock()
 	w.deferred = false
+	w.untried = true
 	sh.mu.Unlock()
 }
 
@@ -321,6 +326,7 @@ func (h *hub) tried(w *waiter, handOn bool) {
 	e.sh.mu.Lock()
 	defer e.sh.mu.Unlock()
 	w.deferred = false
+	w.untried = false
 	if !w.woken || len(w.C) > 0 {
 		return
 	}
@@ -378,6 +384,12 @@ func (h *hub) leave(w *waiter, acquired bool) {
 	}
 	if unused && !acquired {
 		wakeOne(e, nil)
+	}
+	if !acquired && !w.untried {
+		// A waiter that never tried slept on this one's TTL: with it
+		// gone, a lock freed without a message (a lease run out, tracking
+		// off) would wake no one before the untried one's bound.
+		wakeUntried(e)
 	}
 	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
 		if e.linger == nil {
@@ -538,6 +550,17 @@ func wakeN(e *channelEntry, n int) {
 		}
 		if signal(e, w) {
 			n--
+		}
+	}
+}
+
+// wakeUntried signals the longest-waiting waiter that has not tried yet
+// (see hub.undefer), so it tries and learns the holder's TTL.
+func wakeUntried(e *channelEntry) {
+	for _, w := range e.waiters {
+		if w.untried {
+			signal(e, w)
+			return
 		}
 	}
 }
