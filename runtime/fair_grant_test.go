@@ -58,13 +58,7 @@ func TestFairGrantsGoToTheHeadAcrossClients(t *testing.T) {
 		}
 	}
 	close(order)
-	want := 0
-	for got := range order {
-		if got != want {
-			t.Fatalf("waiter %d got the lock in turn %d: not in queue order", got, want)
-		}
-		want++
-	}
+	inOrder(t, order, 0)
 	// One script call per release; the grantees sent no acquire.
 	if got := commandCalls(t, plain, "evalsha") - evals; got != n+1 {
 		t.Errorf("%d script calls for %d releases, want %d (the grantees send none)", got, n+1, n+1)

@@ -91,13 +91,7 @@ func TestLocalHandoffGivesTheLockToTheLongestWaiter(t *testing.T) {
 	}
 	done.Wait()
 	close(order)
-	want := 0
-	for got := range order {
-		if got != want {
-			t.Fatalf("waiter %d got the lock in turn %d: not first come, first served", got, want)
-		}
-		want++
-	}
+	inOrder(t, order, 0)
 	if got := commandCalls(t, plain, "publish") - publishes; got != 1 {
 		t.Errorf("%d unlock messages for %d releases, want 1 (the last: nobody left to hand it to)", got, n+1)
 	}
@@ -428,18 +422,25 @@ func TestLocalHandoffNewcomersBehindWaitersSendNothing(t *testing.T) {
 	}
 	done.Wait()
 	close(order)
-	want := 1
-	for i := range order {
-		if i != want {
-			t.Fatalf("newcomer %d got the lock in turn %d: not first come, first served", i, want)
-		}
-		want++
-	}
+	inOrder(t, order, 1)
 	// One call per release: the holder's and each waiter's.
 	if n := commandCalls(t, plain, "evalsha") - evals; n != newcomers+2 {
 		t.Errorf("%d script calls for %d releases, want %d (no tries)", n, newcomers+2, newcomers+2)
 	}
 	if keys := keysLeft(t, rdb); len(keys) != 0 {
 		t.Fatalf("keys left: %v", keys)
+	}
+}
+
+// inOrder fails t unless order yields first, first+1, ...: the goroutines
+// got the lock in the order they came.
+func inOrder(t *testing.T, order chan int, first int) {
+	t.Helper()
+	want := first
+	for got := range order {
+		if got != want {
+			t.Fatalf("goroutine %d got the lock in turn %d: not first come, first served", got, want)
+		}
+		want++
 	}
 }
