@@ -1,0 +1,121 @@
+package runtime_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Hand-offs while the network between a Client and Redis drops packets,
+// resets connections and delays them: the reentrant lock's local hand-off
+// (one Client through the proxy) and the fair lock's grant between two
+// Clients (one through the proxy, one direct). A holder's span runs from
+// Lock's return to its Unlock or to its hold ctx ending, whichever comes
+// first; no two spans overlap, hand-offs happen throughout, and once the
+// network heals nothing is left locked.
+func TestHandoffsUnderNetworkFaultsKeepMutualExclusion(t *testing.T) {
+	skipShortOutsideCI(t)
+	for _, k := range []lockKind{kindByName("reentrant"), kindByName("fair")} {
+		t.Run(k.name, func(t *testing.T) { testHandoffsUnderNetworkFaults(t, k) })
+	}
+}
+
+func testHandoffsUnderNetworkFaults(t *testing.T, k lockKind) {
+	s := redistest.Start(t)
+	admin := s.Client(t)
+	ctx := ctxT(t)
+	p := faultproxy.Start(t, s.Addr())
+	viaProxy := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	opts := &runtime.Options{WatchdogTimeout: 900 * time.Millisecond, ReleaseTimeout: 300 * time.Millisecond}
+	clients := []*runtime.Client{newClient(t, viaProxy, opts)}
+	if k.name == "fair" {
+		clients = append(clients, newClient(t, s.Client(t), opts))
+	}
+
+	// Count the hand-overs: a grant's message, or a release of the
+	// proxied Client that published nothing while someone waited.
+	var grants atomic.Int64
+	mon := admin.PSubscribe(ctx, "redisson_lock__channel:*")
+	defer mon.Close()
+	if _, err := mon.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for msg := range mon.Channel() {
+			if strings.HasPrefix(msg.Payload, "2:") {
+				grants.Add(1)
+			}
+		}
+	}()
+	publishes := commandCalls(t, admin, "publish")
+
+	var (
+		rec  intervals
+		acqs atomic.Int64
+	)
+	stop := time.Now().Add(2 * time.Second)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		c := clients[g%len(clients)]
+		m := k.new(c, "netfault-"+k.name, runtime.LockOptions{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				hctx, err := m.TryLock(ctx, time.Second, runtime.Watchdog)
+				if err != nil {
+					continue // faults make waits fail; safety is what is checked
+				}
+				start := time.Now()
+				var lost atomic.Int64 // when the hold's ctx ended, if before Unlock
+				stopWatch := context.AfterFunc(hctx, func() { lost.Store(time.Now().UnixNano()) })
+				time.Sleep(500 * time.Microsecond)
+				end := time.Now()
+				_ = m.Unlock(hctx)
+				stopWatch()
+				if l := lost.Load(); l != 0 && l < end.UnixNano() {
+					end = time.Unix(0, l)
+				}
+				acqs.Add(1)
+				rec.add(start, end)
+			}
+		}()
+	}
+	// The faults, in turn, on every connection of the proxied Client.
+	faults := []func(){
+		func() { p.Reset() },
+		func() { p.Blackhole(faultproxy.Both); time.Sleep(150 * time.Millisecond); p.Heal() },
+		func() { p.Latency(faultproxy.Both, 20*time.Millisecond); time.Sleep(200 * time.Millisecond); p.Heal() },
+		func() { p.Blackhole(faultproxy.Downstream); time.Sleep(100 * time.Millisecond); p.Heal() },
+	}
+	for i := 0; time.Now().Before(stop); i++ {
+		time.Sleep(150 * time.Millisecond)
+		faults[i%len(faults)]()
+	}
+	p.Heal()
+	wg.Wait()
+
+	if n := rec.overlaps(); n != 0 {
+		t.Fatalf("%d overlapping holds in %d", n, acqs.Load())
+	}
+	handed := grants.Load()
+	if k.name == "reentrant" {
+		// Every release publishes unless it handed the lock on.
+		handed = acqs.Load() - (commandCalls(t, admin, "publish") - publishes)
+	}
+	t.Logf("%d holds, about %d handed over in the release", acqs.Load(), handed)
+	if acqs.Load() < 50 || handed < 10 {
+		t.Fatalf("%d holds, %d hand-overs: the test exercised too little", acqs.Load(), handed)
+	}
+	eventually(t, 3*time.Second, "nothing left locked once healed", func() bool { return len(keysLeft(t, admin)) == 0 })
+}
