@@ -239,13 +239,7 @@ func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration,
 	if state == offerGranted {
 		return true, nil
 	}
-	at := attempt{via: c.rdb, px: c.leaseArg(px), marker: marker}
-	took, err := m.k.settle(ctx, m, a, at)
-	if err != nil {
-		if gen := c.markUnknown(id, err); gen != 0 {
-			m.settleLater(a, at, px, gen)
-		}
-	}
+	took, err := m.settleLost(ctx, a, attempt{via: c.rdb, px: c.leaseArg(px), marker: marker}, px)
 	if !took {
 		c.exit(id)
 	}

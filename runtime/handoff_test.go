@@ -255,7 +255,7 @@ func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
 		cmd.SetErr(io.ErrUnexpectedEOF)
 		return io.ErrUnexpectedEOF
 	}}
-	rdb, c, plain := handoffSetup(t, h)
+	_, c, plain := handoffSetup(t, h)
 	ctx := ctxT(t)
 	m := c.Mutex("aborted", runtime.LockOptions{})
 	held, got := heldWithOneWaiter(t, m)
@@ -281,7 +281,6 @@ func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
 	if n := plain.Exists(ctx, "aborted").Val(); n != 0 {
 		t.Fatalf("the late copy left the lock held: %v", plain.HGetAll(ctx, "aborted").Val())
 	}
-	_ = rdb
 }
 
 // A waiter whose ctx ends while a release is handing it the lock either
@@ -293,7 +292,7 @@ func TestLocalHandoffRacingTheWaitersCancellation(t *testing.T) {
 		<-release
 		return next(ctx, cmd)
 	}}
-	rdb, c, plain := handoffSetup(t, h)
+	_, c, plain := handoffSetup(t, h)
 	ctx := ctxT(t)
 	m := c.Mutex("race", runtime.LockOptions{})
 	held, err := m.Lock(ctx)
@@ -335,7 +334,6 @@ func TestLocalHandoffRacingTheWaitersCancellation(t *testing.T) {
 	if n := plain.Exists(ctx, "race").Val(); n != 0 {
 		t.Fatal("lock left held")
 	}
-	_ = rdb
 }
 
 // A server that refuses PUBSUB to the client (an ACL) gets the usual

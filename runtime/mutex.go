@@ -226,7 +226,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	// release (see takesGrants), once the grant's message cannot miss it:
 	// its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
-		c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
+		c.hub.active() && c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
 	*grantNonce = ""
 	if at.grant {
 		*grantNonce = at.marker
@@ -255,11 +255,8 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	case isRedisReply(err), errors.Is(err, ErrNotReplicated), notSent(err):
 		return false, 0, err
 	}
-	settled, serr := m.k.settle(ctx, m, a, at)
+	settled, serr := m.settleLost(ctx, a, at, px)
 	if serr != nil {
-		if gen := c.markUnknown(id, serr); gen != 0 && count == 0 {
-			m.settleLater(a, at, px, gen)
-		}
 		return false, 0, serr
 	}
 	if settled && m.opts.SyncReplicas > 0 {
@@ -280,6 +277,20 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return true, 0, nil
 	}
 	return false, 0, err
+}
+
+// settleLost settles an acquire attempt at whose reply was lost, in the
+// owner's turn. If the settlement is lost too, the outcome is marked
+// unknown, and a fresh owner's (at.count 0: nobody will call again with
+// it) goes on being settled in the background.
+func (m *Mutex) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
+	settled, err := m.k.settle(ctx, m, a, at)
+	if err != nil {
+		if gen := m.c.markUnknown(holdID{m.key, a.fieldID()}, err); gen != 0 && at.count == 0 {
+			m.settleLater(a, at, px, gen)
+		}
+	}
+	return settled, err
 }
 
 // Reply codes of the acquire scripts besides 0 (taken) and a TTL.
