@@ -32,11 +32,15 @@
 --
 -- Functions (all keys are the calling script's KEYS; leases are numbers):
 --
--- lockgen_count(hash, field, expected, marker, markerTTL, lease, tkey)
+-- lockgen_count(hash, field, expected, marker, markerTTL, lease, tkey, grants)
 --   applies the whole rule for one lock. tkey is nil, or the key that
 --   carries the lease of the owner's hold number expected + 1 (a read
 --   hold's rwlock_timeout key): a re-entry SETs it to the new count with
 --   the lease, a resend re-applies the lease to it without shortening.
+--   grants is nil, or a fair lock's lockgen_fair_grants key: a new
+--   acquisition that finds its count already 1 because a release granted
+--   it the lock (the field says "granted": fair_next.lua) is that grant
+--   taken, not a resend: the lease is re-applied and no marker written.
 --   Returns reply, ttl:
 --     reply 0, -3 or -6  the script's answer, already applied
 --     reply nil          a new acquisition, free to go on; ttl is the
@@ -111,8 +115,13 @@ local function lockgen_reenter(hash, field, lease, tkey)
     end
 end
 
-local function lockgen_count(hash, field, expected, marker, markerTTL, lease, tkey)
+local function lockgen_count(hash, field, expected, marker, markerTTL, lease, tkey, grants)
     local verdict, v = lockgen_classify(hash, field, expected, marker)
+    if verdict == 'resend' and grants and expected == 0 and redis.call('hget', grants, field) == 'granted' then
+        redis.call('hdel', grants, field)
+        lockgen_extend(hash, lease)
+        return 0
+    end
     if verdict == 'resend' then
         lockgen_resent(hash, marker, markerTTL, lease, tkey, v)
         return 0

@@ -42,7 +42,8 @@
 --          liveness deadline ms); lockgen clients only
 -- KEYS[6]  lockgen's waiters that take grants: lockgen_fair_grants:{<lock>}
 --          (hash owner -> "<lease ms>:<nonce>"): a release hands such a
---          waiter the lock when it is the head (see fair_next.lua)
+--          waiter the lock when it is the head (see fair_next.lua), and
+--          marks it "granted" until the grantee's try or release clears it
 -- ARGV[1]  lease in milliseconds (a re-entry or resend never shortens the TTL)
 -- ARGV[2]  owner token
 -- ARGV[3]  queue timeout in milliseconds
@@ -67,7 +68,7 @@
 --   -3   not taken: the request was settled as aborted, or it is a late
 --        copy of a request whose hold has ended since
 --   -6   not taken: the owner's hold count in Redis is not ARGV[4]
-local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[4]), KEYS[4], ARGV[5], tonumber(ARGV[1]))
+local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[4]), KEYS[4], ARGV[5], tonumber(ARGV[1]), nil, KEYS[6])
 if reply then
     return reply
 end

@@ -44,7 +44,10 @@ local function lockgen_fair_next(lock, queue, scores, waiters, grants, now, pref
                 redis.call('lpop', queue)
                 redis.call('zrem', scores, head)
                 redis.call('zrem', waiters, head)
-                redis.call('hdel', grants, head)
+                -- "granted": a try of the grantee that comes before it
+                -- claims the grant takes it without a resend's marker
+                -- (count.lua); its release clears the field.
+                redis.call('hset', grants, head, 'granted')
                 redis.call('hset', lock, head, 1)
                 redis.call('pexpire', lock, math.min(tonumber(px), tonumber(alive) - now))
                 redis.call(publish, prefix .. ':' .. head, '2:' .. nonce)

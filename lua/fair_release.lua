@@ -41,6 +41,7 @@ end
 if redis.call('hdel', KEYS[1], ARGV[2]) == 0 then
     return nil
 end
+redis.call('hdel', KEYS[5], ARGV[2]) -- the "granted" mark of a hold granted to it
 -- The owner's field was the hash's only one: HDEL deleted the lock.
 
 local t = redis.call('time')

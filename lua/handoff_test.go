@@ -136,11 +136,20 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 1 || q[0] != "java" {
 		t.Fatalf("queue %v, want [java]", q)
 	}
-	if n := rdb.HLen(ctx, grants).Val(); n != 0 {
-		t.Fatalf("%d grant records left, want 0", n)
+	if got := rdb.HGetAll(ctx, grants).Val(); len(got) != 1 || got[ownerB] != "granted" {
+		t.Fatalf("grant records %v, want only {%s: granted}", got, ownerB)
 	}
 	if msg, err := subB.ReceiveMessage(ctx); err != nil || msg.Payload != "2:b1" {
 		t.Fatalf("grantee got %v %v, want the grant message with its try's nonce, 2:b1", msg, err)
+	}
+	// A try of the grantee that comes before it claims the grant takes
+	// it: once, and without a resend's marker.
+	join(ownerB, "20000:b1b")
+	if got := rdb.HGet(ctx, lock, ownerB).Val(); got != "1" {
+		t.Fatalf("count %q after the grantee's try, want 1", got)
+	}
+	if n := rdb.Exists(ctx, latch(ownerB), grants).Val(); n != 0 {
+		t.Fatal("the grantee's try left a marker or its granted mark")
 	}
 
 	// The Redisson waiter at the head is woken, not granted.
