@@ -48,8 +48,15 @@ local function lockgen_fair_next(lock, queue, scores, waiters, grants, now, pref
                 -- claims the grant takes it without a resend's marker
                 -- (count.lua); its release clears the field.
                 redis.call('hset', grants, head, 'granted')
+                local lease = math.min(tonumber(px), tonumber(alive) - now)
                 redis.call('hset', lock, head, 1)
-                redis.call('pexpire', lock, math.min(tonumber(px), tonumber(alive) - now))
+                redis.call('pexpire', lock, lease)
+                if redis.call('llen', queue) == 0 then
+                    -- No one else waits: the grants hash lives no longer
+                    -- than this grant, so a mark its grantee could not
+                    -- clear (its release lost to a fault) goes with it.
+                    redis.call('pexpire', grants, lease)
+                end
                 redis.call(publish, prefix .. ':' .. head, '2:' .. nonce)
                 return head
             end

@@ -117,5 +117,25 @@ func testHandoffsUnderNetworkFaults(t *testing.T, k lockKind) {
 	if acqs.Load() < 50 || handed < 10 {
 		t.Fatalf("%d holds, %d hand-overs: the test exercised too little", acqs.Load(), handed)
 	}
-	eventually(t, 3*time.Second, "nothing left locked once healed", func() bool { return len(keysLeft(t, admin)) == 0 })
+	// The lock, its queue and its waiters' records go. A fair lock's
+	// grants hash may keep the "granted" mark of a grantee whose release
+	// was lost to a fault: it expires with the last grant's lease, or
+	// with the queue timeout while others waited (fair_next.lua).
+	left := func() (locked []string) {
+		for _, k := range keysLeft(t, admin) {
+			if !strings.HasPrefix(k, "lockgen_fair_grants:") {
+				locked = append(locked, k)
+			} else if admin.PTTL(ctx, k).Val() <= 0 {
+				locked = append(locked, k+" (no expiry)")
+			}
+		}
+		return locked
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for len(left()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if l := left(); len(l) > 0 {
+		t.Fatalf("left 3s after the network healed: %v", l)
+	}
 }
