@@ -19,6 +19,20 @@
 -- ARGV[3]  the owner's hold count before this request (0: a new acquisition)
 -- ARGV[4]  marker lifetime in milliseconds
 --
+-- A waiting lockgen client's try also registers the waiter for grants
+-- (grant_next.lua, which lua.go prefixes) with three more keys:
+-- KEYS[3]  lockgen_lock_queue:{<lock>}
+-- KEYS[4]  lockgen_lock_grants:{<lock>}: a field "granted" makes a try
+--          that finds its count already 1 the grant taken (count.lua)
+-- KEYS[5]  lockgen_lock_hubs:{<lock>}
+-- ARGV[5]  the lease a release may grant it the lock with, in ms ("0":
+--          it takes no grants, but is in line: grants wait for it)
+-- ARGV[6]  how long its record lives, in ms
+-- ARGV[7]  the client's id (its grant channel
+--          redisson_lock__channel:{<lock>}:<id> is subscribed)
+-- A try that takes the lock leaves the queue; one that does not is (re)
+-- registered with its nonce: KEYS[2], the try's request marker.
+--
 -- Returns an integer (never nil: a nil reply costs the client an error path)
 --   0    the lock is now held by ARGV[2] (taken, re-entered, or taken by an
 --        earlier copy of this very request: a resend never counts twice)
@@ -30,14 +44,33 @@
 --        hold a re-entry counts on is gone: its lease ran out or the key
 --        was deleted)
 local lease = tonumber(ARGV[1])
-local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4], lease)
+local queued = KEYS[3] ~= nil
+local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[3]), KEYS[2], ARGV[4], lease, nil, KEYS[4])
 if reply then
+    if queued and reply == 0 then
+        redis.call('zrem', KEYS[3], ARGV[2])
+        if redis.call('exists', KEYS[3]) == 0 then
+            redis.call('del', KEYS[4])
+        end
+    end
     return reply
 end
 if ttl == -2 then
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], lease)
+    if queued then
+        redis.call('zrem', KEYS[3], ARGV[2])
+        redis.call('hdel', KEYS[4], ARGV[2])
+        if redis.call('exists', KEYS[3]) == 0 then
+            -- The last in line, holding the lock: no grant mark anyone
+            -- needs. (The hubs set stays: its clients may still listen.)
+            redis.call('del', KEYS[4])
+        end
+    end
     return 0
+end
+if queued then
+    lockgen_enqueue(KEYS[3], KEYS[4], KEYS[5], ARGV[2], ARGV[5], tonumber(ARGV[6]), ARGV[7], KEYS[2], lockgen_now())
 end
 if ttl == 0 then
     return 1

@@ -17,7 +17,7 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 	rdb := srv.Client(t)
 	ctx := context.Background()
 	marker := latch("grant1")
-	keys := []string{lock, channel, marker}
+	keys := []string{lock, channel, marker, gqueue, ggrants, ghubs}
 
 	// Only the releasing client listens (one subscriber): handed on.
 	mine := rdb.Subscribe(ctx, channel)
@@ -26,11 +26,11 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb.HSet(ctx, lock, ownerA, 1)
-	if _, err := run(t, rdb, lua.Handoff, keys, ownerB, "publish", "c", 30000); !errors.Is(err, redis.Nil) {
+	if _, err := run(t, rdb, lua.Handoff, keys, ownerB, "publish", "c", 30000, gprefix, "1"); !errors.Is(err, redis.Nil) {
 		t.Fatalf("non-owner hand-off: %v, want nil", err)
 	}
 	for i := 0; i < 2; i++ { // the second run is a resend of the first
-		if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000); err != nil || n.(int64) != 2 {
+		if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000, gprefix, "1"); err != nil || n.(int64) != 2 {
 			t.Fatalf("hand-off (copy %d) = %v, %v; want 2", i+1, n, err)
 		}
 	}
@@ -49,7 +49,7 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 	rdb.Del(ctx, lock)
 	rdb.HSet(ctx, lock, ownerA, 1)
 	rdb.Set(ctx, marker, "abort", time.Minute)
-	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", "c", 30000); err != nil || n.(int64) != 1 {
+	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", "c", 30000, gprefix, "1"); err != nil || n.(int64) != 1 {
 		t.Fatalf("hand-off of an aborted grant = %v, %v; want 1 (released)", n, err)
 	}
 	if n := rdb.Exists(ctx, lock).Val(); n != 0 {
@@ -67,8 +67,8 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 	}
 	rdb.Del(ctx, marker)
 	rdb.HSet(ctx, lock, ownerA, 1)
-	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000); err != nil || n.(int64) != 1 {
-		t.Fatalf("hand-off with another listener = %v, %v; want 1 (released)", n, err)
+	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000, gprefix, "1"); err != nil || n.(int64) != 4 {
+		t.Fatalf("hand-off with another listener = %v, %v; want 4 (released, others listen)", n, err)
 	}
 	if n := rdb.Exists(ctx, lock).Val(); n != 0 {
 		t.Fatal("the lock went to a local waiter while another process listened")
@@ -77,7 +77,7 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 		t.Fatalf("other listener got %v %v, want the unlock message", msg, err)
 	}
 	// A resend of that release finds nothing to hand on.
-	if _, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000); !errors.Is(err, redis.Nil) {
+	if _, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000, gprefix, "1"); !errors.Is(err, redis.Nil) {
 		t.Fatalf("resent release: %v, want nil", err)
 	}
 }

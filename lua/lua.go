@@ -16,8 +16,10 @@
 // lost holds, request markers) is written once, in count.lua: each acquire
 // script is assembled at init as count.lua followed by its own file, and
 // its SHA-1 is that of the assembled text. The semaphore scripts share
-// the permit-expiry rule the same way, from reclaim.lua, and the fair
-// lock's release and leave who goes next, from fair_next.lua.
+// the permit-expiry rule the same way, from reclaim.lua, the fair
+// lock's release and leave who goes next, from fair_next.lua, and the
+// reentrant lock's acquire, hand-off and leave the queue of lockgen's
+// waiters, from grant_next.lua.
 //
 // The exported values are ready *redis.Script values: Run sends EVALSHA with
 // the SHA-1 computed at init and falls back to EVAL when the server answers
@@ -41,6 +43,10 @@ var (
 	releaseSrc string
 	//go:embed handoff.lua
 	handoffSrc string
+	//go:embed grant_next.lua
+	grantNextSrc string
+	//go:embed mutex_leave.lua
+	mutexLeaveSrc string
 	//go:embed renew_batch.lua
 	renewBatchSrc string
 	//go:embed force_unlock.lua
@@ -107,15 +113,19 @@ var (
 
 var (
 	// Acquire takes or re-enters a reentrant lock; see acquire.lua.
-	Acquire = redis.NewScript(withCount(acquireSrc))
+	Acquire = redis.NewScript(withCount(withGrantNext(acquireSrc)))
 	// Settle decides the outcome of an acquire whose reply was lost, from
 	// the owner's hold count; see settle.lua.
 	Settle = redis.NewScript(settleSrc)
 	// Release drops one hold of a reentrant lock; see release.lua.
 	Release = redis.NewScript(releaseSrc)
 	// Handoff is the last release of a reentrant lock that hands it to a
-	// waiter of the same client when no one else listens; see handoff.lua.
-	Handoff = redis.NewScript(handoffSrc)
+	// waiter of the same client when no one else listens, or grants it to
+	// the longest waiter queued by lockgen's clients; see handoff.lua.
+	Handoff = redis.NewScript(withGrantNext(handoffSrc))
+	// MutexLeave takes a waiter of a reentrant lock that gave up out of
+	// lockgen's queue; see mutex_leave.lua.
+	MutexLeave = redis.NewScript(withGrantNext(mutexLeaveSrc))
 	// RenewBatch extends the lease of up to 100 holds in one slot; see renew_batch.lua.
 	RenewBatch = redis.NewScript(renewBatchSrc)
 	// ForceUnlock deletes a lock whoever holds it; see force_unlock.lua.
@@ -183,6 +193,10 @@ const MaxBatch = 100
 // withReclaim prefixes the permit-expiry rule (reclaim.lua) to a
 // semaphore script.
 func withReclaim(body string) string { return reclaimSrc + "\n" + body }
+
+// withGrantNext prefixes the reentrant lock's queue of lockgen waiters
+// (grant_next.lua) to body.
+func withGrantNext(body string) string { return grantNextSrc + "\n" + body }
 
 // withFairNext prefixes the rule of who goes next on a free fair lock
 // (fair_next.lua) to a fair script.

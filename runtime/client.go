@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -112,6 +113,9 @@ type Client struct {
 	// (an ACL without PUBSUB, a server that bars it in scripts): releases
 	// publish from then on.
 	handoffRefused atomic.Bool
+	// grants spaces out the releases that publish rather than grant
+	// across processes (grant.go).
+	grants grantStreaks
 
 	reg registry // holds, turns and unknown outcomes, sharded by key
 
@@ -171,6 +175,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		closeCh:   make(chan struct{}),
 	}
 	c.reg.init()
+	c.grants.seed = maphash.MakeSeed()
 	c.label.init(c.id, o.Name, time.Now())
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)

@@ -103,14 +103,17 @@ func (m *Mutex) takesGrants() bool {
 // it does not claim: the waiter's next try finds a live grant, and
 // count.lua counts it as the waiter's own acquisition with the lease
 // applied anew from that try.
-func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool) bool {
+//
+// cut is what the grant's lease was cut to: the queue timeout, or a
+// reentrant waiter's record life (grant.go).
+func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) bool {
 	if !ours {
 		return false
 	}
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	_, px, _ := c.enter(context.Background(), id, lease) // an owner of its own: the turn is free
-	if m.opts.QueueTimeout < px || time.Since(lastTry) > px/2 {
+	if cut < px || time.Since(lastTry) > px/2 {
 		c.exit(id)
 		return false
 	}

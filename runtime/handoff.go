@@ -56,6 +56,7 @@ const (
 	offerDeclined             // the release did not hand it on: try
 	offerPublished            // the release published the unlock message: wait for it
 	offerUnknown              // the release got no reply: settle the grant
+	offerRemote               // a release in Redis granted it the lock (grant.go)
 )
 
 // handOffStreak bounds the hand-offs in a row on one channel: then a
@@ -189,17 +190,33 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResul
 	c := m.c
 	channel := lockChannel(m.key)
 	w, field, px := c.hub.offer(channel)
-	if w == nil {
+	if w == nil && !c.hub.known(channel) {
+		// No waiter here, nor lately: most likely none anywhere.
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
 		return res, offerOutcome{}, err
 	}
-	o := offerOutcome{w: w, marker: requestMarker(m.key, c.newRequestID()), sent: time.Now()}
+	o := offerOutcome{w: w, sent: time.Now()}
+	marker := any(requestMarker(m.key, "-")) // unused without a local grantee
+	if w != nil {
+		o.marker = requestMarker(m.key, c.newRequestID())
+		marker = o.marker
+	} else {
+		field, px = "", "0"
+	}
+	across := "0"
+	if c.grants.allow(m.key) {
+		across = "1"
+	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
-		return scriptHandoff.run(ctx, c.rdb, 3, []any{
-			3: a.key, channel, o.marker,
-			a.owner, c.publish, field, px,
+		return scriptHandoff.run(ctx, c.rdb, 6, []any{
+			3: a.key, channel, marker, grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
+			a.owner, c.publish, field, px, channel, across,
 		}).Int64()
 	})
+	if err == nil && n >= 3 {
+		// Other processes wait: this client's newcomers queue in Redis.
+		c.hub.markRemote(channel, n == 3)
+	}
 	switch {
 	case err == nil && n == 2:
 		o.state = offerGranted
@@ -214,7 +231,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResul
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
 		if refusesHandoff(err) && !c.handoffRefused.Swap(true) {
-			c.log.Warn("local hand-off refused by the server; releases publish the unlock message instead", "err", err)
+			c.log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
 		}
 		o.state = offerDeclined
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)

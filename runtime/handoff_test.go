@@ -116,7 +116,6 @@ func TestLocalHandoffNeverStarvesAnotherClient(t *testing.T) {
 	plain := s.Client(t)
 	ctx := ctxT(t)
 	lua.Handoff.Load(ctx, plain)
-	publishes := commandCalls(t, plain, "publish")
 	var got [2]atomic.Int64
 	stop := time.Now().Add(1500 * time.Millisecond)
 	var wg sync.WaitGroup
@@ -146,13 +145,11 @@ func TestLocalHandoffNeverStarvesAnotherClient(t *testing.T) {
 	na, nb := got[0].Load(), got[1].Load()
 	t.Logf("client A %d acquisitions, client B %d", na, nb)
 	// Both Clients listen on the lock's channel throughout (each always
-	// has a waiter), so releases publish. A few may hand on: while a
-	// loaded box makes a hub replace a connection it found silent, or
-	// after the other Client's workers stopped, nobody else listens.
-	if n := commandCalls(t, plain, "publish") - publishes; n*100 < (na+nb)*99 {
-		t.Errorf("%d unlock messages for %d releases: releases handed the lock on while another Client listened", n, na+nb)
-	}
-	if min(na, nb)*8 < max(na, nb) {
+	// has a waiter), so a release hands on locally only to the longest
+	// waiter in lockgen's queue in Redis; otherwise it grants the lock to
+	// that waiter in the other Client, or publishes: the two share the
+	// lock about evenly.
+	if min(na, nb)*2 < max(na, nb) {
 		t.Fatalf("acquisitions A %d, B %d: one Client kept the lock among its own waiters", na, nb)
 	}
 	if keys := keysLeft(t, rdb); len(keys) != 0 {
@@ -274,7 +271,7 @@ func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The delayed copy arrives: the grant was settled, so it grants nothing.
-	plain.HSet(ctx, "aborted", stash[6], 1) // the releaser's hold, as if still there
+	plain.HSet(ctx, "aborted", stash[9], 1) // the releaser's hold (ARGV[1]), as if still there
 	if err := plain.Do(ctx, stash...).Err(); err != nil {
 		t.Fatal(err)
 	}

@@ -129,6 +129,9 @@ const (
 type subOp struct {
 	kind    subOpKind
 	channel string
+	// also is the entry's companion channel (channelEntry.also), sent in
+	// the same SUBSCRIBE or UNSUBSCRIBE; "" for none.
+	also string
 }
 
 // subscribeLocked subscribes e on the connection for its slot. After
@@ -153,7 +156,7 @@ func (sc *subConn) addLocked(e *channelEntry) {
 	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
 	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
-	sc.queueLocked(subOp{opSubscribe, e.name})
+	sc.queueLocked(subOp{opSubscribe, e.name, e.also})
 	if sc.track != nil {
 		sc.track.watch(e)
 	}
@@ -175,7 +178,10 @@ func (h *hub) unsubscribeLocked(e *channelEntry) {
 		return
 	}
 	sc.unsubscribing[e.name]++
-	sc.queueLocked(subOp{opUnsubscribe, e.name})
+	if e.also != "" {
+		sc.unsubscribing[e.also]++
+	}
+	sc.queueLocked(subOp{opUnsubscribe, e.name, e.also})
 }
 
 func (sc *subConn) queueLocked(op subOp) {
@@ -341,10 +347,15 @@ func (sc *subConn) send(op subOp) error {
 		err = sc.ps.Ping(ctx)
 	case op.kind == opSubscribe && sharded:
 		err = sc.ps.SSubscribe(ctx, op.channel)
+	case op.kind == opSubscribe && op.also != "":
+		// One command: no script sees one subscribed without the other.
+		err = sc.ps.Subscribe(ctx, op.channel, op.also)
 	case op.kind == opSubscribe:
 		err = sc.ps.Subscribe(ctx, op.channel)
 	case sharded:
 		err = sc.ps.SUnsubscribe(ctx, op.channel)
+	case op.also != "":
+		err = sc.ps.Unsubscribe(ctx, op.channel, op.also)
 	default:
 		err = sc.ps.Unsubscribe(ctx, op.channel)
 	}

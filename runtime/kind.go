@@ -52,6 +52,10 @@ type attempt struct {
 	waiting bool     // acquire: the caller waits if not taken
 	fence   *int64   // acquire of a fenced lock: receives the token
 	grant   bool     // acquire of a fair lock: a release may grant it (fair.go)
+	// queued: a reentrant waiter's try registers it for grants across
+	// processes with lease argument grantPx ("0": it takes none; grant.go).
+	queued  bool
+	grantPx any
 }
 
 // reentrant is Redisson's RLock: Client.Mutex.
@@ -64,15 +68,25 @@ var (
 	scriptForceUnlock = newScript(lua.ForceUnlock)
 )
 
-func (reentrant) field(owner string) string                              { return owner }
-func (reentrant) check(*Mutex, *holdContext, string) error               { return nil }
-func (reentrant) channel(key, _ string) string                           { return lockChannel(key) }
-func (reentrant) waits(*Mutex) bool                                      { return false }
-func (reentrant) shared() bool                                           { return false }
-func (reentrant) queues() bool                                           { return true }
-func (reentrant) refreshEvery(*Mutex) time.Duration                      { return 0 }
-func (reentrant) extraKeys(string, string, int) []string                 { return nil }
-func (reentrant) leave(context.Context, *Mutex, lockArgs) (int64, error) { return 0, nil }
+func (reentrant) field(owner string) string                { return owner }
+func (reentrant) check(*Mutex, *holdContext, string) error { return nil }
+func (reentrant) channel(key, _ string) string             { return lockChannel(key) }
+func (reentrant) waits(m *Mutex) bool                      { return m.handsOff() }
+func (reentrant) shared() bool                             { return false }
+func (reentrant) queues() bool                             { return true }
+func (reentrant) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
+	return m.grantLeave(ctx, a)
+}
+
+// refreshEvery: a waiter queued for grants tries again before its record
+// runs out (grant.go).
+func (reentrant) refreshEvery(m *Mutex) time.Duration {
+	if m.handsOff() {
+		return grantRecordLife / 2
+	}
+	return 0
+}
+func (reentrant) extraKeys(string, string, int) []string { return nil }
 
 // The scripts are sent the hold count the owner has before the call, which
 // makes a resend harmless: see acquire.lua and release.lua.
@@ -81,9 +95,16 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 	if m.fenced {
 		return fencedAcquire(ctx, m, a, at)
 	}
+	c := m.c
+	if at.queued {
+		return scriptAcquire.run(ctx, at.via, 5, []any{
+			3: a.key, at.marker, grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
+			at.px, a.owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.id,
+		}).Int64()
+	}
 	return scriptAcquire.run(ctx, at.via, 2, []any{
 		3: a.key, at.marker,
-		at.px, a.owner, at.count, m.c.markerTTL,
+		at.px, a.owner, at.count, c.markerTTL,
 	}).Int64()
 }
 

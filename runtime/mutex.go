@@ -126,6 +126,10 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		shared:   m.k.shared(),
 		queue:    m.k.queues() && c.holdOf(ctx) == nil,
 	}
+	if waiting && m.handsOff() {
+		// Queued for grants from other processes (grant.go).
+		w.also = func() string { return c.grantChannel(m.key) }
+	}
 	// Only an owner of its own (a top-level Lock: no goroutine but this
 	// one can act for it) is handed a lock: the hand-off acquires for the
 	// owner outside its turn, so a call of another goroutine sharing the
@@ -139,6 +143,11 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			return a.fieldID(), c.leaseArg(px)
 		}
 		w.claim = func(state offerState, marker string, at time.Time) (bool, error) {
+			if state == offerRemote {
+				// Granted by a release in Redis (grant.go): the lease
+				// runs from the try it was granted for, cut to its record.
+				return m.claimGrant(a, lease, sent, marker != "" && marker == grantNonce, grantRecordLife), nil
+			}
 			took, err := m.claimOffer(ctx, a, lease, state, marker)
 			if took {
 				sent = at // the hold's lease runs from the hand-off's send
@@ -152,7 +161,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		// from its last try, sent before it joined the queue.
 		w.grantee = func() (string, any) { return a.fieldID(), nil }
 		w.claim = func(_ offerState, nonce string, _ time.Time) (bool, error) {
-			return m.claimGrant(a, lease, sent, nonce != "" && nonce == grantNonce), nil
+			return m.claimGrant(a, lease, sent, nonce != "" && nonce == grantNonce, m.opts.QueueTimeout), nil
 		}
 	}
 	if err := c.await(ctx, w, try); err != nil {
@@ -227,8 +236,9 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	// its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
 		c.hub.active() && c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
+	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
 	*grantNonce = ""
-	if at.grant {
+	if at.grant || (at.queued && at.grantPx != "0") {
 		*grantNonce = at.marker
 	}
 	var ttl int64

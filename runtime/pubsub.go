@@ -62,7 +62,12 @@ type hub struct {
 	closed atomic.Bool
 
 	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
-	waiters  sync.Pool    // of *waiter, reset
+	// aliases maps an entry's companion channel (channelEntry.also) to
+	// the entry, for the grants published there (grant.go). aliasMu is
+	// taken after a shard's mutex, never before.
+	aliasMu sync.RWMutex
+	aliases map[string]*channelEntry
+	waiters sync.Pool // of *waiter, reset
 
 	// sub is the client the hub subscribes with (hub_track.go), closeSub
 	// closes it if it is the hub's own; track says whether key tracking
@@ -117,6 +122,13 @@ type channelEntry struct {
 	// handOffs counts the local hand-offs since the last unlock message
 	// (handoff.go).
 	handOffs int
+	// also is the client's own grant channel for the lock, subscribed
+	// with the lock's channel in one command ("": none; grant.go).
+	also string
+	// remote: other processes wait on the lock too (a grant came from
+	// one, or a release saw their subscriptions): a newcomer tries
+	// before it sleeps, so it is queued for grants (grant.go).
+	remote bool
 
 	// gen counts the subscribes sent for the entry (a new connection sends
 	// another); written under h.mu.
@@ -177,9 +189,10 @@ const (
 
 func newHub(c *Client) *hub {
 	h := &hub{
-		c:     c,
-		seed:  maphash.MakeSeed(),
-		conns: make(map[int]*subConn),
+		c:       c,
+		seed:    maphash.MakeSeed(),
+		conns:   make(map[int]*subConn),
+		aliases: make(map[string]*channelEntry),
 	}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*channelEntry)
@@ -234,7 +247,9 @@ func (h *hub) attach(channel string, shared, fifo bool) (w *waiter, deferred boo
 	w = h.newWaiter(shared)
 	others := len(e.waiters)
 	addLocked(e, w)
-	deferred = fifo && (e.inflight > 0 || others > 0)
+	// Where other processes wait too, the order is the queue in Redis
+	// (grant.go): a newcomer joins it with its try.
+	deferred = fifo && !e.remote && (e.inflight > 0 || others > 0)
 	w.deferred = deferred
 	sh.mu.Unlock()
 	return w, deferred
@@ -262,11 +277,12 @@ func (h *hub) handoffInFlight(w *waiter) bool {
 // join registers a waiter on channel, subscribing if nobody else waits on
 // it (the subscribe itself runs on the connection's goroutine, never
 // here). mode is the channel's wake mode, key the lock's key (watched:
-// see hub_track.go; "" for none). ready reports whether the
+// see hub_track.go; "" for none), also the companion channel a new entry
+// subscribes with ("" for none: see grant.go). ready reports whether the
 // subscription is already confirmed: if so, a wake-up published since the
 // caller's last try may have gone to nobody, and the caller tries again at
 // once; otherwise the confirmation wakes it.
-func (h *hub) join(channel, key string, mode wakeMode, shared bool) (w *waiter, ready bool, err error) {
+func (h *hub) join(channel, key string, mode wakeMode, shared bool, also string) (w *waiter, ready bool, err error) {
 	sh := h.shard(channel)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -275,9 +291,14 @@ func (h *hub) join(channel, key string, mode wakeMode, shared bool) (w *waiter, 
 	}
 	e := sh.entries[channel]
 	if e == nil {
-		e = &channelEntry{name: channel, key: key, sh: sh, mode: mode}
+		e = &channelEntry{name: channel, key: key, sh: sh, mode: mode, also: also}
 		sh.entries[channel] = e
 		h.nEntries.Add(1)
+		if also != "" {
+			h.aliasMu.Lock()
+			h.aliases[also] = e
+			h.aliasMu.Unlock()
+		}
 		h.mu.Lock()
 		h.subscribeLocked(e)
 		h.mu.Unlock()
@@ -412,6 +433,13 @@ func (h *hub) expire(e *channelEntry) {
 	}
 	delete(sh.entries, e.name)
 	h.nEntries.Add(-1)
+	if e.also != "" {
+		h.aliasMu.Lock()
+		if h.aliases[e.also] == e {
+			delete(h.aliases, e.also)
+		}
+		h.aliasMu.Unlock()
+	}
 	// Still under sh.mu: a join of the same channel waits, so its
 	// subscribe is queued after this unsubscribe.
 	h.mu.Lock()
@@ -423,11 +451,13 @@ func (h *hub) expire(e *channelEntry) {
 func (h *hub) deliver(channel, payload string) {
 	sh := h.shard(channel)
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	e := sh.entries[channel]
 	if e == nil {
+		sh.mu.Unlock()
+		h.deliverGrant(channel, payload) // a companion channel's, if any
 		return
 	}
+	defer sh.mu.Unlock()
 	if h.track && e.key != "" {
 		e.lastMsg.Store(time.Now().UnixNano())
 	}

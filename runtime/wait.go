@@ -40,6 +40,10 @@ type waitSpec struct {
 	// is over as after a successful try.
 	grantee func() (field string, px any)
 	claim   func(state offerState, marker string, sent time.Time) (bool, error)
+	// also returns the companion channel subscribed with channel, where
+	// releases elsewhere grant this client's waiters the lock (grant.go);
+	// nil: none.
+	also func() string
 	// waitStarted is called when a waiter that can be handed the lock
 	// sleeps without a first try (behind the Client's own waiters): the
 	// try would have reported the wait as started.
@@ -176,7 +180,11 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				if ws.key != nil {
 					key = ws.key()
 				}
-				if w, ready, err = h.join(joined, key, ws.wake, ws.shared); err != nil {
+				also := ""
+				if ws.also != nil {
+					also = ws.also()
+				}
+				if w, ready, err = h.join(joined, key, ws.wake, ws.shared, also); err != nil {
 					w = nil
 					return err
 				}
@@ -206,7 +214,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		}
 		h.park(w)
 		serr := c.sleep(ctx, w, &timer, d)
-		if state, marker, sent := h.unpark(w); state == offerGranted || state == offerUnknown {
+		if state, marker, sent := h.unpark(w); state == offerGranted || state == offerUnknown || state == offerRemote {
 			// A release of this client handed the lock over (or may
 			// have): that was this waiter's try.
 			acquired, err = ws.claim(state, marker, sent)
