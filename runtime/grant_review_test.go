@@ -1,0 +1,149 @@
+package runtime_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Review tests of grants across processes (grant.go, lua/grant_next.lua):
+// the deadline invariant (design.md §7), mutual exclusion and liveness
+// where a grant meets a local hand-off, a fault or a waiter that leaves.
+
+// tryLockAsync is lockAsync with a wait and a lease of its own.
+func tryLockAsync(ctx context.Context, m *runtime.Mutex, wait, lease time.Duration) chan lockResult {
+	got := make(chan lockResult, 1)
+	go func() {
+		hctx, err := m.TryLock(ctx, wait, lease)
+		got <- lockResult{hctx, err}
+	}()
+	return got
+}
+
+// lockFields returns the owner fields of the lock hash key.
+func lockFields(t *testing.T, rdb *redis.Client, key string) []string {
+	t.Helper()
+	return rdb.HKeys(context.Background(), key).Val()
+}
+
+// A local hand-off whose reply is lost is resent, or settled, after the
+// lock has meanwhile been granted to the very same waiter by another
+// Client's release (grant_next.lua, lease cut to the waiter's 2 s record).
+// The waiter must not take that grant as the hand-off: the hand-off's
+// lease (10 s here, counted from the release's send) is far longer than
+// the key's TTL, and another waiter takes the lock once the key expires.
+func TestGrantReviewLostHandOffReplyMeetsARemoteGrant(t *testing.T) {
+	skipShortOutsideCI(t)
+	// resent: the releaser's retry reaches Redis after the grant
+	// (handoff.lua's resend branch replies 2); settled: the releaser gives
+	// up, and the waiter settles the unknown hand-off after the grant
+	// (settle.lua finds its field).
+	for _, settled := range []bool{false, true} {
+		name := "resent"
+		if settled {
+			name = "settled"
+		}
+		t.Run(name, func(t *testing.T) { testLostHandOffMeetsARemoteGrant(t, settled) })
+	}
+}
+
+func testLostHandOffMeetsARemoteGrant(t *testing.T, settled bool) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "review-lost-handoff"
+	const lease = 10 * time.Second
+
+	p := faultproxy.Start(t, s.Addr())
+	viaProxy := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ReadTimeout: 100 * time.Millisecond, WriteTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	releaseTimeout := 10 * time.Second
+	if settled {
+		releaseTimeout = time.Second
+	}
+	a := newClient(t, viaProxy, &runtime.Options{ReleaseTimeout: releaseTimeout})
+	b := newClient(t, s.Client(t), nil)
+	ma, mb := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{})
+
+	held, err := ma.TryLock(ctx, 0, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B's waiter V is the longest waiter, A's W next, B's V2 last (it
+	// keeps B's hub on the channel, so B's release looks for a grantee).
+	bctx, cancelB := context.WithCancel(ctx)
+	defer cancelB()
+	gotV := tryLockAsync(bctx, mb, runtime.Forever, lease)
+	eventually(t, 5*time.Second, "V queued", func() bool { return queued(t, plain, key) == 1 })
+	time.Sleep(5 * time.Millisecond)
+	gotW := tryLockAsync(ctx, ma, runtime.Forever, lease)
+	eventually(t, 5*time.Second, "W queued", func() bool { return queued(t, plain, key) == 2 })
+	time.Sleep(5 * time.Millisecond)
+	gotV2 := tryLockAsync(bctx, mb, runtime.Forever, lease)
+	eventually(t, 5*time.Second, "V2 queued", func() bool { return queued(t, plain, key) == 3 })
+	time.Sleep(50 * time.Millisecond) // W parked: A's release offers it the lock
+
+	// The scripts are in the server's cache: a lost EVALSHA reply is then
+	// a script that ran, not a NOSCRIPT.
+	for _, sc := range []*redis.Script{lua.Handoff, lua.Acquire, lua.MutexLeave} {
+		if err := sc.Load(ctx, plain).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A's release runs in Redis (granting V, the head), but its replies
+	// are lost until the heal.
+	p.Blackhole(faultproxy.Downstream)
+	released := make(chan error, 1)
+	go func() { released <- ma.Unlock(held) }()
+	hv := wantLock(t, gotV, 5*time.Second, "V, granted by A's release")
+	if settled {
+		p.Blackhole(faultproxy.Both) // no copy of A's release reaches Redis now
+	}
+	if err := mb.Unlock(hv); err != nil {
+		t.Fatal(err)
+	}
+	// B's release granted the lock to A's W (its record is alive, A's
+	// subscriptions still count): the hash names an owner of A's.
+	eventually(t, 2*time.Second, "the lock granted to A's waiter", func() bool {
+		f := lockFields(t, plain, key)
+		return len(f) == 1 && strings.HasPrefix(f[0], a.ID()+":")
+	})
+	if settled {
+		if err := <-released; err != nil {
+			t.Logf("A's release: %v", err) // gave up: the hand-off's outcome is unknown
+		}
+		p.Heal() // W's settle gets through
+	} else {
+		p.Heal() // A's next copy of the release gets through
+		if err := <-released; err != nil {
+			t.Logf("A's release: %v", err)
+		}
+	}
+	hw := wantLock(t, gotW, 10*time.Second, "W")
+	pttl := plain.PTTL(ctx, key).Val()
+	dl, ok := hw.Deadline()
+	t.Logf("W's hold deadline in %v, the key expires in %v", time.Until(dl), pttl)
+	if ok && time.Until(dl) > pttl+50*time.Millisecond {
+		// The key expires first: B's V2, waiting all along, takes the lock
+		// while W's hold ctx is live.
+		select {
+		case r := <-gotV2:
+			if r.err == nil && hw.Err() == nil {
+				t.Fatalf("two holders: B's V2 took the lock while W's hold ctx lives %v more", time.Until(dl))
+			}
+		case <-time.After(5 * time.Second):
+		}
+		t.Fatalf("W's hold deadline is %v after the key's expiry", time.Until(dl)-pttl)
+	}
+	_ = ma.Unlock(hw)
+	cancelB()
+	<-gotV2
+}
