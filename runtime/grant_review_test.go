@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,4 +148,85 @@ func testLostHandOffMeetsARemoteGrant(t *testing.T, settled bool) {
 	_ = ma.Unlock(hw)
 	cancelB()
 	<-gotV2
+}
+
+// Short fixed leases (which claimGrant claims without a try of their own,
+// lease <= the 2 s record) and a short watchdog, across several Clients:
+// each hold's ctx deadline is never later than the key's expiry as Redis
+// has it when the hold starts, and no two holds overlap.
+func TestGrantReviewShortLeasesKeepTheDeadlineUnderContention(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lease time.Duration
+	}{{"1s", time.Second}, {"2s", 2 * time.Second}, {"watchdog900ms", runtime.Watchdog}} {
+		t.Run(tc.name, func(t *testing.T) { testShortLeasesUnderContention(t, tc.lease) })
+	}
+}
+
+func testShortLeasesUnderContention(t *testing.T, lease time.Duration) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	key := "review-short-" + lease.String()
+	gw := watchGrants(t, s.Client(t), key)
+	opts := &runtime.Options{WatchdogTimeout: 900 * time.Millisecond}
+	var (
+		rec   intervals
+		acqs  atomic.Int64
+		worst atomic.Int64 // the largest (deadline - key expiry) seen, ns
+		wg    sync.WaitGroup
+	)
+	worst.Store(-1 << 62)
+	stop := time.Now().Add(1200 * time.Millisecond)
+	for range 3 {
+		m := newClient(t, s.Client(t), opts).Mutex(key, runtime.LockOptions{})
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for time.Now().Before(stop) {
+					hctx, err := m.TryLock(ctx, 5*time.Second, lease)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					start := time.Now()
+					if dl, ok := hctx.Deadline(); ok && lease != runtime.Watchdog {
+						// Read after the hold began: both sides shrink alike.
+						pttl := plain.PTTL(ctx, key).Val()
+						if over := time.Until(dl) - pttl; int64(over) > worst.Load() {
+							worst.Store(int64(over))
+						}
+					}
+					time.Sleep(300 * time.Microsecond)
+					end := time.Now()
+					if hctx.Err() != nil {
+						end = start // lost before its end: count no span
+					}
+					if err := m.Unlock(hctx); err != nil {
+						t.Error(err)
+						return
+					}
+					rec.add(start, end)
+					acqs.Add(1)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	t.Logf("%d holds, %d grants across", acqs.Load(), gw.grants.Load())
+	if lease != runtime.Watchdog {
+		t.Logf("latest deadline relative to the key's expiry: %v", time.Duration(worst.Load()))
+	}
+	if n := rec.overlaps(); n != 0 {
+		t.Fatalf("%d overlapping holds", n)
+	}
+	// PTTL is read one round trip after the hold began, in whole ms.
+	if over := time.Duration(worst.Load()); over > 5*time.Millisecond {
+		t.Fatalf("a hold's deadline was %v past the key's expiry", over)
+	}
+	if gw.grants.Load() == 0 {
+		t.Fatal("no grant across Clients: the test exercised nothing")
+	}
+	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
 }
