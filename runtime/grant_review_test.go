@@ -230,3 +230,65 @@ func testShortLeasesUnderContention(t *testing.T, lease time.Duration) {
 	}
 	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
 }
+
+// A waiter whose ctx is cancelled as a grant comes to it (the release and
+// the cancel race) never keeps the lock: once its TryLock has returned an
+// error, no field of its Client is in the lock, and the next waiters get
+// the lock in turn.
+func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "review-cancel-race"
+	a, b, c := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+	ma, mb, mc := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{}), c.Mutex(key, runtime.LockOptions{})
+	var gaveBack, took int
+	for i := range 20 {
+		held, err := ma.TryLock(ctx, 0, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bctx, cancelB := context.WithCancel(ctx)
+		gotB := tryLockAsync(bctx, mb, runtime.Forever, 10*time.Second)
+		eventually(t, 5*time.Second, "B queued", func() bool { return queued(t, plain, key) == 1 })
+		time.Sleep(2 * time.Millisecond)
+		gotC := tryLockAsync(ctx, mc, runtime.Forever, 10*time.Second)
+		eventually(t, 5*time.Second, "C queued", func() bool { return queued(t, plain, key) == 2 })
+		// A's own waiter, last: A's release looks for a grantee.
+		gotA := queueBehind(t, ctx, plain, ma, key, 3)
+		time.Sleep(20 * time.Millisecond)
+
+		go func() {
+			time.Sleep(time.Duration(i%5) * 200 * time.Microsecond)
+			cancelB()
+		}()
+		if err := ma.Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+		r := <-gotB
+		if r.err == nil {
+			took++
+			if err := mb.Unlock(r.hctx); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			gaveBack++
+			for _, f := range lockFields(t, plain, key) {
+				if strings.HasPrefix(f, b.ID()+":") {
+					t.Fatalf("round %d: B gave up (%v) yet its owner %s is in the lock", i, r.err, f)
+				}
+			}
+		}
+		hc := wantLock(t, gotC, 3*time.Second, "C")
+		if err := mc.Unlock(hc); err != nil {
+			t.Fatal(err)
+		}
+		ha := wantLock(t, gotA, 3*time.Second, "A's waiter")
+		if err := ma.Unlock(ha); err != nil {
+			t.Fatal(err)
+		}
+		cancelB()
+	}
+	t.Logf("B took the lock %d times, gave up %d times", took, gaveBack)
+	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
+}
