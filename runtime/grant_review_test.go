@@ -292,3 +292,72 @@ func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
 	t.Logf("B took the lock %d times, gave up %d times", took, gaveBack)
 	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
 }
+
+// A grant whose message is lost (the grantee's pub/sub connection drops
+// what Redis sends, while Redis still counts its subscriptions) is taken
+// by the grantee's next try, before its record runs out: the lock goes to
+// the grantee, not to the waiter behind it after an expiry.
+func TestGrantReviewLostGrantMessageIsTakenByTheNextTry(t *testing.T) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "review-lost-message"
+	p := faultproxy.Start(t, s.Addr())
+	viaProxy := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	a, b, c := newClient(t, s.Client(t), nil), newClient(t, viaProxy, nil), newClient(t, s.Client(t), nil)
+	ma, mb, mc := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{}), c.Mutex(key, runtime.LockOptions{})
+
+	held, err := ma.TryLock(ctx, 0, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotB := tryLockAsync(ctx, mb, runtime.Forever, 10*time.Second)
+	eventually(t, 5*time.Second, "B queued", func() bool { return queued(t, plain, key) == 1 })
+	time.Sleep(2 * time.Millisecond)
+	gotC := tryLockAsync(ctx, mc, runtime.Forever, 10*time.Second)
+	eventually(t, 5*time.Second, "C queued", func() bool { return queued(t, plain, key) == 2 })
+	gotA := queueBehind(t, ctx, plain, ma, key, 3)
+	subs := p.ConnsMatching("subscribe")
+	if len(subs) == 0 {
+		t.Fatal("no pub/sub connection of B through the proxy")
+	}
+	for _, sc := range subs {
+		sc.Blackhole(faultproxy.Downstream)
+	}
+	if err := ma.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "the lock granted to B", func() bool {
+		f := lockFields(t, plain, key)
+		return len(f) == 1 && strings.HasPrefix(f[0], b.ID()+":")
+	})
+	var hb context.Context
+	select {
+	case r := <-gotB:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		hb = r.hctx
+	case r := <-gotC:
+		t.Fatalf("C got the lock (%v) before B took its grant", r.err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("B never took its grant")
+	}
+	if ttl := plain.PTTL(ctx, key).Val(); ttl < 5*time.Second {
+		t.Fatalf("PTTL %v after B took its grant, want its own 10 s lease", ttl)
+	}
+	for _, sc := range subs {
+		sc.Heal()
+	}
+	if err := mb.Unlock(hb); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Unlock(wantLock(t, gotC, 3*time.Second, "C")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ma.Unlock(wantLock(t, gotA, 3*time.Second, "A's waiter")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
+}
