@@ -57,7 +57,11 @@ redis.call('hdel', KEYS[5], ARGV[1])
 if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
     -- A resend: its first copy gave the lock to the grantee, who cannot
     -- have released it, since it learns of the grant only from the reply.
-    if ARGV[3] ~= '' and redis.call('hget', KEYS[1], ARGV[3]) == '1' then
+    -- A grant by another client's release to the same waiter (its first
+    -- copy granted someone else, who released since) is not this
+    -- hand-off: its mark says "granted", and its lease is not ARGV[4].
+    if ARGV[3] ~= '' and redis.call('hget', KEYS[1], ARGV[3]) == '1'
+        and redis.call('hget', KEYS[5], ARGV[3]) ~= 'granted' then
         return 2
     end
     return nil

@@ -63,12 +63,16 @@
 // sends nothing. A goroutine that comes while the Client's own goroutines
 // already wait for the lock queues behind them without a try of its own,
 // so under contention in one process an acquisition costs one call: the
-// release that hands it over. As soon as a waiter of another process, Go or Java, is
-// subscribed, releases publish as usual, so no process is overtaken by
-// another's local queue. A fair lock's release grants the lock to the head
-// of the queue, in whatever process it waits, when the head is a lockgen
-// waiter, and tells it on its own channel; a Redisson head is woken as
-// Redisson wakes it. Options.NoHandoff turns both off.
+// release that hands it over. When waiters of other processes are
+// subscribed too, and all of them are lockgen Clients, the release grants
+// the lock to the longest waiting lockgen waiter of any process (a queue
+// of lockgen's own beside the RLock layout) and wakes that process only;
+// as soon as anyone else listens (a Redisson waiter), releases publish as
+// Redisson's do, so no one is overtaken. A fair lock's release grants the
+// lock to the head of the queue, in whatever process it waits, when the
+// head is a lockgen waiter, and tells it on its own channel; a Redisson
+// head is woken as Redisson wakes it. Options.NoHandoff turns all of
+// these off.
 //
 // # Failures
 //

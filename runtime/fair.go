@@ -94,55 +94,49 @@ func (m *Mutex) takesGrants() bool {
 
 // claimGrant takes the lock a release granted this waiter, in the owner's
 // turn (held on return when it took it). The grant's lease is the
-// waiter's own, cut to its queue record's deadline (fair_next.lua), and the
-// hold counts it from the waiter's last try, sent before the grant. It
-// claims only a grant made for that try (ours: the message carried the
-// try's nonce; a message delayed past a later try may be of a grant
-// whose lease ran out since). When it is not, the queue timeout is the
-// shorter, or that try is so old that little of the lease would be left,
-// it does not claim: the waiter's next try finds a live grant, and
-// count.lua counts it as the waiter's own acquisition with the lease
-// applied anew from that try.
-//
-// cut is what the grant's lease was cut to: the queue timeout, or a
-// reentrant waiter's record life (grant.go).
-func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) bool {
+// waiter's own, cut to cut (a fair waiter's queue record, fair_next.lua;
+// a reentrant waiter's record, grant_next.lua), and the hold counts it
+// from the waiter's last try, sent before the grant. It claims only a
+// grant made for that try (ours: the message carried the try's nonce; a
+// message delayed past a later try may be of a grant whose lease ran out
+// since). A watchdog hold whose lease was cut is claimed with the cut as
+// all that is confirmed (it returns it): the hold's deadline counts it, and
+// the watchdog renews it at once. It does not claim a fixed lease longer
+// than the cut, nor when the last try is so old that little of the lease
+// would be left: the waiter's next try finds a live grant, and count.lua
+// counts it as the waiter's own acquisition with the lease applied anew
+// from that try.
+func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
 	if !ours {
-		return false
+		return false, 0
 	}
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	_, px, _ := c.enter(context.Background(), id, lease) // an owner of its own: the turn is free
-	if cut < px || time.Since(lastTry) > px/2 {
-		c.exit(id)
-		return false
+	if cut < px {
+		if lease != Watchdog {
+			c.exit(id)
+			return false, 0
+		}
+		confirmed = cut
 	}
-	return true
+	if time.Since(lastTry) > min(px, cut)/2 {
+		c.exit(id)
+		return false, 0
+	}
+	return true, confirmed
 }
 
 // settle decides a try whose reply was lost, as a reentrant lock's
-// (settle.lua), with one more step. A waiter's try may be sent after a
-// release granted it the lock (the grant's message lost or still on its
-// way): settle.lua then finds the grant and reports it taken, but the
-// grant's lease runs from the release, before the try was sent, and is
-// cut to the waiter's queue record, while the hold counts its lease from
-// the try. So a new acquisition settled as taken is sent again with the
-// same marker: count.lua takes the copy as a resend and re-applies the
-// lease (never shortening it) after the try was sent, or refuses it (-3)
-// when the hold is gone meanwhile. Only the copy's reply confirms it.
+// (settle.lua), then confirms a new acquisition found taken with a copy of
+// the try (Mutex.reapply): the release may have granted the waiter the
+// lock (fair_next.lua) before the try was sent.
 func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
 	took, err := f.reentrant.settle(ctx, m, a, at)
 	if err != nil || !took || at.count != 0 || !m.takesGrants() {
 		return took, err
 	}
-	dctx, cancel := m.c.detached(ctx)
-	defer cancel()
-	again := at
-	again.waiting, again.grant = false, false // one try, never a join
-	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return f.acquire(ctx, m, a, again)
-	})
-	return err == nil && n == 0, err
+	return m.reapply(ctx, a, at, f.acquire)
 }
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {

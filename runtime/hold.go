@@ -162,6 +162,11 @@ type holdSpec struct {
 	name, key string
 	k         kind
 	permit    bool
+	// confirmed, when > 0, is all of the lease Redis is known to have
+	// applied from start when it is shorter than the hold's lease (a
+	// watchdog hold taken by a grant cut to the waiter's record: grant.go).
+	// The hold's deadline counts it, and its first renewal is due at once.
+	confirmed time.Duration
 }
 
 func (m *Mutex) holdSpec() holdSpec { return holdSpec{name: m.opts.Name, key: m.key, k: m.k} }
@@ -215,8 +220,16 @@ func (c *Client) addHoldAs(parent context.Context, spec holdSpec, args lockArgs,
 		h.wdAcqs++
 		if !h.watchdog {
 			h.watchdog = true
-			c.wd.schedule(c, h, start)
+			if spec.confirmed > 0 && spec.confirmed < effective {
+				c.wd.start(c)
+				c.wd.scheduleAt(h, start) // due now: the next tick renews it
+			} else {
+				c.wd.schedule(c, h, start)
+			}
 		}
+	}
+	if spec.confirmed > 0 {
+		effective = min(effective, spec.confirmed)
 	}
 	h.confirmLocked(start, effective)
 	h.acqs = append(h.acqs, acq)

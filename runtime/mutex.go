@@ -94,6 +94,9 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	// grants (a fair lock's), "" if not: only a grant carrying it is
 	// claimed (claimGrant).
 	var grantNonce string
+	// confirmed is the part of the lease a claimed grant confirmed, when
+	// shorter than the lease (see claimGrant); 0: all of it.
+	var confirmed time.Duration
 	// The token's home is allocated only for a fenced lock: the pointer
 	// reaches the kind's acquire through an interface, so it escapes.
 	var fence *int64
@@ -146,7 +149,9 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			if state == offerRemote {
 				// Granted by a release in Redis (grant.go): the lease
 				// runs from the try it was granted for, cut to its record.
-				return m.claimGrant(a, lease, sent, marker != "" && marker == grantNonce, grantRecordLife), nil
+				took, cut := m.claimGrant(a, lease, sent, marker != "" && marker == grantNonce, grantRecordLife)
+				confirmed = cut
+				return took, nil
 			}
 			took, err := m.claimOffer(ctx, a, lease, state, marker)
 			if took {
@@ -161,7 +166,9 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		// from its last try, sent before it joined the queue.
 		w.grantee = func() (string, any) { return a.fieldID(), nil }
 		w.claim = func(_ offerState, nonce string, _ time.Time) (bool, error) {
-			return m.claimGrant(a, lease, sent, nonce != "" && nonce == grantNonce, m.opts.QueueTimeout), nil
+			took, cut := m.claimGrant(a, lease, sent, nonce != "" && nonce == grantNonce, m.opts.QueueTimeout)
+			confirmed = cut
+			return took, nil
 		}
 	}
 	if err := c.await(ctx, w, try); err != nil {
@@ -179,7 +186,9 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	if fence != nil {
 		token = *fence
 	}
-	hctx, err := c.addHoldAs(ctx, m.holdSpec(), a, lease, sent, token)
+	spec := m.holdSpec()
+	spec.confirmed = confirmed
+	hctx, err := c.addHoldAs(ctx, spec, a, lease, sent, token)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
 		count, _ := c.holdState(m.key, a.fieldID(), lease)

@@ -93,6 +93,9 @@ func TestSoakManyProcessesLeaveNothingBehind(t *testing.T) {
 	}
 	var left []string
 	for _, k := range keys {
+		if strings.HasPrefix(k, "lockgen_lock_hubs:") && rdb.PTTL(context.Background(), k).Val() > 0 {
+			continue // the Clients that queued waiters lately: it expires (grant.go)
+		}
 		if !strings.HasPrefix(k, "soak-inside:") && !strings.HasPrefix(k, "lockgen_owner:") {
 			left = append(left, k)
 		}
