@@ -19,7 +19,6 @@ import (
 // first copy's send: the key must then live that long, not expire within
 // the 2 s of the grant.
 func TestGrantReviewResentHandOffAfterARemoteGrantKeepsItsLease(t *testing.T) {
-	t.Skip("bug: on 740d1ca the resend answers 2 on a key cut to 2 s; remove once handoff.lua's fix (in the working tree) is committed")
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ctx := context.Background()

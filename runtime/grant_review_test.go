@@ -43,8 +43,6 @@ func lockFields(t *testing.T, rdb *redis.Client, key string) []string {
 // lease (10 s here, counted from the release's send) is far longer than
 // the key's TTL, and another waiter takes the lock once the key expires.
 func TestGrantReviewLostHandOffReplyMeetsARemoteGrant(t *testing.T) {
-	t.Skip("bug: on 740d1ca a resent or settled hand-off takes a remote grant to its waiter as the hand-off (two holders); " +
-		"remove once handoff.lua's resend branch and reentrant.settle's reapply (in the working tree) are committed")
 	skipShortOutsideCI(t)
 	// resent: the releaser's retry reaches Redis after the grant
 	// (handoff.lua's resend branch replies 2); settled: the releaser gives
