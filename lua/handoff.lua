@@ -35,6 +35,9 @@
 -- ARGV[6]  "1": it may grant to another process; "0": not this time (the
 --          client publishes now and then anyway, for listeners Redis does
 --          not count: a Redisson client subscribed on a replica)
+-- ARGV[7]  "1": the releasing client is subscribed to KEYS[2] itself, so
+--          one subscriber is its own: its waiters are handed the lock
+--          locally, never granted through Redis
 --
 -- Returns
 --   nil  ARGV[1] does not hold the lock (expired, deleted, never taken)
@@ -75,7 +78,8 @@ if queued and redis.call('exists', KEYS[4]) == 0 then
     queued = false
 end
 local handOn = ARGV[3] ~= '' and listening <= 1
-if queued and not handOn and ARGV[6] == '1' and listening > 0 then
+local others = listening - (ARGV[7] == '1' and 1 or 0)
+if queued and not handOn and ARGV[6] == '1' and others > 0 then
     local granted = lockgen_grant_next(KEYS[1], KEYS[4], KEYS[5], KEYS[6], ARGV[5], listening, ARGV[2], lockgen_now(), ARGV[3])
     if granted and granted == ARGV[3] then
         handOn = true -- the longest waiter is the one the client offers

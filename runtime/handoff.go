@@ -190,7 +190,8 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResul
 	c := m.c
 	channel := lockChannel(m.key)
 	w, field, px := c.hub.offer(channel)
-	if w == nil && !c.hub.known(channel) {
+	known := w != nil || c.hub.known(channel)
+	if !known {
 		// No waiter here, nor lately: most likely none anywhere.
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
 		return res, offerOutcome{}, err
@@ -210,7 +211,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResul
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scriptHandoff.run(ctx, c.rdb, 6, []any{
 			3: a.key, channel, marker, grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
-			a.owner, c.publish, field, px, channel, across,
+			a.owner, c.publish, field, px, channel, across, "1",
 		}).Int64()
 	})
 	if err == nil && n >= 3 {
@@ -230,8 +231,8 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResul
 	case isRedisReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
-		if refusesHandoff(err) && !c.handoffRefused.Swap(true) {
-			c.log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
+		if refusesHandoff(err) {
+			c.refuseHandoffs(err)
 		}
 		o.state = offerDeclined
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
@@ -261,6 +262,14 @@ func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration,
 		c.exit(id)
 	}
 	return took, err
+}
+
+// refuseHandoffs turns hand-offs off for good: the server refused PUBSUB
+// in a script (err).
+func (c *Client) refuseHandoffs(err error) {
+	if !c.handoffRefused.Swap(true) {
+		c.log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
+	}
 }
 
 // refusesHandoff reports whether a Redis error to the hand-off script says
