@@ -38,6 +38,9 @@
 -- ARGV[7]  "1": the releasing client is subscribed to KEYS[2] itself, so
 --          one subscriber is its own: its waiters are handed the lock
 --          locally, never granted through Redis
+-- ARGV[8]  "1": the releaser or the local grantee was queued in KEYS[4]
+--          (their records are cleared); "0": neither was, and when no
+--          other client listens the queue is not looked at
 --
 -- Returns
 --   nil  ARGV[1] does not hold the lock (expired, deleted, never taken)
@@ -52,11 +55,17 @@
 local listening = redis.call('pubsub', 'numsub', KEYS[2])[2]
 -- The releaser's own record: a grant mark, or a registration left by a
 -- try that failed before it was handed the lock here.
-local queued = redis.call('exists', KEYS[4]) == 1
+local others = listening - (ARGV[7] == '1' and 1 or 0)
+local queued = false
+if ARGV[8] == '1' or others > 0 then
+    queued = redis.call('exists', KEYS[4]) == 1
+end
 if queued then
     redis.call('zrem', KEYS[4], ARGV[1])
 end
-redis.call('hdel', KEYS[5], ARGV[1])
+if ARGV[8] == '1' then
+    redis.call('hdel', KEYS[5], ARGV[1])
+end
 if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
     -- A resend: its first copy gave the lock to the grantee, who cannot
     -- have released it, since it learns of the grant only from the reply.
@@ -78,7 +87,6 @@ if queued and redis.call('exists', KEYS[4]) == 0 then
     queued = false
 end
 local handOn = ARGV[3] ~= '' and listening <= 1
-local others = listening - (ARGV[7] == '1' and 1 or 0)
 if queued and not handOn and ARGV[6] == '1' and others > 0 then
     local granted = lockgen_grant_next(KEYS[1], KEYS[4], KEYS[5], KEYS[6], ARGV[5], listening, ARGV[2], lockgen_now(), ARGV[3])
     if granted and granted == ARGV[3] then

@@ -161,6 +161,28 @@ func (h *hub) deliverGrant(channel, payload string) {
 	}
 }
 
+// tryState is what an acquisition's tries told of grants (see acquireAs).
+type tryState struct {
+	nonce  string
+	queued bool
+}
+
+// markQueued records that w's waiter was queued in Redis by a try: a
+// release that hands it the lock clears its record there.
+func (h *hub) markQueued(w *waiter) {
+	sh := w.e.sh
+	sh.mu.Lock()
+	w.queued = true
+	sh.mu.Unlock()
+}
+
+// wasQueued reports whether an acquisition of h was queued in Redis.
+func (h *hold) wasQueued() bool {
+	h.sh.mu.Lock()
+	defer h.sh.mu.Unlock()
+	return h.queued
+}
+
 // queueTry says whether a try of m registers its waiter for grants, and
 // with which lease argument ("0": it takes none, but is in line).
 func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiting bool, count int) (bool, any) {

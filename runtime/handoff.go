@@ -88,27 +88,27 @@ func (m *Mutex) handsOff() bool {
 // offer picks the waiter on channel a release can hand its lock to: the
 // longest waiting one without a wake-up pending, if it is parked and
 // grantable. It returns nil when there is none (the release publishes).
-func (h *hub) offer(channel string) (w *waiter, field string, px any) {
+func (h *hub) offer(channel string) (w *waiter, field string, px any, queued bool) {
 	sh := h.shard(channel)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e := sh.entries[channel]
 	if h.closed.Load() || e == nil || !e.ready() || e.handOffs >= handOffStreak {
-		return nil, "", nil
+		return nil, "", nil, false
 	}
 	for _, x := range e.waiters {
 		if x.shared || x.woken || x.deferred || len(x.C) > 0 {
 			continue
 		}
 		if !x.parked || x.grantField == "" || x.offer != offerNone {
-			return nil, "", nil
+			return nil, "", nil, false
 		}
 		x.offer = offerPending
 		x.woken = true // a hand-off in flight: newcomers let it finish
 		e.inflight++
-		return x, x.grantField, x.grantPx
+		return x, x.grantField, x.grantPx, x.queued
 	}
-	return nil, "", nil
+	return nil, "", nil, false
 }
 
 // settleOffer records the outcome of an offer and wakes its waiter, unless
@@ -186,10 +186,10 @@ func (h *hub) unpark(w *waiter) (state offerState, marker string, sent time.Time
 // hands the lock to a parked waiter of this Client if one can take it.
 // The returned offer (w nil: none was made) must be settled with
 // hub.settleOffer once the releasing hold's ctx is ended.
-func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResult, offerOutcome, error) {
+func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (releaseResult, offerOutcome, error) {
 	c := m.c
 	channel := lockChannel(m.key)
-	w, field, px := c.hub.offer(channel)
+	w, field, px, grantee := c.hub.offer(channel)
 	known := w != nil || c.hub.known(channel)
 	if !known {
 		// No waiter here, nor lately: most likely none anywhere.
@@ -208,10 +208,14 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs) (releaseResul
 	if c.grants.allow(m.key) {
 		across = "1"
 	}
+	records := "0" // the releaser's and the grantee's records in the queue
+	if queued || grantee {
+		records = "1"
+	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scriptHandoff.run(ctx, c.rdb, 6, []any{
 			3: a.key, channel, marker, grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
-			a.owner, c.publish, field, px, channel, across, "1",
+			a.owner, c.publish, field, px, channel, across, "1", records,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {

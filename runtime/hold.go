@@ -25,6 +25,9 @@ type hold struct {
 	// (semaphore.go): args.key is the semaphore's timeout sorted set and
 	// args.field the permit ids; the watchdog renews their scores.
 	permit bool
+	// queued: an acquisition of it was queued in Redis for grants, or
+	// granted from there (grant.go); its last release clears the record.
+	queued bool
 
 	count    int
 	watchdog bool // renewed by the watchdog: wdAcqs > 0
@@ -167,6 +170,9 @@ type holdSpec struct {
 	// watchdog hold taken by a grant cut to the waiter's record: grant.go).
 	// The hold's deadline counts it, and its first renewal is due at once.
 	confirmed time.Duration
+	// queued: a try of the acquisition queued its waiter in Redis, or it
+	// was granted from there (grant.go): the release clears its record.
+	queued bool
 }
 
 func (m *Mutex) holdSpec() holdSpec { return holdSpec{name: m.opts.Name, key: m.key, k: m.k} }
@@ -213,6 +219,7 @@ func (c *Client) addHoldAs(parent context.Context, spec holdSpec, args lockArgs,
 	}
 	acq.h = h
 	h.count++
+	h.queued = h.queued || spec.queued
 	c.wd.start(c)
 	effective := lease
 	if lease == Watchdog {

@@ -90,10 +90,11 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	start := time.Now()
 	a := newLockArgs(m.key, owner, m.k.field(owner))
 	var sent time.Time
-	// grantNonce is the nonce of the last try if it registered for
-	// grants (a fair lock's), "" if not: only a grant carrying it is
-	// claimed (claimGrant).
-	var grantNonce string
+	// ts is what the tries told of grants: the nonce of the last try if
+	// it registered for them ("" if not: only a grant carrying it is
+	// claimed, claimGrant), and whether any try queued the waiter in
+	// Redis (grant.go: its release then clears its record).
+	var ts tryState
 	// confirmed is the part of the lease a claimed grant confirmed, when
 	// shorter than the lease (see claimGrant); 0: all of it.
 	var confirmed time.Duration
@@ -115,7 +116,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence, &grantNonce)
+		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence, &ts)
 		if waiting && !took && err == nil {
 			reportWaitStarted()
 		}
@@ -132,6 +133,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	if waiting && m.handsOff() {
 		// Queued for grants from other processes (grant.go).
 		w.also = func() string { return c.grantChannel(m.key) }
+		w.queued = func() bool { return ts.queued }
 	}
 	// Only an owner of its own (a top-level Lock: no goroutine but this
 	// one can act for it) is handed a lock: the hand-off acquires for the
@@ -149,7 +151,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			if state == offerRemote {
 				// Granted by a release in Redis (grant.go): the lease
 				// runs from the try it was granted for, cut to its record.
-				took, cut := m.claimGrant(a, lease, sent, marker != "" && marker == grantNonce, grantRecordLife)
+				took, cut := m.claimGrant(a, lease, sent, marker != "" && marker == ts.nonce, grantRecordLife)
 				confirmed = cut
 				return took, nil
 			}
@@ -166,7 +168,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		// from its last try, sent before it joined the queue.
 		w.grantee = func() (string, any) { return a.fieldID(), nil }
 		w.claim = func(_ offerState, nonce string, _ time.Time) (bool, error) {
-			took, cut := m.claimGrant(a, lease, sent, nonce != "" && nonce == grantNonce, m.opts.QueueTimeout)
+			took, cut := m.claimGrant(a, lease, sent, nonce != "" && nonce == ts.nonce, m.opts.QueueTimeout)
 			confirmed = cut
 			return took, nil
 		}
@@ -187,7 +189,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		token = *fence
 	}
 	spec := m.holdSpec()
-	spec.confirmed = confirmed
+	spec.confirmed, spec.queued = confirmed, ts.queued
 	hctx, err := c.addHoldAs(ctx, spec, a, lease, sent, token)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
@@ -224,7 +226,7 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
-func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, grantNonce *string) (took bool, _ time.Duration, _ error) {
+func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	count, px, err := c.enter(ctx, id, lease)
@@ -246,10 +248,11 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
 		c.hub.active() && c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
-	*grantNonce = ""
+	ts.nonce = ""
 	if at.grant || (at.queued && at.grantPx != "0") {
-		*grantNonce = at.marker
+		ts.nonce = at.marker
 	}
+	ts.queued = ts.queued || at.queued
 	var ttl int64
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)
@@ -375,7 +378,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		err error
 	)
 	if last && count == 1 && m.handsOff() && m.c.hub.active() {
-		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args)
+		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args, acq.h.wasQueued())
 	} else {
 		res, err = m.release(acq.parent, acq.h.args, last, lease, count)
 	}

@@ -170,6 +170,8 @@ type waiter struct {
 	offer       offerState // where an offer to it stands
 	offerMarker string     // the offer's request marker
 	offerSent   time.Time  // when the offer's script was sent
+	// queued: a try queued it in Redis for grants (grant.go).
+	queued bool
 }
 
 const (

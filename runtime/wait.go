@@ -44,6 +44,8 @@ type waitSpec struct {
 	// releases elsewhere grant this client's waiters the lock (grant.go);
 	// nil: none.
 	also func() string
+	// queued reports whether a try queued the waiter in Redis (grant.go).
+	queued func() bool
 	// waitStarted is called when a waiter that can be handed the lock
 	// sleeps without a first try (behind the Client's own waiters): the
 	// try would have reported the wait as started.
@@ -159,6 +161,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				// that this waiter did not take because another member
 				// blocked it, goes on to the next waiter.
 				h.tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
+				if ws.queued != nil && !acquired && ws.queued() {
+					h.markQueued(w)
+				}
 			}
 			if err != nil || acquired {
 				return err
