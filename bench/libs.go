@@ -47,7 +47,7 @@ func libraries(lockgenVersion, redisVersion string) []*lib {
 	libs := []*lib{
 		{
 			Name: "lockgen", Library: "github.com/lockgen/lockgen/runtime", Version: lockgenVersion, Kind: "mutex",
-			Settings: "Mutex, watchdog lease (30s), WaitTime Forever; a release hands the lock to a waiter of its own process in the release script when no other process listens, else wakes one waiter per process by pub/sub",
+			Settings: "Mutex, watchdog lease (30s), WaitTime Forever; a release hands the lock to a waiter of its own process in the release script when no other process listens, else grants it to the longest lockgen waiter of any process (only that process is told), else (a non-lockgen listener) publishes Redisson's unlock message",
 			open: func(rdb *redis.Client, _ *counter, _ *atomic.Int64) (locker, func()) {
 				c, err := lockrt.NewClient(rdb, nil)
 				must(err)
