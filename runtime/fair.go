@@ -151,15 +151,9 @@ func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 // the lock here, since then a hold in Redis can only be that grant.
 func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
 	c := m.c
-	untaken := "0"
-	if c.holdOf(ctx) == nil {
-		if n, _ := c.holdState(m.key, a.fieldID(), 0); n == 0 {
-			untaken = "1"
-		}
-	}
 	return scriptFairLeave.run(ctx, c.rdb, 5, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		a.owner, lockChannel(m.key), c.publish, untaken,
+		a.owner, lockChannel(m.key), c.publish, m.untakenGrant(ctx, a),
 	}).Int64()
 }
 

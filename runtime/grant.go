@@ -200,14 +200,21 @@ func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, wait
 // gives back a grant it never took (see fair.leave).
 func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
 	c := m.c
-	untaken := "0"
-	if c.holdOf(ctx) == nil {
-		if n, _ := c.holdState(m.key, a.fieldID(), 0); n == 0 {
-			untaken = "1"
-		}
-	}
 	return scriptMutexLeave.run(ctx, c.rdb, 5, []any{
 		3: a.key, lockChannel(m.key), grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
-		a.owner, c.publish, untaken, lockChannel(m.key),
+		a.owner, c.publish, m.untakenGrant(ctx, a), lockChannel(m.key),
 	}).Int64()
+}
+
+// untakenGrant is the leave scripts' "may a hold be a grant never taken"
+// argument: "1" only for an owner of its own holding nothing of the lock
+// here, since then a hold in Redis can only be a grant.
+func (m *Mutex) untakenGrant(ctx context.Context, a lockArgs) string {
+	c := m.c
+	if c.holdOf(ctx) == nil {
+		if n, _ := c.holdState(m.key, a.fieldID(), 0); n == 0 {
+			return "1"
+		}
+	}
+	return "0"
 }
