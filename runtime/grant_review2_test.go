@@ -1,0 +1,310 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Second review of grants (grant.go, fair.go): a watchdog hold claimed
+// from a grant whose lease was cut (claimGrant: only the cut is confirmed,
+// the watchdog renews it at its next tick), and the queue records a
+// release leaves alone when neither it nor its local grantee was queued
+// (handoff.lua ARGV[8]).
+
+// clientField returns the field of the lock hash (or of a grants hash) that
+// belongs to Client c, "" if none.
+func clientField(t *testing.T, rdb *redis.Client, key string, c *runtime.Client) (field, value string) {
+	t.Helper()
+	for f, v := range rdb.HGetAll(context.Background(), key).Val() {
+		if strings.HasPrefix(f, c.ID()+":") {
+			return f, v
+		}
+	}
+	return "", ""
+}
+
+// waitChange polls (tightly: a try is what it waits for) until the field
+// of Client c in the hash key has a value other than before: c's waiter
+// tried again.
+func waitChange(t *testing.T, rdb *redis.Client, key string, c *runtime.Client, before string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, v := clientField(t, rdb, key, c); v != before && v != "" && v != "granted" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new try of %s's waiter within 5s", c.ID())
+		}
+		time.Sleep(500 * time.Microsecond)
+	}
+}
+
+// survives reports how a hold's ctx fares for d: nil if it lives on, else
+// its cause.
+func survives(hctx context.Context, d time.Duration) error {
+	select {
+	case <-hctx.Done():
+		return context.Cause(hctx)
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// A fair lock's grant is cut to the grantee's queue record (its last try +
+// QueueTimeout, fair_next.lua). A watchdog waiter claims it with only that
+// confirmed and leaves the renewal to the watchdog's next tick (up to
+// 500 ms with the default 30 s WatchdogTimeout). With a QueueTimeout
+// shorter than a tick plus a round trip, the hold's deadline comes before
+// the first renewal: a watchdog hold on a healthy server is lost moments
+// after Lock returned it. (Before aaf8c81 the waiter did not claim such a
+// grant: its next try, at once, took it with the whole lease.)
+func TestGrantReview2FairShortQueueTimeoutKeepsAGrantedWatchdogHold(t *testing.T) {
+	t.Skip("bug: claimGrant claims a fair grant cut to QueueTimeout for a watchdog hold and leaves the renewal to the watchdog's next tick (up to 500 ms): with QueueTimeout 300 ms about half the holds are lost on a healthy server (passes before aaf8c81)")
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "review2-fair-short-queue-timeout"
+	gw := watchGrants(t, s.Client(t), key)
+	opts := runtime.LockOptions{QueueTimeout: 300 * time.Millisecond}
+	a, b := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+	fa, fb := a.FairLock(key, opts), b.FairLock(key, opts)
+	const rounds = 10
+	lost := 0
+	for i := range rounds {
+		held, err := fa.TryLock(ctx, 0, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotB := lockAsync(ctx, fb) // the watchdog lease
+		records := "lockgen_fair_grants:{" + key + "}"
+		eventually(t, 5*time.Second, "B registered for grants", func() bool {
+			f, v := clientField(t, plain, records, b)
+			return f != "" && v != "granted"
+		})
+		// Release just after one of B's tries (its nonce changed): B claims
+		// the grant, its last try being moments old.
+		_, before := clientField(t, plain, records, b)
+		waitChange(t, plain, records, b, before)
+		if err := fa.Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+		hb := wantLock(t, gotB, 3*time.Second, "B")
+		if cause := survives(hb, time.Second); cause != nil {
+			lost++
+			t.Logf("round %d: B's watchdog hold lost within %v of its grant: %v", i, time.Second, cause)
+		}
+		if err := fb.Unlock(hb); err != nil && !errors.Is(err, runtime.ErrLockLost) {
+			t.Fatal(err)
+		}
+		eventually(t, 3*time.Second, "the lock free", func() bool { return plain.Exists(ctx, key).Val() == 0 })
+	}
+	t.Logf("%d grants in %d rounds", gw.grants.Load(), rounds)
+	if gw.grants.Load() == 0 {
+		t.Fatal("no grant: the test exercised nothing")
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d watchdog holds taken by a grant were lost within %v on a healthy server (QueueTimeout %v)", lost, rounds, time.Second, opts.QueueTimeout)
+	}
+}
+
+// grantToB sets up one grant across Clients: A holds key, B's waiter (the
+// watchdog lease) is the longest in lockgen's queue, A's own waiter is
+// behind it (so A's release looks for a grantee), and A releases just
+// after one of B's tries ran in Redis: B claims the grant, cut to its 2 s
+// record, with that try moments old. It returns B's hold and A's waiter.
+func grantToB(t *testing.T, ctx context.Context, plain *redis.Client, key string, a, b *runtime.Client, before func()) (context.Context, chan lockResult) {
+	t.Helper()
+	ma, mb := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{})
+	held, err := ma.TryLock(ctx, 0, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotB := lockAsync(ctx, mb)
+	eventually(t, 5*time.Second, "B queued", func() bool { return queued(t, plain, key) == 1 })
+	gotA := queueBehind(t, ctx, plain, ma, key, 2)
+	records := "lockgen_lock_grants:{" + key + "}"
+	_, last := clientField(t, plain, records, b)
+	waitChange(t, plain, records, b, last)
+	if before != nil {
+		before()
+	}
+	if err := ma.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	hb := wantLock(t, gotB, 3*time.Second, "B")
+	return hb, gotA
+}
+
+// A watchdog hold claimed from a grant has only the grant's cut (2 s from
+// its last try) confirmed. When its first renewal is lost (B's command and
+// renewal connections blackholed, its pub/sub connection alive, so the
+// grant reaches it), its ctx must end before Redis expires the key
+// (design.md §7), and then the next waiter gets the lock.
+func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.T) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "review2-renewal-lost"
+	p := faultproxy.Start(t, s.Addr())
+	viaProxy := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	var renewed atomic.Int64
+	// A 3 s watchdog: longer than the 2 s record, so the grant is cut, and
+	// a 50 ms tick, so the renewal comes at once.
+	b := newClient(t, viaProxy, &runtime.Options{WatchdogTimeout: 3 * time.Second, ReleaseTimeout: time.Second,
+		Observer: runtime.ObserverFunc(func(e runtime.Event) {
+			if e.Kind == runtime.EventRenewed && e.Renewed > 0 {
+				renewed.Add(1)
+			}
+		})})
+	a := newClient(t, s.Client(t), nil)
+	// B's renewal connection exists before the grant, so it can be
+	// blackholed with the command connections.
+	warm, err := b.Mutex("review2-warm", runtime.LockOptions{}).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "a renewal of B's", func() bool { return renewed.Load() > 0 })
+	if err := b.Mutex("review2-warm", runtime.LockOptions{}).Unlock(warm); err != nil {
+		t.Fatal(err)
+	}
+
+	hb, gotA := grantToB(t, ctx, plain, key, a, b, func() {
+		subs := map[*faultproxy.Conn]bool{}
+		for _, c := range p.ConnsMatching("subscribe") {
+			subs[c] = true
+		}
+		for _, c := range p.Conns() {
+			if !subs[c] {
+				c.Blackhole(faultproxy.Both)
+			}
+		}
+	})
+	t0 := time.Now()
+	pttl := plain.PTTL(ctx, key).Val()
+	expiry := t0.Add(pttl) // no later than Redis's: read after t0
+	f, _ := clientField(t, plain, key, b)
+	if f == "" {
+		t.Fatalf("B holds the lock, but its field is not in it: %v", lockFields(t, plain, key))
+	}
+	if pttl > 2*time.Second {
+		t.Fatalf("PTTL %v after the grant to B; want it cut to B's 2 s record", pttl)
+	}
+	select {
+	case <-hb.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("B's hold lives on 5 s after the grant, its renewal lost")
+	}
+	ended := time.Now()
+	t.Logf("B's hold ended %v before the key's expiry (PTTL %v at the grant)", expiry.Sub(ended), pttl)
+	if !errors.Is(context.Cause(hb), runtime.ErrLockLost) {
+		t.Fatalf("B's hold ended with %v, want ErrLockLost", context.Cause(hb))
+	}
+	if ended.After(expiry.Add(2 * time.Millisecond)) {
+		t.Fatalf("B's hold ended %v after the key expired", ended.Sub(expiry))
+	}
+	ha := wantLock(t, gotA, 5*time.Second, "A's waiter, once B's grant ran out")
+	p.Heal()
+	if err := b.Mutex(key, runtime.LockOptions{}).Unlock(hb); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("B's release of its lost hold: %v, want ErrLockLost", err)
+	}
+	if err := a.Mutex(key, runtime.LockOptions{}).Unlock(ha); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "no keys left", func() bool {
+		for _, k := range keysLeft(t, plain) {
+			if !strings.HasPrefix(k, "lockgen_lock_hubs:") {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A hold claimed from a cut grant, before its first renewal: a re-entry
+// applies the watchdog's whole lease (the key's TTL is no longer the cut),
+// and the releases that follow clear every record (the grant's mark, the
+// queue); a hold whose field is deleted meanwhile is lost at its first
+// renewal, not kept to its deadline.
+func TestGrantReview2GrantedHoldReentersAndIsLostWhenItsFieldGoes(t *testing.T) {
+	t.Run("reenter", func(t *testing.T) {
+		s := redistest.Start(t)
+		plain := s.Client(t)
+		ctx := ctxT(t)
+		const key = "review2-reenter"
+		a, b := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+		mb := b.Mutex(key, runtime.LockOptions{})
+		hb, gotA := grantToB(t, ctx, plain, key, a, b, nil)
+		hn, err := mb.Lock(hb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, v := clientField(t, plain, key, b)
+		if v != "2" {
+			t.Fatalf("B's field %q = %q after the re-entry, want 2", f, v)
+		}
+		if pttl := plain.PTTL(ctx, key).Val(); pttl < 20*time.Second {
+			t.Fatalf("PTTL %v after a watchdog re-entry, want the watchdog's 30 s", pttl)
+		}
+		if err := mb.Unlock(hn); err != nil {
+			t.Fatal(err)
+		}
+		if cause := survives(hb, time.Second); cause != nil {
+			t.Fatalf("B's outer hold lost after the re-entry's release: %v", cause)
+		}
+		if err := mb.Unlock(hb); err != nil {
+			t.Fatal(err)
+		}
+		ha := wantLock(t, gotA, 3*time.Second, "A's waiter")
+		if n := queued(t, plain, key); n != 0 {
+			t.Fatalf("%d records left in the queue with no one waiting", n)
+		}
+		if f, v := clientField(t, plain, "lockgen_lock_grants:{"+key+"}", b); f != "" {
+			t.Fatalf("B's grant record %q = %q left after its release", f, v)
+		}
+		if err := a.Mutex(key, runtime.LockOptions{}).Unlock(ha); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("field gone", func(t *testing.T) {
+		s := redistest.Start(t)
+		plain := s.Client(t)
+		ctx := ctxT(t)
+		const key = "review2-field-gone"
+		a, b := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+		hb, gotA := grantToB(t, ctx, plain, key, a, b, nil)
+		f, _ := clientField(t, plain, key, b)
+		if f == "" {
+			t.Fatal("the lock is not B's after the grant")
+		}
+		plain.HDel(ctx, key, f) // the grant's only field: the lock is free
+		start := time.Now()
+		select {
+		case <-hb.Done():
+		case <-time.After(3 * time.Second):
+			t.Fatal("B's hold lives on 3 s after its field was deleted")
+		}
+		t.Logf("B's hold ended %v after its field was deleted", time.Since(start))
+		if !errors.Is(context.Cause(hb), runtime.ErrLockLost) {
+			t.Fatalf("B's hold ended with %v, want ErrLockLost", context.Cause(hb))
+		}
+		if !strings.Contains(context.Cause(hb).Error(), "no longer holds") {
+			t.Fatalf("B's hold ended by %v; want its first renewal (due at once) to find the field gone", context.Cause(hb))
+		}
+		ha := wantLock(t, gotA, 5*time.Second, "A's waiter")
+		if err := a.Mutex(key, runtime.LockOptions{}).Unlock(ha); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
