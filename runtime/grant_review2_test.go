@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -307,4 +308,74 @@ func TestGrantReview2GrantedHoldReentersAndIsLostWhenItsFieldGoes(t *testing.T) 
 			t.Fatal(err)
 		}
 	})
+}
+
+// Records in lockgen's queue after churn (handoff.lua ARGV[8]: a release
+// looks at the queue only when it or its local grantee was queued there,
+// or another Client listens): Clients A and B contend, with waiters that
+// give up after a short wait among them, then B stops and A goes on alone
+// (its releases then pass ARGV[8] by their flags), then A stops too. Once
+// every acquisition has returned and been released, no record is left
+// for an owner that neither holds nor waits: a later grant would give the
+// lock to it and stall the lock until the record's life ran out.
+func TestGrantReview2ChurnLeavesNoQueueRecord(t *testing.T) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "review2-churn"
+	gw := watchGrants(t, s.Client(t), key)
+	a, b := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+	ma, mb := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{})
+	var (
+		wg      sync.WaitGroup
+		gaveUp  atomic.Int64
+		holds   atomic.Int64
+		across atomic.Int64
+	)
+	work := func(m *runtime.Mutex, until time.Time, i int) {
+		defer wg.Done()
+		for n := 0; time.Now().Before(until); n++ {
+			wait := runtime.Forever
+			if (n+i)%4 == 3 {
+				wait = time.Duration(1+n%5) * time.Millisecond // gives up, often while queued
+			}
+			hctx, err := m.TryLock(ctx, wait, 5*time.Second)
+			if errors.Is(err, runtime.ErrNotAcquired) {
+				gaveUp.Add(1)
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			holds.Add(1)
+			time.Sleep(200 * time.Microsecond)
+			if err := m.Unlock(hctx); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+	start := time.Now()
+	for i := range 3 {
+		wg.Add(1)
+		go work(ma, start.Add(1200*time.Millisecond), i)
+	}
+	for i := range 2 {
+		wg.Add(1)
+		go work(mb, start.Add(500*time.Millisecond), i)
+	}
+	wg.Wait()
+	across.Store(gw.grants.Load())
+	t.Logf("%d holds, %d waits given up, %d grants across", holds.Load(), gaveUp.Load(), across.Load())
+	if n := queued(t, plain, key); n != 0 {
+		t.Fatalf("%d records left in lockgen's queue with no one waiting: %v", n,
+			plain.ZRange(ctx, "lockgen_lock_queue:{"+key+"}", 0, -1).Val())
+	}
+	if recs := plain.HGetAll(ctx, "lockgen_lock_grants:{"+key+"}").Val(); len(recs) != 0 {
+		t.Fatalf("grant records left with no one waiting: %v", recs)
+	}
+	if gaveUp.Load() == 0 {
+		t.Fatal("no wait was given up: the test exercised less than it should")
+	}
 }
