@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
 )
 
 // Review tests of grants across processes (grant_next.lua and the scripts
@@ -124,5 +127,87 @@ func TestGrantReviewAbandonedGrantLeavesOnlyExpiringKeys(t *testing.T) {
 	}
 	if g := rdb.HGet(ctx, ggrants, "A:w").Val(); g != "granted" {
 		t.Fatalf("A:w's record %q, want granted", g)
+	}
+}
+
+// releaseFlags is release with handoff.lua's ARGV[7] (own: the releasing
+// client is subscribed itself) and ARGV[8] (records: the releaser or the
+// local grantee was queued).
+func releaseFlags(t *testing.T, rdb *redis.Client, owner, localGrantee, own, records string) int64 {
+	t.Helper()
+	keys := []string{lock, channel, latch("local"), gqueue, ggrants, ghubs}
+	n, err := run(t, rdb, lua.Handoff, keys, owner, "publish", localGrantee, 30000, gprefix, "1", own, records)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.(int64)
+}
+
+// The flags of 8cee14b and 8e13d2a, in one client (only A listens): a
+// release never grants to its own client through Redis; with records "1"
+// it clears the releaser's and the local grantee's records and no other;
+// once another client listens, the releaser's record goes whatever the
+// flag says, and the lock is granted to the other client's waiter.
+func TestGrantReviewReleaseFlagsClearTheirOwnRecordsOnly(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	hubSubscribe(t, srv.Client(t), "A")
+	if n := queuedTry(t, rdb, "A:h", "A", "h1", "30000"); n != 0 {
+		t.Fatalf("holder's try = %d, want 0", n)
+	}
+	queuedTry(t, rdb, "A:w", "A", "w1", "30000")
+	time.Sleep(2 * time.Millisecond)
+	queuedTry(t, rdb, "A:x", "A", "x1", "30000")
+
+	// No waiter offered (not parked): published, nothing granted to A.
+	if n := releaseFlags(t, rdb, "A:h", "", "1", "0"); n != 1 {
+		t.Fatalf("release with no local grantee = %d, want 1 (published)", n)
+	}
+	if l := rdb.Exists(ctx, lock).Val(); l != 0 {
+		t.Fatal("the lock was granted to the releaser's own client through Redis")
+	}
+	if q := rdb.ZCard(ctx, gqueue).Val(); q != 2 {
+		t.Fatalf("queue has %d, want A:w and A:x still in line", q)
+	}
+
+	// A:w takes the lock; its release hands it to A:x (records "1": both
+	// were queued): their records go, and only theirs.
+	if n := queuedTry(t, rdb, "A:w", "A", "w2", "30000"); n != 0 {
+		t.Fatalf("A:w's try = %d, want 0", n)
+	}
+	time.Sleep(2 * time.Millisecond)
+	queuedTry(t, rdb, "A:y", "A", "y1", "30000")
+	if n := releaseFlags(t, rdb, "A:w", "A:x", "1", "1"); n != 2 {
+		t.Fatalf("A:w's release = %d, want 2 (handed on to A:x)", n)
+	}
+	if q := rdb.ZRange(ctx, gqueue, 0, -1).Val(); len(q) != 1 || q[0] != "A:y" {
+		t.Fatalf("queue %v, want only A:y", q)
+	}
+	if r := rdb.HKeys(ctx, ggrants).Val(); len(r) != 1 || r[0] != "A:y" {
+		t.Fatalf("records %v, want only A:y's", r)
+	}
+
+	// B's waiter comes, behind A:y. A:x's release (flag "0") still looks
+	// at the queue, another client listening: A:y, the head and A's own,
+	// is handed the lock, and its record goes.
+	hubSubscribe(t, srv.Client(t), "B")
+	time.Sleep(2 * time.Millisecond)
+	queuedTry(t, rdb, "B:v", "B", "v1", "30000")
+	if n := releaseFlags(t, rdb, "A:x", "A:y", "1", "0"); n != 2 {
+		t.Fatalf("A:x's release = %d, want 2 (A:y is the head and offered)", n)
+	}
+	if q := rdb.ZRange(ctx, gqueue, 0, -1).Val(); len(q) != 1 || q[0] != "B:v" {
+		t.Fatalf("queue %v, want only B:v", q)
+	}
+	// A:y's release (its client offers no one): B:v is granted.
+	if n := releaseFlags(t, rdb, "A:y", "", "1", "1"); n != 3 {
+		t.Fatalf("A:y's release = %d, want 3 (granted to B:v)", n)
+	}
+	if got := rdb.HGetAll(ctx, lock).Val(); got["B:v"] != "1" || len(got) != 1 {
+		t.Fatalf("lock %v, want B:v granted", got)
+	}
+	if r := rdb.HGetAll(ctx, ggrants).Val(); len(r) != 1 || r["B:v"] != "granted" {
+		t.Fatalf("records %v, want only B:v's grant mark", r)
 	}
 }
