@@ -327,9 +327,9 @@ func TestGrantReview2ChurnLeavesNoQueueRecord(t *testing.T) {
 	a, b := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
 	ma, mb := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{})
 	var (
-		wg      sync.WaitGroup
-		gaveUp  atomic.Int64
-		holds   atomic.Int64
+		wg     sync.WaitGroup
+		gaveUp atomic.Int64
+		holds  atomic.Int64
 		across atomic.Int64
 	)
 	work := func(m *runtime.Mutex, until time.Time, i int) {
