@@ -101,9 +101,10 @@ func (m *Mutex) takesGrants() bool {
 // message delayed past a later try may be of a grant whose lease ran out
 // since). A watchdog hold whose lease was cut is claimed with the cut as
 // all that is confirmed (it returns it): the hold's deadline counts it, and
-// the watchdog renews it at once. It does not claim a fixed lease longer
-// than the cut, nor when the last try is so old that little of the lease
-// would be left: the waiter's next try finds a live grant, and count.lua
+// the watchdog renews it at its next tick. It does not claim a fixed lease
+// longer than the cut, nor when the last try is so old that little of the
+// lease would be left (for a cut watchdog hold, less than half of it after
+// a tick): the waiter's next try finds a live grant, and count.lua
 // counts it as the waiter's own acquisition with the lease applied anew
 // from that try.
 func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
@@ -120,7 +121,15 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 		}
 		confirmed = cut
 	}
-	if time.Since(lastTry) > min(px, cut)/2 {
+	budget := min(px, cut) / 2
+	if confirmed > 0 {
+		// Only the cut is confirmed: the first renewal goes out at the
+		// watchdog's next tick and must be confirmed before the cut runs
+		// out. Without room for that, the next try (at once) takes the
+		// grant with the whole lease (count.lua).
+		budget -= c.wd.tick
+	}
+	if time.Since(lastTry) > budget {
 		c.exit(id)
 		return false, 0
 	}
