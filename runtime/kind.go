@@ -108,7 +108,7 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 	}).Int64()
 }
 
-func (r reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
+func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
 	c := m.c
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
@@ -118,13 +118,7 @@ func (r reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt)
 			a.field, at.count, c.markerTTL,
 		}).Int64()
 	})
-	took := n == 1
-	if err != nil || !took || at.count != 0 || !m.handsOff() {
-		return took, err
-	}
-	// The field may be a grant from another process's release, cut to the
-	// waiter's record (grant.go), not this request's lease.
-	return m.reapply(ctx, a, at, r.acquire)
+	return n == 1, err
 }
 
 // reapply confirms a new acquisition that settle.lua found taken, when the

@@ -307,6 +307,11 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 // it) goes on being settled in the background.
 func (m *Mutex) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
 	settled, err := m.k.settle(ctx, m, a, at)
+	if err == nil && settled && at.count == 0 && m.handsOff() {
+		// The field may be a grant from another process's release, cut
+		// to the waiter's record (grant.go), not this request's lease.
+		settled, err = m.reapply(ctx, a, at, m.k.acquire)
+	}
 	if err != nil {
 		if gen := m.c.markUnknown(holdID{m.key, a.fieldID()}, err); gen != 0 && at.count == 0 {
 			m.settleLater(a, at, px, gen)
