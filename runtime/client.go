@@ -102,6 +102,7 @@ type Client struct {
 	rdb       redis.UniversalClient
 	opts      Options
 	id        string // uuid of this client: the first half of every owner token
+	idArg     any    // id, boxed once as a script argument
 	cluster   bool   // keys are grouped by slot for batched calls
 	sharded   bool   // sharded pub/sub: one subscription connection per slot
 	publish   any    // "publish" or "spublish", boxed once for script args
@@ -177,6 +178,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		closeCh:   make(chan struct{}),
 	}
 	c.reg.init()
+	c.idArg = c.id
 	c.grants.seed = maphash.MakeSeed()
 	c.label.init(c.id, o.Name, time.Now())
 	c.life, c.endLife = context.WithCancel(context.Background())

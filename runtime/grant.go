@@ -161,10 +161,38 @@ func (h *hub) deliverGrant(channel, payload string) {
 	}
 }
 
-// tryState is what an acquisition's tries told of grants (see acquireAs).
+// tryState is what an acquisition's tries told of grants (see acquireAs):
+// the nonce of the last try that registered for grants, whether any try
+// queued the waiter in Redis, and the part of the lease a claimed grant
+// confirmed when shorter than the lease (claimGrant; 0: all of it).
 type tryState struct {
-	nonce  string
-	queued bool
+	nonce     string
+	queued    bool
+	confirmed time.Duration
+}
+
+// grantNames are a lock's queue keys and this client's grant channel,
+// boxed once for the scripts.
+type grantNames struct {
+	queue, records, hubs, lockCh any
+	channel                      string
+}
+
+// grantNames returns m's, made on first use (concurrent first uses make
+// equal values; one is kept).
+func (m *Mutex) grantNames() *grantNames {
+	if n := m.names.Load(); n != nil {
+		return n
+	}
+	n := &grantNames{
+		queue:   grantQueue(m.key),
+		records: grantRecords(m.key),
+		hubs:    grantHubs(m.key),
+		lockCh:  lockChannel(m.key),
+		channel: m.c.grantChannel(m.key),
+	}
+	m.names.Store(n)
+	return n
 }
 
 // markQueued records that w's waiter was queued in Redis by a try: a
@@ -200,9 +228,10 @@ func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, wait
 // gives back a grant it never took (see fair.leave).
 func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
 	c := m.c
+	n := m.grantNames()
 	return scriptMutexLeave.run(ctx, c.rdb, 5, []any{
-		3: a.key, lockChannel(m.key), grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
-		a.owner, c.publish, m.untakenGrant(ctx, a), lockChannel(m.key),
+		3: a.key, n.lockCh, n.queue, n.records, n.hubs,
+		a.owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
 	}).Int64()
 }
 

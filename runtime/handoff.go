@@ -197,7 +197,8 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 		return res, offerOutcome{}, err
 	}
 	o := offerOutcome{w: w, sent: time.Now()}
-	marker := any(requestMarker(m.key, "-")) // unused without a local grantee
+	names := m.grantNames()
+	marker := names.queue // unused without a local grantee: any key of the slot
 	if w != nil {
 		o.marker = requestMarker(m.key, c.newRequestID())
 		marker = o.marker
@@ -214,8 +215,8 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scriptHandoff.run(ctx, c.rdb, 6, []any{
-			3: a.key, channel, marker, grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
-			a.owner, c.publish, field, px, channel, across, "1", records,
+			3: a.key, names.lockCh, marker, names.queue, names.records, names.hubs,
+			a.owner, c.publish, field, px, names.lockCh, across, "1", records,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {

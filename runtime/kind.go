@@ -97,9 +97,10 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 	}
 	c := m.c
 	if at.queued {
+		n := m.grantNames()
 		return scriptAcquire.run(ctx, at.via, 5, []any{
-			3: a.key, at.marker, grantQueue(m.key), grantRecords(m.key), grantHubs(m.key),
-			at.px, a.owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.id,
+			3: a.key, at.marker, n.queue, n.records, n.hubs,
+			at.px, a.owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.idArg,
 		}).Int64()
 	}
 	return scriptAcquire.run(ctx, at.via, 2, []any{

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +36,9 @@ type Mutex struct {
 	// fenced: every acquisition also increments the lock's token counter
 	// in the same script call (see FencedLock).
 	fenced bool
+	// names holds the names of the lock's queue for grants, made on first
+	// use (grant.go).
+	names atomic.Pointer[grantNames]
 }
 
 // Mutex returns the reentrant, non-fair lock at key.
@@ -95,9 +99,6 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	// claimed, claimGrant), and whether any try queued the waiter in
 	// Redis (grant.go: its release then clears its record).
 	var ts tryState
-	// confirmed is the part of the lease a claimed grant confirmed, when
-	// shorter than the lease (see claimGrant); 0: all of it.
-	var confirmed time.Duration
 	// The token's home is allocated only for a fenced lock: the pointer
 	// reaches the kind's acquire through an interface, so it escapes.
 	var fence *int64
@@ -132,7 +133,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	}
 	if waiting && m.handsOff() {
 		// Queued for grants from other processes (grant.go).
-		w.also = func() string { return c.grantChannel(m.key) }
+		w.also = func() string { return m.grantNames().channel }
 		w.queued = func() bool { return ts.queued }
 	}
 	// Only an owner of its own (a top-level Lock: no goroutine but this
@@ -152,7 +153,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 				// Granted by a release in Redis (grant.go): the lease
 				// runs from the try it was granted for, cut to its record.
 				took, cut := m.claimGrant(a, lease, sent, marker != "" && marker == ts.nonce, grantRecordLife)
-				confirmed = cut
+				ts.confirmed = cut
 				return took, nil
 			}
 			took, err := m.claimOffer(ctx, a, lease, state, marker)
@@ -169,7 +170,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		w.grantee = func() (string, any) { return a.fieldID(), nil }
 		w.claim = func(_ offerState, nonce string, _ time.Time) (bool, error) {
 			took, cut := m.claimGrant(a, lease, sent, nonce != "" && nonce == ts.nonce, m.opts.QueueTimeout)
-			confirmed = cut
+			ts.confirmed = cut
 			return took, nil
 		}
 	}
@@ -189,7 +190,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		token = *fence
 	}
 	spec := m.holdSpec()
-	spec.confirmed, spec.queued = confirmed, ts.queued
+	spec.confirmed, spec.queued = ts.confirmed, ts.queued
 	hctx, err := c.addHoldAs(ctx, spec, a, lease, sent, token)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
