@@ -454,3 +454,61 @@ func TestGrantWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
 }
+
+// A hold that came through the queue grants on at its release even when
+// its Client stopped waiting on the lock long before (its subscription
+// lingers 250 ms): a long hold does not end in an unlock message to every
+// process.
+func TestGrantAfterALongHoldOfAQueuedWaiter(t *testing.T) {
+	s := redistest.Start(t)
+	plain := s.Client(t)
+	ctx := ctxT(t)
+	const key = "longhold"
+	gw := watchGrants(t, s.Client(t), key)
+	a, b, c := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+	ma, mb, mc := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{}), c.Mutex(key, runtime.LockOptions{})
+
+	held, err := ma.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotB := lockAsync(ctx, mb)
+	eventually(t, 5*time.Second, "B waiting", func() bool { return waitersOn(t, plain, key) == 1 })
+	gotC := lockAsync(ctx, mc)
+	eventually(t, 5*time.Second, "B and C queued", func() bool { return queued(t, plain, key) == 2 })
+	if err := ma.Unlock(held); err != nil { // A never waited: it publishes
+		t.Fatal(err)
+	}
+	second, mFirst, mSecond := gotC, mb, mc
+	var r lockResult
+	select {
+	case r = <-gotB:
+	case r = <-gotC:
+		second, mFirst, mSecond = gotB, mc, mb
+	case <-time.After(5 * time.Second):
+		t.Fatal("no one got the lock")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	gotA := lockAsync(ctx, ma) // queued behind the other
+	eventually(t, 5*time.Second, "A queued", func() bool { return queued(t, plain, key) == 2 })
+	time.Sleep(400 * time.Millisecond) // the holder's own subscription is gone by now
+	before := gw.unlocks.Load()
+	if err := mFirst.Unlock(r.hctx); err != nil {
+		t.Fatal(err)
+	}
+	h2 := wantLock(t, second, 5*time.Second, "the waiter queued first")
+	eventually(t, 2*time.Second, "the grant heard", func() bool { return gw.grants.Load() >= 1 })
+	if n := gw.unlocks.Load() - before; n != 0 {
+		t.Fatalf("%d unlock messages: the long hold's release published instead of granting", n)
+	}
+	if err := mSecond.Unlock(h2); err != nil {
+		t.Fatal(err)
+	}
+	ha := wantLock(t, gotA, 5*time.Second, "A")
+	if err := ma.Unlock(ha); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
+}

@@ -191,10 +191,15 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	channel := lockChannel(m.key)
 	w, field, px, grantee := c.hub.offer(channel)
 	known := w != nil || c.hub.known(channel)
-	if !known {
-		// No waiter here, nor lately: most likely none anywhere.
+	if !known && !queued {
+		// No waiter here, nor lately, and the hold did not come through
+		// the queue in Redis: most likely no one waits anywhere.
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
 		return res, offerOutcome{}, err
+	}
+	own := "0" // is one of the channel's subscribers this client?
+	if known {
+		own = "1"
 	}
 	o := offerOutcome{w: w, sent: time.Now()}
 	names := m.grantNames()
@@ -216,7 +221,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scriptHandoff.run(ctx, c.rdb, 6, []any{
 			3: a.key, names.lockCh, marker, names.queue, names.records, names.hubs,
-			a.owner, c.publish, field, px, names.lockCh, across, "1", records,
+			a.owner, c.publish, field, px, names.lockCh, across, own, records,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {

@@ -383,8 +383,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		res releaseResult
 		err error
 	)
-	if last && count == 1 && m.handsOff() && m.c.hub.active() {
-		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args, acq.h.wasQueued())
+	// A last release may hand the lock on: to a waiter of this client, or
+	// one queued in Redis (a hold that came through the queue looks there
+	// even when this client no longer waits on the lock).
+	handOff := last && count == 1 && m.handsOff()
+	queued := handOff && acq.h.wasQueued()
+	if handOff && (queued || m.c.hub.active()) {
+		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args, queued)
 	} else {
 		res, err = m.release(acq.parent, acq.h.args, last, lease, count)
 	}
