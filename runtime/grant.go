@@ -204,13 +204,6 @@ func (h *hub) markQueued(w *waiter) {
 	sh.mu.Unlock()
 }
 
-// wasQueued reports whether an acquisition of h was queued in Redis.
-func (h *hold) wasQueued() bool {
-	h.sh.mu.Lock()
-	defer h.sh.mu.Unlock()
-	return h.queued
-}
-
 // queueTry says whether a try of m registers its waiter for grants, and
 // with which lease argument ("0": it takes none, but is in line).
 func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiting bool, count int) (bool, any) {

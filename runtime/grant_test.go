@@ -424,8 +424,9 @@ func TestGrantAcrossClientsUnderContention(t *testing.T) {
 	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
 }
 
-// A waiter that gives up leaves the queue at once, and a grant it never
-// took goes on to the next waiter.
+// A waiter that gives up leaves the queue at once (it was in it while it
+// waited), and the next waiter is granted the lock. (A grant the leaver
+// never took is given back: TestGrantReviewCancelRacingAGrantGivesItBack.)
 func TestGrantWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	s := redistest.Start(t)
 	plain := s.Client(t)
@@ -436,9 +437,10 @@ func TestGrantWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.Mutex(key, runtime.LockOptions{}).TryLock(ctx, 300*time.Millisecond, runtime.Watchdog)
-	if !errors.Is(err, runtime.ErrNotAcquired) {
-		t.Fatalf("TryLock = %v, want ErrNotAcquired", err)
+	gotB := tryLockAsync(ctx, b.Mutex(key, runtime.LockOptions{}), 300*time.Millisecond, runtime.Watchdog)
+	eventually(t, 5*time.Second, "B queued", func() bool { return queued(t, plain, key) == 1 })
+	if r := <-gotB; !errors.Is(r.err, runtime.ErrNotAcquired) {
+		t.Fatalf("TryLock = %v, want ErrNotAcquired", r.err)
 	}
 	if n := queued(t, plain, key); n != 0 {
 		t.Fatalf("%d queued after the waiter gave up, want 0", n)

@@ -189,7 +189,7 @@ func (h *hub) unpark(w *waiter) (state offerState, marker string, sent time.Time
 func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (releaseResult, offerOutcome, error) {
 	c := m.c
 	channel := lockChannel(m.key)
-	w, field, px, grantee := c.hub.offer(channel)
+	w, field, px, granteeQueued := c.hub.offer(channel)
 	known := w != nil || c.hub.known(channel)
 	if !known && !queued {
 		// No waiter here, nor lately, and the hold did not come through
@@ -215,7 +215,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 		across = "1"
 	}
 	records := "0" // the releaser's and the grantee's records in the queue
-	if queued || grantee {
+	if queued || granteeQueued {
 		records = "1"
 	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {

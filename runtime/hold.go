@@ -168,7 +168,8 @@ type holdSpec struct {
 	// confirmed, when > 0, is all of the lease Redis is known to have
 	// applied from start when it is shorter than the hold's lease (a
 	// watchdog hold taken by a grant cut to the waiter's record: grant.go).
-	// The hold's deadline counts it, and its first renewal is due at once.
+	// The hold's deadline counts it, and its first renewal is due at the
+	// watchdog's next tick.
 	confirmed time.Duration
 	// queued: a try of the acquisition queued its waiter in Redis, or it
 	// was granted from there (grant.go): the release clears its record.

@@ -387,7 +387,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// one queued in Redis (a hold that came through the queue looks there
 	// even when this client no longer waits on the lock).
 	handOff := last && count == 1 && m.handsOff()
-	queued := handOff && acq.h.wasQueued()
+	// The last acquisition was dropped under the hold's shard mutex, and
+	// no later one can write the hold: its flag is read without a lock.
+	queued := handOff && acq.h.queued
 	if handOff && (queued || m.c.hub.active()) {
 		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args, queued)
 	} else {

@@ -63,8 +63,8 @@ type hub struct {
 
 	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
 	// aliases maps an entry's companion channel (channelEntry.also) to
-	// the entry, for the grants published there (grant.go). aliasMu is
-	// taken after a shard's mutex, never before.
+	// the entry, for the grants published there (grant.go). aliasMu is a
+	// leaf: no other lock is taken while it is held.
 	aliasMu sync.RWMutex
 	aliases map[string]*channelEntry
 	waiters sync.Pool // of *waiter, reset
