@@ -28,6 +28,9 @@ type hold struct {
 	// queued: an acquisition of it was queued in Redis for grants, or
 	// granted from there (grant.go); its last release clears the record.
 	queued bool
+	// from is the handle that took it: it gives back what a hold lost at
+	// its deadline may still have in Redis (giveback.go).
+	from giver
 
 	count    int
 	watchdog bool // renewed by the watchdog: wdAcqs > 0
@@ -165,6 +168,7 @@ type holdSpec struct {
 	name, key string
 	k         kind
 	permit    bool
+	from      giver
 	// confirmed, when > 0, is all of the lease Redis is known to have
 	// applied from start when it is shorter than the hold's lease (a
 	// watchdog hold taken by a grant cut to the waiter's record: grant.go).
@@ -176,7 +180,7 @@ type holdSpec struct {
 	queued bool
 }
 
-func (m *Mutex) holdSpec() holdSpec { return holdSpec{name: m.opts.Name, key: m.key, k: m.k} }
+func (m *Mutex) holdSpec() holdSpec { return holdSpec{name: m.opts.Name, key: m.key, k: m.k, from: m} }
 
 // addHold records a successful acquisition of key by owner (sent at start
 // with the given lease) and returns the ctx for the caller.
@@ -211,7 +215,7 @@ func (c *Client) addHoldAs(parent context.Context, spec holdSpec, args lockArgs,
 	}
 	h := sh.holds[id]
 	if h == nil {
-		h = &hold{c: c, sh: sh, name: name, key: key, owner: owner, field: field, args: args, k: spec.k, permit: spec.permit}
+		h = &hold{c: c, sh: sh, name: name, key: key, owner: owner, field: field, args: args, k: spec.k, permit: spec.permit, from: spec.from}
 		h.acqs = h.inline[:0]
 		if c.cluster {
 			h.slot = keySlot(key)

@@ -315,7 +315,7 @@ func (m *Mutex) settleLost(ctx context.Context, a lockArgs, at attempt, px time.
 	}
 	if err != nil {
 		if gen := m.c.markUnknown(holdID{m.key, a.fieldID()}, err); gen != 0 && at.count == 0 {
-			m.settleLater(a, at, px, gen)
+			m.settleLater(a, &at, px, gen)
 		}
 	}
 	return settled, err

@@ -25,14 +25,19 @@ func (c *Client) markUnknown(id holdID, err error) uint64 {
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		return 0
 	}
-	gen := c.reg.unknownGen.Add(1)
 	sh := c.reg.shard(id.key)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return c.markUnknownLocked(sh, id)
+}
+
+// markUnknownLocked is markUnknown with sh, the shard of id's key, locked.
+func (c *Client) markUnknownLocked(sh *shard, id holdID) uint64 {
+	gen := c.reg.unknownGen.Add(1)
 	if _, ok := sh.unknown[id]; !ok {
 		c.reg.unknownN.Add(1)
 	}
 	sh.unknown[id] = gen
-	sh.mu.Unlock()
 	return gen
 }
 
@@ -62,17 +67,22 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 		return nil
 	}
 	count, px := c.holdState(m.key, a.fieldID(), 0)
-	var n int
+	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
-		var err error
-		n, err = c.rdb.HGet(ctx, m.key, a.fieldID()).Int()
+		n, err := c.rdb.HGet(ctx, m.key, a.fieldID()).Int()
 		if errors.Is(err, redis.Nil) {
 			n, err = 0, nil
 		}
 		if err != nil {
 			return fmt.Errorf("%w: re-reading the hold after an unknown outcome: %w", ErrOutcomeUnknown, err)
 		}
-		if n <= count {
+		if n < keep {
+			// The hold is lost: its ctx ends, and what Redis has
+			// left of it is given back too, not kept for no one.
+			m.loseHold(id, n, count)
+			keep = 0
+		}
+		if n <= keep {
 			break
 		}
 		if _, err := m.release(ctx, a, n == 1, px, n); err != nil {
@@ -80,18 +90,24 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 		}
 	}
 	c.dropUnknown(id, 0)
-	sh := c.reg.shard(id.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if h := sh.holds[id]; h != nil && n < count {
-		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
-			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
-	}
 	return nil
 }
 
+// loseHold ends the local hold id, of which Redis has n of count holds.
+func (m *Mutex) loseHold(id holdID, n, count int) {
+	sh := m.c.reg.shard(id.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h := sh.holds[id]; h != nil {
+		m.c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
+			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
+	}
+}
+
 // settleLater goes on settling, in the background, an acquire whose reply
-// and settlement were both lost, when its owner holds nothing of the lock
+// and settlement were both lost (at; nil: no acquire, only the owner's
+// count to bring back to the client's, after a hold was lost at its
+// deadline: giveback.go), when its owner holds nothing of the lock
 // (a fresh owner: typically a top-level Lock whose caller got the error and
 // will never call with that owner again). Without it, a lock that the lost
 // request took would stay taken until its lease ran out, and the unknown
@@ -102,7 +118,7 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 // owner replaced or cleared it (that call, or its own settlement, takes
 // over). It gives up after lease, when Redis has expired whatever the
 // request took, dropping its mark; Close stops it, and waits for it.
-func (m *Mutex) settleLater(a lockArgs, at attempt, lease time.Duration, gen uint64) {
+func (m *Mutex) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	// Cancelled by Close even in the calls that detach (see detached).
@@ -135,7 +151,7 @@ func (m *Mutex) settleLater(a lockArgs, at attempt, lease time.Duration, gen uin
 
 // settleOnce makes one attempt of settleLater, in id's turn. It reports
 // whether there is nothing left to do.
-func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at attempt, gen uint64) bool {
+func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.c
 	if _, _, err := c.enter(ctx, id, 0); err != nil {
 		return false
@@ -144,8 +160,10 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at attemp
 	if c.unknownMark(id) != gen {
 		return true // a later call of the owner reconciled it, or took over
 	}
-	if _, err := m.k.settle(ctx, m, a, at); err != nil {
-		return false
+	if at != nil {
+		if _, err := m.k.settle(ctx, m, a, *at); err != nil {
+			return false
+		}
 	}
 	return m.reconcile(ctx, a) == nil
 }

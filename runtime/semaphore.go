@@ -138,7 +138,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		c.observe(Event{Kind: EventAcquireFailed, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Ctx: ctx, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
-	hctx, err := c.addHoldAs(ctx, holdSpec{name: s.opts.Name, key: s.key, permit: true}, a, lease, sent, 0)
+	hctx, err := c.addHoldAs(ctx, holdSpec{name: s.opts.Name, key: s.key, permit: true, from: s}, a, lease, sent, 0)
 	if err != nil {
 		// Closed while acquiring: give the permits back rather than leave them.
 		_, _ = s.release(ctx, a, marker)

@@ -1,0 +1,65 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Giving back a lost hold.
+//
+// The clock ends a watchdog hold at its deadline when no renewal of it was
+// confirmed in time (lease.go). The renewals sent meanwhile may still have
+// reached Redis, each setting a full lease again: what was lost were the
+// replies (a one-way fault, replies delayed past the deadline). Redis then
+// keeps the lock for an owner whose ctx is done, and every other owner
+// waits out a lease that nobody uses. So the handle that took the hold
+// gives back, in the background and as soon as Redis answers, whatever its
+// owner still has there. The scripts it runs check the owner: nothing of
+// another owner is touched, and a renewal arriving later finds the owner
+// gone and extends nothing.
+
+// A giver is the handle that took a hold.
+type giver interface {
+	// giveBackLost starts giving back what the owner of h, ended at its
+	// deadline, still has in Redis. h.sh.mu is held: it must not block.
+	giveBackLost(h *hold)
+}
+
+// giveBackFor bounds a give-back: by then Redis has expired what a renewal
+// sent before the loss set, unless the network held that renewal back for
+// more than a lease.
+func (c *Client) giveBackFor() time.Duration { return 2 * c.opts.WatchdogTimeout }
+
+// giveBackLater starts giving back what h, just ended at its deadline, may
+// still have in Redis. h.sh.mu is held; Close, which takes it after
+// marking the Client closed, waits for the work started here.
+func (c *Client) giveBackLater(h *hold) {
+	if h.from != nil && !c.reg.closed.Load() {
+		h.from.giveBackLost(h)
+	}
+}
+
+// giveBackLost marks the outcome of the owner's holds unknown, so its
+// next call (an Unlock of the lost hold) re-reads them first, and settles
+// that in the background: reconcile gives back every hold Redis still has
+// of the owner, whose local count is now 0.
+func (m *Mutex) giveBackLost(h *hold) {
+	gen := m.c.markUnknownLocked(h.sh, holdID{h.key, h.field})
+	m.settleLater(h.args, nil, m.c.giveBackFor(), gen)
+}
+
+// giveBackLost releases the permit ids of h, resending until Redis
+// answers: a resend finds the ids gone and frees nothing twice.
+func (s *Semaphore) giveBackLost(h *hold) {
+	c := s.c
+	a, marker := h.args, s.marker(h.field)
+	ctx, cancel := context.WithTimeout(context.WithValue(c.life, stayAttached{}, true), c.giveBackFor())
+	c.background.Add(1)
+	go func() {
+		defer c.background.Done()
+		defer cancel()
+		_, _ = retryDetached(ctx, func(ctx context.Context) (int64, error) {
+			return s.release(ctx, a, marker)
+		})
+	}()
+}

@@ -1,0 +1,98 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// A watchdog hold whose renewals reach Redis but whose replies are lost is
+// ended at its deadline (its ctx is done) while Redis still has the key:
+// every renewal that arrived set a full lease again. Once Redis answers,
+// what the lost hold still has there is given back, for every kind, so the
+// next owner does not wait out a lease that nobody uses.
+func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
+	skipShortOutsideCI(t)
+	const wd = 9 * time.Second // renewals every 3 s
+	for _, k := range overlapKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			servers := redistest.StartN(t, 3)
+			var proxies []*faultproxy.Proxy
+			var proxied, direct []redis.UniversalClient
+			for _, s := range servers {
+				p := faultproxy.Start(t, s.Addr())
+				proxies = append(proxies, p)
+				pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+				t.Cleanup(func() { _ = pc.Close() })
+				proxied = append(proxied, pc)
+				direct = append(direct, s.Client(t))
+			}
+			holder := newClient(t, proxied[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: proxied, ReleaseTimeout: 300 * time.Millisecond})
+			waiter := newClient(t, direct[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: direct})
+			ctx := context.Background()
+			key := "lost-" + k.name
+			l := k.holder(holder, key)
+			held, err := l.TryLock(ctx, time.Second, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// After the first renewal, on a connection kept open (a new one
+			// would wait for HELLO's reply and send nothing).
+			time.Sleep(wd/3 + wd/10)
+			for _, p := range proxies {
+				p.Blackhole(faultproxy.Downstream) // renewals arrive, their replies are lost
+			}
+			select {
+			case <-held.Done():
+			case <-time.After(2 * wd):
+				t.Fatal("the hold's ctx outlived its deadline")
+			}
+			if !errors.Is(context.Cause(held), runtime.ErrLockLost) {
+				t.Fatalf("cause %v, want ErrLockLost", context.Cause(held))
+			}
+			var ttl time.Duration
+			for _, d := range direct {
+				for _, key := range d.Keys(ctx, "*").Val() {
+					ttl = max(ttl, d.PTTL(ctx, key).Val())
+				}
+			}
+			if ttl < wd/4 {
+				t.Fatalf("longest TTL in Redis %v at the loss: no renewal arrived, the test reproduces nothing", ttl)
+			}
+			for _, p := range proxies {
+				p.Heal()
+			}
+			healed := time.Now()
+			// The lost hold's fn may go on for a while: what it had is
+			// given back without waiting for its Unlock.
+			wctx, cancel := context.WithTimeout(ctx, ttl/2)
+			defer cancel()
+			w := k.waiter(waiter, key)
+			h2, err := w.TryLock(wctx, ttl/2, runtime.Watchdog)
+			if err != nil {
+				t.Fatalf("the next owner did not get the lock within %v of Redis answering again (longest TTL at the loss %v): %v",
+					ttl/2, ttl, err)
+			}
+			t.Logf("the next owner got the lock %v after Redis answered again (longest TTL at the loss: %v)",
+				time.Since(healed).Round(time.Millisecond), ttl)
+			// The lost hold's Unlock, late, leaves the new owner's hold alone.
+			if err := l.Unlock(held); !errors.Is(err, runtime.ErrLockLost) {
+				t.Fatalf("Unlock of a lost hold = %v, want ErrLockLost", err)
+			}
+			if err := context.Cause(h2); err != nil {
+				t.Fatalf("the lost hold's Unlock ended the next owner's hold: %v", err)
+			}
+			if err := w.Unlock(h2); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
