@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ type config struct {
 	watchLocks           int
 	watchLease, watchWin time.Duration
 	limitN1, limitN50    int
+	floorN               int // samples of each idle floor
 	workers              []int
 	// shapeWorkers are the worker counts of the sleeping-hold and
 	// multi-process variants of scenario 2 (scenarios 7 and 8).
@@ -49,6 +51,16 @@ func main() {
 	log.SetFlags(log.Ltime)
 	if len(os.Args) > 1 && os.Args[1] == "-child" {
 		if err := childMain(); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	if len(os.Args) > 3 && os.Args[1] == "-floor" {
+		n, err := strconv.Atoi(os.Args[3])
+		if err == nil {
+			err = floorMain(os.Args[2], n)
+		}
+		if err != nil {
 			log.Fatal(err)
 		}
 		return
@@ -73,13 +85,13 @@ func benchmark() error {
 	cfg := config{
 		uncontended: 3 * time.Second, contention: 2 * time.Second, naive: time.Second,
 		manyKeys: 2 * time.Second, watchLocks: 10000, watchLease: 30 * time.Second, watchWin: 20 * time.Second,
-		limitN1: 20000, limitN50: 200000, workers: []int{2, 8, 32, 128}, shapeWorkers: []int{8, 32}, procs: 4,
+		limitN1: 20000, limitN50: 200000, floorN: 1000, workers: []int{2, 8, 32, 128}, shapeWorkers: []int{8, 32}, procs: 4,
 	}
 	if *quick {
 		cfg = config{quick: true,
 			uncontended: 700 * time.Millisecond, contention: 600 * time.Millisecond, naive: 300 * time.Millisecond,
 			manyKeys: 800 * time.Millisecond, watchLocks: 10000, watchLease: 3 * time.Second, watchWin: 3 * time.Second,
-			limitN1: 5000, limitN50: 50000, workers: []int{8, 32, 128}, shapeWorkers: []int{32}, procs: 4,
+			limitN1: 5000, limitN50: 50000, floorN: 300, workers: []int{8, 32, 128}, shapeWorkers: []int{32}, procs: 4,
 		}
 	}
 	want := func(n int) bool {
@@ -124,6 +136,10 @@ func benchmark() error {
 		}
 		log.Print("5. physical limit (redis-benchmark)")
 		if res.Limit, err = b.physicalLimit(bin, cfg.limitN1, cfg.limitN50); err != nil {
+			return err
+		}
+		log.Print("5. idle floor (a round trip, a message across processes)")
+		if res.Floor, err = b.idleFloor(cfg.floorN); err != nil {
 			return err
 		}
 	}
