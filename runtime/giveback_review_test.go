@@ -1,0 +1,394 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// What a hold lost at its deadline gives back (giveback.go), attacked: a
+// give-back must only ever remove what the lost hold left in Redis, never
+// a hold of another owner nor one the same owner took again; it must run
+// with go-redis' default options once the network heals, and end with
+// Close.
+
+// gbEnv is one server behind a proxy: the holder's Client talks through the
+// proxy (its replies can be lost), the other Client directly.
+type gbEnv struct {
+	p      *faultproxy.Proxy
+	direct redis.UniversalClient
+	holder *runtime.Client
+	other  *runtime.Client
+	wd     time.Duration
+}
+
+func newGBEnv(t *testing.T, wd time.Duration, proxied *redis.Options) *gbEnv {
+	t.Helper()
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	if proxied == nil {
+		proxied = &redis.Options{ReadTimeout: 200 * time.Millisecond, MaxRetries: -1}
+	}
+	proxied.Addr = p.Addr()
+	pc := redis.NewClient(proxied)
+	t.Cleanup(func() { _ = pc.Close() })
+	direct := s.Client(t)
+	return &gbEnv{
+		p:      p,
+		direct: direct,
+		holder: newClient(t, pc, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond}),
+		other:  newClient(t, direct, &runtime.Options{WatchdogTimeout: wd}),
+		wd:     wd,
+	}
+}
+
+// loseByLostReplies lets a renewal of held be confirmed, then loses every
+// reply from Redis until held's ctx is done: the renewals sent meanwhile
+// arrive and set a full lease again. It returns the longest TTL of the
+// keys matching pattern at the loss; the network stays cut.
+func (e *gbEnv) loseByLostReplies(t *testing.T, held context.Context, pattern string) time.Duration {
+	t.Helper()
+	return e.loseByLostRepliesTTL(t, held, func(ctx context.Context) time.Duration {
+		var ttl time.Duration
+		for _, k := range e.direct.Keys(ctx, pattern).Val() {
+			ttl = max(ttl, e.direct.PTTL(ctx, k).Val())
+		}
+		return ttl
+	})
+}
+
+// loseByLostRepliesTTL is loseByLostReplies with ttl reading what is left
+// in Redis of the hold.
+func (e *gbEnv) loseByLostRepliesTTL(t *testing.T, held context.Context, ttlLeft func(context.Context) time.Duration) time.Duration {
+	t.Helper()
+	// After the first renewal, on a connection kept open (a new one
+	// would wait for HELLO's reply and send nothing).
+	time.Sleep(e.wd/3 + e.wd/10)
+	e.p.Blackhole(faultproxy.Downstream)
+	select {
+	case <-held.Done():
+	case <-time.After(2 * e.wd):
+		t.Fatal("the hold's ctx outlived its deadline")
+	}
+	if !errors.Is(context.Cause(held), runtime.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", context.Cause(held))
+	}
+	ttl := ttlLeft(context.Background())
+	if ttl < e.wd/4 {
+		t.Fatalf("longest TTL in Redis %v at the loss: no renewal arrived, the test reproduces nothing", ttl)
+	}
+	return ttl
+}
+
+// holdingKinds are the Mutex kinds whose give-back reconciles the owner's
+// count (giveBackLost of a Mutex).
+var holdingKinds = append(append([]lockKind{}, exclusiveKinds...), readKind)
+
+// The owner of a lost hold that still holds an outer lock takes the lost
+// lock again with the outer ctx (same owner token, same hash field) at the
+// moment Redis answers again, racing the background give-back: the new
+// hold must survive it, in Redis and in its ctx.
+func TestGiveBackSparesTheSameOwnerTakingTheLockAgain(t *testing.T) {
+	skipShortOutsideCI(t)
+	for _, k := range holdingKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			e := newGBEnv(t, 3*time.Second, nil)
+			ctx := context.Background()
+			key := "gb:again:" + k.name
+			outer := e.holder.Mutex("gb:again:outer:"+k.name, runtime.LockOptions{})
+			octx, err := outer.TryLock(ctx, 0, time.Minute) // fixed lease: not renewed, not lost
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := k.new(e.holder, key, runtime.LockOptions{})
+			held, err := l.TryLock(octx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.loseByLostReplies(t, held, key+"*")
+			if octx.Err() != nil {
+				t.Fatalf("the outer hold ended too: %v", context.Cause(octx))
+			}
+			// The owner tries again while Redis is still cut off, and on,
+			// until it holds the lock: its first try after the heal races
+			// the give-back for the owner's turn.
+			type result struct {
+				ctx context.Context
+				err error
+			}
+			again := make(chan result, 1)
+			go func() {
+				for {
+					h, err := l.TryLock(octx, 0, runtime.Watchdog)
+					if err == nil || !errors.Is(err, runtime.ErrOutcomeUnknown) {
+						again <- result{h, err}
+						return
+					}
+				}
+			}()
+			time.Sleep(50 * time.Millisecond)
+			e.p.Heal()
+			r := <-again
+			if r.err != nil {
+				t.Fatalf("taking the lock again with the outer ctx: %v", r.err)
+			}
+			// Past any give-back (it starts when Redis answers, and is done
+			// in well under a renewal period) and past a renewal of the new
+			// hold: the owner still holds it, once, and no one else can
+			// have it.
+			deadline := time.Now().Add(e.wd/3 + e.wd/10)
+			for time.Now().Before(deadline) {
+				n, err := l.HoldCount(r.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != 1 {
+					t.Fatalf("the owner's hold count in Redis is %d after the give-back, want 1", n)
+				}
+				if err := context.Cause(r.ctx); err != nil {
+					t.Fatalf("the hold taken again ended: %v", err)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if _, err := k.new(e.other, key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); k.name != "read" && !errors.Is(err, runtime.ErrNotAcquired) {
+				t.Fatalf("another owner's TryLock = %v while the owner holds the lock again, want ErrNotAcquired", err)
+			}
+			if err := l.Unlock(r.ctx); err != nil {
+				t.Fatalf("Unlock of the hold taken again: %v", err)
+			}
+			if err := l.Unlock(held); !errors.Is(err, runtime.ErrLockLost) {
+				t.Fatalf("Unlock of the lost hold = %v, want ErrLockLost", err)
+			}
+			if err := outer.Unlock(octx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A nested hold (the owner re-entered: count 2 in Redis) lost at its
+// deadline is given back whole: the next owner gets the lock, and a read
+// hold leaves none of its rwlock_timeout keys behind.
+func TestGiveBackReturnsEveryNestedHold(t *testing.T) {
+	skipShortOutsideCI(t)
+	for _, k := range holdingKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			e := newGBEnv(t, 3*time.Second, nil)
+			ctx := context.Background()
+			key := "gb:nested:" + k.name
+			l := k.new(e.holder, key, runtime.LockOptions{})
+			outer, err := l.TryLock(ctx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inner, err := l.TryLock(outer, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := l.HoldCount(inner); n != 2 {
+				t.Fatalf("hold count %d, want 2", n)
+			}
+			ttl := e.loseByLostReplies(t, inner, "*"+key+"*")
+			e.p.Heal()
+			healed := time.Now()
+			// A writer waits for a lost reader; otherwise the same kind.
+			wk := k
+			if k.name == "read" {
+				wk = kindByName("write")
+			}
+			w := wk.new(e.other, key, runtime.LockOptions{})
+			wctx, cancel := context.WithTimeout(ctx, ttl/2)
+			defer cancel()
+			h2, err := w.TryLock(wctx, ttl/2, runtime.Watchdog)
+			if err != nil {
+				t.Fatalf("the next owner did not get the lock within %v of Redis answering (TTL at the loss %v): %v", ttl/2, ttl, err)
+			}
+			t.Logf("the next owner got the lock %v after Redis answered again (TTL at the loss %v)", time.Since(healed).Round(time.Millisecond), ttl)
+			if left := e.direct.Keys(ctx, "*rwlock_timeout*").Val(); len(left) != 0 {
+				t.Fatalf("timeout keys of the lost read holds left: %v", left)
+			}
+			for _, c := range []context.Context{inner, outer} {
+				if err := l.Unlock(c); !errors.Is(err, runtime.ErrLockLost) {
+					t.Fatalf("Unlock of a lost hold = %v, want ErrLockLost", err)
+				}
+			}
+			if err := context.Cause(h2); err != nil {
+				t.Fatalf("the lost holds' Unlocks ended the next owner's hold: %v", err)
+			}
+			if err := w.Unlock(h2); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A reader lost at its deadline shares the read lock with a reader of
+// another Client that is alive: the give-back removes the lost reader's
+// field and timeout key only. The other reader keeps the lock (a waiting
+// writer does not get it, the hash keeps a TTL), and the writer gets it
+// once that reader leaves.
+func TestGiveBackOfAReaderLeavesTheOtherReaders(t *testing.T) {
+	skipShortOutsideCI(t)
+	e := newGBEnv(t, 3*time.Second, nil)
+	ctx := context.Background()
+	key := "gb:readers"
+	lost, err := e.holder.ReadWrite(key, runtime.LockOptions{}).Read().TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := e.other.ReadWrite(key, runtime.LockOptions{}).Read()
+	actx, err := alive.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeoutKeys := func() []string { return e.direct.Keys(ctx, "*rwlock_timeout*").Val() }
+	if n := len(timeoutKeys()); n != 2 {
+		t.Fatalf("%d timeout keys, want 2", n)
+	}
+	e.loseByLostReplies(t, lost, "*"+key+"*")
+	e.p.Heal()
+	eventually(t, e.wd, "the lost reader's timeout key given back", func() bool { return len(timeoutKeys()) == 1 })
+	if tk := timeoutKeys()[0]; strings.Contains(tk, e.holder.ID()) {
+		t.Fatalf("the timeout key left is the lost reader's: %s", tk)
+	}
+	if n, _ := alive.HoldCount(actx); n != 1 {
+		t.Fatalf("the live reader's count in Redis is %d, want 1", n)
+	}
+	if ttl := e.direct.PTTL(ctx, key).Val(); ttl <= 0 {
+		t.Fatalf("the read lock's TTL is %v with a live reader", ttl)
+	}
+	wr := e.other.ReadWrite(key, runtime.LockOptions{}).Write()
+	if _, err := wr.TryLock(ctx, 200*time.Millisecond, runtime.Watchdog); !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("a writer's TryLock = %v while a reader holds the lock, want ErrNotAcquired", err)
+	}
+	if err := context.Cause(actx); err != nil {
+		t.Fatalf("the live reader's hold ended: %v", err)
+	}
+	if err := alive.Unlock(actx); err != nil {
+		t.Fatal(err)
+	}
+	wctx, err := wr.TryLock(ctx, e.wd, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("the writer did not get the lock once the last live reader left: %v", err)
+	}
+	if err := wr.Unlock(wctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A permit lost at its deadline is freed exactly once: by the give-back,
+// with another holder's permit left alone; the lost hold's Release frees
+// nothing more.
+func TestGiveBackFreesALostPermitOnce(t *testing.T) {
+	skipShortOutsideCI(t)
+	e := newGBEnv(t, 3*time.Second, nil)
+	ctx := context.Background()
+	key := "gb:permits"
+	opts := runtime.SemaphoreOptions{Permits: 3}
+	mine := e.holder.Semaphore(key, opts)
+	lost, err := mine.TryAcquire(ctx, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A permit's lease is its score in the timeout set (server ms).
+	ttl := e.loseByLostRepliesTTL(t, lost, func(ctx context.Context) time.Duration {
+		now := e.direct.Time(ctx).Val()
+		zs := e.direct.ZRangeWithScores(ctx, "{"+key+"}:timeout", -1, -1).Val()
+		if len(zs) == 0 {
+			return 0
+		}
+		return time.UnixMilli(int64(zs[0].Score)).Sub(now)
+	})
+	theirs := e.other.Semaphore(key, opts)
+	tctx, err := theirs.TryAcquire(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.p.Heal()
+	eventually(t, ttl/2, "the lost permits freed", func() bool {
+		n, err := theirs.Available(ctx)
+		return err == nil && n == 2
+	})
+	if err := mine.Release(lost); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Release of the lost permits = %v, want ErrLockLost", err)
+	}
+	// Past the lost permits' own expiry: still freed once.
+	time.Sleep(ttl)
+	if n, _ := theirs.Available(ctx); n != 2 {
+		t.Fatalf("%d permits free with one of three held, want 2", n)
+	}
+	if err := context.Cause(tctx); err != nil {
+		t.Fatalf("the other holder's permit was lost: %v", err)
+	}
+	if err := theirs.Release(tctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := theirs.Available(ctx); n != 3 {
+		t.Fatalf("%d permits free after every release, want 3", n)
+	}
+}
+
+// Close at about the instant the clock ends a watchdog hold (replies lost,
+// so the give-back starts and cannot finish) returns without a WaitGroup
+// misuse, ends the give-back, and leaves no goroutine behind. Run it with
+// -race and -count.
+func TestCloseRacingALossAtTheDeadline(t *testing.T) {
+	s := redistest.Start(t)
+	ignore := goleak.IgnoreCurrent()
+	const wd = 300 * time.Millisecond
+	for i := range 12 {
+		p, err := faultproxy.New(s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1})
+		c, err := runtime.NewClient(rdb, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		var held context.Context
+		if i%2 == 0 {
+			held, err = c.Mutex(fmt.Sprintf("gb:close:%d", i), runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+		} else {
+			held, err = c.Semaphore(fmt.Sprintf("gb:close:%d", i), runtime.SemaphoreOptions{Permits: 1}).TryAcquire(ctx, 1, 0)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(wd/3 + wd/10)
+		p.Blackhole(faultproxy.Downstream)
+		// The deadline is about wd after the last confirmed renewal;
+		// Close lands from a little before to a little after it.
+		time.Sleep(wd - wd/3 + time.Duration(i-6)*10*time.Millisecond)
+		closed := make(chan struct{})
+		go func() {
+			_ = c.Close()
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not return")
+		}
+		if held.Err() == nil {
+			t.Fatal("a hold's ctx outlived Close")
+		}
+		_ = rdb.Close()
+		_ = p.Close()
+	}
+	verifyNoLeak(t, ignore)
+}
