@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ import (
 // gbEnv is one server behind a proxy: the holder's Client talks through the
 // proxy (its replies can be lost), the other Client directly.
 type gbEnv struct {
-	p      *faultproxy.Proxy
+	ps     []*faultproxy.Proxy // the holder's links
 	direct redis.UniversalClient
 	holder *runtime.Client
 	other  *runtime.Client
@@ -45,7 +46,7 @@ func newGBEnv(t *testing.T, wd time.Duration, proxied *redis.Options) *gbEnv {
 	t.Cleanup(func() { _ = pc.Close() })
 	direct := s.Client(t)
 	return &gbEnv{
-		p:      p,
+		ps:     []*faultproxy.Proxy{p},
 		direct: direct,
 		holder: newClient(t, pc, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond}),
 		other:  newClient(t, direct, &runtime.Options{WatchdogTimeout: wd}),
@@ -75,7 +76,9 @@ func (e *gbEnv) loseByLostRepliesTTL(t *testing.T, held context.Context, ttlLeft
 	// After the first renewal, on a connection kept open (a new one
 	// would wait for HELLO's reply and send nothing).
 	time.Sleep(e.wd/3 + e.wd/10)
-	e.p.Blackhole(faultproxy.Downstream)
+	for _, p := range e.ps {
+		p.Blackhole(faultproxy.Downstream) // renewals arrive, their replies are lost
+	}
 	select {
 	case <-held.Done():
 	case <-time.After(2 * e.wd):
@@ -89,6 +92,13 @@ func (e *gbEnv) loseByLostRepliesTTL(t *testing.T, held context.Context, ttlLeft
 		t.Fatalf("longest TTL in Redis %v at the loss: no renewal arrived, the test reproduces nothing", ttl)
 	}
 	return ttl
+}
+
+// heal restores the holder's links.
+func (e *gbEnv) heal() {
+	for _, p := range e.ps {
+		p.Heal()
+	}
 }
 
 // holdingKinds are the Mutex kinds whose give-back reconciles the owner's
@@ -139,7 +149,7 @@ func TestGiveBackSparesTheSameOwnerTakingTheLockAgain(t *testing.T) {
 				}
 			}()
 			time.Sleep(50 * time.Millisecond)
-			e.p.Heal()
+			e.heal()
 			r := <-again
 			if r.err != nil {
 				t.Fatalf("taking the lock again with the outer ctx: %v", r.err)
@@ -202,7 +212,7 @@ func TestGiveBackReturnsEveryNestedHold(t *testing.T) {
 				t.Fatalf("hold count %d, want 2", n)
 			}
 			ttl := e.loseByLostReplies(t, inner, "*"+key+"*")
-			e.p.Heal()
+			e.heal()
 			healed := time.Now()
 			// A writer waits for a lost reader; otherwise the same kind.
 			wk := k
@@ -259,7 +269,7 @@ func TestGiveBackOfAReaderLeavesTheOtherReaders(t *testing.T) {
 		t.Fatalf("%d timeout keys, want 2", n)
 	}
 	e.loseByLostReplies(t, lost, "*"+key+"*")
-	e.p.Heal()
+	e.heal()
 	eventually(t, e.wd, "the lost reader's timeout key given back", func() bool { return len(timeoutKeys()) == 1 })
 	if tk := timeoutKeys()[0]; strings.Contains(tk, e.holder.ID()) {
 		t.Fatalf("the timeout key left is the lost reader's: %s", tk)
@@ -317,7 +327,7 @@ func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.p.Heal()
+	e.heal()
 	eventually(t, ttl/2, "the lost permits freed", func() bool {
 		n, err := theirs.Available(ctx)
 		return err == nil && n == 2
@@ -391,4 +401,121 @@ func TestCloseRacingALossAtTheDeadline(t *testing.T) {
 		_ = p.Close()
 	}
 	verifyNoLeak(t, ignore)
+}
+
+// With go-redis' default options (ReadTimeout 3s, MaxRetries 3, RESP3
+// with HELLO, ctx deadlines not honoured), a hold lost at its deadline is
+// given back once the network heals, well before what the renewals that
+// arrived set runs out. With the network still cut, the lost hold's Unlock
+// and the Client's Close each end within a read timeout of their own
+// bound.
+func TestGiveBackWithDefaultRedisOptions(t *testing.T) {
+	skipShortOutsideCI(t)
+	const wd = 15 * time.Second // renewals every 5 s
+	t.Run("healed", func(t *testing.T) {
+		t.Parallel()
+		e := newGBEnv(t, wd, &redis.Options{})
+		ctx := context.Background()
+		key := "gb:defaults:healed"
+		held, err := e.holder.Mutex(key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := e.loseByLostReplies(t, held, key)
+		e.heal()
+		healed := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, ttl)
+		defer cancel()
+		w := e.other.Mutex(key, runtime.LockOptions{})
+		h2, err := w.TryLock(wctx, ttl, runtime.Watchdog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(healed)
+		t.Logf("the next owner got the lock %v after Redis answered again (TTL at the loss %v)", took.Round(time.Millisecond), ttl)
+		if took > ttl-time.Second {
+			t.Fatalf("the next owner got the lock %v after the heal, TTL at the loss %v: it waited out the lease, nothing was given back", took, ttl)
+		}
+		if err := w.Unlock(h2); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("cut", func(t *testing.T) {
+		t.Parallel()
+		e := newGBEnv(t, wd, &redis.Options{})
+		ctx := context.Background()
+		key := "gb:defaults:cut"
+		l := e.holder.Mutex(key, runtime.LockOptions{})
+		held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.loseByLostReplies(t, held, key)
+		time.Sleep(100 * time.Millisecond) // the give-back is in its first attempt
+		start := time.Now()
+		if err := e.holder.Close(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Close with the give-back under way and Redis cut off took %v", time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+		if err := l.Unlock(held); !errors.Is(err, runtime.ErrLockLost) {
+			t.Fatalf("Unlock of the lost hold = %v, want ErrLockLost", err)
+		}
+		t.Logf("Unlock of the lost hold with Redis cut off took %v", time.Since(start).Round(time.Millisecond))
+	})
+}
+
+// On a Redis Cluster (every node behind a proxy, the holder's cluster
+// client dialling through them), a hold lost at its deadline with replies
+// lost is given back once the nodes answer again.
+func TestGiveBackOnCluster(t *testing.T) {
+	skipShortOutsideCI(t)
+	cl := redistest.StartCluster(t)
+	via := map[string]string{}
+	var proxies []*faultproxy.Proxy
+	for _, n := range cl.Nodes() {
+		p := faultproxy.Start(t, n.Addr())
+		via[n.Addr()] = p.Addr()
+		proxies = append(proxies, p)
+	}
+	var d net.Dialer
+	pc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:       cl.Addrs(),
+		ReadTimeout: 200 * time.Millisecond,
+		MaxRetries:  -1,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p, ok := via[addr]; ok {
+				addr = p
+			}
+			return d.DialContext(ctx, network, addr)
+		},
+	})
+	t.Cleanup(func() { _ = pc.Close() })
+	const wd = 3 * time.Second
+	direct := cl.Client(t)
+	holder := newClient(t, pc, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond})
+	other := newClient(t, direct, &runtime.Options{WatchdogTimeout: wd})
+	e := &gbEnv{ps: proxies, direct: direct, wd: wd}
+	ctx := context.Background()
+	for _, k := range []lockKind{kindByName("reentrant"), kindByName("fair")} {
+		key := "gb:cluster:{" + k.name + "}"
+		held, err := k.new(holder, key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := e.loseByLostRepliesTTL(t, held, func(ctx context.Context) time.Duration { return direct.PTTL(ctx, key).Val() })
+		e.heal()
+		healed := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, ttl/2)
+		w := k.new(other, key, runtime.LockOptions{})
+		h2, err := w.TryLock(wctx, ttl/2, runtime.Watchdog)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: the next owner did not get the lock within %v of the nodes answering (TTL at the loss %v): %v", k.name, ttl/2, ttl, err)
+		}
+		t.Logf("%s: the next owner got the lock %v after the nodes answered again (TTL at the loss %v)", k.name, time.Since(healed).Round(time.Millisecond), ttl)
+		if err := w.Unlock(h2); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
