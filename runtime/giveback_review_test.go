@@ -355,7 +355,7 @@ func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 // so the give-back starts and cannot finish) returns without a WaitGroup
 // misuse, ends the give-back, and leaves no goroutine behind. Run it with
 // -race and -count.
-func TestCloseRacingALossAtTheDeadline(t *testing.T) {
+func TestCloseRacingALossAtTheDeadlineEndsTheGiveBack(t *testing.T) {
 	s := redistest.Start(t)
 	ignore := goleak.IgnoreCurrent()
 	const wd = 300 * time.Millisecond
@@ -518,4 +518,90 @@ func TestGiveBackOnCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// A RedLock whose part on one of three nodes is lost at its deadline (that
+// node's replies lost) stays held on the other two: the give-back removes
+// the lost part from its node only, the hold's ctx goes on, the lock is
+// still refused to others, and Unlock releases the rest.
+func TestGiveBackOfOneRedLockPartKeepsTheQuorum(t *testing.T) {
+	skipShortOutsideCI(t)
+	const wd = 3 * time.Second
+	servers := redistest.StartN(t, 3)
+	var proxied, direct []redis.UniversalClient
+	var cut *faultproxy.Proxy
+	for i, s := range servers {
+		p := faultproxy.Start(t, s.Addr())
+		if i == 0 {
+			cut = p
+		}
+		pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+		t.Cleanup(func() { _ = pc.Close() })
+		proxied = append(proxied, pc)
+		direct = append(direct, s.Client(t))
+	}
+	lostLog := make(chan struct{}, 8)
+	holder := newClient(t, proxied[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: proxied, ReleaseTimeout: 300 * time.Millisecond,
+		Logger: slog.New(lossLog(lostLog))})
+	other := newClient(t, direct[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: direct})
+	ctx := context.Background()
+	key := "gb:red"
+	l := holder.RedLock(key, runtime.LockOptions{})
+	held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &gbEnv{ps: []*faultproxy.Proxy{cut}, direct: direct[0], wd: wd}
+	time.Sleep(wd/3 + wd/10)
+	cut.Blackhole(faultproxy.Downstream)
+	// The part's node Client logs its loss (a RedLock's node Clients have
+	// no Observer).
+	select {
+	case <-lostLog:
+	case <-time.After(2 * wd):
+		t.Fatal("the part on the cut node outlived its deadline")
+	}
+	ttl := direct[0].PTTL(ctx, key).Val()
+	if ttl < wd/4 {
+		t.Fatalf("TTL on the cut node %v: no renewal arrived, the test reproduces nothing", ttl)
+	}
+	e.heal()
+	eventually(t, ttl/2, "the lost part given back on its node", func() bool {
+		return direct[0].Exists(ctx, key).Val() == 0
+	})
+	for i := 1; i < 3; i++ {
+		if direct[i].Exists(ctx, key).Val() != 1 {
+			t.Fatalf("node %d lost the part of a hold that keeps its quorum", i)
+		}
+	}
+	if _, err := other.RedLock(key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrNotAcquired) {
+		t.Fatalf("another owner's TryLock = %v while the quorum holds, want ErrNotAcquired", err)
+	}
+	if err := context.Cause(held); err != nil {
+		t.Fatalf("the RedLock hold ended: %v", err)
+	}
+	if err := l.Unlock(held); err != nil {
+		t.Fatalf("Unlock with the quorum kept = %v", err)
+	}
+	for i := range 3 {
+		if direct[i].Exists(ctx, key).Val() != 0 {
+			t.Fatalf("node %d still has the lock after Unlock", i)
+		}
+	}
+}
+
+// lossLog is a slog handler that signals lost on every "lock lost" record.
+type lossLog chan<- struct{}
+
+func (h lossLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h lossLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h lossLog) WithGroup(string) slog.Handler            { return h }
+func (h lossLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "lock lost" {
+		select {
+		case h <- struct{}{}:
+		default:
+		}
+	}
+	return nil
 }
