@@ -130,8 +130,9 @@ type Client struct {
 	clock        leaseClock
 	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error   // closes the watchdog's own client, if any
-	background   sync.WaitGroup // settlements in the background (reconcile.go)
-	redNodes     []*Client      // one client per RedLock node
+	background   sync.WaitGroup // the settler's goroutine (settler.go)
+	settler      settler
+	redNodes     []*Client // one client per RedLock node
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -298,7 +299,7 @@ func (c *Client) detached(ctx context.Context) (context.Context, context.CancelF
 }
 
 // stayAttached, as a ctx value, keeps detached from detaching: the
-// Client's own background work (settleLater) ends with Close.
+// Client's own background work (settler.go) ends with Close.
 type stayAttached struct{}
 
 // retry runs op on ctx and, if that fails without a reply from Redis (a

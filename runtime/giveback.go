@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -53,13 +54,25 @@ func (m *Mutex) giveBackLost(h *hold) {
 func (s *Semaphore) giveBackLost(h *hold) {
 	c := s.c
 	a, marker := h.args, s.marker(h.field)
-	ctx, cancel := context.WithTimeout(context.WithValue(c.life, stayAttached{}, true), c.giveBackFor())
-	c.background.Add(1)
-	go func() {
-		defer c.background.Done()
-		defer cancel()
-		_, _ = retryDetached(ctx, func(ctx context.Context) (int64, error) {
-			return s.release(ctx, a, marker)
-		})
-	}()
+	c.settleInBackground(settleJob{
+		try: func(ctx context.Context) bool {
+			_, err := s.releaseOnce(ctx, c.wd.rdb, a, marker)
+			return err == nil || isRedisReply(err)
+		},
+		until: time.Now().Add(c.giveBackFor()),
+		quit:  func() {},
+	})
+}
+
+// dropLost releases acq of a lost hold, and returns why it was lost (or
+// that it was released already). It sends nothing and does not wait for
+// the owner's turn: a give-back under way may hold that turn for as long
+// as Redis is cut off, and it alone gives back what Redis may still have.
+func (c *Client) dropLost(acq *acquisition) error {
+	_, _, _, lost, ok := c.dropAcquisition(acq)
+	if !ok {
+		return fmt.Errorf("%w: already released", ErrNotHeld)
+	}
+	acq.end(context.Canceled)
+	return lost
 }

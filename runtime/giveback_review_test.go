@@ -605,3 +605,26 @@ func (h lossLog) Handle(_ context.Context, r slog.Record) error {
 	}
 	return nil
 }
+
+// The Unlock of a hold lost at its deadline sends nothing: with Redis cut
+// off it returns ErrLockLost at once, with go-redis' default options too,
+// rather than wait for the give-back's turn and re-read the hold itself.
+func TestUnlockOfAHoldLostAtItsDeadlineDoesNotWaitForRedis(t *testing.T) {
+	skipShortOutsideCI(t)
+	e := newGBEnv(t, 6*time.Second, &redis.Options{})
+	ctx := context.Background()
+	l := e.holder.Mutex("gb:unlock:cut", runtime.LockOptions{})
+	held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.loseByLostReplies(t, held, "gb:unlock:cut")
+	time.Sleep(100 * time.Millisecond) // the give-back is in its first attempt
+	start := time.Now()
+	if err := l.Unlock(held); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Unlock of the lost hold = %v, want ErrLockLost", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("Unlock of the lost hold took %v with Redis cut off (ReleaseTimeout 300ms): it sends nothing, it should not wait", took)
+	}
+}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,6 +41,8 @@ type hold struct {
 	inline   [2]*acquisition // backs acqs for the common outer + one nested hold
 	gone     bool            // released or lost: no longer in Client.holds
 	lostErr  error           // why it was lost; nil when released normally
+	// lost is set with lostErr, for readers without the shard's mutex.
+	lost atomic.Bool
 
 	// The lease clock (lease.go): leaseEnd is the latest expiry a confirmed
 	// request set (send time + lease), validUntil the deadline the hold's
@@ -298,6 +301,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	}
 	h.gone = true
 	h.lostErr = cause
+	h.lost.Store(true)
 	h.stopLocked()
 	delete(h.sh.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)

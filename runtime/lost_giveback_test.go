@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -95,4 +97,55 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A partition that ends many holds at once makes one queue of give-backs,
+// not a goroutine per hold polling a pool of a few connections; once Redis
+// answers, every lock is given back.
+func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
+	skipShortOutsideCI(t)
+	const (
+		wd    = 6 * time.Second // renewals every 2 s
+		holds = 500
+	)
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	held := make([]context.Context, holds)
+	for i := range held {
+		var err error
+		if held[i], err = c.Mutex(fmt.Sprintf("many:%d", i), runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(wd/3 + wd/10) // the first renewal, on connections kept open
+	before := goruntime.NumGoroutine()
+	p.Blackhole(faultproxy.Downstream)
+	for _, h := range held {
+		select {
+		case <-h.Done():
+		case <-time.After(2 * wd):
+			t.Fatal("a hold's ctx outlived its deadline")
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the give-backs are under way
+	// Connections dialled meanwhile (the proxy's and go-redis' goroutines)
+	// add some; a goroutine per give-back would add one per hold.
+	if during := goruntime.NumGoroutine(); during-before > holds/4 {
+		t.Fatalf("%d goroutines with %d give-backs under way, %d before the loss: more than one settler", during, holds, before)
+	}
+	check := s.Client(t)
+	left := len(check.Keys(ctx, "many:*").Val())
+	if left < holds/10 {
+		t.Fatalf("%d of %d keys left at the loss: the renewals did not arrive, the test reproduces nothing", left, holds)
+	}
+	p.Heal()
+	healed := time.Now()
+	eventually(t, 2*time.Second, "every lost hold given back", func() bool {
+		return len(check.Keys(ctx, "many:*").Val()) == 0
+	})
+	t.Logf("%d keys left at the loss, all given back %v after Redis answered again", left, time.Since(healed).Round(time.Millisecond))
 }

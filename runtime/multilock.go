@@ -273,28 +273,43 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.key))
 		}
 	}
-	ids := make([]holdID, len(acqs))
+	var lost error
+	// Lost members are dropped without their owner's turn, which a
+	// give-back may hold while Redis is cut off (giveback.go).
+	var live []int
 	for i, acq := range acqs {
-		ids[i] = holdID{acq.h.key, acq.h.field}
+		if !acq.h.lost.Load() {
+			live = append(live, i)
+			continue
+		}
+		err := c.dropLost(acq)
+		if errors.Is(err, ErrNotHeld) {
+			return l.fail("release", err)
+		}
+		lost = cmp.Or(lost, err)
+	}
+	ids := make([]holdID, len(live))
+	for j, i := range live {
+		ids[j] = holdID{acqs[i].h.key, acqs[i].h.field}
 	}
 	counts := make([]int, len(ids))
 	_, _ = c.enterAll(context.Background(), ids, 0, counts) // never fails: no deadline
 	defer c.exitAll(ids)
-	for i, id := range ids {
-		if c.isUnknown(id) {
+	for j, id := range ids {
+		if i := live[j]; c.isUnknown(id) {
 			rctx, cancel := c.detached(acqs[i].parent)
 			_ = l.members[i].reconcile(rctx, args[i])
 			cancel()
 		}
 	}
-	var lost error
 	// Members that stay held keep what their holds count on (the longest
 	// of them: one lease goes to all); nothing more, so a fixed lease is
 	// not stretched to the watchdog's.
 	lease := minLease
 	var send []lockArgs
 	var sendCounts []int
-	for i, acq := range acqs {
+	for _, i := range live {
+		acq := acqs[i]
 		_, l2, count, lerr, ok := c.dropAcquisition(acq)
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))

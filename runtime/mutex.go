@@ -356,6 +356,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if acq == nil {
 		return m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
+	if acq.h.lost.Load() {
+		return m.fail("release", m.c.dropLost(acq))
+	}
 	id := holdID{acq.h.key, acq.h.field}
 	_, _, _ = m.c.enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.c.exit(id)
@@ -422,11 +425,16 @@ const (
 // a resend harmless).
 // count is the owner's hold count before the release.
 func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
+	return m.releaseVia(ctx, m.c.rdb, a, last, lease, count)
+}
+
+// releaseVia is release with its calls sent through via.
+func (m *Mutex) releaseVia(ctx context.Context, via scripter, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
 	c := m.c
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
-	r := attempt{via: c.rdb, px: c.leaseArg(max(lease, minLease)), count: count}
+	r := attempt{via: via, px: c.leaseArg(max(lease, minLease)), count: count}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})

@@ -61,6 +61,11 @@ func (c *Client) isUnknown(id holdID) bool { return c.unknownMark(id) != 0 }
 // lost; one with more counts gives the extra ones back (the last of them
 // with a full release, which wakes a waiter).
 func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
+	return m.reconcileVia(ctx, m.c.rdb, a)
+}
+
+// reconcileVia is reconcile with its calls sent through via.
+func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
 	if !c.isUnknown(id) {
@@ -69,7 +74,7 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 	count, px := c.holdState(m.key, a.fieldID(), 0)
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
-		n, err := c.rdb.HGet(ctx, m.key, a.fieldID()).Int()
+		n, err := via.HGet(ctx, m.key, a.fieldID()).Int()
 		if errors.Is(err, redis.Nil) {
 			n, err = 0, nil
 		}
@@ -85,7 +90,7 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 		if n <= keep {
 			break
 		}
-		if _, err := m.release(ctx, a, n == 1, px, n); err != nil {
+		if _, err := m.releaseVia(ctx, via, a, n == 1, px, n); err != nil {
 			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
 		}
 	}
@@ -104,53 +109,38 @@ func (m *Mutex) loseHold(id holdID, n, count int) {
 	}
 }
 
-// settleLater goes on settling, in the background, an acquire whose reply
-// and settlement were both lost (at; nil: no acquire, only the owner's
-// count to bring back to the client's, after a hold was lost at its
-// deadline: giveback.go), when its owner holds nothing of the lock
-// (a fresh owner: typically a top-level Lock whose caller got the error and
-// will never call with that owner again). Without it, a lock that the lost
-// request took would stay taken until its lease ran out, and the unknown
-// mark would stay in the registry for good. Once Redis answers, the
-// request is settled (an abort marker keeps any late copy out, or it is
-// found taken) and reconcile gives back what it took. gen is the unknown
-// mark the failed call left: the settlement stops when another call of the
-// owner replaced or cleared it (that call, or its own settlement, takes
-// over). It gives up after lease, when Redis has expired whatever the
-// request took, dropping its mark; Close stops it, and waits for it.
+// settleLater goes on settling, in the background (settler.go), an
+// acquire whose reply and settlement were both lost (at; nil: no acquire,
+// only the owner's count to bring back to the client's, after a hold was
+// lost at its deadline: giveback.go), when its owner holds nothing of the
+// lock (a fresh owner: typically a top-level Lock whose caller got the
+// error and will never call with that owner again). Without it, a lock
+// that the lost request took would stay taken until its lease ran out, and
+// the unknown mark would stay in the registry for good. Once Redis
+// answers, the request is settled (an abort marker keeps any late copy
+// out, or it is found taken) and reconcile gives back what it took. gen is
+// the unknown mark the failed call left: the settlement stops when another
+// call of the owner replaced or cleared it (that call, or its own
+// settlement, takes over). It gives up after lease, when Redis has expired
+// whatever the request took, dropping its mark; Close stops it.
 func (m *Mutex) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.c
 	id := holdID{m.key, a.fieldID()}
-	// Cancelled by Close even in the calls that detach (see detached).
-	ctx, cancel := context.WithTimeout(context.WithValue(c.life, stayAttached{}, true), lease)
-	c.background.Add(1)
-	go func() {
-		defer c.background.Done()
-		defer cancel()
-		backoff := 20 * time.Millisecond
-		for {
-			if m.settleOnce(ctx, id, a, at, gen) {
-				return
-			}
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				// In the turn: a call of the owner in flight may be
-				// about to leave a newer mark, which is not ours.
-				_, _, _ = c.enter(context.Background(), id, 0)
-				c.dropUnknown(id, gen)
-				c.exit(id)
-				return
-			case <-t.C:
-			}
-			backoff = min(2*backoff, time.Second)
-		}
-	}()
+	c.settleInBackground(settleJob{
+		try:   func(ctx context.Context) bool { return m.settleOnce(ctx, id, a, at, gen) },
+		until: time.Now().Add(lease),
+		quit: func() {
+			// In the turn: a call of the owner in flight may be about
+			// to leave a newer mark, which is not ours.
+			_, _, _ = c.enter(context.Background(), id, 0)
+			c.dropUnknown(id, gen)
+			c.exit(id)
+		},
+	})
 }
 
-// settleOnce makes one attempt of settleLater, in id's turn. It reports
-// whether there is nothing left to do.
+// settleOnce makes one attempt of settleLater, in id's turn, through the
+// watchdog's client. It reports whether there is nothing left to do.
 func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.c
 	if _, _, err := c.enter(ctx, id, 0); err != nil {
@@ -160,12 +150,15 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 	if c.unknownMark(id) != gen {
 		return true // a later call of the owner reconciled it, or took over
 	}
+	via := c.wd.rdb
 	if at != nil {
-		if _, err := m.k.settle(ctx, m, a, *at); err != nil {
+		at := *at
+		at.via = via
+		if _, err := m.k.settle(ctx, m, a, at); err != nil {
 			return false
 		}
 	}
-	return m.reconcile(ctx, a) == nil
+	return m.reconcileVia(ctx, via, a) == nil
 }
 
 // dropUnknown forgets that the outcome of a call on id is unknown: the

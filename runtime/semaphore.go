@@ -242,11 +242,16 @@ func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
 // permits freed.
 func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int64, error) {
 	return s.c.retry(ctx, func(ctx context.Context) (int64, error) {
-		return scriptSemaphoreRelease.run(ctx, s.c.rdb, 4, []any{
-			3: s.key, s.timeouts, s.channel, marker,
-			s.c.publish, a.field, s.c.markerTTL,
-		}).Int64()
+		return s.releaseOnce(ctx, s.c.rdb, a, marker)
 	})
+}
+
+// releaseOnce runs the release script once, through via.
+func (s *Semaphore) releaseOnce(ctx context.Context, via scripter, a lockArgs, marker string) (int64, error) {
+	return scriptSemaphoreRelease.run(ctx, via, 4, []any{
+		3: s.key, s.timeouts, s.channel, marker,
+		s.c.publish, a.field, s.c.markerTTL,
+	}).Int64()
 }
 
 // marker names the request marker of the acquisition of ids: one key per
