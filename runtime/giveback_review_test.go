@@ -111,6 +111,7 @@ var holdingKinds = append(append([]lockKind{}, exclusiveKinds...), readKind)
 // hold must survive it, in Redis and in its ctx.
 func TestGiveBackSparesTheSameOwnerTakingTheLockAgain(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel()
 	for _, k := range holdingKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -193,6 +194,7 @@ func TestGiveBackSparesTheSameOwnerTakingTheLockAgain(t *testing.T) {
 // hold leaves none of its rwlock_timeout keys behind.
 func TestGiveBackReturnsEveryNestedHold(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel()
 	for _, k := range holdingKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -252,6 +254,7 @@ func TestGiveBackReturnsEveryNestedHold(t *testing.T) {
 // once that reader leaves.
 func TestGiveBackOfAReaderLeavesTheOtherReaders(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel()
 	e := newGBEnv(t, 3*time.Second, nil)
 	ctx := context.Background()
 	key := "gb:readers"
@@ -304,6 +307,7 @@ func TestGiveBackOfAReaderLeavesTheOtherReaders(t *testing.T) {
 // nothing more.
 func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel()
 	e := newGBEnv(t, 3*time.Second, nil)
 	ctx := context.Background()
 	key := "gb:permits"
@@ -411,7 +415,8 @@ func TestCloseRacingALossAtTheDeadlineEndsTheGiveBack(t *testing.T) {
 // bound.
 func TestGiveBackWithDefaultRedisOptions(t *testing.T) {
 	skipShortOutsideCI(t)
-	const wd = 15 * time.Second // renewals every 5 s
+	t.Parallel()
+	const wd = 9 * time.Second // renewals every 3 s: a read timeout of go-redis apart
 	t.Run("healed", func(t *testing.T) {
 		t.Parallel()
 		e := newGBEnv(t, wd, &redis.Options{})
@@ -470,6 +475,7 @@ func TestGiveBackWithDefaultRedisOptions(t *testing.T) {
 // lost is given back once the nodes answer again.
 func TestGiveBackOnCluster(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	via := map[string]string{}
 	var proxies []*faultproxy.Proxy
@@ -526,6 +532,7 @@ func TestGiveBackOnCluster(t *testing.T) {
 // still refused to others, and Unlock releases the rest.
 func TestGiveBackOfOneRedLockPartKeepsTheQuorum(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel()
 	const wd = 3 * time.Second
 	servers := redistest.StartN(t, 3)
 	var proxied, direct []redis.UniversalClient
@@ -611,7 +618,8 @@ func (h lossLog) Handle(_ context.Context, r slog.Record) error {
 // rather than wait for the give-back's turn and re-read the hold itself.
 func TestUnlockOfAHoldLostAtItsDeadlineDoesNotWaitForRedis(t *testing.T) {
 	skipShortOutsideCI(t)
-	e := newGBEnv(t, 6*time.Second, &redis.Options{})
+	t.Parallel()
+	e := newGBEnv(t, 3*time.Second, &redis.Options{})
 	ctx := context.Background()
 	l := e.holder.Mutex("gb:unlock:cut", runtime.LockOptions{})
 	held, err := l.TryLock(ctx, 0, runtime.Watchdog)
