@@ -59,7 +59,11 @@ func (c *Client) settleInBackground(j settleJob) {
 
 // runSettler tries the queued jobs in turn until none is left. A failed
 // attempt (Redis did not answer, or the owner's turn was not free) ends
-// the round: the jobs after it wait with it for the backoff.
+// the round: the jobs after it wait with it for the backoff, and it goes
+// behind them, so that the next round starts with them. A job that fails
+// every time (a key overwritten with another type: every script on it gets
+// WRONGTYPE until its lease is over) delays the others by a backoff, not
+// by its lease.
 func (c *Client) runSettler() {
 	defer c.background.Done()
 	s := &c.settler
@@ -77,13 +81,13 @@ func (c *Client) runSettler() {
 		}
 		s.mu.Unlock()
 		var left []settleJob
-		failed := false
+		var failed *settleJob
 		for _, j := range jobs {
 			switch {
 			case c.life.Err() != nil || time.Now().After(j.until):
 				j.quit()
 				continue
-			case failed:
+			case failed != nil:
 				left = append(left, j)
 				continue
 			}
@@ -91,14 +95,16 @@ func (c *Client) runSettler() {
 			done := j.try(ctx)
 			cancel()
 			if !done {
-				failed = true
-				left = append(left, j)
+				failed = &j
 			}
+		}
+		if failed != nil {
+			left = append(left, *failed)
 		}
 		s.mu.Lock()
 		s.jobs = append(left, s.jobs...)
 		s.mu.Unlock()
-		if !failed {
+		if failed == nil {
 			backoff = 20 * time.Millisecond
 			continue
 		}

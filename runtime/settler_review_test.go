@@ -1,0 +1,99 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// The settler (settler.go), attacked: one queue per Client must not let a
+// job that keeps failing hold up the others, nor Close, nor leave a lock
+// or an unknown mark behind.
+
+// lostAcquires makes a fresh owner's TryLock of each key lose its reply and
+// its settlement (replies blackholed, by hook, just before the acquire is
+// sent, on a connection already open), so that each is settled in the
+// background, in that order. poison, if set, runs before the network heals
+// after the first loss. The network stays cut.
+func lostAcquires(t *testing.T, c *runtime.Client, e *settlerEnv, lease time.Duration, poison func(), keys ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, k := range keys {
+		if err := c.Mutex(k, runtime.LockOptions{}).Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err) // warm: scripts loaded, connection open
+		}
+	}
+	for i, k := range keys {
+		e.hook.armed.Store(true)
+		if _, err := c.Mutex(k, runtime.LockOptions{}).TryLock(ctx, 0, lease); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+			t.Fatalf("TryLock(%s) = %v, want ErrOutcomeUnknown", k, err)
+		}
+		if e.check.Exists(ctx, k).Val() != 1 {
+			t.Fatalf("the lost request did not take %s: the test reproduces nothing", k)
+		}
+		if i == 0 && poison != nil {
+			poison()
+		}
+		if i < len(keys)-1 {
+			e.p.Heal()
+			if err := e.rdb.Ping(ctx).Err(); err != nil {
+				t.Fatal(err) // the next acquire goes out on an open connection
+			}
+		}
+	}
+}
+
+// settlerEnv is one server, a go-redis client to it through a proxy whose
+// replies a hook can lose, and a direct client to check Redis with.
+type settlerEnv struct {
+	p     *faultproxy.Proxy
+	hook  *blackholeBeforeAcquire
+	rdb   redis.UniversalClient
+	check redis.UniversalClient
+}
+
+func newSettlerEnv(t *testing.T) *settlerEnv {
+	t.Helper()
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { _ = rdb.Close() })
+	hook := &blackholeBeforeAcquire{p: p}
+	rdb.AddHook(hook)
+	return &settlerEnv{p: p, hook: hook, rdb: rdb, check: s.Client(t)}
+}
+
+// A background settlement that fails every attempt (its key was
+// overwritten with a string: every script on it gets WRONGTYPE) is tried
+// until its lease ends; the settlements queued after it still run as soon
+// as Redis answers, not once that lease is over.
+func TestSettlerFailingJobDoesNotHoldUpTheOthers(t *testing.T) {
+	t.Parallel()
+	e := newSettlerEnv(t)
+	check := e.check
+	c := newClient(t, e.rdb, &runtime.Options{ReleaseTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+	const lease = time.Minute
+	lostAcquires(t, c, e, lease, func() {
+		if err := check.Set(ctx, "settler:poison", "not a lock", lease).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}, "settler:poison", "settler:good")
+	e.p.Heal()
+	healed := time.Now()
+	eventually(t, 3*time.Second, "the lock taken by the second lost request given back", func() bool {
+		return check.Exists(ctx, "settler:good").Val() == 0
+	})
+	t.Logf("given back %v after Redis answered again, beside a settlement that keeps failing",
+		time.Since(healed).Round(time.Millisecond))
+	if v := check.Get(ctx, "settler:poison").Val(); v != "not a lock" {
+		t.Fatalf("the failing settlement touched a key that is not a lock: %q", v)
+	}
+}
