@@ -238,6 +238,7 @@ func (c *Client) Close() error {
 		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
 	})
 	c.endLife() // every hold's ctx is already cancelled: renewals are moot
+	c.closeSettler()
 	c.background.Wait()
 	c.wd.wait()
 	c.clock.wait()

@@ -36,6 +36,11 @@ type settler struct {
 	mu      sync.Mutex
 	jobs    []settleJob
 	running bool
+	// closed is set by Close before it waits for the settler: a job
+	// queued after that would start the settler after the Wait, or while
+	// a Wait that saw it end wakes up (a WaitGroup reused under its Wait
+	// panics).
+	closed bool
 }
 
 // settleTry bounds one attempt of a job.
@@ -43,18 +48,27 @@ func (c *Client) settleTry() time.Duration { return min(c.opts.ReleaseTimeout, t
 
 // settleInBackground queues j, starting the settler if it is not running.
 func (c *Client) settleInBackground(j settleJob) {
-	if c.reg.closed.Load() {
-		return // Close ends the work anyway; Redis expires what it was about
-	}
 	s := &c.settler
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return // Close ends the work anyway; Redis expires what it was about
+	}
 	s.jobs = append(s.jobs, j)
 	if !s.running {
 		s.running = true
 		c.background.Add(1)
 		go c.runSettler()
 	}
+}
+
+// closeSettler refuses jobs from now on; Close then waits for the settler
+// to end those it has.
+func (c *Client) closeSettler() {
+	s := &c.settler
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 }
 
 // runSettler tries the queued jobs in turn until none is left. A failed

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -95,5 +96,57 @@ func TestSettlerFailingJobDoesNotHoldUpTheOthers(t *testing.T) {
 		time.Since(healed).Round(time.Millisecond))
 	if v := check.Get(ctx, "settler:poison").Val(); v != "not a lock" {
 		t.Fatalf("the failing settlement touched a key that is not a lock: %q", v)
+	}
+}
+
+// Close racing an acquire whose reply and settlement are being lost: the
+// background settlement is queued either before Close waits for the
+// settler (and ended by it) or not at all. Close returns, nothing of the
+// settler runs after it, and no WaitGroup is reused under a Wait (which
+// panics). Run with -race -count many; each round moves Close across the
+// moment the acquire gives up. (The window between a job's closed check
+// and the settler's start is too narrow to hit at will: this is a guard,
+// not a reproduction.)
+func TestCloseRacingALostAcquireLeavesNoSettler(t *testing.T) {
+	e := newSettlerEnv(t)
+	ctx := context.Background()
+	const rt = 40 * time.Millisecond
+	for i := range 6 {
+		c, err := runtime.NewClient(e.rdb, &runtime.Options{ReleaseTimeout: rt, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := c.Mutex("settler:close-race", runtime.LockOptions{})
+		if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		e.hook.armed.Store(true)
+		done := make(chan error, 1)
+		go func() {
+			_, err := m.TryLock(ctx, 0, 2*time.Second)
+			done <- err
+		}()
+		// The acquire gives up after about ReadTimeout + ReleaseTimeout.
+		time.Sleep(100*time.Millisecond + rt + time.Duration(i-3)*4*time.Millisecond)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		closed := time.Now()
+		err = <-done
+		if err == nil {
+			t.Fatal("TryLock succeeded with its reply lost")
+		}
+		// Anything queued after Close returned would start now.
+		time.Sleep(5 * time.Millisecond)
+		if n := backgroundGoroutines(t); n != 0 {
+			t.Fatalf("round %d: %d settler goroutines %v after Close returned", i, n, time.Since(closed))
+		}
+		e.p.Heal()
+		if err := e.check.Del(ctx, "settler:close-race").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.rdb.Ping(ctx).Err(); err != nil {
+			t.Fatal(err) // the next acquire goes out on an open connection
+		}
 	}
 }
