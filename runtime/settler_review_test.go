@@ -150,3 +150,49 @@ func TestCloseRacingALostAcquireLeavesNoSettler(t *testing.T) {
 		}
 	}
 }
+
+// An atomic MultiLock one member of which is lost (its key deleted; the
+// renewal finds it gone) and the other live: its Unlock drops the lost
+// member without sending anything for it, releases the live one, says the
+// hold was lost, and leaves nothing locked.
+func TestAtomicMultiLockUnlockWithOneMemberLost(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: time.Second})
+	ctx := context.Background()
+	lost, live := c.Mutex("{settler:multi}:a", runtime.LockOptions{}), c.Mutex("{settler:multi}:b", runtime.LockOptions{})
+	l := c.MultiLock(runtime.LockOptions{}, lost, live)
+	if !l.Atomic() {
+		t.Fatal("not an atomic multi-lock: the test reproduces nothing")
+	}
+	held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, "{settler:multi}:a").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the multi-lock's ctx outlived its lost member")
+	}
+	if err := l.Unlock(held); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Unlock = %v, want ErrLockLost", err)
+	}
+	if n := rdb.Exists(ctx, "{settler:multi}:a", "{settler:multi}:b").Val(); n != 0 {
+		t.Fatalf("%d member keys left after the Unlock", n)
+	}
+	if err := l.Unlock(held); !errors.Is(err, runtime.ErrNotHeld) {
+		t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
+	}
+	// Both members can be had again at once, by another owner.
+	h2, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("the members cannot be taken again: %v", err)
+	}
+	if err := l.Unlock(h2); err != nil {
+		t.Fatal(err)
+	}
+}
