@@ -111,10 +111,16 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 
 func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
 	c := m.c
+	// The settler's attempts go through the watchdog's client (settler.go):
+	// the caller's may not honour their deadline.
+	var via scripter = c.rdb
+	if at.via != nil {
+		via = at.via
+	}
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
 	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return scriptSettle.run(ctx, c.rdb, 2, []any{
+		return scriptSettle.run(ctx, via, 2, []any{
 			3: a.key, at.marker,
 			a.field, at.count, c.markerTTL,
 		}).Int64()

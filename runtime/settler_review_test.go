@@ -196,3 +196,39 @@ func TestAtomicMultiLockUnlockWithOneMemberLost(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The background settlement of a lost acquire runs each attempt through
+// the watchdog's client, which honours the attempt's deadline: with a
+// caller's go-redis client that does not (ContextTimeoutEnabled off, a
+// long ReadTimeout), an attempt stuck on a dead connection still ends
+// with Close, not a read timeout later.
+func TestCloseDoesNotWaitOutAReadTimeoutOfABackgroundSettlement(t *testing.T) {
+	t.Parallel()
+	const readTimeout = 1500 * time.Millisecond
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: readTimeout, MaxRetries: -1, Protocol: 2})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := runtime.NewClient(rdb, &runtime.Options{ReleaseTimeout: 300 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	m := c.Mutex("settler:close-read-timeout", runtime.LockOptions{})
+	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err) // warm: scripts loaded, connections open
+	}
+	p.Blackhole(faultproxy.Downstream) // requests arrive, replies are lost
+	if _, err := m.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("TryLock = %v, want ErrOutcomeUnknown", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the background settlement is in its first attempt
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > readTimeout*2/3 {
+		t.Fatalf("Close took %v with a background settlement under way: it waited out the caller's client's read timeout (%v)", took, readTimeout)
+	}
+}
