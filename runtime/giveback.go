@@ -56,8 +56,10 @@ func (s *Semaphore) giveBackLost(h *hold) {
 	a, marker := h.args, s.marker(h.field)
 	c.settleInBackground(settleJob{
 		try: func(ctx context.Context) bool {
+			// An error reply (READONLY, LOADING in a failover) is tried
+			// again: the job goes behind the others meanwhile.
 			_, err := s.releaseOnce(ctx, c.wd.rdb, a, marker)
-			return err == nil || isRedisReply(err)
+			return err == nil
 		},
 		until: time.Now().Add(c.giveBackFor()),
 		quit:  func() {},
