@@ -19,10 +19,12 @@ import (
 // another owner is touched, and a renewal arriving later finds the owner
 // gone and extends nothing.
 
-// A giver is the handle that took a hold.
+// A giver is the handle that took a hold (Mutex or Semaphore: every hold
+// has one).
 type giver interface {
 	// giveBackLost starts giving back what the owner of h, ended at its
 	// deadline, still has in Redis. h.sh.mu is held: it must not block.
+	// After Close it does nothing (the settler refuses new work).
 	giveBackLost(h *hold)
 }
 
@@ -30,15 +32,6 @@ type giver interface {
 // sent before the loss set, unless the network held that renewal back for
 // more than a lease.
 func (c *Client) giveBackFor() time.Duration { return 2 * c.opts.WatchdogTimeout }
-
-// giveBackLater starts giving back what h, just ended at its deadline, may
-// still have in Redis. h.sh.mu is held; Close, which takes it after
-// marking the Client closed, waits for the work started here.
-func (c *Client) giveBackLater(h *hold) {
-	if h.from != nil && !c.reg.closed.Load() {
-		h.from.giveBackLost(h)
-	}
-}
 
 // giveBackLost marks the outcome of the owner's holds unknown, so its
 // next call (an Unlock of the lost hold) re-reads them first, and settles

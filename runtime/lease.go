@@ -279,12 +279,11 @@ func (c *Client) expireDue(sh *shard, now time.Time) {
 		if h.watchdog {
 			why = "lease ran out without a confirmed renewal"
 		}
-		renewed := h.watchdog
 		c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)})
-		if renewed {
+		if h.watchdog {
 			// Renewals sent since the last confirmed one may have
 			// reached Redis and set a full lease there again.
-			c.giveBackLater(h)
+			h.from.giveBackLost(h)
 		}
 	}
 	sh.publishDueHead()

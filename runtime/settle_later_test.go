@@ -31,15 +31,7 @@ func TestCloseWaitsForTheBackgroundSettlement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	m := c.Mutex("review:settle:close", runtime.LockOptions{})
-	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err) // warm: scripts loaded, connection open
-	}
-	p.Blackhole(faultproxy.Downstream) // requests arrive, replies are lost
-	if _, err := m.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrOutcomeUnknown) {
-		t.Fatalf("TryLock = %v, want ErrOutcomeUnknown", err)
-	}
+	loseAnAcquire(t, c.Mutex("review:settle:close", runtime.LockOptions{}), p)
 	time.Sleep(100 * time.Millisecond) // the background settlement is in its first attempt
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -134,4 +126,20 @@ func TestAnExpiredBackgroundSettlementKeepsTheOwnersNewerUnknownMark(t *testing.
 	}
 	t.Fatalf("the lock the second lost request took is still held %v after Redis answered: it is given back only when its lease runs out (the first settlement, giving up, dropped the second call's unknown mark)",
 		time.Since(healed).Round(time.Millisecond))
+}
+
+// loseAnAcquire warms m (scripts loaded, connections open), then loses
+// every reply through p and makes a top-level TryLock of m whose reply and
+// settlement are both lost: it fails with ErrOutcomeUnknown, and its
+// request reached Redis. The replies stay lost.
+func loseAnAcquire(t *testing.T, m *runtime.Mutex, p *faultproxy.Proxy) {
+	t.Helper()
+	ctx := context.Background()
+	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(faultproxy.Downstream) // requests arrive, replies are lost
+	if _, err := m.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("TryLock = %v, want ErrOutcomeUnknown", err)
+	}
 }

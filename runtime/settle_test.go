@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -81,15 +80,7 @@ func TestLockTakenByALostRequestIsGivenBackOnceRedisAnswers(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := newClient(t, rdb, &runtime.Options{ReleaseTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
-	m := c.Mutex("settle:later", runtime.LockOptions{})
-	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err) // warm: scripts loaded, connection open
-	}
-	p.Blackhole(faultproxy.Downstream) // requests arrive, replies are lost
-	_, err := m.TryLock(ctx, 0, runtime.Watchdog)
-	if !errors.Is(err, runtime.ErrOutcomeUnknown) {
-		t.Fatalf("TryLock = %v, want ErrOutcomeUnknown", err)
-	}
+	loseAnAcquire(t, c.Mutex("settle:later", runtime.LockOptions{}), p)
 	check := s.Client(t)
 	if n := check.Exists(ctx, "settle:later").Val(); n != 1 {
 		t.Fatal("the lost request did not take the lock: the test reproduces nothing")

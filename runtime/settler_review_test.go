@@ -214,15 +214,7 @@ func TestCloseDoesNotWaitOutAReadTimeoutOfABackgroundSettlement(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	ctx := context.Background()
-	m := c.Mutex("settler:close-read-timeout", runtime.LockOptions{})
-	if err := m.Do(ctx, func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err) // warm: scripts loaded, connections open
-	}
-	p.Blackhole(faultproxy.Downstream) // requests arrive, replies are lost
-	if _, err := m.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrOutcomeUnknown) {
-		t.Fatalf("TryLock = %v, want ErrOutcomeUnknown", err)
-	}
+	loseAnAcquire(t, c.Mutex("settler:close-read-timeout", runtime.LockOptions{}), p)
 	time.Sleep(100 * time.Millisecond) // the background settlement is in its first attempt
 	start := time.Now()
 	if err := c.Close(); err != nil {
