@@ -97,7 +97,10 @@ const (
 // every watchdog hold in batched script calls.
 //
 // A Client is safe for concurrent use. Close it when done; the Redis client
-// it was built from stays open and remains the caller's.
+// it was built from stays open and remains the caller's. The Client never
+// changes that client (no hooks, no options): it sends commands through
+// it and reads its pool statistics, and after Close nothing of the Client
+// is reachable from it.
 type Client struct {
 	rdb       redis.UniversalClient
 	opts      Options
@@ -200,10 +203,6 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	c.closeRenewal = closeRenewal
 	c.wd.init(c, renewal)
-	rdb.AddHook(reconnectHook{c})
-	if renewal != rdb {
-		renewal.AddHook(reconnectHook{c})
-	}
 	for _, node := range o.RedLockNodes {
 		sub := o
 		sub.RedLockNodes, sub.Observer = nil, nil

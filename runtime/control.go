@@ -1,9 +1,7 @@
 package runtime
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -96,31 +94,33 @@ func minWatchdog(need time.Duration) time.Duration {
 	}
 }
 
-// reconnectHook tells the watchdog about every new connection to Redis: a
-// reconnect (after a restart, a failover or a broken connection) is
-// reason enough to check every hold at once rather than at its next
-// renewal, since a server that restarted without persistence has
-// forgotten them.
-type reconnectHook struct{ c *Client }
-
-func (h reconnectHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err == nil {
-			h.c.wd.poke()
-		}
-		return conn, err
+// dialled reports whether rdb opened a connection since the last call
+// (the first call only takes the count). A new connection (after a
+// restart, a failover or a broken connection) is reason enough to check
+// every hold at once rather than at its next renewal: a server that
+// restarted without persistence has forgotten them.
+//
+// It reads the pool statistics of the caller's client, which is all it
+// does with it: go-redis counts a miss for every connection its pool
+// dials (a stale one found on the way counts too). A hook would see the
+// dials as they happen, but AddHook on a client that is in use races with
+// its dials, and go-redis cannot remove a hook: every Client ever created
+// would stay in the caller's dial path. Polled on the watchdog's tick, a
+// reconnect is noticed within a tick. Only the watchdog's loop calls it.
+func (w *watchdog) dialled(rdb redis.UniversalClient) bool {
+	st := rdb.PoolStats()
+	if st == nil {
+		return false
 	}
+	n := uint64(st.Misses) + uint64(st.StaleConns)
+	seen := w.dials != n && w.dialsRead
+	w.dials, w.dialsRead = n, true
+	return seen
 }
 
-func (reconnectHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (reconnectHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-// pokeInterval is the least time between two rounds started by pokes, so
-// a burst of new connections (a pool growing under load) costs one early
-// round, not one per connection.
+// pokeInterval is the least time between two rounds started by new
+// connections, so a burst of them (a pool growing under load) costs one
+// early round, not one per connection.
 func pokeInterval(period time.Duration) time.Duration {
 	return max(period/4, 50*time.Millisecond)
 }

@@ -37,8 +37,9 @@
 // confirmations, under ctx deadlines that end at the deadline they serve,
 // on a go-redis client that honours them (the Client builds one from the
 // given client's options when ContextTimeoutEnabled is off). A renewal that
-// finds the hold gone ends it at once; a new connection to Redis (a
-// restart, a failover) starts a renewal of every hold at once.
+// finds the hold gone ends it at once; a new connection of the given
+// client (a restart, a failover), seen in its pool statistics, starts a
+// renewal of every hold within a watchdog tick.
 //
 // The one fault no lock service can cover is a paused holder (a GC pause,
 // SIGSTOP, a VM migration): its ctx is cancelled on time, but the code it

@@ -36,13 +36,15 @@ import (
 type watchdog struct {
 	once    sync.Once
 	done    chan struct{}
-	pokes   chan struct{} // a reconnect: renew everything now
 	rdb     redis.UniversalClient
 	period  time.Duration
 	tick    time.Duration
 	workers chan struct{} // a token per renewal call in flight
 	jobs    sync.WaitGroup
-	loaded  bool // the renewal script was loaded (used by the loop only)
+	// dials and dialsRead: the caller's pool's count of new connections,
+	// and whether it was read yet (see dialled; used by the loop only).
+	dials     uint64
+	dialsRead bool
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (shard.wheel), under their mutexes: scheduling a
@@ -61,7 +63,6 @@ func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 	w.period = c.opts.WatchdogTimeout / 3
 	// Holds due within one tick share their batches: fewer, fuller calls.
 	w.tick = min(max(w.period/20, 5*time.Millisecond), 500*time.Millisecond)
-	w.pokes = make(chan struct{}, 1)
 	w.workers = make(chan struct{}, renewWorkers)
 }
 
@@ -95,14 +96,6 @@ func (w *watchdog) scheduleAt(h *hold, t time.Time) {
 	sh.wheel[i] = append(sh.wheel[i], h)
 }
 
-// poke asks for a renewal of every hold now (see reconnectHook).
-func (w *watchdog) poke() {
-	select {
-	case w.pokes <- struct{}{}:
-	default:
-	}
-}
-
 // wait blocks until the loop (if started) and its renewals have stopped;
 // c.closeCh is closed.
 // Renewals still in flight are not waited for here: see waitJobs.
@@ -126,17 +119,18 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 	defer ticker.Stop()
 	var lastPoke time.Time
 	c.renewLabel(time.Now())
+	w.dialled(c.rdb)
 	for {
-		all := false
 		select {
 		case <-c.closeCh:
 			return
 		case <-ticker.C:
-		case <-w.pokes:
-			if time.Since(lastPoke) < pokeInterval(w.period) {
-				continue
-			}
-			lastPoke, all = time.Now(), true
+		}
+		// A new connection of the caller's client: renew every hold now
+		// (see dialled), at most once per pokeInterval.
+		all := w.dialled(c.rdb) && time.Since(lastPoke) >= pokeInterval(w.period)
+		if all {
+			lastPoke = time.Now()
 		}
 		c.renewDue(time.Now(), all)
 		c.renewLabel(time.Now())
@@ -153,13 +147,6 @@ func (c *Client) renewDue(now time.Time, all bool) {
 	}
 	if c.cluster {
 		slices.SortFunc(due, func(a, b *hold) int { return a.slot - b.slot })
-	}
-	if !w.loaded {
-		// Load the script before the first renewal, so that even that one
-		// is an EVALSHA per batch (a failure is handled per call).
-		ctx, cancel := context.WithTimeout(c.life, w.period)
-		w.loaded = lua.RenewBatch.Load(ctx, w.rdb).Err() == nil
-		cancel()
 	}
 	batches := splitBatches(due, extra, c.cluster)
 	for len(batches) > 0 {
@@ -296,7 +283,8 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 				// early) keeps its phase, so calls stay one per period;
 				// but the next renewal is never more than 5/4 of a period
 				// after this send, so repeated early renewals (reconnect
-				// pokes) cannot push it towards the deadline (3 periods).
+				// rounds after new connections) cannot push it towards the
+				// deadline (3 periods).
 				next := sent.Add(w.period)
 				if h.renewAt.After(sent) {
 					next = minTime(h.renewAt.Add(w.period), sent.Add(w.period+w.period/4))
