@@ -1,0 +1,85 @@
+package robustness
+
+import "testing"
+
+func TestCheckWritesPassesChain(t *testing.T) {
+	s := newSynth(3)
+	s.hold(0, KindReentrant, "re:0", 0, 10, 100).synWrite(20, 30, 0, OutOK).synWrite(40, 50, 1, OutOK)
+	s.hold(1, KindReentrant, "re:0", 0, 110, 200).synWrite(120, 130, 2, OutOK).synWrite(140, 150, 3, OutUnknown)
+	s.hold(2, KindMulti, "multi", 0, 210, 300).synWrite(220, 230, 3, OutOK) // re:0 is its first member
+	s.hold(0, KindWrite, "rw", 0, 10, 100).synWrite(20, 30, 0, OutOK)       // another counter
+	s.hold(1, KindFenced, "f", 0, 10, 100).synWrite(20, 30, 7, OutOK)       // a fenced register: not a counter
+	r := CheckWrites(s.build(), synLimits())
+	synPass(t, r)
+	if r.Checked != 5 {
+		t.Errorf("checked %d writes, want the 5 ok counter writes", r.Checked)
+	}
+}
+
+func TestCheckWritesLostUpdate(t *testing.T) {
+	s := newSynth(2)
+	s.hold(0, KindReentrant, "re:0", 0, 10, 100).synWrite(20, 30, 5, OutOK)
+	s.hold(1, KindReentrant, "re:0", 0, 15, 100).synWrite(25, 35, 5, OutOK)
+	synViolations(t, CheckWrites(s.build(), synLimits()), 1, "counter re:0: lost update", "both read 5", "p0/op1", "p1/op1")
+
+	// A multi-lock's writes go to its first member's counter.
+	s = newSynth(2)
+	s.hold(0, KindMultiAtomic, "multi-atomic", 0, 10, 100).synWrite(20, 30, 5, OutOK)
+	s.hold(1, KindReentrant, "re:0", 0, 110, 200).synWrite(120, 130, 5, OutOK)
+	synViolations(t, CheckWrites(s.build(), synLimits()), 1, "counter re:0: lost update")
+}
+
+func TestCheckWritesOutsideHold(t *testing.T) {
+	s := newSynth(1)
+	s.hold(0, KindReentrant, "re:0", 0, 10, 100).synDone(50, "lockgen: re:0: renew: lock lost").synWrite(60, 70, 0, OutOK)
+	synViolations(t, CheckWrites(s.build(), synLimits()), 1, "write at 60.0ms..70.0ms (read 0) outside its hold", "held 10.0ms..50.0ms")
+}
+
+func TestCheckWritesPausedHolder(t *testing.T) {
+	run := func(write float64) Result {
+		s := newSynth(2)
+		// p0 is frozen 100..500 with the lock; p1 takes it at 300; after
+		// SIGCONT p0 writes before its late timer ends the hold.
+		s.hold(0, KindReentrant, "re:0", 0, 10, 560).synDone(550, "lock lost").synWrite(20, 30, 0, OutOK).synWrite(write, write+5, 1, OutOK)
+		s.hold(1, KindReentrant, "re:0", 0, 300, 400).synWrite(310, 320, 1, OutOK)
+		s.fault(FaultPauseProcess, "p0", 100, 500)
+		return CheckWrites(s.build(), synLimits())
+	}
+	r := run(510)
+	synPass(t, r)
+	synNote(t, r, "paused holder")
+	synNote(t, r, "after SIGCONT")
+
+	// Without the pause the same shape is a lost update and a write
+	// outside a hold.
+	s := newSynth(2)
+	s.hold(0, KindReentrant, "re:0", 0, 10, 560).synDone(250, "lock lost").synWrite(20, 30, 0, OutOK).synWrite(510, 515, 1, OutOK)
+	s.hold(1, KindReentrant, "re:0", 0, 300, 400).synWrite(310, 320, 1, OutOK)
+	r = CheckWrites(s.build(), synLimits())
+	if len(r.Violations) != 2 {
+		t.Fatalf("want a write outside its hold and a lost update, got %v", r.Violations)
+	}
+}
+
+func TestCheckWritesFlush(t *testing.T) {
+	run := func(done float64) Result {
+		s := newSynth(2)
+		s.hold(0, KindReentrant, "re:0", 0, 10, done+1).synDone(done, "lock lost").synWrite(20, 30, 0, OutOK).synWrite(160, 170, 1, OutOK)
+		s.hold(1, KindReentrant, "re:0", 120, 150, 400).synWrite(155, 165, 1, OutOK)
+		s.fault(FaultFlush, "lock", 100, 101)
+		return CheckWrites(s.build(), synLimits())
+	}
+	r := run(500) // the holder learnt of the flush within its renewal
+	synPass(t, r)
+	synNote(t, r, "flush")
+	synViolations(t, run(3000), 1, "lost update") // it did not
+}
+
+func TestCheckWritesShortHold(t *testing.T) {
+	// The caller gave up on the hold right after a write: a short hold,
+	// not one that was dead on arrival.
+	s := newSynth(1)
+	s.hold(0, KindReentrant, "re:0", 0, 10, 12).synWrite(10.1, 10.6, 0, OutOK).synDone(10.8, "context canceled")
+	s.hold(0, KindWrite, "rw:0", 0, 10, 12).synWrite(10.1, 10.6, 0, OutOK).synDone(10.8, "lockgen: rw:0: renew: lock lost")
+	synPass(t, CheckWrites(s.build(), synLimits()))
+}

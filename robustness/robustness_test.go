@@ -1,0 +1,114 @@
+package robustness
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain makes the test binary a worker process when the harness says
+// so (WorkerEnv): the workers are this binary run again.
+func TestMain(m *testing.M) {
+	if os.Getenv(WorkerEnv) != "" {
+		os.Exit(WorkerMain())
+	}
+	os.Exit(m.Run())
+}
+
+// seedFromEnv is LOCKGEN_ROBUSTNESS_SEED, or a new seed.
+func seedFromEnv(t *testing.T) int64 {
+	if s := os.Getenv("LOCKGEN_ROBUSTNESS_SEED"); s != "" {
+		seed, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			t.Fatalf("LOCKGEN_ROBUSTNESS_SEED=%q: %v", s, err)
+		}
+		return seed
+	}
+	return time.Now().UnixNano() % 1_000_000_000
+}
+
+// TestRobustness runs the workload under random faults and checks the
+// history. By default one short run (under 90 s on 2 cores; 15 s of
+// workload with -short); with
+// LOCKGEN_ROBUSTNESS=<duration> (e.g. 10m) runs of new seeds follow each
+// other for that long. LOCKGEN_ROBUSTNESS_SEED=<seed> reruns a seed's
+// schedule.
+func TestRobustness(t *testing.T) {
+	total, long := time.Duration(0), os.Getenv("LOCKGEN_ROBUSTNESS")
+	if long != "" {
+		d, err := time.ParseDuration(long)
+		if err != nil {
+			t.Fatalf("LOCKGEN_ROBUSTNESS=%q: %v", long, err)
+		}
+		total = d
+	}
+	seed := seedFromEnv(t)
+	start := time.Now()
+	var runs, ops, faults int
+	for i := 0; ; i++ {
+		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second}
+		if testing.Short() {
+			cfg.Length = 15 * time.Second
+		}
+		if total > 0 {
+			cfg.Length = 60 * time.Second
+		}
+		ok := t.Run(fmt.Sprintf("seed=%d", cfg.Seed), func(t *testing.T) {
+			o := Run(t, cfg)
+			ops += len(o.History.Ops)
+			faults += len(o.History.Faults)
+			report(t, cfg, o)
+		})
+		runs++
+		if !ok || total == 0 || time.Since(start)+cfg.Length+20*time.Second > total {
+			break
+		}
+	}
+	if total > 0 {
+		t.Logf("long mode: %d runs over %v, seeds %d..%d, %d operations, %d faults",
+			runs, time.Since(start).Round(time.Second), seed, seed+int64(runs)-1, ops, faults)
+	}
+}
+
+// report prints the table, and on a violation the seed, the window of the
+// history around it and the files to look at.
+func report(t *testing.T, cfg Config, o *Outcome) {
+	t.Helper()
+	var b strings.Builder
+	Report(&b, o.History, o.Results)
+	t.Log("\n" + b.String())
+	if len(o.History.Faults) == 0 {
+		t.Errorf("no fault was injected (plan: %d faults)", len(o.Plan))
+	}
+	checked := 0
+	for _, r := range o.Results {
+		checked += r.Checked
+	}
+	if len(o.History.Ops) == 0 || checked == 0 {
+		t.Errorf("nothing was checked: %d operations, %d checked", len(o.History.Ops), checked)
+	}
+	if o.Violations() == 0 {
+		return
+	}
+	// The run's own folder goes with the test; this one stays.
+	dir, err := os.MkdirTemp("", fmt.Sprintf("lockgen-robustness-seed-%d-", cfg.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := WriteArtifacts(dir, o.History, o.Results)
+	if err != nil {
+		t.Errorf("writing the history: %v", err)
+	}
+	for _, r := range o.Results {
+		for _, v := range r.Violations {
+			var w strings.Builder
+			Window(&w, o.History, v, 500*time.Millisecond)
+			t.Errorf("%s: %s\n%s", r.Check, v.Msg, w.String())
+		}
+	}
+	t.Errorf("seed %d: %d violations; rerun with LOCKGEN_ROBUSTNESS_SEED=%d go test ./robustness -run 'TestRobustness$' -v; files: %s",
+		cfg.Seed, o.Violations(), cfg.Seed, strings.Join(paths, ", "))
+}

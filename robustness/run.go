@@ -1,0 +1,444 @@
+package robustness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+)
+
+// Config is one run of the suite.
+type Config struct {
+	Seed       int64
+	Length     time.Duration // how long the workload and the faults run
+	Procs      int           // worker processes at any time (a killed one is replaced)
+	Goroutines int           // per process, each with its own Client
+	Watchdog   time.Duration
+	Kinds      []string // empty: AllKinds
+	Faults     []string // empty: DefaultFaults
+	FaultGap   time.Duration
+	MaxFault   time.Duration
+	// Worker is the binary run as a worker process with WorkerEnv set:
+	// the test binary itself, or (the suite's self-test) one built from a
+	// broken runtime.
+	Worker string
+	Dir    string // the run's files: histories, and what a failure leaves
+}
+
+func (c *Config) defaults() {
+	if c.Procs == 0 {
+		c.Procs = 4
+	}
+	if c.Goroutines == 0 {
+		c.Goroutines = 3
+	}
+	if c.Watchdog == 0 {
+		c.Watchdog = 2 * time.Second
+	}
+	if len(c.Kinds) == 0 {
+		c.Kinds = AllKinds
+	}
+	if len(c.Faults) == 0 {
+		c.Faults = DefaultFaults
+	}
+	if c.FaultGap == 0 {
+		c.FaultGap = time.Second
+	}
+	if c.MaxFault == 0 {
+		c.MaxFault = 3 * time.Second
+	}
+	if c.Worker == "" {
+		c.Worker = os.Args[0]
+	}
+}
+
+// LivenessBound is how long the final sweep waits for each lock: a holder
+// killed at the end of the workload keeps its lock for a lease, a waiter
+// killed in a fair queue keeps its place for QueueTimeout, and a frozen
+// pub/sub connection is found within the hub's ping bound (under 1 s).
+func LivenessBound(watchdog time.Duration) time.Duration {
+	return max(watchdog, QueueTimeout) + 2*time.Second
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	History *History
+	Results []Result
+	Plan    []PlannedFault
+}
+
+// Violations counts the violations of every check.
+func (o *Outcome) Violations() int {
+	n := 0
+	for _, r := range o.Results {
+		n += len(r.Violations)
+	}
+	return n
+}
+
+// Run starts the servers (a lock server with an append-only file, three
+// RedLock nodes, a storage server no fault touches), a fault proxy per
+// worker slot and server, the worker processes and the nemesis; after
+// cfg.Length it heals, has every worker sweep the locks and exit, reads
+// the histories and checks them.
+func Run(t testing.TB, cfg Config) *Outcome {
+	t.Helper()
+	cfg.defaults()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	aof := redistest.Arg("--appendonly", "yes", "--appendfsync", "always")
+	lock := redistest.Start(t, aof)
+	reds := redistest.StartN(t, 3, aof)
+	storage := redistest.Start(t)
+	servers := map[string]*redistest.Server{"lock": lock}
+	for i, s := range reds {
+		servers[fmt.Sprintf("red%d", i)] = s
+	}
+
+	r := &runner{t: t, cfg: cfg, servers: servers, storage: storage.Addr()}
+	r.slots = make([]*slot, cfg.Procs)
+	for i := range r.slots {
+		sl := &slot{lock: faultproxy.Start(t, lock.Addr())}
+		for _, s := range reds {
+			sl.red = append(sl.red, faultproxy.Start(t, s.Addr()))
+		}
+		r.slots[i] = sl
+	}
+	plan := Plan(cfg.Seed, cfg.Faults, cfg.Procs, cfg.Length, cfg.FaultGap, cfg.MaxFault)
+	r.begin = time.Now()
+	for i := range r.slots {
+		r.spawn(i)
+	}
+	var nem sync.WaitGroup
+	for _, f := range plan {
+		nem.Add(1)
+		go func() {
+			defer nem.Done()
+			time.Sleep(time.Until(r.begin.Add(f.At)))
+			r.inject(f)
+		}()
+	}
+	time.Sleep(time.Until(r.begin.Add(cfg.Length)))
+	nem.Wait()
+
+	// Every fault has healed: the workers stop, sweep and exit.
+	r.mu.Lock()
+	r.ending = true
+	slots := append([]*slot(nil), r.slots...)
+	r.mu.Unlock()
+	for _, sl := range slots {
+		r.mu.Lock()
+		p := sl.proc
+		r.mu.Unlock()
+		if p != nil {
+			_, _ = io.WriteString(p.stdin, "sweep\n")
+		}
+	}
+	for _, sl := range slots {
+		r.mu.Lock()
+		p := sl.proc
+		r.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+		case <-time.After(3*LivenessBound(cfg.Watchdog)*time.Duration(len(AllKinds)) + 30*time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			r.event(Event{Proc: p.proc, Ev: EvExit, Outcome: OutFail, Err: "stuck: did not finish its sweep and Close"})
+		}
+	}
+
+	// Leases of killed holders run out; then nothing may be left behind
+	// but bookkeeping that expires.
+	time.Sleep(cfg.Watchdog + 500*time.Millisecond)
+	lim := Limits{
+		Watchdog:   cfg.Watchdog,
+		Permits:    map[string]int{"sem:0": SemaphorePermits},
+		PauseSlack: 150 * time.Millisecond,
+		Liveness:   LivenessBound(cfg.Watchdog),
+		DataKeys:   IsDataKey,
+	}
+	ctl := redis.NewClient(&redis.Options{Addr: lock.Addr()})
+	defer ctl.Close()
+	hyg := CheckHygiene(context.Background(), ctl, lim)
+
+	events := r.collect()
+	h := Build(cfg.Seed, events)
+	results := append(CheckAll(h, lim, cfg.Dir), hyg)
+	return &Outcome{History: h, Results: results, Plan: plan}
+}
+
+// IsDataKey reports whether key is data the workload owns (counters of
+// semaphores and latches, fencing counters), not lock bookkeeping.
+func IsDataKey(key string) bool {
+	switch key {
+	case "sem:0", "plain:0", "latch:0":
+		return true
+	}
+	return strings.HasPrefix(key, "redisson_lock_token:")
+}
+
+type runner struct {
+	t       testing.TB
+	cfg     Config
+	servers map[string]*redistest.Server
+	storage string
+	begin   time.Time
+
+	mu       sync.Mutex
+	slots    []*slot
+	nextProc int
+	nextF    int64
+	ending   bool
+	events   []Event // the nemesis' and the processes' lives
+	files    []string
+}
+
+// slot is one place for a worker process: its proxies stay, the process
+// in it is replaced when killed.
+type slot struct {
+	lock *faultproxy.Proxy
+	red  []*faultproxy.Proxy
+	proc *proc
+}
+
+type proc struct {
+	proc   int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr bytes.Buffer
+	exited chan struct{}
+}
+
+func (r *runner) event(e Event) {
+	if e.T == 0 {
+		e.T = Now()
+	}
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+// spawn starts a worker process in slot i.
+func (r *runner) spawn(i int) {
+	r.mu.Lock()
+	id := r.nextProc
+	r.nextProc++
+	sl := r.slots[i]
+	file := filepath.Join(r.cfg.Dir, fmt.Sprintf("history-p%d.jsonl", id))
+	r.files = append(r.files, file)
+	r.mu.Unlock()
+	wc := WorkerConfig{
+		Proc: id, Seed: r.cfg.Seed, LockAddr: sl.lock.Addr(), StorageAddr: r.storage, History: file,
+		Goroutines: r.cfg.Goroutines, Watchdog: r.cfg.Watchdog, Liveness: LivenessBound(r.cfg.Watchdog), Kinds: r.cfg.Kinds,
+	}
+	for _, p := range sl.red {
+		wc.RedAddrs = append(wc.RedAddrs, p.Addr())
+	}
+	js, _ := json.Marshal(wc)
+	p := &proc{proc: id, exited: make(chan struct{})}
+	p.cmd = exec.Command(r.cfg.Worker, "-test.run=^$")
+	p.cmd.Env = append(os.Environ(), WorkerEnv+"="+string(js))
+	p.cmd.Stderr = &p.stderr
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		r.t.Errorf("robustness: worker %d: %v", id, err)
+		return
+	}
+	if err := p.cmd.Start(); err != nil {
+		r.t.Errorf("robustness: worker %d: %v", id, err)
+		return
+	}
+	r.event(Event{Proc: id, Ev: EvProcess, F: "worker"})
+	go func() {
+		err := p.cmd.Wait()
+		e := Event{Proc: id, Ev: EvExit, Outcome: OutOK}
+		if err != nil {
+			e.Outcome, e.Err = OutFail, strings.TrimSpace(fmt.Sprintf("%v: %s", err, lastLines(p.stderr.String(), 5)))
+		}
+		r.event(e)
+		close(p.exited)
+	}()
+	r.mu.Lock()
+	sl.proc = p
+	r.mu.Unlock()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
+}
+
+// inject runs one fault to its end, recording its start and end.
+func (r *runner) inject(f PlannedFault) {
+	r.mu.Lock()
+	r.nextF++
+	id := r.nextF
+	r.mu.Unlock()
+	target := f.Server
+	if target == "" {
+		target = "all"
+		if f.Slot >= 0 {
+			r.mu.Lock()
+			if p := r.slots[f.Slot].proc; p != nil {
+				target = ProcTarget(p.proc)
+			}
+			r.mu.Unlock()
+		}
+	}
+	start := func() { r.event(Event{Proc: -1, Op: id, Ev: EvStart, Kind: f.Type, Key: target}) }
+	end := func() { r.event(Event{Proc: -1, Op: id, Ev: EvEnd, Kind: f.Type, Key: target}) }
+	proxies := func() []*faultproxy.Proxy {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var ps []*faultproxy.Proxy
+		for i, sl := range r.slots {
+			if f.Slot < 0 || f.Slot == i {
+				ps = append(ps, sl.lock)
+				ps = append(ps, sl.red...)
+			}
+		}
+		return ps
+	}
+	switch f.Type {
+	case FaultBlackhole, FaultBlackholeUp, FaultBlackholeDown, FaultLatency:
+		dir := map[string]faultproxy.Direction{FaultBlackhole: faultproxy.Both, FaultBlackholeUp: faultproxy.Upstream,
+			FaultBlackholeDown: faultproxy.Downstream, FaultLatency: faultproxy.Downstream}[f.Type]
+		start()
+		for _, p := range proxies() {
+			if f.Type == FaultLatency {
+				p.Latency(dir, 50*time.Millisecond)
+			} else {
+				p.Blackhole(dir)
+			}
+		}
+		time.Sleep(f.For)
+		for _, p := range proxies() {
+			p.Heal()
+		}
+		end()
+	case FaultReset:
+		start()
+		for _, p := range proxies() {
+			p.Reset()
+		}
+		end()
+	case FaultPauseProcess, FaultKillProcess:
+		r.mu.Lock()
+		p := r.slots[f.Slot].proc
+		r.mu.Unlock()
+		if p == nil {
+			return
+		}
+		start()
+		if f.Type == FaultPauseProcess {
+			_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+			time.Sleep(f.For)
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			end()
+			return
+		}
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		end()
+		r.spawn(f.Slot)
+	case FaultClientPause:
+		start()
+		_ = r.control("lock", func(ctx context.Context, c *redis.Client) error {
+			return c.Do(ctx, "client", "pause", f.For.Milliseconds(), "write").Err()
+		})
+		time.Sleep(f.For)
+		end()
+	case FaultKillPubSub:
+		start()
+		_ = r.control("lock", killSubscribers)
+		end()
+	case FaultFlush:
+		start()
+		_ = r.control("lock", func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() })
+		end()
+	case FaultPauseServer:
+		start()
+		r.servers[f.Server].Pause(f.For)
+		end()
+	case FaultRestart:
+		start()
+		r.servers[f.Server].Restart() // from its append-only file
+		end()
+	}
+}
+
+// control runs fn on a fresh connection to a server.
+func (r *runner) control(server string, fn func(context.Context, *redis.Client) error) error {
+	c := redis.NewClient(&redis.Options{Addr: r.servers[server].Addr(), MaxRetries: -1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return fn(ctx, c)
+}
+
+// killSubscribers kills every pub/sub connection and every connection
+// with key tracking on.
+func killSubscribers(ctx context.Context, c *redis.Client) error {
+	list, err := c.ClientList(ctx).Result()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(list, "\n") {
+		var id, flags string
+		sub := false
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "id":
+				id = v
+			case "flags":
+				flags = v
+			case "sub", "psub", "ssub":
+				sub = sub || v != "0"
+			}
+		}
+		if id != "" && (sub || strings.Contains(flags, "t") || strings.Contains(flags, "P")) {
+			_ = c.Do(ctx, "client", "kill", "id", id).Err()
+		}
+	}
+	return nil
+}
+
+// collect reads every history file and adds the nemesis' events.
+func (r *runner) collect() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	events := append([]Event(nil), r.events...)
+	for _, f := range r.files {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue // a process that never started
+		}
+		evs, err := ReadEvents(fh)
+		_ = fh.Close()
+		if err != nil {
+			r.t.Errorf("robustness: %s: %v", f, err)
+		}
+		events = append(events, evs...)
+	}
+	return events
+}

@@ -1,0 +1,173 @@
+package robustness
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A break is a deliberate bug: a patched copy of the module builds the
+// worker binary, and the checkers must report it. The product has no
+// switch for any of it: the patch exists only in a temporary copy.
+type breakage struct {
+	name    string
+	file    string // relative to the module root
+	old     string // must occur in file exactly once
+	new     string
+	kinds   []string
+	faults  []string
+	catches []string // the checks that must report a violation
+}
+
+var breakages = []breakage{
+	{
+		// The lease drift margin made negative: a holder's ctx outlives
+		// its key by half a lease, so another owner takes the lock while
+		// the holder still works under it.
+		name: "negative-drift", file: "runtime/lease.go",
+		old:     "return lease/100 + 5*time.Millisecond",
+		new:     "return -lease / 2",
+		kinds:   []string{KindReentrant, KindWrite, KindFair},
+		faults:  []string{FaultBlackhole, FaultPauseServer},
+		catches: []string{CheckNameExclusion},
+	},
+	{
+		// The reentrant acquire takes a lock that someone else holds:
+		// two owners at once, and their read-modify-writes collide.
+		name: "acquire-ignores-the-holder", file: "lua/acquire.lua",
+		old:     "if ttl == -2 then",
+		new:     "if ttl == -2 or ttl > 0 then",
+		kinds:   []string{KindReentrant},
+		faults:  []string{FaultReset},
+		catches: []string{CheckNameExclusion, CheckNameWrites},
+	},
+	{
+		// The fenced acquire hands out the counter without incrementing
+		// it: tokens stop growing with acquisitions.
+		name: "token-not-incremented", file: "lua/fenced_acquire.lua",
+		old:     "return {0, redis.call('incr', KEYS[3])}\nend\nif v == 0",
+		new:     "return {0, tonumber(redis.call('get', KEYS[3]) or '1')}\nend\nif v == 0",
+		kinds:   []string{KindFenced},
+		faults:  []string{FaultBlackhole, FaultReset},
+		catches: []string{CheckNameFencing},
+	},
+	{
+		// A latch's count-down takes two.
+		name: "latch-counts-down-twice", file: "lua/latch_count_down.lua",
+		old:     "redis.call('decr', KEYS[1])",
+		new:     "redis.call('decrby', KEYS[1], 2)",
+		kinds:   []string{KindLatch},
+		faults:  []string{FaultReset},
+		catches: []string{CheckNameLinear},
+	},
+	{
+		// Renewals set an hour-long lease: a killed holder's lock stays.
+		name: "renewal-lease-of-an-hour", file: "lua/renew_batch.lua",
+		old:     "local lease = tonumber(ARGV[1])",
+		new:     "local lease = 3600000",
+		kinds:   []string{KindReentrant, KindWrite},
+		faults:  []string{FaultKillProcess},
+		catches: []string{CheckNameLiveness, CheckNameHygiene},
+	},
+}
+
+// TestCheckersCatchABrokenRuntime runs the suite against worker binaries
+// built from deliberately broken copies of the runtime: every checker
+// must report the violation its break causes.
+func TestCheckersCatchABrokenRuntime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds five broken runtimes and runs the suite on each (two minutes); run without -short")
+	}
+	root := moduleRoot(t)
+	for _, b := range breakages {
+		t.Run(b.name, func(t *testing.T) {
+			bin := buildBroken(t, root, b)
+			cfg := Config{Seed: 1, Length: 15 * time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
+				Faults: b.faults, FaultGap: 700 * time.Millisecond, MaxFault: 2500 * time.Millisecond, Worker: bin}
+			o := Run(t, cfg)
+			caught := map[string]int{}
+			for _, r := range o.Results {
+				caught[r.Check] += len(r.Violations)
+			}
+			for _, c := range b.catches {
+				if caught[c] == 0 {
+					var sb strings.Builder
+					Report(&sb, o.History, o.Results)
+					t.Errorf("the %s check did not catch %s\n%s", c, b.name, sb.String())
+				} else {
+					t.Logf("%s: the %s check reported %d violations", b.name, c, caught[c])
+				}
+			}
+		})
+	}
+}
+
+// moduleRoot is the module's folder (this package's parent).
+func moduleRoot(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// buildBroken copies what the worker binary is built from (the runtime,
+// the scripts, the internal packages and this package) into a temporary
+// module, applies the break and builds this package's test binary there.
+func buildBroken(t *testing.T, root string, b breakage) string {
+	t.Helper()
+	dst := t.TempDir()
+	for _, f := range []string{"go.mod", "go.sum"} {
+		copyFile(t, filepath.Join(root, f), filepath.Join(dst, f))
+	}
+	for _, dir := range []string{"runtime", "lua", "internal", "robustness"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if d.IsDir() {
+				return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+			}
+			copyFile(t, path, filepath.Join(dst, rel))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := filepath.Join(dst, b.file)
+	src, err := os.ReadFile(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(src), b.old); n != 1 {
+		t.Fatalf("break %s: %q occurs %d times in %s (want once): the break needs updating", b.name, b.old, n, b.file)
+	}
+	if err := os.WriteFile(target, []byte(strings.Replace(string(src), b.old, b.new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dst, "worker.test")
+	cmd := exec.Command("go", "test", "-c", "-o", bin, "./robustness")
+	cmd.Dir = dst
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the broken worker: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

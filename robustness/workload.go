@@ -1,0 +1,623 @@
+package robustness
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// WorkerConfig is what a worker process is told (as JSON in its
+// environment) by the harness.
+type WorkerConfig struct {
+	Proc        int           `json:"proc"`
+	Seed        int64         `json:"seed"`
+	LockAddr    string        `json:"lockAddr"`    // the lock server, through this process's fault proxy
+	RedAddrs    []string      `json:"redAddrs"`    // the RedLock nodes, through this process's fault proxies
+	StorageAddr string        `json:"storageAddr"` // the guarded state: never faulted
+	History     string        `json:"history"`     // the file the events go to
+	Goroutines  int           `json:"goroutines"`
+	Watchdog    time.Duration `json:"watchdog"`
+	Liveness    time.Duration `json:"liveness"` // the final sweep's wait time
+	Kinds       []string      `json:"kinds"`    // the kinds drawn from
+}
+
+// The keys of each kind. They are few, so that operations contend. A
+// multi-lock's members are reentrant locks (and, for the non-atomic one,
+// a fair lock): its holds exclude the holds of its members' keys.
+var (
+	reentrantKeys = []string{"re:0", "re:1"}
+	fairKeys      = []string{"fair:0"}
+	multiMembers  = map[string][]string{
+		KindMultiAtomic: {"re:0", "re:1"},   // all reentrant, one server: one script
+		KindMulti:       {"fair:0", "re:1"}, // a fair member: taken one by one
+	}
+)
+
+// Keys lists the keys each kind works on.
+func Keys(kind string) []string {
+	switch kind {
+	case KindReentrant:
+		return reentrantKeys
+	case KindFair:
+		return fairKeys
+	case KindRead, KindWrite:
+		return []string{"rw:0"}
+	case KindMultiAtomic:
+		return []string{"multi-atomic"}
+	case KindMulti:
+		return []string{"multi"}
+	case KindRed:
+		return []string{"red:0"}
+	case KindFenced:
+		return []string{"fenced:0"}
+	case KindSemaphore:
+		return []string{"sem:0"}
+	case KindPlain:
+		return []string{"plain:0"}
+	case KindLatch:
+		return []string{"latch:0"}
+	}
+	return nil
+}
+
+// AllKinds are the kinds the workload draws from.
+var AllKinds = []string{KindReentrant, KindFair, KindRead, KindWrite, KindMultiAtomic, KindMulti,
+	KindRed, KindFenced, KindSemaphore, KindPlain, KindLatch}
+
+// Sizes of the synchronizers.
+const (
+	SemaphorePermits = 2
+	PlainPermits     = 2
+	LatchCount       = 3
+	// QueueTimeout is the fair locks' queue timeout: a waiter killed while
+	// queued holds up the queue for that long (Redisson's default is 5m).
+	QueueTimeout = 2 * time.Second
+)
+
+// CounterKey is the storage key of the counter a hold of lockKey guards;
+// FenceKey the fenced register of a fenced lock.
+func CounterKey(lockKey string) string { return "guarded:" + lockKey }
+func FenceKey(lockKey string) string   { return "fence:" + lockKey }
+
+// fenceWrite stores a token in a fenced register only if it is not lower
+// than the last one the register accepted, as a storage that checks
+// fencing tokens does.
+var fenceWrite = redis.NewScript(`
+local last = tonumber(redis.call('get', KEYS[1]) or '0')
+local t = tonumber(ARGV[1])
+if t < last then return 0 end
+redis.call('set', KEYS[1], ARGV[1])
+return 1`)
+
+// RunWorker is a worker process: cfg.Goroutines goroutines, each with its
+// own lockgen Client, draw random operations until the harness writes
+// "sweep" to stdin; then every goroutine stops, and the process takes
+// each key once (the liveness sweep), closes its Clients and exits.
+func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
+	rec, err := NewRecorder(cfg.History, cfg.Proc)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	w := &worker{cfg: cfg, rec: rec}
+	w.rdb = redis.NewClient(&redis.Options{Addr: cfg.LockAddr})
+	defer w.rdb.Close()
+	for _, a := range cfg.RedAddrs {
+		n := redis.NewClient(&redis.Options{Addr: a})
+		defer n.Close()
+		w.red = append(w.red, n)
+	}
+	w.storage = redis.NewClient(&redis.Options{Addr: cfg.StorageAddr})
+	defer w.storage.Close()
+
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	gs := make([]*goroutine, cfg.Goroutines)
+	for i := range gs {
+		g := &goroutine{w: w, id: i, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Proc)<<16|uint64(i)))}
+		if err := g.newClient(); err != nil {
+			stop()
+			return err
+		}
+		gs[i] = g
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.run(ctx)
+		}()
+	}
+	// The harness's word, or its end.
+	sc := bufio.NewScanner(stdin)
+	for sc.Scan() && strings.TrimSpace(sc.Text()) != "sweep" {
+	}
+	stop()
+	wg.Wait()
+	w.sweep(gs[0])
+	return w.closeAll(gs)
+}
+
+type worker struct {
+	cfg     WorkerConfig
+	rec     *Recorder
+	rdb     *redis.Client
+	red     []redis.UniversalClient
+	storage *redis.Client
+}
+
+// goroutine is one worker goroutine and its Client.
+type goroutine struct {
+	w   *worker
+	id  int
+	rng *rand.Rand
+	c   *runtime.Client
+	gen int // the Client's generation: Close makes a new one
+}
+
+func (g *goroutine) newClient() error {
+	c, err := runtime.NewClient(g.w.rdb, &runtime.Options{
+		WatchdogTimeout: g.w.cfg.Watchdog,
+		ReleaseTimeout:  time.Second,
+		RedLockNodes:    g.w.red,
+		Logger:          slog.New(slog.DiscardHandler),
+		Name:            fmt.Sprintf("p%d-g%d", g.w.cfg.Proc, g.id),
+	})
+	if err != nil {
+		return err
+	}
+	g.c = c
+	g.gen++
+	return nil
+}
+
+func (g *goroutine) run(ctx context.Context) {
+	kinds := g.w.cfg.Kinds
+	if len(kinds) == 0 {
+		kinds = AllKinds
+	}
+	for ctx.Err() == nil {
+		kind := kinds[g.rng.IntN(len(kinds))]
+		keys := Keys(kind)
+		key := keys[g.rng.IntN(len(keys))]
+		switch kind {
+		case KindPlain:
+			g.plainOp(ctx, key)
+		case KindLatch:
+			g.latchOp(ctx, key)
+		default:
+			g.holdOp(ctx, kind, key)
+		}
+		if g.rng.IntN(100) < 2 { // now and then a Client is closed and replaced
+			g.closeClient()
+		}
+	}
+}
+
+func (g *goroutine) event(e Event) {
+	e.G, e.Client = g.id, g.gen
+	g.w.rec.Record(e)
+}
+
+// outcome classifies an error: a definite failure (not acquired, quorum
+// not reached) changed nothing; anything else may have.
+func outcome(err error) (string, string) {
+	switch {
+	case err == nil:
+		return OutOK, ""
+	case errors.Is(err, runtime.ErrNotAcquired), errors.Is(err, runtime.ErrQuorum):
+		return OutFail, err.Error()
+	}
+	return OutUnknown, err.Error()
+}
+
+func (g *goroutine) pickWait() time.Duration {
+	switch n := g.rng.IntN(10); {
+	case n < 2:
+		return 0
+	case n < 4:
+		return 20 * time.Millisecond
+	case n < 7:
+		return 300 * time.Millisecond
+	case n < 9:
+		return 1500 * time.Millisecond
+	}
+	return 4 * time.Second
+}
+
+func (g *goroutine) pickLease() time.Duration {
+	if g.rng.IntN(10) < 6 {
+		return runtime.Watchdog
+	}
+	return time.Duration(300+g.rng.IntN(1700)) * time.Millisecond
+}
+
+// pickHold is how long a holder works: mostly briefly, sometimes long
+// enough for faults to strike it.
+func (g *goroutine) pickHold() time.Duration {
+	switch n := g.rng.IntN(100); {
+	case n < 70:
+		return time.Duration(g.rng.IntN(20)) * time.Millisecond
+	case n < 95:
+		return time.Duration(50+g.rng.IntN(450)) * time.Millisecond
+	}
+	return time.Duration(1000+g.rng.IntN(3000)) * time.Millisecond
+}
+
+// lockHandle takes and gives back one kind of lock.
+type lockHandle struct {
+	acquire func(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error)
+	release func(ctx context.Context) error
+	reenter bool // a nested acquire with the hold's ctx re-enters
+}
+
+func (g *goroutine) handle(kind, key string, permits int) lockHandle {
+	c := g.c
+	mutex := func(m *runtime.Mutex) lockHandle {
+		return lockHandle{
+			acquire: func(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
+				h, err := m.TryLock(ctx, wait, lease)
+				return h, 0, err
+			},
+			release: m.Unlock, reenter: true,
+		}
+	}
+	switch kind {
+	case KindReentrant:
+		return mutex(c.Mutex(key, runtime.LockOptions{}))
+	case KindFair:
+		return mutex(c.FairLock(key, runtime.LockOptions{QueueTimeout: QueueTimeout}))
+	case KindRead:
+		return mutex(c.ReadWrite(key, runtime.LockOptions{WritersFirst: true}).Read())
+	case KindWrite:
+		return mutex(c.ReadWrite(key, runtime.LockOptions{WritersFirst: true}).Write())
+	case KindMultiAtomic, KindMulti:
+		var ms []*runtime.Mutex
+		for _, k := range multiMembers[kind] {
+			if strings.HasPrefix(k, "fair:") {
+				ms = append(ms, c.FairLock(k, runtime.LockOptions{QueueTimeout: QueueTimeout}))
+			} else {
+				ms = append(ms, c.Mutex(k, runtime.LockOptions{}))
+			}
+		}
+		l := c.MultiLock(runtime.LockOptions{}, ms...)
+		return lockHandle{
+			acquire: func(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
+				h, err := l.TryLock(ctx, wait, lease)
+				return h, 0, err
+			},
+			release: l.Unlock,
+		}
+	case KindRed:
+		l := c.RedLock(key, runtime.LockOptions{})
+		return lockHandle{
+			acquire: func(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
+				h, err := l.TryLock(ctx, wait, lease)
+				return h, 0, err
+			},
+			release: l.Unlock,
+		}
+	case KindFenced:
+		f := c.FencedLock(key, runtime.LockOptions{})
+		return lockHandle{acquire: f.TryLockFenced, release: f.Unlock, reenter: true}
+	case KindSemaphore:
+		return lockHandle{
+			acquire: func(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
+				s := c.Semaphore(key, runtime.SemaphoreOptions{Permits: SemaphorePermits, Lease: lease})
+				h, err := s.TryAcquire(ctx, permits, wait)
+				return h, 0, err
+			},
+			release: c.Semaphore(key, runtime.SemaphoreOptions{Permits: SemaphorePermits}).Release,
+		}
+	}
+	panic("robustness: no handle for kind " + kind)
+}
+
+// holdOp takes a lock (or permits) with a random wait time and lease,
+// works under it (guarded writes, a nested hold, a cancelled ctx, a
+// Close), and releases it.
+func (g *goroutine) holdOp(ctx context.Context, kind, key string) {
+	wait, lease := g.pickWait(), g.pickLease()
+	permits := 1
+	if kind == KindSemaphore && g.rng.IntN(3) == 0 {
+		permits = 2
+	}
+	h := g.handle(kind, key, permits)
+	// The caller's ctx: sometimes it ends during the wait, sometimes it is
+	// cancelled while the lock is held.
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if wait > 0 && g.rng.IntN(8) == 0 {
+		var c2 context.CancelFunc
+		actx, c2 = context.WithTimeout(actx, time.Duration(g.rng.Int64N(int64(wait))))
+		defer c2()
+	}
+	op := g.w.rec.NextOp()
+	inv := Event{Op: op, Ev: EvInvoke, Kind: kind, F: FAcquire, Key: key, Keys: multiMembers[kind],
+		Wait: int64(wait), Lease: int64(lease)}
+	if kind == KindSemaphore {
+		inv.N = int64(permits)
+	}
+	g.event(inv)
+	hctx, token, err := h.acquire(actx, wait, lease)
+	out, msg := outcome(err)
+	ret := Event{T: Now(), Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: token}
+	if kind == KindSemaphore {
+		ret.N = int64(permits)
+	}
+	g.event(ret)
+	if err != nil {
+		return
+	}
+	g.watchDone(op, hctx, ret.T)
+
+	end := time.Now().Add(g.pickHold())
+	for first := true; first || time.Now().Before(end); first = false {
+		switch kind {
+		case KindFenced:
+			// A fenced writer does not look at its ctx: the storage's
+			// fencing is what keeps a late write out.
+			g.fencedWrite(op, key, token)
+		case KindSemaphore, KindRead:
+			// A permit guards nothing exclusive; a reader only reads.
+		case KindMultiAtomic, KindMulti:
+			if hctx.Err() == nil {
+				g.guardedWrite(op, multiMembers[kind][0])
+			}
+		default:
+			if hctx.Err() == nil {
+				g.guardedWrite(op, key)
+			}
+		}
+		if h.reenter && g.rng.IntN(6) == 0 {
+			g.nested(hctx, kind, key, h)
+		}
+		if g.rng.IntN(40) == 0 {
+			cancel() // the caller gives up while holding: the hold's ctx ends
+		}
+		if g.rng.IntN(150) == 0 {
+			g.closeClient() // Close while holding: the hold's ctx ends; Unlock still works
+		}
+		sleep(time.Duration(g.rng.IntN(int(max(time.Until(end), time.Millisecond)/4) + 1)))
+	}
+	g.event(Event{Op: op, Ev: EvRelease})
+	err = h.release(hctx)
+	out, msg = outcome(err)
+	g.event(Event{Op: op, Ev: EvReleased, Outcome: out, Err: msg})
+}
+
+// watchDone records when the hold's ctx is done. A ctx done already when
+// the acquire returned (its reply came after the hold's deadline) is
+// recorded as done at the return, at.
+func (g *goroutine) watchDone(op int64, hctx context.Context, at int64) {
+	if err := context.Cause(hctx); err != nil {
+		g.event(Event{T: at, Op: op, Ev: EvDone, Err: err.Error()})
+		return
+	}
+	context.AfterFunc(hctx, func() {
+		g.event(Event{Op: op, Ev: EvDone, Err: errString(context.Cause(hctx))})
+	})
+}
+
+// nested re-enters the lock with the hold's ctx, writes under it, and
+// leaves again.
+func (g *goroutine) nested(hctx context.Context, kind, key string, h lockHandle) {
+	op := g.w.rec.NextOp()
+	g.event(Event{Op: op, Ev: EvInvoke, Kind: kind, F: FAcquire, Key: key, Nested: true})
+	nctx, token, err := h.acquire(hctx, 0, runtime.Watchdog)
+	out, msg := outcome(err)
+	g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: token})
+	if err != nil {
+		return
+	}
+	g.watchDone(op, nctx, Now())
+	g.event(Event{Op: op, Ev: EvRelease})
+	err = h.release(nctx)
+	out, msg = outcome(err)
+	g.event(Event{Op: op, Ev: EvReleased, Outcome: out, Err: msg})
+}
+
+// guardedWrite is a read-modify-write of the counter the lock guards, in
+// two round trips, so that two holders at once would both read the same
+// value.
+func (g *goroutine) guardedWrite(op int64, lockKey string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.event(Event{Op: op, Ev: EvWrite})
+	k := CounterKey(lockKey)
+	v, err := g.w.storage.Get(ctx, k).Int64()
+	if errors.Is(err, redis.Nil) {
+		v, err = 0, nil
+	}
+	if err == nil {
+		// A moment between the read and the write, as real work has:
+		// two holders at once would both read the same value.
+		sleep(time.Duration(g.rng.IntN(500)) * time.Microsecond)
+		err = g.w.storage.Set(ctx, k, v+1, 0).Err()
+	}
+	out, msg := outcome(err)
+	g.event(Event{Op: op, Ev: EvWrote, N: v, Outcome: out, Err: msg})
+}
+
+// fencedWrite writes the hold's token to the fenced register.
+func (g *goroutine) fencedWrite(op int64, lockKey string, token int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.event(Event{Op: op, Ev: EvWrite, N: token})
+	r, err := fenceWrite.Run(ctx, g.w.storage, []string{FenceKey(lockKey)}, token).Int64()
+	out, msg := outcome(err)
+	if err == nil && r == 0 {
+		out, msg = OutFail, "refused: a later token was accepted"
+	}
+	g.event(Event{Op: op, Ev: EvWrote, N: token, Outcome: out, Err: msg})
+}
+
+// plainOp is one operation on a plain semaphore: arm it, take permits and
+// give them back, or read the free count.
+func (g *goroutine) plainOp(ctx context.Context, key string) {
+	p := g.c.PlainSemaphore(key, "plain")
+	op := g.w.rec.NextOp()
+	switch n := g.rng.IntN(10); {
+	case n < 2:
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindPlain, F: FSetCount, Key: key, N: PlainPermits})
+		ok, err := p.TrySetPermits(ctx, PlainPermits)
+		g.event(boolReturn(op, ok, err, 0))
+	case n < 4:
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindPlain, F: FAvailable, Key: key})
+		v, err := p.Available(ctx)
+		out, msg := outcome(err)
+		g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: int64(v)})
+	default:
+		k := 1 + g.rng.IntN(2)
+		wait := g.pickWait()
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindPlain, F: FAcquire, Key: key, N: int64(k), Wait: int64(wait)})
+		err := p.TryAcquire(ctx, k, wait)
+		out, msg := outcome(err)
+		g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: int64(k)})
+		if err != nil {
+			return
+		}
+		sleep(g.pickHold())
+		op = g.w.rec.NextOp()
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindPlain, F: FRelease, Key: key, N: int64(k)})
+		err = p.Release(context.WithoutCancel(ctx), k)
+		out, msg = outcome(err)
+		g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: int64(k)})
+	}
+}
+
+// latchOp is one operation on a latch: arm it, count down, read it, or
+// wait for it.
+func (g *goroutine) latchOp(ctx context.Context, key string) {
+	l := g.c.Latch(key, runtime.LatchOptions{Count: LatchCount})
+	op := g.w.rec.NextOp()
+	switch n := g.rng.IntN(10); {
+	case n < 2:
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindLatch, F: FSetCount, Key: key, N: LatchCount})
+		ok, err := l.TrySetCount(ctx, LatchCount)
+		g.event(boolReturn(op, ok, err, 0))
+	case n < 5:
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindLatch, F: FCountDown, Key: key})
+		err := l.CountDown(ctx)
+		out, msg := outcome(err)
+		g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg})
+	case n < 7:
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindLatch, F: FCount, Key: key})
+		v, err := l.Count(ctx)
+		out, msg := outcome(err)
+		g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: v})
+	default:
+		wait := g.pickWait()
+		g.event(Event{Op: op, Ev: EvInvoke, Kind: KindLatch, F: FAwait, Key: key, Wait: int64(wait)})
+		err := l.TryAwait(ctx, wait)
+		out, msg := outcome(err)
+		g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg})
+	}
+}
+
+func boolReturn(op int64, ok bool, err error, n int64) Event {
+	out, msg := outcome(err)
+	if err == nil && !ok {
+		out = OutFail
+	}
+	return Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: n}
+}
+
+// closeClient closes the goroutine's Client (recorded: holds of it end)
+// and makes a new one.
+func (g *goroutine) closeClient() {
+	op := g.w.rec.NextOp()
+	g.event(Event{Op: op, Ev: EvInvoke, F: FClose})
+	err := g.c.Close()
+	out, msg := outcome(err)
+	g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg})
+	if err := g.newClient(); err != nil {
+		panic(fmt.Sprintf("robustness: a new Client: %v", err))
+	}
+}
+
+// sweep takes every lock and a permit of the semaphore once, with the
+// liveness bound as wait time, after the workload stopped and the faults
+// healed: each must be had.
+func (w *worker) sweep(g *goroutine) {
+	for _, kind := range []string{KindReentrant, KindFair, KindWrite, KindMultiAtomic, KindMulti, KindRed, KindFenced, KindSemaphore} {
+		for _, key := range Keys(kind) {
+			h := g.handle(kind, key, 1)
+			op := w.rec.NextOp()
+			g.event(Event{Op: op, Ev: EvInvoke, Kind: kind, F: FSweep, Key: key, Keys: multiMembers[kind],
+				Wait: int64(w.cfg.Liveness), N: 1})
+			hctx, token, err := h.acquire(context.Background(), w.cfg.Liveness, runtime.Watchdog)
+			out, msg := outcome(err)
+			g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: max(token, 1)})
+			if err != nil {
+				continue
+			}
+			g.watchDone(op, hctx, Now())
+			g.event(Event{Op: op, Ev: EvRelease})
+			err = h.release(hctx)
+			out, msg = outcome(err)
+			g.event(Event{Op: op, Ev: EvReleased, Outcome: out, Err: msg})
+		}
+	}
+}
+
+// closeAll closes every Client, each within a bound: a Close that does
+// not return is a liveness failure.
+func (w *worker) closeAll(gs []*goroutine) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, g := range gs {
+			_ = g.c.Close()
+		}
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("close stuck: a Client's Close did not return within 10s")
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func sleep(d time.Duration) {
+	if d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// WorkerMain runs a worker from its environment (LOCKGEN_ROBUSTNESS_WORKER,
+// the config as JSON) and returns its exit code.
+func WorkerMain() int {
+	var cfg WorkerConfig
+	if err := json.Unmarshal([]byte(os.Getenv(WorkerEnv)), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "robustness worker: bad config:", err)
+		return 2
+	}
+	if err := RunWorker(cfg, os.Stdin); err != nil {
+		fmt.Fprintln(os.Stderr, "robustness worker:", err)
+		return 1
+	}
+	return 0
+}
+
+// WorkerEnv names the environment variable that makes a test binary a
+// worker process.
+const WorkerEnv = "LOCKGEN_ROBUSTNESS_WORKER"
