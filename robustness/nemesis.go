@@ -38,14 +38,17 @@ var DefaultFaults = []string{
 }
 
 // Plan draws a fault schedule from seed: faults start on average every
-// gap over [lead, length-tail), last up to maxFor, and overlap in time
+// gap over [lead, length-quiet), last up to maxFor, and overlap in time
 // wherever they strike different things (a worker's connections, a
 // worker process, a server); two faults on one thing never overlap, so
-// each heals exactly. Every fault ends before length-tail. The same seed
-// gives the same schedule.
-func Plan(seed int64, types []string, slots int, length, gap, maxFor time.Duration) []PlannedFault {
+// each heals exactly. Every fault ends before length-quiet: the workload
+// goes on without faults for quiet, in which waiters must get the locks
+// that are free (the liveness check). The same seed gives the same
+// schedule.
+func Plan(seed int64, types []string, slots int, length, quiet, gap, maxFor time.Duration) []PlannedFault {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x6e656d65736973))
-	const lead, tail = 500 * time.Millisecond, 500 * time.Millisecond
+	const lead = 500 * time.Millisecond
+	tail := quiet
 	busy := map[string]time.Duration{} // thing -> free again at
 	var plan []PlannedFault
 	at := lead

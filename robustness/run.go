@@ -32,6 +32,9 @@ type Config struct {
 	Faults     []string // empty: DefaultFaults
 	FaultGap   time.Duration
 	MaxFault   time.Duration
+	// Quiet is the end of the workload that runs without faults (after
+	// the last one healed): LivenessBound + 2 s unless set.
+	Quiet time.Duration
 	// Worker is the binary run as a worker process with WorkerEnv set:
 	// the test binary itself, or (the suite's self-test) one built from a
 	// broken runtime.
@@ -60,6 +63,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxFault == 0 {
 		c.MaxFault = 3 * time.Second
+	}
+	if c.Quiet == 0 {
+		c.Quiet = LivenessBound(c.Watchdog) + 2*time.Second
 	}
 	if c.Worker == "" {
 		c.Worker = os.Args[0]
@@ -119,7 +125,7 @@ func Run(t testing.TB, cfg Config) *Outcome {
 		}
 		r.slots[i] = sl
 	}
-	plan := Plan(cfg.Seed, cfg.Faults, cfg.Procs, cfg.Length, cfg.FaultGap, cfg.MaxFault)
+	plan := Plan(cfg.Seed, cfg.Faults, cfg.Procs, cfg.Length, cfg.Quiet, cfg.FaultGap, cfg.MaxFault)
 	r.begin = time.Now()
 	for i := range r.slots {
 		r.spawn(i)
