@@ -28,7 +28,10 @@ type Options struct {
 	// Zero means 5s.
 	ReleaseTimeout time.Duration
 
-	// Logger receives lost locks and failed renewals and releases.
+	// Logger receives lost locks and failed renewals and releases; each
+	// kind of warning at most once per 10 s, the next one counting those
+	// left out. Nil means slog.Default(), but only at Debug level: a
+	// Client logs nothing unless asked to.
 	// Nil means slog.Default().
 	Logger *slog.Logger
 
@@ -112,6 +115,7 @@ type Client struct {
 	markerTTL any    // lifetime of request markers in ms, boxed once
 	wdLease   any    // WatchdogTimeout in ms, boxed once
 	log       *slog.Logger
+	warned    warnings // rate-limits repeated warnings (logging.go)
 
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
@@ -126,6 +130,8 @@ type Client struct {
 	reg registry // holds, turns and unknown outcomes, sharded by key
 
 	closeCh      chan struct{}
+	drainCh      chan struct{} // closed when Shutdown begins (shutdown.go)
+	drainOnce    sync.Once
 	life         context.Context // cancelled by Close: ends renewals in flight
 	endLife      context.CancelFunc
 	hub          *hub
@@ -166,9 +172,6 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	if o.ReleaseTimeout < 0 {
 		return nil, fmt.Errorf("lockgen: NewClient: %w: negative ReleaseTimeout %v", ErrInvalidArgument, o.ReleaseTimeout)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
 	if o.ReplicaTimeout <= 0 {
 		o.ReplicaTimeout = time.Second
 	}
@@ -178,8 +181,9 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		id:        newUUID(),
 		publish:   "publish",
 		markerTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
-		log:       o.Logger.With("component", "lockgen"),
+		log:       newLogger(o.Logger),
 		closeCh:   make(chan struct{}),
+		drainCh:   make(chan struct{}),
 	}
 	c.reg.init()
 	c.idArg = c.id

@@ -21,6 +21,8 @@ var (
 	ErrNotHeld = errors.New("lock not held by this owner")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("lock client closed")
+	// ErrDraining: the Client's Shutdown began; it takes no new locks.
+	ErrDraining = errors.New("lock client shutting down")
 	// ErrInvalidKey: a lock key is empty, or a key parameter cannot be rendered safely.
 	ErrInvalidKey = errors.New("invalid lock key")
 	// ErrInvalidLease: a lease is negative or too short to be useful.

@@ -305,7 +305,7 @@ func (c *Client) loseLocked(h *hold, cause error) {
 	h.stopLocked()
 	delete(h.sh.holds, holdID{h.key, h.field})
 	h.cancelAll(cause)
-	c.log.Warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
+	c.warn("lock lost", "lock", h.name, "key", h.key, "cause", cause)
 	c.observe(Event{Kind: EventLost, Name: h.name, Key: h.key, Lock: h.kindName(), Owner: h.owner, Err: cause})
 }
 

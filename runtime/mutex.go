@@ -339,7 +339,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 		return m.k.leave(ctx, m, a)
 	})
 	if err != nil {
-		m.c.log.Warn("leaving the wait queue failed", "lock", m.opts.Name, "key", m.key, "err", err)
+		m.c.warn("leaving the wait queue failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}
 }
 
@@ -406,7 +406,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	if err != nil {
 		err = m.fail("release", err)
-		m.c.log.Warn("release failed", "lock", m.opts.Name, "key", m.key, "err", err)
+		m.c.warn("release failed", "lock", m.opts.Name, "key", m.key, "err", err)
 		return err
 	}
 	m.c.observe(Event{Kind: EventReleased, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: acq.h.owner, Ctx: ctx, Held: time.Since(acq.start)})

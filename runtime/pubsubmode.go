@@ -29,7 +29,7 @@ func (c *Client) choosePubSub(mode PubSubMode) bool {
 	if sharded {
 		flavour = "sharded"
 	}
-	c.log.Info("pub/sub flavour chosen", "pubsub", flavour, "reason", why)
+	c.log.Debug("pub/sub flavour chosen", "pubsub", flavour, "reason", why)
 	return sharded
 }
 

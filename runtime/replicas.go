@@ -41,7 +41,7 @@ func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (
 func (m *Mutex) undo(ctx context.Context, a lockArgs, at attempt) {
 	u := attempt{via: at.via, px: at.px, count: at.count + 1}
 	if _, err := m.c.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
-		m.c.log.Warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
+		m.c.warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}
 }
 

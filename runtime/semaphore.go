@@ -219,7 +219,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	}
 	if err != nil {
 		err = s.fail("release", err)
-		s.c.log.Warn("release failed", "semaphore", s.opts.Name, "key", s.key, "err", err)
+		s.c.warn("release failed", "semaphore", s.opts.Name, "key", s.key, "err", err)
 		return err
 	}
 	s.c.observe(Event{Kind: EventReleased, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Owner: acq.h.owner, Ctx: ctx, Held: time.Since(acq.start)})

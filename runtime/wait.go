@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -94,6 +95,15 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if c.isClosed() {
 		return ErrClosed
 	}
+	if err := c.refuseFresh(ctx); err != nil {
+		return err
+	}
+	// Shutdown ends the wait of a fresh acquisition, not one of running
+	// work (its ctx carries a hold of this Client).
+	var drain <-chan struct{}
+	if c.holdOf(ctx) == nil {
+		drain = c.drainCh
+	}
 	var deadline time.Time
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
@@ -133,7 +143,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			// now could only fail or overtake them. It sleeps at once.
 			skipTry = true
 		case deferred:
-			if err := c.deferFirstTry(ctx, w, &timer, deadline); err != nil {
+			if err := c.deferFirstTry(ctx, w, &timer, deadline, drain); err != nil {
 				return err
 			}
 		}
@@ -218,7 +228,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			}
 		}
 		h.park(w)
-		serr := c.sleep(ctx, w, &timer, d)
+		serr := c.sleep(ctx, w, &timer, d, drain)
 		if state, marker, sent := h.unpark(w); state == offerGranted || state == offerUnknown || state == offerRemote {
 			// A release of this client handed the lock over (or may
 			// have): that was this waiter's try.
@@ -240,8 +250,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 var sleepTimers sync.Pool
 
 // sleep waits up to d (< 0: no bound) for a signal to w, on *timer (made
-// on first use). It returns ctx's error or ErrClosed if either ends it.
-func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d time.Duration) error {
+// on first use). It returns ctx's error, ErrClosed or (drain closed:
+// Shutdown began) ErrDraining if one of them ends it.
+func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
 	var timeout <-chan time.Time
 	if d >= 0 {
 		if *timer == nil {
@@ -261,6 +272,8 @@ func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d tim
 		return ctx.Err()
 	case <-c.closeCh:
 		return ErrClosed
+	case <-drain:
+		return fmt.Errorf("%w: Shutdown began", ErrDraining)
 	}
 	if d >= 0 {
 		(*timer).Stop() // Go 1.23+: no stale value is left in C
@@ -271,7 +284,7 @@ func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d tim
 // deferFirstTry is the in-process FIFO of a newcomer (see hub): it waits
 // hubUnlockGrace for an unlock message in transit, then, if a hand-off is
 // in flight, until it is over, hubHandoffWait in all, never past deadline.
-func (c *Client) deferFirstTry(ctx context.Context, w *waiter, timer **time.Timer, deadline time.Time) error {
+func (c *Client) deferFirstTry(ctx context.Context, w *waiter, timer **time.Timer, deadline time.Time, drain <-chan struct{}) error {
 	start := time.Now()
 	limit := func(d time.Duration) time.Duration {
 		if !deadline.IsZero() {
@@ -283,11 +296,11 @@ func (c *Client) deferFirstTry(ctx context.Context, w *waiter, timer **time.Time
 	if c.hub.handoffInFlight(w) {
 		d = hubHandoffWait
 	}
-	if err := c.sleep(ctx, w, timer, limit(d)); err != nil {
+	if err := c.sleep(ctx, w, timer, limit(d), drain); err != nil {
 		return err
 	}
 	if d == hubUnlockGrace && c.hub.handoffInFlight(w) {
-		return c.sleep(ctx, w, timer, limit(hubHandoffWait-time.Since(start)))
+		return c.sleep(ctx, w, timer, limit(hubHandoffWait-time.Since(start)), drain)
 	}
 	return nil
 }

@@ -303,7 +303,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 		}
 	}
 	if err != nil {
-		c.log.Warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
+		c.warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
 	}
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Took: now.Sub(sent), Err: err})
 }
