@@ -13,8 +13,9 @@ package robustness
 // [acquire's return, effective end] as check_exclusion.go computes it.
 //
 // Documented limits, as in check_exclusion.go: a paused holder's write
-// after SIGCONT (before its late timer fired) is outside its effective
-// hold, and may duplicate another's read; a holder whose lock was
+// after SIGCONT (before its late timer fired), or in flight when SIGSTOP
+// froze it, lands outside its effective hold, and may duplicate another's
+// read; a holder whose lock was
 // forgotten by a flush may write until it learns, within its lease bound.
 // Both are exempt and counted in the notes.
 
@@ -115,11 +116,13 @@ type counterWrite struct {
 	w *Write
 }
 
-// paused reports whether the write came after its hold's effective end
-// because its process was paused: after SIGCONT, before the late timer
-// ended the hold.
+// paused reports whether the write landed after its hold's effective end
+// because its process was paused: made after SIGCONT, before the late
+// timer ended the hold, or in flight when SIGSTOP froze the process
+// between its read and its write (the read is stale when the write lands:
+// what no lock service can prevent, and fencing can).
 func (g counterWrite) paused() bool {
-	return g.s.paused != nil && g.w.Invoke > g.s.end && g.w.Invoke <= g.s.rec
+	return g.s.paused != nil && g.w.Return > g.s.end && g.w.Invoke <= g.s.rec
 }
 
 // counterOf is the counter a hold's writes go to: its key, or a

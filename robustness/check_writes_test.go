@@ -61,6 +61,21 @@ func TestCheckWritesPausedHolder(t *testing.T) {
 	}
 }
 
+// Found by the suite (seed 51929888): SIGSTOP froze a holder between the
+// read and the write of its read-modify-write; another owner took the
+// lock, read the same value and wrote; the frozen write landed after
+// SIGCONT. The write began inside the hold, and no lock service can stop
+// a frozen process (fencing can): a paused holder, not a lost update.
+func TestCheckWritesPausedInTheMiddleOfAWrite(t *testing.T) {
+	s := newSynth(2)
+	s.hold(0, KindWrite, "rw:0", 0, 10, 2900).synDone(2900, "lock lost").synWrite(69, 2870, 312, OutOK)
+	s.hold(1, KindWrite, "rw:0", 0, 2000, 2020).synWrite(2005, 2010, 312, OutOK)
+	s.fault(FaultPauseProcess, "p0", 70, 2860)
+	r := CheckWrites(s.build(), synLimits())
+	synPass(t, r)
+	synNote(t, r, "paused holder")
+}
+
 func TestCheckWritesFlush(t *testing.T) {
 	run := func(done float64) Result {
 		s := newSynth(2)

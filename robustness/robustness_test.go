@@ -48,6 +48,7 @@ func TestRobustness(t *testing.T) {
 	seed := seedFromEnv(t)
 	start := time.Now()
 	var runs, ops, faults int
+	var failed []int64 // seeds with a violation: the long mode goes on
 	for i := 0; ; i++ {
 		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second}
 		if testing.Short() {
@@ -63,13 +64,16 @@ func TestRobustness(t *testing.T) {
 			report(t, cfg, o)
 		})
 		runs++
-		if !ok || total == 0 || time.Since(start)+cfg.Length+20*time.Second > total {
+		if !ok {
+			failed = append(failed, cfg.Seed)
+		}
+		if total == 0 || time.Since(start)+cfg.Length+20*time.Second > total {
 			break
 		}
 	}
 	if total > 0 {
-		t.Logf("long mode: %d runs over %v, seeds %d..%d, %d operations, %d faults",
-			runs, time.Since(start).Round(time.Second), seed, seed+int64(runs)-1, ops, faults)
+		t.Logf("long mode: %d runs over %v, seeds %d..%d, %d operations, %d faults, seeds with violations: %v",
+			runs, time.Since(start).Round(time.Second), seed, seed+int64(runs)-1, ops, faults, failed)
 	}
 }
 
