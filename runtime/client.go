@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,13 +108,14 @@ const (
 type Client struct {
 	rdb       redis.UniversalClient
 	opts      Options
-	id        string // uuid of this client: the first half of every owner token
-	idArg     any    // id, boxed once as a script argument
-	cluster   bool   // keys are grouped by slot for batched calls
-	sharded   bool   // sharded pub/sub: one subscription connection per slot
-	publish   any    // "publish" or "spublish", boxed once for script args
-	markerTTL any    // lifetime of request markers in ms, boxed once
-	wdLease   any    // WatchdogTimeout in ms, boxed once
+	id        string               // uuid of this client: the first half of every owner token
+	idArg     any                  // id, boxed once as a script argument
+	idPrefix  [PermitOwnerLen]byte // the uuid's first bytes, raw: they start its permit ids
+	cluster   bool                 // keys are grouped by slot for batched calls
+	sharded   bool                 // sharded pub/sub: one subscription connection per slot
+	publish   any                  // "publish" or "spublish", boxed once for script args
+	markerTTL any                  // lifetime of request markers in ms, boxed once
+	wdLease   any                  // WatchdogTimeout in ms, boxed once
 	log       *slog.Logger
 	warned    warnings // rate-limits repeated warnings (logging.go)
 
@@ -187,17 +189,20 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	c.reg.init()
 	c.idArg = c.id
+	_, _ = hex.Decode(c.idPrefix[:], []byte(strings.ReplaceAll(c.id, "-", "")[:2*PermitOwnerLen]))
 	c.grants.seed = maphash.MakeSeed()
 	c.label.init(c.id, o.Name, time.Now())
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
+	// A renewal must end by the deadline it serves: it goes through a
+	// client that honours ctx deadlines (control.go).
+	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
 	c.sharded = c.choosePubSub(o.PubSub)
 	if c.sharded {
 		c.publish = "spublish"
 	}
 	c.hub = newHub(c)
-	renewal, closeRenewal, bounded := renewalClient(rdb)
 	if !bounded {
 		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
@@ -295,12 +300,35 @@ func (c *Client) leaseArg(lease time.Duration) any {
 // detached returns a ctx that survives the caller's cancellation and ends
 // after the release timeout: releases and settlements must finish even when
 // the caller has given up.
+//
+// Within a call with a wait time (see callBound) it ends at the call's
+// bound instead, if that comes first: what is left over then is settled
+// in the background.
 func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Value(stayAttached{}) != nil {
-		return context.WithTimeout(ctx, c.opts.ReleaseTimeout)
-	}
-	return context.WithTimeout(context.WithoutCancel(ctx), c.opts.ReleaseTimeout)
+	return c.detachedUntil(ctx, c.releaseLimit(ctx))
 }
+
+// releaseLimit is when detached work started now must end: after the
+// release timeout, or at the call's bound (callBound) if sooner.
+func (c *Client) releaseLimit(ctx context.Context) time.Time {
+	limit := time.Now().Add(c.opts.ReleaseTimeout)
+	if b, ok := ctx.Value(callBound{}).(time.Time); ok && b.Before(limit) {
+		limit = b
+	}
+	return limit
+}
+
+// detachedUntil is detached, ending at limit.
+func (c *Client) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
+	if ctx.Value(stayAttached{}) != nil {
+		return context.WithDeadline(ctx, limit)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), limit)
+}
+
+// callBound, as a ctx value, is the time by which the call a try belongs
+// to must return (await): detached work within the try ends there too.
+type callBound struct{}
 
 // stayAttached, as a ctx value, keeps detached from detaching: the
 // Client's own background work (settler.go) ends with Close.
@@ -311,12 +339,18 @@ type stayAttached struct{}
 // cancellation with the release timeout, until it succeeds, Redis replies
 // with an error (which a resend would not change), or the timeout ends.
 // op must be idempotent.
+//
+// The first attempt ends by the same limit as the rest: a call stuck on a
+// dead connection is not waited out past it.
 func (c *Client) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	v, err := op(ctx)
+	limit := c.releaseLimit(ctx)
+	fctx, cancel := context.WithDeadline(ctx, limit)
+	v, err := op(fctx)
+	cancel()
 	if err == nil || isRedisReply(err) {
 		return v, err
 	}
-	dctx, cancel := c.detached(ctx)
+	dctx, cancel := c.detachedUntil(ctx, limit)
 	defer cancel()
 	return retryDetached(dctx, op)
 }

@@ -8,22 +8,23 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// renewalClient returns the client the watchdog renews through, and a func
-// that closes it if it is lockgen's own.
+// deadlineClient returns a client that honours ctx deadlines for rdb's
+// server(s), and a func that closes it if it is lockgen's own: rdb itself
+// when it does (ContextTimeoutEnabled), else one built from rdb's options
+// with ContextTimeoutEnabled and poolSize connections. The watchdog renews
+// through it.
 //
 // A renewal must end by the deadline it serves, and go-redis honours a
 // ctx's deadline on socket reads and between retries only when the client
 // was built with ContextTimeoutEnabled; otherwise a renewal stuck on a dead
 // connection waits out ReadTimeout and is retried MaxRetries times, and a
 // retry may extend the key long after the holder was told the hold is
-// gone. So when rdb does not honour deadlines, the watchdog uses a client
-// of its own built from rdb's options with ContextTimeoutEnabled (its
-// connections are few: one per renewal worker and node). A Sentinel
-// failover client cannot be rebuilt from its options (the failover state is
-// not in them): it is used as it is, and NewClient logs that renewals are
-// then bounded by its timeouts only. The hold's deadline is enforced by a
-// timer either way (see lease.go); this is about not renewing late.
-func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
+// gone. A Sentinel failover client cannot be rebuilt from its options (the
+// failover state is not in them): it is used as it is (bounded false), and
+// NewClient checks that its timeouts fit the lease. The hold's deadline is
+// enforced by a timer either way (see lease.go). Building a client from
+// rdb's options changes nothing on rdb.
+func deadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
 	switch r := rdb.(type) {
 	case *redis.Client:
 		o := r.Options()
@@ -35,7 +36,7 @@ func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn 
 		}
 		own := *o
 		own.ContextTimeoutEnabled = true
-		own.PoolSize = renewWorkers + 1
+		own.PoolSize = poolSize
 		// Its own push-notification state: the one in o is rdb's, and
 		// maintenance notifications do not matter for renewals.
 		own.PushNotificationProcessor = nil
@@ -49,7 +50,7 @@ func renewalClient(rdb redis.UniversalClient) (_ redis.UniversalClient, closeFn 
 		}
 		own := *o
 		own.ContextTimeoutEnabled = true
-		own.PoolSize = renewWorkers + 1
+		own.PoolSize = poolSize
 		own.PushNotificationProcessor = nil
 		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		c := redis.NewClusterClient(&own)

@@ -21,6 +21,11 @@ var (
 	ErrNotHeld = errors.New("lock not held by this owner")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("lock client closed")
+	// ErrUnavailable: Redis could not be reached within the wait time (or,
+	// for a single try, the Client's ReleaseTimeout); it wraps the last
+	// transport error. ErrNotAcquired, by contrast, means Redis answered
+	// that someone held the lock.
+	ErrUnavailable = errors.New("redis unavailable")
 	// ErrDraining: the Client's Shutdown began; it takes no new locks.
 	ErrDraining = errors.New("lock client shutting down")
 	// ErrInvalidKey: a lock key is empty, or a key parameter cannot be rendered safely.

@@ -298,7 +298,7 @@ func (sc *subConn) writeLoop() {
 	h.mu.Lock()
 	reload := sc.reload
 	h.mu.Unlock()
-	if cc, ok := h.c.rdb.(*redis.ClusterClient); ok && reload {
+	if cc, ok := h.sub.(*redis.ClusterClient); ok && reload {
 		cc.ReloadState(sc.ctx)
 	}
 	for {

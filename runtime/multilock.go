@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockgen/lockgen/lua"
@@ -107,9 +108,12 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 // acquireInOrder takes the members one by one in key order, and gives back
 // what it took if a member cannot be had.
 func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
-	var deadline time.Time
+	var deadline, until time.Time
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
+	}
+	if wait > 0 {
+		until = deadline // the whole call ends with the wait
 	}
 	hctx := ctx
 	var held []context.Context
@@ -118,7 +122,7 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 		if !deadline.IsZero() {
 			left = max(time.Until(deadline), 0)
 		}
-		h, err := m.acquireAs(hctx, owner, left, lease)
+		h, err := m.acquireAs(hctx, owner, left, lease, until)
 		if err != nil {
 			for i := len(held) - 1; i >= 0; i-- {
 				_ = l.members[i].Unlock(held[i])
@@ -248,10 +252,18 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	}
 	defer l.c.observeRelease(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.acq.h.owner, hc.acq.start)
 	if !l.atomic {
-		var errs []error
-		for i := len(l.members) - 1; i >= 0; i-- {
-			errs = append(errs, l.members[i].Unlock(ctx))
+		// The members are independent locks: released at once, so that
+		// the whole Unlock is bounded by one ReleaseTimeout.
+		errs := make([]error, len(l.members))
+		var wg sync.WaitGroup
+		for i, m := range l.members {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = m.Unlock(ctx)
+			}()
 		}
+		wg.Wait()
 		return errors.Join(errs...)
 	}
 	args := make([]lockArgs, len(l.members))

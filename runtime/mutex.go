@@ -85,11 +85,12 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 		// hold that was lost it wraps ErrLockLost.
 		return nil, m.fail("acquire", context.Cause(ctx))
 	}
-	return m.acquireAs(ctx, owner, wait, lease)
+	return m.acquireAs(ctx, owner, wait, lease, time.Time{})
 }
 
-// acquireAs is TryLock for a given owner token.
-func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
+// acquireAs is TryLock for a given owner token, as part of a call that
+// must return by until (zero: no bound but wait's).
+func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (context.Context, error) {
 	c := m.c
 	start := time.Now()
 	a := newLockArgs(m.key, owner, m.k.field(owner))
@@ -127,6 +128,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		channel:  func() string { return m.k.channel(m.key, owner) },
 		key:      func() string { return m.key },
 		wait:     wait,
+		until:    until,
 		maxSleep: m.k.refreshEvery(m),
 		shared:   m.k.shared(),
 		queue:    m.k.queues() && c.holdOf(ctx) == nil,
@@ -330,18 +332,34 @@ const (
 )
 
 // leave withdraws a waiter that gave up from the kind's waiting structures
-// (the fair queue, the waiting-writer set), detached from ctx.
+// (the fair queue, the waiting-writer set), detached from ctx. The caller's
+// wait is over: it gets leaveWithin for it, and when Redis does not answer
+// by then the settler goes on with it in the background, until the entry
+// would have timed out anyway.
 func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	if !m.k.waits(m) {
 		return
 	}
-	_, err := m.c.retry(ctx, func(ctx context.Context) (int64, error) {
-		return m.k.leave(ctx, m, a)
-	})
-	if err != nil {
-		m.c.warn("leaving the wait queue failed", "lock", m.opts.Name, "key", m.key, "err", err)
+	c := m.c
+	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
+	if _, err := c.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || isRedisReply(err) {
+		return
 	}
+	c.settleInBackground(settleJob{
+		try: func(ctx context.Context) bool {
+			_, err := op(ctx)
+			return err == nil || isRedisReply(err)
+		},
+		until: time.Now().Add(max(m.opts.QueueTimeout, c.giveBackFor())),
+		quit: func() {
+			c.warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
+		},
+	})
 }
+
+// leaveWithin is how long a waiter that gave up spends leaving the queue
+// before it returns (see leave): a round trip when Redis answers.
+const leaveWithin = 25 * time.Millisecond
 
 // Unlock releases the acquisition that ctx carries. It runs detached from
 // ctx's cancellation (with the Client's ReleaseTimeout), so it releases even

@@ -98,13 +98,13 @@ func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
 func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
 
-// pubSubChoice returns the flavour and reason of the Info record in which
+// pubSubChoice returns the flavour and reason of the Debug record in which
 // the client logged its pub/sub choice ("" if it logged none).
 func (h *recordingHandler) pubSubChoice() (flavour, reason string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range h.records {
-		if r.Level != slog.LevelInfo {
+		if r.Level != slog.LevelDebug {
 			continue
 		}
 		r.Attrs(func(a slog.Attr) bool {

@@ -116,7 +116,11 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 	}
 	for {
 		start := time.Now()
-		parts, answered := l.tryAll(ctx, owner, lease)
+		until := time.Time{} // a single try of each node: bounded by the release timeout
+		if wait > 0 {
+			until = deadline
+		}
+		parts, answered := l.tryAll(ctx, owner, lease, until)
 		granted := 0
 		for _, p := range parts {
 			if p != nil {
@@ -158,7 +162,7 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 
 // tryAll tries every node once, in parallel. answered counts the nodes
 // that replied (granted or held by someone else), as opposed to failing.
-func (l *RedLock) tryAll(ctx context.Context, owner string, lease time.Duration) (parts []context.Context, answered int) {
+func (l *RedLock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, answered int) {
 	nodes := l.c.redNodes
 	parts = make([]context.Context, len(nodes))
 	errs := make([]error, len(nodes))
@@ -167,7 +171,7 @@ func (l *RedLock) tryAll(ctx context.Context, owner string, lease time.Duration)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			parts[i], errs[i] = n.Mutex(l.key, l.opts).acquireAs(ctx, owner, 0, lease)
+			parts[i], errs[i] = n.Mutex(l.key, l.opts).acquireAs(ctx, owner, 0, lease, until)
 		}()
 	}
 	wg.Wait()

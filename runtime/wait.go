@@ -2,9 +2,14 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Watchdog and Forever are the special values of LockOptions.
@@ -47,6 +52,9 @@ type waitSpec struct {
 	also func() string
 	// queued reports whether a try queued the waiter in Redis (grant.go).
 	queued func() bool
+	// until, when set, is when the whole call this wait is part of must
+	// return (a multi-lock's or a RedLock's wait): no try runs past it.
+	until time.Time
 	// waitStarted is called when a waiter that can be handed the lock
 	// sleeps without a first try (behind the Client's own waiters): the
 	// try would have reported the wait as started.
@@ -108,6 +116,24 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
+	// bound is when the call must return: the end of the wait, or the
+	// caller's (ws.until) if sooner; a single try gets the release
+	// timeout. Every try runs under it, and so does what a try does
+	// detached (settling a lost reply): what is left then goes on in the
+	// background.
+	bound := deadline
+	switch {
+	case wait == 0:
+		bound = time.Now().Add(c.opts.ReleaseTimeout)
+	case wait > 0:
+		// The last try, at the end of the wait, gets a round trip.
+		bound = deadline.Add(lastTryGrace)
+	}
+	if u := ws.until.Add(lastTryGrace); !ws.until.IsZero() && (bound.IsZero() || u.Before(bound)) {
+		bound = u
+	}
+	backoff := unreachableBackoff
+	replied := false // a try got an answer from Redis
 	h := c.hub
 	var (
 		w        *waiter
@@ -163,7 +189,8 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			// tracking, or by this bound.
 			ttl = skippedTryBound
 		} else {
-			acquired, ttl, err = try(ctx)
+			acquired, ttl, err = boundedTry(ctx, bound, try)
+			replied = replied || err == nil
 			// Blocked by another lock now (a multi-lock): sleep on its channel.
 			moved := err == nil && !acquired && w != nil && ws.dynamic && ws.channel() != joined
 			if w != nil {
@@ -174,6 +201,29 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				if ws.queued != nil && !acquired && ws.queued() {
 					h.markQueued(w)
 				}
+			}
+			if err != nil && ctx.Err() == nil && unreachable(err) {
+				// Redis did not answer. A waiter tries again within its
+				// wait (Redis may be back: a restart, a failover); the
+				// call ends at its bound with ErrUnavailable, unless Redis
+				// answered an earlier try and only the last one ran out
+				// of time (a slow reply at the end of the wait): then
+				// the lock was held, as far as anyone knows.
+				if wait == 0 || !bound.IsZero() && !time.Now().Before(bound) {
+					if replied && errors.Is(err, context.DeadlineExceeded) {
+						return ErrNotAcquired
+					}
+					return fmt.Errorf("%w: %w", ErrUnavailable, err)
+				}
+				d := backoff
+				if !bound.IsZero() {
+					d = min(d, time.Until(bound))
+				}
+				backoff = min(2*backoff, maxUnreachableBackoff)
+				if err := c.pause(ctx, &timer, d, drain); err != nil {
+					return err
+				}
+				continue
 			}
 			if err != nil || acquired {
 				return err
@@ -227,6 +277,10 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				d = left
 			}
 		}
+		// A Client that waits is named in Redis (its owner label: the
+		// watchdog loop writes it), so lockgen inspect can tell whose
+		// waiters these are before it holds anything.
+		c.wd.start(c)
 		h.park(w)
 		serr := c.sleep(ctx, w, &timer, d, drain)
 		if state, marker, sent := h.unpark(w); state == offerGranted || state == offerUnknown || state == offerRemote {
@@ -241,6 +295,62 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		if serr != nil {
 			return serr
 		}
+	}
+}
+
+// lastTryGrace is how long the try at the end of a wait may take (a round
+// trip, with room): with leaveWithin, what a call may take past its wait.
+const lastTryGrace = 15 * time.Millisecond
+
+// The pause between tries of a waiter while Redis does not answer: it
+// doubles from unreachableBackoff up to maxUnreachableBackoff.
+const (
+	unreachableBackoff    = 10 * time.Millisecond
+	maxUnreachableBackoff = 250 * time.Millisecond
+)
+
+// boundedTry runs try under a ctx that ends at bound (none if zero) and
+// carries it (callBound), so that what the try does detached ends there
+// too.
+func boundedTry(ctx context.Context, bound time.Time, try tryFunc) (bool, time.Duration, error) {
+	if bound.IsZero() {
+		return try(ctx)
+	}
+	tctx, cancel := context.WithDeadline(context.WithValue(ctx, callBound{}, bound), bound)
+	defer cancel()
+	return try(tctx)
+}
+
+// unreachable reports whether err says Redis could not be reached (no
+// reply: refused, reset, timed out, pool exhausted), as opposed to a reply
+// or an error of lockgen's own.
+func unreachable(err error) bool {
+	if err == nil || isRedisReply(err) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrOutcomeUnknown) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
+}
+
+// pause waits d on *timer (made on first use), unless ctx, Close or
+// drain (see sleep) ends it first.
+func (c *Client) pause(ctx context.Context, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
+	if *timer == nil {
+		*timer = time.NewTimer(time.Hour)
+	}
+	(*timer).Reset(max(d, 0))
+	defer (*timer).Stop()
+	select {
+	case <-(*timer).C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closeCh:
+		return ErrClosed
+	case <-drain:
+		return fmt.Errorf("%w: Shutdown began", ErrDraining)
 	}
 }
 

@@ -1,0 +1,236 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// Every call is bounded whatever Redis does: a call with a wait time
+// returns within it (+ outageSlack), a single try within ReleaseTimeout,
+// an Unlock within ReleaseTimeout, each kind, with Redis down, cut off by
+// a blackhole, or paused, on a go-redis client that honours ctx deadlines
+// (ContextTimeoutEnabled); with Redis down, on one with go-redis' default
+// options too (a refused dial does not wait on a socket). The error says
+// Redis could not be reached (ErrUnavailable), not that the lock was
+// held.
+
+const (
+	outageWait    = 300 * time.Millisecond
+	outageRelease = 500 * time.Millisecond
+	outageSlack   = 50 * time.Millisecond
+)
+
+// outageKind acquires and releases one kind; acquire returns the hold's
+// ctx and the func that releases it.
+type outageKind struct {
+	name    string
+	acquire func(ctx context.Context, c *runtime.Client, wait time.Duration) (release func() error, err error)
+	noHold  bool // a latch's await holds nothing: no Unlock to time
+}
+
+func lockerKind(name string, mk func(c *runtime.Client) interface {
+	TryLock(context.Context, time.Duration, time.Duration) (context.Context, error)
+	Unlock(context.Context) error
+}) outageKind {
+	return outageKind{name, func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		l := mk(c)
+		h, err := l.TryLock(ctx, wait, runtime.Watchdog)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return l.Unlock(h) }, nil
+	}, false}
+}
+
+type locker = interface {
+	TryLock(context.Context, time.Duration, time.Duration) (context.Context, error)
+	Unlock(context.Context) error
+}
+
+var outageKinds = []outageKind{
+	lockerKind("reentrant", func(c *runtime.Client) locker { return c.Mutex("out:re", runtime.LockOptions{}) }),
+	lockerKind("fair", func(c *runtime.Client) locker { return c.FairLock("out:fair", runtime.LockOptions{}) }),
+	lockerKind("read", func(c *runtime.Client) locker { return c.ReadWrite("out:rwr", runtime.LockOptions{}).Read() }),
+	lockerKind("write", func(c *runtime.Client) locker { return c.ReadWrite("out:rww", runtime.LockOptions{}).Write() }),
+	lockerKind("multi-atomic", func(c *runtime.Client) locker {
+		return c.MultiLock(runtime.LockOptions{}, c.Mutex("out:ma", runtime.LockOptions{}), c.Mutex("out:mb", runtime.LockOptions{}))
+	}),
+	lockerKind("multi-in-order", func(c *runtime.Client) locker {
+		return c.MultiLock(runtime.LockOptions{}, c.FairLock("out:mf", runtime.LockOptions{}), c.Mutex("out:mr", runtime.LockOptions{}))
+	}),
+	lockerKind("red", func(c *runtime.Client) locker { return c.RedLock("out:red", runtime.LockOptions{}) }),
+	{"fenced", func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		f := c.FencedLock("out:fenced", runtime.LockOptions{})
+		h, _, err := f.TryLockFenced(ctx, wait, runtime.Watchdog)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return f.Unlock(h) }, nil
+	}, false},
+	{"semaphore", func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		s := c.Semaphore("out:sem", runtime.SemaphoreOptions{Permits: 2})
+		h, err := s.TryAcquire(ctx, 1, wait)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return s.Release(h) }, nil
+	}, false},
+	{"plain-semaphore", func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		p := c.PlainSemaphore("out:plain", "plain")
+		if err := p.TryAcquire(ctx, 1, wait); err != nil {
+			return nil, err
+		}
+		return func() error { return p.Release(ctx, 1) }, nil
+	}, false},
+	{"latch-await", func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		err := c.Latch("out:latch", runtime.LatchOptions{}).TryAwait(ctx, wait)
+		return func() error { return nil }, err
+	}, true},
+}
+
+// outageFault cuts the Client off from its servers, and heals.
+type outageFault struct {
+	name   string
+	inject func(servers []*redistest.Server, proxies []*faultproxy.Proxy)
+}
+
+var outageFaults = []outageFault{
+	{"down-default-options", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
+		for _, s := range servers {
+			s.Kill()
+		}
+	}},
+	{"down", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
+		for _, s := range servers {
+			s.Kill()
+		}
+	}},
+	{"blackhole", func(_ []*redistest.Server, proxies []*faultproxy.Proxy) {
+		for _, p := range proxies {
+			p.Blackhole(faultproxy.Both)
+		}
+	}},
+	{"paused", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
+		for _, s := range servers {
+			go s.Pause(5 * time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}},
+}
+
+// outageEnv is three servers behind proxies (the first is the Client's,
+// all three are its RedLock nodes), go-redis clients that honour ctx
+// deadlines unless defaults.
+func outageEnv(t *testing.T, defaults bool) (*runtime.Client, []*redistest.Server, []*faultproxy.Proxy) {
+	servers := redistest.StartN(t, 3)
+	var proxies []*faultproxy.Proxy
+	var nodes []redis.UniversalClient
+	for _, s := range servers {
+		p := faultproxy.Start(t, s.Addr())
+		proxies = append(proxies, p)
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: !defaults})
+		t.Cleanup(func() { _ = rdb.Close() })
+		nodes = append(nodes, rdb)
+	}
+	c := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes, ReleaseTimeout: outageRelease,
+		Logger: slog.New(slog.DiscardHandler)})
+	// The latch and the plain semaphore are armed while Redis answers.
+	ctx := ctxT(t)
+	if _, err := c.Latch("out:latch", runtime.LatchOptions{}).TrySetCount(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PlainSemaphore("out:plain", "plain").TrySetPermits(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	return c, servers, proxies
+}
+
+func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
+	for _, f := range outageFaults {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			c, servers, proxies := outageEnv(t, f.name == "down-default-options")
+			ctx := ctxT(t)
+			// A hold of each kind taken while Redis answers, released
+			// during the fault.
+			releases := make([]func() error, len(outageKinds))
+			for i, k := range outageKinds {
+				releases[i] = func() error { return nil }
+				if !k.noHold {
+					var err error
+					if releases[i], err = k.acquire(ctx, c, 0); err != nil {
+						t.Fatalf("%s: %v", k.name, err)
+					}
+				}
+			}
+			f.inject(servers, proxies)
+			var wg sync.WaitGroup
+			for i, k := range outageKinds {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var log []string
+					for _, wait := range []time.Duration{outageWait, 0} {
+						bound := wait
+						if wait == 0 {
+							bound = outageRelease
+						}
+						start := time.Now()
+						rel, err := k.acquire(ctx, c, wait)
+						took := time.Since(start)
+						if err == nil {
+							_ = rel()
+							t.Errorf("%s, wait %v: acquired with Redis %s", k.name, wait, f.name)
+							continue
+						}
+						if took > bound+outageSlack {
+							t.Errorf("%s, wait %v: returned after %v, bound %v + %v: %v", k.name, wait, took, bound, outageSlack, err)
+						}
+						want := runtime.ErrUnavailable
+						if k.name == "red" {
+							want = runtime.ErrQuorum // no node answered: no quorum
+						}
+						if !errors.Is(err, want) {
+							t.Errorf("%s, wait %v: error %v, want one wrapping %v", k.name, wait, err, want)
+						}
+						log = append(log, fmt.Sprintf("wait %v: %v", wait, took.Round(time.Millisecond)))
+					}
+					start := time.Now()
+					err := releases[i]()
+					took := time.Since(start)
+					if took > outageRelease+outageSlack {
+						t.Errorf("%s: Unlock returned after %v, ReleaseTimeout %v: %v", k.name, took, outageRelease, err)
+					}
+					if !k.noHold {
+						log = append(log, fmt.Sprintf("unlock: %v (%s)", took.Round(time.Millisecond), shortErr(err)))
+					}
+					t.Logf("%-16s %s", k.name, strings.Join(log, ", "))
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func shortErr(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return fmt.Sprint(s)
+}
