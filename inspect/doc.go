@@ -1,21 +1,35 @@
 // Package inspect reads the live state of the locks a locks.yaml declares
-// from Redis, for people on call and for scripts: who holds a lock, since
-// when and for how long, who waits for it, and every live instance of a
-// lock. It is what `lockgen inspect` runs.
+// from Redis, for people on call and for scripts: who holds a lock and for
+// how long more, who waits for it, and every live instance of a lock. It
+// is what `lockgen inspect` runs.
 //
 // It reads the layout the runtime writes (Redisson's, design.md §4 and §8)
 // and never writes: its commands are HGETALL, PTTL, LRANGE, ZRANGE, GET,
-// TIME and SCAN (with TYPE), never KEYS. A fenced lock is shown with the
-// last token handed out, a semaphore with its free count and each held
-// permit's expiry (a permit whose lease ran out counts as free, as the next
-// script on the semaphore will find it), a latch with the count left. A lock's live instances are found with SCAN
+// TIME, PUBSUB NUMSUB and SHARDNUMSUB, and SCAN (with TYPE), never KEYS. A
+// fenced lock is shown with the last token handed out, a semaphore with its
+// free count and each held permit's expiry (a permit whose lease ran out
+// counts as free, as the next script on the semaphore will find it), a
+// latch with the count left. A lock's live instances are found with SCAN
 // over a glob derived from its key pattern (literal text escaped, a
 // placeholder matched by *), on every master of a cluster or only on the
 // one that serves a pattern whose hash tag is literal, and the keys found
 // are then matched exactly against the pattern, so a key of another lock
 // that the glob happens to match is not reported.
 //
+// Waiters are shown where Redis records them: a reentrant lock's grant
+// queue (lockgen_lock_queue, with when each waiter first waited), a fair
+// lock's queue (redisson_lock_queue, with its deadlines), a read-write
+// lock's waiting writers (writers first). What Redis does not record (a
+// semaphore's or latch's waiters, waiting readers, Redisson's reentrant
+// waiters, every reentrant waiter on a cluster, which owner holds a
+// permit) is named as such (Instance.Unrecorded), with the number of
+// subscribers of the channel those waiters sleep on. No hold carries a
+// start time: the layout records none.
+//
 // An owner token "<client uuid>:<n>" is shown with the label its lockgen
 // Client keeps in Redis (runtime.OwnerLabelKey: host, pid and
-// Options.Name); an owner without a label is shown as Redisson's.
+// Options.Name). An owner without a label is shown as Redisson's, unless a
+// key only lockgen writes (its queues) names it: then it is a lockgen
+// Client's that has not held a lock yet (the label is written at a
+// Client's first hold) or is gone.
 package inspect

@@ -45,8 +45,11 @@ func kindText(kind string, fenced bool) string {
 
 // describe says who an owner is.
 func (w Who) describe() string {
-	if w.Redisson {
+	switch {
+	case w.Redisson:
 		return "redisson (no lockgen label)"
+	case w.NoLabel:
+		return "lockgen, no label (its Client is gone, or has not written it yet)"
 	}
 	s := fmt.Sprintf("lockgen pid %d on %s", w.PID, w.Host)
 	if w.Name != "" {
@@ -108,10 +111,26 @@ func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
 		if st.Kind == "readwrite" {
 			label = "writer waits"
 		}
-		row(fmt.Sprintf("%s %d", label, i+1), q.Owner, "deadline "+human(q.Deadline), q.Who.describe())
+		when := "deadline " + human(q.Deadline)
+		if !q.Since.IsZero() {
+			when = "waiting " + human(q.Waited) + ", " + when
+		}
+		row(fmt.Sprintf("%s %d", label, i+1), q.Owner, when, q.Who.describe())
 	}
 	for _, p := range st.Permits {
-		row("permit", p.ID, "ttl "+human(p.Expiry))
+		owner := "owner unknown (no lockgen label matches: Redisson's, or its Client is gone)"
+		if p.Who != nil {
+			owner = p.Who.describe()
+		}
+		row("permit", p.ID, "ttl "+human(p.Expiry), owner)
+	}
+	// Waiters Redis does not record sleep on the channel: with no one
+	// subscribed there, none waits (the JSON still says both).
+	if st.Unrecorded != "" && (st.Listening == nil || *st.Listening > 0) {
+		row("not recorded", st.Unrecorded)
+	}
+	if st.Listening != nil && *st.Listening > 0 {
+		row("listening", plural(*st.Listening, "subscriber")+" on "+st.Channel)
 	}
 	for _, n := range st.Nodes {
 		writeInstance(tw, n, indent+"  ")
@@ -164,10 +183,22 @@ func WriteInstances(w io.Writer, list []Instance, truncated bool, limit int) err
 	return tw.Flush()
 }
 
-// short names an owner in one word: pid@host, or redisson.
+// plural is n things.
+func plural(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return formatInt(n) + " " + thing + "s"
+}
+
+// short names an owner in one word: pid@host, redisson, or lockgen (no
+// label).
 func (w Who) short() string {
-	if w.Redisson {
+	switch {
+	case w.Redisson:
 		return "redisson"
+	case w.NoLabel:
+		return "lockgen"
 	}
 	return fmt.Sprintf("%d@%s", w.PID, w.Host)
 }

@@ -164,23 +164,38 @@ func keyParams(l *lockgen.Lock, params map[string]string) map[string]string {
 	return out
 }
 
-// readKey fills in st, whose Key is set, by l's kind.
+// readKey fills in st, whose Key is set, by l's kind: its holders, the
+// waiters Redis records, what it does not record, and how many clients
+// listen on the channel the unrecorded ones sleep on.
 func (in *Inspector) readKey(ctx context.Context, r *reader, l *lockgen.Lock, st *Instance) error {
+	st.Unrecorded = unrecorded(l, r.cluster())
 	switch kindOf(l) {
 	case "fair":
 		return r.fair(ctx, st)
 	case "readwrite":
-		return r.readWrite(ctx, st)
+		st.Channel = rwChannel(st.Key)
+		if err := r.readWrite(ctx, st); err != nil {
+			return err
+		}
+		return r.listening(ctx, st)
 	case "semaphore":
-		return r.semaphore(ctx, st)
+		st.Channel = semaphoreChannel(st.Key)
+		if err := r.semaphore(ctx, st); err != nil {
+			return err
+		}
+		return r.listening(ctx, st)
 	case "latch":
-		return r.latch(ctx, st)
+		st.Channel = latchChannel(st.Key)
+		if err := r.latch(ctx, st); err != nil {
+			return err
+		}
+		return r.listening(ctx, st)
 	case "red":
 		if len(in.RedNodes) == 0 {
 			return r.reentrant(ctx, r.rdb, st)
 		}
 		for i, node := range in.RedNodes {
-			nr := &reader{rdb: node, now: r.now, labels: map[string]Who{}}
+			nr := r.sub(node)
 			ns := Instance{Lock: st.Lock, Kind: st.Kind, Key: st.Key, Node: in.RedAddrs[i]}
 			if err := nr.reentrant(ctx, node, &ns); err != nil {
 				return fmt.Errorf("red node %s: %w", in.RedAddrs[i], err)
@@ -198,9 +213,53 @@ func (in *Inspector) readKey(ctx context.Context, r *reader, l *lockgen.Lock, st
 	}
 	if fenced(l) {
 		st.Fenced = true
-		return r.fenced(ctx, st)
+		if err := r.fenced(ctx, st); err != nil {
+			return err
+		}
 	}
-	return nil
+	// Read the grant queue whatever the lock's options: it is empty where
+	// the runtime keeps none.
+	if err := r.grantQueue(ctx, st); err != nil {
+		return err
+	}
+	st.Channel = lockChannel(st.Key)
+	return r.listening(ctx, st)
+}
+
+// unrecorded says which waiters of l Redis keeps no record of (see
+// Instance.Unrecorded), as the runtime writes them: a reentrant lock's
+// lockgen waiters are queued for grants only where its releases may grant
+// (runtime Mutex.handsOff: not fenced, no syncReplicas, not on a cluster,
+// Options.NoHandoff not set: docs/operating.md names the last, which
+// inspect cannot see), and only from their first try on; an atomic
+// multi-lock's waiters are never queued; a read-write lock records its
+// waiting writers with writers first only; semaphores (nor which owner
+// holds a permit), latches and red locks record no waiter.
+func unrecorded(l *lockgen.Lock, cluster bool) string {
+	switch kindOf(l) {
+	case "fair":
+		return "" // Redisson's waiters and lockgen's alike are in its queue
+	case "readwrite":
+		if l.WritersFirst() {
+			return "waiting readers"
+		}
+		return "every waiter (waiting writers are recorded with fairness writers: first only)"
+	case "semaphore":
+		return "every waiter"
+	case "latch":
+		return "every waiter (Await)"
+	case "red":
+		return "every waiter (RedLock waiters poll the nodes)"
+	}
+	switch {
+	case cluster:
+		return "every waiter (on a Redis Cluster lockgen queues no reentrant waiter)"
+	case fenced(l):
+		return "every waiter (lockgen queues no waiter of a fenced lock)"
+	case l.SyncReplicas > 0:
+		return "every waiter (lockgen queues no waiter of a lock with syncReplicas)"
+	}
+	return "Redisson's waiters, and lockgen's before their first try or in an atomic multi-lock"
 }
 
 // kindOf is the kind's name as spec and output spell it.
@@ -293,6 +352,7 @@ func (in *Inspector) Summary(ctx context.Context) ([]Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.uncounted = true
 	var out []Summary
 	for _, l := range in.Spec.Locks {
 		s := Summary{Lock: l.Name, Kind: string(l.Kind), Fenced: fenced(l), Pattern: l.KeyPattern().Text}

@@ -29,12 +29,14 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // names a Redis address: it prints "held" and holds until stdin closes.
 func TestMain(m *testing.M) {
 	if addr := os.Getenv("LOCKGEN_INSPECT_CHILD"); addr != "" {
-		os.Exit(child(addr))
+		os.Exit(child(addr, os.Getenv("LOCKGEN_INSPECT_CHILD_MODE")))
 	}
 	os.Exit(m.Run())
 }
 
-func child(addr string) int {
+// child holds order:7; in mode "wait" it also waits for order:8 (which
+// the parent holds) and says "held" once its waiter is queued in Redis.
+func child(addr, mode string) int {
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	c, err := runtime.NewClient(rdb, &runtime.Options{Name: "child"})
 	if err != nil {
@@ -51,11 +53,46 @@ func child(addr string) int {
 	for rdb.Exists(ctx, runtime.OwnerLabelKey(c.ID())).Val() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
+	wctx, stop := context.WithCancel(ctx)
+	if mode == "wait" {
+		go func() {
+			_, _ = c.Mutex("order:8", runtime.LockOptions{Name: "OrderLock"}).TryLock(wctx, runtime.Forever, runtime.Watchdog)
+		}()
+		for rdb.ZCard(ctx, "lockgen_lock_queue:{order:8}").Val() == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	fmt.Println("held")
 	_, _ = os.Stdin.Read(make([]byte, 1))
+	stop()
 	_ = c.Mutex("order:7", runtime.LockOptions{}).Unlock(hctx)
 	_ = c.Close()
 	return 0
+}
+
+// startChild starts the child process (see child) on the server at addr
+// and returns its pid once it says "held"; it ends with the test.
+func startChild(t *testing.T, addr, mode string) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "LOCKGEN_INSPECT_CHILD="+addr, "LOCKGEN_INSPECT_CHILD_MODE="+mode)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if line != "held\n" {
+		t.Fatalf("child: %q, want held", line)
+	}
+	return cmd.Process.Pid
 }
 
 func spec(t *testing.T) *lockgen.Spec {
@@ -129,7 +166,7 @@ func normalise(s string) string {
 	return wsRE.ReplaceAllString(s, "  ")
 }
 
-var jsonVarying = regexp.MustCompile(`"(ttl_ms|deadline_ms|pid|since|host|id)": ("[^"]*"|[0-9-]+)`)
+var jsonVarying = regexp.MustCompile(`"(ttl_ms|deadline_ms|waited_ms|pid|since|client_started|host|id)": ("[^"]*"|[0-9-]+)`)
 
 // normaliseJSON replaces the values that differ between runs.
 func normaliseJSON(s string) string {
@@ -334,36 +371,17 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestInspectNamesTheProcessOfAHoldTakenByAnother(t *testing.T) {
 	s := redistest.Start(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "LOCKGEN_INSPECT_CHILD="+s.Addr())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if line != "held\n" {
-		t.Fatalf("child: %q, want held", line)
-	}
-	out := strings.NewReader(line)
-
+	pid := startChild(t, s.Addr(), "")
 	in := &inspect.Inspector{Spec: spec(t), Redis: s.Client(t)}
 	st, err := in.Instance(context.Background(), "OrderLock", map[string]string{"orderID": "7"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Holders) != 1 || st.Holders[0].Who.PID != cmd.Process.Pid || st.Holders[0].Who.Name != "child" {
-		t.Fatalf("holders %+v, want the child's pid %d and name child (child said %d bytes)", st.Holders, cmd.Process.Pid, out.Len())
+	if len(st.Holders) != 1 || st.Holders[0].Who.PID != pid || st.Holders[0].Who.Name != "child" {
+		t.Fatalf("holders %+v, want the child's pid %d and name child", st.Holders, pid)
 	}
-	if text := table(t, st); !strings.Contains(text, fmt.Sprintf("lockgen pid %d on ", cmd.Process.Pid)) {
-		t.Fatalf("table does not show the child's pid %d:\n%s", cmd.Process.Pid, text)
+	if text := table(t, st); !strings.Contains(text, fmt.Sprintf("lockgen pid %d on ", pid)) {
+		t.Fatalf("table does not show the child's pid %d:\n%s", pid, text)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,7 +21,17 @@ import (
 type reader struct {
 	rdb    redis.UniversalClient
 	now    time.Time // the server's clock, read once: scores are in its ms
-	labels map[string]Who
+	labels map[string]*runtime.OwnerLabel
+	// byPrefix maps the hex of a uuid's first runtime.PermitOwnerLen
+	// bytes to the uuid, for the live owner labels (permitOwner); mu
+	// guards it while the masters of a cluster are scanned at once.
+	byPrefix map[string]string
+	mu       sync.Mutex
+	// lockgen: clients a lockgen-only key names (a queue only lockgen
+	// writes): theirs even without a label.
+	lockgen map[string]bool
+	// uncounted: leave Instance.Listening out (the summary shows none).
+	uncounted bool
 }
 
 func newReader(ctx context.Context, rdb redis.UniversalClient) (*reader, error) {
@@ -27,7 +39,18 @@ func newReader(ctx context.Context, rdb redis.UniversalClient) (*reader, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &reader{rdb: rdb, now: now, labels: map[string]Who{}}, nil
+	return &reader{rdb: rdb, now: now, labels: map[string]*runtime.OwnerLabel{}, lockgen: map[string]bool{}}, nil
+}
+
+// sub reads a RedLock node with r's clock.
+func (r *reader) sub(rdb redis.UniversalClient) *reader {
+	return &reader{rdb: rdb, now: r.now, labels: map[string]*runtime.OwnerLabel{}, lockgen: map[string]bool{}}
+}
+
+// cluster reports whether r reads a Redis Cluster.
+func (r *reader) cluster() bool {
+	_, ok := r.rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // ttl converts a PTTL reply: go-redis gives -1 and -2 unscaled.
@@ -127,6 +150,105 @@ func (r *reader) fair(ctx context.Context, in *Instance) error {
 		}
 		in.Queue = append(in.Queue, w)
 	}
+	// lockgen's own record of its waiters tells them from Redisson's.
+	if len(in.Queue) > 0 {
+		mine, err := r.rdb.ZRange(ctx, fairWaiters(in.Key), 0, -1).Result()
+		if err != nil {
+			return wrongType(fairWaiters(in.Key), err)
+		}
+		for _, owner := range mine {
+			r.lockgen[clientOf(owner)] = true
+		}
+	}
+	return nil
+}
+
+// grantQueue adds the waiters of a reentrant lock that lockgen queued for
+// grants across processes (runtime/grant.go, lua/grant_next.lua): the
+// queue's order and each waiter's first wait (its score), and from its
+// record ("<lease>:<alive until>:<nonce>") when a release will skip it.
+// A waiter without a record is skipped by the next release.
+func (r *reader) grantQueue(ctx context.Context, in *Instance) error {
+	var queue *redis.ZSliceCmd
+	var records *redis.MapStringStringCmd
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		queue = p.ZRangeWithScores(ctx, grantQueue(in.Key), 0, -1)
+		records = p.HGetAll(ctx, grantRecords(in.Key))
+		return nil
+	})
+	if err := queue.Err(); err != nil {
+		return wrongType(grantQueue(in.Key), err)
+	}
+	if err := records.Err(); err != nil {
+		return wrongType(grantRecords(in.Key), err)
+	}
+	for _, z := range queue.Val() {
+		owner := z.Member.(string)
+		since := time.UnixMilli(int64(z.Score))
+		w := Waiter{Owner: owner, Since: since, Waited: Duration(max(r.now.Sub(since), 0))}
+		if rec := strings.SplitN(records.Val()[owner], ":", 3); len(rec) == 3 {
+			if alive, err := strconv.ParseFloat(rec[1], 64); err == nil {
+				w.Deadline = max(r.untilScore(alive), 0)
+			}
+		}
+		in.Queue = append(in.Queue, w)
+		r.lockgen[clientOf(owner)] = true
+	}
+	return nil
+}
+
+// listening counts the connections subscribed to in.Channel: with PUBSUB
+// NUMSUB and SHARDNUMSUB (a lockgen or Redisson client on a cluster uses
+// sharded pub/sub where the server has it), summed over every node of a
+// cluster, where each node counts its own subscribers. A server without
+// sharded pub/sub refuses SHARDNUMSUB: it counts 0 there. The count is
+// extra: when Redis refuses it (an ACL without PUBSUB, a node down) it is
+// left out, not an error that hides the lock's state.
+func (r *reader) listening(ctx context.Context, in *Instance) error {
+	if r.uncounted {
+		return nil
+	}
+	if err := r.countListeners(ctx, in); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *reader) countListeners(ctx context.Context, in *Instance) error {
+	ch := in.Channel
+	count := func(ctx context.Context, node redis.UniversalClient) (int64, error) {
+		var classic, sharded *redis.MapStringIntCmd
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			classic = p.PubSubNumSub(ctx, ch)
+			sharded = p.PubSubShardNumSub(ctx, ch)
+			return nil
+		})
+		if err := classic.Err(); err != nil {
+			return 0, err
+		}
+		n := classic.Val()[ch]
+		if sharded.Err() == nil {
+			n += sharded.Val()[ch]
+		}
+		return n, nil
+	}
+	var total atomic.Int64
+	cc, ok := r.rdb.(*redis.ClusterClient)
+	if !ok {
+		n, err := count(ctx, r.rdb)
+		if err != nil {
+			return err
+		}
+		total.Store(n)
+	} else if err := cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
+		n, err := count(ctx, node)
+		total.Add(n)
+		return err
+	}); err != nil {
+		return err
+	}
+	n := total.Load()
+	in.Listening = &n
 	return nil
 }
 
@@ -182,6 +304,7 @@ func (r *reader) readWrite(ctx context.Context, in *Instance) error {
 	for _, z := range writers.Val() {
 		owner, _ := strings.CutSuffix(z.Member.(string), ":write") // members are write fields
 		in.Queue = append(in.Queue, Waiter{Owner: owner, Deadline: r.untilScore(z.Score)})
+		r.lockgen[clientOf(owner)] = true
 	}
 	return nil
 }
@@ -221,7 +344,8 @@ func (r *reader) semaphore(ctx context.Context, in *Instance) error {
 			expired++ // the next script reclaims it: free
 			continue
 		}
-		in.Permits = append(in.Permits, Permit{ID: hex.EncodeToString([]byte(z.Member.(string))), Expiry: exp})
+		id := z.Member.(string)
+		in.Permits = append(in.Permits, Permit{ID: hex.EncodeToString([]byte(id)), Expiry: exp, Who: r.permitOwner(ctx, id)})
 	}
 	if n, err := free.Int64(); err == nil {
 		n += expired
@@ -268,22 +392,63 @@ func sortHolders(hs []Holder) {
 	})
 }
 
-// label resolves the client of an owner token to its label, once per
-// client. An owner with no label is Redisson's (see the package doc).
+// who resolves the client of an owner token to its label, read once per
+// client. An owner with no label is Redisson's (see the package doc),
+// unless a queue only lockgen writes names its client.
 func (r *reader) who(ctx context.Context, owner string) Who {
 	client := clientOf(owner)
-	if w, ok := r.labels[client]; ok {
-		return w
+	l, ok := r.labels[client]
+	if !ok {
+		fields, err := r.rdb.HGetAll(ctx, runtime.OwnerLabelKey(client)).Result()
+		if err == nil {
+			if label, found := runtime.ParseOwnerLabel(fields); found {
+				l = &label
+			}
+		}
+		r.labels[client] = l
 	}
-	w := Who{Client: client, Redisson: true}
-	fields, err := r.rdb.HGetAll(ctx, runtime.OwnerLabelKey(client)).Result()
-	if err == nil {
-		if l, ok := runtime.ParseOwnerLabel(fields); ok {
-			w = Who{Client: client, Host: l.Host, PID: l.PID, Name: l.Name, Since: l.Since}
+	if l == nil {
+		return Who{Client: client, NoLabel: true, Redisson: !r.lockgen[client]}
+	}
+	return Who{Client: client, Host: l.Host, PID: l.PID, Name: l.Name, ClientStarted: l.Since}
+}
+
+// permitOwner finds the Client whose uuid starts a permit id (see
+// runtime.PermitOwnerLen) among the live owner labels, listed once per
+// reader with SCAN. Nil when none matches.
+func (r *reader) permitOwner(ctx context.Context, id string) *Who {
+	if len(id) < runtime.PermitOwnerLen {
+		return nil
+	}
+	if r.byPrefix == nil {
+		r.byPrefix = map[string]string{}
+		prefix := runtime.OwnerLabelKey("")
+		scan := func(ctx context.Context, node redis.UniversalClient) error {
+			iter := node.Scan(ctx, 0, prefix+"*", scanBatch).Iterator()
+			for iter.Next(ctx) {
+				client := strings.TrimPrefix(iter.Val(), prefix)
+				raw := strings.ReplaceAll(client, "-", "")
+				if len(raw) >= 2*runtime.PermitOwnerLen {
+					r.mu.Lock()
+					r.byPrefix[raw[:2*runtime.PermitOwnerLen]] = client
+					r.mu.Unlock()
+				}
+			}
+			return iter.Err()
+		}
+		if cc, ok := r.rdb.(*redis.ClusterClient); ok {
+			_ = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
+		} else {
+			_ = scan(ctx, r.rdb)
 		}
 	}
-	r.labels[client] = w
-	return w
+	client, ok := r.byPrefix[hex.EncodeToString([]byte(id[:runtime.PermitOwnerLen]))]
+	if !ok {
+		return nil
+	}
+	r.lockgen[client] = true
+	w := r.who(ctx, client+":0")
+	return &w
 }
 
 // clientOf is the client uuid of an owner token "<uuid>:<n>" (the token

@@ -79,8 +79,26 @@ func (s *Semaphore) Name() string { return s.opts.Name }
 // semaphoreChannel is Redisson's channel of a semaphore of either layout.
 func semaphoreChannel(key string) string { return prefixName("redisson_sc", key) }
 
-// permitIDLen is the length of a permit id: 16 random bytes, stored raw.
+// permitIDLen is the length of a permit id, stored raw: 16 bytes, as
+// Redisson's. A lockgen permit id starts with the first PermitOwnerLen
+// bytes of its Client's uuid (so lockgen inspect can find the owner label
+// of a permit, which nothing else in Redis names) and ends with random
+// bytes, which keep ids unique.
 const permitIDLen = 16
+
+// PermitOwnerLen is how many bytes of a lockgen permit id are the start of
+// its Client's uuid (the rest are random).
+const PermitOwnerLen = 8
+
+// newPermitIDs returns n permit ids of the Client, back to back.
+func (c *Client) newPermitIDs(n int) []byte {
+	ids := make([]byte, n*permitIDLen)
+	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
+	for i := 0; i < len(ids); i += permitIDLen {
+		copy(ids[i:i+PermitOwnerLen], c.idPrefix[:])
+	}
+	return ids
+}
 
 func (s *Semaphore) fail(op string, err error) error {
 	return &LockError{Op: op, Name: s.opts.Name, Key: s.key, Err: err}
@@ -112,8 +130,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	}
 	c := s.c
 	start := time.Now()
-	ids := make([]byte, n*permitIDLen)
-	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
+	ids := c.newPermitIDs(n)
 	a := lockArgs{key: s.timeouts, owner: c.newOwner(), field: string(ids)}
 	marker := s.marker(string(ids))
 	px := lease
