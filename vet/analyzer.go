@@ -5,8 +5,10 @@ import (
 	"go/token"
 	"go/types"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/tools/go/analysis"
 )
@@ -27,7 +29,8 @@ func run(pass *analysis.Pass) (any, error) {
 	exportLockMethods(pass)
 	ign := collectIgnores(pass)
 	r := &resolver{pass: pass, defs: collectDefs(pass.TypesInfo, pass.Files)}
-	w := &walker{pass: pass, r: r, ign: ign, sums: make(map[*types.Func]map[string]Acq)}
+	w := &walker{pass: pass, r: r, ign: ign, sums: make(map[*types.Func]map[string]Acq),
+		nestedAt: make(map[token.Pos]bool), positions: &positions{fset: pass.Fset}}
 	w.summarize()
 
 	w.report = true
@@ -67,7 +70,7 @@ func run(pass *analysis.Pass) (any, error) {
 	for _, inv := range Inversions(all, func(e Edge) bool { return isLocal[e.key()] }) {
 		if !reported[inv.At.At] {
 			reported[inv.At.At] = true
-			pass.Report(analysis.Diagnostic{Pos: tokenPos(pass, inv.At.At), Category: "lockorder", Message: inv.Message()})
+			pass.Report(inv.Diagnostic(pass.Fset, tokenPos(pass, inv.At.At)))
 		}
 	}
 	reportClosedHere(pass, ign, all, isLocal, imported)
@@ -128,8 +131,13 @@ func reportClosedHere(pass *analysis.Pass, ign *ignores, all []Edge, isLocal map
 			continue
 		}
 		if spec := importSpec(pass, first); spec != nil && !ign.covers(pass.Fset, spec.Pos()) {
-			pass.Report(analysis.Diagnostic{Pos: spec.Pos(), Category: "lockorder-imports",
-				Message: inv.Message() + " [the sides are in imported packages; this package links them]"})
+			d := inv.Diagnostic(pass.Fset, spec.Pos())
+			d.Category = "lockorder-imports"
+			// The finding is at the import, so the edge it is about is a note too.
+			edge := (&positions{fset: pass.Fset}).related(spec.Pos(), []Note{{inv.At.At, display(inv.At.To) + " is taken while " + display(inv.At.From) + " is held"}})
+			d.Related = slices.Insert(d.Related, 1, edge...)
+			d.Message = strings.Replace(d.Message, "lock-order inversion:", "lock-order inversion in imported packages that this package links:", 1)
+			pass.Report(d)
 		}
 	}
 }
@@ -157,6 +165,11 @@ func tokenPos(pass *analysis.Pass, p Posn) token.Pos {
 }
 
 func sortAcqs(as []Acq) []Acq {
-	sort.Slice(as, func(i, j int) bool { return as[i].Lock < as[j].Lock })
+	sort.Slice(as, func(i, j int) bool {
+		if as[i].Lock != as[j].Lock {
+			return as[i].Lock < as[j].Lock
+		}
+		return as[i].sumKey() < as[j].sumKey()
+	})
 	return as
 }

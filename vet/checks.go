@@ -43,9 +43,9 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 		if o.lock == "" || o.permit || h.op.lock != o.lock || (h.op.mode == "read" && o.mode == "read") || !sameParams(o.params, h.op.params) || !outside(h) {
 			continue
 		}
-		w.reportf(o.ctx.Pos(), "selfdeadlock",
-			"self-deadlock: %s is taken again with %s, not %s, while this goroutine holds it (taken at %s): it cannot re-enter and waits for itself until its wait time runs out (%s)",
-			display(o.lock), what, holdName(h), posn(w.pass.Fset, h.call.Pos()), fixCtx(h))
+		w.finding(o.ctx.Pos(), "selfdeadlock",
+			"self-deadlock: "+display(o.lock)+" is taken again with "+what+" while this goroutine holds it: "+fixCtx(h),
+			note(h.call.Pos(), display(o.lock)+" is taken here; with "+what+" the call cannot re-enter it and waits for its own caller's hold until its wait time runs out, every time"))
 		return
 	}
 	h := w.held[len(w.held)-1]
@@ -59,15 +59,16 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 			}
 		}
 	}
+	held := lockName(h.op.lock)
 	if o.permit {
-		w.reportf(o.ctx.Pos(), "wrongctx",
-			"the semaphore %s is taken with %s, not %s, inside the critical section of %s (taken at %s): that ctx does not carry the hold, so losing %s cancels neither the wait for a permit nor the work done with it (%s)",
-			lockName(o.lock), what, holdName(h), lockName(h.op.lock), posn(w.pass.Fset, h.call.Pos()), lockName(h.op.lock), fixCtx(h))
+		w.finding(o.ctx.Pos(), "wrongctx",
+			"the semaphore "+lockName(o.lock)+" is taken with "+what+" inside the critical section of "+held+": "+fixCtx(h),
+			note(h.call.Pos(), held+" is taken here; "+what+" does not carry its hold, so losing "+held+" cancels neither the wait for a permit nor the work done with it"))
 		return
 	}
-	w.reportf(o.ctx.Pos(), "wrongctx",
-		"%s is taken with %s, not %s, inside the critical section of %s (taken at %s): that ctx does not carry the hold, so the call re-enters no lock held here, and losing %s does not cancel it (%s)",
-		lockName(o.lock), what, holdName(h), lockName(h.op.lock), posn(w.pass.Fset, h.call.Pos()), lockName(h.op.lock), fixCtx(h))
+	w.finding(o.ctx.Pos(), "wrongctx",
+		lockName(o.lock)+" is taken with "+what+" inside the critical section of "+held+": "+fixCtx(h),
+		note(h.call.Pos(), held+" is taken here; "+what+" does not carry its hold, so the call re-enters no lock held here, and losing "+held+" does not cancel it"))
 }
 
 // lockName is how a message names a lock: by its identity, or "a lock"
@@ -79,18 +80,12 @@ func lockName(id string) string {
 	return display(id)
 }
 
-func holdName(h region) string {
-	if h.ctx == nil {
-		return "the hold's ctx"
-	}
-	return "the hold's ctx " + h.ctx.Name()
-}
-
+// fixCtx says which ctx to pass instead: fn's, the hold's.
 func fixCtx(h region) string {
 	if h.ctx == nil {
-		return "name fn's ctx parameter and pass it"
+		return "pass the hold's ctx (name fn's ctx parameter)"
 	}
-	return "pass " + h.ctx.Name()
+	return "pass " + h.ctx.Name() + ", the hold's ctx"
 }
 
 // sameParams reports whether two lock calls name the same key: the same
@@ -107,9 +102,9 @@ func sameParams(a, b []ast.Expr) bool {
 	return true
 }
 
-// holdVar returns the hold ctx e carries, when e is (derived from) the ctx
-// parameter of a critical section being walked.
-func (w *walker) holdVar(e ast.Expr) *types.Var {
+// holdOf returns the critical section whose hold e carries, when e is
+// (derived from) the ctx parameter of one being walked.
+func (w *walker) holdOf(e ast.Expr) *region {
 	if len(w.held) == 0 {
 		return nil
 	}
@@ -117,12 +112,18 @@ func (w *walker) holdVar(e ast.Expr) *types.Var {
 	if org.kind != originVar {
 		return nil
 	}
-	for _, h := range w.held {
-		if h.ctx != nil && h.ctx == org.v {
-			return h.ctx
+	for i := range w.held {
+		if h := &w.held[i]; h.ctx != nil && h.ctx == org.v {
+			return h
 		}
 	}
 	return nil
+}
+
+// escaped reports the hold's ctx of h used at pos where it outlives the hold.
+func (w *walker) escaped(pos token.Pos, h *region, what string) {
+	w.finding(pos, "escape", h.ctx.Name()+", the hold's ctx, "+what,
+		note(h.call.Pos(), lockName(h.op.lock)+" is taken here; whoever has "+h.ctx.Name()+" keeps the hold's identity after fn returns and the lock is released"))
 }
 
 // checkEscapeGo reports a goroutine started inside a critical section that
@@ -132,17 +133,17 @@ func (w *walker) checkEscapeGo(g *ast.GoStmt) {
 		return
 	}
 	var found *ast.Ident
-	var v *types.Var
+	var h *region
 	ast.Inspect(g.Call, func(n ast.Node) bool {
 		if id, ok := n.(*ast.Ident); ok && found == nil {
-			if hv := w.holdVar(id); hv != nil {
-				found, v = id, hv
+			if hh := w.holdOf(id); hh != nil {
+				found, h = id, hh
 			}
 		}
 		return found == nil
 	})
 	if found != nil && !w.waitedFor(g) {
-		w.reportf(found.Pos(), "escape", "the hold's ctx %s escapes its critical section into a goroutine: the goroutine keeps the hold's identity after fn returns and the lock is released (pass it a ctx from outside the hold, or wait for it inside fn with a sync.WaitGroup or errgroup)", v.Name())
+		w.escaped(found.Pos(), h, "escapes its critical section into a goroutine (give it a ctx from outside the hold, or wait for it inside fn with a sync.WaitGroup or errgroup)")
 	}
 }
 
@@ -187,8 +188,8 @@ func (w *walker) checkEscapeAssign(a *ast.AssignStmt) {
 	}
 	h := w.held[len(w.held)-1]
 	for i, r := range a.Rhs {
-		v := w.holdVar(r)
-		if v == nil {
+		held := w.holdOf(r)
+		if held == nil {
 			continue
 		}
 		var where string
@@ -208,7 +209,7 @@ func (w *walker) checkEscapeAssign(a *ast.AssignStmt) {
 			}
 		}
 		if where != "" {
-			w.reportf(a.Lhs[i].Pos(), "escape", "the hold's ctx %s escapes its critical section: stored in %s, it keeps the hold's identity after fn returns and the lock is released (keep it inside fn)", v.Name(), where)
+			w.escaped(a.Lhs[i].Pos(), held, "escapes its critical section: stored in "+where+" (keep it inside fn)")
 		}
 	}
 }
@@ -219,32 +220,31 @@ func (w *walker) checkUnlock(c *ast.CallExpr, o op) {
 	if !w.report {
 		return
 	}
+	unlock, lock, fix := "Unlock", "Lock", "hctx, err := m.Lock(ctx); defer m.Unlock(hctx)"
+	fails := "the Unlock fails with runtime.ErrNotHeld, and the lock stays held until its lease runs out"
+	if o.permit {
+		unlock, lock, fix = "Release", "Acquire", "hctx, err := s.Acquire(ctx, 1); defer s.Release(hctx)"
+		fails = "the Release fails with runtime.ErrNotHeld, and the permits stay held until their lease runs out"
+	}
+	ctx := types.ExprString(ast.Unparen(o.ctx))
 	org := w.r.origin(o.ctx)
-	var why string
 	switch org.kind {
 	case originBackground:
-		why = types.ExprString(ast.Unparen(o.ctx)) + " carries no hold"
+		w.finding(o.ctx.Pos(), "unlock", unlock+" with "+ctx+", which carries no hold, fails with runtime.ErrNotHeld ("+fix+")")
 	case originLock:
 		if org.handle == "" || o.handle == "" || org.handle == o.handle {
 			return // an unknown handle on either side may well be the same lock
 		}
-		why = types.ExprString(ast.Unparen(o.ctx)) + " is the hold of another lock (taken at " + posn(w.pass.Fset, org.at).String() + ")"
+		w.finding(o.ctx.Pos(), "unlock", unlock+" with "+ctx+", the hold of another lock ("+fix+")",
+			note(org.at, ctx+" is the hold this "+lock+" returns; "+fails))
 	case originVar:
-		if !w.lockInputs[o.pairKey()][org.v] {
+		at, ok := w.lockInputs[o.pairKey()][org.v]
+		if !ok {
 			return
 		}
-		why = org.v.Name() + " is the ctx passed to Lock, not the one Lock returned"
-		if o.permit {
-			why = org.v.Name() + " is the ctx passed to Acquire, not the one Acquire returned"
-		}
-	default:
-		return
+		w.finding(o.ctx.Pos(), "unlock", unlock+" with "+ctx+", the ctx passed to "+lock+", not the one it returned ("+fix+")",
+			note(at, ctx+" is passed to "+lock+" here; "+fails))
 	}
-	if o.permit {
-		w.reportf(o.ctx.Pos(), "unlock", "Release with a ctx that no Acquire on this semaphore returned: %s, so it fails with runtime.ErrNotHeld and the permits stay held until their lease runs out (hctx, err := s.Acquire(ctx, 1); defer s.Release(hctx))", why)
-		return
-	}
-	w.reportf(o.ctx.Pos(), "unlock", "Unlock with a ctx that no Lock on this handle returned: %s, so it fails with runtime.ErrNotHeld and the lock stays held until its lease runs out (hctx, err := m.Lock(ctx); defer m.Unlock(hctx))", why)
 }
 
 // pairKey names a handle for matching its Lock and Unlock in one function:

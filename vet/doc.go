@@ -14,9 +14,19 @@
 //	go install github.com/lockgen/lockgen/cmd/lockgen@latest
 //	go vet -vettool=$(which lockgen) ./...
 //
-// Findings print as file:line:col: message, like the compiler's. The exit
-// code is go vet's: 0 when clean, 1 when there are findings or a package
-// does not load, 2 for bad usage.
+// A finding prints as file:line:col: message, like the compiler's errors:
+// a short message with the fix. Its detail follows on lines of its own,
+// each at the position it is about, its text indented by a tab (the
+// related information of an analysis.Diagnostic, printed as go vet prints
+// it):
+//
+//	bank/transfer.go:11:10: nested instances of one lock: locks.OrderLock(to) is taken while locks.OrderLock(from) is held (take both in one multi lock, or in a fixed order)
+//	bank/transfer.go:10:9: 	locks.OrderLock(from) is taken here: with a caller that takes the two the other way round, each holds one and waits for the other until their wait times run out
+//	bank/transfer.go:16:9: 	through bank.post, which takes locks.OrderLock here
+//	bank/transfer.go:11:10: 	fix: c.MultiLock(opts, l.OrderLock(from), l.OrderLock(to)) takes both in key order; or take them in a fixed order (say, the lower first) and say so with //lockgen:ignore <reason>
+//
+// The exit code is go vet's: 0 when clean, 1 when there are findings or a
+// package does not load, 2 for bad usage.
 //
 // # What it knows
 //
@@ -54,7 +64,9 @@
 //
 // Params are values the analyzer does not know: two calls of one lock with
 // different params are the same lock for ordering purposes, because with
-// the right (or wrong) values they are.
+// the right (or wrong) values they are. Which instance of a lock a call
+// takes (which key) matters only to the nested check below, which
+// compares the params as written.
 //
 // # The checks
 //
@@ -78,6 +90,29 @@
 // held, and losing A does not cancel it. A semaphore's permit taken that
 // way is reported too: losing A cancels neither the wait for the permit
 // nor the work done with it.
+//
+// Nested instances of one lock (nested). An instance of a lock taken while
+// another instance of it is held: a transfer that holds LedgerLock(from)
+// and takes LedgerLock(to), inside the fn of With<Name> or Do, after a
+// handle's Lock or TryLock and before its Unlock (in the order the source
+// is written; a deferred Unlock ends nothing), directly or through calls
+// as far as the lock order follows them. A transfer from b to a holds
+// the lock the first waits for and waits for the one it holds. The
+// params of the two calls are compared as written: the same variable (or
+// a variable assigned once from the same expression, or, through a call,
+// the same argument for the callee's parameter) is the same instance, a
+// re-entry, and is not reported; any param written differently may be
+// another instance, and is. Through a call, the callee's params are
+// followed when they are its parameters (or fields and expressions of
+// them): post(hctx, to) takes LedgerLock(to) when post takes
+// LedgerLock(id) for its parameter id. Not reported: a TryLock with a
+// constant wait of 0 (it fails rather than waits), and a read inside a
+// read of a readwrite lock (readers share). Fix: take both in one multi
+// lock, a runtime.Client's MultiLock over the two handles (a kind: multi
+// lock cannot list one lock twice), which takes them in key order, all or
+// nothing; a fenced lock, a semaphore or a red lock cannot be a member:
+// take the instances in a fixed order (the lower first), which the
+// analyzer cannot prove, and say so with //lockgen:ignore <reason>.
 //
 // Self-deadlock (selfdeadlock). The same mistake on the lock that is held,
 // with the same params: the call cannot re-enter and waits for its own
@@ -118,6 +153,10 @@
 // packages it is given together and reports every cycle among them at
 // each of its edges, wherever they are.
 //
+// go vet knows the positions of the package it analyses only: a line of
+// a finding's detail about another package names its position in its
+// text, after the finding's own position.
+//
 // # What it does not see
 //
 // False positives cost more than misses, so it stays quiet when it cannot
@@ -132,11 +171,17 @@
 //     is. A critical section that waits for a goroutine that takes a lock
 //     (wg.Wait) deadlocks without a report.
 //   - Only the fn of With<Name> and Do is a critical section. Code between
-//     a handle's Lock and Unlock takes locks without adding edges.
-//   - Nesting two instances of one lock (OrderLock for order 1, then for
-//     order 2) is an inversion between processes that nest them the other
-//     way; the analyzer cannot tell it from a re-entry and does not report
-//     it. Take both in a multi lock.
+//     a handle's Lock and Unlock takes locks without adding edges (the
+//     nested check follows it, in source order: an Unlock in one branch
+//     ends the hold for the code after it, so a later instance is missed).
+//   - Nested instances whose params are written alike but differ in value
+//     (a variable assigned twice, shadowed, or read at two times) are taken
+//     for a re-entry; params written differently that are equal in value
+//     (an order loaded by its id, then locked by order.ID) are reported.
+//     A fixed order (the lower first) is never proven: it needs a
+//     //lockgen:ignore. Through a named function run as fn, and through
+//     variadic arguments, the instance is unknown and not reported; a
+//     function's summary keeps at most 8 instances of a lock.
 //   - A wrong ctx handed to a helper that takes the lock: only the ctx of a
 //     lock call inside the critical section itself is checked.
 //   - A ctx is followed through variables assigned once and through

@@ -37,9 +37,15 @@ func (p Posn) String() string {
 type lockMethod struct {
 	Lock    string   // the lock's identity: generated package path + "." + name
 	Members []string // what taking it takes: a multi lock's members, else just Lock
-	Mode    string   // "read" or "write" for a readwrite lock's With<Name>Read/Write, else ""
-	With    bool     // With<Name>(ctx, params..., fn); else the handle constructor <Name>(params...)
-	Permit  bool     // a semaphore: taking it takes a permit
+	// MemberArgs: for a multi lock, which of its params each member gets
+	// (indices into the params, -1 where a member's param is not one of
+	// them); nil for any other lock, whose one member gets them all.
+	MemberArgs [][]int
+	// Kinds: each member's runtime handle type (Mutex, FencedLock, …).
+	Kinds  []string
+	Mode   string // "read" or "write" for a readwrite lock's With<Name>Read/Write, else ""
+	With   bool   // With<Name>(ctx, params..., fn); else the handle constructor <Name>(params...)
+	Permit bool   // a semaphore: taking it takes a permit
 }
 
 func (*lockMethod) AFact() {}
@@ -61,10 +67,26 @@ func (m *lockMethod) String() string {
 // Acq is one lock a function may take when it is called, and where.
 type Acq struct {
 	Lock string
-	At   Posn   // the call in the function that takes it (directly or through Via)
-	Via  string // "" when the call takes the lock itself, else how: "through f, which takes it at p"
+	At   Posn // the call in the function that takes it (directly or through Through)
+	// Through is the function the call at At calls to take the lock, ""
+	// when the call takes it itself; ThroughAt is where Through takes it.
+	Through   string
+	ThroughAt Posn
 	// Permit: Lock is a semaphore, and the call takes one of its permits.
 	Permit bool
+	// Key is which instance of Lock the call takes: one template per
+	// param of the lock (see instance.go), nil when unknown.
+	Key  []string
+	Kind string // the lock's runtime handle type (Mutex, FencedLock, …), "" when unknown
+	Mode string // "read" or "write" for a side of a readwrite lock
+	// NoWait: a TryLock with a wait of 0, which fails rather than waits.
+	NoWait bool
+}
+
+// sumKey names an Acq in a function's summary: one entry per lock,
+// instance and mode.
+func (a Acq) sumKey() string {
+	return fmt.Sprintf("%s\x01%s\x01%t\x01%s", a.Lock, a.Mode, a.NoWait, strings.Join(a.Key, "\x02"))
 }
 
 // acquires is the fact on a function: every lock a call of it may take.
@@ -75,9 +97,11 @@ type acquires struct {
 func (*acquires) AFact() {}
 
 func (a *acquires) String() string {
-	names := make([]string, len(a.Acqs))
-	for i, q := range a.Acqs {
-		names[i] = display(q.Lock)
+	var names []string
+	for _, q := range a.Acqs {
+		if n := display(q.Lock); len(names) == 0 || names[len(names)-1] != n {
+			names = append(names, n)
+		}
 	}
 	return "acquires " + strings.Join(names, ", ")
 }
@@ -85,9 +109,12 @@ func (a *acquires) String() string {
 // Edge says: lock To is taken while lock From is held.
 type Edge struct {
 	From, To string
-	At       Posn   // the call that takes To (or the call through which it is taken)
-	Held     Posn   // the call that took From
-	Via      string // how the call at At takes To, when not directly
+	At       Posn // the call that takes To (or the call through which it is taken)
+	Held     Posn // the call that took From
+	// Through is the function the call at At calls to take To, "" when
+	// it takes To itself; ThroughAt is where Through takes it.
+	Through   string
+	ThroughAt Posn
 	// FromPermit, ToPermit: that side is a semaphore (held: a permit).
 	FromPermit, ToPermit bool
 }

@@ -38,6 +38,9 @@ type op struct {
 	fn      ast.Expr   // opWith: the function run under the hold
 	params  []ast.Expr // With<Name>'s lock params, to tell the same key from another
 	permit  bool       // a semaphore: it takes a permit, which is not reentrant
+	inst    []instArgs // per member: its params, to tell its instances apart
+	kinds   []string   // per member: its runtime handle type, "" when unknown
+	noWait  bool       // a TryLock with a constant wait of 0: it fails rather than waits
 }
 
 // exportLockMethods records what each method of a lockgen-generated Locks
@@ -64,8 +67,11 @@ func exportLockMethods(pass *analysis.Pass) {
 			handles[m.Name()] = m
 		}
 	}
-	// A multi lock's constructor calls its members' constructors.
+	// A multi lock's constructor calls its members' constructors, with
+	// its own params.
 	members := make(map[string][]string)
+	memberArgs := make(map[string][][]int)
+	kinds := make(map[string][]string)
 	for _, f := range pass.Files {
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
@@ -76,23 +82,45 @@ func exportLockMethods(pass *analysis.Pass) {
 			if m == nil || handles[m.Name()] != m || handleKind(m) != "MultiLock" {
 				continue
 			}
+			params := make(map[types.Object]int)
+			i := 0
+			for _, f := range fd.Type.Params.List {
+				for _, n := range f.Names {
+					params[pass.TypesInfo.Defs[n]] = i
+					i++
+				}
+			}
 			ast.Inspect(fd.Body, func(n ast.Node) bool {
 				if c, ok := n.(*ast.CallExpr); ok {
 					if callee, ok := typeutil.Callee(pass.TypesInfo, c).(*types.Func); ok && handles[callee.Name()] == callee && callee != m {
 						members[m.Name()] = append(members[m.Name()], pkg+"."+callee.Name())
+						kinds[m.Name()] = append(kinds[m.Name()], handleKind(callee))
+						args := make([]int, len(c.Args))
+						for j, a := range c.Args {
+							args[j] = -1
+							if id, ok := ast.Unparen(a).(*ast.Ident); ok {
+								if k, ok := params[pass.TypesInfo.Uses[id]]; ok {
+									args[j] = k
+								}
+							}
+						}
+						memberArgs[m.Name()] = append(memberArgs[m.Name()], args)
 					}
 				}
 				return true
 			})
 		}
 	}
-	for name, m := range handles {
+	fact := func(name string, m *types.Func) *lockMethod {
 		id := pkg + "." + name
-		mem := members[name]
-		if mem == nil {
-			mem = []string{id}
+		lm := &lockMethod{Lock: id, Members: members[name], MemberArgs: memberArgs[name], Kinds: kinds[name], Permit: handleKind(m) == "Semaphore"}
+		if lm.Members == nil {
+			lm.Members, lm.Kinds = []string{id}, []string{handleKind(m)}
 		}
-		pass.ExportObjectFact(m, &lockMethod{Lock: id, Members: mem, Permit: handleKind(m) == "Semaphore"})
+		return lm
+	}
+	for name, m := range handles {
+		pass.ExportObjectFact(m, fact(name, m))
 	}
 	for m := range locks.Methods() {
 		if !strings.HasPrefix(m.Name(), "With") || !takesFn(m) {
@@ -110,12 +138,9 @@ func exportLockMethods(pass *analysis.Pass) {
 		if h == nil {
 			continue
 		}
-		id := pkg + "." + base
-		mem := members[base]
-		if mem == nil {
-			mem = []string{id}
-		}
-		pass.ExportObjectFact(m, &lockMethod{Lock: id, Members: mem, Mode: mode, With: true, Permit: handleKind(h) == "Semaphore"})
+		lm := fact(base, h)
+		lm.Mode, lm.With = mode, true
+		pass.ExportObjectFact(m, lm)
 	}
 }
 
@@ -207,10 +232,11 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	callee = callee.Origin()
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && lm.With && len(call.Args) >= 2 {
+		params := call.Args[1 : len(call.Args)-1]
 		return op{
 			kind: opWith, lock: lm.Lock, members: lm.Members, mode: lm.Mode, handle: lm.Lock + lm.Mode,
-			ctx: call.Args[0], fn: call.Args[len(call.Args)-1], params: call.Args[1 : len(call.Args)-1],
-			permit: lm.Permit,
+			ctx: call.Args[0], fn: call.Args[len(call.Args)-1], params: params,
+			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds,
 		}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
@@ -234,13 +260,39 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	}
 	o.ctx = call.Args[0]
 	h, _ := r.handle(sel.X, 0)
-	o.lock, o.members, o.mode, o.params = h.lock, h.members, h.mode, h.params
+	o.lock, o.members, o.mode, o.params, o.inst, o.kinds = h.lock, h.members, h.mode, h.params, h.inst, h.kinds
 	o.handle = h.key + h.mode
 	if h.key == "" {
 		o.handle, o.members = "", nil
 	}
 	o.recv = types.ExprString(ast.Unparen(sel.X))
+	wait := map[string]int{"TryLock": 1, "TryLockFenced": 1, "TryAcquire": 2}
+	if i, ok := wait[callee.Name()]; ok && i < len(call.Args) {
+		if tv, ok := r.pass.TypesInfo.Types[call.Args[i]]; ok && tv.Value != nil && tv.Value.ExactString() == "0" {
+			o.noWait = true
+		}
+	}
 	return o, true
+}
+
+// instances gives each member of the lock its params, out of the params
+// of a call of its With<Name> or handle constructor.
+func (lm *lockMethod) instances(params []ast.Expr) []instArgs {
+	if lm.MemberArgs == nil {
+		return []instArgs{{known: true, args: params}}
+	}
+	out := make([]instArgs, len(lm.MemberArgs))
+	for i, idx := range lm.MemberArgs {
+		out[i].known = true
+		for _, j := range idx {
+			var a ast.Expr
+			if j >= 0 && j < len(params) {
+				a = params[j]
+			}
+			out[i].args = append(out[i].args, a)
+		}
+	}
+	return out
 }
 
 // handleMethods is what each runtime handle's methods do to its lock. A
@@ -263,6 +315,8 @@ type handleID struct {
 	members []string
 	mode    string
 	params  []ast.Expr
+	inst    []instArgs // per member
+	kinds   []string   // per member
 }
 
 // handle finds which lock the handle expression e is: a generated
@@ -292,7 +346,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 	callee = callee.Origin()
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && !lm.With {
-		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args}, true
+		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args, inst: lm.instances(call.Args), kinds: lm.Kinds}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok {
@@ -314,29 +368,39 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 					if k := constString(r.pass.TypesInfo, call.Args[0]); k != "" {
 						key = "key " + k // two handles on one key are one lock, whatever their options
 					}
-					return handleID{lock: id, key: key, members: []string{id}, params: call.Args[:1]}, true
+					return handleID{lock: id, key: key, members: []string{id}, params: call.Args[:1],
+						inst: []instArgs{{known: true, args: call.Args[:1]}}, kinds: []string{runtimeKinds[callee.Name()]}}, true
 				}
 			}
 		case "MultiLock":
 			if len(call.Args) < 2 || call.Ellipsis.IsValid() {
 				return handleID{}, false
 			}
-			var ids []string
+			var ids, kinds []string
+			var inst []instArgs
 			for _, a := range call.Args[1:] {
 				h, ok := r.handle(a, depth+1)
 				if !ok {
 					return handleID{}, false
 				}
 				ids = append(ids, h.members...)
+				inst = append(inst, h.inst...)
+				kinds = append(kinds, h.kinds...)
 			}
 			name := "runtime.MultiLock(" + strings.Join(ids, "+") + ")"
 			if n := optionsName(r.pass.TypesInfo, call.Args[0]); n != "" {
 				name = "runtime." + n
 			}
-			return handleID{lock: name, key: name, members: ids, params: call.Args[1:]}, true
+			return handleID{lock: name, key: name, members: ids, params: call.Args[1:], inst: inst, kinds: kinds}, true
 		}
 	}
 	return handleID{}, false
+}
+
+// runtimeKinds is the handle type each of a Client's constructors returns.
+var runtimeKinds = map[string]string{
+	"Mutex": "Mutex", "FairLock": "Mutex", "ReadWrite": "RWLock", "RedLock": "RedLock",
+	"FencedLock": "FencedLock", "Semaphore": "Semaphore",
 }
 
 // runtimeLockID names a handle made directly on a runtime.Client: by the

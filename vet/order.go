@@ -62,56 +62,85 @@ func shortestPath(out map[string][]Edge, from, to string) []Edge {
 	return nil
 }
 
-// Message explains the inversion at its edge, names the edges that take
-// the locks the other way round, and says how to fix it.
+// Message is the finding at the inversion's edge: what it takes while
+// it holds what, and the fix. Notes give the positions.
 func (inv Inversion) Message() string {
 	e := inv.At
-	var b strings.Builder
-	fmt.Fprintf(&b, "lock-order inversion: %s is taken%s while %s is held (taken at %s)", display(e.To), via(e), display(e.From), e.Held)
-	if len(inv.Back) == 1 {
-		r := inv.Back[0]
-		fmt.Fprintf(&b, ", and %s is taken while %s is held at %s%s", display(r.To), display(r.From), r.At, via(r))
-	} else {
-		b.WriteString(", and the other way round")
-		for i, r := range inv.Back {
-			sep := ","
-			if i == len(inv.Back)-1 {
-				sep = " and"
-			}
-			fmt.Fprintf(&b, "%s %s while %s is held at %s%s", sep, display(r.To), display(r.From), r.At, via(r))
+	other := "elsewhere the other way round"
+	if len(inv.Back) > 1 { // a cycle of three locks or more
+		others := make([]string, 0, len(inv.Back)-1)
+		for _, r := range inv.Back[:len(inv.Back)-1] {
+			others = append(others, display(r.To))
+		}
+		other += " through " + andList(others)
+	}
+	fix, _ := inv.advice()
+	return fmt.Sprintf("lock-order inversion: %s is taken while %s is held, and %s (%s)", display(e.To), display(e.From), other, fix)
+}
+
+// Notes are the positions of the inversion: where its edge's held lock
+// was taken, and the edges back, the last with why the cycle deadlocks.
+func (inv Inversion) Notes() []Note {
+	e := inv.At
+	notes := []Note{{e.Held, display(e.From) + " is taken here"}}
+	if e.Through != "" {
+		notes = append(notes, Note{e.ThroughAt, "through " + e.Through + ", which takes " + display(e.To) + " here"})
+	}
+	_, why := inv.advice()
+	for i, r := range inv.Back {
+		msg := display(r.To) + " is taken while " + display(r.From) + " is held"
+		if i == len(inv.Back)-1 {
+			msg += ": " + why
+		}
+		notes = append(notes, Note{r.At, msg})
+		if r.Through != "" {
+			notes = append(notes, Note{r.ThroughAt, "through " + r.Through + ", which takes " + display(r.To) + " here"})
 		}
 	}
-	locks := []string{display(e.From), display(e.To)}
-	var sems []string
-	for _, r := range append([]Edge{e}, inv.Back...) {
-		if r.ToPermit {
-			sems = append(sems, display(r.To))
-		}
-	}
-	for _, r := range inv.Back[:len(inv.Back)-1] {
-		locks = append(locks, display(r.To))
-	}
-	sort.Strings(locks)
-	list := strings.Join(locks[:len(locks)-1], ", ") + " and " + locks[len(locks)-1]
-	if len(sems) > 0 {
+	return notes
+}
+
+// advice is the fix for the inversion, and why its cycle deadlocks.
+func (inv Inversion) advice() (fix, why string) {
+	locks, sems := inv.locks()
+	switch {
+	case len(sems) > 0:
 		// A semaphore cannot be a multi lock's member, and it blocks only
 		// once its permits are all held: say so rather than suggest a
 		// multi lock.
-		sort.Strings(sems)
-		fmt.Fprintf(&b, ": once every permit of %s is held by callers that wait for the other side, each caller waits for another until their wait times run out (a semaphore cannot be a multi lock member: take %s in the same order everywhere)", strings.Join(sems, " and "), list)
-		return b.String()
+		return "take " + andList(locks) + " in one order everywhere: a semaphore cannot be a multi lock member",
+			"once every permit of " + andList(sems) + " is held by callers that wait for the other side, each waits for another until their wait times run out"
+	case len(locks) == 2:
+		return "take both in one multi lock, or in one order everywhere",
+			"two callers can each hold one and wait for the other until their wait times run out"
 	}
-	if len(locks) == 2 {
-		fmt.Fprintf(&b, ": two callers can each hold one and wait for the other until their wait times run out (take %s in one multi lock, which takes its members in key order, or take them in the same order everywhere)", list)
-	} else {
-		fmt.Fprintf(&b, ": %d callers can each hold one and wait for the next until their wait times run out (take %s in one multi lock, which takes its members in key order, or take them in the same order everywhere)", len(locks), list)
-	}
-	return b.String()
+	return "take " + andList(locks) + " in one multi lock, or in one order everywhere",
+		fmt.Sprintf("%d callers can each hold one and wait for the next until their wait times run out", len(locks))
 }
 
-func via(e Edge) string {
-	if e.Via == "" {
-		return ""
+// locks are the cycle's locks, sorted, and those of them that are semaphores.
+func (inv Inversion) locks() (locks, sems []string) {
+	e := inv.At
+	locks = []string{display(e.From), display(e.To)}
+	for _, r := range inv.Back[:len(inv.Back)-1] {
+		locks = append(locks, display(r.To))
 	}
-	return " (" + e.Via + ")"
+	seen := make(map[string]bool)
+	for _, r := range append([]Edge{e}, inv.Back...) {
+		if r.ToPermit && !seen[r.To] {
+			seen[r.To] = true
+			sems = append(sems, display(r.To))
+		}
+	}
+	sort.Strings(locks)
+	sort.Strings(sems)
+	return locks, sems
+}
+
+// andList joins names as prose: a, b and c.
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

@@ -1,6 +1,7 @@
 package vet_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/lockgen/lockgen/vet"
@@ -9,11 +10,12 @@ import (
 func at(line int) vet.Posn { return vet.Posn{File: "/nowhere/s.go", Line: line, Col: 2} }
 
 // TestInversionNamesEveryEdgeOfALongerCycle: A→B, B→C, C→A is a deadlock
-// of three callers; the report at A→B names the two edges back.
+// of three callers; the report at A→B is a short message, and notes at
+// the held lock and at each of the two edges back.
 func TestInversionNamesEveryEdgeOfALongerCycle(t *testing.T) {
 	edges := []vet.Edge{
 		{From: "p/locks.A", To: "p/locks.B", At: at(1), Held: at(10)},
-		{From: "p/locks.B", To: "p/locks.C", At: at(2), Held: at(20), Via: "through p.f, which takes it at /nowhere/s.go:9:2"},
+		{From: "p/locks.B", To: "p/locks.C", At: at(2), Held: at(20), Through: "p.f", ThroughAt: at(9)},
 		{From: "p/locks.C", To: "p/locks.A", At: at(3), Held: at(30)},
 		{From: "p/locks.A", To: "p/locks.D", At: at(4), Held: at(40)}, // no way back from D
 	}
@@ -21,9 +23,18 @@ func TestInversionNamesEveryEdgeOfALongerCycle(t *testing.T) {
 	if len(invs) != 1 {
 		t.Fatalf("got %d inversions, want 1 (A→D closes no cycle): %+v", len(invs), invs)
 	}
-	want := "lock-order inversion: locks.B is taken while locks.A is held (taken at /nowhere/s.go:10:2), and the other way round, locks.C while locks.B is held at /nowhere/s.go:2:2 (through p.f, which takes it at /nowhere/s.go:9:2) and locks.A while locks.C is held at /nowhere/s.go:3:2: 3 callers can each hold one and wait for the next until their wait times run out (take locks.A, locks.B and locks.C in one multi lock, which takes its members in key order, or take them in the same order everywhere)"
+	want := "lock-order inversion: locks.B is taken while locks.A is held, and elsewhere the other way round through locks.C (take locks.A, locks.B and locks.C in one multi lock, or in one order everywhere)"
 	if got := invs[0].Message(); got != want {
 		t.Errorf("message:\n%s\nwant:\n%s", got, want)
+	}
+	wantNotes := []vet.Note{
+		{At: at(10), Message: "locks.A is taken here"},
+		{At: at(2), Message: "locks.C is taken while locks.B is held"},
+		{At: at(9), Message: "through p.f, which takes locks.C here"},
+		{At: at(3), Message: "locks.A is taken while locks.C is held: 3 callers can each hold one and wait for the next until their wait times run out"},
+	}
+	if got := invs[0].Notes(); !slices.Equal(got, wantNotes) {
+		t.Errorf("notes:\n%q\nwant:\n%q", got, wantNotes)
 	}
 }
 

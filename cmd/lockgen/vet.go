@@ -114,7 +114,7 @@ func reportLinkedCycles(roots []*checker.Action) {
 		if !pos.IsValid() || reported[act.Package.Fset.Position(pos)] {
 			continue
 		}
-		act.Diagnostics = append(act.Diagnostics, analysis.Diagnostic{Pos: pos, Category: "lockorder", Message: inv.Message()})
+		act.Diagnostics = append(act.Diagnostics, inv.Diagnostic(act.Package.Fset, pos))
 	}
 }
 
@@ -134,18 +134,25 @@ func tokenPos(act *checker.Action, p vet.Posn) token.Pos {
 	return token.NoPos
 }
 
-// printFindings prints the roots' findings as the compiler prints errors,
-// file:line:col: message, sorted by position, and returns how many.
+// printFindings prints the roots' findings as go vet prints them,
+// file:line:col: message, sorted by position, each followed by its
+// related positions (the detail), one a line, the message indented by a
+// tab; and returns how many.
 func printFindings(roots []*checker.Action, w io.Writer) int {
 	type finding struct {
-		pos token.Position
-		msg string
+		pos     token.Position
+		msg     string
+		related string
 	}
 	var all []finding
 	seen := make(map[finding]bool)
 	for _, act := range roots {
 		for _, d := range act.Diagnostics {
-			f := finding{act.Package.Fset.Position(d.Pos), d.Message}
+			f := finding{pos: act.Package.Fset.Position(d.Pos), msg: d.Message}
+			for _, r := range d.Related {
+				p := act.Package.Fset.Position(r.Pos)
+				f.related += fmt.Sprintf("%s:%d:%d: \t%s\n", relPath(p.Filename), p.Line, p.Column, r.Message)
+			}
 			if !seen[f] {
 				seen[f] = true
 				all = append(all, f)
@@ -163,7 +170,7 @@ func printFindings(roots []*checker.Action, w io.Writer) int {
 		return a.Column < b.Column
 	})
 	for _, f := range all {
-		fmt.Fprintf(w, "%s:%d:%d: %s\n", relPath(f.pos.Filename), f.pos.Line, f.pos.Column, f.msg)
+		fmt.Fprintf(w, "%s:%d:%d: %s\n%s", relPath(f.pos.Filename), f.pos.Line, f.pos.Column, f.msg, f.related)
 	}
 	return len(all)
 }

@@ -167,9 +167,16 @@ func vetModule(t *testing.T) string {
 
 // The report of lockgen vet ./... on vetModule, exactly: each service's
 // edge, naming the other's, and the import in main that links them.
-const vetReport = `main.go:14:2: lock-order inversion: locks.OrderLock is taken while locks.InventoryLock is held (taken at svcy/y.go:11:9), and locks.InventoryLock is taken while locks.OrderLock is held at svcx/x.go:15:10: two callers can each hold one and wait for the other until their wait times run out (take locks.InventoryLock and locks.OrderLock in one multi lock, which takes its members in key order, or take them in the same order everywhere) [the sides are in imported packages; this package links them]
-svcx/x.go:15:10: lock-order inversion: locks.InventoryLock is taken while locks.OrderLock is held (taken at svcx/x.go:11:9), and locks.OrderLock is taken while locks.InventoryLock is held at svcy/y.go:15:10: two callers can each hold one and wait for the other until their wait times run out (take locks.InventoryLock and locks.OrderLock in one multi lock, which takes its members in key order, or take them in the same order everywhere)
-svcy/y.go:15:10: lock-order inversion: locks.OrderLock is taken while locks.InventoryLock is held (taken at svcy/y.go:11:9), and locks.InventoryLock is taken while locks.OrderLock is held at svcx/x.go:15:10: two callers can each hold one and wait for the other until their wait times run out (take locks.InventoryLock and locks.OrderLock in one multi lock, which takes its members in key order, or take them in the same order everywhere)
+const vetReport = `main.go:14:2: lock-order inversion in imported packages that this package links: locks.OrderLock is taken while locks.InventoryLock is held, and elsewhere the other way round (take both in one multi lock, or in one order everywhere)
+svcy/y.go:11:9: 	locks.InventoryLock is taken here
+svcy/y.go:15:10: 	locks.OrderLock is taken while locks.InventoryLock is held
+svcx/x.go:15:10: 	locks.InventoryLock is taken while locks.OrderLock is held: two callers can each hold one and wait for the other until their wait times run out
+svcx/x.go:15:10: lock-order inversion: locks.InventoryLock is taken while locks.OrderLock is held, and elsewhere the other way round (take both in one multi lock, or in one order everywhere)
+svcx/x.go:11:9: 	locks.OrderLock is taken here
+svcy/y.go:15:10: 	locks.OrderLock is taken while locks.InventoryLock is held: two callers can each hold one and wait for the other until their wait times run out
+svcy/y.go:15:10: lock-order inversion: locks.OrderLock is taken while locks.InventoryLock is held, and elsewhere the other way round (take both in one multi lock, or in one order everywhere)
+svcy/y.go:11:9: 	locks.InventoryLock is taken here
+svcx/x.go:15:10: 	locks.InventoryLock is taken while locks.OrderLock is held: two callers can each hold one and wait for the other until their wait times run out
 `
 
 // TestVetReportsAnInversionThatDeadlocksOnRealRedis runs lockgen vet on
@@ -260,7 +267,7 @@ func TestVetRunsAsGoVetTool(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("go vet -vettool exited %v, want exit status 1\n%s", err, b)
 	}
-	if want := "main.go:14:2: lock-order inversion: locks.OrderLock is taken while locks.InventoryLock is held (taken at svcy/y.go:11:9)"; !strings.Contains(string(b), want) {
+	if want := "main.go:14:2: lock-order inversion in imported packages that this package links: locks.OrderLock is taken while locks.InventoryLock is held"; !strings.Contains(string(b), want) {
 		t.Fatalf("go vet -vettool said:\n%s\nwant a line with %q", b, want)
 	}
 }

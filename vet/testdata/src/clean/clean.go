@@ -110,7 +110,7 @@ func (s *Shop) Migrate(ctx context.Context, id int64, sku string) error { // wan
 func (s *Shop) Detach(ctx context.Context, id int64) error { // want Detach:`^acquires locks\.OrderLock$`
 	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
 		go s.wait(hctx) //lockgen:ignore wait only watches for cancellation
-		go s.wait(hctx) //lockgen:ignore // want `//lockgen:ignore needs a reason` `the hold.s ctx hctx escapes its critical section into a goroutine`
+		go s.wait(hctx) //lockgen:ignore // want `//lockgen:ignore needs a reason` `^hctx, the hold.s ctx, escapes its critical section into a goroutine`
 		return nil
 	})
 }

@@ -21,21 +21,21 @@ var current context.Context
 // OuterCtx takes InventoryLock with the ctx from outside OrderLock's critical section.
 func (s *Service) OuterCtx(ctx context.Context, id int64, sku string) error { // want OuterCtx:`^acquires locks\.InventoryLock, locks\.OrderLock$`
 	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
-		return s.l.WithInventoryLock(ctx, sku, func(context.Context) error { return nil }) // want `locks.InventoryLock is taken with ctx, not the hold's ctx hctx, inside the critical section of locks.OrderLock \(taken at .*ctxuse.go:23:9\).*\(pass hctx\)`
+		return s.l.WithInventoryLock(ctx, sku, func(context.Context) error { return nil }) // want `^locks.InventoryLock is taken with ctx inside the critical section of locks.OrderLock: pass hctx, the hold's ctx$`
 	})
 }
 
 // Background takes a lock inside a critical section with a fresh ctx.
 func (s *Service) Background(ctx context.Context, id int64, sku string) error { // want Background:`^acquires locks\.InventoryLock, locks\.OrderLock$`
 	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
-		return s.l.WithInventoryLock(context.Background(), sku, func(context.Context) error { return nil }) // want `locks.InventoryLock is taken with context.Background\(\), not the hold's ctx hctx`
+		return s.l.WithInventoryLock(context.Background(), sku, func(context.Context) error { return nil }) // want `^locks.InventoryLock is taken with context.Background\(\) inside the critical section of locks.OrderLock: pass hctx`
 	})
 }
 
 // SelfDeadlock takes the lock it holds again with the outer ctx: it waits for itself.
 func (s *Service) SelfDeadlock(ctx context.Context, id int64) error { // want SelfDeadlock:`^acquires locks\.OrderLock$`
 	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
-		return s.l.WithOrderLock(ctx, id, func(context.Context) error { return nil }) // want `self-deadlock: locks.OrderLock is taken again with ctx, not the hold's ctx hctx, while this goroutine holds it \(taken at .*ctxuse.go:37:9\).*\(pass hctx\)`
+		return s.l.WithOrderLock(ctx, id, func(context.Context) error { return nil }) // want `^self-deadlock: locks.OrderLock is taken again with ctx while this goroutine holds it: pass hctx, the hold's ctx$`
 	})
 }
 
@@ -69,19 +69,19 @@ func (s *Service) Reentry(ctx context.Context, id int64, sku string) error { // 
 // not a self-deadlock, still the wrong ctx.
 func (s *Service) OtherKey(ctx context.Context, id int64) error { // want OtherKey:`^acquires locks\.OrderLock$`
 	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
-		return s.l.WithOrderLock(ctx, id+1, func(context.Context) error { return nil }) // want `locks.OrderLock is taken with ctx, not the hold's ctx hctx, inside`
+		return s.l.WithOrderLock(ctx, id+1, func(context.Context) error { return nil }) // want `^locks.OrderLock is taken with ctx inside the critical section of locks.OrderLock` `^nested instances of one lock: locks.OrderLock\(id \+ 1\) is taken while locks.OrderLock\(id\) is held`
 	})
 }
 
 // Escapes lets the hold's ctx out of its critical section three ways.
 func (s *Service) Escapes(ctx context.Context, id int64, done chan<- context.Context) error { // want Escapes:`^acquires locks\.OrderLock$`
 	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
-		go s.audit(hctx) // want `the hold's ctx hctx escapes its critical section into a goroutine`
-		s.last = hctx    // want `the hold's ctx hctx escapes its critical section: stored in the field s.last`
+		go s.audit(hctx) // want `^hctx, the hold's ctx, escapes its critical section into a goroutine`
+		s.last = hctx    // want `^hctx, the hold's ctx, escapes its critical section: stored in the field s.last \(keep it inside fn\)$`
 		current = hctx   // want `stored in the global current`
 		done <- hctx     // want `sent on a channel`
 		go func() {
-			<-hctx.Done() // want `the hold's ctx hctx escapes its critical section into a goroutine`
+			<-hctx.Done() // want `^hctx, the hold's ctx, escapes its critical section into a goroutine`
 		}()
 		go s.audit(ctx) // the caller's ctx may outlive the hold
 		return nil

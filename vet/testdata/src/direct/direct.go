@@ -55,7 +55,7 @@ func OtherKey(ctx context.Context, c *runtime.Client) error { // want OtherKey:`
 	if err != nil {
 		return err
 	}
-	return c.Mutex("ledger:2", runtime.LockOptions{}).Unlock(hctx) // want `hctx is the hold of another lock`
+	return c.Mutex("ledger:2", runtime.LockOptions{}).Unlock(hctx) // want `^Unlock with hctx, the hold of another lock`
 }
 
 // Unknowns are handles the analyzer cannot name: their Unlock is not checked against them.
@@ -70,6 +70,6 @@ func Unknowns(ctx context.Context, c *runtime.Client, a, b string) error {
 // UnknownCtx takes an unknown lock with the outer ctx inside another unknown lock's critical section.
 func UnknownCtx(ctx context.Context, c *runtime.Client, a, b string) error {
 	return c.Mutex(a, runtime.LockOptions{}).Do(ctx, func(hctx context.Context) error {
-		return c.Mutex(b, runtime.LockOptions{}).Do(ctx, func(context.Context) error { return nil }) // want `a lock is taken with ctx, not the hold's ctx hctx, inside the critical section of a lock \(taken at .*direct.go:\d+:9\)`
+		return c.Mutex(b, runtime.LockOptions{}).Do(ctx, func(context.Context) error { return nil }) // want `^a lock is taken with ctx inside the critical section of a lock: pass hctx`
 	})
 }

@@ -27,13 +27,13 @@ func Refund(ctx context.Context, l *locks.Locks, id int64) error { // want Refun
 
 func OuterCtx(ctx context.Context, l *locks.Locks, id int64, sku string) error { // want OuterCtx:`^acquires locks\.InventoryLock, locks\.LedgerLock$`
 	return l.WithLedgerLock(ctx, id, func(hctx context.Context, fence int64) error {
-		return l.WithInventoryLock(ctx, sku, func(context.Context) error { return nil }) // want `locks.InventoryLock is taken with ctx, not the hold's ctx hctx, inside the critical section of locks.LedgerLock`
+		return l.WithInventoryLock(ctx, sku, func(context.Context) error { return nil }) // want `^locks.InventoryLock is taken with ctx inside the critical section of locks.LedgerLock: pass hctx`
 	})
 }
 
 func SelfDeadlock(ctx context.Context, l *locks.Locks, id int64) error { // want SelfDeadlock:`^acquires locks\.LedgerLock$`
 	return l.WithLedgerLock(ctx, id, func(hctx context.Context, fence int64) error {
-		_, _, err := l.LedgerLock(id).TryLockFenced(ctx, 0, 0) // want `self-deadlock: locks.LedgerLock is taken again with ctx, not the hold's ctx hctx`
+		_, _, err := l.LedgerLock(id).TryLockFenced(ctx, 0, 0) // want `^self-deadlock: locks.LedgerLock is taken again with ctx while this goroutine holds it`
 		return err
 	})
 }
@@ -56,12 +56,12 @@ func WrongUnlock(ctx context.Context, l *locks.Locks, id int64) error { // want 
 		return err
 	}
 	_ = held
-	return f.Unlock(ctx) // want `Unlock with a ctx that no Lock on this handle returned: ctx is the ctx passed to Lock`
+	return f.Unlock(ctx) // want `^Unlock with ctx, the ctx passed to Lock`
 }
 
 func Embedded(ctx context.Context, l *locks.Locks, id int64) error { // want Embedded:`^acquires locks\.LedgerLock, locks\.OrderLock$`
 	return l.LedgerLock(id).Do(ctx, func(hctx context.Context) error {
-		return l.WithOrderLock(context.Background(), id, func(context.Context) error { return nil }) // want `lock-order inversion: locks.OrderLock is taken while locks.LedgerLock is held` `locks.OrderLock is taken with context.Background\(\), not the hold's ctx hctx`
+		return l.WithOrderLock(context.Background(), id, func(context.Context) error { return nil }) // want `lock-order inversion: locks.OrderLock is taken while locks.LedgerLock is held` `^locks.OrderLock is taken with context.Background\(\) inside the critical section of locks.LedgerLock`
 	})
 }
 

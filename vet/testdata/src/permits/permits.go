@@ -13,7 +13,7 @@ import (
 
 func Charge(ctx context.Context, l *locks.Locks, id int64, shop string) error { // want Charge:`^acquires locks\.OrderLock, locks\.PaymentSlots$`
 	return l.WithOrderLock(ctx, id, func(hctx context.Context) error {
-		return l.WithPaymentSlots(hctx, shop, func(context.Context) error { return nil }) // want `lock-order inversion: locks.PaymentSlots is taken while locks.OrderLock is held .*: once every permit of locks.PaymentSlots is held by callers that wait for the other side.*a semaphore cannot be a multi lock member: take locks.OrderLock and locks.PaymentSlots in the same order everywhere`
+		return l.WithPaymentSlots(hctx, shop, func(context.Context) error { return nil }) // want `^lock-order inversion: locks.PaymentSlots is taken while locks.OrderLock is held, and elsewhere the other way round \(take locks.OrderLock and locks.PaymentSlots in one order everywhere: a semaphore cannot be a multi lock member\)$`
 	})
 }
 
@@ -25,13 +25,13 @@ func Settle(ctx context.Context, l *locks.Locks, id int64, shop string) error { 
 
 func OuterCtx(ctx context.Context, l *locks.Locks, sku, shop string) error { // want OuterCtx:`^acquires locks\.InventoryLock, locks\.PaymentSlots$`
 	return l.WithInventoryLock(ctx, sku, func(hctx context.Context) error {
-		return l.WithPaymentSlots(ctx, shop, func(context.Context) error { return nil }) // want `the semaphore locks.PaymentSlots is taken with ctx, not the hold's ctx hctx, inside the critical section of locks.InventoryLock .*: that ctx does not carry the hold, so losing locks.InventoryLock cancels neither the wait for a permit nor the work done with it \(pass hctx\)` `lock-order inversion: locks.PaymentSlots is taken while locks.InventoryLock is held`
+		return l.WithPaymentSlots(ctx, shop, func(context.Context) error { return nil }) // want `^the semaphore locks.PaymentSlots is taken with ctx inside the critical section of locks.InventoryLock: pass hctx, the hold's ctx$` `lock-order inversion: locks.PaymentSlots is taken while locks.InventoryLock is held`
 	})
 }
 
 func AnotherPermit(ctx context.Context, l *locks.Locks, shop string) error { // want AnotherPermit:`^acquires locks\.PaymentSlots$`
 	return l.WithPaymentSlots(ctx, shop, func(pctx context.Context) error {
-		return l.WithPaymentSlots(ctx, shop, func(context.Context) error { return nil }) // want `the semaphore locks.PaymentSlots is taken with ctx, not the hold's ctx pctx`
+		return l.WithPaymentSlots(ctx, shop, func(context.Context) error { return nil }) // want `^the semaphore locks.PaymentSlots is taken with ctx inside the critical section of locks.PaymentSlots: pass pctx`
 	})
 }
 
@@ -54,7 +54,7 @@ func WrongRelease(ctx context.Context, l *locks.Locks, shop string) error { // w
 		return err
 	}
 	_ = pctx
-	return s.Release(ctx) // want `Release with a ctx that no Acquire on this semaphore returned: ctx is the ctx passed to Acquire, not the one Acquire returned`
+	return s.Release(ctx) // want `^Release with ctx, the ctx passed to Acquire, not the one it returned \(hctx, err := s.Acquire\(ctx, 1\); defer s.Release\(hctx\)\)$`
 }
 
 func Direct(ctx context.Context, c *runtime.Client, l *locks.Locks, id int64) error { // want Direct:`^acquires locks\.OrderLock, runtime\.Exports$`
@@ -72,7 +72,7 @@ func Await(ctx context.Context, l *locks.Locks, id int64, batch string) error { 
 
 func Escape(ctx context.Context, l *locks.Locks, shop string, out chan<- context.Context) error { // want Escape:`^acquires locks\.PaymentSlots$`
 	return l.WithPaymentSlots(ctx, shop, func(pctx context.Context) error {
-		out <- pctx // want `the hold's ctx pctx escapes its critical section: sent on a channel`
+		out <- pctx // want `^pctx, the hold's ctx, escapes its critical section: sent on a channel`
 		return nil
 	})
 }

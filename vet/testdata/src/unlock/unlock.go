@@ -12,7 +12,7 @@ func InputCtx(ctx context.Context, l *locks.Locks, id int64) error { // want Inp
 	if _, err := m.Lock(ctx); err != nil {
 		return err
 	}
-	return m.Unlock(ctx) // want `Unlock with a ctx that no Lock on this handle returned: ctx is the ctx passed to Lock, not the one Lock returned, so it fails with runtime.ErrNotHeld`
+	return m.Unlock(ctx) // want `^Unlock with ctx, the ctx passed to Lock, not the one it returned \(hctx, err := m.Lock\(ctx\); defer m.Unlock\(hctx\)\)$`
 }
 
 func Background(ctx context.Context, l *locks.Locks, id int64) error { // want Background:`^acquires locks\.OrderLock$`
@@ -20,7 +20,7 @@ func Background(ctx context.Context, l *locks.Locks, id int64) error { // want B
 	if _, err := m.Lock(ctx); err != nil {
 		return err
 	}
-	return m.Unlock(context.Background()) // want `context.Background\(\) carries no hold`
+	return m.Unlock(context.Background()) // want `^Unlock with context.Background\(\), which carries no hold, fails with runtime.ErrNotHeld`
 }
 
 func OtherHandle(ctx context.Context, l *locks.Locks, id int64, sku string) error { // want OtherHandle:`^acquires locks\.InventoryLock, locks\.OrderLock$`
@@ -33,7 +33,7 @@ func OtherHandle(ctx context.Context, l *locks.Locks, id int64, sku string) erro
 	if _, err := stock.TryLock(hctx, 0, 0); err != nil {
 		return err
 	}
-	defer stock.Unlock(hctx) // want `hctx is the hold of another lock \(taken at .*unlock.go:28:15\)`
+	defer stock.Unlock(hctx) // want `^Unlock with hctx, the hold of another lock`
 	return order.Unlock(hctx)
 }
 

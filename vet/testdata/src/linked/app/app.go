@@ -6,7 +6,7 @@ package app
 import (
 	"context"
 
-	"example.com/vettest/linked/x" // want `lock-order inversion: locks.PaymentLock is taken while locks.OrderLock is held \(taken at .*x.go:11:9\), and locks.OrderLock is taken while locks.PaymentLock is held at .*y.go:12:10.*this package links them`
+	"example.com/vettest/linked/x" // want `^lock-order inversion in imported packages that this package links: locks.PaymentLock is taken while locks.OrderLock is held, and elsewhere the other way round \(take both in one multi lock, or in one order everywhere\)$`
 	"example.com/vettest/linked/y"
 	"example.com/vettest/locks"
 )
