@@ -1,9 +1,11 @@
 // Package templates holds the jennifer emitters that turn a validated lock
 // model into Go source: file.go writes the file frame (header, imports, the
 // Locks type and New), key.go writes the key functions, methods.go the
-// handle constructor, With helper and options pieces every kind shares, and
-// one file per lock kind (reentrant.go, fair.go, readwrite.go, multi.go,
-// red.go) assembles that kind's declarations, returning jen.Code.
+// handle constructor, With helper and options pieces every kind shares,
+// value.go the doc lines that point at runtime.Value (a value back from a
+// hold), and one file per lock kind (reentrant.go, fair.go, readwrite.go,
+// multi.go, red.go, fenced.go, semaphore.go, latch.go) assembles that
+// kind's declarations, returning jen.Code.
 //
 // The package knows nothing about YAML. Its input, File, is built by the
 // lockgen package from a spec that has already been validated and whose

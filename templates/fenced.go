@@ -23,7 +23,7 @@ func Fenced(l *Lock) jen.Code {
 		"that grows with every acquisition by anyone. Send it with every write to the",
 		"storage the lock guards, and have the storage refuse a token lower than the",
 		"highest it has seen: that stops a holder that was paused past its lease.",
-	}, cfg), []jen.Code{fn}, []jen.Code{jen.Error()}, keyed(l, ctor),
+	}, valueDoc(l, ""), cfg), []jen.Code{fn}, []jen.Code{jen.Error()}, keyed(l, ctor),
 		func(h *jen.Statement) jen.Code {
 			return jen.Return(h.Dot("DoFenced").Call(jen.Id("ctx"), jen.Id("fn")))
 		},

@@ -53,7 +53,7 @@ func Multi(l *Lock) jen.Code {
 	}, about, []string{
 		"fn gets the ctx of the hold: it is cancelled if any member is lost, and",
 		"a nested call with that ctx re-enters the lock.",
-	}, cfg), func() *jen.Statement { return multiCall(l, memberHandles(l, nil)) }, wholeHandle)
+	}, valueDoc(l, ""), cfg), func() *jen.Statement { return multiCall(l, memberHandles(l, nil)) }, wholeHandle)
 	return joinDecls(handle, with, optionsVar(l))
 }
 

@@ -55,7 +55,7 @@ func packageDoc(f File) string {
 		"waits until ctx is done.",
 	}
 	var b strings.Builder
-	for i, line := range lines(intro, table, legend) {
+	for i, line := range lines(intro, table, legend, valuePackageDoc(f.Locks)) {
 		if i > 0 {
 			b.WriteByte('\n')
 		}

@@ -24,7 +24,7 @@ func ReadWrite(l *Lock) jen.Code {
 			sharing,
 			waitSentence(l.WaitTime),
 			"fn gets the ctx of the hold: it is cancelled if the lock is lost, and a",
-		}, nested, cfg), keyed(l, ctor), side(name))
+		}, nested, valueDoc(l, name), cfg), keyed(l, ctor), side(name))
 	}
 	read := with("Read", "other readers may hold it at the same time, a writer may not.",
 		"nested read with that ctx re-enters the lock; a nested write fails with",

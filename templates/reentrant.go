@@ -42,6 +42,6 @@ func (k exclusive) emit(l *Lock) jen.Code {
 	}, k.about, []string{
 		"fn gets the ctx of the hold: it is cancelled if the lock is lost, and a",
 		"nested call with that ctx re-enters the lock.",
-	}, cfg), keyed(l, ctor), wholeHandle)
+	}, valueDoc(l, ""), cfg), keyed(l, ctor), wholeHandle)
 	return lockDecls(l, k.options, handleDecl, with)
 }

@@ -28,7 +28,7 @@ func Semaphore(l *Lock) jen.Code {
 	}, about, []string{
 		"fn gets the ctx of the hold: it is cancelled if the permit is lost.",
 		"Permits are not reentrant: a nested call takes another permit.",
-	}, cfg), keyed(l, ctor), wholeHandle)
+	}, valueDoc(l, ""), cfg), keyed(l, ctor), wholeHandle)
 	options := jen.Var().Id(optionsVarName(l)).Op("=").Qual(runtimePkg, "SemaphoreOptions").Values(
 		option("Name", jen.Lit(l.Name)),
 		option("Permits", jen.Lit(l.Permits)),

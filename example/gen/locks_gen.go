@@ -21,6 +21,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.OrderLock(orderID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, orderID) // while holding the lock
+//	})
 package gen
 
 import (
@@ -63,6 +71,9 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.OrderLock(orderID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      order:${orderID}
 //	lease:    watchdog (renewed while held)
@@ -103,6 +114,9 @@ func (l *Locks) InventoryLock(warehouse uint16, sku string) *runtime.Mutex {
 // Waiters get the lock in the order they asked for it.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.InventoryLock(warehouse, sku).Do, fn), with fn returning (T, error).
 //
 //	kind:     fair
 //	key:      inventory:${warehouse}:${sku}
@@ -148,6 +162,9 @@ func (l *Locks) Catalog(shopID string) *runtime.RWLock {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Read().Do, fn), with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      catalog:${shopID}
 //	lease:    watchdog (renewed while held)
@@ -162,6 +179,9 @@ func (l *Locks) WithCatalogRead(ctx context.Context, shopID string, fn func(ctx 
 // It waits up to 2s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Write().Do, fn), with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      catalog:${shopID}
@@ -214,6 +234,9 @@ func (l *Locks) CheckoutLock(orderID int64, warehouse uint16, sku string) *runti
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.CheckoutLock(orderID, warehouse, sku).Do, fn), with fn returning (T, error).
+//
 //	kind:     multi
 //	members:  OrderLock      order:${orderID}
 //	          InventoryLock  inventory:${warehouse}:${sku} (fair)
@@ -259,6 +282,9 @@ func (l *Locks) PaymentLock(paymentID string) *runtime.RedLock {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.PaymentLock(paymentID).Do, fn), with fn returning (T, error).
+//
 //	kind:     red
 //	key:      payment:${paymentID}
 //	lease:    30s (fixed, never renewed)
@@ -296,6 +322,9 @@ func (l *Locks) TenantReportLock(tenant string, month uint8) *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.TenantReportLock(tenant, month).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      report:{${tenant}}:${month}
@@ -341,6 +370,10 @@ func (l *Locks) LedgerLock(accountID int64) *runtime.FencedLock {
 // that grows with every acquisition by anyone. Send it with every write to the
 // storage the lock guards, and have the storage refuse a token lower than the
 // highest it has seen: that stops a holder that was paused past its lease.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.LedgerLock(accountID).Do, fn), with fn returning (T, error).
+// That fn reads the fencing token with runtime.Fence(ctx).
 //
 //	kind:     reentrant
 //	key:      ledger:${accountID}
@@ -388,6 +421,9 @@ func (l *Locks) PaymentSlots(shopID string) *runtime.Semaphore {
 // that crashes gives its permit back when the lease ends.
 // fn gets the ctx of the hold: it is cancelled if the permit is lost.
 // Permits are not reentrant: a nested call takes another permit.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.PaymentSlots(shopID).Do, fn), with fn returning (T, error).
 //
 //	kind:     semaphore
 //	key:      payment-slots:${shopID}

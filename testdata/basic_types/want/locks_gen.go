@@ -15,6 +15,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.OrderLock(orderID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, orderID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -56,6 +64,9 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.OrderLock(orderID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      order:${orderID}
 //	lease:    watchdog (renewed while held)
@@ -95,6 +106,9 @@ func (l *Locks) Counters(a int, b int8, c uint, d uint64, e byte, f rune, g bool
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Counters(a, b, c, d, e, f, g, h).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      c:${a}:${b}:${c}:${d}:${e}:${f}:${g}:${h}
 //	lease:    1m30s (fixed, never renewed)
@@ -131,6 +145,9 @@ func (l *Locks) Rebuild() *runtime.Mutex {
 // It tries once (runtime.ErrNotAcquired if taken), and releases the lock when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Rebuild().Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      catalog:rebuild

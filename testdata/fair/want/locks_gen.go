@@ -15,6 +15,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.InventoryLock(warehouse, sku).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, warehouse, sku) // while holding the lock
+//	})
 package locks
 
 import (
@@ -61,6 +69,9 @@ func (l *Locks) InventoryLock(warehouse uint16, sku string) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.InventoryLock(warehouse, sku).Do, fn), with fn returning (T, error).
+//
 //	kind:     fair
 //	key:      inventory:${warehouse}:${sku}
 //	lease:    2s (fixed, never renewed)
@@ -102,6 +113,9 @@ func (l *Locks) TicketLock(id int64) *runtime.Mutex {
 // Waiters get the lock in the order they asked for it.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.TicketLock(id).Do, fn), with fn returning (T, error).
 //
 //	kind:     fair
 //	key:      ticket:${id}
@@ -152,6 +166,10 @@ func (l *Locks) PointLock(point domain.Point) (*runtime.Mutex, error) {
 // Waiters get the lock in the order they asked for it.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointLock(point) returns to runtime.Value: runtime.Value(ctx, h.Do, fn),
+// with fn returning (T, error).
 //
 //	kind:     fair
 //	key:      point:${point}

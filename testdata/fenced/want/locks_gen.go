@@ -15,6 +15,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.LedgerLock(accountID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, accountID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -63,6 +71,10 @@ func (l *Locks) LedgerLock(accountID int64) *runtime.FencedLock {
 // that grows with every acquisition by anyone. Send it with every write to the
 // storage the lock guards, and have the storage refuse a token lower than the
 // highest it has seen: that stops a holder that was paused past its lease.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.LedgerLock(accountID).Do, fn), with fn returning (T, error).
+// That fn reads the fencing token with runtime.Fence(ctx).
 //
 //	kind:     reentrant
 //	key:      ledger:${accountID}
@@ -116,6 +128,11 @@ func (l *Locks) PointLedger(point domain.Point) (*runtime.FencedLock, error) {
 // storage the lock guards, and have the storage refuse a token lower than the
 // highest it has seen: that stops a holder that was paused past its lease.
 //
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointLedger(point) returns to runtime.Value: runtime.Value(ctx, h.Do, fn),
+// with fn returning (T, error).
+// That fn reads the fencing token with runtime.Fence(ctx).
+//
 //	kind:     reentrant
 //	key:      point-ledger:${point}
 //	lease:    10s (fixed, never renewed)
@@ -161,6 +178,9 @@ func (l *Locks) PlainLock(id string) *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.PlainLock(id).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      plain:${id}

@@ -16,6 +16,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.TenantReportLock(tenant, month).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, tenant, month) // while holding the lock
+//	})
 package locks
 
 import (
@@ -55,6 +63,9 @@ func (l *Locks) TenantReportLock(tenant string, month uint8) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.TenantReportLock(tenant, month).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      report:{${tenant}}:${month}
 //	lease:    watchdog (renewed while held)
@@ -91,6 +102,9 @@ func (l *Locks) TenantInvoiceLock(tenant string, invoiceID uint64) *runtime.Mute
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.TenantInvoiceLock(tenant, invoiceID).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      {${tenant}}:invoice:${invoiceID}
@@ -129,6 +143,9 @@ func (l *Locks) AccountLock(accountID string) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.AccountLock(accountID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      account:{${accountID}}:balance
 //	lease:    watchdog (renewed while held)
@@ -165,6 +182,9 @@ func (l *Locks) GlobalSlot(jobID int32) *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.GlobalSlot(jobID).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      {jobs}:${jobID}

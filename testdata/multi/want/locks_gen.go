@@ -19,6 +19,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.OrderLock(orderID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, orderID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -61,6 +69,9 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.OrderLock(orderID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      order:${orderID}
 //	lease:    watchdog (renewed while held)
@@ -98,6 +109,9 @@ func (l *Locks) InventoryLock(warehouse uint16, sku string) *runtime.Mutex {
 // Waiters get the lock in the order they asked for it.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.InventoryLock(warehouse, sku).Do, fn), with fn returning (T, error).
 //
 //	kind:     fair
 //	key:      inventory:${warehouse}:${sku}
@@ -140,6 +154,9 @@ func (l *Locks) Catalog(shopID string) *runtime.RWLock {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Read().Do, fn), with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      catalog:${shopID}
 //	lease:    watchdog (renewed while held)
@@ -154,6 +171,9 @@ func (l *Locks) WithCatalogRead(ctx context.Context, shopID string, fn func(ctx 
 // It waits up to 2s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Write().Do, fn), with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      catalog:${shopID}
@@ -206,6 +226,10 @@ func (l *Locks) Point(point domain.Point) (*runtime.RWLock, error) {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the Do of the handle h that
+// l.Point(point) returns to runtime.Value: runtime.Value(ctx, h.Read().Do, fn),
+// with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      map:${point}
 //	lease:    watchdog (renewed while held)
@@ -224,6 +248,10 @@ func (l *Locks) WithPointRead(ctx context.Context, point domain.Point, fn func(c
 // It waits up to 2s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.Point(point) returns to runtime.Value: runtime.Value(ctx, h.Write().Do, fn),
+// with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      map:${point}
@@ -282,6 +310,9 @@ func (l *Locks) CheckoutLock(orderID int64, warehouse uint16, sku string) *runti
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.CheckoutLock(orderID, warehouse, sku).Do, fn), with fn returning (T, error).
+//
 //	kind:     multi
 //	members:  OrderLock      order:${orderID}
 //	          InventoryLock  inventory:${warehouse}:${sku} (fair)
@@ -333,6 +364,9 @@ func (l *Locks) PublishLock(shopID string, orderID int64, warehouse uint16, sku 
 // Catalog is held on its write side.
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.PublishLock(shopID, orderID, warehouse, sku).Do, fn), with fn returning (T, error).
 //
 //	kind:     multi
 //	members:  Catalog        catalog:${shopID} (readwrite: write side)
@@ -387,6 +421,10 @@ func (l *Locks) RouteLock(orderID int64, point domain.Point) (*runtime.MultiLock
 // Point is held on its write side.
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.RouteLock(orderID, point) returns to runtime.Value: runtime.Value(ctx, h.Do, fn),
+// with fn returning (T, error).
 //
 //	kind:     multi
 //	members:  OrderLock  order:${orderID}

@@ -19,6 +19,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.AccountLock(tenant, accountID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, tenant, accountID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -60,6 +68,9 @@ func (l *Locks) AccountLock(tenant string, accountID int64) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.AccountLock(tenant, accountID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      account:{${tenant}}:${accountID}
 //	lease:    watchdog (renewed while held)
@@ -94,6 +105,9 @@ func (l *Locks) LedgerLock(tenant string, day uint16) *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.LedgerLock(tenant, day).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      ledger:{${tenant}}:${day}
@@ -131,6 +145,9 @@ func (l *Locks) InvoiceLock(tenant string, invoiceID uint64) *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.InvoiceLock(tenant, invoiceID).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      {${tenant}}:invoice:${invoiceID}
@@ -182,6 +199,9 @@ func (l *Locks) TransferLock(tenant string, accountID int64, day uint16, invoice
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.TransferLock(tenant, accountID, day, invoiceID).Do, fn), with fn returning (T, error).
+//
 //	kind:     multi
 //	members:  AccountLock  account:{${tenant}}:${accountID}
 //	          LedgerLock   ledger:{${tenant}}:${day}
@@ -219,6 +239,9 @@ func (l *Locks) JobLock(jobID int32) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.JobLock(jobID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      {jobs}:job:${jobID}
 //	lease:    watchdog (renewed while held)
@@ -253,6 +276,9 @@ func (l *Locks) QueueLock() *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.QueueLock().Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      queue:{jobs}
@@ -301,6 +327,9 @@ func (l *Locks) DispatchLock(jobID int32) *runtime.MultiLock {
 // one script call takes them all.
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.DispatchLock(jobID).Do, fn), with fn returning (T, error).
 //
 //	kind:     multi
 //	members:  JobLock    {jobs}:job:${jobID}

@@ -16,6 +16,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.Catalog(shopID).Read().Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, shopID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -63,6 +71,9 @@ func (l *Locks) Catalog(shopID string) *runtime.RWLock {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Read().Do, fn), with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      catalog:${shopID}
 //	lease:    watchdog (renewed while held)
@@ -77,6 +88,9 @@ func (l *Locks) WithCatalogRead(ctx context.Context, shopID string, fn func(ctx 
 // It waits up to 2s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Write().Do, fn), with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      catalog:${shopID}
@@ -121,6 +135,9 @@ func (l *Locks) Config() *runtime.RWLock {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Config().Read().Do, fn), with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      config
 //	lease:    watchdog (renewed while held)
@@ -135,6 +152,9 @@ func (l *Locks) WithConfigRead(ctx context.Context, fn func(ctx context.Context)
 // It tries once (runtime.ErrNotAcquired if taken), and releases the lock when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Config().Write().Do, fn), with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      config
@@ -177,6 +197,9 @@ func (l *Locks) Settings(tenant string, name string) *runtime.RWLock {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Settings(tenant, name).Read().Do, fn), with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      settings:{${tenant}}:${name}
 //	lease:    10s (fixed, never renewed)
@@ -191,6 +214,9 @@ func (l *Locks) WithSettingsRead(ctx context.Context, tenant string, name string
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Settings(tenant, name).Write().Do, fn), with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      settings:{${tenant}}:${name}
@@ -243,6 +269,10 @@ func (l *Locks) PointLock(point domain.Point) (*runtime.RWLock, error) {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointLock(point) returns to runtime.Value: runtime.Value(ctx, h.Read().Do, fn),
+// with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      point:${point}
 //	lease:    watchdog (renewed while held)
@@ -261,6 +291,10 @@ func (l *Locks) WithPointLockRead(ctx context.Context, point domain.Point, fn fu
 // It waits for the lock until ctx is done, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointLock(point) returns to runtime.Value: runtime.Value(ctx, h.Write().Do, fn),
+// with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      point:${point}

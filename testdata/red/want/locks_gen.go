@@ -15,6 +15,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.PaymentLock(paymentID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, paymentID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -62,6 +70,9 @@ func (l *Locks) PaymentLock(paymentID string) *runtime.RedLock {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.PaymentLock(paymentID).Do, fn), with fn returning (T, error).
+//
 //	kind:     red
 //	key:      payment:${paymentID}
 //	lease:    30s (fixed, never renewed)
@@ -107,6 +118,9 @@ func (l *Locks) LeaderLock(region string) *runtime.RedLock {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.LeaderLock(region).Do, fn), with fn returning (T, error).
+//
 //	kind:     red
 //	key:      leader:{${region}}
 //	lease:    watchdog (renewed while held)
@@ -150,6 +164,9 @@ func (l *Locks) ReportLock() *runtime.RedLock {
 // held while a majority of them grant it, and lost when fewer still do.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.ReportLock().Do, fn), with fn returning (T, error).
 //
 //	kind:     red
 //	key:      report

@@ -15,6 +15,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.SeatPool(eventID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, eventID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -65,6 +73,9 @@ func (l *Locks) SeatPool(eventID int64) *runtime.Semaphore {
 // fn gets the ctx of the hold: it is cancelled if the permit is lost.
 // Permits are not reentrant: a nested call takes another permit.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.SeatPool(eventID).Do, fn), with fn returning (T, error).
+//
 //	kind:     semaphore
 //	key:      seats:${eventID}
 //	lease:    watchdog (renewed while held)
@@ -110,6 +121,9 @@ func (l *Locks) ExportSlots(tenant string) *runtime.Semaphore {
 // that crashes gives its permit back when the lease ends.
 // fn gets the ctx of the hold: it is cancelled if the permit is lost.
 // Permits are not reentrant: a nested call takes another permit.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.ExportSlots(tenant).Do, fn), with fn returning (T, error).
 //
 //	kind:     semaphore
 //	key:      exports:{${tenant}}
@@ -162,6 +176,10 @@ func (l *Locks) PointSlots(point domain.Point) (*runtime.Semaphore, error) {
 // that crashes gives its permit back when the lease ends.
 // fn gets the ctx of the hold: it is cancelled if the permit is lost.
 // Permits are not reentrant: a nested call takes another permit.
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointSlots(point) returns to runtime.Value: runtime.Value(ctx, h.Do, fn),
+// with fn returning (T, error).
 //
 //	kind:     semaphore
 //	key:      point-slots:${point}

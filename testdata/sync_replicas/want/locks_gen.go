@@ -17,6 +17,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.OrderLock(orderID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, orderID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -60,6 +68,9 @@ func (l *Locks) OrderLock(orderID int64) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.OrderLock(orderID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      order:${orderID}
 //	lease:    watchdog (renewed while held)
@@ -100,6 +111,9 @@ func (l *Locks) InventoryLock(sku string) *runtime.Mutex {
 // Waiters get the lock in the order they asked for it.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.InventoryLock(sku).Do, fn), with fn returning (T, error).
 //
 //	kind:     fair
 //	key:      inventory:${sku}
@@ -146,6 +160,9 @@ func (l *Locks) Catalog(shopID string) *runtime.RWLock {
 // nested read with that ctx re-enters the lock; a nested write fails with
 // runtime.ErrUpgrade (a reader waiting to write would wait for itself).
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Read().Do, fn), with fn returning (T, error).
+//
 //	kind:     readwrite
 //	key:      catalog:${shopID}
 //	lease:    watchdog (renewed while held)
@@ -160,6 +177,9 @@ func (l *Locks) WithCatalogRead(ctx context.Context, shopID string, fn func(ctx 
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock; it may also read (downgrade).
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.Catalog(shopID).Write().Do, fn), with fn returning (T, error).
 //
 //	kind:     readwrite
 //	key:      catalog:${shopID}
@@ -214,6 +234,9 @@ func (l *Locks) CheckoutLock(orderID int64, sku string, shopID string) *runtime.
 // fn gets the ctx of the hold: it is cancelled if any member is lost, and
 // a nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.CheckoutLock(orderID, sku, shopID).Do, fn), with fn returning (T, error).
+//
 //	kind:     multi
 //	members:  OrderLock      order:${orderID} (syncReplicas 1)
 //	          InventoryLock  inventory:${sku} (fair, syncReplicas 2)
@@ -258,6 +281,9 @@ func (l *Locks) PaymentLock(paymentID string) *runtime.RedLock {
 // held while a majority of them grant it, and lost when fewer still do.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.PaymentLock(paymentID).Do, fn), with fn returning (T, error).
 //
 //	kind:     red
 //	key:      payment:${paymentID}

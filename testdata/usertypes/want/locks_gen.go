@@ -16,6 +16,14 @@
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
 // waits until ctx is done.
+//
+// A With<Name> helper's fn returns only an error. To get a value back from
+// a hold, pass the Do of the lock's handle to runtime.Value, which holds
+// the lock as With<Name> does and returns what fn returns:
+//
+//	n, err := runtime.Value(ctx, l.OrderLock(orderID).Do, func(ctx context.Context) (int, error) {
+//		return compute(ctx, orderID) // while holding the lock
+//	})
 package locks
 
 import (
@@ -57,6 +65,9 @@ func (l *Locks) OrderLock(orderID domain.OrderID) *runtime.Mutex {
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.OrderLock(orderID).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      order:${orderID}
 //	lease:    watchdog (renewed while held)
@@ -92,6 +103,9 @@ func (l *Locks) StockLock(sku domain.SKU, status domain.Status, flag domain.Flag
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
 //
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.StockLock(sku, status, flag).Do, fn), with fn returning (T, error).
+//
 //	kind:     reentrant
 //	key:      stock:${sku}:${status}:${flag}
 //	lease:    watchdog (renewed while held)
@@ -126,6 +140,9 @@ func (l *Locks) RegionLock(region domain.Region) *runtime.Mutex {
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the handle's Do to runtime.Value:
+// runtime.Value(ctx, l.RegionLock(region).Do, fn), with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      region:${region}
@@ -171,6 +188,10 @@ func (l *Locks) PointLock(point domain.Point, orderID domain.OrderID) (*runtime.
 // It waits up to 5s for the lock, and releases it when fn returns.
 // fn gets the ctx of the hold: it is cancelled if the lock is lost, and a
 // nested call with that ctx re-enters the lock.
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointLock(point, orderID) returns to runtime.Value: runtime.Value(ctx, h.Do, fn),
+// with fn returning (T, error).
 //
 //	kind:     reentrant
 //	key:      point:${point}:${orderID}
