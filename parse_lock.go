@@ -295,6 +295,7 @@ func (p *parser) params(l *Lock, n *yaml.Node, path string) {
 			p.add(pos(f.key), fp, "param name %q is used by the generated code (rename it, e.g. %sID)", f.name, f.name)
 			continue
 		}
+		l.paramNames = append(l.paramNames, f.name)
 		t, ok := p.scalar(f.val, fp, "a Go type such as int64 or string, or import/path.Type")
 		if !ok {
 			continue

@@ -37,6 +37,8 @@ var parserOnly = map[string]string{
 	"bad_unbalanced_open_brace":             "braces inside a key pattern",
 	"bad_unclosed_placeholder":              "placeholders inside a key pattern",
 	"bad_undeclared_placeholder":            "placeholders against params",
+	"bad_placeholder_near_a_declared_param": "placeholders against params",
+	"bad_placeholder_with_no_likely_param":  "placeholders against params",
 	"bad_unused_param":                      "params against placeholders",
 	"bad_zero_lease":                        "a duration's value (0 expires at once)",
 	"bad_lock_fields_indented_too_shallow":  "YAML indentation (the fields are read as the lock's)",

@@ -115,6 +115,7 @@ type Lock struct {
 	membersBroken   bool            // members is not a list (reported)
 	fieldAt         map[string]Pos  // the fields written, by name (fairness.writers): where errors about them point
 	rejected        map[string]bool // params declared with an unusable name or type
+	paramNames      []string        // every usable param name written, in order, even with an unusable type: what an undeclared placeholder may mean
 
 	// leaves are the locks a multi lock takes, set once its members are
 	// valid: nested multi locks flattened, each lock once, in member order.

@@ -25,30 +25,36 @@ func validateKey(l *Lock, e *errs) {
 	}
 	path := "locks." + l.Name
 	declared := map[string]bool{}
-	names := make([]string, 0, len(l.Params))
 	for _, p := range l.Params {
 		declared[p.Name] = true
-		names = append(names, p.Name)
 	}
 	used := map[string]bool{}
 	check := func(pt Pattern, field string) {
+		inPattern := map[string]bool{}
+		var undeclared []string
 		for _, s := range pt.Segments {
-			if s.Param == "" {
+			if s.Param == "" || inPattern[s.Param] {
 				continue
 			}
-			used[s.Param] = true
-			if declared[s.Param] || l.rejected[s.Param] {
+			used[s.Param], inPattern[s.Param] = true, true
+			if !declared[s.Param] && !l.rejected[s.Param] {
+				undeclared = append(undeclared, s.Param)
+			}
+		}
+		likely := suggestParams(undeclared, l.paramNames, inPattern)
+		for _, s := range pt.Segments {
+			if s.Param == "" || declared[s.Param] || l.rejected[s.Param] {
 				continue
 			}
-			if isKeyword(s.Param) {
+			switch sug := likely[s.Param]; {
+			case sug != "":
+				e.add(pt.at(s.off), path+"."+field, "placeholder ${%s} is not a declared param (did you mean ${%s}?)", s.Param, sug)
+			case isKeyword(s.Param):
 				e.add(pt.at(s.off), path+"."+field, "placeholder ${%s} is a Go keyword, which cannot name a param (rename it, e.g. ${%s}, and declare it under params)", s.Param, keywordAlternative(s.Param))
-				continue
+			default:
+				// Only the user knows the param's type: name none.
+				e.add(pt.at(s.off), path+"."+field, "placeholder ${%s} is not a declared param (declare it under params with its Go type: params: {%s: <type>})", s.Param, s.Param)
 			}
-			fix := "declare it under params, e.g. params: {" + s.Param + ": string}"
-			if sug := suggest(s.Param, names); sug != "" {
-				fix = "did you mean ${" + sug + "}?"
-			}
-			e.add(pt.at(s.off), path+"."+field, "placeholder ${%s} is not a declared param (%s)", s.Param, fix)
 		}
 	}
 	check(l.Key, "key")

@@ -8,7 +8,9 @@
 // # Metrics
 //
 // Every lock metric has the attributes lock.name (the name in locks.yaml)
-// and lock.kind (reentrant, fair, read, write, multi, red); those with an
+// and lock.kind (reentrant, fair, read, write, multi, red, semaphore; a
+// fenced lock records reentrant, a readwrite lock read or write by side,
+// and a latch, awaited rather than held, records nothing); those with an
 // outcome also have lock.outcome.
 //
 //	lockgen.lock.wait.duration       histogram  s            time from the call to the hold or the failure (outcome)

@@ -104,10 +104,16 @@ func report(stderr io.Writer, err error) int {
 	return exitFail
 }
 
-// specExists reports a -config path that does not exist, suggesting a
-// similarly named spec beside it, or lockgen init.
+// specExists reports a -config path that names no spec file (it does not
+// exist, or is a directory), suggesting a similarly named spec beside it,
+// or lockgen init. The caller exits 2: the command line names no spec (a
+// usage error, which check must not report as stale output).
 func specExists(config string, stderr io.Writer) bool {
-	_, err := os.Stat(config)
+	info, err := os.Stat(config)
+	if err == nil && info.IsDir() {
+		fmt.Fprintf(stderr, "lockgen: %s is a directory (%s)\n", config, specInDir(config))
+		return false
+	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return true // other errors are reported when the spec is read
 	}
@@ -129,4 +135,14 @@ func specExists(config string, stderr io.Writer) bool {
 	}
 	fmt.Fprintf(stderr, "lockgen: %s does not exist (%s)\n", config, fix)
 	return false
+}
+
+// specInDir is the fix for a -config that names directory dir: the spec
+// in it, when there is one.
+func specInDir(dir string) string {
+	spec := filepath.Join(dir, "locks.yaml")
+	if info, err := os.Stat(spec); err == nil && !info.IsDir() {
+		return "did you mean -config " + spec + "?"
+	}
+	return "pass the spec's file, e.g. -config " + spec
 }

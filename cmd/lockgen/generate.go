@@ -14,7 +14,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if !specExists(*config, stderr) {
-		return exitFail
+		return exitUsage
 	}
 	out, err := lockgen.Generate(*config)
 	if err != nil {

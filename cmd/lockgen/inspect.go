@@ -43,8 +43,7 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	src, err := os.ReadFile(*config)
 	if err != nil {
-		fmt.Fprintln(stderr, "lockgen:", err)
-		return exitUsage
+		return report(stderr, err) // as generate: exit 1
 	}
 	spec, err := lockgen.Parse(*config, src)
 	if err != nil {

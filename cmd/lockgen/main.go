@@ -12,17 +12,23 @@
 //	lockgen version                           print the version
 //	lockgen help [command]                    print this, or a command's flags
 //
-// Exit codes: 0 ok, 1 stale output or failed generation, 2 usage or spec
-// errors. Use it from go generate:
+// Exit codes: 0 ok; 1 stale output or a failed run (init finding the spec
+// already there, a spec outside a module, an I/O error); 2 usage or spec
+// errors (an unknown command or flag, a stray argument, a -config that
+// names no spec file, any problem of the spec). vet also exits 1 on findings,
+// inspect when the lock is not held. Use it from go generate:
 //
 //	//go:generate go tool lockgen
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen"
 )
@@ -37,8 +43,16 @@ func main() {
 	if vetTool(os.Args[1:]) {
 		runVetTool() // go vet -vettool=$(which lockgen)
 	}
+	// go-redis prints its pool's dial failures to stderr; the commands
+	// report what went wrong in one line of their own.
+	redis.SetLogger(quietRedis{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// quietRedis is a go-redis logger that prints nothing.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // command is one subcommand, as the usage shows it.
 type command struct {
@@ -165,6 +179,6 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nRun 'lockgen help <command>' for a command's flags. Use it from go generate:")
 	fmt.Fprintln(w, "\n  //go:generate go tool lockgen")
-	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 stale output or failed generation, 2 usage or spec errors")
+	fmt.Fprintln(w, "\nexit codes: 0 ok, 1 stale output or a failed run, 2 usage or spec errors")
 	fmt.Fprintln(w, "docs: https://github.com/lockgen/lockgen#readme")
 }

@@ -45,20 +45,32 @@ func TestCheckPassesOnTheCommittedExample(t *testing.T) {
 	}
 }
 
+// TestInitWritesAStarterThatGeneratesAndChecks follows the README in a
+// fresh module: init -config internal/locks/locks.yaml makes the folders
+// (issue 26), then check, generate and check again.
 func TestInitWritesAStarterThatGeneratesAndChecks(t *testing.T) {
 	dir := tempModule(t)
-	config := filepath.Join(dir, "locks", "locks.yaml")
-	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	config := filepath.Join(dir, "internal", "locks", "locks.yaml")
 	if code, _, errOut := runCLI(t, "init", "-config", config); code != exitOK {
 		t.Fatalf("init exited %d: %s", code, errOut)
 	}
-	if schema, err := os.ReadFile(filepath.Join(dir, "locks", "locks.schema.json")); err != nil || !bytes.Equal(schema, lockgen.Schema) {
+	if spec, err := os.ReadFile(config); err != nil || !bytes.Equal(spec, starter) {
+		t.Fatalf("init did not write the starter (%v)", err)
+	}
+	if schema, err := os.ReadFile(filepath.Join(dir, "internal", "locks", "locks.schema.json")); err != nil || !bytes.Equal(schema, lockgen.Schema) {
 		t.Fatalf("init did not write the schema beside the spec (%v)", err)
+	}
+	if err := os.WriteFile(config, []byte("# mine\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if code, _, errOut := runCLI(t, "init", "-config", config); code != exitFail || !strings.Contains(errOut, "already exists") {
 		t.Fatalf("second init exited %d (%s), want 1 and already exists", code, errOut)
+	}
+	if spec, _ := os.ReadFile(config); string(spec) != "# mine\n" {
+		t.Fatalf("second init replaced the user's spec with %q", spec)
+	}
+	if err := os.WriteFile(config, starter, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	if code, _, errOut := runCLI(t, "check", "-config", config); code != exitFail || !strings.Contains(errOut, "stale or missing") {
 		t.Fatalf("check before generate exited %d (%s), want 1", code, errOut)
@@ -66,7 +78,7 @@ func TestInitWritesAStarterThatGeneratesAndChecks(t *testing.T) {
 	if code, out, errOut := runCLI(t, "-config", config); code != exitOK || !strings.Contains(out, "wrote") {
 		t.Fatalf("generate exited %d: %s%s", code, out, errOut)
 	}
-	gen := filepath.Join(dir, "locks", "locks_gen.go")
+	gen := filepath.Join(dir, "internal", "locks", "locks_gen.go")
 	info, err := os.Stat(gen)
 	if err != nil {
 		t.Fatal(err)
@@ -123,14 +135,56 @@ func TestSpecErrorsExitTwoWithPositions(t *testing.T) {
 	}
 }
 
-func TestUsageErrorsExitTwo(t *testing.T) {
-	for _, args := range [][]string{{"frobnicate"}, {"generate", "-nope"}, {"check", "extra"}} {
-		if code, _, _ := runCLI(t, args...); code != exitUsage {
-			t.Errorf("%v exited %d, want 2", args, code)
-		}
+// TestExitCodesAreTheREADMEs runs every command the ways the README's
+// exit codes name: 2 for usage (an unknown command or flag, a stray
+// argument, a -config that names no file, a missing required flag), 1 for
+// a failed run.
+func TestExitCodesAreTheREADMEs(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.yaml")
+	spec := filepath.Join(dir, "locks.yaml")
+	if err := os.WriteFile(spec, []byte("version: 1\npackage: app\nlocks:\n  OrderLock: {key: \"order:${id}\", params: {id: int64}}\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if code, _, errOut := runCLI(t, "-config", filepath.Join(t.TempDir(), "missing.yaml")); code != exitFail {
-		t.Errorf("missing spec exited %d (%s), want 1", code, errOut)
+	notADir := filepath.Join(spec, "locks.yaml") // a path through a file
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"frobnicate"}, exitUsage},
+		{[]string{"help", "frobnicate"}, exitUsage},
+		{[]string{"-nope"}, exitUsage},
+		{[]string{"generate", "-nope"}, exitUsage},
+		{[]string{"check", "-nope"}, exitUsage},
+		{[]string{"init", "-nope"}, exitUsage},
+		{[]string{"schema", "-nope"}, exitUsage},
+		{[]string{"vet", "-nope"}, exitUsage},
+		{[]string{"inspect", "-nope"}, exitUsage},
+		{[]string{"version", "-nope"}, exitUsage},
+		{[]string{"generate", "extra"}, exitUsage},
+		{[]string{"check", "extra"}, exitUsage},
+		{[]string{"init", "extra"}, exitUsage},
+		{[]string{"schema", "extra"}, exitUsage},
+		{[]string{"version", "extra"}, exitUsage},
+		{[]string{"inspect", "-config", spec, "OrderLock", "noequals"}, exitUsage},
+		{[]string{"-config", missing}, exitUsage},
+		{[]string{"generate", "-config", missing}, exitUsage},
+		{[]string{"check", "-config", missing}, exitUsage},
+		{[]string{"inspect", "-config", missing, "-redis", "redis://127.0.0.1:1"}, exitUsage},
+		{[]string{"inspect", "-config", spec}, exitUsage}, // no -redis
+		{[]string{"-config", dir}, exitUsage},             // a directory
+		{[]string{"check", "-config", dir}, exitUsage},
+		{[]string{"inspect", "-config", dir, "-redis", "redis://127.0.0.1:1"}, exitUsage},
+		{[]string{"init", "-config", dir}, exitUsage},
+		{[]string{"init", "-config", notADir}, exitUsage}, // below a file
+		{[]string{"init", "-config", spec}, exitFail},     // exists: never replaced
+		{[]string{"help"}, exitOK},
+		{[]string{"help", "init"}, exitOK},
+		{[]string{"init", "-h"}, exitOK},
+	} {
+		if code, _, errOut := runCLI(t, c.args...); code != c.want {
+			t.Errorf("lockgen %s exited %d, want %d (%s)", strings.Join(c.args, " "), code, c.want, strings.TrimSpace(errOut))
+		}
 	}
 }
 
