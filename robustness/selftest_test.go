@@ -87,7 +87,9 @@ func TestCheckersCatchABrokenRuntime(t *testing.T) {
 	for _, b := range breakages {
 		t.Run(b.name, func(t *testing.T) {
 			bin := buildBroken(t, root, b)
-			cfg := Config{Seed: 1, Length: 15 * time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
+			// A short run with a short quiet end: each break shows within
+			// seconds (the liveness break in the final sweep).
+			cfg := Config{Seed: 1, Length: 11 * time.Second, Quiet: time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
 				Faults: b.faults, FaultGap: 700 * time.Millisecond, MaxFault: 2500 * time.Millisecond, Worker: bin}
 			o := Run(t, cfg)
 			caught := map[string]int{}
