@@ -372,13 +372,9 @@ func (g *goroutine) holdOp(ctx context.Context, kind, key string) {
 		case KindSemaphore, KindRead:
 			// A permit guards nothing exclusive; a reader only reads.
 		case KindMultiAtomic, KindMulti:
-			if hctx.Err() == nil {
-				g.guardedWrite(op, multiMembers[kind][0])
-			}
+			g.guardedWrite(op, hctx, multiMembers[kind][0])
 		default:
-			if hctx.Err() == nil {
-				g.guardedWrite(op, key)
-			}
+			g.guardedWrite(op, hctx, key)
 		}
 		if h.reenter && g.rng.IntN(6) == 0 {
 			g.nested(hctx, kind, key, h)
@@ -431,10 +427,20 @@ func (g *goroutine) nested(hctx context.Context, kind, key string, h lockHandle)
 // guardedWrite is a read-modify-write of the counter the lock guards, in
 // two round trips, so that two holders at once would both read the same
 // value.
-func (g *goroutine) guardedWrite(op int64, lockKey string) {
+//
+// The write is recorded as invoked before the holder looks at its ctx, as
+// an honest holder does before it writes: an ok write's invoke then comes
+// before the hold's ctx was done, however the goroutines interleave (the
+// done event is recorded after the cancellation, which came after the
+// look). A holder that finds its ctx done writes nothing (outcome fail).
+func (g *goroutine) guardedWrite(op int64, hctx context.Context, lockKey string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	g.event(Event{Op: op, Ev: EvWrite})
+	if hctx.Err() != nil {
+		g.event(Event{Op: op, Ev: EvWrote, Outcome: OutFail, Err: "not written: the hold's ctx is done"})
+		return
+	}
 	k := CounterKey(lockKey)
 	v, err := g.w.storage.Get(ctx, k).Int64()
 	if errors.Is(err, redis.Nil) {
