@@ -279,6 +279,15 @@ func (r *runner) spawn(i int) {
 		e := Event{Proc: id, Ev: EvExit, Outcome: OutOK}
 		if err != nil {
 			e.Outcome, e.Err = OutFail, strings.TrimSpace(fmt.Sprintf("%v: %s", err, lastLines(p.stderr.String(), 5)))
+			// The whole of what it printed (a race report, a panic) is
+			// kept where the run's folder is not: it goes with the test.
+			if p.stderr.Len() == 0 {
+				// Killed: it had nothing to say.
+			} else if f, ferr := os.CreateTemp("", fmt.Sprintf("lockgen-robustness-seed-%d-p%d-*.stderr", r.cfg.Seed, id)); ferr == nil {
+				_, _ = f.Write(p.stderr.Bytes())
+				_ = f.Close()
+				e.Err += " (all of its stderr: " + f.Name() + ")"
+			}
 		}
 		r.event(e)
 		close(p.exited)

@@ -401,8 +401,11 @@ func (g *goroutine) watchDone(op int64, hctx context.Context, at int64) {
 		g.event(Event{T: at, Op: op, Ev: EvDone, Err: err.Error()})
 		return
 	}
+	// The func runs on a goroutine of its own, while this one may replace
+	// its Client (g.gen): the event is stamped with what holds now.
+	id, gen, rec := g.id, g.gen, g.w.rec
 	context.AfterFunc(hctx, func() {
-		g.event(Event{Op: op, Ev: EvDone, Err: errString(context.Cause(hctx))})
+		rec.Record(Event{Op: op, Ev: EvDone, Err: errString(context.Cause(hctx)), G: id, Client: gen})
 	})
 }
 
