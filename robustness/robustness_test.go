@@ -31,7 +31,7 @@ func seedFromEnv(t *testing.T) int64 {
 }
 
 // TestRobustness runs the workload under random faults and checks the
-// history. By default one short run (under 90 s on 2 cores; 15 s of
+// history. By default one short run (under 90 s on 2 cores; 12 s of
 // workload with -short); with
 // LOCKGEN_ROBUSTNESS=<duration> (e.g. 10m) runs of new seeds follow each
 // other for that long. LOCKGEN_ROBUSTNESS_SEED=<seed> reruns a seed's
@@ -52,7 +52,7 @@ func TestRobustness(t *testing.T) {
 	for i := 0; ; i++ {
 		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second}
 		if testing.Short() {
-			cfg.Length = 15 * time.Second
+			cfg.Length, cfg.Quiet = 12*time.Second, 4*time.Second
 		}
 		if total > 0 {
 			cfg.Length = 60 * time.Second
