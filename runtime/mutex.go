@@ -359,7 +359,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 
 // leaveWithin is how long a waiter that gave up spends leaving the queue
 // before it returns (see leave): a round trip when Redis answers.
-const leaveWithin = 25 * time.Millisecond
+const leaveWithin = 15 * time.Millisecond
 
 // Unlock releases the acquisition that ctx carries. It runs detached from
 // ctx's cancellation (with the Client's ReleaseTimeout), so it releases even

@@ -300,7 +300,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 
 // lastTryGrace is how long the try at the end of a wait may take (a round
 // trip, with room): with leaveWithin, what a call may take past its wait.
-const lastTryGrace = 15 * time.Millisecond
+const lastTryGrace = 10 * time.Millisecond
 
 // The pause between tries of a waiter while Redis does not answer: it
 // doubles from unreachableBackoff up to maxUnreachableBackoff.
