@@ -80,7 +80,8 @@ var breakages = []breakage{
 // built from deliberately broken copies of the runtime: every checker
 // must report the violation its break causes.
 func TestCheckersCatchABrokenRuntime(t *testing.T) {
-	if testing.Short() {
+	// Like the runtime's long tests: -short skips it, never under CI.
+	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("builds five broken runtimes and runs the suite on each (two minutes); run without -short")
 	}
 	root := moduleRoot(t)
