@@ -671,3 +671,33 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	score("g3", qt-1000, qt+1000)
 	score("g2", qt-1000, qt+1000)
 }
+
+// A writer that records itself as waiting (writers first) and then dies
+// leaves nothing behind: the set of waiting writers expires with its
+// newest record (the robustness suite's hygiene check found the set left
+// without a TTL after a waiting writer's process was killed).
+func TestWaitingWritersExpireWithTheirLastRecord(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const writers = "lockgen_rwlock_writers:{doc}"
+	write := func(owner, req string, life int) int64 {
+		keys := []string{lock, latch(req), writers}
+		return int64Reply(t)(run(t, rdb, lua.WriteAcquire, keys, 30000, owner+":write", owner, 0, 10000, "1", life))
+	}
+	if got := write(ownerA, "r1", 3000); got != 0 {
+		t.Fatalf("first writer: %d, want 0", got)
+	}
+	if got := write(ownerB, "r2", 3000); got <= 0 {
+		t.Fatalf("second writer: %d, want the holder's TTL", got)
+	}
+	ttl, err := rdb.PTTL(ctx, writers).Result()
+	if err != nil || ttl <= 0 || ttl > 3000*time.Millisecond {
+		t.Fatalf("the waiting writers' set has TTL %v (%v), want (0, 3s]", ttl, err)
+	}
+	// A longer-lived record extends the set; a shorter one never shortens it.
+	write("c", "r3", 8000)
+	write("d", "r4", 1000)
+	if ttl, _ := rdb.PTTL(ctx, writers).Result(); ttl <= 3000*time.Millisecond {
+		t.Fatalf("after a record living 8s the set's TTL is %v", ttl)
+	}
+}

@@ -14,6 +14,7 @@
 -- ARGV[5]  marker lifetime in milliseconds
 -- ARGV[6]  "1": writers first and waiting: record this writer as waiting
 -- ARGV[7]  how long a waiting writer's record lives without a refresh, ms
+--          (the set's TTL is extended to it: it expires with its last record)
 --
 -- Returns an integer
 --   0    the write hold is taken (re-entered, or taken by an earlier copy
@@ -41,7 +42,13 @@ end
 if ARGV[6] == '1' then
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('zadd', KEYS[3], now + tonumber(ARGV[7]), ARGV[2])
+    local life = tonumber(ARGV[7])
+    redis.call('zadd', KEYS[3], now + life, ARGV[2])
+    -- The set lives as long as its newest record: a writer that dies while
+    -- waiting leaves nothing behind.
+    if redis.call('pttl', KEYS[3]) < life then
+        redis.call('pexpire', KEYS[3], life)
+    end
 end
 if ttl == 0 then
     return 1
