@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Options configures a Client. The zero value is ready to use.
@@ -347,7 +349,7 @@ func (c *Client) retry(ctx context.Context, op func(context.Context) (int64, err
 	fctx, cancel := context.WithDeadline(ctx, limit)
 	v, err := op(fctx)
 	cancel()
-	if err == nil || isRedisReply(err) {
+	if err == nil || scripts.IsReply(err) {
 		return v, err
 	}
 	dctx, cancel := c.detachedUntil(ctx, limit)
@@ -359,7 +361,7 @@ func retryDetached(ctx context.Context, op func(context.Context) (int64, error))
 	backoff := 5 * time.Millisecond
 	for {
 		v, err := op(ctx)
-		if err == nil || isRedisReply(err) {
+		if err == nil || scripts.IsReply(err) {
 			return v, err
 		}
 		t := time.NewTimer(backoff)

@@ -111,20 +111,3 @@ func wrapsLockError(err error, name, key string) bool {
 }
 
 func (e *LockError) Unwrap() error { return e.Err }
-
-// isRedisReply reports whether err is a reply from the server (a script
-// error, WRONGTYPE, ..., or redis.Nil), as opposed to a transport or
-// context error after which the outcome of a command is unknown.
-func isRedisReply(err error) bool {
-	var re interface{ RedisError() }
-	return errors.As(err, &re)
-}
-
-// notSent reports whether err is the error of a script call that provably
-// never left the client (see sendProbe: go-redis never wrote it on any
-// attempt), so there is no outcome to settle. Anything else that is not a
-// reply may have reached Redis.
-func notSent(err error) bool {
-	var ns *notSentError
-	return errors.As(err, &ns)
-}

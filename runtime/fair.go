@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // FairLock returns the fair lock at key: a reentrant lock granted in the
@@ -35,12 +35,7 @@ func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
 
 type fair struct{ reentrant }
 
-var (
-	scriptFairAcquire     = newScript(lua.FairAcquire)
-	scriptFairRelease     = newScript(lua.FairRelease)
-	scriptFairLeave       = newScript(lua.FairLeave)
-	scriptFairForceUnlock = newScript(lua.FairForceUnlock)
-)
+var ()
 
 // fairGrants holds lockgen's waiters that take grants, with the lease a
 // release grants them the lock with (see fair_next.lua).
@@ -74,7 +69,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 		// nonce (its marker), which the grant's message carries back.
 		grant = fmt.Sprint(at.px) + ":" + at.marker
 	}
-	return scriptFairAcquire.run(ctx, at.via, 6, []any{
+	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
 		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
 		lockChannel(m.key), c.publish, grant,
@@ -149,7 +144,7 @@ func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (boo
 }
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptFairRelease.run(ctx, at.via, 5, []any{
+	return scripts.FairRelease.Run(ctx, at.via, 5, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
 		at.px, a.owner, m.c.publish, at.count, lockChannel(m.key),
 	}).Int64()
@@ -160,14 +155,14 @@ func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 // the lock here, since then a hold in Redis can only be that grant.
 func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
 	c := m.c
-	return scriptFairLeave.run(ctx, c.rdb, 5, []any{
+	return scripts.FairLeave.Run(ctx, c.rdb, 5, []any{
 		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
 		a.owner, lockChannel(m.key), c.publish, m.untakenGrant(ctx, a),
 	}).Int64()
 }
 
 func (fair) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
-	return scriptFairForceUnlock.run(ctx, m.c.rdb, 2, []any{
+	return scripts.FairForceUnlock.Run(ctx, m.c.rdb, 2, []any{
 		3: m.key, fairQueue(m.key),
 		unlockMessage, m.c.publish, lockChannel(m.key),
 	}).Int64()

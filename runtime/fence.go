@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // FencedLock is a reentrant lock whose every acquisition (re-entries
@@ -90,12 +90,10 @@ func Fence(ctx context.Context) (int64, bool) {
 // getTokenName: prefixName("redisson_lock_token", name)).
 func tokenKey(key string) string { return prefixName("redisson_lock_token", key) }
 
-var scriptFencedAcquire = newScript(lua.FencedAcquire)
-
 // fencedAcquire is reentrant.acquire for a fenced lock: the same reply,
 // with the token written to *at.fence when taken.
 func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	res, err := scriptFencedAcquire.run(ctx, at.via, 3, []any{
+	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
 		3: a.key, at.marker, tokenKey(m.key),
 		at.px, a.owner, at.count, m.c.markerTTL,
 	}).Int64Slice()

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Grants across processes: a reentrant lock's last release gives the lock
@@ -48,8 +48,6 @@ var grantRecordLifeArg any = grantRecordLife.Milliseconds()
 
 // grantStreak: see above.
 const grantStreak = handOffStreak
-
-var scriptMutexLeave = newScript(lua.MutexLeave)
 
 func grantQueue(key string) string   { return prefixName("lockgen_lock_queue", key) }
 func grantRecords(key string) string { return prefixName("lockgen_lock_grants", key) }
@@ -222,7 +220,7 @@ func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, wait
 func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
 	c := m.c
 	n := m.grantNames()
-	return scriptMutexLeave.run(ctx, c.rdb, 5, []any{
+	return scripts.MutexLeave.Run(ctx, c.rdb, 5, []any{
 		3: a.key, n.lockCh, n.queue, n.records, n.hubs,
 		a.owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
 	}).Int64()

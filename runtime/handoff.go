@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Local hand-off: the last release of a reentrant lock gives the lock, in
@@ -62,8 +62,6 @@ const (
 // handOffStreak bounds the hand-offs in a row on one channel: then a
 // release publishes, for listeners Redis does not count (see above).
 const handOffStreak = 16
-
-var scriptHandoff = newScript(lua.Handoff)
 
 // offerOutcome is what the releaser learned of an offer.
 type offerOutcome struct {
@@ -219,7 +217,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 		records = "1"
 	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
-		return scriptHandoff.run(ctx, c.rdb, 6, []any{
+		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
 			3: a.key, names.lockCh, marker, names.queue, names.records, names.hubs,
 			a.owner, c.publish, field, px, names.lockCh, across, own, records,
 		}).Int64()
@@ -238,7 +236,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	case errors.Is(err, redis.Nil):
 		o.state = offerDeclined
 		return releaseNotOwner, o, nil
-	case isRedisReply(err):
+	case scripts.IsReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
 		if refusesHandoff(err) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // A hold is what one owner has of one lock: the local mirror of the owner's
@@ -221,7 +223,7 @@ func (c *Client) addHoldAs(parent context.Context, spec holdSpec, args lockArgs,
 		h = &hold{c: c, sh: sh, name: name, key: key, owner: owner, field: field, args: args, k: spec.k, permit: spec.permit, from: spec.from}
 		h.acqs = h.inline[:0]
 		if c.cluster {
-			h.slot = keySlot(key)
+			h.slot = scripts.KeySlot(key)
 		}
 		sh.holds[id] = h
 	}
@@ -328,3 +330,22 @@ func (h *hold) kindName() string {
 	}
 	return kindName(h.k)
 }
+
+// lockArgs are the script arguments naming one owner's hold of one key,
+// boxed once for all the calls of an acquisition and its release.
+type lockArgs struct {
+	key   any // lock key
+	owner any // owner token
+	field any // hash field proving the hold (the owner, or "<owner>:write")
+}
+
+func newLockArgs(key, owner, field string) lockArgs {
+	a := lockArgs{key: key, owner: owner, field: owner}
+	if field != owner {
+		a.field = field
+	}
+	return a
+}
+
+func (a lockArgs) ownerID() string { return a.owner.(string) }
+func (a lockArgs) fieldID() string { return a.field.(string) }

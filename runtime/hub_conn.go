@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // The hub's connections. As in go-redis' pubsub.go, the set of subscribed
@@ -142,7 +144,7 @@ func (h *hub) subscribeLocked(e *channelEntry) {
 	}
 	slot := 0
 	if h.c.sharded {
-		slot = keySlot(e.name)
+		slot = scripts.KeySlot(e.name)
 	}
 	sc := h.conns[slot]
 	if sc == nil {
@@ -263,7 +265,7 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 	// server refused something on (a channel it will refuse again) is not
 	// replaced at once, or a persistent fault would make a reconnect loop.
 	backoff := time.Duration(0)
-	if !sc.heard.Load() || isRedisReply(err) {
+	if !sc.heard.Load() || scripts.IsReply(err) {
 		backoff = min(max(2*sc.backoff, 20*time.Millisecond), hubMaxBackoff)
 	}
 	nc := h.conns[sc.slot]
@@ -272,7 +274,7 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 	}
 	// A slot that moved (the server dropped the channel, or refused it
 	// with MOVED) is looked up again before the new connection dials.
-	nc.reload = h.c.cluster && (err == nil || isRedisReply(err))
+	nc.reload = h.c.cluster && (err == nil || scripts.IsReply(err))
 	for _, e := range sc.entries {
 		nc.addLocked(e)
 		if wake {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Key tracking: a lock can become free without an unlock message. An
@@ -263,7 +265,7 @@ func (sc *subConn) trackLoop() {
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
 	if err != nil {
-		if isRedisReply(err) {
+		if scripts.IsReply(err) {
 			h.c.log.Debug("key tracking off: CLIENT TRACKING refused", "slot", sc.slot, "err", err)
 			return
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // A kind is what distinguishes the lock flavours behind a Mutex handle:
@@ -45,13 +45,13 @@ type kind interface {
 
 // attempt is one acquire or release call.
 type attempt struct {
-	via     scripter // where the script runs
-	px      any      // lease in ms, as a script argument
-	marker  string   // acquire: the request's marker key (see requestMarker)
-	count   int      // the owner's hold count before the call
-	waiting bool     // acquire: the caller waits if not taken
-	fence   *int64   // acquire of a fenced lock: receives the token
-	grant   bool     // acquire of a fair lock: a release may grant it (fair.go)
+	via     scripts.Runner // where the script runs
+	px      any            // lease in ms, as a script argument
+	marker  string         // acquire: the request's marker key (see requestMarker)
+	count   int            // the owner's hold count before the call
+	waiting bool           // acquire: the caller waits if not taken
+	fence   *int64         // acquire of a fenced lock: receives the token
+	grant   bool           // acquire of a fair lock: a release may grant it (fair.go)
 	// queued: a reentrant waiter's try registers it for grants across
 	// processes with lease argument grantPx ("0": it takes none; grant.go).
 	queued  bool
@@ -61,12 +61,7 @@ type attempt struct {
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
-var (
-	scriptAcquire     = newScript(lua.Acquire)
-	scriptSettle      = newScript(lua.Settle)
-	scriptRelease     = newScript(lua.Release)
-	scriptForceUnlock = newScript(lua.ForceUnlock)
-)
+var ()
 
 func (reentrant) field(owner string) string                { return owner }
 func (reentrant) check(*Mutex, *holdContext, string) error { return nil }
@@ -98,12 +93,12 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 	c := m.c
 	if at.queued {
 		n := m.grantNames()
-		return scriptAcquire.run(ctx, at.via, 5, []any{
+		return scripts.Acquire.Run(ctx, at.via, 5, []any{
 			3: a.key, at.marker, n.queue, n.records, n.hubs,
 			at.px, a.owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.idArg,
 		}).Int64()
 	}
-	return scriptAcquire.run(ctx, at.via, 2, []any{
+	return scripts.Acquire.Run(ctx, at.via, 2, []any{
 		3: a.key, at.marker,
 		at.px, a.owner, at.count, c.markerTTL,
 	}).Int64()
@@ -113,14 +108,14 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	c := m.c
 	// The settler's attempts go through the watchdog's client (settler.go):
 	// the caller's may not honour their deadline.
-	var via scripter = c.rdb
+	var via scripts.Runner = c.rdb
 	if at.via != nil {
 		via = at.via
 	}
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
 	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return scriptSettle.run(ctx, via, 2, []any{
+		return scripts.Settle.Run(ctx, via, 2, []any{
 			3: a.key, at.marker,
 			a.field, at.count, c.markerTTL,
 		}).Int64()
@@ -149,14 +144,14 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 }
 
 func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptRelease.run(ctx, at.via, 2, []any{
+	return scripts.Release.Run(ctx, at.via, 2, []any{
 		3: a.key, lockChannel(m.key),
 		at.px, a.owner, m.c.publish, at.count,
 	}).Int64()
 }
 
 func (reentrant) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
-	return scriptForceUnlock.run(ctx, m.c.rdb, 2, []any{
+	return scripts.ForceUnlock.Run(ctx, m.c.rdb, 2, []any{
 		3: m.key, lockChannel(m.key), unlockMessage, m.c.publish,
 	}).Int64()
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // LatchOptions describes one count-down latch: what the generated code
@@ -82,11 +82,7 @@ func (l *Latch) check() error {
 	return nil
 }
 
-var (
-	scriptLatchTrySet    = newScript(lua.LatchTrySet)
-	scriptLatchCountDown = newScript(lua.LatchCountDown)
-	scriptLatchDelete    = newScript(lua.LatchDelete)
-)
+var ()
 
 // TrySetCount arms the latch with count n if it is not armed (Redisson
 // trySetCount). It reports whether it did.
@@ -97,7 +93,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if n < 1 {
 		return false, l.fail("arm", fmt.Errorf("%w: count %d (arm with at least 1)", ErrInvalidArgument, n))
 	}
-	set, err := scriptLatchTrySet.run(ctx, l.c.rdb, 2, []any{
+	set, err := scripts.LatchTrySet.Run(ctx, l.c.rdb, 2, []any{
 		3: l.key, l.channel,
 		n, l.c.publish,
 	}).Int64()
@@ -120,14 +116,14 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return l.fail("count-down", err)
 	}
-	err := scriptLatchCountDown.run(ctx, l.c.rdb, 2, []any{
+	err := scripts.LatchCountDown.Run(ctx, l.c.rdb, 2, []any{
 		3: l.key, l.channel,
 		l.c.publish,
 	}).Err()
 	switch {
 	case err == nil:
 		return nil
-	case isRedisReply(err), notSent(err):
+	case scripts.IsReply(err), scripts.NotSent(err):
 		return l.fail("count-down", err)
 	}
 	return l.fail("count-down", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
@@ -148,7 +144,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // Delete deletes the latch without releasing its waiters (Redisson
 // publishes "1", which wakes none). It reports whether it existed.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	n, err := scriptLatchDelete.run(ctx, l.c.rdb, 2, []any{
+	n, err := scripts.LatchDelete.Run(ctx, l.c.rdb, 2, []any{
 		3: l.key, l.channel,
 		l.c.publish,
 	}).Int64()

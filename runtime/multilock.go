@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // MultiLock holds several locks all-or-nothing (Redisson's RedissonMultiLock).
@@ -48,7 +48,7 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.key == b.key })
 	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
 	for _, m := range ms {
-		if _, ok := m.k.(reentrant); !ok || m.opts.SyncReplicas > 0 || c.cluster && keySlot(m.key) != keySlot(ms[0].key) {
+		if _, ok := m.k.(reentrant); !ok || m.opts.SyncReplicas > 0 || c.cluster && scripts.KeySlot(m.key) != scripts.KeySlot(ms[0].key) {
 			l.atomic = false
 		}
 	}
@@ -135,10 +135,7 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 	return hctx, nil
 }
 
-var (
-	scriptMultiAcquire = newScript(lua.MultiAcquire)
-	scriptMultiRelease = newScript(lua.MultiRelease)
-)
+var ()
 
 // acquireAtomic takes every member with one script call per attempt, and
 // sleeps on the channel of the member that blocked it.
@@ -183,7 +180,7 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 		for _, n := range counts {
 			cmdArgs = append(cmdArgs, n)
 		}
-		res, err := scriptMultiAcquire.run(ctx, c.rdb, len(args)+1, cmdArgs).Int64Slice()
+		res, err := scripts.MultiAcquire.Run(ctx, c.rdb, len(args)+1, cmdArgs).Int64Slice()
 		switch {
 		case err == nil && res[0] == 0 && res[1] == 0:
 			return true, 0, nil
@@ -194,7 +191,7 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 			return false, time.Duration(res[1]) * time.Millisecond, nil
 		case err == nil:
 			return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
-		case isRedisReply(err), notSent(err):
+		case scripts.IsReply(err), scripts.NotSent(err):
 			return false, 0, err
 		}
 		// The script takes all members or none: the first one's count
@@ -371,7 +368,7 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts 
 	var res []int64
 	_, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		var err error
-		res, err = scriptMultiRelease.run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
+		res, err = scripts.MultiRelease.Run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
 		return 0, err
 	})
 	return res, err

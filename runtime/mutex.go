@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Mutex is a handle on one lock: a reentrant lock (Client.Mutex), a fair
@@ -277,7 +279,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
-	case isRedisReply(err), errors.Is(err, ErrNotReplicated), notSent(err):
+	case scripts.IsReply(err), errors.Is(err, ErrNotReplicated), scripts.NotSent(err):
 		return false, 0, err
 	}
 	settled, serr := m.settleLost(ctx, a, at, px)
@@ -342,13 +344,13 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	}
 	c := m.c
 	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
-	if _, err := c.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || isRedisReply(err) {
+	if _, err := c.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
 	c.settleInBackground(settleJob{
 		try: func(ctx context.Context) bool {
 			_, err := op(ctx)
-			return err == nil || isRedisReply(err)
+			return err == nil || scripts.IsReply(err)
 		},
 		until: time.Now().Add(max(m.opts.QueueTimeout, c.giveBackFor())),
 		quit: func() {
@@ -447,7 +449,7 @@ func (m *Mutex) release(ctx context.Context, a lockArgs, last bool, lease time.D
 }
 
 // releaseVia is release with its calls sent through via.
-func (m *Mutex) releaseVia(ctx context.Context, via scripter, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
+func (m *Mutex) releaseVia(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
 	c := m.c
 	if last {
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // pubSubProbeTimeout bounds the probe NewClient runs to choose the pub/sub
@@ -49,7 +51,7 @@ func (c *Client) decidePubSub(mode PubSubMode) (sharded bool, why string) {
 	switch {
 	case err == nil:
 		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes"
-	case isRedisReply(err):
+	case scripts.IsReply(err):
 		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err)
 	}
 	major, verr := c.serverMajor(ctx)

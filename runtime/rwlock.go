@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // RWLock is a read-write lock with Redisson RReadWriteLock's layout: many
@@ -46,14 +46,7 @@ func (l *RWLock) Read() *Mutex { return &l.read }
 // Write is the exclusive side.
 func (l *RWLock) Write() *Mutex { return &l.write }
 
-var (
-	scriptReadAcquire   = newScript(lua.ReadAcquire)
-	scriptReadRelease   = newScript(lua.ReadRelease)
-	scriptWriteAcquire  = newScript(lua.WriteAcquire)
-	scriptWriteRelease  = newScript(lua.WriteRelease)
-	scriptWriteLeave    = newScript(lua.WriteLeave)
-	scriptRWForceUnlock = newScript(lua.RWForceUnlock)
-)
+var ()
 
 func rwChannel(key string) string { return prefixName("redisson_rwlock", key) }
 
@@ -94,7 +87,7 @@ func (rwSide) shared() bool                 { return false }
 func (rwSide) queues() bool { return false }
 
 func (rwSide) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
-	return scriptRWForceUnlock.run(ctx, m.c.rdb, 2, []any{3: m.key, rwChannel(m.key), m.c.publish}).Int64()
+	return scripts.RWForceUnlock.Run(ctx, m.c.rdb, 2, []any{3: m.key, rwChannel(m.key), m.c.publish}).Int64()
 }
 
 // readSide is the read side of an RWLock.
@@ -134,14 +127,14 @@ func (readSide) extraKeys(key, owner string, count int) []string {
 func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	owner := a.ownerID()
-	return scriptReadAcquire.run(ctx, at.via, 4, []any{
+	return scripts.ReadAcquire.Run(ctx, at.via, 4, []any{
 		3: a.key, readTimeoutKey(m.key, owner, at.count+1), at.marker, rwWriters(m.key),
 		at.px, a.owner, writeField(owner), at.count, c.markerTTL, flag(m.opts.WritersFirst),
 	}).Int64()
 }
 
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptReadRelease.run(ctx, at.via, 4, []any{
+	return scripts.ReadRelease.Run(ctx, at.via, 4, []any{
 		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), readTimeoutPrefix(m.key),
 		a.owner, m.c.publish, at.count,
 	}).Int64()
@@ -179,7 +172,7 @@ func (writeSide) check(m *Mutex, _ *holdContext, owner string) error {
 
 func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	return scriptWriteAcquire.run(ctx, at.via, 3, []any{
+	return scripts.WriteAcquire.Run(ctx, at.via, 3, []any{
 		3: a.key, at.marker, rwWriters(m.key),
 		at.px, a.field, a.owner, at.count, c.markerTTL, flag(m.opts.WritersFirst && at.waiting),
 		c.opts.WatchdogTimeout.Milliseconds(),
@@ -187,14 +180,14 @@ func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 }
 
 func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	return scriptWriteRelease.run(ctx, at.via, 2, []any{
+	return scripts.WriteRelease.Run(ctx, at.via, 2, []any{
 		3: a.key, rwChannel(m.key),
 		at.px, a.field, m.c.publish, at.count,
 	}).Int64()
 }
 
 func (writeSide) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
-	return scriptWriteLeave.run(ctx, m.c.rdb, 3, []any{
+	return scripts.WriteLeave.Run(ctx, m.c.rdb, 3, []any{
 		3: a.key, rwChannel(m.key), rwWriters(m.key), a.field, m.c.publish,
 	}).Int64()
 }

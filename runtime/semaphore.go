@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // SemaphoreOptions describes one semaphore: what the generated code
@@ -165,21 +165,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	return hctx, nil
 }
 
-var (
-	scriptSemaphoreAcquire = newScript(lua.SemaphoreAcquire)
-	scriptSemaphoreRelease = newScript(lua.SemaphoreRelease)
-	scriptSemaphoreSettle  = newScript(lua.SemaphoreSettle)
-	scriptSemaphoreTrySet  = newScript(lua.SemaphoreTrySet)
-	scriptSemaphoreAdd     = newScript(lua.SemaphoreAdd)
-	scriptSemaphoreDrain   = newScript(lua.SemaphoreDrain)
-)
+var ()
 
 // tryAcquire runs the acquire script once. A reply lost to a transport
 // error or a cancelled ctx is settled: the permits are either held (taken)
 // or the attempt is marked aborted so that no copy of it takes them later.
 func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, px any) (bool, time.Duration, error) {
 	c := s.c
-	ttl, err := scriptSemaphoreAcquire.run(ctx, c.rdb, 4, []any{
+	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.rdb, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
 		px, c.publish, s.opts.Permits, a.field,
 	}).Int64()
@@ -190,13 +183,13 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
-	case isRedisReply(err), notSent(err):
+	case scripts.IsReply(err), scripts.NotSent(err):
 		return false, 0, err
 	}
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
 	took, serr := retryDetached(dctx, func(ctx context.Context) (int64, error) {
-		return scriptSemaphoreSettle.run(ctx, c.rdb, 2, []any{
+		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
 			3: s.timeouts, marker,
 			a.fieldID()[:permitIDLen], c.markerTTL,
 		}).Int64()
@@ -264,8 +257,8 @@ func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int
 }
 
 // releaseOnce runs the release script once, through via.
-func (s *Semaphore) releaseOnce(ctx context.Context, via scripter, a lockArgs, marker string) (int64, error) {
-	return scriptSemaphoreRelease.run(ctx, via, 4, []any{
+func (s *Semaphore) releaseOnce(ctx context.Context, via scripts.Runner, a lockArgs, marker string) (int64, error) {
+	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
 		s.c.publish, a.field, s.c.markerTTL,
 	}).Int64()
@@ -318,7 +311,7 @@ func (s *Semaphore) Drain(ctx context.Context) (int, error) {
 }
 
 func (s *Semaphore) drain(ctx context.Context, mode string) (int64, error) {
-	return scriptSemaphoreDrain.run(ctx, s.c.rdb, 3, []any{
+	return scripts.SemaphoreDrain.Run(ctx, s.c.rdb, 3, []any{
 		3: s.key, s.timeouts, s.channel,
 		s.c.publish, mode,
 	}).Int64()
@@ -335,7 +328,7 @@ func trySetPermits(ctx context.Context, c *Client, key, channel string, n int, f
 	if n < 0 {
 		return false, fail("set-permits", fmt.Errorf("%w: negative permits %d", ErrInvalidArgument, n))
 	}
-	set, err := scriptSemaphoreTrySet.run(ctx, c.rdb, 2, []any{
+	set, err := scripts.SemaphoreTrySet.Run(ctx, c.rdb, 2, []any{
 		3: key, channel,
 		n, c.publish,
 	}).Int64()
@@ -360,7 +353,7 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error { return s.add(ctx, "add", n) }
 
 func (s *Semaphore) add(ctx context.Context, mode string, n int) error {
-	err := scriptSemaphoreAdd.run(ctx, s.c.rdb, 3, []any{
+	err := scripts.SemaphoreAdd.Run(ctx, s.c.rdb, 3, []any{
 		3: s.key, s.timeouts, s.channel,
 		s.c.publish, mode, n,
 	}).Err()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // PlainSemaphore is a handle on a semaphore in the layout of Redisson's
@@ -43,10 +43,7 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 	return &LockError{Op: op, Name: p.name, Key: p.key, Err: err}
 }
 
-var (
-	scriptPlainAcquire = newScript(lua.PlainSemaphoreAcquire)
-	scriptPlainRelease = newScript(lua.PlainSemaphoreRelease)
-)
+var ()
 
 // TrySetPermits sets the free count to n only when it is absent.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
@@ -70,11 +67,11 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		return p.fail("acquire", err)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		took, err := scriptPlainAcquire.run(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
+		took, err := scripts.PlainSemaphoreAcquire.Run(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
 		switch {
 		case err == nil:
 			return took == 1, -1, nil // no leases: sleep until a release
-		case isRedisReply(err), notSent(err):
+		case scripts.IsReply(err), scripts.NotSent(err):
 			return false, 0, err
 		}
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
@@ -94,11 +91,11 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	}
 	dctx, cancel := p.c.detached(ctx)
 	defer cancel()
-	err := scriptPlainRelease.run(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	err := scripts.PlainSemaphoreRelease.Run(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
 	switch {
 	case err == nil:
 		return nil
-	case isRedisReply(err), notSent(err):
+	case scripts.IsReply(err), scripts.NotSent(err):
 		return p.fail("release", err)
 	}
 	return p.fail("release", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
@@ -110,7 +107,7 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	err := scriptPlainRelease.run(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	err := scripts.PlainSemaphoreRelease.Run(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
 	if err != nil {
 		return p.fail("set-permits", err)
 	}

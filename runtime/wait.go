@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Watchdog and Forever are the special values of LockOptions.
@@ -325,7 +327,7 @@ func boundedTry(ctx context.Context, bound time.Time, try tryFunc) (bool, time.D
 // reply: refused, reset, timed out, pool exhausted), as opposed to a reply
 // or an error of lockgen's own.
 func unreachable(err error) bool {
-	if err == nil || isRedisReply(err) {
+	if err == nil || scripts.IsReply(err) {
 		return false
 	}
 	var ne net.Error

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // watchdog is the one renewal loop of a Client. It renews each watchdog
@@ -350,8 +351,6 @@ func splitBatches(holds []*hold, extra map[*hold][]string, bySlot bool) [][]*hol
 	return batches
 }
 
-var scriptRenewBatch = newScript(lua.RenewBatch)
-
 // runRenewals sends one RenewBatch per batch in a single pipeline. When
 // the server's script cache lacks the script (first round, restart, SCRIPT
 // FLUSH), it is loaded once (on every master of a cluster) and the refused
@@ -377,10 +376,7 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 			}
 			args = append(args, h.args.field, len(extra[h]))
 		}
-		args[0], args[1], args[2] = "evalsha", scriptRenewBatch.sha, numKeys
-		cmd := redis.NewCmd(ctx, args...)
-		cmd.SetFirstKeyPos(3)
-		return cmd
+		return scripts.RenewBatch.Cmd(ctx, numKeys, args)
 	}
 	pipe := rdb.Pipeline()
 	for i := range batches {
@@ -400,7 +396,7 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 	if len(retry) == 0 {
 		return cmds, err
 	}
-	loaded := lua.RenewBatch.Load(ctx, rdb).Err() == nil
+	loaded := scripts.RenewBatch.Load(ctx, rdb) == nil
 	pipe = rdb.Pipeline()
 	for _, i := range retry {
 		cmds[i] = build(i)
@@ -409,12 +405,7 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 			continue
 		}
 		a := cmds[i].Args()
-		numKeys := a[2].(int)
-		keys := make([]string, numKeys)
-		for j := range keys {
-			keys[j] = a[3+j].(string)
-		}
-		cmds[i] = lua.RenewBatch.Eval(ctx, pipe, keys, a[3+numKeys:]...)
+		cmds[i] = scripts.RenewBatch.Eval(ctx, pipe, a[2].(int), a)
 	}
 	_, err = pipe.Exec(ctx)
 	return cmds, err

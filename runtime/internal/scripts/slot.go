@@ -1,20 +1,20 @@
-package runtime
+package scripts
 
 import "strings"
 
-// clusterSlots is the number of hash slots of a Redis Cluster.
-const clusterSlots = 16384
+// ClusterSlots is the number of hash slots of a Redis Cluster.
+const ClusterSlots = 16384
 
-// keySlot returns the cluster slot of key: CRC16 (XMODEM) of the key, or of
+// KeySlot returns the cluster slot of key: CRC16 (XMODEM) of the key, or of
 // its hash tag (the text between the first "{" and the next "}" when that is
 // not empty), modulo 16384.
-func keySlot(key string) int {
+func KeySlot(key string) int {
 	if s := strings.IndexByte(key, '{'); s >= 0 {
 		if e := strings.IndexByte(key[s+1:], '}'); e > 0 {
 			key = key[s+1 : s+1+e]
 		}
 	}
-	return int(crc16(key) % clusterSlots)
+	return int(crc16(key) % ClusterSlots)
 }
 
 func crc16(s string) uint16 {

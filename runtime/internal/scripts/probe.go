@@ -1,6 +1,7 @@
-package runtime
+package scripts
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -23,9 +24,9 @@ import (
 // So the proof is taken where the bytes are made: go-redis serializes an
 // argument that implements encoding.BinaryMarshaler by calling
 // MarshalBinary while it writes the command to a connection, in every
-// attempt, and nowhere else. script.run passes the script's SHA-1 as a
+// attempt, and nowhere else. Script.Run passes the script's SHA-1 as a
 // sendProbe, and a failure whose probe was never marshalled cannot have
-// reached Redis: its error is wrapped in notSentError, which notSent
+// reached Redis: its error is wrapped in notSentError, which NotSent
 // recognises. Marshalled means "maybe sent", even if the write then
 // failed: when in doubt, it was sent.
 type sendProbe struct {
@@ -58,7 +59,7 @@ func (p *sendProbe) String() string { return p.sha }
 // and recycles the probe: the caller has put the plain SHA back in the
 // command's arguments, so nothing refers to it any more.
 func (p *sendProbe) finish(cmd *redis.Cmd) {
-	if err := cmd.Err(); err != nil && !p.wrote.Load() && !isRedisReply(err) {
+	if err := cmd.Err(); err != nil && !p.wrote.Load() && !IsReply(err) {
 		cmd.SetErr(&notSentError{err})
 	}
 	sendProbes.Put(p)
@@ -70,3 +71,20 @@ type notSentError struct{ err error }
 
 func (e *notSentError) Error() string { return e.err.Error() }
 func (e *notSentError) Unwrap() error { return e.err }
+
+// IsReply reports whether err is a reply from the server (a script error,
+// WRONGTYPE, ..., or redis.Nil), as opposed to a transport or ctx error
+// after which the outcome of a command is unknown.
+func IsReply(err error) bool {
+	var re interface{ RedisError() }
+	return errors.As(err, &re)
+}
+
+// NotSent reports whether err is the error of a script call that provably
+// never left the client (go-redis never wrote it on any attempt), so there
+// is no outcome to settle. Anything else that is not a reply may have
+// reached Redis.
+func NotSent(err error) bool {
+	var ns *notSentError
+	return errors.As(err, &ns)
+}

@@ -1,0 +1,18 @@
+// Package scripts is the runtime's wire to Redis: one Script per Lua file
+// of package lua, called with its EVALSHA arguments laid out once, and the
+// proof of whether a failed call was ever written (the send probe).
+//
+// Contract:
+//
+//   - Script.Run sends EVALSHA, loads the script on NOSCRIPT and sends it
+//     again, and falls back to EVAL only if the script is gone again. The
+//     first key routes the command on a cluster.
+//   - A call that fails without a reply and was provably never written on
+//     any attempt returns an error NotSent recognises: it has no outcome
+//     to settle. Any other failure without a reply may have reached Redis
+//     (IsReply separates replies from transport and ctx errors).
+//   - KeySlot is the cluster slot of a key, as Redis computes it.
+//
+// The package holds no state beyond the pooled probes and knows nothing of
+// locks, holds or clients: it is the bottom layer of the runtime.
+package scripts

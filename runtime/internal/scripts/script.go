@@ -1,0 +1,95 @@
+package scripts
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Script is a Lua script with its EVALSHA arguments boxed once. go-redis'
+// Script.Run boxes the command name, the SHA and every key on each call;
+// for the lock hot path (one call to acquire, one to release) that was
+// most of the allocations per lock.
+type Script struct {
+	s   *redis.Script
+	sha any
+}
+
+// New binds s.
+func New(s *redis.Script) Script { return Script{s: s, sha: s.Hash()} }
+
+// Header is the number of argument slots Run fills before the keys.
+const Header = 3
+
+// Runner is what scripts run on: a Client's redis client, or one
+// connection of it (replica sync needs WAIT on the connection that wrote).
+type Runner interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// Run sends EVALSHA with args laid out as
+//
+//	[Header slots] [numKeys keys] [ARGV...]
+//
+// filling the header itself. When the server's script cache has no such
+// script (restart, SCRIPT FLUSH) it loads it and sends EVALSHA again, and
+// falls back to EVAL only if the script is gone again by then.
+//
+// Loading first keeps the send proof (see NotSent) after a NOSCRIPT: a
+// failed load means the script never ran. Only the last-resort EVAL is not
+// probed, so its failures count as sent.
+func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	cmd := sc.evalsha(ctx, rdb, numKeys, args)
+	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return cmd
+	}
+	if err := sc.s.Load(ctx, rdb).Err(); err != nil && !IsReply(err) {
+		cmd.SetErr(&notSentError{err})
+		return cmd
+	} else if err == nil {
+		cmd = sc.evalsha(ctx, rdb, numKeys, args)
+		if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return cmd
+		}
+	}
+	return sc.Eval(ctx, rdb, numKeys, args)
+}
+
+// Load puts the script in the server's script cache.
+func (sc Script) Load(ctx context.Context, rdb redis.Scripter) error {
+	return sc.s.Load(ctx, rdb).Err()
+}
+
+// evalsha sends EVALSHA once, with the SHA-1 as a send probe.
+func (sc Script) evalsha(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	probe := newSendProbe(sc.sha.(string))
+	cmd := sc.Cmd(ctx, numKeys, args)
+	cmd.Args()[1] = probe
+	_ = rdb.Process(ctx, cmd)
+	args[1] = sc.sha
+	probe.finish(cmd)
+	return cmd
+}
+
+// Cmd is the EVALSHA command of args (laid out as for Run) without
+// sending it, for a pipeline: the caller handles NOSCRIPT (Load, then
+// EvalCmd if loading failed).
+func (sc Script) Cmd(ctx context.Context, numKeys int, args []any) *redis.Cmd {
+	args[0], args[1], args[2] = "evalsha", sc.sha, numKeys
+	cmd := redis.NewCmd(ctx, args...)
+	if numKeys > 0 {
+		cmd.SetFirstKeyPos(Header)
+	}
+	return cmd
+}
+
+// Eval sends args (laid out as for Run) as a full EVAL on rdb, which may
+// be a pipeline.
+func (sc Script) Eval(ctx context.Context, rdb redis.Scripter, numKeys int, args []any) *redis.Cmd {
+	keys := make([]string, numKeys)
+	for i := range keys {
+		keys[i] = args[Header+i].(string)
+	}
+	return sc.s.Eval(ctx, rdb, keys, args[Header+numKeys:]...)
+}

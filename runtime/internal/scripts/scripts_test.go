@@ -1,0 +1,91 @@
+package scripts_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// The values of Redis' CLUSTER KEYSLOT documentation, and the hash-tag
+// rules.
+func TestKeySlotIsRedisHashSlot(t *testing.T) {
+	for key, want := range map[string]int{
+		"":                  0,
+		"123456789":         12739, // CRC16/XMODEM check value 0x31C3
+		"somekey":           11058,
+		"foo{hash_tag}":     2515,
+		"bar{hash_tag}":     2515,
+		"{user1000}.a":      scripts.KeySlot("user1000"),
+		"a{}b":              scripts.KeySlot("a{}b"), // empty tag: the whole key
+		"{order:42}:x":      scripts.KeySlot("order:42"),
+		"x{order:42}{y}":    scripts.KeySlot("order:42"), // the first tag counts
+		"lockgen_latch:{k}": scripts.KeySlot("k"),
+	} {
+		if got := scripts.KeySlot(key); got != want {
+			t.Errorf("KeySlot(%q) = %d, want %d", key, got, want)
+		}
+	}
+}
+
+// Run loads a script the server has forgotten and sends it again; the
+// reply is the script's.
+func TestRunSurvivesAFlushedScriptCache(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	for i := range 3 {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		set, err := scripts.LatchTrySet.Run(ctx, rdb, 2, []any{scripts.Header: "latch", "channel", "1", "publish"}).Int64()
+		if err != nil {
+			t.Fatalf("run %d after SCRIPT FLUSH: %v", i, err)
+		}
+		if want := int64(min(i, 1) ^ 1); set != want {
+			t.Fatalf("run %d: %d, want %d (only the first run sets the latch)", i, set, want)
+		}
+	}
+}
+
+// A call that never reached a connection is known not to have been sent;
+// a reply is a reply; a call that was written and lost its reply is
+// neither.
+func TestNotSentOnlyForCallsThatNeverLeft(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+
+	closed := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	_ = closed.Close()
+	err := scripts.Acquire.Run(ctx, closed, 2, []any{scripts.Header: "k", "m", 1000, "o", 0, 1000}).Err()
+	if err == nil || !scripts.NotSent(err) || scripts.IsReply(err) {
+		t.Fatalf("a call on a closed client: %v, NotSent %v, want a not-sent error", err, scripts.NotSent(err))
+	}
+
+	rdb := srv.Client(t)
+	if err := rdb.Set(ctx, "k", "a string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = scripts.Acquire.Run(ctx, rdb, 2, []any{scripts.Header: "k", "m", 1000, "o", 0, 1000}).Err()
+	if err == nil || !scripts.IsReply(err) || scripts.NotSent(err) {
+		t.Fatalf("WRONGTYPE: %v, IsReply %v, want a reply", err, scripts.IsReply(err))
+	}
+
+	// A paused server reads the command and never answers: sent, with no
+	// reply.
+	slow := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = slow.Close() })
+	if err := slow.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "client", "pause", 1000, "all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	err = scripts.LatchDelete.Run(ctx, slow, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
+	if err == nil || scripts.NotSent(err) || scripts.IsReply(err) {
+		t.Fatalf("a call the paused server read: %v, NotSent %v, want neither sent-proof nor reply", err, scripts.NotSent(err))
+	}
+}
