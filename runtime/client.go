@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -140,7 +141,7 @@ type Client struct {
 	endLife      context.CancelFunc
 	hub          *hub
 	wd           watchdog
-	clock        leaseClock
+	clock        leaseclock.Clock
 	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error   // closes the watchdog's own client, if any
 	background   sync.WaitGroup // the settler's goroutine (settler.go)
@@ -251,7 +252,7 @@ func (c *Client) Close() error {
 	c.closeSettler()
 	c.background.Wait()
 	c.wd.wait()
-	c.clock.wait()
+	c.clock.Wait()
 	if c.closeRenewal != nil {
 		_ = c.closeRenewal()
 	}

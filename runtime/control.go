@@ -6,6 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
 // deadlineClient returns a client that honours ctx deadlines for rdb's
@@ -71,7 +73,7 @@ func checkUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
 		return nil
 	}
 	o := r.Options()
-	window := watchdog*2/3 - drift(watchdog)
+	window := watchdog*2/3 - leaseclock.Drift(watchdog)
 	if o.ReadTimeout < 0 {
 		return fmt.Errorf("%w: the Redis client has no read timeout and does not honour ctx deadlines (ContextTimeoutEnabled is off): "+
 			"a renewal could hang past any lease; set ContextTimeoutEnabled: true on the client", ErrInvalidArgument)
@@ -89,7 +91,7 @@ func checkUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
 // renewal window (2/3 of it minus drift) fits need.
 func minWatchdog(need time.Duration) time.Duration {
 	for wd := time.Second; ; wd += time.Second {
-		if wd*2/3-drift(wd) >= need {
+		if wd*2/3-leaseclock.Drift(wd) >= need {
 			return wd
 		}
 	}
@@ -117,11 +119,4 @@ func (w *watchdog) dialled(rdb redis.UniversalClient) bool {
 	seen := w.dials != n && w.dialsRead
 	w.dials, w.dialsRead = n, true
 	return seen
-}
-
-// pokeInterval is the least time between two rounds started by new
-// connections, so a burst of them (a pool growing under load) costs one
-// early round, not one per connection.
-func pokeInterval(period time.Duration) time.Duration {
-	return max(period/4, 50*time.Millisecond)
 }

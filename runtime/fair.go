@@ -35,8 +35,6 @@ func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
 
 type fair struct{ reentrant }
 
-var ()
-
 // fairGrants holds lockgen's waiters that take grants, with the lease a
 // release grants them the lock with (see fair_next.lua).
 func fairGrants(key string) string { return prefixName("lockgen_fair_grants", key) }
@@ -122,7 +120,7 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 		// watchdog's next tick and must be confirmed before the cut runs
 		// out. Without room for that, the next try (at once) takes the
 		// grant with the whole lease (count.lua).
-		budget -= c.wd.tick
+		budget -= c.wd.timing.Tick
 	}
 	if time.Since(lastTry) > budget {
 		c.exit(id)

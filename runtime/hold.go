@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -46,17 +48,12 @@ type hold struct {
 	// lost is set with lostErr, for readers without the shard's mutex.
 	lost atomic.Bool
 
-	// The lease clock (lease.go): leaseEnd is the latest expiry a confirmed
-	// request set (send time + lease), validUntil the deadline the hold's
-	// ctx ends at; clocked says the Client's clock will end it there.
-	leaseEnd   time.Time
-	validUntil time.Time
-	clocked    bool
-	clockAt    time.Time // where its entry sits on the clock's heap
-	clockIdx   int       // its index there
+	// The lease clock (lease.go): the hold's term (lease end and deadline)
+	// and its place on its shard's queue.
+	lease leaseclock.Entry
 	// The watchdog's schedule (watchdog.go).
-	renewAt  time.Time // when the next renewal is due
-	inFlight bool      // a renewal of h is on the wire
+	renew    renew.Entry // when its next renewal is due (its shard's wheel)
+	inFlight bool        // a renewal of h is on the wire
 }
 
 type holdID struct{ key, field string }
@@ -208,7 +205,7 @@ func (c *Client) addHoldAs(parent context.Context, spec holdSpec, args lockArgs,
 	if lease != Watchdog {
 		cause := &LockError{Op: "lease", Name: name, Key: key,
 			Err: fmt.Errorf("%w: fixed lease of %v ran out", ErrLockLost, lease)}
-		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-drift(lease)), cause)
+		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-leaseclock.Drift(lease)), cause)
 	}
 	id := holdID{key, field}
 	sh := c.reg.shard(key)

@@ -61,8 +61,6 @@ type attempt struct {
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
-var ()
-
 func (reentrant) field(owner string) string                { return owner }
 func (reentrant) check(*Mutex, *holdContext, string) error { return nil }
 func (reentrant) channel(key, _ string) string             { return lockChannel(key) }

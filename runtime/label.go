@@ -81,11 +81,11 @@ func (c *Client) renewLabel(now time.Time) {
 	if now.Before(c.label.next) {
 		return
 	}
-	c.label.next = now.Add(w.period)
+	c.label.next = now.Add(w.timing.Period)
 	w.jobs.Add(1)
 	go func() {
 		defer w.jobs.Done()
-		ctx, cancel := context.WithTimeout(c.life, w.period)
+		ctx, cancel := context.WithTimeout(c.life, w.timing.Period)
 		defer cancel()
 		key := OwnerLabelKey(c.label.id)
 		// The watchdog's own client: it honours ctx, and Close closes it,

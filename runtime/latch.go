@@ -82,8 +82,6 @@ func (l *Latch) check() error {
 	return nil
 }
 
-var ()
-
 // TrySetCount arms the latch with count n if it is not armed (Redisson
 // trySetCount). It reports whether it did.
 func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {

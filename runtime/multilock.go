@@ -135,8 +135,6 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 	return hctx, nil
 }
 
-var ()
-
 // acquireAtomic takes every member with one script call per attempt, and
 // sleeps on the channel of the member that blocked it.
 func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {

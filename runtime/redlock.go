@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
 // RedLock is a lock over independent Redis masters (Options.RedLockNodes),
@@ -130,7 +132,7 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 		// Every node's key expires no earlier than start + lease: the
 		// validity ends a drift before that, whatever the tries cost
 		// (that time is already inside the window, not to subtract again).
-		validUntil := start.Add(effective - drift(effective))
+		validUntil := start.Add(effective - leaseclock.Drift(effective))
 		if granted >= l.quorum && time.Now().Before(validUntil) {
 			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
 		}

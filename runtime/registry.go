@@ -4,6 +4,9 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 )
 
 // The registry is what a Client knows of its holds: the holds by (key,
@@ -32,15 +35,10 @@ type shard struct {
 	holds   map[holdID]*hold
 	turns   map[holdID]turn   // calls in flight, one per owner and lock
 	unknown map[holdID]uint64 // the mark's generation
-	// The watchdog's wheel for the holds of this shard (watchdog.go):
-	// holds by the tick their renewal is due in, and the first tick not
-	// yet taken off it (0: none taken yet).
-	wheel     map[int64][]*hold
-	wheelNext int64
-	// The lease clock's heap of this shard's holds (lease.go), and its
-	// earliest deadline in Unix ns (noDue: none), read without the mutex.
-	due     leaseHeap
-	dueHead atomic.Int64
+	// The watchdog's wheel for the holds of this shard (watchdog.go).
+	wheel renew.Wheel[*hold]
+	// The lease clock's queue of this shard's holds (lease.go).
+	due leaseclock.Queue[*hold]
 }
 
 func (r *registry) init() {
@@ -50,7 +48,7 @@ func (r *registry) init() {
 		s.holds = make(map[holdID]*hold)
 		s.turns = make(map[holdID]turn)
 		s.unknown = make(map[holdID]uint64)
-		s.dueHead.Store(noDue)
+		s.due.Init()
 	}
 }
 

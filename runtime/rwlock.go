@@ -46,8 +46,6 @@ func (l *RWLock) Read() *Mutex { return &l.read }
 // Write is the exclusive side.
 func (l *RWLock) Write() *Mutex { return &l.write }
 
-var ()
-
 func rwChannel(key string) string { return prefixName("redisson_rwlock", key) }
 
 // rwWriters is the set of waiting writers (writers first).

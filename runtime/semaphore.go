@@ -165,8 +165,6 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	return hctx, nil
 }
 
-var ()
-
 // tryAcquire runs the acquire script once. A reply lost to a transport
 // error or a cancelled ctx is settled: the permits are either held (taken)
 // or the attempt is marked aborted so that no copy of it takes them later.

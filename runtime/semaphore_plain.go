@@ -43,8 +43,6 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 	return &LockError{Op: op, Name: p.name, Key: p.key, Err: err}
 }
 
-var ()
-
 // TrySetPermits sets the free count to n only when it is absent.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	return trySetPermits(ctx, p.c, p.key, p.channel, n, p.fail)

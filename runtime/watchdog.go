@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -38,8 +39,7 @@ type watchdog struct {
 	once    sync.Once
 	done    chan struct{}
 	rdb     redis.UniversalClient
-	period  time.Duration
-	tick    time.Duration
+	timing  renew.Timing
 	workers chan struct{} // a token per renewal call in flight
 	jobs    sync.WaitGroup
 	// dials and dialsRead: the caller's pool's count of new connections,
@@ -49,7 +49,8 @@ type watchdog struct {
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (shard.wheel), under their mutexes: scheduling a
-	// renewal takes no lock shared by unrelated keys.
+	// renewal takes no lock shared by unrelated keys. Package renew plans
+	// the rounds; this file sends them.
 }
 
 const (
@@ -61,19 +62,15 @@ const (
 
 func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 	w.rdb = rdb
-	w.period = c.opts.WatchdogTimeout / 3
-	// Holds due within one tick share their batches: fewer, fuller calls.
-	w.tick = min(max(w.period/20, 5*time.Millisecond), 500*time.Millisecond)
+	w.timing = renew.NewTiming(c.opts.WatchdogTimeout)
 	w.workers = make(chan struct{}, renewWorkers)
 }
-
-func (w *watchdog) tickOf(t time.Time) int64 { return t.UnixNano() / int64(w.tick) }
 
 // schedule puts h on the wheel for a renewal one period after from, and
 // starts the loop on first use. h.sh.mu is held.
 func (w *watchdog) schedule(c *Client, h *hold, from time.Time) {
 	w.start(c)
-	w.scheduleAt(h, from.Add(w.period))
+	w.scheduleAt(h, from.Add(w.timing.Period))
 }
 
 // start starts the loop on first use: at the first hold of any lease,
@@ -85,17 +82,9 @@ func (w *watchdog) start(c *Client) {
 	})
 }
 
-// scheduleAt puts h on its shard's wheel for a renewal at t (an entry is
-// stale, and skipped, once h.renewAt moved). h.sh.mu is held.
-func (w *watchdog) scheduleAt(h *hold, t time.Time) {
-	h.renewAt = t
-	sh := h.sh
-	i := max(w.tickOf(t), sh.wheelNext)
-	if sh.wheel == nil {
-		sh.wheel = make(map[int64][]*hold)
-	}
-	sh.wheel[i] = append(sh.wheel[i], h)
-}
+// scheduleAt puts h on its shard's wheel for a renewal at t. h.sh.mu is
+// held.
+func (w *watchdog) scheduleAt(h *hold, t time.Time) { h.sh.wheel.Put(h, t, w.timing) }
 
 // wait blocks until the loop (if started) and its renewals have stopped;
 // c.closeCh is closed.
@@ -116,7 +105,7 @@ func (w *watchdog) waitJobs() { w.jobs.Wait() }
 func (c *Client) watchdogLoop(done chan struct{}) {
 	defer close(done)
 	w := &c.wd
-	ticker := time.NewTicker(w.tick)
+	ticker := time.NewTicker(w.timing.Tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
 	c.renewLabel(time.Now())
@@ -129,7 +118,7 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 		}
 		// A new connection of the caller's client: renew every hold now
 		// (see dialled), at most once per pokeInterval.
-		all := w.dialled(c.rdb) && time.Since(lastPoke) >= pokeInterval(w.period)
+		all := w.dialled(c.rdb) && time.Since(lastPoke) >= w.timing.PokeInterval()
 		if all {
 			lastPoke = time.Now()
 		}
@@ -149,22 +138,19 @@ func (c *Client) renewDue(now time.Time, all bool) {
 	if c.cluster {
 		slices.SortFunc(due, func(a, b *hold) int { return a.slot - b.slot })
 	}
-	batches := splitBatches(due, extra, c.cluster)
-	for len(batches) > 0 {
-		n := 1
-		for n < min(batchesPerCall, len(batches)) && (!c.cluster || batches[n][0].slot == batches[0][0].slot) {
-			n++ // on a cluster a call serves one slot: a slow node holds up only its own holds
-		}
-		job := batches[:n]
-		batches = batches[n:]
+	unit := func(h *hold) renew.Unit { return renew.Unit{Keys: 1 + len(extra[h]), Slot: h.slot} }
+	calls := renew.Calls(renew.Batches(due, unit, c.cluster, lua.MaxBatch), unit, c.cluster, batchesPerCall)
+	for i, call := range calls {
 		select {
 		case w.workers <- struct{}{}:
 		case <-c.closeCh:
-			for _, b := range append(job, batches...) {
-				for _, h := range b {
-					h.sh.mu.Lock()
-					h.inFlight = false
-					h.sh.mu.Unlock()
+			for _, call := range calls[i:] {
+				for _, b := range call {
+					for _, h := range b {
+						h.sh.mu.Lock()
+						h.inFlight = false
+						h.sh.mu.Unlock()
+					}
 				}
 			}
 			return
@@ -172,7 +158,7 @@ func (c *Client) renewDue(now time.Time, all bool) {
 		w.jobs.Add(1)
 		go func() {
 			defer func() { <-w.workers; w.jobs.Done() }()
-			c.renewJob(job, extra)
+			c.renewJob(call, extra)
 		}()
 	}
 }
@@ -184,11 +170,11 @@ func (c *Client) renewDue(now time.Time, all bool) {
 // holds does.
 func (w *watchdog) takeDue(c *Client, now time.Time, all bool) (due []*hold, extra map[*hold][]string) {
 	extra = make(map[*hold][]string)
-	// take marks h in flight if it is a watchdog hold due at tick t (-1:
-	// due now whatever its schedule). Its shard's mutex is held.
-	take := func(h *hold, t int64) bool {
-		if h.gone || !h.watchdog || h.inFlight || t >= 0 && w.tickOf(h.renewAt) > t {
-			return false // released, lost, in flight, or rescheduled since
+	// take marks h in flight if it is a watchdog hold not in flight. Its
+	// shard's mutex is held.
+	take := func(h *hold) bool {
+		if h.gone || !h.watchdog || h.inFlight {
+			return false // released, lost, or in flight
 		}
 		h.inFlight = true
 		due = append(due, h)
@@ -200,46 +186,23 @@ func (w *watchdog) takeDue(c *Client, now time.Time, all bool) (due []*hold, ext
 		}
 		return true
 	}
-	last := w.tickOf(now)
 	for i := range c.reg.shards {
 		sh := &c.reg.shards[i]
 		sh.mu.Lock()
 		if all {
 			for _, h := range sh.holds {
-				take(h, -1)
+				take(h)
 			}
 		}
-		if sh.wheelNext == 0 { // first round: start at the earliest entry
-			sh.wheelNext = last
-			for t := range sh.wheel {
-				sh.wheelNext = min(sh.wheelNext, t)
-			}
-		}
-		for t := sh.wheelNext; t <= last && len(sh.wheel) > 0; t++ {
-			for _, h := range sh.wheel[t] {
-				take(h, t)
-			}
-			delete(sh.wheel, t)
-		}
-		sh.wheelNext = max(sh.wheelNext, last+1)
+		sh.wheel.TakeDue(now, w.timing, take)
 		sh.mu.Unlock()
 	}
-	horizon := w.tickOf(now.Add(w.period / 4))
-	for i := 0; i < len(c.reg.shards) && len(due) > 0 && len(due)%lua.MaxBatch != 0; i++ {
+	horizon := w.timing.EarlyHorizon(now)
+	room := func() bool { return len(due)%lua.MaxBatch != 0 }
+	for i := 0; i < len(c.reg.shards) && len(due) > 0 && room(); i++ {
 		sh := &c.reg.shards[i]
 		sh.mu.Lock()
-		for t := sh.wheelNext; t <= horizon && len(sh.wheel) > 0 && len(due)%lua.MaxBatch != 0; t++ {
-			bucket := sh.wheel[t]
-			for j := 0; j < len(bucket) && len(due)%lua.MaxBatch != 0; {
-				if h := bucket[j]; w.tickOf(h.renewAt) == t && take(h, -1) {
-					bucket[j] = bucket[len(bucket)-1] // renewed early: its entry goes
-					bucket = bucket[:len(bucket)-1]
-					continue
-				}
-				j++
-			}
-			sh.wheel[t] = bucket
-		}
+		sh.wheel.TakeEarly(horizon, w.timing, room, take)
 		sh.mu.Unlock()
 	}
 	return due, extra
@@ -252,8 +215,8 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	for _, b := range batches {
 		for _, h := range b {
 			h.sh.mu.Lock()
-			if deadline.IsZero() || h.validUntil.Before(deadline) {
-				deadline = h.validUntil
+			if deadline.IsZero() || h.lease.Valid.Before(deadline) {
+				deadline = h.lease.Valid
 			}
 			h.sh.mu.Unlock()
 		}
@@ -286,11 +249,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 				// after this send, so repeated early renewals (reconnect
 				// rounds after new connections) cannot push it towards the
 				// deadline (3 periods).
-				next := sent.Add(w.period)
-				if h.renewAt.After(sent) {
-					next = minTime(h.renewAt.Add(w.period), sent.Add(w.period+w.period/4))
-				}
-				w.scheduleAt(h, next)
+				w.scheduleAt(h, w.timing.Next(sent, h.renew.Due))
 				renewed++
 			case j < len(res):
 				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
@@ -298,7 +257,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 			default:
 				// Unconfirmed: try again soon; the deadline stays where the
 				// last confirmation put it, and the clock enforces it.
-				w.scheduleAt(h, now.Add(retryDelay(w.period, time.Until(h.validUntil))))
+				w.scheduleAt(h, now.Add(w.timing.Retry(time.Until(h.lease.Valid))))
 			}
 			h.sh.mu.Unlock()
 		}
@@ -309,46 +268,12 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Took: now.Sub(sent), Err: err})
 }
 
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-// retryDelay is how long a hold whose renewal failed waits for the next
-// try: soon, and several times before its deadline.
-func retryDelay(period, left time.Duration) time.Duration {
-	return max(min(period/8, left/4), time.Millisecond)
-}
-
 func countHolds(batches [][]*hold) int {
 	n := 0
 	for _, b := range batches {
 		n += len(b)
 	}
 	return n
-}
-
-// splitBatches cuts holds (sorted by slot on a cluster) into batches of at
-// most lua.MaxBatch keys (a hold's hash and its extra keys) of one slot.
-func splitBatches(holds []*hold, extra map[*hold][]string, bySlot bool) [][]*hold {
-	var batches [][]*hold
-	for start := 0; start < len(holds); {
-		keys := 1 + len(extra[holds[start]])
-		end := start + 1
-		for end < len(holds) && (!bySlot || holds[end].slot == holds[start].slot) {
-			n := 1 + len(extra[holds[end]])
-			if keys+n > lua.MaxBatch {
-				break
-			}
-			keys += n
-			end++
-		}
-		batches = append(batches, holds[start:end])
-		start = end
-	}
-	return batches
 }
 
 // runRenewals sends one RenewBatch per batch in a single pipeline. When
@@ -410,3 +335,6 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 	_, err = pipe.Exec(ctx)
 	return cmds, err
 }
+
+// RenewEntry places h on its shard's renewal wheel.
+func (h *hold) RenewEntry() *renew.Entry { return &h.renew }

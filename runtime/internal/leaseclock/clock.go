@@ -1,0 +1,114 @@
+package leaseclock
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Horizon is the longest the Clock sleeps: it then reads the queues' heads
+// again. Putting an item whose deadline is further away than that never
+// wakes it.
+const Horizon = time.Second
+
+// A Clock is the goroutine that ends items at their deadlines, over the
+// Queues of its owner: one goroutine per owner however many items there
+// are, so an item costs no timer, no goroutine and no allocation of its
+// own.
+type Clock struct {
+	once sync.Once
+	// next is when the goroutine wakes next (Unix ns): a deadline put
+	// before it wakes the goroutine early.
+	next atomic.Int64
+	wake chan struct{}
+	done chan struct{}
+}
+
+// Queues is what a Clock runs over: the earliest Head of the owner's
+// queues, and a call that expires those due by now (Queue.Expire, under
+// each queue's lock).
+type Queues interface {
+	Earliest() int64
+	ExpireDue(now time.Time)
+}
+
+// Start starts the goroutine on first use; it runs until stop is closed.
+func (c *Clock) Start(qs Queues, stop <-chan struct{}) {
+	c.once.Do(func() {
+		c.wake = make(chan struct{}, 1)
+		c.done = make(chan struct{})
+		c.next.Store(None)
+		go c.run(qs, stop)
+	})
+}
+
+// Due tells the clock that a queue's earliest deadline is now at (a Put
+// that reported earliest): it wakes the goroutine if that is before the
+// goroutine's next wake-up. The Clock must have been started.
+func (c *Clock) Due(at time.Time) {
+	t := at.UnixNano()
+	// The goroutine reads the heads after it publishes next (step), so a
+	// head it missed is one that sees its next here.
+	for {
+		next := c.next.Load()
+		if t >= next {
+			return
+		}
+		if c.next.CompareAndSwap(next, t) {
+			break
+		}
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wait blocks until the goroutine (if started) has stopped; stop is
+// closed. No goroutine starts after it.
+func (c *Clock) Wait() {
+	c.once.Do(func() {})
+	if c.done != nil {
+		<-c.done
+	}
+}
+
+func (c *Clock) run(qs Queues, stop <-chan struct{}) {
+	defer close(c.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		sleep := c.step(qs, time.Now)
+		if sleep <= 0 {
+			continue
+		}
+		timer.Reset(sleep)
+		select {
+		case <-timer.C:
+		case <-c.wake:
+			timer.Stop()
+		case <-stop:
+			return
+		}
+	}
+}
+
+// step expires what is due and returns how long to sleep (0 or less: look
+// again at once).
+func (c *Clock) step(qs Queues, now func() time.Time) time.Duration {
+	t := now()
+	if qs.Earliest() <= t.UnixNano() {
+		qs.ExpireDue(t)
+	}
+	// Publish next, then read the heads again: a deadline put in between
+	// is seen here or sees the new next (and wakes us). The clock looks
+	// again after Horizon in any case, so an item put on an empty clock
+	// (the common case: short holds come and go) wakes it only if its
+	// deadline is nearer than that.
+	next := min(qs.Earliest(), t.UnixNano()+int64(Horizon))
+	c.next.Store(next)
+	if again := qs.Earliest(); again < next {
+		return 0
+	}
+	return time.Duration(next - now().UnixNano())
+}

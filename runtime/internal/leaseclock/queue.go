@@ -1,0 +1,152 @@
+package leaseclock
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// An Entry is an item's place on the clock: its Term, and where it sits on
+// a Queue. Embed it in the item; its zero value is off every queue.
+type Entry struct {
+	Term
+	at  time.Time // the deadline it was put on the queue for
+	idx int       // its index in the queue's heap, plus one (0: off it)
+}
+
+// Queued reports whether the entry is on a queue.
+func (e *Entry) Queued() bool { return e.idx > 0 }
+
+// An Item is what a Queue holds: a pointer type with an Entry.
+type Item interface {
+	comparable
+	LeaseEntry() *Entry
+}
+
+// None is the head of an empty queue.
+const None = math.MaxInt64
+
+// A Queue is a min-heap of items by the deadline they were put on it for,
+// guarded by its owner's lock, that publishes its earliest deadline (Head)
+// for lock-free readers. It is written out rather than used through
+// container/heap, whose interface boxes values.
+type Queue[T Item] struct {
+	items []T
+	head  atomic.Int64 // Unix ns of items[0].at, or None
+}
+
+// Init readies an empty queue (the zero Queue reads as due at once).
+func (q *Queue[T]) Init() { q.head.Store(None) }
+
+// Len is the number of items on the queue.
+func (q *Queue[T]) Len() int { return len(q.items) }
+
+// Head is the earliest deadline on the queue in Unix ns (None: empty). It
+// may be read without the owner's lock.
+func (q *Queue[T]) Head() int64 { return q.head.Load() }
+
+// Put puts it, not on the queue, on it at its Term's Valid. It reports
+// whether it is now the earliest: the Clock must then be told (Clock.Due).
+func (q *Queue[T]) Put(it T) (earliest bool) {
+	e := it.LeaseEntry()
+	e.at = e.Valid
+	q.items = append(q.items, it)
+	e.idx = len(q.items)
+	q.up(len(q.items) - 1)
+	if e.idx != 1 {
+		return false
+	}
+	q.head.Store(e.at.UnixNano())
+	return true
+}
+
+// Remove takes it off the queue, if it is on it.
+func (q *Queue[T]) Remove(it T) {
+	e := it.LeaseEntry()
+	if i := e.idx - 1; i >= 0 && i < len(q.items) && q.items[i] == it {
+		q.removeAt(i)
+		q.publish() // later or none: the Clock may wake for nothing once
+	}
+}
+
+// Expire takes off every item whose deadline is not after now and calls
+// end for it, except an item confirmed since it was put (its Valid moved
+// past now), which is put back for its new deadline.
+func (q *Queue[T]) Expire(now time.Time, end func(T)) {
+	for len(q.items) > 0 {
+		it := q.items[0]
+		e := it.LeaseEntry()
+		if e.at.After(now) {
+			break
+		}
+		if e.Valid.After(now) {
+			e.at = e.Valid // confirmed meanwhile
+			q.down(0)
+			continue
+		}
+		q.removeAt(0)
+		end(it)
+	}
+	q.publish()
+}
+
+func (q *Queue[T]) publish() {
+	if len(q.items) == 0 {
+		q.head.Store(None)
+		return
+	}
+	q.head.Store(q.items[0].LeaseEntry().at.UnixNano())
+}
+
+func (q *Queue[T]) less(i, j int) bool {
+	return q.items[i].LeaseEntry().at.Before(q.items[j].LeaseEntry().at)
+}
+
+func (q *Queue[T]) swap(i, j int) {
+	q.items[i], q.items[j] = q.items[j], q.items[i]
+	q.items[i].LeaseEntry().idx, q.items[j].LeaseEntry().idx = i+1, j+1
+}
+
+func (q *Queue[T]) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q.swap(i, p)
+		i = p
+	}
+}
+
+func (q *Queue[T]) down(i int) {
+	for {
+		l, small := 2*i+1, i
+		if l < len(q.items) && q.less(l, small) {
+			small = l
+		}
+		if r := l + 1; r < len(q.items) && q.less(r, small) {
+			small = r
+		}
+		if small == i {
+			return
+		}
+		q.swap(i, small)
+		i = small
+	}
+}
+
+func (q *Queue[T]) removeAt(i int) {
+	last := len(q.items) - 1
+	it := q.items[i]
+	if i != last {
+		q.swap(i, last)
+	}
+	var zero T
+	q.items[last] = zero
+	q.items = q.items[:last]
+	if i != last {
+		q.down(i)
+		q.up(i)
+	}
+	it.LeaseEntry().idx = 0
+}

@@ -1,0 +1,47 @@
+package leaseclock
+
+import "time"
+
+// Drift is the safety margin subtracted from a lease before the holder is
+// told its hold may be gone: clocks of client and server run at slightly
+// different rates (Redisson's 1%), and the clock goroutine that ends the
+// hold may run a few milliseconds late on a busy process (the fixed part:
+// Redisson's 2 ms, raised to 5 as headroom for that).
+func Drift(lease time.Duration) time.Duration {
+	return lease/100 + 5*time.Millisecond
+}
+
+// A Term is what one hold counts on in Redis.
+type Term struct {
+	// End is the latest expiry a confirmed request set: its send time
+	// plus its lease. A later request must not cut it short.
+	End time.Time
+	// Valid is the deadline: the hold's ctx ends there unless a
+	// confirmation moves it.
+	Valid time.Time
+}
+
+// Confirm records that a request sent at sent made Redis keep the key for
+// at least lease from then on; now is the time of the reply. It reports
+// whether this was the first confirmation (the caller then puts the hold
+// on the clock). A confirmation after the deadline has passed never
+// revives the hold: the clock is about to end it.
+func (t *Term) Confirm(sent time.Time, lease time.Duration, now time.Time) (first bool) {
+	if end := sent.Add(lease); end.After(t.End) {
+		t.End = end
+	}
+	valid := sent.Add(lease - Drift(lease))
+	if !valid.After(t.Valid) {
+		return false
+	}
+	first = t.Valid.IsZero()
+	if !first && !now.Before(t.Valid) {
+		return false
+	}
+	t.Valid = valid
+	return first
+}
+
+// Left is how long a request sent at now must make Redis keep the key so
+// that no expiry the hold counts on is cut short.
+func (t *Term) Left(now time.Time) time.Duration { return t.End.Sub(now) }

@@ -1,0 +1,49 @@
+package renew
+
+import "time"
+
+// Timing is the watchdog's clock arithmetic for one WatchdogTimeout.
+type Timing struct {
+	// Period is the time between two renewals of a hold.
+	Period time.Duration
+	// Tick is the wheel's granularity: holds due within one tick share
+	// their calls.
+	Tick time.Duration
+}
+
+// NewTiming is the timing of a watchdog lease.
+func NewTiming(watchdog time.Duration) Timing {
+	p := watchdog / 3
+	return Timing{Period: p, Tick: min(max(p/20, 5*time.Millisecond), 500*time.Millisecond)}
+}
+
+// TickOf is the wheel tick t falls in.
+func (t Timing) TickOf(at time.Time) int64 { return at.UnixNano() / int64(t.Tick) }
+
+// Next is when a hold whose renewal sent at sent was confirmed is renewed
+// again; due is when that renewal was due (it may have been sent early,
+// to fill a call).
+func (t Timing) Next(sent, due time.Time) time.Time {
+	if !due.After(sent) {
+		return sent.Add(t.Period)
+	}
+	next := due.Add(t.Period)
+	if limit := sent.Add(t.Period + t.Period/4); limit.Before(next) {
+		return limit
+	}
+	return next
+}
+
+// Retry is how long a hold whose renewal failed waits for its next try,
+// left before its deadline: soon, and several times before the deadline.
+func (t Timing) Retry(left time.Duration) time.Duration {
+	return max(min(t.Period/8, left/4), time.Millisecond)
+}
+
+// EarlyHorizon is the last tick whose holds may be renewed early at now.
+func (t Timing) EarlyHorizon(now time.Time) int64 { return t.TickOf(now.Add(t.Period / 4)) }
+
+// PokeInterval is the least time between two rounds of every hold started
+// by new connections, so a burst of them (a pool growing under load) costs
+// one early round, not one per connection.
+func (t Timing) PokeInterval() time.Duration { return max(t.Period/4, 50*time.Millisecond) }

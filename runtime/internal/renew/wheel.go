@@ -1,0 +1,77 @@
+package renew
+
+import "time"
+
+// An Entry is an item's place on a wheel: embed it in the item.
+type Entry struct {
+	// Due is when the item's next renewal is due.
+	Due time.Time
+}
+
+// An Item is what a Wheel holds: a pointer type with an Entry.
+type Item interface {
+	comparable
+	RenewEntry() *Entry
+}
+
+// A Wheel keeps items by the tick their renewal is due in. It is guarded
+// by its owner's lock.
+type Wheel[T Item] struct {
+	buckets map[int64][]T
+	next    int64 // the first tick not yet taken off (0: none taken yet)
+}
+
+// Put schedules it for a renewal at due. An entry it had is stale from
+// then on.
+func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
+	it.RenewEntry().Due = due
+	i := max(t.TickOf(due), w.next)
+	if w.buckets == nil {
+		w.buckets = make(map[int64][]T)
+	}
+	w.buckets[i] = append(w.buckets[i], it)
+}
+
+// TakeDue takes every item due by now off the wheel and calls take for
+// each one not rescheduled since; take reports whether it took the item
+// (an item it refuses, released or in flight, is dropped from the wheel).
+func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
+	last := t.TickOf(now)
+	if w.next == 0 { // first round: start at the earliest entry
+		w.next = last
+		for i := range w.buckets {
+			w.next = min(w.next, i)
+		}
+	}
+	for i := w.next; i <= last && len(w.buckets) > 0; i++ {
+		for _, it := range w.buckets[i] {
+			if t.TickOf(it.RenewEntry().Due) <= i {
+				take(it)
+			}
+		}
+		delete(w.buckets, i)
+	}
+	w.next = max(w.next, last+1)
+}
+
+// TakeEarly takes items due up to the tick horizon (see
+// Timing.EarlyHorizon) off the wheel, earliest first, while room reports
+// there is room for more; take is as for TakeDue.
+func (w *Wheel[T]) TakeEarly(horizon int64, t Timing, room func() bool, take func(T) bool) {
+	for i := w.next; i <= horizon && len(w.buckets) > 0 && room(); i++ {
+		bucket := w.buckets[i]
+		for j := 0; j < len(bucket) && room(); {
+			if it := bucket[j]; t.TickOf(it.RenewEntry().Due) == i && take(it) {
+				bucket[j] = bucket[len(bucket)-1] // renewed early: its entry goes
+				bucket = bucket[:len(bucket)-1]
+				continue
+			}
+			j++
+		}
+		if len(bucket) == 0 {
+			delete(w.buckets, i)
+		} else {
+			w.buckets[i] = bucket
+		}
+	}
+}
