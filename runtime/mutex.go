@@ -503,7 +503,7 @@ func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Con
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := scripts.Do(ctx, m.c.rdb, "exists", m.key).Int64()
+	n, err := m.c.rdb.Exists(ctx, m.key).Result()
 	if err != nil {
 		return false, m.fail("inspect", err)
 	}
@@ -517,7 +517,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := scripts.Do(ctx, m.c.rdb, "hget", m.key, m.k.field(hc.acq.h.owner)).Int()
+	n, err := m.c.rdb.HGet(ctx, m.key, m.k.field(hc.acq.h.owner)).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -533,15 +533,14 @@ const NoExpiry time.Duration = -1
 // RemainTTL is the time until the lock's lease runs out: 0 when the lock is
 // free, NoExpiry when the key has no expiry.
 func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
-	ms, err := scripts.Do(ctx, m.c.rdb, "pttl", m.key).Int64()
+	d, err := m.c.rdb.PTTL(ctx, m.key).Result()
 	if err != nil {
 		return 0, m.fail("inspect", err)
 	}
-	d := time.Duration(ms) * time.Millisecond
 	switch {
-	case ms == -2: // no key
+	case d == -2: // go-redis reports PTTL's -2 (no key) and -1 (no expiry) unscaled
 		return 0, nil
-	case ms < 0: // no expiry
+	case d < 0:
 		return NoExpiry, nil
 	}
 	return d, nil

@@ -21,8 +21,8 @@ import (
 // returns within it (+ outageSlack), a single try within ReleaseTimeout,
 // an Unlock within ReleaseTimeout, each kind, with Redis down, cut off by
 // a blackhole, or paused, on a go-redis client that honours ctx deadlines
-// (ContextTimeoutEnabled) and on one with go-redis' default options. The
-// error says
+// (ContextTimeoutEnabled); with Redis down, on one with go-redis' default
+// options too (a refused dial does not wait on a socket). The error says
 // Redis could not be reached (ErrUnavailable), not that the lock was
 // held.
 
@@ -106,7 +106,12 @@ type outageFault struct {
 	inject func(servers []*redistest.Server, proxies []*faultproxy.Proxy)
 }
 
-var outageFaults = withDefaultOptions([]outageFault{
+var outageFaults = []outageFault{
+	{"down-default-options", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
+		for _, s := range servers {
+			s.Kill()
+		}
+	}},
 	{"down", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
 		for _, s := range servers {
 			s.Kill()
@@ -123,20 +128,6 @@ var outageFaults = withDefaultOptions([]outageFault{
 		}
 		time.Sleep(20 * time.Millisecond)
 	}},
-})
-
-// defaultOptions ends the name of a fault run on go-redis clients built
-// with default options (ContextTimeoutEnabled off: a socket read waits out
-// ReadTimeout, 3 s, whatever the ctx's deadline).
-const defaultOptions = "-default-options"
-
-// withDefaultOptions adds to faults each one on clients with default
-// options.
-func withDefaultOptions(faults []outageFault) []outageFault {
-	for _, f := range faults[:len(faults):len(faults)] {
-		faults = append(faults, outageFault{f.name + defaultOptions, f.inject})
-	}
-	return faults
 }
 
 // outageEnv is three servers behind proxies (the first is the Client's,
@@ -170,7 +161,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 	for _, f := range outageFaults {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			c, servers, proxies := outageEnv(t, strings.HasSuffix(f.name, defaultOptions))
+			c, servers, proxies := outageEnv(t, f.name == "down-default-options")
 			ctx := ctxT(t)
 			// A hold of each kind taken while Redis answers, released
 			// during the fault.

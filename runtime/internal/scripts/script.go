@@ -2,7 +2,6 @@ package scripts
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,72 +39,7 @@ type Runner interface {
 // Loading first keeps the send proof (see NotSent) after a NOSCRIPT: a
 // failed load means the script never ran. Only the last-resort EVAL is not
 // probed, so its failures count as sent.
-//
-// The call returns by ctx's deadline even on a client that does not
-// honour it on socket reads (go-redis without ContextTimeoutEnabled reads
-// with ReadTimeout alone): there it runs on a goroutine of its own, and
-// when the deadline comes first Run returns ctx's error while the command
-// finishes in the background. Its outcome is then unknown, as for any
-// reply lost in transit: the error is not one NotSent recognises.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	if _, ok := ctx.Deadline(); ok && ignoresDeadlines(rdb) {
-		return sc.runAside(ctx, rdb, numKeys, args)
-	}
-	return sc.run(ctx, rdb, numKeys, args)
-}
-
-// Do sends a plain command (GET, PTTL, ...) by ctx's deadline, as Run
-// does a script.
-func Do(ctx context.Context, rdb Runner, args ...any) *redis.Cmd {
-	call := func() *redis.Cmd {
-		cmd := redis.NewCmd(ctx, args...)
-		_ = rdb.Process(ctx, cmd)
-		return cmd
-	}
-	if _, ok := ctx.Deadline(); ok && ignoresDeadlines(rdb) {
-		return aside(ctx, call)
-	}
-	return call()
-}
-
-// runAside is Run on a goroutine, abandoned at ctx's end. It sends a copy
-// of args: an abandoned command still writes its header while the caller
-// may send args again.
-func (sc Script) runAside(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	args = append([]any(nil), args...)
-	return aside(ctx, func() *redis.Cmd { return sc.run(ctx, rdb, numKeys, args) })
-}
-
-// aside runs call on a goroutine and returns its command, or, if ctx ends
-// first, a command failed with ctx's error: the abandoned one is never
-// touched again.
-func aside(ctx context.Context, call func() *redis.Cmd) *redis.Cmd {
-	done := make(chan *redis.Cmd, 1)
-	go func() { done <- call() }()
-	select {
-	case cmd := <-done:
-		return cmd
-	case <-ctx.Done():
-		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(fmt.Errorf("lockgen: no reply by the call's deadline, the command may still run: %w", ctx.Err()))
-		return cmd
-	}
-}
-
-// ignoresDeadlines reports whether rdb reads its sockets without regard
-// to a ctx's deadline: a go-redis client built without
-// ContextTimeoutEnabled.
-func ignoresDeadlines(rdb Runner) bool {
-	switch r := rdb.(type) {
-	case *redis.Client:
-		return !r.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return !r.Options().ContextTimeoutEnabled
-	}
-	return false
-}
-
-func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	cmd := sc.evalsha(ctx, rdb, numKeys, args)
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd

@@ -2,7 +2,6 @@ package scripts_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -88,39 +87,5 @@ func TestNotSentOnlyForCallsThatNeverLeft(t *testing.T) {
 	err = scripts.LatchDelete.Run(ctx, slow, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
 	if err == nil || scripts.NotSent(err) || scripts.IsReply(err) {
 		t.Fatalf("a call the paused server read: %v, NotSent %v, want neither sent-proof nor reply", err, scripts.NotSent(err))
-	}
-}
-
-// A call returns by its ctx's deadline even on a client that reads its
-// sockets with ReadTimeout alone (go-redis' default options), and its
-// outcome is unknown, not "not sent".
-func TestCallsEndByTheirDeadlineOnADefaultClient(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // ContextTimeoutEnabled off, ReadTimeout 3s
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Client(t).Do(ctx, "client", "pause", 2000, "all").Err(); err != nil {
-		t.Fatal(err)
-	}
-	for name, call := range map[string]func(context.Context) error{
-		"script": func(ctx context.Context) error {
-			return scripts.LatchDelete.Run(ctx, rdb, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
-		},
-		"command": func(ctx context.Context) error { return scripts.Do(ctx, rdb, "get", "latch").Err() },
-	} {
-		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-		start := time.Now()
-		err := call(cctx)
-		took := time.Since(start)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) || scripts.NotSent(err) {
-			t.Errorf("%s on a paused server: %v, want the deadline's error, outcome unknown", name, err)
-		}
-		if took > time.Second {
-			t.Errorf("%s returned after %v, its deadline was 100ms", name, took)
-		}
 	}
 }
