@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -139,7 +140,7 @@ type Client struct {
 	drainOnce    sync.Once
 	life         context.Context // cancelled by Close: ends renewals in flight
 	endLife      context.CancelFunc
-	hub          *hub
+	hub          *hub.Hub
 	wd           watchdog
 	clock        leaseclock.Clock
 	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
@@ -205,7 +206,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	if c.sharded {
 		c.publish = "spublish"
 	}
-	c.hub = newHub(c)
+	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log})
 	if !bounded {
 		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
@@ -257,7 +258,7 @@ func (c *Client) Close() error {
 		_ = c.closeRenewal()
 	}
 	c.wd.waitJobs()
-	c.hub.close()
+	c.hub.Close()
 	for _, n := range c.redNodes {
 		_ = n.Close()
 	}

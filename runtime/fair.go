@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -162,6 +163,6 @@ func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
 func (fair) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 	return scripts.FairForceUnlock.Run(ctx, m.c.rdb, 2, []any{
 		3: m.key, fairQueue(m.key),
-		unlockMessage, m.c.publish, lockChannel(m.key),
+		hub.UnlockMessage, m.c.publish, lockChannel(m.key),
 	}).Int64()
 }

@@ -324,7 +324,7 @@ func TestCloseDoesNotWaitForAStuckTrackingRead(t *testing.T) {
 		case <-time.After(time.Second):
 			buf := make([]byte, 1<<20)
 			for _, g := range strings.Split(string(buf[:goruntime.Stack(buf, true)]), "\n\n") {
-				if strings.Contains(g, "lockgen/runtime.(*subConn)") || strings.Contains(g, "lockgen/runtime.(*hub)") {
+				if strings.Contains(g, "lockgen/runtime/internal/hub.") {
 					stuck += g + "\n\n"
 				}
 			}

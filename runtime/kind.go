@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -150,6 +151,6 @@ func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 
 func (reentrant) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
 	return scripts.ForceUnlock.Run(ctx, m.c.rdb, 2, []any{
-		3: m.key, lockChannel(m.key), unlockMessage, m.c.publish,
+		3: m.key, lockChannel(m.key), hub.UnlockMessage, m.c.publish,
 	}).Int64()
 }

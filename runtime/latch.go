@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -181,7 +182,7 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 	w := waitSpec{
 		channel: func() string { return l.channel },
 		wait:    wait,
-		wake:    wakeZero,
+		wake:    hub.WakeZero,
 	}
 	if err := l.c.await(ctx, w, try); err != nil {
 		if errors.Is(err, ErrNotAcquired) {

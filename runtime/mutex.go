@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -152,8 +153,8 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 			_, px := c.holdState(m.key, a.fieldID(), lease)
 			return a.fieldID(), c.leaseArg(px)
 		}
-		w.claim = func(state offerState, marker string, at time.Time) (bool, error) {
-			if state == offerRemote {
+		w.claim = func(state hub.OfferState, marker string, at time.Time) (bool, error) {
+			if state == hub.OfferRemote {
 				// Granted by a release in Redis (grant.go): the lease
 				// runs from the try it was granted for, cut to its record.
 				took, cut := m.claimGrant(a, lease, sent, marker != "" && marker == ts.nonce, grantRecordLife)
@@ -172,7 +173,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		// (fair_next.lua): its channel says so, and the hold's lease runs
 		// from its last try, sent before it joined the queue.
 		w.grantee = func() (string, any) { return a.fieldID(), nil }
-		w.claim = func(_ offerState, nonce string, _ time.Time) (bool, error) {
+		w.claim = func(_ hub.OfferState, nonce string, _ time.Time) (bool, error) {
 			took, cut := m.claimGrant(a, lease, sent, nonce != "" && nonce == ts.nonce, m.opts.QueueTimeout)
 			ts.confirmed = cut
 			return took, nil
@@ -251,7 +252,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	// release (see takesGrants), once the grant's message cannot miss it:
 	// its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
-		c.hub.active() && c.hub.subscribed(m.k.channel(m.key, a.ownerID()))
+		c.hub.Subscribed(m.k.channel(m.key, a.ownerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
 	ts.nonce = ""
 	if at.grant || (at.queued && at.grantPx != "0") {
@@ -391,12 +392,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
-	var offer offerOutcome
+	var offer hub.Offer
 	defer func() {
 		acq.end(context.Canceled)
-		if offer.w != nil {
+		if offer.Made() {
 			// The grantee goes on only once this hold's ctx is done.
-			m.c.hub.settleOffer(offer)
+			m.c.hub.Settle(offer)
 		}
 	}()
 	if lost != nil {
@@ -413,7 +414,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// The last acquisition was dropped under the hold's shard mutex, and
 	// no later one can write the hold: its flag is read without a lock.
 	queued := handOff && acq.h.queued
-	if handOff && (queued || m.c.hub.active()) {
+	if handOff && (queued || m.c.hub.Active()) {
 		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args, queued)
 	} else {
 		res, err = m.release(acq.parent, acq.h.args, last, lease, count)

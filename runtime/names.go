@@ -31,13 +31,3 @@ func prefixNameWith(prefix, name, tail string) string {
 func requestMarker(key, requestID string) string {
 	return prefixNameWith("lockgen_latch", key, requestID)
 }
-
-// Messages published on unlock channels.
-const (
-	unlockMessage     = "0" // wakes one waiter
-	readUnlockMessage = "1" // wakes every waiting reader
-	// grantPrefix starts the message on a fair waiter's own channel that
-	// tells it a release gave it the lock: "2:<nonce of its try>"
-	// (lua/fair_next.lua); lockgen's own, never Redisson's.
-	grantPrefix = "2:"
-)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -148,7 +149,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		// semaphore: its waiters try again at once (hub_track.go).
 		key:  func() string { return s.key },
 		wait: wait,
-		wake: wakeCount,
+		wake: hub.WakeCount,
 	}
 	if err := c.await(ctx, w, try); err != nil {
 		err = s.fail("acquire", err)

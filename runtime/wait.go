@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -32,13 +33,13 @@ type waitSpec struct {
 	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
 	// queue makes a newcomer let a hand-off in flight in this client finish
 	// before its first try (exclusive locks, not a re-entry): in-process
-	// FIFO, see hub.
+	// FIFO, see hub.Hub.
 	queue bool
-	// wake is what a message on the channel wakes (see hub); the zero
-	// value is a lock's.
-	wake wakeMode
+	// wake is what a message on the channel wakes (see hub.Mode); the
+	// zero value is a lock's.
+	wake hub.Mode
 	// key returns the key whose deletion or expiry frees the lock (the
-	// hub watches it: hub_track.go); nil: none. With dynamic, the
+	// hub watches it); nil: none. With dynamic, the
 	// blocking member's.
 	key func() string
 	// grantee returns the owner token and lease argument a local release
@@ -47,7 +48,7 @@ type waitSpec struct {
 	// hand-off whose outcome is unknown; when it took the lock, the wait
 	// is over as after a successful try.
 	grantee func() (field string, px any)
-	claim   func(state offerState, marker string, sent time.Time) (bool, error)
+	claim   func(state hub.OfferState, marker string, sent time.Time) (bool, error)
 	// also returns the companion channel subscribed with channel, where
 	// releases elsewhere grant this client's waiters the lock (grant.go);
 	// nil: none.
@@ -138,14 +139,14 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	replied := false // a try got an answer from Redis
 	h := c.hub
 	var (
-		w        *waiter
+		w        *hub.Waiter
 		joined   string
 		acquired bool
 		ttl      time.Duration
 	)
 	defer func() {
 		if w != nil {
-			h.leave(w, err == nil)
+			h.Leave(w, err == nil)
 		}
 	}()
 	var timer *time.Timer // made on the first sleep: the uncontended path needs none
@@ -157,15 +158,13 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		}
 	}()
 
-	if wait != 0 && !ws.dynamic && h.active() {
+	if wait != 0 && !ws.dynamic && h.Active() {
 		joined = ws.channel()
 		var deferred bool
-		w, deferred = h.attach(joined, ws.shared, ws.queue)
-		if w != nil && ws.grantee != nil {
-			h.setGrantee(w, ws.grantee)
-		}
+		w, deferred = h.Attach(joined, ws.shared, ws.queue)
+		grantee := w != nil && ws.grantee != nil && h.Grantee(w, ws.grantee)
 		switch {
-		case deferred && w.grantField != "":
+		case deferred && grantee:
 			// Behind this Client's own waiters on a lock its releases hand
 			// over: its turn comes as a hand-off (or a wake-up), and a try
 			// now could only fail or overtake them. It sleeps at once.
@@ -182,7 +181,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		}
 		if skipTry {
 			skipTry = false
-			h.undefer(w) // it waits in line now, for offers and wake-ups
+			h.Undefer(w) // it waits in line now, for offers and wake-ups
 			if ws.waitStarted != nil {
 				ws.waitStarted()
 			}
@@ -199,9 +198,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				// A wake-up used for a lock another waiter goes first on, or
 				// that this waiter did not take because another member
 				// blocked it, goes on to the next waiter.
-				h.tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
+				h.Tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
 				if ws.queued != nil && !acquired && ws.queued() {
-					h.markQueued(w)
+					h.Queued(w)
 				}
 			}
 			if err != nil && ctx.Err() == nil && unreachable(err) {
@@ -237,26 +236,24 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				return ErrNotAcquired
 			}
 			if moved {
-				h.leave(w, false)
+				h.Leave(w, false)
 				w = nil
 			}
 			if w == nil {
 				joined = ws.channel()
-				var ready bool
-				key := ""
+				sub := hub.Sub{Mode: ws.wake}
 				if ws.key != nil {
-					key = ws.key()
+					sub.Key = ws.key()
 				}
-				also := ""
 				if ws.also != nil {
-					also = ws.also()
+					sub.Also = ws.also()
 				}
-				if w, ready, err = h.join(joined, key, ws.wake, ws.shared, also); err != nil {
-					w = nil
-					return err
+				var ready bool
+				if w, ready = h.Join(joined, ws.shared, sub); w == nil {
+					return ErrClosed
 				}
 				if ws.grantee != nil {
-					h.setGrantee(w, ws.grantee)
+					h.Grantee(w, ws.grantee)
 				}
 				if ready {
 					continue
@@ -283,13 +280,13 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 		// watchdog loop writes it), so lockgen inspect can tell whose
 		// waiters these are before it holds anything.
 		c.wd.start(c)
-		h.park(w)
+		h.Park(w)
 		serr := c.sleep(ctx, w, &timer, d, drain)
-		if state, marker, sent := h.unpark(w); state == offerGranted || state == offerUnknown || state == offerRemote {
+		if state, marker, sent := h.Unpark(w); state == hub.OfferGranted || state == hub.OfferUnknown || state == hub.OfferRemote {
 			// A release of this client handed the lock over (or may
 			// have): that was this waiter's try.
 			acquired, err = ws.claim(state, marker, sent)
-			h.tried(w, false)
+			h.Tried(w, false)
 			if err != nil || acquired {
 				return err
 			}
@@ -364,7 +361,7 @@ var sleepTimers sync.Pool
 // sleep waits up to d (< 0: no bound) for a signal to w, on *timer (made
 // on first use). It returns ctx's error, ErrClosed or (drain closed:
 // Shutdown began) ErrDraining if one of them ends it.
-func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
+func (c *Client) sleep(ctx context.Context, w *hub.Waiter, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
 	var timeout <-chan time.Time
 	if d >= 0 {
 		if *timer == nil {
@@ -378,7 +375,7 @@ func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d tim
 		timeout = (*timer).C
 	}
 	select {
-	case <-w.C:
+	case <-w.C():
 	case <-timeout:
 	case <-ctx.Done():
 		return ctx.Err()
@@ -393,10 +390,11 @@ func (c *Client) sleep(ctx context.Context, w *waiter, timer **time.Timer, d tim
 	return nil
 }
 
-// deferFirstTry is the in-process FIFO of a newcomer (see hub): it waits
-// hubUnlockGrace for an unlock message in transit, then, if a hand-off is
-// in flight, until it is over, hubHandoffWait in all, never past deadline.
-func (c *Client) deferFirstTry(ctx context.Context, w *waiter, timer **time.Timer, deadline time.Time, drain <-chan struct{}) error {
+// deferFirstTry is the in-process FIFO of a newcomer (see hub.Hub): it
+// waits hub.UnlockGrace for an unlock message in transit, then, if a
+// hand-off is in flight, until it is over, hub.HandoffWait in all, never
+// past deadline.
+func (c *Client) deferFirstTry(ctx context.Context, w *hub.Waiter, timer **time.Timer, deadline time.Time, drain <-chan struct{}) error {
 	start := time.Now()
 	limit := func(d time.Duration) time.Duration {
 		if !deadline.IsZero() {
@@ -404,15 +402,15 @@ func (c *Client) deferFirstTry(ctx context.Context, w *waiter, timer **time.Time
 		}
 		return max(d, 0)
 	}
-	d := hubUnlockGrace
-	if c.hub.handoffInFlight(w) {
-		d = hubHandoffWait
+	d := hub.UnlockGrace
+	if c.hub.InFlight(w) {
+		d = hub.HandoffWait
 	}
 	if err := c.sleep(ctx, w, timer, limit(d), drain); err != nil {
 		return err
 	}
-	if d == hubUnlockGrace && c.hub.handoffInFlight(w) {
-		return c.sleep(ctx, w, timer, limit(hubHandoffWait-time.Since(start)), drain)
+	if d == hub.UnlockGrace && c.hub.InFlight(w) {
+		return c.sleep(ctx, w, timer, limit(hub.HandoffWait-time.Since(start)), drain)
 	}
 	return nil
 }

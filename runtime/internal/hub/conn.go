@@ -1,4 +1,4 @@
-package runtime
+package hub
 
 import (
 	"context"
@@ -26,15 +26,15 @@ import (
 //
 // Health: a half-open connection (the peer or the path is gone, nothing
 // says so) neither delivers messages nor fails. So the hub's monitor
-// pings a connection that carries channels after hubPingIdle without any
+// pings a connection that carries channels after pingIdle without any
 // message from it, and declares it dead when nothing at all (a PONG, a
-// message, a confirmation: anything counts) arrives within hubPingTimeout
-// of a ping, a subscribe or an unsubscribe being started (hubConnectTimeout
+// message, a confirmation: anything counts) arrives within pingTimeout
+// of a ping, a subscribe or an unsubscribe being started (connectTimeout
 // while the connection has not received anything yet: that includes the
 // dial and, with TLS, its handshake). A frozen connection is therefore
-// found within hubPingIdle + hubPingTimeout + hubHealthTick (550 ms) of
+// found within pingIdle + pingTimeout + healthTick (550 ms) of
 // its last message, and a first subscribe that hangs (a dial to an
-// unreachable node) within hubConnectTimeout + hubHealthTick.
+// unreachable node) within connectTimeout + healthTick.
 // A dead connection is closed (a dial in progress on it is cancelled; any
 // other I/O stuck on it ends with go-redis' own timeouts, owning nothing)
 // and its channels move to a new connection. Unlocks may have been lost
@@ -46,40 +46,40 @@ import (
 // before it ever received
 // anything (the server is down), or on an error reply (a refusal that
 // would come again), is replaced after a backoff that doubles from 20 ms
-// to hubMaxBackoff.
+// to maxBackoff.
 const (
-	// hubPingIdle is how long a connection with channels may go without a
+	// pingIdle is how long a connection with channels may go without a
 	// message before it is pinged: ten PINGs a second while someone waits
 	// (or a channel lingers), which costs the server next to nothing, and
 	// an idle connection without channels is never pinged.
-	hubPingIdle = 100 * time.Millisecond
-	// hubPingTimeout is how long a ping, subscribe or unsubscribe on a
+	pingIdle = 100 * time.Millisecond
+	// pingTimeout is how long a ping, subscribe or unsubscribe on a
 	// connection that works may go without anything arriving before the
 	// connection is declared dead. It must exceed a round trip and a
 	// loaded server's pause; a false alarm costs a reconnect and one extra
 	// try per waiter, nothing more.
-	hubPingTimeout = 400 * time.Millisecond
-	// hubConnectTimeout is hubPingTimeout for a connection that has not
+	pingTimeout = 400 * time.Millisecond
+	// connectTimeout is pingTimeout for a connection that has not
 	// received anything yet: its first send dials.
-	hubConnectTimeout = 2 * time.Second
-	// hubHealthTick is how often the monitor checks the connections.
-	hubHealthTick = 50 * time.Millisecond
-	// hubIOTimeout bounds one (un)subscribe or ping call of a writer, so a
+	connectTimeout = 2 * time.Second
+	// healthTick is how often the monitor checks the connections.
+	healthTick = 50 * time.Millisecond
+	// ioTimeout bounds one (un)subscribe or ping call of a writer, so a
 	// connection that is replaced does not keep a goroutine for long.
-	hubIOTimeout = 5 * time.Second
-	// hubMaxBackoff bounds the wait before a connection replaces one that
+	ioTimeout = 5 * time.Second
+	// maxBackoff bounds the wait before a connection replaces one that
 	// never worked: once the server is back, waiters are woken by the new
 	// subscription at most this much later (they try on their own when
 	// the lease they saw runs out in any case).
-	hubMaxBackoff = 250 * time.Millisecond
-	// hubReceiveWait is the read timeout of a reader: it returns that often
+	maxBackoff = 250 * time.Millisecond
+	// receiveWait is the read timeout of a reader: it returns that often
 	// to see whether its connection was dropped.
-	hubReceiveWait = time.Second
+	receiveWait = time.Second
 )
 
 // subConn is one pub/sub connection.
 type subConn struct {
-	h    *hub
+	h    *Hub
 	slot int
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
@@ -89,7 +89,7 @@ type subConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see hub_track.go
+	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see track.go
 	track    *tracker     // nil: no key tracking
 
 	// Health, written by the reader without h.mu (a message costs no
@@ -99,8 +99,8 @@ type subConn struct {
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
 	// The rest is guarded by h.mu.
-	entries map[string]*channelEntry // channels it carries
-	ops     []subOp                  // sends queued for the writer
+	entries map[string]*entry // channels it carries
+	ops     []subOp           // sends queued for the writer
 	// pending lists, per channel, the subscribes awaiting their
 	// confirmation, in the order sent.
 	pending map[string][]pendingSub
@@ -116,7 +116,7 @@ type subConn struct {
 // pendingSub is a subscribe of entry e, generation gen, sent and not yet
 // confirmed.
 type pendingSub struct {
-	e   *channelEntry
+	e   *entry
 	gen uint64
 }
 
@@ -131,19 +131,19 @@ const (
 type subOp struct {
 	kind    subOpKind
 	channel string
-	// also is the entry's companion channel (channelEntry.also), sent in
+	// also is the entry's companion channel (entry.also), sent in
 	// the same SUBSCRIBE or UNSUBSCRIBE; "" for none.
 	also string
 }
 
 // subscribeLocked subscribes e on the connection for its slot. After
 // close it does nothing: the waiters' sleeps end with ErrClosed.
-func (h *hub) subscribeLocked(e *channelEntry) {
+func (h *Hub) subscribeLocked(e *entry) {
 	if h.connClosed {
 		return
 	}
 	slot := 0
-	if h.c.sharded {
+	if h.sharded {
 		slot = scripts.KeySlot(e.name)
 	}
 	sc := h.conns[slot]
@@ -153,7 +153,7 @@ func (h *hub) subscribeLocked(e *channelEntry) {
 	sc.addLocked(e)
 }
 
-func (sc *subConn) addLocked(e *channelEntry) {
+func (sc *subConn) addLocked(e *entry) {
 	e.conn = sc
 	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
@@ -166,7 +166,7 @@ func (sc *subConn) addLocked(e *channelEntry) {
 
 // unsubscribeLocked drops e's subscription; a sharded connection left with
 // no channel is closed.
-func (h *hub) unsubscribeLocked(e *channelEntry) {
+func (h *Hub) unsubscribeLocked(e *entry) {
 	sc := e.conn
 	if sc == nil || sc.dead || sc.entries[e.name] != e {
 		return
@@ -175,7 +175,7 @@ func (h *hub) unsubscribeLocked(e *channelEntry) {
 	if sc.track != nil {
 		sc.track.unwatch(e)
 	}
-	if h.c.sharded && len(sc.entries) == 0 {
+	if h.sharded && len(sc.entries) == 0 {
 		h.dropLocked(sc)
 		return
 	}
@@ -197,23 +197,23 @@ func (sc *subConn) queueLocked(op subOp) {
 // newConnLocked starts a connection for slot. An empty subscription does not
 // connect: the writer's first subscribe dials, on a cluster the node that
 // owns the channel's slot.
-func (h *hub) newConnLocked(slot int, backoff time.Duration) *subConn {
+func (h *Hub) newConnLocked(slot int, backoff time.Duration) *subConn {
 	sc := &subConn{
 		h:             h,
 		slot:          slot,
 		kick:          make(chan struct{}, 1),
 		done:          make(chan struct{}),
-		entries:       make(map[string]*channelEntry),
+		entries:       make(map[string]*entry),
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
 		backoff:       backoff,
 	}
-	// The ctx says which subConn a dial is for (hub_track.go).
+	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
 	if h.track {
-		sc.track = newTracker(sc)
+		sc.track = newTracker()
 	}
-	if h.c.sharded {
+	if h.sharded {
 		sc.ps = h.sub.SSubscribe(context.Background())
 	} else {
 		sc.ps = h.sub.Subscribe(context.Background())
@@ -230,7 +230,7 @@ func (h *hub) newConnLocked(slot int, backoff time.Duration) *subConn {
 }
 
 // dropLocked closes sc without replacing it.
-func (h *hub) dropLocked(sc *subConn) {
+func (h *Hub) dropLocked(sc *subConn) {
 	if sc.dead {
 		return
 	}
@@ -252,12 +252,12 @@ func (h *hub) dropLocked(sc *subConn) {
 // was found half-open: the server may well be fine): it appends their
 // entries to woken, for the caller to wake once it released h.mu. Either
 // way the new subscription's confirmation wakes them.
-func (h *hub) failLocked(sc *subConn, why string, err error, wake bool, woken []*channelEntry) []*channelEntry {
+func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []*entry) []*entry {
 	if sc.dead || h.connClosed {
 		return woken
 	}
 	h.dropLocked(sc)
-	h.c.log.Debug("pub/sub connection replaced", "slot", sc.slot, "why", why, "err", err, "channels", len(sc.entries))
+	h.log.Debug("pub/sub connection replaced", "slot", sc.slot, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
 		return woken
 	}
@@ -266,7 +266,7 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 	// replaced at once, or a persistent fault would make a reconnect loop.
 	backoff := time.Duration(0)
 	if !sc.heard.Load() || scripts.IsReply(err) {
-		backoff = min(max(2*sc.backoff, 20*time.Millisecond), hubMaxBackoff)
+		backoff = min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
 	}
 	nc := h.conns[sc.slot]
 	if nc == nil {
@@ -274,7 +274,7 @@ func (h *hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 	}
 	// A slot that moved (the server dropped the channel, or refused it
 	// with MOVED) is looked up again before the new connection dials.
-	nc.reload = h.c.cluster && (err == nil || scripts.IsReply(err))
+	nc.reload = h.cluster && (err == nil || scripts.IsReply(err))
 	for _, e := range sc.entries {
 		nc.addLocked(e)
 		if wake {
@@ -340,9 +340,9 @@ func (sc *subConn) nextOp() (subOp, bool) {
 }
 
 func (sc *subConn) send(op subOp) error {
-	ctx, cancel := context.WithTimeout(sc.ctx, hubIOTimeout)
+	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
-	sharded := sc.h.c.sharded
+	sharded := sc.h.sharded
 	var err error
 	switch {
 	case op.kind == opPing:
@@ -393,7 +393,7 @@ func (sc *subConn) readLoop() {
 	defer h.wg.Done()
 	ctx := context.Background()
 	for {
-		msg, err := sc.ps.ReceiveTimeout(ctx, hubReceiveWait)
+		msg, err := sc.ps.ReceiveTimeout(ctx, receiveWait)
 		select {
 		case <-sc.done:
 			return
@@ -415,7 +415,7 @@ func (sc *subConn) readLoop() {
 
 // received handles one message read on sc. A message takes no shared
 // lock but the one of its channel's shard.
-func (h *hub) received(sc *subConn, msg any) {
+func (h *Hub) received(sc *subConn, msg any) {
 	select {
 	case <-sc.done:
 		return
@@ -439,7 +439,7 @@ func (h *hub) received(sc *subConn, msg any) {
 	case *redis.Subscription:
 		var (
 			confirmed pendingSub
-			woken     []*channelEntry
+			woken     []*entry
 		)
 		h.mu.Lock()
 		if !sc.dead {
@@ -454,7 +454,7 @@ func (h *hub) received(sc *subConn, msg any) {
 		if confirmed.e != nil {
 			h.confirmed(confirmed.e, confirmed.gen)
 		}
-		h.wakeEntries(woken)
+		wakeEntries(woken, false)
 	}
 }
 
@@ -483,7 +483,7 @@ func (sc *subConn) confirmedLocked(channel string) pendingSub {
 // the hub did not ask for means the server dropped the channel (its slot
 // moved to another node): sc's channels move to a new connection, which
 // go-redis dials to the slot's owner. It returns the entries to wake.
-func (h *hub) unsubscribedLocked(sc *subConn, channel string) []*channelEntry {
+func (h *Hub) unsubscribedLocked(sc *subConn, channel string) []*entry {
 	if n := sc.unsubscribing[channel]; n > 0 {
 		if n == 1 {
 			delete(sc.unsubscribing, channel)
@@ -495,14 +495,14 @@ func (h *hub) unsubscribedLocked(sc *subConn, channel string) []*channelEntry {
 	return h.failLocked(sc, "unsubscribed by the server", nil, true, nil)
 }
 
-// monitorLoop checks the health of every connection each hubHealthTick.
-func (h *hub) monitorLoop(stop chan struct{}) {
+// monitorLoop checks the health of every connection each healthTick.
+func (h *Hub) monitorLoop(stop chan struct{}) {
 	defer h.wg.Done()
-	t := time.NewTicker(hubHealthTick)
+	t := time.NewTicker(healthTick)
 	defer t.Stop()
 	var (
 		conns []*subConn
-		woken []*channelEntry
+		woken []*entry
 	)
 	for {
 		select {
@@ -523,14 +523,14 @@ func (h *hub) monitorLoop(stop chan struct{}) {
 		}
 		for _, sc := range conns {
 			awaiting := sc.awaiting.Load()
-			limit := hubPingTimeout
+			limit := pingTimeout
 			if !sc.heard.Load() {
-				limit = hubConnectTimeout
+				limit = connectTimeout
 			}
 			switch {
 			case awaiting != 0 && time.Duration(now-awaiting) > limit:
 				woken = h.failLocked(sc, "no reply within "+limit.String(), nil, true, woken)
-			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > hubPingIdle:
+			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > pingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
 				if sc.awaiting.CompareAndSwap(0, now) {
@@ -539,15 +539,15 @@ func (h *hub) monitorLoop(stop chan struct{}) {
 			}
 		}
 		h.mu.Unlock()
-		h.wakeEntries(woken)
+		wakeEntries(woken, false)
 		clear(conns)
 		clear(woken)
 		woken = woken[:0]
 	}
 }
 
-// close stops every goroutine of the hub and closes its connections.
-func (h *hub) close() {
+// Close stops every goroutine of the hub and closes its connections.
+func (h *Hub) Close() {
 	h.closed.Store(true)
 	for i := range h.shards {
 		sh := &h.shards[i]

@@ -1,7 +1,8 @@
-package runtime
+package hub
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -61,12 +62,12 @@ const trackPingIdle = 500 * time.Millisecond
 
 type subConnKey struct{}
 
-// hubClient returns the client the hub subscribes with and whether key
+// subClient returns the client the hub subscribes with and whether key
 // tracking works with it: for a single server, a copy of rdb's options
 // speaking RESP2 (the invalidations come as pub/sub messages) whose
 // OnConnect records the CLIENT ID of each pub/sub connection; otherwise
 // rdb itself.
-func hubClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
+func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
 	switch r := rdb.(type) {
 	case *redis.Client:
 		o := r.Options()
@@ -108,27 +109,23 @@ func recordClientID(user func(context.Context, *redis.Conn) error) func(context.
 
 // tracker watches the keys of the locks waited for on one subConn.
 type tracker struct {
-	sc   *subConn
 	kick chan struct{} // capacity 1: keys are due
 
 	mu      sync.Mutex
-	watched map[string][]*channelEntry // by key: the entries on sc waiting for it
-	due     map[string]struct{}        // keys to read (again)
-	spare   map[string]struct{}
+	watched map[string][]*entry // by key: the entries on sc waiting for it
+	due     map[string]struct{} // keys to read (again)
 }
 
-func newTracker(sc *subConn) *tracker {
+func newTracker() *tracker {
 	return &tracker{
-		sc:      sc,
 		kick:    make(chan struct{}, 1),
-		watched: make(map[string][]*channelEntry),
+		watched: make(map[string][]*entry),
 		due:     make(map[string]struct{}),
-		spare:   make(map[string]struct{}),
 	}
 }
 
 // watch starts watching e's key (h.mu is held).
-func (t *tracker) watch(e *channelEntry) {
+func (t *tracker) watch(e *entry) {
 	if e.key == "" {
 		return
 	}
@@ -143,19 +140,13 @@ func (t *tracker) watch(e *channelEntry) {
 
 // unwatch stops watching e's key for e (h.mu is held). The server may
 // still send one invalidation for it, which finds no entry.
-func (t *tracker) unwatch(e *channelEntry) {
+func (t *tracker) unwatch(e *entry) {
 	if e.key == "" {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	es := t.watched[e.key]
-	for i, x := range es {
-		if x == e {
-			es = append(es[:i], es[i+1:]...)
-			break
-		}
-	}
+	es := slices.DeleteFunc(t.watched[e.key], func(x *entry) bool { return x == e })
 	if len(es) == 0 {
 		delete(t.watched, e.key)
 		return
@@ -182,44 +173,34 @@ func (t *tracker) markLocked(key string) {
 	}
 }
 
-// take returns the keys due, in a set the caller hands back with done.
-func (t *tracker) take() map[string]struct{} {
+// dueKeys takes the keys due off the due set and appends them to keys,
+// but for those with a message on one of their channels within trackQuiet
+// of now (Unix ns): those stay due, and putOff says so.
+func (t *tracker) dueKeys(keys []string, now int64) (_ []string, putOff bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	due := t.due
-	t.due, t.spare = t.spare, nil
-	return due
-}
-
-func (t *tracker) done(due map[string]struct{}) {
-	clear(due)
-	t.mu.Lock()
-	t.spare = due
-	t.mu.Unlock()
+next:
+	for k := range t.due {
+		for _, e := range t.watched[k] {
+			if now-e.lastMsg.Load() < int64(trackQuiet) {
+				putOff = true
+				continue next
+			}
+		}
+		delete(t.due, k)
+		keys = append(keys, k)
+	}
+	return keys, putOff
 }
 
 // gone returns the entry of key's longest waiter: the first watched.
-func (t *tracker) gone(key string, into []*channelEntry) []*channelEntry {
+func (t *tracker) gone(key string, into []*entry) []*entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if es := t.watched[key]; len(es) > 0 {
 		into = append(into, es[0])
 	}
 	return into
-}
-
-// putOffIfBusy reports whether a message came on one of key's channels within
-// trackQuiet of now (Unix ns); if so, key is due again later.
-func (t *tracker) putOffIfBusy(key string, now int64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, e := range t.watched[key] {
-		if now-e.lastMsg.Load() < int64(trackQuiet) {
-			t.due[key] = struct{}{}
-			return true
-		}
-	}
-	return false
 }
 
 // trackLoop turns tracking on for sc and reads the keys due until sc is
@@ -236,10 +217,9 @@ func (t *tracker) putOffIfBusy(key string, now int64) bool {
 func (sc *subConn) trackLoop() {
 	h := sc.h
 	defer h.wg.Done()
-	t := sc.track
 	id := sc.clientID.Load()
 	if id == 0 {
-		h.c.log.Debug("key tracking off: CLIENT ID was refused or not read", "slot", sc.slot)
+		h.log.Debug("key tracking off: CLIENT ID was refused or not read", "slot", sc.slot)
 		return
 	}
 	conn := sc.trackingConn()
@@ -261,22 +241,25 @@ func (sc *subConn) trackLoop() {
 			_ = conn.Close()
 		}
 	}()
-	ctx, cancel := context.WithTimeout(tctx, hubConnectTimeout)
+	ctx, cancel := context.WithTimeout(tctx, connectTimeout)
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
-	if err != nil {
-		if scripts.IsReply(err) {
-			h.c.log.Debug("key tracking off: CLIENT TRACKING refused", "slot", sc.slot, "err", err)
-			return
-		}
+	switch {
+	case scripts.IsReply(err):
+		h.log.Debug("key tracking off: CLIENT TRACKING refused", "slot", sc.slot, "err", err)
+	case err != nil:
 		sc.trackFailed(err)
-		return
+	default:
+		sc.trackKeys(tctx, conn)
 	}
-	var (
-		keys  []string
-		cmds  []*redis.IntCmd
-		woken []*channelEntry
-	)
+}
+
+// trackKeys reads the keys due on conn, whose tracking is on, until sc is
+// dropped or conn fails; it pings conn when it goes trackPingIdle without
+// I/O.
+func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) {
+	t := sc.track
+	var r keyReader
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
 	later := time.NewTimer(time.Hour) // keys put off while busy
@@ -292,7 +275,7 @@ func (sc *subConn) trackLoop() {
 			if time.Since(used) < trackPingIdle {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(tctx, hubPingTimeout)
+			ctx, cancel := context.WithTimeout(tctx, pingTimeout)
 			err := conn.Ping(ctx).Err()
 			cancel()
 			if err != nil {
@@ -310,46 +293,56 @@ func (sc *subConn) trackLoop() {
 		case <-sc.done:
 			return
 		}
-		due := t.take()
-		keys = keys[:0]
-		now, putOff := time.Now().UnixNano(), false
-		for k := range due {
-			if t.putOffIfBusy(k, now) {
-				putOff = true
-				continue
-			}
-			keys = append(keys, k)
-		}
-		t.done(due)
+		read, putOff, err := r.read(tctx, t, conn)
 		if putOff {
 			later.Reset(trackQuiet)
 		}
-		if len(keys) == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(tctx, hubIOTimeout)
-		cmds = cmds[:0]
-		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, k := range keys {
-				cmds = append(cmds, p.Exists(ctx, k))
-			}
-			return nil
-		})
-		cancel()
 		if err != nil {
 			sc.trackFailed(err)
 			return
 		}
-		used = time.Now()
-		woken = woken[:0]
-		for i, cmd := range cmds {
-			if cmd.Val() == 0 {
-				woken = t.gone(keys[i], woken)
-			}
+		if read {
+			used = time.Now()
 		}
-		h.keyGone(woken)
-		clear(cmds)
 	}
+}
+
+// keyReader reads the keys due of a tracker, reusing its slices.
+type keyReader struct {
+	keys  []string
+	cmds  []*redis.IntCmd
+	woken []*entry
+}
+
+// read reads the keys due on conn, but those whose locks are busy (put
+// off: due again later), and wakes the locks whose key is gone. It
+// reports whether it sent anything.
+func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (read, putOff bool, err error) {
+	r.keys, putOff = t.dueKeys(r.keys[:0], time.Now().UnixNano())
+	if len(r.keys) == 0 {
+		return false, putOff, nil
+	}
+	ctx, cancel := context.WithTimeout(tctx, ioTimeout)
+	r.cmds = r.cmds[:0]
+	_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range r.keys {
+			r.cmds = append(r.cmds, p.Exists(ctx, k))
+		}
+		return nil
+	})
+	cancel()
+	if err != nil {
+		return true, putOff, err
+	}
+	r.woken = r.woken[:0]
+	for i, cmd := range r.cmds {
+		if cmd.Val() == 0 {
+			r.woken = t.gone(r.keys[i], r.woken)
+		}
+	}
+	wakeEntries(r.woken, true)
+	clear(r.cmds)
+	return true, putOff, nil
 }
 
 // trackFailed replaces sc after its tracking connection failed: the
@@ -365,7 +358,7 @@ func (sc *subConn) trackFailed(err error) {
 	h.mu.Lock()
 	woken := h.failLocked(sc, "key tracking connection failed", err, true, nil)
 	h.mu.Unlock()
-	h.wakeEntries(woken)
+	wakeEntries(woken, false)
 }
 
 // trackingConn returns a connection to sc's server for tracking, or nil.
@@ -374,18 +367,4 @@ func (sc *subConn) trackingConn() *redis.Conn {
 		return r.Conn()
 	}
 	return nil
-}
-
-// keyGone wakes the waiters of entries whose key was found gone, as a
-// write unlock would. A waiter woken already and still in its try gets
-// another signal too: its try may have run before the key went, and the
-// signal it keeps makes it try again.
-func (h *hub) keyGone(entries []*channelEntry) {
-	for _, e := range entries {
-		e.sh.mu.Lock()
-		if e.sh.entries[e.name] == e {
-			wakeReaders(e)
-		}
-		e.sh.mu.Unlock()
-	}
 }

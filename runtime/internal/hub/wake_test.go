@@ -1,15 +1,15 @@
-package runtime
+package hub
 
 import "testing"
 
 // The hub's wake policy is memory only: these tests drive it without Redis,
 // on a channel whose subscription is confirmed.
 
-func newTestHub(t *testing.T, channel string) *hub {
+func newTestHub(t *testing.T, channel string) *Hub {
 	t.Helper()
-	h := newHub(&Client{})
+	h := New(Config{})
 	sh := h.shard(channel)
-	e := &channelEntry{name: channel, sh: sh}
+	e := &entry{name: channel, sh: sh}
 	e.readyGen = e.gen.Add(1)
 	sh.entries[channel] = e
 	h.nEntries.Add(1)
@@ -21,9 +21,9 @@ func newTestHub(t *testing.T, channel string) *hub {
 	return h
 }
 
-func signalled(w *waiter) bool {
+func signalled(w *Waiter) bool {
 	select {
-	case <-w.C:
+	case <-w.c:
 		return true
 	default:
 		return false
@@ -32,14 +32,14 @@ func signalled(w *waiter) bool {
 
 func TestHubWakesOneWaiterPerUnlockInArrivalOrder(t *testing.T) {
 	h := newTestHub(t, "ch")
-	a, _ := h.attach("ch", false, false)
-	b, _ := h.attach("ch", false, false)
-	h.deliver("ch", unlockMessage)
+	a, _ := h.Attach("ch", false, false)
+	b, _ := h.Attach("ch", false, false)
+	h.deliver("ch", UnlockMessage)
 	if !signalled(a) || signalled(b) {
 		t.Fatal("an unlock must wake the longest waiter, and only it")
 	}
-	h.tried(a, false) // it tried and found the lock taken: the wake-up is spent
-	h.deliver("ch", unlockMessage)
+	h.Tried(a, false) // it tried and found the lock taken: the wake-up is spent
+	h.deliver("ch", UnlockMessage)
 	if signalled(b) == signalled(a) {
 		t.Fatal("the second unlock must wake exactly one waiter")
 	}
@@ -47,31 +47,31 @@ func TestHubWakesOneWaiterPerUnlockInArrivalOrder(t *testing.T) {
 
 func TestHubHandsOnAWakeUpTheWaiterDidNotUse(t *testing.T) {
 	h := newTestHub(t, "ch")
-	a, _ := h.attach("ch", false, false)
-	b, _ := h.attach("ch", false, false)
-	h.deliver("ch", unlockMessage)
-	h.leave(a, false) // gave up with the signal pending
+	a, _ := h.Attach("ch", false, false)
+	b, _ := h.Attach("ch", false, false)
+	h.deliver("ch", UnlockMessage)
+	h.Leave(a, false) // gave up with the signal pending
 	if !signalled(b) {
 		t.Fatal("a wake-up left unused must go to the next waiter")
 	}
 
 	// Woken, took the signal, and gave up before its try ended.
-	c, _ := h.attach("ch", false, false)
-	h.tried(b, false)
-	h.deliver("ch", unlockMessage)
+	c, _ := h.Attach("ch", false, false)
+	h.Tried(b, false)
+	h.deliver("ch", UnlockMessage)
 	if !signalled(b) {
 		t.Fatal("b is the longest waiter")
 	}
-	h.leave(b, false)
+	h.Leave(b, false)
 	if !signalled(c) {
 		t.Fatal("a wake-up being used by a waiter that gives up must go on")
 	}
 
 	// One that acquired keeps it: nobody else is woken.
-	h.tried(c, false)
-	d, _ := h.attach("ch", false, false)
-	h.deliver("ch", unlockMessage)
-	h.leave(c, true)
+	h.Tried(c, false)
+	d, _ := h.Attach("ch", false, false)
+	h.deliver("ch", UnlockMessage)
+	h.Leave(c, true)
 	if signalled(d) {
 		t.Fatal("the wake-up of a waiter that acquired must not be handed on")
 	}
@@ -79,9 +79,9 @@ func TestHubHandsOnAWakeUpTheWaiterDidNotUse(t *testing.T) {
 
 func TestHubLetsAHandoffInFlightFinishBeforeANewcomerTries(t *testing.T) {
 	h := newTestHub(t, "ch")
-	a, _ := h.attach("ch", false, true)
-	h.deliver("ch", unlockMessage) // a is woken: a hand-off in flight
-	n, deferred := h.attach("ch", false, true)
+	a, _ := h.Attach("ch", false, true)
+	h.deliver("ch", UnlockMessage) // a is woken: a hand-off in flight
+	n, deferred := h.Attach("ch", false, true)
 	if !deferred {
 		t.Fatal("a newcomer must wait for the hand-off in flight")
 	}
@@ -91,35 +91,35 @@ func TestHubLetsAHandoffInFlightFinishBeforeANewcomerTries(t *testing.T) {
 	if !signalled(a) {
 		t.Fatal("a not woken")
 	}
-	if !h.handoffInFlight(n) {
+	if !h.InFlight(n) {
 		t.Fatal("the hand-off is in flight")
 	}
-	h.tried(a, false) // a's try is over
+	h.Tried(a, false) // a's try is over
 	if !signalled(n) {
 		t.Fatal("the newcomer must be released when the hand-off ends")
 	}
 	// With waiters but no hand-off in flight, a newcomer waits only for
-	// an unlock message in transit (hubUnlockGrace).
-	m, deferred := h.attach("ch", false, true)
-	if !deferred || h.handoffInFlight(m) {
+	// an unlock message in transit (UnlockGrace).
+	m, deferred := h.Attach("ch", false, true)
+	if !deferred || h.InFlight(m) {
 		t.Fatal("with waiters and no hand-off in flight a newcomer waits only the grace")
 	}
-	if _, deferred := h.attach("ch", false, false); deferred {
+	if _, deferred := h.Attach("ch", false, false); deferred {
 		t.Fatal("only queueing kinds are deferred")
 	}
 	h2 := newTestHub(t, "other")
-	if _, deferred := h2.attach("other", false, true); deferred {
+	if _, deferred := h2.Attach("other", false, true); deferred {
 		t.Fatal("no waiter: a newcomer tries at once")
 	}
 }
 
 func TestHubWriteUnlockWakesEveryReaderAndOneWriter(t *testing.T) {
 	h := newTestHub(t, "ch")
-	w1, _ := h.attach("ch", false, false)
-	r1, _ := h.attach("ch", true, false)
-	w2, _ := h.attach("ch", false, false)
-	r2, _ := h.attach("ch", true, false)
-	h.deliver("ch", readUnlockMessage)
+	w1, _ := h.Attach("ch", false, false)
+	r1, _ := h.Attach("ch", true, false)
+	w2, _ := h.Attach("ch", false, false)
+	r2, _ := h.Attach("ch", true, false)
+	h.deliver("ch", ReadUnlockMessage)
 	if !signalled(w1) || !signalled(r1) || !signalled(r2) || signalled(w2) {
 		t.Fatal(`"1" must wake every reader and the first writer only`)
 	}
@@ -127,20 +127,20 @@ func TestHubWriteUnlockWakesEveryReaderAndOneWriter(t *testing.T) {
 
 func TestHubPassesOnAWakeUpAnotherWaiterGoesFirstOn(t *testing.T) {
 	h := newTestHub(t, "ch")
-	r1, _ := h.attach("ch", true, false)
-	r2, _ := h.attach("ch", true, false)
-	h.deliver("ch", unlockMessage)
+	r1, _ := h.Attach("ch", true, false)
+	r2, _ := h.Attach("ch", true, false)
+	h.deliver("ch", UnlockMessage)
 	if !signalled(r1) || signalled(r2) {
 		t.Fatal("an unlock must wake the longest waiter only")
 	}
 	// r1's try found that another waiter (a writer elsewhere) goes first.
-	h.tried(r1, true)
+	h.Tried(r1, true)
 	if !signalled(r2) {
 		t.Fatal("a wake-up handed on must reach the next waiter")
 	}
 }
 
-func newModeHub(t *testing.T, channel string, mode wakeMode) *hub {
+func newModeHub(t *testing.T, channel string, mode Mode) *Hub {
 	t.Helper()
 	h := newTestHub(t, channel)
 	sh := h.shard(channel)
@@ -149,10 +149,10 @@ func newModeHub(t *testing.T, channel string, mode wakeMode) *hub {
 }
 
 func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
-	h := newModeHub(t, "sc", wakeCount)
-	var ws []*waiter
+	h := newModeHub(t, "sc", WakeCount)
+	var ws []*Waiter
 	for range 5 {
-		w, _ := h.attach("sc", false, false)
+		w, _ := h.Attach("sc", false, false)
 		ws = append(ws, w)
 	}
 	h.deliver("sc", "2")
@@ -161,8 +161,8 @@ func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
 			t.Fatalf("waiter %d signalled = %v, want %v: 2 free permits wake the 2 longest waiters", i, got, want)
 		}
 	}
-	h.tried(ws[0], false)
-	h.tried(ws[1], false)
+	h.Tried(ws[0], false)
+	h.Tried(ws[1], false)
 	h.deliver("sc", "not a number")
 	if !signalled(ws[0]) || signalled(ws[2]) {
 		t.Fatal("a payload that is not a count wakes one waiter")
@@ -170,10 +170,10 @@ func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
 }
 
 func TestHubLatchZeroWakesEveryWaiterAndOtherCountsNone(t *testing.T) {
-	h := newModeHub(t, "cdl", wakeZero)
-	var ws []*waiter
+	h := newModeHub(t, "cdl", WakeZero)
+	var ws []*Waiter
 	for range 4 {
-		w, _ := h.attach("cdl", false, false)
+		w, _ := h.Attach("cdl", false, false)
 		ws = append(ws, w)
 	}
 	h.deliver("cdl", "1")

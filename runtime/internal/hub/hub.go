@@ -1,0 +1,622 @@
+package hub
+
+import (
+	"hash/maphash"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Messages on the channels waited on: the unlock messages of Redisson's
+// locks and lockgen's grant.
+const (
+	UnlockMessage     = "0" // wakes one waiter (a latch: every waiter)
+	ReadUnlockMessage = "1" // wakes every waiting reader and one other waiter
+	// GrantPrefix starts a message that tells a waiter a release gave it
+	// the lock: "2:<nonce of its try>" on a fair waiter's own channel
+	// (lua/fair_next.lua), "2:<owner> <nonce>" on a grant channel
+	// (lua/grant_next.lua); lockgen's own, never Redisson's.
+	GrantPrefix = "2:"
+)
+
+// A channel's wake mode says what a message on it wakes:
+//
+//   - WakeLock: "0" wakes one waiter, the longest waiting, so an unlock
+//     never starts a thundering herd; "1" (write unlock) wakes every
+//     waiting reader and one other waiter; a grant wakes its grantee;
+//   - WakeCount (semaphores): the payload is the number of free permits,
+//     and wakes that many waiters;
+//   - WakeZero (latches): "0" (the count reached zero) wakes every
+//     waiter, any other payload none.
+//
+// In every mode a subscription's confirmation wakes every waiter: no
+// message can be missed from then on, and one on a dead connection was.
+type Mode uint8
+
+const (
+	WakeLock Mode = iota
+	WakeCount
+	WakeZero
+)
+
+// Config is what a Hub is built from.
+type Config struct {
+	// Client is the caller's go-redis client: the hub subscribes with a
+	// copy of its options for a single server (key tracking, track.go),
+	// with Client itself otherwise. nil: the channel table alone (tests).
+	Client redis.UniversalClient
+	// Sharded: subscribe with SSUBSCRIBE, a connection per slot.
+	Sharded bool
+	// Log gets the hub's debug records; nil: none.
+	Log *slog.Logger
+}
+
+// A Hub is where waiters sleep (see the package doc).
+type Hub struct {
+	seed   maphash.Seed
+	shards [nShards]shard
+	closed atomic.Bool
+
+	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
+	// aliases maps an entry's companion channel (entry.also) to the entry,
+	// for the grants published there (offer.go). aliasMu is a leaf.
+	aliasMu sync.RWMutex
+	aliases map[string]*entry
+	waiters sync.Pool // of *Waiter, reset
+
+	log     *slog.Logger
+	sharded bool
+	cluster bool // the client is a cluster's: a moved slot is looked up again
+	// sub is the client the hub subscribes with (track.go), closeSub
+	// closes it if it is the hub's own; track says whether key tracking
+	// works with it.
+	sub      redis.UniversalClient
+	closeSub func() error
+	track    bool
+
+	// mu guards the connections (conn.go): conns, every subConn's state,
+	// and each entry's conn.
+	mu         sync.Mutex
+	conns      map[int]*subConn // by slot (sharded), or the one at 0 (classic)
+	connClosed bool
+	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
+	wg         sync.WaitGroup
+}
+
+// nShards is the number of channel-table shards: enough that 2 cores'
+// worth of goroutines on distinct locks rarely meet on one.
+const nShards = 64
+
+type shard struct {
+	mu      sync.Mutex
+	entries map[string]*entry
+	_       [40]byte // keeps neighbouring shards' mutexes off one cache line
+}
+
+// An entry is a channel waited on.
+type entry struct {
+	name string
+	key  string // the lock's key, watched while waited for (track.go); "": none
+	sh   *shard
+	mode Mode
+
+	// Guarded by sh.mu.
+	waiters []*Waiter
+	// readyGen is the subscription generation the server confirmed; the
+	// entry is ready while it is the current one (gen).
+	readyGen uint64
+	linger   *time.Timer // pending unsubscribe once no one waits
+	// inflight counts the waiters that were woken and have not finished
+	// the try that followed: a hand-off in flight (see Hub).
+	inflight int
+	// handOffs counts the local hand-offs since the last unlock message
+	// (offer.go).
+	handOffs int
+	// also is the client's own grant channel for the lock, subscribed
+	// with the lock's channel in one command ("": none; offer.go).
+	also string
+	// remote: other processes wait on the lock too (a grant came from
+	// one, or a release saw their subscriptions): a newcomer tries
+	// before it sleeps, so it is queued for grants.
+	remote bool
+
+	// gen counts the subscribes sent for the entry (a new connection sends
+	// another); written under Hub.mu.
+	gen atomic.Uint64
+	// conn is the connection it is (being) subscribed on; guarded by Hub.mu.
+	conn *subConn
+	// lastMsg is when a message last came on the channel (Unix ns): key
+	// tracking leaves a lock alone while its messages flow (track.go).
+	lastMsg atomic.Int64
+}
+
+// ready reports whether the entry's current subscription is confirmed.
+// e.sh.mu is held.
+func (e *entry) ready() bool {
+	return e.readyGen != 0 && e.readyGen == e.gen.Load()
+}
+
+// A Waiter is one goroutine waiting on a channel: it sleeps on C.
+type Waiter struct {
+	c      chan struct{} // receives a signal when the lock may be free
+	e      *entry
+	shared bool // a reader: woken with every other reader
+	// woken: signalled by the hub and not yet done with the try that
+	// followed (counted in e.inflight).
+	woken bool
+	// deferred: a newcomer letting a hand-off in flight finish before its
+	// first try; signalled when e.inflight drops to 0.
+	deferred bool
+	// untried: it sleeps without a try of its own (see Undefer), so it
+	// knows no holder's TTL and counts on the waiters ahead of it.
+	untried bool
+
+	// Offers (offer.go). field and px are the owner token and lease a
+	// release hands the lock over with ("": the waiter cannot be handed
+	// it); set before the waiter first parks.
+	field  string
+	px     any
+	parked bool       // sleeping: a release may offer it the lock
+	offer  OfferState // where an offer to it stands
+	marker string     // the offer's request marker, or a grant's nonce
+	sent   time.Time  // when the offer's script was sent
+	// queued: a try queued it in Redis for grants.
+	queued bool
+}
+
+// C receives a signal when the lock may be free (or an offer's outcome is
+// in): the waiter tries, or Unparks, then.
+func (w *Waiter) C() <-chan struct{} { return w.c }
+
+const (
+	// subscriptionLinger keeps a channel subscribed a little after its last
+	// waiter left: under steady contention waiters come and go all the
+	// time, and re-subscribing for each would double the traffic.
+	subscriptionLinger = 250 * time.Millisecond
+	// HandoffWait bounds how long a newcomer lets a hand-off in flight
+	// (a woken waiter's try, one round trip) finish before its own try.
+	HandoffWait = 50 * time.Millisecond
+	// UnlockGrace is how long a newcomer waits for an unlock message that
+	// may be in transit before its first try, when this client has
+	// waiters on the lock but none is woken: a message takes well under a
+	// millisecond from Redis to the hub on a healthy link.
+	UnlockGrace = 2 * time.Millisecond
+)
+
+// New returns a hub. It connects only when a waiter first joins.
+func New(cfg Config) *Hub {
+	h := &Hub{
+		seed:    maphash.MakeSeed(),
+		conns:   make(map[int]*subConn),
+		aliases: make(map[string]*entry),
+		log:     cfg.Log,
+		sharded: cfg.Sharded,
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for i := range h.shards {
+		h.shards[i].entries = make(map[string]*entry)
+	}
+	h.connClosed = cfg.Client == nil
+	if cfg.Client != nil {
+		_, h.cluster = cfg.Client.(*redis.ClusterClient)
+		h.sub, h.closeSub, h.track = subClient(cfg.Client)
+	}
+	h.waiters.New = func() any { return &Waiter{c: make(chan struct{}, 1)} }
+	return h
+}
+
+func (h *Hub) shard(channel string) *shard {
+	return &h.shards[maphash.String(h.seed, channel)%nShards]
+}
+
+// Active reports whether any channel is subscribed or being subscribed:
+// when none is, no waiter can attach before its first try, and the
+// uncontended path skips the hub.
+func (h *Hub) Active() bool { return h.nEntries.Load() > 0 }
+
+// newWaiter takes a reset waiter from the pool; Leave gives it back.
+func (h *Hub) newWaiter(shared bool) *Waiter {
+	w := h.waiters.Get().(*Waiter)
+	w.shared = shared
+	return w
+}
+
+// release returns w, which no entry refers to any more, to the pool.
+func (h *Hub) release(w *Waiter) {
+	select {
+	case <-w.c:
+	default:
+	}
+	*w = Waiter{c: w.c}
+	h.waiters.Put(w)
+}
+
+// Attach registers a waiter on channel before its first try, if the
+// channel's subscription is confirmed: a wake-up published during that try
+// then reaches it, so it need not try a second time after joining. With
+// fifo, a newcomer that finds a hand-off in flight, or other waiters, is
+// deferred: it should wait on C before trying (see Hub, InFlight and
+// Undefer). w is nil when the channel is not subscribed yet (the caller
+// tries, then joins).
+func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	e := sh.entries[channel]
+	if h.closed.Load() || e == nil || !e.ready() {
+		sh.mu.Unlock()
+		return nil, false
+	}
+	w = h.newWaiter(shared)
+	others := len(e.waiters)
+	addLocked(e, w)
+	// Where other processes wait too, the order is the queue in Redis: a
+	// newcomer joins it with its try.
+	deferred = fifo && !e.remote && (e.inflight > 0 || others > 0)
+	w.deferred = deferred
+	sh.mu.Unlock()
+	return w, deferred
+}
+
+// Undefer ends w's deferral: it takes its place in line at once, without
+// a try of its own (untried) until its first wake-up.
+func (h *Hub) Undefer(w *Waiter) {
+	sh := w.e.sh
+	sh.mu.Lock()
+	w.deferred = false
+	w.untried = true
+	sh.mu.Unlock()
+}
+
+// InFlight reports whether w is still deferred behind a hand-off in
+// flight (its grace for an unlock message in transit is over).
+func (h *Hub) InFlight(w *Waiter) bool {
+	sh := w.e.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return w.deferred && w.e.inflight > 0
+}
+
+// A Sub says what a channel is, for the waiter that subscribes it.
+type Sub struct {
+	Mode Mode
+	// Key is the lock's key, watched while waited for (track.go); "": none.
+	Key string
+	// Also is a companion channel subscribed with the channel in one
+	// command, where grants to this client's waiters come ("": none).
+	Also string
+}
+
+// Join registers a waiter on channel, subscribing as s says if nobody
+// else waits on it (the subscribe itself runs on the connection's
+// goroutine, never here). ready reports whether the subscription is
+// already confirmed: if so, a wake-up published since the caller's last
+// try may have gone to nobody, and the caller tries again at once;
+// otherwise the confirmation wakes it. w is nil after Close.
+func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h.closed.Load() {
+		return nil, false
+	}
+	e := sh.entries[channel]
+	if e == nil {
+		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
+		sh.entries[channel] = e
+		h.nEntries.Add(1)
+		if s.Also != "" {
+			h.aliasMu.Lock()
+			h.aliases[s.Also] = e
+			h.aliasMu.Unlock()
+		}
+		h.mu.Lock()
+		h.subscribeLocked(e)
+		h.mu.Unlock()
+	}
+	w = h.newWaiter(shared)
+	addLocked(e, w)
+	return w, e.ready()
+}
+
+// Subscribed reports whether channel's subscription is confirmed (with
+// grants: together with a companion channel): a message published on it
+// from now on reaches this hub.
+func (h *Hub) Subscribed(channel string, grants bool) bool {
+	if !h.Active() {
+		return false
+	}
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[channel]
+	return e != nil && e.ready() && (!grants || e.also != "")
+}
+
+// addLocked adds w to e's waiters. e.sh.mu is held.
+func addLocked(e *entry, w *Waiter) {
+	if e.linger != nil {
+		e.linger.Stop()
+	}
+	w.e = e
+	e.waiters = append(e.waiters, w)
+}
+
+// Tried tells the hub that w finished a try. A wake-up it used is spent,
+// unless handOn: then w was woken but another waiter goes first (a reader
+// behind a waiting writer), and the wake-up goes to the next waiter. A
+// signal still pending in C came after the try started: w will use it on
+// its next wait.
+func (h *Hub) Tried(w *Waiter, handOn bool) {
+	e := w.e
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	w.deferred = false
+	w.untried = false
+	if !w.woken || len(w.c) > 0 {
+		return
+	}
+	spentLocked(w)
+	if handOn {
+		wakeOne(e, w)
+	}
+}
+
+// spentLocked ends w's hand-off and lets deferred newcomers try once no
+// hand-off is in flight. w.e.sh.mu is held.
+func spentLocked(w *Waiter) {
+	e := w.e
+	w.woken = false
+	e.inflight--
+	if e.inflight > 0 {
+		return
+	}
+	for _, x := range e.waiters {
+		if x.deferred {
+			x.deferred = false
+			select {
+			case x.c <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Leave unregisters w and takes it back: the caller must not use it
+// again. acquired says whether the waiter got what it waited for; if it
+// did not and has a wake-up it did not use up, the wake-up goes to the
+// next waiter.
+func (h *Hub) Leave(w *Waiter, acquired bool) {
+	e := w.e
+	sh := e.sh
+	sh.mu.Lock()
+	if i := slices.Index(e.waiters, w); i >= 0 {
+		e.waiters = slices.Delete(e.waiters, i, i+1)
+	}
+	unused := false
+	select {
+	case <-w.c:
+		unused = true
+	default:
+	}
+	if w.woken {
+		unused = true
+		spentLocked(w)
+	}
+	if unused && !acquired {
+		wakeOne(e, nil)
+	}
+	if !acquired && !w.untried {
+		// A waiter that never tried slept on this one's TTL: with it
+		// gone, a lock freed without a message (a lease run out, tracking
+		// off) would wake no one before the untried one's bound.
+		wakeUntried(e)
+	}
+	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
+		if e.linger == nil {
+			e.linger = time.AfterFunc(subscriptionLinger, func() { h.expire(e) })
+		} else {
+			e.linger.Reset(subscriptionLinger)
+		}
+	}
+	sh.mu.Unlock()
+	h.release(w)
+}
+
+// expire unsubscribes e if still nobody waits on it.
+func (h *Hub) expire(e *entry) {
+	sh := e.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h.closed.Load() || sh.entries[e.name] != e || len(e.waiters) > 0 {
+		return
+	}
+	delete(sh.entries, e.name)
+	h.nEntries.Add(-1)
+	if e.also != "" {
+		h.aliasMu.Lock()
+		if h.aliases[e.also] == e {
+			delete(h.aliases, e.also)
+		}
+		h.aliasMu.Unlock()
+	}
+	// Still under sh.mu: a join of the same channel waits, so its
+	// subscribe is queued after this unsubscribe.
+	h.mu.Lock()
+	h.unsubscribeLocked(e)
+	h.mu.Unlock()
+}
+
+// deliver handles a message published on channel.
+func (h *Hub) deliver(channel, payload string) {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	e := sh.entries[channel]
+	if e == nil {
+		sh.mu.Unlock()
+		h.deliverGrant(channel, payload) // a companion channel's, if any
+		return
+	}
+	defer sh.mu.Unlock()
+	if h.track && e.key != "" {
+		e.lastMsg.Store(time.Now().UnixNano())
+	}
+	switch e.mode {
+	case WakeCount:
+		n, err := strconv.Atoi(payload)
+		if err != nil {
+			n = 1
+		}
+		wakeN(e, n)
+	case WakeZero:
+		if payload == UnlockMessage {
+			wakeAll(e)
+		}
+	default:
+		e.handOffs = 0
+		if payload == ReadUnlockMessage {
+			wakeReaders(e)
+			return
+		}
+		if nonce, ok := strings.CutPrefix(payload, GrantPrefix); ok && grantFirst(e, nonce) {
+			return
+		}
+		wakeOne(e, nil)
+	}
+}
+
+// confirmed marks e's subscription of generation gen confirmed by the
+// server and wakes its waiters, unless e was dropped or subscribed again
+// meanwhile. h.mu is not held.
+func (h *Hub) confirmed(e *entry, gen uint64) {
+	sh := e.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.entries[e.name] != e || e.gen.Load() != gen {
+		return
+	}
+	e.readyGen = gen
+	wakeAll(e)
+}
+
+// wakeEntries wakes the waiters of entries still in the table: every
+// waiter (their connection was found dead: messages may have been lost),
+// or with readers only the readers and one other (a key found gone, as a
+// write unlock would). h.mu is not held.
+func wakeEntries(entries []*entry, readers bool) {
+	for _, e := range entries {
+		e.sh.mu.Lock()
+		switch {
+		case e.sh.entries[e.name] != e:
+		case readers:
+			wakeReaders(e)
+		default:
+			wakeAll(e)
+		}
+		e.sh.mu.Unlock()
+	}
+}
+
+// signal sends w a wake-up unless one is pending; it reports whether it did.
+func signal(e *entry, w *Waiter) bool {
+	select {
+	case w.c <- struct{}{}:
+	default:
+		return false
+	}
+	w.deferred = false
+	if !w.woken {
+		w.woken = true
+		e.inflight++
+	}
+	return true
+}
+
+// wakeReaders signals every reader and the longest-waiting other waiter:
+// the readers can all go together; of the writers only one can.
+func wakeReaders(e *entry) {
+	writer := false
+	for _, w := range e.waiters {
+		if !w.shared {
+			if writer {
+				continue
+			}
+			writer = true
+		}
+		signal(e, w)
+	}
+}
+
+// wakeOne signals the longest-waiting waiter (other than skip) that has no
+// signal pending, an exclusive one (a writer) before a reader: a read
+// unlock that frees the lock matters to a writer; readers were not
+// blocked by readers.
+func wakeOne(e *entry, skip *Waiter) {
+	for _, exclusive := range []bool{true, false} {
+		for _, w := range e.waiters {
+			if w == skip || w.shared == exclusive {
+				continue
+			}
+			if signal(e, w) {
+				return
+			}
+		}
+	}
+}
+
+// wakeN signals the n longest-waiting waiters that have no signal pending.
+func wakeN(e *entry, n int) {
+	for _, w := range e.waiters {
+		if n <= 0 {
+			return
+		}
+		if signal(e, w) {
+			n--
+		}
+	}
+}
+
+// wakeUntried signals the longest-waiting waiter that has not tried yet
+// (see Undefer), so it tries and learns the holder's TTL.
+func wakeUntried(e *entry) {
+	for _, w := range e.waiters {
+		if w.untried {
+			signal(e, w)
+			return
+		}
+	}
+}
+
+func wakeAll(e *entry) {
+	for _, w := range e.waiters {
+		signal(e, w)
+	}
+}
+
+// Idle counts the waiters on channel's confirmed subscription with no
+// wake-up pending or in use that are parked, or with parkedOnly false
+// that cannot be offered the lock either: a probe for tests, which wait
+// for it before they release.
+func (h *Hub) Idle(channel string, parkedOnly bool) int {
+	sh := h.shard(channel)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e := sh.entries[channel]
+	if e == nil || !e.ready() {
+		return 0
+	}
+	n := 0
+	for _, w := range e.waiters {
+		if !w.woken && len(w.c) == 0 && (w.parked || !parkedOnly && w.field == "") {
+			n++
+		}
+	}
+	return n
+}
