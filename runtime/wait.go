@@ -221,7 +221,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 					d = min(d, time.Until(bound))
 				}
 				backoff = min(2*backoff, maxUnreachableBackoff)
-				if err := c.pause(ctx, &timer, d, drain); err != nil {
+				if err := c.sleep(ctx, nil, &timer, max(d, 0), drain); err != nil {
 					return err
 				}
 				continue
@@ -333,35 +333,20 @@ func unreachable(err error) bool {
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
 }
 
-// pause waits d on *timer (made on first use), unless ctx, Close or
-// drain (see sleep) ends it first.
-func (c *Client) pause(ctx context.Context, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
-	if *timer == nil {
-		*timer = time.NewTimer(time.Hour)
-	}
-	(*timer).Reset(max(d, 0))
-	defer (*timer).Stop()
-	select {
-	case <-(*timer).C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.closeCh:
-		return ErrClosed
-	case <-drain:
-		return fmt.Errorf("%w: Shutdown began", ErrDraining)
-	}
-}
-
 // sleepTimers holds stopped timers for waits: a wait that sleeps takes one
 // and gives it back when it ends, so a contended acquisition allocates
 // none. A stopped timer has nothing left in its channel (Go 1.23+).
 var sleepTimers sync.Pool
 
-// sleep waits up to d (< 0: no bound) for a signal to w, on *timer (made
-// on first use). It returns ctx's error, ErrClosed or (drain closed:
-// Shutdown began) ErrDraining if one of them ends it.
+// sleep waits up to d (< 0: no bound) for a signal to w (nil: none, a
+// pause between tries), on *timer (made on first use). It returns ctx's
+// error, ErrClosed or (drain closed: Shutdown began) ErrDraining if one of
+// them ends it.
 func (c *Client) sleep(ctx context.Context, w *hub.Waiter, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
+	var signal <-chan struct{}
+	if w != nil {
+		signal = w.C()
+	}
 	var timeout <-chan time.Time
 	if d >= 0 {
 		if *timer == nil {
@@ -375,7 +360,7 @@ func (c *Client) sleep(ctx context.Context, w *hub.Waiter, timer **time.Timer, d
 		timeout = (*timer).C
 	}
 	select {
-	case <-w.C():
+	case <-signal:
 	case <-timeout:
 	case <-ctx.Done():
 		return ctx.Err()

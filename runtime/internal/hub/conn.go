@@ -343,23 +343,23 @@ func (sc *subConn) send(op subOp) error {
 	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
 	sharded := sc.h.sharded
+	chans := []string{op.channel}
+	if op.also != "" && !sharded {
+		// One command: no script sees one subscribed without the other.
+		chans = append(chans, op.also)
+	}
 	var err error
 	switch {
 	case op.kind == opPing:
 		err = sc.ps.Ping(ctx)
 	case op.kind == opSubscribe && sharded:
-		err = sc.ps.SSubscribe(ctx, op.channel)
-	case op.kind == opSubscribe && op.also != "":
-		// One command: no script sees one subscribed without the other.
-		err = sc.ps.Subscribe(ctx, op.channel, op.also)
+		err = sc.ps.SSubscribe(ctx, chans...)
 	case op.kind == opSubscribe:
-		err = sc.ps.Subscribe(ctx, op.channel)
+		err = sc.ps.Subscribe(ctx, chans...)
 	case sharded:
-		err = sc.ps.SUnsubscribe(ctx, op.channel)
-	case op.also != "":
-		err = sc.ps.Unsubscribe(ctx, op.channel, op.also)
+		err = sc.ps.SUnsubscribe(ctx, chans...)
 	default:
-		err = sc.ps.Unsubscribe(ctx, op.channel)
+		err = sc.ps.Unsubscribe(ctx, chans...)
 	}
 	if err != nil {
 		return err

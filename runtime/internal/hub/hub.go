@@ -222,13 +222,6 @@ func (h *Hub) shard(channel string) *shard {
 // uncontended path skips the hub.
 func (h *Hub) Active() bool { return h.nEntries.Load() > 0 }
 
-// newWaiter takes a reset waiter from the pool; Leave gives it back.
-func (h *Hub) newWaiter(shared bool) *Waiter {
-	w := h.waiters.Get().(*Waiter)
-	w.shared = shared
-	return w
-}
-
 // release returns w, which no entry refers to any more, to the pool.
 func (h *Hub) release(w *Waiter) {
 	select {
@@ -254,9 +247,8 @@ func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred boo
 		sh.mu.Unlock()
 		return nil, false
 	}
-	w = h.newWaiter(shared)
 	others := len(e.waiters)
-	addLocked(e, w)
+	w = h.addLocked(e, shared)
 	// Where other processes wait too, the order is the queue in Redis: a
 	// newcomer joins it with its try.
 	deferred = fifo && !e.remote && (e.inflight > 0 || others > 0)
@@ -321,9 +313,7 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 		h.subscribeLocked(e)
 		h.mu.Unlock()
 	}
-	w = h.newWaiter(shared)
-	addLocked(e, w)
-	return w, e.ready()
+	return h.addLocked(e, shared), e.ready()
 }
 
 // Subscribed reports whether channel's subscription is confirmed (with
@@ -340,13 +330,16 @@ func (h *Hub) Subscribed(channel string, grants bool) bool {
 	return e != nil && e.ready() && (!grants || e.also != "")
 }
 
-// addLocked adds w to e's waiters. e.sh.mu is held.
-func addLocked(e *entry, w *Waiter) {
+// addLocked adds a waiter to e's, from the pool (Leave gives it back).
+// e.sh.mu is held.
+func (h *Hub) addLocked(e *entry, shared bool) *Waiter {
 	if e.linger != nil {
 		e.linger.Stop()
 	}
-	w.e = e
+	w := h.waiters.Get().(*Waiter)
+	w.e, w.shared = e, shared
 	e.waiters = append(e.waiters, w)
+	return w
 }
 
 // Tried tells the hub that w finished a try. A wake-up it used is spent,
