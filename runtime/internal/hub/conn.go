@@ -137,7 +137,7 @@ type subOp struct {
 }
 
 // subscribeLocked subscribes e on the connection for its slot. After
-// close it does nothing: the waiters' sleeps end with ErrClosed.
+// Close it does nothing: the waiters' sleeps end with the caller's close.
 func (h *Hub) subscribeLocked(e *entry) {
 	if h.connClosed {
 		return

@@ -38,9 +38,9 @@ import (
 // lock's queue (a channel per waiter) from a herd: each client wakes its
 // longest waiter, and the queue's head is one of them. FLUSHALL sends an
 // invalidation without keys, which go-redis cannot parse: the connection is
-// replaced, and its new subscriptions wake every waiter. Tracking needs the hub's own client (a copy of the
-// caller's options speaking RESP2, whose OnConnect reads each pub/sub
-// connection's id). It is off, and waiters wake on unlock messages and the
+// replaced, and its new subscriptions wake every waiter. Tracking needs the
+// hub's own client (a copy of the caller's options speaking RESP2, whose
+// OnConnect reads each pub/sub connection's id). It is off, and waiters wake on unlock messages and the
 // holder's TTL as before, for Sentinel failover clients (their options
 // cannot be copied), where the server refuses CLIENT ID or CLIENT
 // TRACKING (an ACL), and on Redis Cluster: the hub has a pub/sub
