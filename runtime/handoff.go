@@ -26,26 +26,21 @@ import (
 // publishes anyway, for a waiter Redis cannot count: a Redisson client
 // subscribed on a replica (its subscriptionMode SLAVE).
 //
-// The protocol between the releasing goroutine and the waiter (the hub's
-// side: package hub, offer.go):
-//
-//  1. a waiter that may be handed the lock (grantable: a reentrant,
-//     unfenced lock on one server without replica sync, waited for by an
-//     owner of its own, a top-level Lock: the hand-off acquires for the
-//     owner outside the owner's turn, which another goroutine sharing the
-//     owner's ctx could take meanwhile) marks itself parked while it
-//     sleeps; hub.Offer picks only a parked waiter with no
-//     wake-up pending, and marks the offer pending (a hand-off in flight);
-//  2. the releaser runs the hand-off script with the waiter's owner token,
-//     lease and a fresh request marker, then settles the offer: granted,
-//     declined (released, or no longer the owner) or unknown (no reply);
-//  3. the waiter, woken or not, unparks before it does anything else, and
-//     waits for a pending offer's outcome: it never tries while an offer
-//     is in flight (its try would count the grant as its own resend).
-//     Granted: it holds the lock from the time the script was sent.
-//     Unknown: it settles the grant as a lost acquire (settle.lua marks it
-//     aborted unless it took the lock, so a late copy never grants).
-//     Declined: it tries at once.
+// The protocol (the hub's side: hub.Offer, hub.Settle, hub.Unpark): a
+// waiter that may be handed the lock (grantable: a reentrant, unfenced lock
+// on one server without replica sync, waited for by an owner of its own,
+// a top-level Lock: the hand-off acquires for the owner outside the
+// owner's turn, which another goroutine sharing the owner's ctx could take
+// meanwhile) is parked while it sleeps; the releaser takes the offer, runs
+// the hand-off script with the waiter's owner token, lease and a fresh
+// request marker, and settles the offer once its own hold's ctx is done.
+// The waiter, woken or not, unparks first and waits for a pending offer's
+// outcome: it never tries while one is in flight (its try would count the
+// grant as its own resend). Granted: it holds the lock from the time the
+// script was sent. Unknown (no reply): it settles the grant as a lost
+// acquire (settle.lua marks it aborted unless it took the lock, so a late
+// copy never grants). Declined (released, or no longer the owner): it
+// tries at once.
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: a reentrant, unfenced lock, without replica sync, on a
