@@ -198,10 +198,8 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				// A wake-up used for a lock another waiter goes first on, or
 				// that this waiter did not take because another member
 				// blocked it, goes on to the next waiter.
-				h.Tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved))
-				if ws.queued != nil && !acquired && ws.queued() {
-					h.Queued(w)
-				}
+				h.Tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved),
+					ws.queued != nil && !acquired && ws.queued())
 			}
 			if err != nil && ctx.Err() == nil && unreachable(err) {
 				// Redis did not answer. A waiter tries again within its
@@ -286,7 +284,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 			// A release of this client handed the lock over (or may
 			// have): that was this waiter's try.
 			acquired, err = ws.claim(state, marker, sent)
-			h.Tried(w, false)
+			h.Tried(w, false, false)
 			if err != nil || acquired {
 				return err
 			}

@@ -346,13 +346,15 @@ func (h *Hub) addLocked(e *entry, shared bool) *Waiter {
 // unless handOn: then w was woken but another waiter goes first (a reader
 // behind a waiting writer), and the wake-up goes to the next waiter. A
 // signal still pending in C came after the try started: w will use it on
-// its next wait.
-func (h *Hub) Tried(w *Waiter, handOn bool) {
+// its next wait. queued says the try queued w in Redis for grants (a
+// release that hands it the lock clears its record there).
+func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 	e := w.e
 	e.sh.mu.Lock()
 	defer e.sh.mu.Unlock()
 	w.deferred = false
 	w.untried = false
+	w.queued = w.queued || queued
 	if !w.woken || len(w.c) > 0 {
 		return
 	}

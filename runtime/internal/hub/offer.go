@@ -33,7 +33,7 @@ const HandoffStreak = 16
 type Offer struct {
 	w *Waiter
 	// Field and Px are who the waiter takes the lock as (see Grantee);
-	// Queued, whether a try queued it in Redis (see Queued).
+	// Queued, whether a try queued it in Redis (see Tried).
 	Field  string
 	Px     any
 	Queued bool
@@ -59,15 +59,6 @@ func (h *Hub) Grantee(w *Waiter, grantee func() (field string, px any)) bool {
 	w.field, w.px = field, px
 	sh.mu.Unlock()
 	return field != ""
-}
-
-// Queued records that a try queued w in Redis for grants: a release that
-// hands it the lock clears its record there.
-func (h *Hub) Queued(w *Waiter) {
-	sh := w.e.sh
-	sh.mu.Lock()
-	w.queued = true
-	sh.mu.Unlock()
 }
 
 // Offer picks the waiter on channel a release can hand its lock to: the

@@ -28,7 +28,7 @@ func confirm(h *Hub, channel string) {
 func tried(h *Hub, ws ...*Waiter) {
 	for _, w := range ws {
 		signalled(w)
-		h.Tried(w, false)
+		h.Tried(w, false, false)
 	}
 }
 
@@ -57,7 +57,7 @@ func TestJoinIsReadyOnceTheSubscriptionIsConfirmed(t *testing.T) {
 	if !signalled(a) {
 		t.Fatal("the confirmation must wake the waiter: no message was missed from now on")
 	}
-	h.Tried(a, false)
+	h.Tried(a, false, false)
 	if _, ready := h.Join("ch", false, Sub{}); !ready {
 		t.Fatal("a join on a confirmed channel must try again at once")
 	}
@@ -74,8 +74,9 @@ func TestOfferGoesToTheLongestParkedWaiterAndSettles(t *testing.T) {
 	tried(h, r)
 	a := parked(t, h, "ch", "owner:a")
 	b := parked(t, h, "ch", "owner:b")
+	h.Tried(a, false, true) // its try queued it in Redis
 	o := h.Offer("ch")
-	if !o.Made() || o.w != a || o.Field != "owner:a" || o.Px != "30000" {
+	if !o.Made() || o.w != a || o.Field != "owner:a" || o.Px != "30000" || !o.Queued {
 		t.Fatalf("offer went to %+v, want the longest parked waiter a", o)
 	}
 	if n, deferred := h.Attach("ch", false, true); !deferred || !h.InFlight(n) {
@@ -97,7 +98,7 @@ func TestOfferGoesToTheLongestParkedWaiterAndSettles(t *testing.T) {
 	if got := <-done; got != OfferGranted {
 		t.Fatalf("Unpark = %v, want the granted outcome with its marker and send time", got)
 	}
-	h.Tried(a, false)
+	h.Tried(a, false, false)
 	h.Leave(a, true)
 	if signalled(b) {
 		t.Fatal("a granted offer is used: no one else is woken")
@@ -150,7 +151,7 @@ func TestHandOffsInARowAreBoundedUntilAMessage(t *testing.T) {
 		if state, _, _ := h.Unpark(a); state != OfferGranted {
 			t.Fatal("not granted")
 		}
-		h.Tried(a, false)
+		h.Tried(a, false, false)
 		h.Park(a)
 	}
 	if h.Offer("ch").Made() {
@@ -261,7 +262,7 @@ func TestADeadConnectionWakesEveryWaiterAndAGoneKeyOneWriter(t *testing.T) {
 		t.Fatal("a gone key wakes as a write unlock: every reader and one writer")
 	}
 	for _, w := range []*Waiter{w1, r1} {
-		h.Tried(w, false)
+		h.Tried(w, false, false)
 	}
 	wakeEntries([]*entry{e}, false)
 	if !signalled(w1) || !signalled(w2) || !signalled(r1) {
@@ -299,7 +300,7 @@ func TestIdleCountsParkedAndUngrantableWaiters(t *testing.T) {
 	}
 	for _, w := range []*Waiter{a, b, c} {
 		<-w.c
-		h.Tried(w, false)
+		h.Tried(w, false, false)
 	}
 	if got := h.Idle("ch", true); got != 1 {
 		t.Fatalf("parked = %d, want 1", got)

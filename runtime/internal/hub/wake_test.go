@@ -38,7 +38,7 @@ func TestHubWakesOneWaiterPerUnlockInArrivalOrder(t *testing.T) {
 	if !signalled(a) || signalled(b) {
 		t.Fatal("an unlock must wake the longest waiter, and only it")
 	}
-	h.Tried(a, false) // it tried and found the lock taken: the wake-up is spent
+	h.Tried(a, false, false) // it tried and found the lock taken: the wake-up is spent
 	h.deliver("ch", UnlockMessage)
 	if signalled(b) == signalled(a) {
 		t.Fatal("the second unlock must wake exactly one waiter")
@@ -57,7 +57,7 @@ func TestHubHandsOnAWakeUpTheWaiterDidNotUse(t *testing.T) {
 
 	// Woken, took the signal, and gave up before its try ended.
 	c, _ := h.Attach("ch", false, false)
-	h.Tried(b, false)
+	h.Tried(b, false, false)
 	h.deliver("ch", UnlockMessage)
 	if !signalled(b) {
 		t.Fatal("b is the longest waiter")
@@ -68,7 +68,7 @@ func TestHubHandsOnAWakeUpTheWaiterDidNotUse(t *testing.T) {
 	}
 
 	// One that acquired keeps it: nobody else is woken.
-	h.Tried(c, false)
+	h.Tried(c, false, false)
 	d, _ := h.Attach("ch", false, false)
 	h.deliver("ch", UnlockMessage)
 	h.Leave(c, true)
@@ -94,7 +94,7 @@ func TestHubLetsAHandoffInFlightFinishBeforeANewcomerTries(t *testing.T) {
 	if !h.InFlight(n) {
 		t.Fatal("the hand-off is in flight")
 	}
-	h.Tried(a, false) // a's try is over
+	h.Tried(a, false, false) // a's try is over
 	if !signalled(n) {
 		t.Fatal("the newcomer must be released when the hand-off ends")
 	}
@@ -134,7 +134,7 @@ func TestHubPassesOnAWakeUpAnotherWaiterGoesFirstOn(t *testing.T) {
 		t.Fatal("an unlock must wake the longest waiter only")
 	}
 	// r1's try found that another waiter (a writer elsewhere) goes first.
-	h.Tried(r1, true)
+	h.Tried(r1, true, false)
 	if !signalled(r2) {
 		t.Fatal("a wake-up handed on must reach the next waiter")
 	}
@@ -161,8 +161,8 @@ func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
 			t.Fatalf("waiter %d signalled = %v, want %v: 2 free permits wake the 2 longest waiters", i, got, want)
 		}
 	}
-	h.Tried(ws[0], false)
-	h.Tried(ws[1], false)
+	h.Tried(ws[0], false, false)
+	h.Tried(ws[1], false, false)
 	h.deliver("sc", "not a number")
 	if !signalled(ws[0]) || signalled(ws[2]) {
 		t.Fatal("a payload that is not a count wakes one waiter")
