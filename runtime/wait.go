@@ -39,8 +39,7 @@ type waitSpec struct {
 	// zero value is a lock's.
 	wake hub.Mode
 	// key returns the key whose deletion or expiry frees the lock (the
-	// hub watches it); nil: none. With dynamic, the
-	// blocking member's.
+	// hub watches it); nil: none. With dynamic, the blocking member's.
 	key func() string
 	// grantee returns the owner token and lease argument a local release
 	// hands the lock over with (handoff.go); nil: this waiter cannot be
