@@ -164,32 +164,55 @@ func (r *renewalCut) seen(b []byte) {
 }
 
 // atNextRenewal waits until a renewal of a hold on key has reached Redis
-// (ttlLeft rises: the renewal script is loaded and the link works), then
-// cuts the replies at the next renewal that names key, and returns once
-// Redis has that renewal. wd is the hold's lease.
+// (afterRenewal), cuts the replies at the next renewal that names key, and
+// returns once Redis has that renewal. wd is the hold's lease.
 func (r *renewalCut) atNextRenewal(t *testing.T, key string, wd time.Duration, ttlLeft func(context.Context) time.Duration) {
 	t.Helper()
-	ctx := context.Background()
-	// The hold's expiry in Redis, as now + TTL: it moves only at a write.
-	expiry := func() time.Time { return time.Now().Add(ttlLeft(ctx)) }
-	first := expiry()
-	var renewed time.Time
-	eventually(t, wd, "a renewal on a healthy link", func() bool {
-		renewed = expiry()
-		return renewed.Sub(first) > wd/10
-	})
-	r.mu.Lock()
-	r.key, r.fired = key, make(chan struct{})
-	fired := r.fired
-	r.mu.Unlock()
+	renewed := r.afterRenewal(t, wd, ttlLeft)
 	select {
-	case <-fired:
+	case <-r.arm(key):
 	case <-time.After(wd):
 		t.Fatalf("no renewal naming %s written within %v of the last", key, wd)
 	}
 	eventually(t, wd/3, "the renewal sent into the cut reaches Redis", func() bool {
-		return expiry().Sub(renewed) > wd/10
+		return expiryOf(ttlLeft).Sub(renewed) > wd/10
 	})
+}
+
+// afterRenewal waits until a renewal of the hold whose TTL ttlLeft reads
+// has reached Redis (its expiry moves on: the renewal script is loaded
+// and the link works) and returns the expiry it set, half a renewal
+// period later. Renewals come in rounds a period (wd/3) apart, the calls
+// of one round within a watchdog tick (wd/60) of each other: armed then,
+// the cut lands on the first call of the next round, never on a later
+// call of the round just seen, whose holds (or RedLock parts) were
+// confirmed a moment before and so would be lost only a full lease after
+// the cut, with nothing left in Redis by then.
+func (r *renewalCut) afterRenewal(t *testing.T, wd time.Duration, ttlLeft func(context.Context) time.Duration) time.Time {
+	t.Helper()
+	first := expiryOf(ttlLeft)
+	var renewed time.Time
+	eventually(t, wd, "a renewal on a healthy link", func() bool {
+		renewed = expiryOf(ttlLeft)
+		return renewed.Sub(first) > wd/10
+	})
+	time.Sleep(wd / 6)
+	return renewed
+}
+
+// arm makes the next write of a renewal naming key cut the replies; the
+// channel is closed at the cut.
+func (r *renewalCut) arm(key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.key, r.fired = key, make(chan struct{})
+	return r.fired
+}
+
+// expiryOf is a hold's expiry in Redis as now + the TTL ttlLeft reads: it
+// moves only when a write sets it.
+func expiryOf(ttlLeft func(context.Context) time.Duration) time.Time {
+	return time.Now().Add(ttlLeft(context.Background()))
 }
 
 // heal restores the holder's links.
