@@ -181,6 +181,10 @@ func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.
 	}
 
 	hb, gotA := grantToB(t, ctx, plain, key, a, b, func() {
+		// New connections are refused too: one dialled after a
+		// blackholed call timed out would carry the renewal (in a full
+		// run, B's hold lived on 5 s after the grant).
+		p.RefuseNew(true)
 		subs := map[*faultproxy.Conn]bool{}
 		for _, c := range p.ConnsMatching("subscribe") {
 			subs[c] = true
