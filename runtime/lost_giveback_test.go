@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -118,26 +117,11 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
 	held := make([]context.Context, holds)
-	// Taken from a few goroutines at once: their renewals fall due close
-	// together, so the call the cut lands on carries a full batch.
-	var wg sync.WaitGroup
-	errs := make(chan error, holds)
-	for g := range 10 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < holds; i += 10 {
-				var err error
-				if held[i], err = c.Mutex(fmt.Sprintf("many:%d", i), runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	for i := range held {
+		var err error
+		if held[i], err = c.Mutex(fmt.Sprintf("many:%d", i), runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Once a renewal was seen in Redis, the next renewal call arrives and
 	// its reply is lost, and every reply after it.
