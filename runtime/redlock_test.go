@@ -50,6 +50,7 @@ func (e *redEnv) holders(key string) int {
 }
 
 func TestRedLockHoldsOnAQuorum(t *testing.T) {
+	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	e := newRedEnv(t, runtime.Options{})
 	ctx := ctxT(t)
 	l := e.c.RedLock("pay", runtime.LockOptions{Name: "PaymentLock"})
@@ -164,6 +165,7 @@ func TestRedLockFixedLeaseEndsWithItsValidity(t *testing.T) {
 }
 
 func TestRedLockExcludesProcesses(t *testing.T) {
+	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	e := newRedEnv(t, runtime.Options{})
 	var addrs []string
 	for _, s := range e.servers {
