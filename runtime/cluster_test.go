@@ -17,13 +17,17 @@ import (
 // masters, 3 replicas) through redis.UniversalClient: every script must
 // declare its keys in one slot, waiters must wake through sharded channels,
 // and the watchdog must batch per slot.
+//
+// Its subtests share the cluster (setup empties it) and run one at a time;
+// the test does not run in parallel with others, as some of its checks
+// are tight in time (a hand-off within 50 ms, renewals of a 900 ms lease)
+// and one looks for leaked goroutines. Exclusion, which only computes,
+// has a test of its own: TestLocksExcludeGoroutinesOnCluster.
 func TestLocksOnCluster(t *testing.T) {
 	skipShortOutsideCI(t)
 	cl := redistest.StartCluster(t)
-	onCluster = cl
-	defer func() { onCluster = nil }()
+	runOnCluster(t, cl)
 
-	t.Run("exclusion", func(t *testing.T) { forEachKind(t, exclusiveKinds, testExcludesGoroutines) })
 	t.Run("reentrancy", func(t *testing.T) { forEachKind(t, exclusiveKinds, testReenters) })
 	t.Run("non-owner release", func(t *testing.T) {
 		forEachKind(t, append(exclusiveKinds, readKind), testNonOwnerUnlock)
@@ -37,6 +41,20 @@ func TestLocksOnCluster(t *testing.T) {
 	t.Run("watchdog", TestWatchdogKeepsHoldAliveAndStopsAtRelease)
 	t.Run("renewal across slots", testRenewalAcrossSlots)
 	t.Run("multi-lock", testMultiLockOnCluster)
+}
+
+// TestLocksExcludeGoroutinesOnCluster is TestLocksExcludeGoroutines on a
+// local Redis Cluster: 64 goroutines contending for every kind. It keeps
+// both cores busy, so it runs before the parallel tests (which wait far
+// more than they compute), its kinds at once, each on a cluster of its
+// own.
+func TestLocksExcludeGoroutinesOnCluster(t *testing.T) {
+	skipShortOutsideCI(t)
+	forEachKind(t, exclusiveKinds, func(t *testing.T, k lockKind) {
+		t.Parallel()
+		runOnCluster(t, redistest.StartCluster(t))
+		testExcludesGoroutines(t, k)
+	})
 }
 
 // testShardedWakeUp proves waiters sleep on a shard channel of the key's

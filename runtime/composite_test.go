@@ -181,6 +181,7 @@ func TestCompositeCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
 	const timeout = time.Second
 	for name, mk := range compositeKinds(t) {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // servers and a child of its own; mostly waiting out leases
 			e := mk(t)
 			c := e.client(t, runtime.Options{WatchdogTimeout: timeout})
 			cmd, out := startChild(t, "holder", append(e.env, "LOCKGEN_KIND="+name, "LOCKGEN_WATCHDOG_MS=1000", "LOCKGEN_KEY=cmp")...)

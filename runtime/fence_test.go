@@ -17,6 +17,7 @@ import (
 )
 
 func TestFencingTokensStrictlyIncreaseAcrossProcessesAndReentries(t *testing.T) {
+	t.Parallel() // servers of its own; it checks counts and order, not times
 	s, rdb, c := setup(t, nil)
 	const procs, rounds = 4, 40
 	var (

@@ -1,12 +1,14 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 // proxy (its replies can be lost), the other Client directly.
 type gbEnv struct {
 	ps     []*faultproxy.Proxy // the holder's links
+	cut    *renewalCut         // on the holder's connections: cuts ps at a renewal
 	direct redis.UniversalClient
 	holder *runtime.Client
 	other  *runtime.Client
@@ -42,11 +45,14 @@ func newGBEnv(t *testing.T, wd time.Duration, proxied *redis.Options) *gbEnv {
 		proxied = &redis.Options{ReadTimeout: 200 * time.Millisecond, MaxRetries: -1}
 	}
 	proxied.Addr = p.Addr()
+	cut := newRenewalCut(p)
+	proxied.Dialer = cut.dialer(nil)
 	pc := redis.NewClient(proxied)
 	t.Cleanup(func() { _ = pc.Close() })
 	direct := s.Client(t)
 	return &gbEnv{
 		ps:     []*faultproxy.Proxy{p},
+		cut:    cut,
 		direct: direct,
 		holder: newClient(t, pc, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond}),
 		other:  newClient(t, direct, &runtime.Options{WatchdogTimeout: wd}),
@@ -55,30 +61,33 @@ func newGBEnv(t *testing.T, wd time.Duration, proxied *redis.Options) *gbEnv {
 }
 
 // loseByLostReplies lets a renewal of held be confirmed, then loses every
-// reply from Redis until held's ctx is done: the renewals sent meanwhile
-// arrive and set a full lease again. It returns the longest TTL of the
-// keys matching pattern at the loss; the network stays cut.
+// reply from Redis from the moment the next renewal of held is written
+// until held's ctx is done: that renewal arrives and sets a full lease
+// again, its reply is lost. It returns the longest TTL of the keys
+// matching pattern at the loss (a renewal of held names the pattern
+// without its '*'s); the network stays cut.
 func (e *gbEnv) loseByLostReplies(t *testing.T, held context.Context, pattern string) time.Duration {
 	t.Helper()
-	return e.loseByLostRepliesTTL(t, held, func(ctx context.Context) time.Duration {
+	return e.loseByLostRepliesTTL(t, held, strings.Trim(pattern, "*"), e.longestTTL(pattern))
+}
+
+// longestTTL reads the longest TTL of the keys matching pattern.
+func (e *gbEnv) longestTTL(pattern string) func(context.Context) time.Duration {
+	return func(ctx context.Context) time.Duration {
 		var ttl time.Duration
 		for _, k := range e.direct.Keys(ctx, pattern).Val() {
 			ttl = max(ttl, e.direct.PTTL(ctx, k).Val())
 		}
 		return ttl
-	})
+	}
 }
 
-// loseByLostRepliesTTL is loseByLostReplies with ttl reading what is left
-// in Redis of the hold.
-func (e *gbEnv) loseByLostRepliesTTL(t *testing.T, held context.Context, ttlLeft func(context.Context) time.Duration) time.Duration {
+// loseByLostRepliesTTL is loseByLostReplies with key, a string every
+// renewal of held names, and ttl reading what is left in Redis of the
+// hold.
+func (e *gbEnv) loseByLostRepliesTTL(t *testing.T, held context.Context, key string, ttlLeft func(context.Context) time.Duration) time.Duration {
 	t.Helper()
-	// After the first renewal, on a connection kept open (a new one
-	// would wait for HELLO's reply and send nothing).
-	time.Sleep(e.wd/3 + e.wd/10)
-	for _, p := range e.ps {
-		p.Blackhole(faultproxy.Downstream) // renewals arrive, their replies are lost
-	}
+	e.cut.atNextRenewal(t, key, e.wd, ttlLeft)
 	select {
 	case <-held.Done():
 	case <-time.After(2 * e.wd):
@@ -88,10 +97,122 @@ func (e *gbEnv) loseByLostRepliesTTL(t *testing.T, held context.Context, ttlLeft
 		t.Fatalf("cause %v, want ErrLockLost", context.Cause(held))
 	}
 	ttl := ttlLeft(context.Background())
-	if ttl < e.wd/4 {
-		t.Fatalf("longest TTL in Redis %v at the loss: no renewal arrived, the test reproduces nothing", ttl)
+	if ttl <= 0 {
+		t.Fatalf("TTL in Redis %v at the loss: what the renewal that arrived set ran out before the hold's ctx ended", ttl)
 	}
 	return ttl
+}
+
+// renewalCut makes a one-way fault at a chosen moment: once armed, the
+// first write of a renewal naming a key, on any connection it dialled,
+// blackholes the replies on its proxies just before the renewal goes out.
+// The renewal reaches Redis (it is written on an open connection, past
+// its handshake, and requests still flow) and its reply is lost: what a
+// cut made by the clock would do only when it happened to fall between a
+// renewal's send and its reply, and no new connection was needed (one
+// dialled into the cut waits for HELLO's reply and sends nothing).
+type renewalCut struct {
+	ps    []*faultproxy.Proxy
+	mu    sync.Mutex
+	key   string        // armed: what the renewal to cut names
+	fired chan struct{} // closed at the cut
+}
+
+func newRenewalCut(ps ...*faultproxy.Proxy) *renewalCut { return &renewalCut{ps: ps} }
+
+// dialer wraps dial (nil: a net.Dialer's) so that the cut sees every
+// write of the connections it makes.
+func (r *renewalCut) dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return cutConn{c, r}, nil
+	}
+}
+
+type cutConn struct {
+	net.Conn
+	r *renewalCut
+}
+
+func (c cutConn) Write(b []byte) (int, error) {
+	c.r.seen(b)
+	return c.Conn.Write(b)
+}
+
+// renewalScript is how a renewal is sent: EVALSHA of the renewal script
+// (a first round's NOSCRIPT resend too, after SCRIPT LOAD).
+var renewalScript = []byte("evalsha")
+
+func (r *renewalCut) seen(b []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.key == "" || !bytes.Contains(bytes.ToLower(b), renewalScript) || !bytes.Contains(b, []byte(r.key)) {
+		return
+	}
+	for _, p := range r.ps {
+		p.Blackhole(faultproxy.Downstream)
+	}
+	r.key = ""
+	close(r.fired)
+}
+
+// atNextRenewal waits until a renewal of a hold on key has reached Redis
+// (afterRenewal), cuts the replies at the next renewal that names key, and
+// returns once Redis has that renewal. wd is the hold's lease.
+func (r *renewalCut) atNextRenewal(t *testing.T, key string, wd time.Duration, ttlLeft func(context.Context) time.Duration) {
+	t.Helper()
+	renewed := r.afterRenewal(t, wd, ttlLeft)
+	select {
+	case <-r.arm(key):
+	case <-time.After(wd):
+		t.Fatalf("no renewal naming %s written within %v of the last", key, wd)
+	}
+	eventually(t, wd/3, "the renewal sent into the cut reaches Redis", func() bool {
+		return expiryOf(ttlLeft).Sub(renewed) > wd/10
+	})
+}
+
+// afterRenewal waits until a renewal of the hold whose TTL ttlLeft reads
+// has reached Redis (its expiry moves on: the renewal script is loaded
+// and the link works) and returns the expiry it set, half a renewal
+// period later. Renewals come in rounds a period (wd/3) apart, the calls
+// of one round within a watchdog tick (wd/60) of each other: armed then,
+// the cut lands on the first call of the next round, never on a later
+// call of the round just seen, whose holds (or RedLock parts) were
+// confirmed a moment before and so would be lost only a full lease after
+// the cut, with nothing left in Redis by then.
+func (r *renewalCut) afterRenewal(t *testing.T, wd time.Duration, ttlLeft func(context.Context) time.Duration) time.Time {
+	t.Helper()
+	first := expiryOf(ttlLeft)
+	var renewed time.Time
+	eventually(t, wd, "a renewal on a healthy link", func() bool {
+		renewed = expiryOf(ttlLeft)
+		return renewed.Sub(first) > wd/10
+	})
+	time.Sleep(wd / 6)
+	return renewed
+}
+
+// arm makes the next write of a renewal naming key cut the replies; the
+// channel is closed at the cut.
+func (r *renewalCut) arm(key string) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.key, r.fired = key, make(chan struct{})
+	return r.fired
+}
+
+// expiryOf is a hold's expiry in Redis as now + the TTL ttlLeft reads: it
+// moves only when a write sets it.
+func expiryOf(ttlLeft func(context.Context) time.Duration) time.Time {
+	return time.Now().Add(ttlLeft(context.Background()))
 }
 
 // heal restores the holder's links.
@@ -271,7 +392,9 @@ func TestGiveBackOfAReaderLeavesTheOtherReaders(t *testing.T) {
 	if n := len(timeoutKeys()); n != 2 {
 		t.Fatalf("%d timeout keys, want 2", n)
 	}
-	e.loseByLostReplies(t, lost, "*"+key+"*")
+	// The lost reader's own timeout key: the live reader's renewals move
+	// the hash's TTL and its own key.
+	e.loseByLostRepliesTTL(t, lost, key, e.longestTTL("*"+key+"*"+e.holder.ID()+"*"))
 	e.heal()
 	eventually(t, e.wd, "the lost reader's timeout key given back", func() bool { return len(timeoutKeys()) == 1 })
 	if tk := timeoutKeys()[0]; strings.Contains(tk, e.holder.ID()) {
@@ -318,7 +441,7 @@ func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A permit's lease is its score in the timeout set (server ms).
-	ttl := e.loseByLostRepliesTTL(t, lost, func(ctx context.Context) time.Duration {
+	ttl := e.loseByLostRepliesTTL(t, lost, key, func(ctx context.Context) time.Duration {
 		now := e.direct.Time(ctx).Val()
 		zs := e.direct.ZRangeWithScores(ctx, "{"+key+"}:timeout", -1, -1).Val()
 		if len(zs) == 0 {
@@ -485,23 +608,24 @@ func TestGiveBackOnCluster(t *testing.T) {
 		proxies = append(proxies, p)
 	}
 	var d net.Dialer
+	cut := newRenewalCut(proxies...)
 	pc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:       cl.Addrs(),
 		ReadTimeout: 200 * time.Millisecond,
 		MaxRetries:  -1,
-		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		Dialer: cut.dialer(func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if p, ok := via[addr]; ok {
 				addr = p
 			}
 			return d.DialContext(ctx, network, addr)
-		},
+		}),
 	})
 	t.Cleanup(func() { _ = pc.Close() })
 	const wd = 3 * time.Second
 	direct := cl.Client(t)
 	holder := newClient(t, pc, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond})
 	other := newClient(t, direct, &runtime.Options{WatchdogTimeout: wd})
-	e := &gbEnv{ps: proxies, direct: direct, wd: wd}
+	e := &gbEnv{ps: proxies, cut: cut, direct: direct, wd: wd}
 	ctx := context.Background()
 	for _, k := range []lockKind{kindByName("reentrant"), kindByName("fair")} {
 		key := "gb:cluster:{" + k.name + "}"
@@ -509,7 +633,7 @@ func TestGiveBackOnCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ttl := e.loseByLostRepliesTTL(t, held, func(ctx context.Context) time.Duration { return direct.PTTL(ctx, key).Val() })
+		ttl := e.loseByLostRepliesTTL(t, held, key, func(ctx context.Context) time.Duration { return direct.PTTL(ctx, key).Val() })
 		e.heal()
 		healed := time.Now()
 		wctx, cancel := context.WithTimeout(ctx, ttl/2)
@@ -536,13 +660,16 @@ func TestGiveBackOfOneRedLockPartKeepsTheQuorum(t *testing.T) {
 	const wd = 3 * time.Second
 	servers := redistest.StartN(t, 3)
 	var proxied, direct []redis.UniversalClient
-	var cut *faultproxy.Proxy
+	var cutp *faultproxy.Proxy
+	var cut *renewalCut
 	for i, s := range servers {
 		p := faultproxy.Start(t, s.Addr())
+		o := &redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1}
 		if i == 0 {
-			cut = p
+			cutp, cut = p, newRenewalCut(p)
+			o.Dialer = cut.dialer(nil)
 		}
-		pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+		pc := redis.NewClient(o)
 		t.Cleanup(func() { _ = pc.Close() })
 		proxied = append(proxied, pc)
 		direct = append(direct, s.Client(t))
@@ -558,9 +685,8 @@ func TestGiveBackOfOneRedLockPartKeepsTheQuorum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &gbEnv{ps: []*faultproxy.Proxy{cut}, direct: direct[0], wd: wd}
-	time.Sleep(wd/3 + wd/10)
-	cut.Blackhole(faultproxy.Downstream)
+	e := &gbEnv{ps: []*faultproxy.Proxy{cutp}, direct: direct[0], wd: wd}
+	cut.atNextRenewal(t, key, wd, func(ctx context.Context) time.Duration { return direct[0].PTTL(ctx, key).Val() })
 	// The part's node Client logs its loss (a RedLock's node Clients have
 	// no Observer).
 	select {
@@ -569,8 +695,8 @@ func TestGiveBackOfOneRedLockPartKeepsTheQuorum(t *testing.T) {
 		t.Fatal("the part on the cut node outlived its deadline")
 	}
 	ttl := direct[0].PTTL(ctx, key).Val()
-	if ttl < wd/4 {
-		t.Fatalf("TTL on the cut node %v: no renewal arrived, the test reproduces nothing", ttl)
+	if ttl <= 0 {
+		t.Fatalf("TTL on the cut node %v at the loss: what the renewal that arrived set ran out before the part was lost", ttl)
 	}
 	e.heal()
 	eventually(t, ttl/2, "the lost part given back on its node", func() bool {

@@ -71,6 +71,7 @@ func survives(hctx context.Context, d time.Duration) error {
 // after Lock returned it. (Before aaf8c81 the waiter did not claim such a
 // grant: its next try, at once, took it with the whole lease.)
 func TestGrantReview2FairShortQueueTimeoutKeepsAGrantedWatchdogHold(t *testing.T) {
+	t.Parallel() // a server of its own; it waits a second per round
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)
@@ -181,6 +182,10 @@ func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.
 	}
 
 	hb, gotA := grantToB(t, ctx, plain, key, a, b, func() {
+		// New connections are refused too: one dialled after a
+		// blackholed call timed out would carry the renewal (in a full
+		// run, B's hold lived on 5 s after the grant).
+		p.RefuseNew(true)
 		subs := map[*faultproxy.Conn]bool{}
 		for _, c := range p.ConnsMatching("subscribe") {
 			subs[c] = true
@@ -238,6 +243,7 @@ func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.
 // queue); a hold whose field is deleted meanwhile is lost at once (a
 // renewal finds the field gone), not kept to its deadline.
 func TestGrantReview2GrantedHoldReentersAndIsLostWhenItsFieldGoes(t *testing.T) {
+	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	t.Run("reenter", func(t *testing.T) {
 		s := redistest.Start(t)
 		plain := s.Client(t)
@@ -318,6 +324,7 @@ func TestGrantReview2GrantedHoldReentersAndIsLostWhenItsFieldGoes(t *testing.T) 
 // for an owner that neither holds nor waits: a later grant would give the
 // lock to it and stall the lock until the record's life ran out.
 func TestGrantReview2ChurnLeavesNoQueueRecord(t *testing.T) {
+	t.Parallel() // servers of its own; it checks counts and order, not times
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)

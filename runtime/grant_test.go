@@ -285,6 +285,7 @@ func queueBehind(t *testing.T, ctx context.Context, plain *redis.Client, m *runt
 // hold it.
 func TestGrantToACutOffWaiterIsBoundedByItsRecord(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // a server of its own; its bounds are seconds
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)

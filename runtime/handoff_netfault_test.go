@@ -25,7 +25,12 @@ import (
 func TestHandoffsUnderNetworkFaultsKeepMutualExclusion(t *testing.T) {
 	skipShortOutsideCI(t)
 	for _, k := range []lockKind{kindByName("reentrant"), kindByName("fair")} {
-		t.Run(k.name, func(t *testing.T) { testHandoffsUnderNetworkFaults(t, k) })
+		t.Run(k.name, func(t *testing.T) {
+			// A server each; they run 2 s each whatever the load, and
+			// count hundreds of holds where 50 do.
+			t.Parallel()
+			testHandoffsUnderNetworkFaults(t, k)
+		})
 	}
 }
 

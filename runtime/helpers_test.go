@@ -36,17 +36,44 @@ func newClient(t testing.TB, rdb redis.UniversalClient, opts *runtime.Options) *
 	return c
 }
 
-// onCluster, when set (by TestLocksOnCluster), makes setup run tests on
-// that Redis Cluster instead of a fresh single server.
-var onCluster *redistest.Cluster
+// clusters holds the Redis Cluster a test (TestLocksOnCluster,
+// TestSynchronizersOnCluster, each kind of
+// TestLocksExcludeGoroutinesOnCluster) runs its subtests on, by the
+// test's name: setup, under such a test, uses that cluster instead of a
+// fresh single server. Keyed by test rather than one variable, so that
+// such tests can run in parallel with others; the subtests that share a
+// cluster, which setup empties, must not run in parallel.
+var clusters sync.Map // top-level test name -> *redistest.Cluster
+
+// runOnCluster makes setup, under t and its subtests, run on cl until t
+// ends.
+func runOnCluster(t *testing.T, cl *redistest.Cluster) {
+	clusters.Store(t.Name(), cl)
+	t.Cleanup(func() { clusters.Delete(t.Name()) })
+}
+
+// onCluster is the cluster t runs on (that of t or of the nearest test
+// above it that has one), or nil.
+func onCluster(t testing.TB) *redistest.Cluster {
+	for name := t.Name(); ; {
+		if cl, ok := clusters.Load(name); ok {
+			return cl.(*redistest.Cluster)
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return nil
+		}
+		name = name[:i]
+	}
+}
 
 // setup starts a redis-server and returns a go-redis client and a lock
 // Client on it. Under TestLocksOnCluster it empties the shared cluster and
 // returns a cluster client instead (and no server).
 func setup(t testing.TB, opts *runtime.Options) (*redistest.Server, redis.UniversalClient, *runtime.Client) {
 	t.Helper()
-	if onCluster != nil {
-		rdb := onCluster.Client(t)
+	if cl := onCluster(t); cl != nil {
+		rdb := cl.Client(t)
 		err := rdb.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
 			return n.FlushAll(ctx).Err()
 		})
@@ -128,9 +155,9 @@ func setupCounted(t testing.TB, opts *runtime.Options) (*env, *commandCounter) {
 	t.Helper()
 	var s *redistest.Server
 	var rdb redis.UniversalClient
-	if onCluster != nil {
+	if cl := onCluster(t); cl != nil {
 		_, rdb, _ = setup(t, opts) // empties the cluster
-		rdb = onCluster.Client(t)
+		rdb = cl.Client(t)
 	} else {
 		s = redistest.Start(t)
 		rdb = s.Client(t)
@@ -268,13 +295,26 @@ func allKeys(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
 	return keys, err
 }
 
-// verifyNoLeak fails if goroutines started since ignore still run. go-redis'
-// own look-ups and dials on behalf of other tests' clients (a Sentinel
-// client's master look-up, a pool's queued dial) finish on their own and
-// are not this test's.
+// verifyNoLeak fails if goroutines started since ignore still run.
+//
+// go-redis runs goroutines of its own on behalf of other tests' clients
+// that may start after ignore was taken, and are not this test's: a
+// Sentinel client's master look-up and a pool's queued dial finish on
+// their own; and a dial of a Sentinel failover client that was in flight
+// when the client was closed looks the master up again after Close, which
+// sets up a new sentinel connection that nothing closes: its
+// +switch-master listener and the two goroutines of that pub/sub's
+// Channel (health check, message loop) live on for the rest of the
+// process (reproduced by closing a failover client 300 ms after a command
+// that dials a killed master: the listener starts 10 ms after Close).
+// The runtime never calls PubSub.Channel (TestRuntimeNeverReadsPubSubThroughChannel),
+// so a Channel goroutine is never one of lockgen's.
 func verifyNoLeak(t *testing.T, ignore goleak.Option) {
 	t.Helper()
 	goleak.VerifyNone(t, ignore,
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*sentinelFailover).MasterAddr.func1"),
-		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).queuedNewConn.func2"))
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).queuedNewConn.func2"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*sentinelFailover).listen"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initHealthCheck.func1"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9.(*channel).initMsgChan.func1"))
 }

@@ -78,7 +78,12 @@ func TestNewcomerSleepsOnlyOnTheTTLItSaw(t *testing.T) {
 // (lockgen_latch:*) may be left.
 func TestCancelledWaitsWriteNoKeys(t *testing.T) {
 	skipShortOutsideCI(t)
-	forEachKind(t, exclusiveKinds, testCancelledWaitsWriteNoKeys)
+	forEachKind(t, exclusiveKinds, func(t *testing.T, k lockKind) {
+		// A server each; they run 1.5 s each whatever the load, and
+		// count thousands of waits ended by their ctx where 100 do.
+		t.Parallel()
+		testCancelledWaitsWriteNoKeys(t, k)
+	})
 }
 
 func testCancelledWaitsWriteNoKeys(t *testing.T, k lockKind) {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestClientLabelsItsOwnerTokensWithHostPIDAndName(t *testing.T) {
+	t.Parallel() // servers of its own; it waits out seconds-long timeouts
 	_, rdb, c := setup(t, &runtime.Options{Name: "checkout", WatchdogTimeout: 900 * time.Millisecond})
 	ctx := ctxT(t)
 	m := c.Mutex("label:1", runtime.LockOptions{Name: "OrderLock", Lease: 5 * time.Second})

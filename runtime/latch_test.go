@@ -16,6 +16,7 @@ import (
 )
 
 func TestLatchReleasesWaitersInEveryProcessOnTheLastCountDown(t *testing.T) {
+	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	s, rdb, c := setup(t, nil)
 	ctx := ctxT(t)
 	const procs, perProc = 4, 4

@@ -82,6 +82,7 @@ func TestFixedLeaseExpiresAndEndsHoldContextFirst(t *testing.T) {
 }
 
 func TestLostLockCancelsHoldContext(t *testing.T) {
+	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	forEachKind(t, append(exclusiveKinds, readKind), testLostLock)
 }
 

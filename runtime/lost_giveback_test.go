@@ -31,10 +31,12 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			servers := redistest.StartN(t, 3)
 			var proxies []*faultproxy.Proxy
 			var proxied, direct []redis.UniversalClient
+			cut := newRenewalCut()
 			for _, s := range servers {
 				p := faultproxy.Start(t, s.Addr())
 				proxies = append(proxies, p)
-				pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+				cut.ps = append(cut.ps, p)
+				pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, Dialer: cut.dialer(nil)})
 				t.Cleanup(func() { _ = pc.Close() })
 				proxied = append(proxied, pc)
 				direct = append(direct, s.Client(t))
@@ -48,12 +50,9 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// After the first renewal, on a connection kept open (a new one
-			// would wait for HELLO's reply and send nothing).
-			time.Sleep(wd/3 + wd/10)
-			for _, p := range proxies {
-				p.Blackhole(faultproxy.Downstream) // renewals arrive, their replies are lost
-			}
+			// After a renewal seen in Redis, the next one arrives and its
+			// reply is lost, and every reply after it.
+			cut.atNextRenewal(t, key, wd, func(ctx context.Context) time.Duration { return holdTTL(ctx, direct, key) })
 			select {
 			case <-held.Done():
 			case <-time.After(2 * wd):
@@ -62,14 +61,12 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			if !errors.Is(context.Cause(held), runtime.ErrLockLost) {
 				t.Fatalf("cause %v, want ErrLockLost", context.Cause(held))
 			}
-			var ttl time.Duration
-			for _, d := range direct {
-				for _, key := range d.Keys(ctx, "*").Val() {
-					ttl = max(ttl, d.PTTL(ctx, key).Val())
-				}
-			}
-			if ttl < wd/5 { // without a renewal arriving: about the drift
-				t.Fatalf("longest TTL in Redis %v at the loss: no renewal arrived, the test reproduces nothing", ttl)
+			// What the hold has left in Redis (a permit's lease is its
+			// score): not the longest TTL of every key, which the Clients'
+			// owner labels set.
+			ttl := holdTTL(ctx, direct, key)
+			if ttl <= 0 {
+				t.Fatalf("the hold's longest TTL in Redis %v at the loss: what the renewal that arrived set ran out before its ctx ended", ttl)
 			}
 			for _, p := range proxies {
 				p.Heal()
@@ -114,7 +111,8 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 	)
 	s := redistest.Start(t)
 	p := faultproxy.Start(t, s.Addr())
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	cut := newRenewalCut(p)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, Dialer: cut.dialer(nil)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
@@ -125,8 +123,15 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(wd/3 + wd/10) // the first renewal, on connections kept open
-	p.Blackhole(faultproxy.Downstream)
+	// Once a renewal was seen in Redis, the next renewal call arrives and
+	// its reply is lost, and every reply after it.
+	check := s.Client(t)
+	cut.afterRenewal(t, wd, func(ctx context.Context) time.Duration { return check.PTTL(ctx, "many:0").Val() })
+	select {
+	case <-cut.arm("many:"):
+	case <-time.After(wd):
+		t.Fatalf("no renewal written within %v of the last", wd)
+	}
 	for _, h := range held {
 		select {
 		case <-h.Done():
@@ -142,7 +147,6 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 	case n > 10:
 		t.Fatalf("%d goroutines doing background settlements with %d give-backs under way: not one settler per Client", n, holds)
 	}
-	check := s.Client(t)
 	left := len(check.Keys(ctx, "many:*").Val())
 	if left < holds/10 {
 		t.Fatalf("%d of %d keys left at the loss: the renewals did not arrive, the test reproduces nothing", left, holds)
@@ -153,6 +157,25 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 		return len(check.Keys(ctx, "many:*").Val()) == 0
 	})
 	t.Logf("%d keys left at the loss, all given back %v after Redis answered again", left, time.Since(healed).Round(time.Millisecond))
+}
+
+// holdTTL is the longest time the keys of the hold on key have left on
+// any of servers: their TTL, and for a semaphore's permits (a sorted set
+// of expiry times) the latest of them.
+func holdTTL(ctx context.Context, servers []redis.UniversalClient, key string) time.Duration {
+	var ttl time.Duration
+	for _, d := range servers {
+		now := d.Time(ctx).Val()
+		for _, k := range d.Keys(ctx, "*"+key+"*").Val() {
+			ttl = max(ttl, d.PTTL(ctx, k).Val())
+			if d.Type(ctx, k).Val() == "zset" {
+				for _, z := range d.ZRangeWithScores(ctx, k, -1, -1).Val() {
+					ttl = max(ttl, time.UnixMilli(int64(z.Score)).Sub(now))
+				}
+			}
+		}
+	}
+	return ttl
 }
 
 // backgroundGoroutines counts the goroutines of the process that run

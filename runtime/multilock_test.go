@@ -23,6 +23,7 @@ var multiShapes = []struct {
 }
 
 func TestMultiLocksInOppositeOrdersNeverDeadlock(t *testing.T) {
+	t.Parallel() // servers of its own; it checks counts and order, not times
 	for _, shape := range multiShapes {
 		t.Run(shape.name, func(t *testing.T) {
 			_, rdb, c := setup(t, nil)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,27 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv("LOCKGEN_CHILD"); role != "" {
 		os.Exit(runChild(role))
 	}
+	flag.Parse()
+	if !flagSet("test.parallel") {
+		// Go's default is GOMAXPROCS (2 on this project's machines), but
+		// the tests that call t.Parallel wait out leases, faults and
+		// failovers far more than they compute, each on servers of its
+		// own; the ones whose checks are tight in time do not call it,
+		// and run first, before any parallel one starts. An explicit
+		// -parallel still decides.
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 	os.Exit(m.Run())
+}
+
+// parallelTests is how many tests that call t.Parallel run at once.
+const parallelTests = 8
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 type childResult struct {
@@ -110,8 +131,13 @@ func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Rea
 	return cmd, bufio.NewReader(out)
 }
 
+// Its kinds run at once, each on a server of its own, before the
+// parallel tests: it computes more than it waits.
 func TestLocksExcludeProcesses(t *testing.T) {
-	forEachKind(t, exclusiveKinds, testExcludesProcesses)
+	forEachKind(t, exclusiveKinds, func(t *testing.T, k lockKind) {
+		t.Parallel()
+		testExcludesProcesses(t, k)
+	})
 }
 
 func testExcludesProcesses(t *testing.T, k lockKind) {
@@ -157,6 +183,7 @@ func testExcludesProcesses(t *testing.T, k lockKind) {
 
 func TestCrashedHolderIsReplacedAfterItsLease(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // a server and a child per kind; its bounds are 500 ms or more
 	forEachKind(t, exclusiveKinds, testCrashedHolder)
 }
 

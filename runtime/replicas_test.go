@@ -11,6 +11,7 @@ import (
 
 func TestSyncReplicasUndoesAnUnreplicatedAcquisition(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // servers of its own; its faults last seconds
 	master, replica := redistest.StartReplicated(t)
 	replica.WaitForSync(t, 20*time.Second)
 	rdb := master.Client(t)

@@ -149,6 +149,7 @@ func TestWriterMayDowngradeButReaderMayNotUpgrade(t *testing.T) {
 
 func TestReadHoldsAreRenewedByTheWatchdog(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	const timeout = time.Second
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
 	ctx := ctxT(t)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestSemaphoreAdmitsAtMostPermitsHoldersAcrossProcesses(t *testing.T) {
+	t.Parallel() // servers of its own; it checks counts and order, not times
 	s, rdb, c := setup(t, nil)
 	const permits, procs, goroutines, rounds = 3, 4, 16, 8
 	var all [][2]int64
@@ -56,6 +57,7 @@ func TestSemaphoreAdmitsAtMostPermitsHoldersAcrossProcesses(t *testing.T) {
 
 func TestSemaphoreKilledHoldersPermitComesBackAfterItsLease(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // servers of its own; it waits out seconds-long timeouts
 	const lease = time.Second
 	s, _, c := setup(t, &runtime.Options{WatchdogTimeout: lease})
 	cmd, out := startChild(t, "semaphore-holder", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=pool", "LOCKGEN_PERMITS=1", "LOCKGEN_WATCHDOG_MS=1000")

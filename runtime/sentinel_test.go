@@ -16,6 +16,7 @@ import (
 // lock: never two owners that both believe they hold it.
 func TestSentinelFailoverNeverMakesTwoOwners(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // each case has its own servers and sentinels
 	for _, tc := range []struct {
 		name     string
 		watchdog time.Duration
@@ -24,6 +25,7 @@ func TestSentinelFailoverNeverMakesTwoOwners(t *testing.T) {
 		{"lease shorter than the failover", 1500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			st := redistest.StartSentinel(t)
 			ctx := ctxT(t)
 			holderC := newClient(t, st.Client(t), &runtime.Options{WatchdogTimeout: tc.watchdog})

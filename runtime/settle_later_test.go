@@ -74,6 +74,7 @@ func (h *blackholeBeforeAcquire) ProcessPipelineHook(next redis.ProcessPipelineH
 // unknown mark of the second call: the lock the second lost request took
 // is still given back once Redis answers, not held until its lease.
 func TestAnExpiredBackgroundSettlementKeepsTheOwnersNewerUnknownMark(t *testing.T) {
+	t.Parallel() // a server of its own; its times are seconds apart
 	s := redistest.Start(t)
 	p := faultproxy.Start(t, s.Addr())
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, Protocol: 2})

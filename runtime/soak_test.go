@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,16 +34,38 @@ const (
 )
 
 type soakResult struct {
-	Acquired  int64    `json:"acquired"`
-	Cancelled int64    `json:"cancelled"`
-	Missed    int64    `json:"missed"` // TryLocks that found the lock taken
-	Overlaps  []string `json:"overlaps,omitempty"`
-	Err       string   `json:"err,omitempty"`
+	Acquired  int64 `json:"acquired"`
+	Cancelled int64 `json:"cancelled"`
+	Missed    int64 `json:"missed"` // TryLocks that found the lock taken
+	// Overlaps are critical sections that found another inside, as
+	// "key: entrant, inside" (see soakRound); Failures are other broken
+	// expectations.
+	Overlaps []string `json:"overlaps,omitempty"`
+	Failures []string `json:"failures,omitempty"`
+	Err      string   `json:"err,omitempty"`
 }
+
+// soakLost is the set of critical sections (their ids) whose hold had
+// ended by the time they left: the lease ran out while the process did
+// not run (a 500 ms fixed lease on a loaded 2-core machine). Such a
+// holder is no longer an owner, and another may be granted the lock
+// meanwhile (the paused-holder limit, docs/faults.md): an entrant that
+// finds it inside, or an entrant whose own hold had already ended when
+// it looked, is not a failure of exclusion. An entrant with a live hold
+// that finds inside a section whose hold lasted throughout is.
+const soakLost = "soak-lost"
+
+// staleEntrant marks an overlap whose entrant's own hold had ended.
+const staleEntrant = " (the entrant's hold had ended)"
 
 func TestSoakManyProcessesLeaveNothingBehind(t *testing.T) {
 	skipShortOutsideCI(t)
-	d := 60 * time.Second
+	t.Parallel() // a server and processes of its own; it checks counts, not times
+	// 20 s make about 15,000 acquisitions (60 s made 47,000): every
+	// kind, cancelled wait, one-shot try and re-entry thousands of times
+	// over, and what is checked (exclusion in each critical section, no
+	// key left at the end) is the same. LOCKGEN_SOAK runs it longer.
+	d := 20 * time.Second
 	if v := os.Getenv("LOCKGEN_SOAK"); v != "" {
 		var err error
 		if d, err = time.ParseDuration(v); err != nil {
@@ -79,10 +102,27 @@ func TestSoakManyProcessesLeaveNothingBehind(t *testing.T) {
 		total.Cancelled += res.Cancelled
 		total.Missed += res.Missed
 		total.Overlaps = append(total.Overlaps, res.Overlaps...)
+		total.Failures = append(total.Failures, res.Failures...)
 	}
 	t.Logf("%v: %d acquisitions, %d cancelled waits, %d TryLocks that found the lock taken", d, total.Acquired, total.Cancelled, total.Missed)
-	if len(total.Overlaps) > 0 {
-		t.Errorf("%d critical sections overlapped, e.g. %s", len(total.Overlaps), total.Overlaps[0])
+	var overlaps, expired []string
+	for _, o := range total.Overlaps {
+		_, ids, _ := strings.Cut(o, ": ")
+		_, inside, _ := strings.Cut(ids, ", ")
+		if strings.HasSuffix(o, staleEntrant) || rdb.SIsMember(context.Background(), soakLost, inside).Val() {
+			expired = append(expired, o)
+			continue
+		}
+		overlaps = append(overlaps, o)
+	}
+	if len(expired) > 0 {
+		t.Logf("%d overlaps with a holder whose lease had run out while it was inside, e.g. %s", len(expired), expired[0])
+	}
+	if len(overlaps) > 0 {
+		t.Errorf("%d critical sections of live holds overlapped, e.g. %s", len(overlaps), overlaps[0])
+	}
+	if len(total.Failures) > 0 {
+		t.Errorf("%d failures, e.g. %s", len(total.Failures), total.Failures[0])
 	}
 	if total.Acquired == 0 || total.Cancelled == 0 {
 		t.Errorf("the soak did not exercise what it should (acquired %d, cancelled %d)", total.Acquired, total.Cancelled)
@@ -96,7 +136,7 @@ func TestSoakManyProcessesLeaveNothingBehind(t *testing.T) {
 		if strings.HasPrefix(k, "lockgen_lock_hubs:") && rdb.PTTL(context.Background(), k).Val() > 0 {
 			continue // the Clients that queued waiters lately: it expires (grant.go)
 		}
-		if !strings.HasPrefix(k, "soak-inside:") && !strings.HasPrefix(k, "lockgen_owner:") {
+		if !strings.HasPrefix(k, "soak-inside:") && !strings.HasPrefix(k, "lockgen_owner:") && k != soakLost {
 			left = append(left, k)
 		}
 	}
@@ -113,10 +153,21 @@ func runSoakWorker(c *runtime.Client, rdb *redis.Client) int {
 	var res soakResult
 	var mu sync.Mutex
 	var acquired, cancelled, missed atomic.Int64
-	overlap := func(format string, args ...any) {
+	overlap := func(key, entrant, inside string, stale bool) {
+		o := key + ": " + entrant + ", " + inside
+		if stale {
+			o += staleEntrant
+		}
 		mu.Lock()
-		if len(res.Overlaps) < 20 {
-			res.Overlaps = append(res.Overlaps, fmt.Sprintf(format, args...))
+		if len(res.Overlaps) < 1000 {
+			res.Overlaps = append(res.Overlaps, o)
+		}
+		mu.Unlock()
+	}
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		if len(res.Failures) < 20 {
+			res.Failures = append(res.Failures, fmt.Sprintf(format, args...))
 		}
 		mu.Unlock()
 	}
@@ -127,7 +178,7 @@ func runSoakWorker(c *runtime.Client, rdb *redis.Client) int {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(g)))
 			for time.Now().Before(end) {
-				soakRound(c, rdb, r, &acquired, &cancelled, &missed, overlap)
+				soakRound(c, rdb, r, &acquired, &cancelled, &missed, overlap, fail)
 			}
 		}()
 	}
@@ -138,8 +189,11 @@ func runSoakWorker(c *runtime.Client, rdb *redis.Client) int {
 }
 
 // soakRound takes one random lock one random way and checks exclusion
-// inside it.
-func soakRound(c *runtime.Client, rdb *redis.Client, r *rand.Rand, acquired, cancelled, missed *atomic.Int64, overlap func(string, ...any)) {
+// inside it: who is inside is a set of section ids in Redis ("w:" for a
+// writer or an exclusive lock, "r:" for a reader), and an entrant that
+// finds another it excludes reports both; a section whose hold ended
+// before it left is added to soakLost.
+func soakRound(c *runtime.Client, rdb *redis.Client, r *rand.Rand, acquired, cancelled, missed *atomic.Int64, overlap func(key, entrant, inside string, stale bool), fail func(string, ...any)) {
 	kinds := []string{"reentrant", "fair", "write", "read"}
 	kind := kinds[r.IntN(len(kinds))]
 	n := r.IntN(soakKeys)
@@ -190,16 +244,18 @@ func soakRound(c *runtime.Client, rdb *redis.Client, r *rand.Rand, acquired, can
 	}
 	acquired.Add(1)
 	bg := context.Background()
-	// Who is inside: writers count in field w, readers in field r.
+	side := "w:"
 	if kind == "read" {
-		rdb.HIncrBy(bg, inside, "r", 1)
-		if w, _ := rdb.HGet(bg, inside, "w").Int(); w != 0 {
-			overlap("%s: a reader inside with %d writers", key, w)
+		side = "r:"
+	}
+	me := side + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatUint(r.Uint64(), 36)
+	rdb.SAdd(bg, inside, me)
+	others := rdb.SMembers(bg, inside).Val()
+	stale := hctx.Err() != nil // this hold had ended when it looked
+	for _, other := range others {
+		if other != me && (side == "w:" || strings.HasPrefix(other, "w:")) {
+			overlap(key, me, other, stale)
 		}
-	} else if w := rdb.HIncrBy(bg, inside, "w", 1).Val(); w != 1 {
-		overlap("%s: %d owners inside", key, w)
-	} else if rd, _ := rdb.HGet(bg, inside, "r").Int(); rd != 0 {
-		overlap("%s: a writer inside with %d readers", key, rd)
 	}
 	time.Sleep(time.Duration(r.IntN(3000)) * time.Microsecond)
 	if r.IntN(5) == 0 { // a re-entry with the hold's ctx
@@ -207,12 +263,13 @@ func soakRound(c *runtime.Client, rdb *redis.Client, r *rand.Rand, acquired, can
 			_ = m.Unlock(inner)
 		}
 	}
-	if kind == "read" {
-		rdb.HIncrBy(bg, inside, "r", -1)
-	} else {
-		rdb.HIncrBy(bg, inside, "w", -1)
+	// Done stays closed once the hold ended: checked before leaving, it
+	// tells whether the hold lasted the whole section.
+	if hctx.Err() != nil {
+		rdb.SAdd(bg, soakLost, me)
 	}
+	rdb.SRem(bg, inside, me)
 	if err := m.Unlock(hctx); err != nil && hctx.Err() == nil {
-		overlap("%s: unlock of a live hold failed: %v", key, err)
+		fail("%s: unlock of a live hold failed: %v", key, err)
 	}
 }

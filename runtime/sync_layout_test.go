@@ -27,9 +27,9 @@ func TestSynchronizersUseRedissonLayouts(t *testing.T) {
 // and a semaphore and a latch across slots.
 func TestSynchronizersOnCluster(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // a cluster of its own; its subtests run one at a time on it
 	cl := redistest.StartCluster(t)
-	onCluster = cl
-	defer func() { onCluster = nil }()
+	runOnCluster(t, cl)
 	_, rdb, c := setup(t, nil)
 	testSyncLayouts(t, rdb, c, true)
 	t.Run("latch with a hash tag refused", func(t *testing.T) {
