@@ -50,7 +50,6 @@ func (e *redEnv) holders(key string) int {
 }
 
 func TestRedLockHoldsOnAQuorum(t *testing.T) {
-	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	e := newRedEnv(t, runtime.Options{})
 	ctx := ctxT(t)
 	l := e.c.RedLock("pay", runtime.LockOptions{Name: "PaymentLock"})
