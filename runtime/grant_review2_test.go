@@ -324,7 +324,6 @@ func TestGrantReview2GrantedHoldReentersAndIsLostWhenItsFieldGoes(t *testing.T) 
 // for an owner that neither holds nor waits: a later grant would give the
 // lock to it and stall the lock until the record's life ran out.
 func TestGrantReview2ChurnLeavesNoQueueRecord(t *testing.T) {
-	t.Parallel() // servers of its own; it checks counts and order, not times
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)
