@@ -32,7 +32,7 @@ var breakages = []breakage{
 		// The lease drift margin made negative: a holder's ctx outlives
 		// its key by half a lease, so another owner takes the lock while
 		// the holder still works under it.
-		name: "negative-drift", file: "runtime/lease.go",
+		name: "negative-drift", file: "runtime/internal/leaseclock/term.go",
 		old:     "return lease/100 + 5*time.Millisecond",
 		new:     "return -lease / 2",
 		kinds:   []string{KindReentrant, KindWrite, KindFair},
