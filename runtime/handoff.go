@@ -44,14 +44,16 @@ import (
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: a reentrant, unfenced lock, without replica sync, on a
-// Client not on Redis Cluster (there PUBSUB NUMSUB counts one node's
-// subscribers only) that has not opted out.
+// Client that subscribes with classic pub/sub on one server (on Redis
+// Cluster PUBSUB NUMSUB counts one node's subscribers only, and it never
+// counts SSUBSCRIBE's: a release would not see the other Clients'
+// waiters) and has not opted out.
 func (m *Mutex) handsOff() bool {
 	if _, ok := m.k.(reentrant); !ok {
 		return false
 	}
 	c := m.c
-	return !m.fenced && m.opts.SyncReplicas == 0 && !c.cluster && !c.opts.NoHandoff && !c.handoffRefused.Load()
+	return !m.fenced && m.opts.SyncReplicas == 0 && !c.cluster && !c.sharded && !c.opts.NoHandoff && !c.handoffRefused.Load()
 }
 
 // releaseHandingOff is the last release of a hold of m (count 1) that

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -53,4 +54,46 @@ func TestShardedPubSubWakesWaiters(t *testing.T) {
 			t.Fatal("waiter not woken by SPUBLISH")
 		}
 	})
+}
+
+// With sharded pub/sub on one server, a release cannot count the other
+// Clients' waiters (PUBSUB NUMSUB does not see SSUBSCRIBE): it must not
+// hand the lock to a waiter of its own Client past a longer waiter of
+// another Client.
+func TestShardedPubSubNeverHandsOffPastAnotherClientsWaiter(t *testing.T) {
+	for name, mode := range map[string]runtime.PubSubMode{"classic": runtime.PubSubClassic, "sharded": runtime.PubSubSharded} {
+		t.Run(name, func(t *testing.T) {
+			s := redistest.Start(t)
+			ctx := ctxT(t)
+			opts := &runtime.Options{PubSub: mode}
+			a, b := newClient(t, s.Client(t), opts), newClient(t, s.Client(t), opts)
+			const key = "sharded-fifo"
+			ma, mb := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{})
+			held, err := ma.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotB := lockAsync(ctx, mb)
+			time.Sleep(100 * time.Millisecond) // B waits first
+			gotA := lockAsync(ctx, a.Mutex(key, runtime.LockOptions{}))
+			eventually(t, 5*time.Second, "A's waiter asleep", func() bool { return runtime.IdleWaiters(ma) == 1 })
+			if err := ma.Unlock(held); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-gotA:
+				t.Fatalf("A's own waiter got the lock past B, who waited longer (err %v)", r.err)
+			case r := <-gotB:
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				_ = mb.Unlock(r.hctx)
+			case <-time.After(5 * time.Second):
+				t.Fatal("no one got the lock")
+			}
+			if r := <-gotA; r.err == nil {
+				_ = ma.Unlock(r.hctx)
+			}
+		})
+	}
 }
