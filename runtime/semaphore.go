@@ -195,7 +195,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	}
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
-	took, serr := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	took, serr := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
 			3: s.timeouts, marker,
 			a.fieldID()[:permitIDLen], c.markerTTL,
