@@ -145,7 +145,7 @@ type Client struct {
 	clock        leaseclock.Clock
 	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error   // closes the watchdog's own client, if any
-	slots        slotMaps       // re-reads the cluster's slot maps after a failure (failover.go)
+	slots        *slotMaps      // re-reads the cluster's slot maps after a failure (failover.go)
 	background   sync.WaitGroup // the settler's goroutine (settler.go)
 	settler      settler
 	redNodes     []*Client // one client per RedLock node
@@ -203,7 +203,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	// A renewal must end by the deadline it serves: it goes through a
 	// client that honours ctx deadlines (control.go).
 	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
-	c.slots = newSlotMaps(rdb, renewal)
+	c.slots = newSlotMaps(c.closeCh, rdb, renewal)
 	c.sharded = c.choosePubSub(o.PubSub)
 	if c.sharded {
 		c.publish = "spublish"
