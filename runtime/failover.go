@@ -26,10 +26,11 @@ import (
 // the watchdog's renewal within the hold's deadline (watchdog.go), a
 // waiter's tries within its wait (wait.go), releases and settlements
 // within their bound (client.go, settler.go), the hub's subscriptions
-// (hub_conn.go). go-redis coalesces the reloads: one runs at a time, and
-// those asked for meanwhile make one more after a 200 ms cooldown. While
-// a node stays dead the slot map is therefore re-read about every 200 ms,
-// and a promotion is seen within about that much.
+// (internal/hub, through its Config.Failed). go-redis coalesces the
+// reloads: one runs at a time, and those asked for meanwhile make one
+// more after a 200 ms cooldown. While a node stays dead the slot map is
+// therefore re-read about every 200 ms, and a promotion is seen within
+// about that much.
 //
 // The failures stop as soon as the client whose calls failed has the new
 // map, which may be before another client of the Client re-read it after
@@ -39,9 +40,10 @@ import (
 // trailingReload: a client's next call then goes to the new master rather
 // than spend go-redis' retries on the dead one first.
 //
-// A nil *slotMaps does nothing. The Client has up to two cluster clients: the caller's (which the hub
-// subscribes with too, see hubClient) and the watchdog's own renewal
-// client (deadlineClient), which keeps a slot map of its own.
+// A nil *slotMaps does nothing. The Client has up to two cluster
+// clients: the caller's (which the hub subscribes with too, see the hub's
+// subClient) and the watchdog's own renewal client (deadlineClient), which
+// keeps a slot map of its own.
 type slotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
