@@ -145,6 +145,7 @@ type Client struct {
 	clock        leaseclock.Clock
 	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error   // closes the watchdog's own client, if any
+	slots        *slotMaps      // re-reads the cluster's slot maps after a failure (failover.go)
 	background   sync.WaitGroup // the settler's goroutine (settler.go)
 	settler      settler
 	redNodes     []*Client // one client per RedLock node
@@ -202,11 +203,12 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	// A renewal must end by the deadline it serves: it goes through a
 	// client that honours ctx deadlines (control.go).
 	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
+	c.slots = newSlotMaps(c.closeCh, rdb, renewal)
 	c.sharded = c.choosePubSub(o.PubSub)
 	if c.sharded {
 		c.publish = "spublish"
 	}
-	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log})
+	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.failed})
 	if !bounded {
 		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
@@ -354,18 +356,23 @@ func (c *Client) retry(ctx context.Context, op func(context.Context) (int64, err
 	if err == nil || scripts.IsReply(err) {
 		return v, err
 	}
+	c.slots.failed(err)
 	dctx, cancel := c.detachedUntil(ctx, limit)
 	defer cancel()
-	return retryDetached(dctx, op)
+	return c.retryDetached(dctx, op)
 }
 
-func retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+// retryDetached runs op until it succeeds, Redis replies with an error, or
+// ctx ends (ErrOutcomeUnknown). A failure without a reply has the slot
+// maps re-read before the next attempt (failover.go).
+func (c *Client) retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	backoff := 5 * time.Millisecond
 	for {
 		v, err := op(ctx)
 		if err == nil || scripts.IsReply(err) {
 			return v, err
 		}
+		c.slots.failed(err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

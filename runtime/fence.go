@@ -117,7 +117,7 @@ func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64
 func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
 	dctx, cancel := m.c.detached(ctx)
 	defer cancel()
-	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	n, err := m.c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {

@@ -113,7 +113,7 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	}
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
-	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	n, err := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return scripts.Settle.Run(ctx, via, 2, []any{
 			3: a.key, at.marker,
 			a.field, at.count, c.markerTTL,
@@ -136,7 +136,7 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 	defer cancel()
 	again := at
 	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
-	n, err := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	n, err := m.c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return acquire(ctx, m, a, again)
 	})
 	return err == nil && n == 0, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -141,7 +142,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	var sent time.Time
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		return s.tryAcquire(ctx, a, marker, c.leaseArg(px))
+		took, ttl, err := s.tryAcquire(ctx, a, marker, c.leaseArg(px))
+		if errors.Is(err, errTryAborted) {
+			// Its marker now refuses every copy of this request: the
+			// next try is a new request, with new permit ids.
+			ids = c.newPermitIDs(n)
+			a.field, marker = string(ids), s.marker(string(ids))
+		}
+		return took, ttl, err
 	}
 	w := waitSpec{
 		channel: func() string { return s.channel },
@@ -187,7 +195,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	}
 	dctx, cancel := c.detached(ctx)
 	defer cancel()
-	took, serr := retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	took, serr := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
 			3: s.timeouts, marker,
 			a.fieldID()[:permitIDLen], c.markerTTL,
@@ -199,8 +207,11 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	if took == 1 {
 		return true, 0, nil
 	}
-	return false, 0, err
+	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
 }
+
+// errTryAborted: a try whose reply was lost was settled as not taken.
+var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
 
 // Release gives back the permits of the acquisition that ctx carries. It
 // runs detached from ctx's cancellation (with the Client's ReleaseTimeout),

@@ -114,6 +114,9 @@ func (c *Client) runSettler() {
 		}
 		if failed != nil {
 			left = append(left, *failed)
+			// Its calls may have gone to a master that is dead
+			// (failover.go); the job does not say why it failed.
+			c.slots.reload()
 		}
 		s.mu.Lock()
 		s.jobs = append(left, s.jobs...)

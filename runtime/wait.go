@@ -201,6 +201,7 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 					ws.queued != nil && !acquired && ws.queued())
 			}
 			if err != nil && ctx.Err() == nil && unreachable(err) {
+				c.slots.failed(err)
 				// Redis did not answer. A waiter tries again within its
 				// wait (Redis may be back: a restart, a failover); the
 				// call ends at its bound with ErrUnavailable, unless Redis

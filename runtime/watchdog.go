@@ -228,6 +228,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	defer cancel()
 	sent := time.Now()
 	cmds, err := c.runRenewals(ctx, batches, extra, c.wdLease)
+	c.slots.failed(err) // a dead master: its replica may serve the slots by now
 
 	renewed := 0
 	now := time.Now()

@@ -257,6 +257,9 @@ func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 		return woken
 	}
 	h.dropLocked(sc)
+	if h.failed != nil {
+		h.failed(err) // the node may be dead and its slots served elsewhere
+	}
 	h.log.Debug("pub/sub connection replaced", "slot", sc.slot, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
 		return woken

@@ -55,6 +55,11 @@ type Config struct {
 	Sharded bool
 	// Log gets the hub's debug records; nil: none.
 	Log *slog.Logger
+	// Failed, when set, is told why each connection failed (nil when it
+	// was found half-open or the server dropped its channels), from the
+	// hub's goroutines, under its lock: it must not block. The runtime
+	// re-reads a cluster's slot maps then (its failover.go).
+	Failed func(error)
 }
 
 // A Hub is where waiters sleep (see the package doc).
@@ -71,6 +76,7 @@ type Hub struct {
 	waiters sync.Pool // of *Waiter, reset
 
 	log     *slog.Logger
+	failed  func(error) // Config.Failed
 	sharded bool
 	cluster bool // the client is a cluster's: a moved slot is looked up again
 	// sub is the client the hub subscribes with (track.go), closeSub
@@ -196,6 +202,7 @@ func New(cfg Config) *Hub {
 		conns:   make(map[int]*subConn),
 		aliases: make(map[string]*entry),
 		log:     cfg.Log,
+		failed:  cfg.Failed,
 		sharded: cfg.Sharded,
 	}
 	if h.log == nil {

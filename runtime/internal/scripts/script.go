@@ -44,7 +44,7 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd
 	}
-	if err := sc.s.Load(ctx, rdb).Err(); err != nil && !IsReply(err) {
+	if err := sc.load(ctx, rdb, numKeys, args); err != nil && !IsReply(err) {
 		cmd.SetErr(&notSentError{err})
 		return cmd
 	} else if err == nil {
@@ -54,6 +54,24 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 		}
 	}
 	return sc.Eval(ctx, rdb, numKeys, args)
+}
+
+// load puts the script in the script cache of the server that refused
+// the call with NOSCRIPT. On a cluster that is the master of the call's
+// first key, as the client routes it now: go-redis' ScriptLoad on a
+// ClusterClient re-reads the slot map synchronously and loads the script
+// on every node, which after a failover (its promoted replica has no
+// scripts cached) puts a CLUSTER SLOTS that may try the dead master first,
+// and a load on every node, in the path of each script's first call.
+func (sc Script) load(ctx context.Context, rdb Runner, numKeys int, args []any) error {
+	if cc, ok := rdb.(*redis.ClusterClient); ok && numKeys > 0 {
+		if key, ok := args[Header].(string); ok {
+			if node, err := cc.MasterForKey(ctx, key); err == nil {
+				return sc.s.Load(ctx, node).Err()
+			}
+		}
+	}
+	return sc.s.Load(ctx, rdb).Err()
 }
 
 // Load puts the script in the server's script cache.

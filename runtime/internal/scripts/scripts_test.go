@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -47,6 +48,33 @@ func TestRunSurvivesAFlushedScriptCache(t *testing.T) {
 		}
 		if want := int64(min(i, 1) ^ 1); set != want {
 			t.Fatalf("run %d: %d, want %d (only the first run sets the latch)", i, set, want)
+		}
+	}
+}
+
+// On a cluster, a script the key's master has forgotten (a promoted
+// replica never had it: script caches are not replicated) is loaded on
+// that master only: no other node is asked, so a dead one (the master the
+// replica replaced) is not in the call's path.
+func TestRunLoadsAForgottenScriptOnTheKeysMaster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	ctx := context.Background()
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := []any{scripts.Header: "latch:{a}", "channel:{a}", "1", "publish"}
+	if _, err := scripts.LatchTrySet.Run(ctx, rdb, 2, keys).Int64(); err != nil {
+		t.Fatal(err)
+	}
+	owner := cl.MasterForKey("latch:{a}")
+	for _, s := range cl.Nodes() {
+		ok, err := s.Client(t).ScriptExists(ctx, lua.LatchTrySet.Hash()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := s == owner; ok[0] != want {
+			t.Errorf("%s has the script: %v, want %v (the key's master is %s)", s, ok[0], want, owner)
 		}
 	}
 }

@@ -1,0 +1,120 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Following a Redis Cluster failover.
+//
+// When a master dies, the cluster promotes its replica within a few
+// seconds (cluster-node-timeout and an election). go-redis learns of it
+// only when it re-reads the slot map: on a MOVED or READONLY reply, or
+// every ClusterStateReloadInterval (10 s by default). A dead master
+// answers nothing, so until then every call for its slots goes on failing
+// against it: renewals, acquisitions, releases and settlements, and the
+// hub's subscriptions. A hold whose lock survived the promotion would be
+// lost at its deadline, and a lock the failover freed would sit unused.
+//
+// So every place where a call fails without a reply from Redis tells
+// slotMaps, which has each cluster client of the Client re-read its slot
+// map at once (ReloadState), and those places retry as they do anyway:
+// the watchdog's renewal within the hold's deadline (watchdog.go), a
+// waiter's tries within its wait (wait.go), releases and settlements
+// within their bound (client.go, settler.go), the hub's subscriptions
+// (internal/hub, through its Config.Failed). go-redis coalesces the
+// reloads: one runs at a time, and those asked for meanwhile make one
+// more after a 200 ms cooldown. While a node stays dead the slot map is
+// therefore re-read about every 200 ms, and a promotion is seen within
+// about that much.
+//
+// The failures stop as soon as the client whose calls failed has the new
+// map, which may be before another client of the Client re-read it after
+// the promotion (the watchdog's renewals find the new master while the
+// caller's client, idle, last re-read its map just before the
+// promotion). So the maps are re-read once more when no failure came for
+// trailingReload: a client's next call then goes to the new master rather
+// than spend go-redis' retries on the dead one first.
+//
+// A nil *slotMaps does nothing. The Client has up to two cluster
+// clients: the caller's (which the hub subscribes with too, see the hub's
+// subClient) and the watchdog's own renewal client (deadlineClient), which
+// keeps a slot map of its own.
+type slotMaps struct {
+	clients []*redis.ClusterClient
+	closed  <-chan struct{} // the Client's: no reload is started after Close
+
+	mu      sync.Mutex
+	last    time.Time // the last failure told
+	pending bool      // a trailing reload is scheduled
+}
+
+// trailingReload is how long after the last failure the maps are re-read
+// once more: past go-redis' 200 ms cooldown, so the reload runs then.
+const trailingReload = 250 * time.Millisecond
+
+// newSlotMaps keeps the distinct cluster clients among rdbs.
+func newSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *slotMaps {
+	s := &slotMaps{closed: closed}
+	for _, rdb := range rdbs {
+		if cc, ok := rdb.(*redis.ClusterClient); ok && !slices.Contains(s.clients, cc) {
+			s.clients = append(s.clients, cc)
+		}
+	}
+	return s
+}
+
+// failed is told of a call that ended with err: when no reply came from
+// Redis (unreachable), the node may be dead and its slots served elsewhere
+// by now, so the slot maps are re-read, now and once the failures stop.
+// It does not block.
+func (s *slotMaps) failed(err error) {
+	if s != nil && len(s.clients) > 0 && unreachable(err) {
+		s.reload()
+	}
+}
+
+// reload has every cluster client re-read its slot map in the background,
+// now and trailingReload after the last call of reload.
+func (s *slotMaps) reload() {
+	if s == nil || len(s.clients) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.last = time.Now()
+	trail := !s.pending
+	s.pending = true
+	s.mu.Unlock()
+	s.reloadNow()
+	if trail {
+		time.AfterFunc(trailingReload, s.trail)
+	}
+}
+
+// trail runs the trailing reload once no failure came for trailingReload.
+func (s *slotMaps) trail() {
+	s.mu.Lock()
+	if wait := trailingReload - time.Since(s.last); wait > 0 {
+		s.mu.Unlock()
+		time.AfterFunc(wait, s.trail)
+		return
+	}
+	s.pending = false
+	s.mu.Unlock()
+	s.reloadNow()
+}
+
+func (s *slotMaps) reloadNow() {
+	select {
+	case <-s.closed:
+		return
+	default:
+	}
+	for _, cc := range s.clients {
+		cc.ReloadState(context.Background())
+	}
+}
