@@ -119,19 +119,7 @@ var childRoles = map[string]func(c *runtime.Client, rdb *redis.Client) int{}
 // its stdout.
 func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	return startChildCmd(t, exec.Command(os.Args[0], "-test.run=^$"), role, env...)
-}
-
-// startNiceChild is startChild at the lowest CPU priority (nice 19, for
-// every thread of the child): it gets the cores the rest of the tests
-// leave.
-func startNiceChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
-	t.Helper()
-	return startChildCmd(t, exec.Command("nice", "-n", "19", os.Args[0], "-test.run=^$"), role, env...)
-}
-
-func startChildCmd(t *testing.T, cmd *exec.Cmd, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
-	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

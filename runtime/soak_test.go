@@ -79,12 +79,7 @@ func TestSoakManyProcessesLeaveNothingBehind(t *testing.T) {
 	}
 	var children []child
 	for range soakProcs {
-		// The workers would keep both cores busy for the whole soak, and
-		// the parallel tests running beside it have calls bounded to a
-		// few hundred ms: at the lowest priority the workers get what
-		// those leave (in two full runs a parallel test's first acquire
-		// timed out while the soak ran at normal priority).
-		cmd, out := startNiceChild(t, "soak-worker", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_SOAK="+d.String(), "LOCKGEN_WATCHDOG_MS=2000")
+		cmd, out := startChild(t, "soak-worker", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_SOAK="+d.String(), "LOCKGEN_WATCHDOG_MS=2000")
 		children = append(children, child{cmd.Wait, out})
 	}
 	var total soakResult
