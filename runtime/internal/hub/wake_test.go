@@ -148,13 +148,18 @@ func newModeHub(t *testing.T, channel string, mode Mode) *Hub {
 	return h
 }
 
+// attachN attaches n waiters to channel, longest waiting first.
+func attachN(h *Hub, channel string, n int) []*Waiter {
+	ws := make([]*Waiter, n)
+	for i := range ws {
+		ws[i], _ = h.Attach(channel, false, false)
+	}
+	return ws
+}
+
 func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
 	h := newModeHub(t, "sc", WakeCount)
-	var ws []*Waiter
-	for range 5 {
-		w, _ := h.Attach("sc", false, false)
-		ws = append(ws, w)
-	}
+	ws := attachN(h, "sc", 5)
 	h.deliver("sc", "2")
 	for i, w := range ws {
 		if got, want := signalled(w), i < 2; got != want {
@@ -171,11 +176,7 @@ func TestHubWakesAsManyWaitersAsPermitsCameFree(t *testing.T) {
 
 func TestHubLatchZeroWakesEveryWaiterAndOtherCountsNone(t *testing.T) {
 	h := newModeHub(t, "cdl", WakeZero)
-	var ws []*Waiter
-	for range 4 {
-		w, _ := h.Attach("cdl", false, false)
-		ws = append(ws, w)
-	}
+	ws := attachN(h, "cdl", 4)
 	h.deliver("cdl", "1")
 	for _, w := range ws {
 		if signalled(w) {
