@@ -121,7 +121,12 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 	held := make([]context.Context, holds)
 	for i := range held {
 		var err error
-		if held[i], err = c.Mutex(fmt.Sprintf("many:%d", i), runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+		// Free locks, taken with a wait so that a try that Redis answered
+		// late is tried again: with no wait, the first one (a new
+		// connection, the script loaded) failed under load, bounded by
+		// ReleaseTimeout ('many:0: acquire: redis unavailable: context
+		// deadline exceeded', twice, load average 7-8).
+		if held[i], err = c.Mutex(fmt.Sprintf("many:%d", i), runtime.LockOptions{}).TryLock(ctx, 5*time.Second, runtime.Watchdog); err != nil {
 			t.Fatal(err)
 		}
 	}
