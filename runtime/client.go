@@ -15,9 +15,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
 // Options configures a Client. The zero value is ready to use.
@@ -133,7 +134,7 @@ type Client struct {
 	// across processes (grant.go).
 	grants grantStreaks
 
-	reg registry // holds, turns and unknown outcomes, sharded by key
+	reg *holds.Registry // holds, turns and unknown outcomes (package holds)
 
 	closeCh      chan struct{}
 	drainCh      chan struct{} // closed when Shutdown begins (shutdown.go)
@@ -142,13 +143,11 @@ type Client struct {
 	endLife      context.CancelFunc
 	hub          *hub.Hub
 	wd           watchdog
-	clock        leaseclock.Clock
-	label        ownerLabel     // who this client is, for lockgen inspect (label.go)
-	closeRenewal func() error   // closes the watchdog's own client, if any
-	slots        *slotMaps      // re-reads the cluster's slot maps after a failure (failover.go)
-	background   sync.WaitGroup // the settler's goroutine (settler.go)
-	settler      settler
-	redNodes     []*Client // one client per RedLock node
+	label        ownerLabel      // who this client is, for lockgen inspect (label.go)
+	closeRenewal func() error    // closes the watchdog's own client, if any
+	slots        *slotMaps       // re-reads the cluster's slot maps after a failure (failover.go)
+	settler      *settle.Settler // background settlements (package settle)
+	redNodes     []*Client       // one client per RedLock node
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -192,7 +191,6 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		closeCh:   make(chan struct{}),
 		drainCh:   make(chan struct{}),
 	}
-	c.reg.init()
 	c.idArg = c.id
 	_, _ = hex.Decode(c.idPrefix[:], []byte(strings.ReplaceAll(c.id, "-", "")[:2*PermitOwnerLen]))
 	c.grants.seed = maphash.MakeSeed()
@@ -200,10 +198,12 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
+	c.reg = c.newRegistry()
 	// A renewal must end by the deadline it serves: it goes through a
 	// client that honours ctx deadlines (control.go).
 	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
 	c.slots = newSlotMaps(c.closeCh, rdb, renewal)
+	c.settler = c.newSettler()
 	c.sharded = c.choosePubSub(o.PubSub)
 	if c.sharded {
 		c.publish = "spublish"
@@ -232,6 +232,20 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	return c, nil
 }
 
+// newSettler makes the settler of c (package settle). Its jobs' calls go
+// through the watchdog's client, which honours ctx deadlines (control.go),
+// each bounded by a second at most: a call stuck on a dead connection ends
+// there rather than after go-redis' read timeouts and retries, so the work
+// resumes soon after Redis answers again, and Close does not wait on a
+// socket. Its ctx stays attached (see detached): Close ends it.
+func (c *Client) newSettler() *settle.Settler {
+	return settle.New(settle.Config{
+		Life:   context.WithValue(c.life, stayAttached{}, true),
+		Try:    min(c.opts.ReleaseTimeout, time.Second),
+		Failed: c.slots.reload,
+	})
+}
+
 // ID is the uuid that starts every owner token of this client.
 func (c *Client) ID() string { return c.id }
 
@@ -241,21 +255,13 @@ func (c *Client) ID() string { return c.id }
 // Unlock (which still works after Close) or their lease runs out. Close
 // does not close the Redis client, which belongs to the caller.
 func (c *Client) Close() error {
-	if !c.reg.closed.CompareAndSwap(false, true) {
+	if !c.reg.Close(func(h *hold) error { return &LockError{Op: "renew", Name: h.Name, Key: h.Key, Err: ErrClosed} }) {
 		return nil
 	}
 	close(c.closeCh)
-	// A hold added meanwhile is either seen here or refused by addHold,
-	// which checks closed under its shard's mutex.
-	c.reg.each(func(h *hold) {
-		h.stopLocked()
-		h.cancelAll(&LockError{Op: "renew", Name: h.name, Key: h.key, Err: ErrClosed})
-	})
 	c.endLife() // every hold's ctx is already cancelled: renewals are moot
-	c.closeSettler()
-	c.background.Wait()
+	c.settler.Close()
 	c.wd.wait()
-	c.clock.Wait()
 	if c.closeRenewal != nil {
 		_ = c.closeRenewal()
 	}
@@ -337,7 +343,7 @@ func (c *Client) detachedUntil(ctx context.Context, limit time.Time) (context.Co
 type callBound struct{}
 
 // stayAttached, as a ctx value, keeps detached from detaching: the
-// Client's own background work (settler.go) ends with Close.
+// Client's own background work (package settle) ends with Close.
 type stayAttached struct{}
 
 // retry runs op on ctx and, if that fails without a reply from Redis (a

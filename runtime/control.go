@@ -24,7 +24,7 @@ import (
 // gone. A Sentinel failover client cannot be rebuilt from its options (the
 // failover state is not in them): it is used as it is (bounded false), and
 // NewClient checks that its timeouts fit the lease. The hold's deadline is
-// enforced by a timer either way (see lease.go). Building a client from
+// enforced by a timer either way (the lease clock, package holds). Building a client from
 // rdb's options changes nothing on rdb.
 func deadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
 	switch r := rdb.(type) {

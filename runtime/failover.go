@@ -25,7 +25,7 @@ import (
 // map at once (ReloadState), and those places retry as they do anyway:
 // the watchdog's renewal within the hold's deadline (watchdog.go), a
 // waiter's tries within its wait (wait.go), releases and settlements
-// within their bound (client.go, settler.go), the hub's subscriptions
+// within their bound (client.go, package settle), the hub's subscriptions
 // (internal/hub, through its Config.Failed). go-redis coalesces the
 // reloads: one runs at a time, and those asked for meanwhile make one
 // more after a 200 ms cooldown. While a node stays dead the slot map is

@@ -69,8 +69,8 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 		grant = fmt.Sprint(at.px) + ":" + at.marker
 	}
 	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
+		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
+		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
 		lockChannel(m.key), c.publish, grant,
 	}).Int64()
 }
@@ -106,11 +106,11 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 		return false, 0
 	}
 	c := m.c
-	id := holdID{m.key, a.fieldID()}
-	_, px, _ := c.enter(context.Background(), id, lease) // an owner of its own: the turn is free
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	_, px, _ := c.reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
 	if cut < px {
 		if lease != Watchdog {
-			c.exit(id)
+			c.reg.Exit(id)
 			return false, 0
 		}
 		confirmed = cut
@@ -124,7 +124,7 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 		budget -= c.wd.timing.Tick
 	}
 	if time.Since(lastTry) > budget {
-		c.exit(id)
+		c.reg.Exit(id)
 		return false, 0
 	}
 	return true, confirmed
@@ -144,8 +144,8 @@ func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (boo
 
 func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scripts.FairRelease.Run(ctx, at.via, 5, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.owner, m.c.publish, at.count, lockChannel(m.key),
+		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
+		at.px, a.Owner, m.c.publish, at.count, lockChannel(m.key),
 	}).Int64()
 }
 
@@ -155,8 +155,8 @@ func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
 	c := m.c
 	return scripts.FairLeave.Run(ctx, c.rdb, 5, []any{
-		3: a.key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		a.owner, lockChannel(m.key), c.publish, m.untakenGrant(ctx, a),
+		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
+		a.Owner, lockChannel(m.key), c.publish, m.untakenGrant(ctx, a),
 	}).Int64()
 }
 

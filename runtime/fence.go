@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -82,7 +83,7 @@ func Fence(ctx context.Context) (int64, bool) {
 	if ctx == nil {
 		return 0, false
 	}
-	n, ok := ctx.Value(fenceKey{}).(int64)
+	n, ok := ctx.Value(holds.FenceKey{}).(int64)
 	return n, ok
 }
 
@@ -94,8 +95,8 @@ func tokenKey(key string) string { return prefixName("redisson_lock_token", key)
 // with the token written to *at.fence when taken.
 func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
-		3: a.key, at.marker, tokenKey(m.key),
-		at.px, a.owner, at.count, m.c.markerTTL,
+		3: a.Key, at.marker, tokenKey(m.key),
+		at.px, a.Owner, at.count, m.c.markerTTL,
 	}).Int64Slice()
 	if err != nil {
 		return 0, err

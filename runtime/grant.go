@@ -114,7 +114,7 @@ func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, wait
 	if !waiting || count != 0 || !m.handsOff() || !c.hub.Subscribed(lockChannel(m.key), true) {
 		return false, nil
 	}
-	if c.holdOf(ctx) != nil || c.isUnknown(holdID{m.key, a.fieldID()}) {
+	if c.holdOf(ctx) != nil || c.reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
 		return true, "0"
 	}
 	return true, c.leaseArg(px)
@@ -126,8 +126,8 @@ func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
 	c := m.c
 	n := m.grantNames()
 	return scripts.MutexLeave.Run(ctx, c.rdb, 5, []any{
-		3: a.key, n.lockCh, n.queue, n.records, n.hubs,
-		a.owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
+		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
+		a.Owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
 	}).Int64()
 }
 
@@ -137,7 +137,7 @@ func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
 func (m *Mutex) untakenGrant(ctx context.Context, a lockArgs) string {
 	c := m.c
 	if c.holdOf(ctx) == nil {
-		if n, _ := c.holdState(m.key, a.fieldID(), 0); n == 0 {
+		if n, _ := c.reg.State(holdID{Key: m.key, Field: a.FieldID()}, 0); n == 0 {
 			return "1"
 		}
 	}

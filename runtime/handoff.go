@@ -95,8 +95,8 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	}
 	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
-			3: a.key, names.lockCh, marker, names.queue, names.records, names.hubs,
-			a.owner, c.publish, field, px, names.lockCh, across, own, records,
+			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
+			a.Owner, c.publish, field, px, names.lockCh, across, own, records,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {
@@ -132,10 +132,10 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 // took the lock the turn is held on return, as after a successful try.
 func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, state hub.OfferState, marker string) (bool, error) {
 	c := m.c
-	id := holdID{m.key, a.fieldID()}
+	id := holdID{Key: m.key, Field: a.FieldID()}
 	// A waiter's owner has no hold of this lock: no other call of it on
 	// the lock is in flight, and the turn is free.
-	_, px, err := c.enter(context.WithoutCancel(ctx), id, lease)
+	_, px, err := c.reg.Enter(context.WithoutCancel(ctx), id, lease)
 	if err != nil {
 		return false, err
 	}
@@ -144,7 +144,7 @@ func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration,
 	}
 	took, err := m.settleLost(ctx, a, attempt{via: c.rdb, px: c.leaseArg(px), marker: marker}, px)
 	if !took {
-		c.exit(id)
+		c.reg.Exit(id)
 	}
 	return took, err
 }

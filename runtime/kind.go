@@ -93,19 +93,19 @@ func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) 
 	if at.queued {
 		n := m.grantNames()
 		return scripts.Acquire.Run(ctx, at.via, 5, []any{
-			3: a.key, at.marker, n.queue, n.records, n.hubs,
-			at.px, a.owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.idArg,
+			3: a.Key, at.marker, n.queue, n.records, n.hubs,
+			at.px, a.Owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.idArg,
 		}).Int64()
 	}
 	return scripts.Acquire.Run(ctx, at.via, 2, []any{
-		3: a.key, at.marker,
-		at.px, a.owner, at.count, c.markerTTL,
+		3: a.Key, at.marker,
+		at.px, a.Owner, at.count, c.markerTTL,
 	}).Int64()
 }
 
 func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
 	c := m.c
-	// The settler's attempts go through the watchdog's client (settler.go):
+	// The settler's attempts go through the watchdog's client (package settle):
 	// the caller's may not honour their deadline.
 	var via scripts.Runner = c.rdb
 	if at.via != nil {
@@ -115,8 +115,8 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	defer cancel()
 	n, err := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return scripts.Settle.Run(ctx, via, 2, []any{
-			3: a.key, at.marker,
-			a.field, at.count, c.markerTTL,
+			3: a.Key, at.marker,
+			a.Field, at.count, c.markerTTL,
 		}).Int64()
 	})
 	return n == 1, err
@@ -144,8 +144,8 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 
 func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scripts.Release.Run(ctx, at.via, 2, []any{
-		3: a.key, lockChannel(m.key),
-		at.px, a.owner, m.c.publish, at.count,
+		3: a.Key, lockChannel(m.key),
+		at.px, a.Owner, m.c.publish, at.count,
 	}).Int64()
 }
 

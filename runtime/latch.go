@@ -180,7 +180,7 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 		return n <= 0, -1, nil // -1: no expiry, sleep until the message
 	}
 	w := waitSpec{
-		channel: func() string { return l.channel },
+		channel: l.channel,
 		wait:    wait,
 		wake:    hub.WakeZero,
 	}

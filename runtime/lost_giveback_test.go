@@ -214,10 +214,10 @@ func backgroundGoroutines(t *testing.T) int {
 	}
 	n := 0
 	for _, g := range strings.Split(b.String(), "\n\n") {
-		if strings.Contains(g, "lockgen/runtime.(*Client).runSettler") ||
+		if strings.Contains(g, "lockgen/runtime/internal/settle.(*Settler).run") ||
 			strings.Contains(g, "lockgen/runtime.(*Mutex).settleLater") ||
-			strings.Contains(g, "lockgen/runtime.(*Mutex).giveBackLost") ||
-			strings.Contains(g, "lockgen/runtime.(*Semaphore).giveBackLost") {
+			strings.Contains(g, "lockgen/runtime.(*mutexTaker).GiveBackLost") ||
+			strings.Contains(g, "lockgen/runtime.(*semaphoreTaker).GiveBackLost") {
 			n++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -90,7 +91,7 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 	}
 	c := l.c
 	if hc := c.holdOf(ctx); hc != nil {
-		owner = hc.acq.h.owner
+		owner = hc.Owner()
 		for _, m := range l.members {
 			if err := m.k.check(m, hc, owner); err != nil {
 				return nil, l.fail("acquire", err)
@@ -139,104 +140,114 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 // sleeps on the channel of the member that blocked it.
 func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.c
-	args := make([]lockArgs, len(l.members))
-	for i, m := range l.members {
-		args[i] = newLockArgs(m.key, owner, owner)
-	}
-	ids := make([]holdID, len(l.members))
-	for i, m := range l.members {
-		ids[i] = holdID{m.key, owner}
-	}
-	blocking := 0
-	var sent time.Time
-	counts := make([]int, len(l.members)) // the owner's hold counts before the attempt
-	try := func(ctx context.Context) (took bool, _ time.Duration, _ error) {
-		// The owner's turn on every member (in key order), kept on success
-		// until the holds are recorded, as Mutex.tryAcquire does.
-		px, err := c.enterAll(ctx, ids, lease, counts)
-		if err != nil {
-			return false, 0, err
-		}
-		defer func() {
-			if !took {
-				c.exitAll(ids)
-			}
-		}()
-		for i, m := range l.members {
-			if err := m.reconcile(ctx, args[i]); err != nil {
-				return false, 0, err
-			}
-		}
-		sent = time.Now()
-		req := c.newRequestID()
-		marker := requestMarker(l.members[0].key, req)
-		cmdArgs := make([]any, 3, 3+2*len(args)+4)
-		for _, a := range args {
-			cmdArgs = append(cmdArgs, a.key)
-		}
-		cmdArgs = append(cmdArgs, marker, c.leaseArg(px), owner, c.markerTTL)
-		for _, n := range counts {
-			cmdArgs = append(cmdArgs, n)
-		}
-		res, err := scripts.MultiAcquire.Run(ctx, c.rdb, len(args)+1, cmdArgs).Int64Slice()
-		switch {
-		case err == nil && res[0] == 0 && res[1] == 0:
-			return true, 0, nil
-		case err == nil && res[1] == replyHoldGone:
-			return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost, l.members[res[0]-1].key)
-		case err == nil && res[0] > 0:
-			blocking = int(res[0]) - 1
-			return false, time.Duration(res[1]) * time.Millisecond, nil
-		case err == nil:
-			return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
-		case scripts.IsReply(err), scripts.NotSent(err):
-			return false, 0, err
-		}
-		// The script takes all members or none: the first one's count
-		// tells (no other call of this owner on them runs meanwhile).
-		at := attempt{marker: marker, count: counts[0]}
-		settled, serr := reentrant{}.settle(ctx, l.members[0], args[0], at)
-		if serr != nil {
-			for _, id := range ids {
-				c.markUnknown(id, serr)
-			}
-			return false, 0, serr
-		}
-		if settled {
-			return true, 0, nil
-		}
-		return false, 0, err
-	}
-	ws := waitSpec{
-		channel: func() string { return lockChannel(l.members[blocking].key) },
-		key:     func() string { return l.members[blocking].key },
-		dynamic: true,
-		wait:    wait,
-	}
-	if err := c.await(ctx, ws, try); err != nil {
+	mw := l.newMultiWait(owner, lease)
+	if err := c.await(ctx, waitSpec{at: mw, dynamic: true, wait: wait}, mw.try); err != nil {
 		return nil, l.fail("acquire", err)
 	}
-	defer c.exitAll(ids)
+	defer c.reg.ExitAll(mw.ids)
 	hctx := ctx
 	for i, m := range l.members {
-		h, err := c.addHold(hctx, m, args[i], lease, sent)
+		h, err := c.addHold(hctx, m.holdSpec(), mw.args[i], lease, mw.sent)
 		if err != nil {
 			// Closed while acquiring: forget the members recorded so far
 			// and give every member back.
-			for hc := c.holdOf(hctx); hc != nil && hc != c.holdOf(ctx); hc = hc.parent {
-				_, _, _, _, _ = c.dropAcquisition(hc.acq)
-				hc.acq.end(ErrClosed)
+			for hc := c.holdOf(hctx); hc != nil && hc != c.holdOf(ctx); hc = hc.Parent() {
+				_, _ = c.reg.Drop(hc.Acquisition())
+				hc.Acquisition().End(ErrClosed)
 			}
-			taken := make([]int, len(counts))
-			for i, n := range counts {
+			taken := make([]int, len(mw.counts))
+			for i, n := range mw.counts {
 				taken[i] = n + 1
 			}
-			_, _ = l.sendRelease(ctx, args, taken, c.opts.WatchdogTimeout)
+			_, _ = l.sendRelease(ctx, mw.args, taken, c.opts.WatchdogTimeout)
 			return nil, l.fail("acquire", err)
 		}
 		hctx = h
 	}
 	return hctx, nil
+}
+
+// A multiWait is one atomic acquisition of a MultiLock in progress.
+type multiWait struct {
+	l        *MultiLock
+	owner    string
+	lease    time.Duration
+	args     []lockArgs
+	ids      []holdID
+	counts   []int // the owner's hold counts before the attempt
+	blocking int   // the member that blocked the last try
+	sent     time.Time
+}
+
+func (l *MultiLock) newMultiWait(owner string, lease time.Duration) *multiWait {
+	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]lockArgs, len(l.members)),
+		ids: make([]holdID, len(l.members)), counts: make([]int, len(l.members))}
+	for i, m := range l.members {
+		w.args[i] = newLockArgs(m.key, owner, owner)
+		w.ids[i] = holdID{Key: m.key, Field: owner}
+	}
+	return w
+}
+
+func (w *multiWait) waitChannel() string { return lockChannel(w.l.members[w.blocking].key) }
+func (w *multiWait) waitKey() string     { return w.l.members[w.blocking].key }
+
+// try makes one attempt, in the owner's turn on every member (in key
+// order), kept on success until the holds are recorded, as
+// Mutex.tryAcquire does.
+func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
+	l, c := w.l, w.l.c
+	px, err := c.reg.EnterAll(ctx, w.ids, w.lease, w.counts)
+	if err != nil {
+		return false, 0, err
+	}
+	defer func() {
+		if !took {
+			c.reg.ExitAll(w.ids)
+		}
+	}()
+	for i, m := range l.members {
+		if err := m.reconcile(ctx, w.args[i]); err != nil {
+			return false, 0, err
+		}
+	}
+	w.sent = time.Now()
+	marker := requestMarker(l.members[0].key, c.newRequestID())
+	cmdArgs := make([]any, 3, 3+2*len(w.args)+4)
+	for _, a := range w.args {
+		cmdArgs = append(cmdArgs, a.Key)
+	}
+	cmdArgs = append(cmdArgs, marker, c.leaseArg(px), w.owner, c.markerTTL)
+	for _, n := range w.counts {
+		cmdArgs = append(cmdArgs, n)
+	}
+	res, err := scripts.MultiAcquire.Run(ctx, c.rdb, len(w.args)+1, cmdArgs).Int64Slice()
+	switch {
+	case err == nil && res[0] == 0 && res[1] == 0:
+		return true, 0, nil
+	case err == nil && res[1] == replyHoldGone:
+		return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost, l.members[res[0]-1].key)
+	case err == nil && res[0] > 0:
+		w.blocking = int(res[0]) - 1
+		return false, time.Duration(res[1]) * time.Millisecond, nil
+	case err == nil:
+		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
+	case scripts.IsReply(err), scripts.NotSent(err):
+		return false, 0, err
+	}
+	// The script takes all members or none: the first one's count tells
+	// (no other call of this owner on them runs meanwhile).
+	settled, serr := reentrant{}.settle(ctx, l.members[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
+	if serr != nil {
+		for _, id := range w.ids {
+			c.markUnknown(id, serr)
+		}
+		return false, 0, serr
+	}
+	if settled {
+		return true, 0, nil
+	}
+	return false, 0, err
 }
 
 // Unlock releases every member held through ctx.
@@ -245,7 +256,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
-	defer l.c.observeRelease(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.acq.h.owner, hc.acq.start)
+	defer l.c.observeRelease(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
 	if !l.atomic {
 		// The members are independent locks: released at once, so that
 		// the whole Unlock is bounded by one ReleaseTimeout.
@@ -263,7 +274,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	}
 	args := make([]lockArgs, len(l.members))
 	for i, m := range l.members {
-		args[i] = newLockArgs(m.key, hc.acq.h.owner, hc.acq.h.owner)
+		args[i] = newLockArgs(m.key, hc.Owner(), hc.Owner())
 	}
 	return l.releaseAtomic(ctx, args, ctx)
 }
@@ -276,7 +287,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	hc := c.holdOf(holdCtx)
 	acqs := make([]*acquisition, len(l.members))
 	for i, m := range l.members {
-		if acqs[i] = c.acquisitionOf(hc, m.key, args[i].fieldID()); acqs[i] == nil {
+		if acqs[i] = holds.Find(hc, holdID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.key))
 		}
 	}
@@ -285,7 +296,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	// give-back may hold while Redis is cut off (giveback.go).
 	var live []int
 	for i, acq := range acqs {
-		if !acq.h.lost.Load() {
+		if !acq.Hold().Lost() {
 			live = append(live, i)
 			continue
 		}
@@ -297,14 +308,14 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	}
 	ids := make([]holdID, len(live))
 	for j, i := range live {
-		ids[j] = holdID{acqs[i].h.key, acqs[i].h.field}
+		ids[j] = holdID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
 	}
 	counts := make([]int, len(ids))
-	_, _ = c.enterAll(context.Background(), ids, 0, counts) // never fails: no deadline
-	defer c.exitAll(ids)
+	_, _ = c.reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
+	defer c.reg.ExitAll(ids)
 	for j, id := range ids {
-		if i := live[j]; c.isUnknown(id) {
-			rctx, cancel := c.detached(acqs[i].parent)
+		if i := live[j]; c.reg.Unknown(id) {
+			rctx, cancel := c.detached(acqs[i].Parent)
 			_ = l.members[i].reconcile(rctx, args[i])
 			cancel()
 		}
@@ -317,23 +328,23 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	var sendCounts []int
 	for _, i := range live {
 		acq := acqs[i]
-		_, l2, count, lerr, ok := c.dropAcquisition(acq)
+		d, ok := c.reg.Drop(acq)
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 		}
-		defer acq.end(context.Canceled)
-		if lerr != nil {
-			lost = cmp.Or(lost, lerr)
+		defer acq.End(context.Canceled)
+		if d.Lost != nil {
+			lost = cmp.Or(lost, d.Lost)
 			continue
 		}
-		lease = max(lease, l2)
+		lease = max(lease, d.Lease)
 		send = append(send, args[i])
-		sendCounts = append(sendCounts, count)
+		sendCounts = append(sendCounts, d.Count)
 	}
-	res, err := l.sendRelease(acqs[0].parent, send, sendCounts, lease)
+	res, err := l.sendRelease(acqs[0].Parent, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
-			c.markUnknown(holdID{a.key.(string), a.fieldID()}, err)
+			c.markUnknown(holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
 		}
 	}
 	switch {
@@ -357,9 +368,9 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts 
 	c := l.c
 	cmdArgs := make([]any, 3, 3+3*len(members)+3)
 	for _, a := range members {
-		cmdArgs = append(cmdArgs, a.key, lockChannel(a.key.(string)))
+		cmdArgs = append(cmdArgs, a.Key, lockChannel(a.Key.(string)))
 	}
-	cmdArgs = append(cmdArgs, c.leaseArg(lease), members[0].owner, c.publish)
+	cmdArgs = append(cmdArgs, c.leaseArg(lease), members[0].Owner, c.publish)
 	for _, n := range counts {
 		cmdArgs = append(cmdArgs, n)
 	}

@@ -10,8 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
 // Mutex is a handle on one lock: a reentrant lock (Client.Mutex), a fair
@@ -76,7 +78,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	c := m.c
 	var owner string
 	if hc := c.holdOf(ctx); hc != nil {
-		owner = hc.acq.h.owner
+		owner = hc.Owner()
 		if err := m.k.check(m, hc, owner); err != nil {
 			return nil, m.fail("acquire", err)
 		}
@@ -95,118 +97,134 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 // must return by until (zero: no bound but wait's).
 func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (context.Context, error) {
 	c := m.c
-	start := time.Now()
-	a := newLockArgs(m.key, owner, m.k.field(owner))
-	var sent time.Time
-	// ts is what the tries told of grants: the nonce of the last try if
-	// it registered for them ("" if not: only a grant carrying it is
-	// claimed, claimGrant), and whether any try queued the waiter in
-	// Redis (grant.go: its release then clears its record).
-	var ts tryState
-	// The token's home is allocated only for a fenced lock: the pointer
-	// reaches the kind's acquire through an interface, so it escapes.
-	var fence *int64
-	if m.fenced {
-		fence = new(int64)
+	mw := &mutexWait{m: m, ctx: ctx, a: newLockArgs(m.key, owner, m.k.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
+	own := c.holdOf(ctx) == nil
+	ws := waitSpec{at: mw, wait: wait, until: until, maxSleep: m.k.refreshEvery(m), shared: m.k.shared(), queue: m.k.queues() && own}
+	switch {
+	case !mw.waiting:
+	case m.handsOff() && own:
+		// Only an owner of its own (a top-level Lock: no goroutine but
+		// this one can act for it) is handed a lock: the hand-off
+		// acquires for the owner outside its turn, so a call of another
+		// goroutine sharing the owner meanwhile would count the grant as
+		// its own (handoff.go).
+		ws.handed, ws.grants, mw.handOffs = mw, mw, true
+	case m.handsOff():
+		ws.grants = mw // queued for grants from other processes (grant.go)
+	case m.takesGrants() && own:
+		ws.handed = mw // a fair lock's release may grant it the lock (fair.go)
 	}
-	waiting := wait != 0
-	// waitStarted: EventWaitStarted was reported, by the first try that
-	// failed or by a waiter that sleeps without one (await): once a wait.
-	waitStarted := false
-	reportWaitStarted := func() {
-		if !waitStarted && c.opts.Observer != nil {
-			c.observe(Event{Kind: EventWaitStarted, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start)})
-		}
-		waitStarted = true
-	}
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		sent = time.Now()
-		took, ttl, err := m.tryAcquire(ctx, a, lease, waiting, fence, &ts)
-		if waiting && !took && err == nil {
-			reportWaitStarted()
-		}
-		return took, ttl, err
-	}
-	w := waitSpec{
-		channel:  func() string { return m.k.channel(m.key, owner) },
-		key:      func() string { return m.key },
-		wait:     wait,
-		until:    until,
-		maxSleep: m.k.refreshEvery(m),
-		shared:   m.k.shared(),
-		queue:    m.k.queues() && c.holdOf(ctx) == nil,
-	}
-	if waiting && m.handsOff() {
-		// Queued for grants from other processes (grant.go).
-		w.also = func() string { return m.grantNames().channel }
-		w.queued = func() bool { return ts.queued }
-	}
-	// Only an owner of its own (a top-level Lock: no goroutine but this
-	// one can act for it) is handed a lock: the hand-off acquires for the
-	// owner outside its turn, so a call of another goroutine sharing the
-	// owner meanwhile would count the grant as its own (handoff.go).
-	if waiting && m.handsOff() && c.holdOf(ctx) == nil {
-		w.grantee = func() (string, any) {
-			if c.isUnknown(holdID{m.key, a.fieldID()}) {
-				return "", nil // its next try reconciles first
-			}
-			_, px := c.holdState(m.key, a.fieldID(), lease)
-			return a.fieldID(), c.leaseArg(px)
-		}
-		w.claim = func(state hub.OfferState, marker string, at time.Time) (bool, error) {
-			if state == hub.OfferRemote {
-				// Granted by a release in Redis (grant.go): the lease
-				// runs from the try it was granted for, cut to its record.
-				took, cut := m.claimGrant(a, lease, sent, marker != "" && marker == ts.nonce, grantRecordLife)
-				ts.confirmed = cut
-				return took, nil
-			}
-			took, err := m.claimOffer(ctx, a, lease, state, marker)
-			if took {
-				sent = at // the hold's lease runs from the hand-off's send
-			}
-			return took, err
-		}
-		w.waitStarted = reportWaitStarted
-	} else if waiting && m.takesGrants() && c.holdOf(ctx) == nil {
-		// A fair lock's release may grant this waiter the lock in Redis
-		// (fair_next.lua): its channel says so, and the hold's lease runs
-		// from its last try, sent before it joined the queue.
-		w.grantee = func() (string, any) { return a.fieldID(), nil }
-		w.claim = func(_ hub.OfferState, nonce string, _ time.Time) (bool, error) {
-			took, cut := m.claimGrant(a, lease, sent, nonce != "" && nonce == ts.nonce, m.opts.QueueTimeout)
-			ts.confirmed = cut
-			return took, nil
-		}
-	}
-	if err := c.await(ctx, w, try); err != nil {
-		if waiting {
-			m.leave(ctx, a)
+	if err := c.await(ctx, ws, mw.try); err != nil {
+		if mw.waiting {
+			m.leave(ctx, mw.a)
 		}
 		err = m.fail("acquire", err)
-		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(start), Err: err})
+		c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Ctx: ctx, Wait: time.Since(mw.start), Err: err})
 		return nil, err
 	}
 	// The successful attempt still has its turn (see tryAcquire): the hold
 	// is recorded before the owner's next call on this lock reads its count.
-	id := holdID{m.key, a.fieldID()}
-	var token int64
-	if fence != nil {
-		token = *fence
-	}
+	a := mw.a
+	id := holdID{Key: m.key, Field: a.FieldID()}
 	spec := m.holdSpec()
-	spec.confirmed, spec.queued = ts.confirmed, ts.queued
-	hctx, err := c.addHoldAs(ctx, spec, a, lease, sent, token)
+	spec.Confirmed, spec.Queued, spec.Fence = mw.ts.confirmed, mw.ts.queued, mw.fence
+	hctx, err := c.addHold(ctx, spec, a, lease, mw.sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
-		count, _ := c.holdState(m.key, a.fieldID(), lease)
+		count, _ := c.reg.State(id, lease)
 		_, _ = m.release(ctx, a, count == 0, c.opts.WatchdogTimeout, count+1)
-		c.exit(id)
+		c.reg.Exit(id)
 		return nil, m.fail("acquire", err)
 	}
-	c.exit(id)
-	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: owner, Ctx: ctx, Wait: time.Since(start)})
+	c.reg.Exit(id)
+	c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: owner, Ctx: ctx, Wait: time.Since(mw.start)})
 	return hctx, nil
+}
+
+// A mutexWait is one acquisition of a Mutex in progress: what its tries
+// told, and what the wait loop asks of it (waitee, handee, queuer).
+type mutexWait struct {
+	m       *Mutex
+	ctx     context.Context
+	a       lockArgs
+	lease   time.Duration
+	start   time.Time
+	sent    time.Time // when the last try (or the hand-off that took the lock) was sent
+	waiting bool      // it waits if the first try does not take the lock
+	// handOffs: a release of this Client may hand it the lock (handoff.go),
+	// or one of another process grant it from Redis (grant.go); otherwise
+	// only a fair lock's release grants it (fair.go).
+	handOffs bool
+	// ts is what the tries told of grants: the nonce of the last try if
+	// it registered for them ("" if not: only a grant carrying it is
+	// claimed, claimGrant), and whether any try queued the waiter in
+	// Redis (grant.go: its release then clears its record).
+	ts    tryState
+	fence int64 // a fenced lock's token, once taken
+	// started: EventWaitStarted was reported, by the first try that failed
+	// or by a waiter that sleeps without one (await): once a wait.
+	started bool
+}
+
+func (w *mutexWait) try(ctx context.Context) (bool, time.Duration, error) {
+	w.sent = time.Now()
+	var fence *int64
+	if w.m.fenced {
+		fence = &w.fence
+	}
+	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, fence, &w.ts)
+	if w.waiting && !took && err == nil {
+		w.waitStarted()
+	}
+	return took, ttl, err
+}
+
+func (w *mutexWait) waitChannel() string { return w.m.k.channel(w.m.key, w.a.OwnerID()) }
+func (w *mutexWait) waitKey() string     { return w.m.key }
+func (w *mutexWait) also() string        { return w.m.grantNames().channel }
+func (w *mutexWait) queued() bool        { return w.ts.queued }
+
+func (w *mutexWait) waitStarted() {
+	if c := w.m.c; !w.started && c.opts.Observer != nil {
+		c.observe(Event{Kind: EventWaitStarted, Name: w.m.opts.Name, Key: w.m.key, Lock: kindName(w.m.k), Ctx: w.ctx, Wait: time.Since(w.start)})
+	}
+	w.started = true
+}
+
+func (w *mutexWait) grantee() (string, any) {
+	c, id := w.m.c, holdID{Key: w.m.key, Field: w.a.FieldID()}
+	if !w.handOffs {
+		return id.Field, nil // a fair lock's: granted in Redis, nothing to pass
+	}
+	if c.reg.Unknown(id) {
+		return "", nil // its next try reconciles first
+	}
+	_, px := c.reg.State(id, w.lease)
+	return id.Field, c.leaseArg(px)
+}
+
+func (w *mutexWait) claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
+	m := w.m
+	switch {
+	case !w.handOffs:
+		// A fair lock's release granted it the lock in Redis
+		// (fair_next.lua): its channel says so, and the hold's lease runs
+		// from its last try, sent before it joined the queue.
+		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, m.opts.QueueTimeout)
+		w.ts.confirmed = cut
+		return took, nil
+	case state == hub.OfferRemote:
+		// Granted by a release in Redis (grant.go): the lease runs from
+		// the try it was granted for, cut to its record.
+		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, grantRecordLife)
+		w.ts.confirmed = cut
+		return took, nil
+	}
+	took, err := m.claimOffer(w.ctx, w.a, w.lease, state, marker)
+	if took {
+		w.sent = at // the hold's lease runs from the hand-off's send
+	}
+	return took, err
 }
 
 func (m *Mutex) validate(lease time.Duration) error { return validate(m.key, lease) }
@@ -234,14 +252,14 @@ func validate(key string, lease time.Duration) error {
 // lock, *fence is set to the acquisition's token when it took the lock.
 func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.c
-	id := holdID{m.key, a.fieldID()}
-	count, px, err := c.enter(ctx, id, lease)
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	count, px, err := c.reg.Enter(ctx, id, lease)
 	if err != nil {
 		return false, 0, err
 	}
 	defer func() {
 		if !took {
-			c.exit(id)
+			c.reg.Exit(id)
 		}
 	}()
 	if err := m.reconcile(ctx, a); err != nil {
@@ -252,7 +270,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	// release (see takesGrants), once the grant's message cannot miss it:
 	// its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
-		c.hub.Subscribed(m.k.channel(m.key, a.ownerID()), false)
+		c.hub.Subscribed(m.k.channel(m.key, a.OwnerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
 	ts.nonce = ""
 	if at.grant || (at.queued && at.grantPx != "0") {
@@ -319,7 +337,7 @@ func (m *Mutex) settleLost(ctx context.Context, a lockArgs, at attempt, px time.
 		settled, err = m.reapply(ctx, a, at, m.k.acquire)
 	}
 	if err != nil {
-		if gen := m.c.markUnknown(holdID{m.key, a.fieldID()}, err); gen != 0 && at.count == 0 {
+		if gen := m.c.markUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
 			m.settleLater(a, &at, px, gen)
 		}
 	}
@@ -348,13 +366,13 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	if _, err := c.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
-	c.settleInBackground(settleJob{
-		try: func(ctx context.Context) bool {
+	c.settler.Add(settle.Job{
+		Try: func(ctx context.Context) bool {
 			_, err := op(ctx)
 			return err == nil || scripts.IsReply(err)
 		},
-		until: time.Now().Add(max(m.opts.QueueTimeout, c.giveBackFor())),
-		quit: func() {
+		Until: time.Now().Add(max(m.opts.QueueTimeout, c.giveBackFor())),
+		Quit: func() {
 			c.warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
 		},
 	})
@@ -372,36 +390,37 @@ const leaveWithin = 15 * time.Millisecond
 func (m *Mutex) Unlock(ctx context.Context) error {
 	var acq *acquisition
 	if hc := m.c.holdOf(ctx); hc != nil {
-		acq = m.c.acquisitionOf(hc, m.key, m.k.field(hc.acq.h.owner))
+		acq = holds.Find(hc, holdID{Key: m.key, Field: m.k.field(hc.Owner())})
 	}
 	if acq == nil {
 		return m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
-	if acq.h.lost.Load() {
+	if acq.Hold().Lost() {
 		return m.fail("release", m.c.dropLost(acq))
 	}
-	id := holdID{acq.h.key, acq.h.field}
-	_, _, _ = m.c.enter(context.Background(), id, 0) // never fails: no deadline
-	defer m.c.exit(id)
-	if m.c.isUnknown(id) {
-		rctx, cancel := m.c.detached(acq.parent)
-		_ = m.reconcile(rctx, acq.h.args) // on failure the release below is refused or resent
+	h := acq.Hold()
+	id := holdID{Key: h.Key, Field: h.Field}
+	_, _, _ = m.c.reg.Enter(context.Background(), id, 0) // never fails: no deadline
+	defer m.c.reg.Exit(id)
+	if m.c.reg.Unknown(id) {
+		rctx, cancel := m.c.detached(acq.Parent)
+		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}
-	last, lease, count, lost, ok := m.c.dropAcquisition(acq)
+	d, ok := m.c.reg.Drop(acq)
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
 	var offer hub.Offer
 	defer func() {
-		acq.end(context.Canceled)
+		acq.End(context.Canceled)
 		if offer.Made() {
 			// The grantee goes on only once this hold's ctx is done.
 			m.c.hub.Settle(offer)
 		}
 	}()
-	if lost != nil {
-		return m.fail("release", lost)
+	if d.Lost != nil {
+		return m.fail("release", d.Lost)
 	}
 	var (
 		res releaseResult
@@ -410,16 +429,16 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (a hold that came through the queue looks there
 	// even when this client no longer waits on the lock).
-	handOff := last && count == 1 && m.handsOff()
+	handOff := d.Last && d.Count == 1 && m.handsOff()
 	// The last acquisition was dropped under the hold's shard mutex, and
 	// no later one can write the hold: its flag is read without a lock.
-	queued := handOff && acq.h.queued
+	queued := handOff && h.Queued()
 	if handOff && (queued || m.c.hub.Active()) {
-		res, offer, err = m.releaseHandingOff(acq.parent, acq.h.args, queued)
+		res, offer, err = m.releaseHandingOff(acq.Parent, h.Args, queued)
 	} else {
-		res, err = m.release(acq.parent, acq.h.args, last, lease, count)
+		res, err = m.release(acq.Parent, h.Args, d.Last, d.Lease, d.Count)
 	}
-	if !last {
+	if !d.Last {
 		m.c.markUnknown(id, err)
 	}
 	if err == nil && res == releaseNotOwner {
@@ -430,7 +449,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		m.c.warn("release failed", "lock", m.opts.Name, "key", m.key, "err", err)
 		return err
 	}
-	m.c.observe(Event{Kind: EventReleased, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: acq.h.owner, Ctx: ctx, Held: time.Since(acq.start)})
+	m.c.observe(Event{Kind: EventReleased, Name: m.opts.Name, Key: m.key, Lock: kindName(m.k), Owner: h.Owner, Ctx: ctx, Held: time.Since(acq.Start)})
 	return nil
 }
 
@@ -518,7 +537,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := m.c.rdb.HGet(ctx, m.key, m.k.field(hc.acq.h.owner)).Int()
+	n, err := m.c.rdb.HGet(ctx, m.key, m.k.field(hc.Owner())).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -555,7 +574,7 @@ func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, m.fail("force-unlock", err)
 	}
-	m.c.loseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", ErrLockLost)))
+	m.c.reg.LoseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", ErrLockLost)))
 	return n == 1, nil
 }
 

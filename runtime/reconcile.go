@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,35 +26,8 @@ func (c *Client) markUnknown(id holdID, err error) uint64 {
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		return 0
 	}
-	sh := c.reg.shard(id.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return c.markUnknownLocked(sh, id)
+	return c.reg.MarkUnknown(id)
 }
-
-// markUnknownLocked is markUnknown with sh, the shard of id's key, locked.
-func (c *Client) markUnknownLocked(sh *shard, id holdID) uint64 {
-	gen := c.reg.unknownGen.Add(1)
-	if _, ok := sh.unknown[id]; !ok {
-		c.reg.unknownN.Add(1)
-	}
-	sh.unknown[id] = gen
-	return gen
-}
-
-// unknownMark returns the generation of id's unknown mark, 0 if none.
-func (c *Client) unknownMark(id holdID) uint64 {
-	if c.reg.unknownN.Load() == 0 {
-		return 0 // the hot path: no lock taken
-	}
-	sh := c.reg.shard(id.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.unknown[id]
-}
-
-// isUnknown reports whether the last outcome of a call on id is unknown.
-func (c *Client) isUnknown(id holdID) bool { return c.unknownMark(id) != 0 }
 
 // reconcile brings the owner's count of a in Redis back to the client's,
 // if the last outcome of a call on it was unknown. The caller has the turn
@@ -67,14 +41,14 @@ func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
 // reconcileVia is reconcile with its calls sent through via.
 func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.c
-	id := holdID{m.key, a.fieldID()}
-	if !c.isUnknown(id) {
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	if !c.reg.Unknown(id) {
 		return nil
 	}
-	count, px := c.holdState(m.key, a.fieldID(), 0)
+	count, px := c.reg.State(id, 0)
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
-		n, err := via.HGet(ctx, m.key, a.fieldID()).Int()
+		n, err := via.HGet(ctx, m.key, a.FieldID()).Int()
 		if errors.Is(err, redis.Nil) {
 			n, err = 0, nil
 		}
@@ -94,22 +68,18 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
 		}
 	}
-	c.dropUnknown(id, 0)
+	c.reg.DropMark(id, 0)
 	return nil
 }
 
 // loseHold ends the local hold id, of which Redis has n of count holds.
 func (m *Mutex) loseHold(id holdID, n, count int) {
-	sh := m.c.reg.shard(id.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if h := sh.holds[id]; h != nil {
-		m.c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
-			Err: fmt.Errorf("%w: after an unknown outcome Redis has %d of this owner's %d holds", ErrLockLost, n, count)})
-	}
+	m.c.reg.Lose(id, func(h *hold) error {
+		return lostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
+	})
 }
 
-// settleLater goes on settling, in the background (settler.go), an
+// settleLater goes on settling, in the background (package settle), an
 // acquire whose reply and settlement were both lost (at; nil: no acquire,
 // only the owner's count to bring back to the client's, after a hold was
 // lost at its deadline: giveback.go), when its owner holds nothing of the
@@ -125,16 +95,16 @@ func (m *Mutex) loseHold(id holdID, n, count int) {
 // whatever the request took, dropping its mark; Close stops it.
 func (m *Mutex) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.c
-	id := holdID{m.key, a.fieldID()}
-	c.settleInBackground(settleJob{
-		try:   func(ctx context.Context) bool { return m.settleOnce(ctx, id, a, at, gen) },
-		until: time.Now().Add(lease),
-		quit: func() {
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	c.settler.Add(settle.Job{
+		Try:   func(ctx context.Context) bool { return m.settleOnce(ctx, id, a, at, gen) },
+		Until: time.Now().Add(lease),
+		Quit: func() {
 			// In the turn: a call of the owner in flight may be about
 			// to leave a newer mark, which is not ours.
-			_, _, _ = c.enter(context.Background(), id, 0)
-			c.dropUnknown(id, gen)
-			c.exit(id)
+			_, _, _ = c.reg.Enter(context.Background(), id, 0)
+			c.reg.DropMark(id, gen)
+			c.reg.Exit(id)
 		},
 	})
 }
@@ -143,11 +113,11 @@ func (m *Mutex) settleLater(a lockArgs, at *attempt, lease time.Duration, gen ui
 // watchdog's client. It reports whether there is nothing left to do.
 func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.c
-	if _, _, err := c.enter(ctx, id, 0); err != nil {
+	if _, _, err := c.reg.Enter(ctx, id, 0); err != nil {
 		return false
 	}
-	defer c.exit(id)
-	if c.unknownMark(id) != gen {
+	defer c.reg.Exit(id)
+	if c.reg.Mark(id) != gen {
 		return true // a later call of the owner reconciled it, or took over
 	}
 	via := c.wd.rdb
@@ -159,16 +129,4 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 		}
 	}
 	return m.reconcileVia(ctx, via, a) == nil
-}
-
-// dropUnknown forgets that the outcome of a call on id is unknown: the
-// mark of generation gen, or any mark if gen is 0.
-func (c *Client) dropUnknown(id holdID, gen uint64) {
-	sh := c.reg.shard(id.key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if g, ok := sh.unknown[id]; ok && (gen == 0 || g == gen) {
-		delete(sh.unknown, id)
-		c.reg.unknownN.Add(-1)
-	}
 }

@@ -104,7 +104,7 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 	if h := l.holdIn(ctx); h != nil {
 		owner = h.owner
 	} else if hc := c.holdOf(ctx); hc != nil {
-		owner = hc.acq.h.owner
+		owner = hc.Owner()
 	} else {
 		owner = c.newOwner()
 	}

@@ -124,17 +124,17 @@ func (readSide) extraKeys(key, owner string, count int) []string {
 
 func (readSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
-	owner := a.ownerID()
+	owner := a.OwnerID()
 	return scripts.ReadAcquire.Run(ctx, at.via, 4, []any{
-		3: a.key, readTimeoutKey(m.key, owner, at.count+1), at.marker, rwWriters(m.key),
-		at.px, a.owner, writeField(owner), at.count, c.markerTTL, flag(m.opts.WritersFirst),
+		3: a.Key, readTimeoutKey(m.key, owner, at.count+1), at.marker, rwWriters(m.key),
+		at.px, a.Owner, writeField(owner), at.count, c.markerTTL, flag(m.opts.WritersFirst),
 	}).Int64()
 }
 
 func (readSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scripts.ReadRelease.Run(ctx, at.via, 4, []any{
-		3: a.key, rwChannel(m.key), readTimeoutKey(m.key, a.ownerID(), at.count), readTimeoutPrefix(m.key),
-		a.owner, m.c.publish, at.count,
+		3: a.Key, rwChannel(m.key), readTimeoutKey(m.key, a.OwnerID(), at.count), readTimeoutPrefix(m.key),
+		a.Owner, m.c.publish, at.count,
 	}).Int64()
 }
 
@@ -159,10 +159,10 @@ func (writeSide) refreshEvery(m *Mutex) time.Duration {
 // its ctxs it asks through. The registry of holds is the truth here, not
 // the ctx chain: a read acquisition in the chain may be released already.
 func (writeSide) check(m *Mutex, _ *holdContext, owner string) error {
-	if reads, _ := m.c.holdState(m.key, owner, Watchdog); reads == 0 {
+	if reads, _ := m.c.reg.State(holdID{Key: m.key, Field: owner}, Watchdog); reads == 0 {
 		return nil
 	}
-	if writes, _ := m.c.holdState(m.key, writeField(owner), Watchdog); writes > 0 {
+	if writes, _ := m.c.reg.State(holdID{Key: m.key, Field: writeField(owner)}, Watchdog); writes > 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: the owner holds a read hold of this lock and not its write side", ErrUpgrade)
@@ -171,21 +171,21 @@ func (writeSide) check(m *Mutex, _ *holdContext, owner string) error {
 func (writeSide) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	c := m.c
 	return scripts.WriteAcquire.Run(ctx, at.via, 3, []any{
-		3: a.key, at.marker, rwWriters(m.key),
-		at.px, a.field, a.owner, at.count, c.markerTTL, flag(m.opts.WritersFirst && at.waiting),
+		3: a.Key, at.marker, rwWriters(m.key),
+		at.px, a.Field, a.Owner, at.count, c.markerTTL, flag(m.opts.WritersFirst && at.waiting),
 		c.opts.WatchdogTimeout.Milliseconds(),
 	}).Int64()
 }
 
 func (writeSide) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scripts.WriteRelease.Run(ctx, at.via, 2, []any{
-		3: a.key, rwChannel(m.key),
-		at.px, a.field, m.c.publish, at.count,
+		3: a.Key, rwChannel(m.key),
+		at.px, a.Field, m.c.publish, at.count,
 	}).Int64()
 }
 
 func (writeSide) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
 	return scripts.WriteLeave.Run(ctx, m.c.rdb, 3, []any{
-		3: a.key, rwChannel(m.key), rwWriters(m.key), a.field, m.c.publish,
+		3: a.Key, rwChannel(m.key), rwWriters(m.key), a.Field, m.c.publish,
 	}).Int64()
 }

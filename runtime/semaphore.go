@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -133,7 +134,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	c := s.c
 	start := time.Now()
 	ids := c.newPermitIDs(n)
-	a := lockArgs{key: s.timeouts, owner: c.newOwner(), field: string(ids)}
+	a := lockArgs{Key: s.timeouts, Owner: c.newOwner(), Field: string(ids)}
 	marker := s.marker(string(ids))
 	px := lease
 	if px == Watchdog {
@@ -147,15 +148,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 			// Its marker now refuses every copy of this request: the
 			// next try is a new request, with new permit ids.
 			ids = c.newPermitIDs(n)
-			a.field, marker = string(ids), s.marker(string(ids))
+			a.Field, marker = string(ids), s.marker(string(ids))
 		}
 		return took, ttl, err
 	}
 	w := waitSpec{
-		channel: func() string { return s.channel },
+		channel: s.channel,
 		// A deleted counter (an operator's DEL, FLUSHALL) is a fresh
 		// semaphore: its waiters try again at once (hub_track.go).
-		key:  func() string { return s.key },
+		key:  s.key,
 		wait: wait,
 		wake: hub.WakeCount,
 	}
@@ -164,13 +165,13 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		c.observe(Event{Kind: EventAcquireFailed, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Ctx: ctx, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
-	hctx, err := c.addHoldAs(ctx, holdSpec{name: s.opts.Name, key: s.key, permit: true, from: s}, a, lease, sent, 0)
+	hctx, err := c.addHold(ctx, holds.Spec{Name: s.opts.Name, Key: s.key, Kind: "semaphore", Permit: true, From: (*semaphoreTaker)(s)}, a, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the permits back rather than leave them.
 		_, _ = s.release(ctx, a, marker)
 		return nil, s.fail("acquire", err)
 	}
-	c.observe(Event{Kind: EventAcquired, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Owner: a.ownerID(), Ctx: ctx, Wait: time.Since(start)})
+	c.observe(Event{Kind: EventAcquired, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Owner: a.OwnerID(), Ctx: ctx, Wait: time.Since(start)})
 	return hctx, nil
 }
 
@@ -181,7 +182,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	c := s.c
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.rdb, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
-		px, c.publish, s.opts.Permits, a.field,
+		px, c.publish, s.opts.Permits, a.Field,
 	}).Int64()
 	switch {
 	case err == nil && ttl == 0:
@@ -198,7 +199,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	took, serr := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
 			3: s.timeouts, marker,
-			a.fieldID()[:permitIDLen], c.markerTTL,
+			a.FieldID()[:permitIDLen], c.markerTTL,
 		}).Int64()
 	})
 	if serr != nil {
@@ -224,16 +225,17 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	if acq == nil {
 		return s.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this semaphore", ErrNotHeld))
 	}
-	_, _, _, lost, ok := s.c.dropAcquisition(acq)
+	d, ok := s.c.reg.Drop(acq)
 	if !ok {
 		return s.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
-	defer acq.end(context.Canceled)
-	if lost != nil {
-		return s.fail("release", lost)
+	defer acq.End(context.Canceled)
+	if d.Lost != nil {
+		return s.fail("release", d.Lost)
 	}
-	freed, err := s.release(acq.parent, acq.h.args, s.marker(acq.h.field))
-	n := int64(len(acq.h.field) / permitIDLen)
+	h := acq.Hold()
+	freed, err := s.release(acq.Parent, h.Args, s.marker(h.Field))
+	n := int64(len(h.Field) / permitIDLen)
 	if err == nil && freed < n {
 		err = fmt.Errorf("%w: %d of %d permits ran out or were deleted before the release", ErrLockLost, n-freed, n)
 	}
@@ -242,16 +244,16 @@ func (s *Semaphore) Release(ctx context.Context) error {
 		s.c.warn("release failed", "semaphore", s.opts.Name, "key", s.key, "err", err)
 		return err
 	}
-	s.c.observe(Event{Kind: EventReleased, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Owner: acq.h.owner, Ctx: ctx, Held: time.Since(acq.start)})
+	s.c.observe(Event{Kind: EventReleased, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Owner: h.Owner, Ctx: ctx, Held: time.Since(acq.Start)})
 	return nil
 }
 
 // acquisitionOf returns the innermost acquisition of this semaphore in
 // ctx's chain, or nil.
 func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
-	for hc := s.c.holdOf(ctx); hc != nil; hc = hc.parent {
-		if h := hc.acq.h; h.permit && h.key == s.key {
-			return hc.acq
+	for hc := s.c.holdOf(ctx); hc != nil; hc = hc.Parent() {
+		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
+			return hc.Acquisition()
 		}
 	}
 	return nil
@@ -270,7 +272,7 @@ func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int
 func (s *Semaphore) releaseOnce(ctx context.Context, via scripts.Runner, a lockArgs, marker string) (int64, error) {
 	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
-		s.c.publish, a.field, s.c.markerTTL,
+		s.c.publish, a.Field, s.c.markerTTL,
 	}).Int64()
 }
 

@@ -75,7 +75,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		}
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	w := waitSpec{channel: func() string { return p.channel }, wait: wait, wake: hub.WakeCount}
+	w := waitSpec{channel: p.channel, wait: wait, wake: hub.WakeCount}
 	if err := p.c.await(ctx, w, try); err != nil {
 		return p.fail("acquire", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/lockgen/lockgen/runtime"
 )
 
-// The settler (settler.go), attacked: one queue per Client must not let a
+// The settler (package settle), attacked: one queue per Client must not let a
 // job that keeps failing hold up the others, nor Close, nor leave a lock
 // or an unknown mark behind.
 

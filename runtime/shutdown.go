@@ -64,8 +64,7 @@ func (c *Client) refuseFresh(ctx context.Context) error {
 
 // holdCount counts the holds of the Client and its RedLock nodes.
 func (c *Client) holdCount() int {
-	n := 0
-	c.reg.each(func(*hold) { n++ })
+	n := c.reg.Len()
 	for _, r := range c.redNodes {
 		n += r.holdCount()
 	}
@@ -89,24 +88,15 @@ func (c *Client) waitIdle(ctx context.Context) bool {
 // cutHolds ends every hold left, gives their locks back in the background
 // (giveback.go) and waits for that up to ReleaseTimeout.
 func (c *Client) cutHolds() {
-	c.reg.each(func(h *hold) {
-		c.loseLocked(h, &LockError{Op: "shutdown", Name: h.name, Key: h.key,
-			Err: fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", ErrDraining)})
-		h.from.giveBackLost(h)
+	c.reg.LoseAll(func(h *hold) error {
+		return &LockError{Op: "shutdown", Name: h.Name, Key: h.Key,
+			Err: fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", ErrDraining)}
 	})
 	for _, n := range c.redNodes {
 		n.cutHolds()
 	}
 	deadline := time.Now().Add(c.opts.ReleaseTimeout)
-	for !c.settlerIdle() && time.Now().Before(deadline) {
+	for !c.settler.Idle() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// settlerIdle reports whether the settler has no work left.
-func (c *Client) settlerIdle() bool {
-	s := &c.settler
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return !s.running && len(s.jobs) == 0
 }

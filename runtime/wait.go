@@ -26,8 +26,15 @@ const (
 
 // waitSpec says where and how long to wait.
 type waitSpec struct {
-	channel  func() string // the channel to sleep on (computed on contention only)
-	dynamic  bool          // channel may change after each try (multi-lock: the blocking member's)
+	// channel is the channel to sleep on, and key the key whose deletion
+	// or expiry frees the lock (the hub watches it; "": none), unless at
+	// names them.
+	channel, key string
+	// at, when set, names channel and key on contention only (building
+	// the names costs an allocation the uncontended path does without);
+	// a multi-lock's change after each try (dynamic).
+	at       waitee
+	dynamic  bool          // at may change after each try (multi-lock: the blocking member's)
 	shared   bool          // a reader: woken with all readers by a write unlock
 	wait     time.Duration // 0: one try; < 0: until ctx is done
 	maxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
@@ -38,29 +45,53 @@ type waitSpec struct {
 	// wake is what a message on the channel wakes (see hub.Mode); the
 	// zero value is a lock's.
 	wake hub.Mode
-	// key returns the key whose deletion or expiry frees the lock (the
-	// hub watches it); nil: none. With dynamic, the blocking member's.
-	key func() string
-	// grantee returns the owner token and lease argument a local release
-	// hands the lock over with (handoff.go); nil: this waiter cannot be
-	// handed the lock. claim then takes a lock handed over, or settles a
-	// hand-off whose outcome is unknown; when it took the lock, the wait
-	// is over as after a successful try.
-	grantee func() (field string, px any)
-	claim   func(state hub.OfferState, marker string, sent time.Time) (bool, error)
-	// also returns the companion channel subscribed with channel, where
-	// releases elsewhere grant this client's waiters the lock (grant.go);
-	// nil: none.
-	also func() string
-	// queued reports whether a try queued the waiter in Redis (grant.go).
-	queued func() bool
 	// until, when set, is when the whole call this wait is part of must
 	// return (a multi-lock's or a RedLock's wait): no try runs past it.
 	until time.Time
-	// waitStarted is called when a waiter that can be handed the lock
-	// sleeps without a first try (behind the Client's own waiters): the
-	// try would have reported the wait as started.
-	waitStarted func()
+	// handed, when set, is a waiter that a release can hand the lock to
+	// (handoff.go, fair.go, grant.go); nil: none.
+	handed handee
+	// grants, when set, is a waiter whose tries queue it in Redis for
+	// grants from releases of other processes (grant.go); nil: none.
+	grants queuer
+}
+
+// A waitee names where a waiter sleeps (see waitSpec.at).
+type waitee interface {
+	waitChannel() string
+	waitKey() string
+}
+
+// A handee is a waiter that a release can hand the lock to.
+type handee interface {
+	// grantee returns the owner token and lease argument a local release
+	// hands the lock over with ("": not now).
+	grantee() (field string, px any)
+	// claim takes a lock handed over, or settles a hand-off whose outcome
+	// is unknown; when it took the lock, the wait is over as after a
+	// successful try.
+	claim(state hub.OfferState, marker string, sent time.Time) (bool, error)
+	// waitStarted is called when the waiter sleeps without a first try
+	// (behind the Client's own waiters): the try would have reported the
+	// wait as started.
+	waitStarted()
+}
+
+// A queuer is a waiter that its tries queue in Redis for grants.
+type queuer interface {
+	// also is the companion channel subscribed with the waiter's, where
+	// releases elsewhere grant this Client's waiters the lock.
+	also() string
+	// queued reports whether a try queued the waiter in Redis.
+	queued() bool
+}
+
+// names returns the channel and key of ws.
+func (ws *waitSpec) names() (channel, key string) {
+	if ws.at != nil {
+		return ws.at.waitChannel(), ws.at.waitKey()
+	}
+	return ws.channel, ws.key
 }
 
 // skippedTryBound bounds the first sleep of a waiter that skipped its try
@@ -98,7 +129,6 @@ const ttlWaiterFirst time.Duration = -2
 // It returns nil once acquired, an error wrapping ErrNotAcquired when the
 // wait time is over, or the ctx's error.
 func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error) {
-	wait := ws.wait
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -108,191 +138,243 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	if err := c.refuseFresh(ctx); err != nil {
 		return err
 	}
-	// Shutdown ends the wait of a fresh acquisition, not one of running
-	// work (its ctx carries a hold of this Client).
-	var drain <-chan struct{}
-	if c.holdOf(ctx) == nil {
-		drain = c.drainCh
-	}
-	var deadline time.Time
-	if wait >= 0 {
-		deadline = time.Now().Add(wait)
-	}
-	// bound is when the call must return: the end of the wait, or the
-	// caller's (ws.until) if sooner; a single try gets the release
-	// timeout. Every try runs under it, and so does what a try does
-	// detached (settling a lost reply): what is left then goes on in the
-	// background.
-	bound := deadline
-	switch {
-	case wait == 0:
-		bound = time.Now().Add(c.opts.ReleaseTimeout)
-	case wait > 0:
-		// The last try, at the end of the wait, gets a round trip.
-		bound = deadline.Add(lastTryGrace)
-	}
-	if u := ws.until.Add(lastTryGrace); !ws.until.IsZero() && (bound.IsZero() || u.Before(bound)) {
-		bound = u
-	}
-	backoff := unreachableBackoff
-	replied := false // a try got an answer from Redis
-	h := c.hub
-	var (
-		w        *hub.Waiter
-		joined   string
-		acquired bool
-		ttl      time.Duration
-	)
-	defer func() {
-		if w != nil {
-			h.Leave(w, err == nil)
-		}
-	}()
-	var timer *time.Timer // made on the first sleep: the uncontended path needs none
-	skipTry := false      // its first try is skipped: see below
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-			sleepTimers.Put(timer)
-		}
-	}()
-
-	if wait != 0 && !ws.dynamic && h.Active() {
-		joined = ws.channel()
-		var deferred bool
-		w, deferred = h.Attach(joined, ws.shared, ws.queue)
-		grantee := w != nil && ws.grantee != nil && h.Grantee(w, ws.grantee)
-		switch {
-		case deferred && grantee:
-			// Behind this Client's own waiters on a lock its releases hand
-			// over: its turn comes as a hand-off (or a wake-up), and a try
-			// now could only fail or overtake them. It sleeps at once.
-			skipTry = true
-		case deferred:
-			if err := c.deferFirstTry(ctx, w, &timer, deadline, drain); err != nil {
-				return err
-			}
-		}
+	var wt waiting
+	wt.init(c, ctx, ws, try)
+	defer func() { wt.end(err == nil) }()
+	if err := wt.attach(); err != nil {
+		return err
 	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if skipTry {
-			skipTry = false
-			h.Undefer(w) // it waits in line now, for offers and wake-ups
-			if ws.waitStarted != nil {
-				ws.waitStarted()
-			}
-			// No try of its own gave it the holder's TTL to sleep on: a
-			// lock freed without a message or a hand-off is seen by key
-			// tracking, or by this bound.
-			ttl = skippedTryBound
-		} else {
-			acquired, ttl, err = boundedTry(ctx, bound, try)
-			replied = replied || err == nil
-			// Blocked by another lock now (a multi-lock): sleep on its channel.
-			moved := err == nil && !acquired && w != nil && ws.dynamic && ws.channel() != joined
-			if w != nil {
-				// A wake-up used for a lock another waiter goes first on, or
-				// that this waiter did not take because another member
-				// blocked it, goes on to the next waiter.
-				h.Tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved),
-					ws.queued != nil && !acquired && ws.queued())
-			}
-			if err != nil && ctx.Err() == nil && unreachable(err) {
-				c.slots.failed(err)
-				// Redis did not answer. A waiter tries again within its
-				// wait (Redis may be back: a restart, a failover); the
-				// call ends at its bound with ErrUnavailable, unless Redis
-				// answered an earlier try and only the last one ran out
-				// of time (a slow reply at the end of the wait): then
-				// the lock was held, as far as anyone knows.
-				if wait == 0 || !bound.IsZero() && !time.Now().Before(bound) {
-					if replied && errors.Is(err, context.DeadlineExceeded) {
-						return ErrNotAcquired
-					}
-					return fmt.Errorf("%w: %w", ErrUnavailable, err)
-				}
-				d := backoff
-				if !bound.IsZero() {
-					d = min(d, time.Until(bound))
-				}
-				backoff = min(2*backoff, maxUnreachableBackoff)
-				if err := c.sleep(ctx, nil, &timer, max(d, 0), drain); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil || acquired {
-				return err
-			}
-			if wait == 0 {
-				return ErrNotAcquired
-			}
-			if !deadline.IsZero() && !time.Now().Before(deadline) {
-				return ErrNotAcquired
-			}
-			if moved {
-				h.Leave(w, false)
-				w = nil
-			}
-			if w == nil {
-				joined = ws.channel()
-				sub := hub.Sub{Mode: ws.wake}
-				if ws.key != nil {
-					sub.Key = ws.key()
-				}
-				if ws.also != nil {
-					sub.Also = ws.also()
-				}
-				var ready bool
-				if w, ready = h.Join(joined, ws.shared, sub); w == nil {
-					return ErrClosed
-				}
-				if ws.grantee != nil {
-					h.Grantee(w, ws.grantee)
-				}
-				if ready {
-					continue
-				}
-			}
+		n, ttl, err := wt.tryStep()
+		switch n {
+		case waitDone:
+			return err
+		case waitTryAgain:
+			continue
 		}
-		d := time.Duration(-1) // until signalled
-		if ttl >= 0 {
-			d = ttl
-		}
-		if ws.maxSleep > 0 && (d < 0 || d > ws.maxSleep) {
-			d = ws.maxSleep
-		}
-		if !deadline.IsZero() {
-			left := time.Until(deadline)
-			if left <= 0 {
-				return ErrNotAcquired
-			}
-			if d < 0 || left < d {
-				d = left
-			}
-		}
-		// A Client that waits is named in Redis (its owner label: the
-		// watchdog loop writes it), so lockgen inspect can tell whose
-		// waiters these are before it holds anything.
-		c.wd.start(c)
-		h.Park(w)
-		serr := c.sleep(ctx, w, &timer, d, drain)
-		if state, marker, sent := h.Unpark(w); state == hub.OfferGranted || state == hub.OfferUnknown || state == hub.OfferRemote {
-			// A release of this client handed the lock over (or may
-			// have): that was this waiter's try.
-			acquired, err = ws.claim(state, marker, sent)
-			h.Tried(w, false, false)
-			if err != nil || acquired {
-				return err
-			}
-		}
-		if serr != nil {
-			return serr
+		if done, err := wt.sleepStep(ttl); done {
+			return err
 		}
 	}
+}
+
+// waiting is the state of one call's wait (await) between its steps.
+type waiting struct {
+	c   *Client
+	ctx context.Context
+	ws  waitSpec
+	try tryFunc
+	// deadline is the end of the wait (zero: none); bound is when the
+	// call must return: the end of the wait, or the caller's (ws.until)
+	// if sooner; a single try gets the release timeout. Every try runs
+	// under it, and so does what a try does detached (settling a lost
+	// reply): what is left then goes on in the background.
+	deadline, bound time.Time
+	// drain ends the wait when Shutdown begins: a fresh acquisition's,
+	// not one of running work (its ctx carries a hold of this Client).
+	drain   <-chan struct{}
+	backoff time.Duration // the next pause while Redis does not answer
+	replied bool          // a try got an answer from Redis
+	w       *hub.Waiter   // the waiter's place in the hub, once attached or joined
+	joined  string        // the channel w is on
+	timer   *time.Timer   // made on the first sleep: the uncontended path needs none
+	skipTry bool          // the next try is skipped: see attach
+}
+
+// The next step of a wait, after a try.
+const (
+	waitSleep    = iota // sleep, then try again
+	waitTryAgain        // try again at once
+	waitDone            // the wait is over
+)
+
+func (wt *waiting) init(c *Client, ctx context.Context, ws waitSpec, try tryFunc) {
+	*wt = waiting{c: c, ctx: ctx, ws: ws, try: try, backoff: unreachableBackoff}
+	if c.holdOf(ctx) == nil {
+		wt.drain = c.drainCh
+	}
+	if ws.wait >= 0 {
+		wt.deadline = time.Now().Add(ws.wait)
+	}
+	wt.bound = wt.deadline
+	switch {
+	case ws.wait == 0:
+		wt.bound = time.Now().Add(c.opts.ReleaseTimeout)
+	case ws.wait > 0:
+		// The last try, at the end of the wait, gets a round trip.
+		wt.bound = wt.deadline.Add(lastTryGrace)
+	}
+	if u := ws.until.Add(lastTryGrace); !ws.until.IsZero() && (wt.bound.IsZero() || u.Before(wt.bound)) {
+		wt.bound = u
+	}
+}
+
+// end leaves the hub and gives the timer back.
+func (wt *waiting) end(acquired bool) {
+	if wt.timer != nil {
+		wt.timer.Stop()
+		sleepTimers.Put(wt.timer)
+	}
+	if wt.w != nil {
+		wt.c.hub.Leave(wt.w, acquired)
+	}
+}
+
+// attach registers the waiter on its channel before the first try, if
+// the channel is subscribed already (step 1 of await). Behind this
+// Client's own waiters on a lock its releases hand over, the waiter skips
+// its first try: its turn comes as a hand-off (or a wake-up), and a try
+// now could only fail or overtake them. Otherwise a newcomer lets an
+// unlock in transit or a hand-off in flight finish first.
+func (wt *waiting) attach() error {
+	h, ws := wt.c.hub, wt.ws
+	if ws.wait == 0 || ws.dynamic || !h.Active() {
+		return nil
+	}
+	wt.joined, _ = ws.names()
+	var deferred bool
+	wt.w, deferred = h.Attach(wt.joined, ws.shared, ws.queue)
+	grantee := wt.w != nil && ws.handed != nil && h.Grantee(wt.w, ws.handed.grantee)
+	switch {
+	case deferred && grantee:
+		wt.skipTry = true
+	case deferred:
+		return wt.c.deferFirstTry(wt.ctx, wt.w, &wt.timer, wt.deadline, wt.drain)
+	}
+	return nil
+}
+
+// tryStep makes one try (steps 2 and 3 of await) and says what comes
+// next: for waitSleep, how long the holder's lease has left (< 0: until
+// signalled).
+func (wt *waiting) tryStep() (int, time.Duration, error) {
+	h, ws := wt.c.hub, wt.ws
+	if wt.skipTry {
+		wt.skipTry = false
+		h.Undefer(wt.w)         // it waits in line now, for offers and wake-ups
+		ws.handed.waitStarted() // only a handee skips its try
+		// No try of its own gave it the holder's TTL to sleep on: a lock
+		// freed without a message or a hand-off is seen by key tracking,
+		// or by this bound.
+		return waitSleep, skippedTryBound, nil
+	}
+	acquired, ttl, err := boundedTry(wt.ctx, wt.bound, wt.try)
+	wt.replied = wt.replied || err == nil
+	// Blocked by another lock now (a multi-lock): sleep on its channel.
+	moved := err == nil && !acquired && wt.w != nil && ws.dynamic && ws.at.waitChannel() != wt.joined
+	if wt.w != nil {
+		// A wake-up used for a lock another waiter goes first on, or that
+		// this waiter did not take because another member blocked it,
+		// goes on to the next waiter.
+		h.Tried(wt.w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved),
+			ws.grants != nil && !acquired && ws.grants.queued())
+	}
+	switch {
+	case err != nil && wt.ctx.Err() == nil && unreachable(err):
+		return wt.unreachable(err)
+	case err != nil || acquired:
+		return waitDone, 0, err
+	case ws.wait == 0, !wt.deadline.IsZero() && !time.Now().Before(wt.deadline):
+		return waitDone, 0, ErrNotAcquired
+	}
+	if moved {
+		h.Leave(wt.w, false)
+		wt.w = nil
+	}
+	if wt.w == nil {
+		return wt.join(ttl)
+	}
+	return waitSleep, ttl, nil
+}
+
+// unreachable handles a try that Redis did not answer. A waiter tries
+// again within its wait (Redis may be back: a restart, a failover); the
+// call ends at its bound with ErrUnavailable, unless Redis answered an
+// earlier try and only the last one ran out of time (a slow reply at the
+// end of the wait): then the lock was held, as far as anyone knows.
+func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
+	wt.c.slots.failed(err)
+	if wt.ws.wait == 0 || !wt.bound.IsZero() && !time.Now().Before(wt.bound) {
+		if wt.replied && errors.Is(err, context.DeadlineExceeded) {
+			return waitDone, 0, ErrNotAcquired
+		}
+		return waitDone, 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	d := wt.backoff
+	if !wt.bound.IsZero() {
+		d = min(d, time.Until(wt.bound))
+	}
+	wt.backoff = min(2*wt.backoff, maxUnreachableBackoff)
+	if err := wt.c.sleep(wt.ctx, nil, &wt.timer, max(d, 0), wt.drain); err != nil {
+		return waitDone, 0, err
+	}
+	return waitTryAgain, 0, nil
+}
+
+// join puts the waiter on its channel (subscribing on first use) after a
+// try that did not take the lock. If the channel was subscribed meanwhile
+// it tries again at once, since an unlock published between the try and
+// the join reached no one.
+func (wt *waiting) join(ttl time.Duration) (int, time.Duration, error) {
+	h, ws := wt.c.hub, wt.ws
+	sub := hub.Sub{Mode: ws.wake}
+	wt.joined, sub.Key = ws.names()
+	if ws.grants != nil {
+		sub.Also = ws.grants.also()
+	}
+	var ready bool
+	if wt.w, ready = h.Join(wt.joined, ws.shared, sub); wt.w == nil {
+		return waitDone, 0, ErrClosed
+	}
+	if ws.handed != nil {
+		h.Grantee(wt.w, ws.handed.grantee)
+	}
+	if ready {
+		return waitTryAgain, 0, nil
+	}
+	return waitSleep, ttl, nil
+}
+
+// sleepStep sleeps (step 4 of await) until a signal, the holder's ttl
+// (< 0: none), the waiter's refresh bound, the end of the wait, or ctx
+// done. A release of this Client that handed the lock over (or may have)
+// while it slept was this waiter's try: done reports the wait over then,
+// or when the sleep ended it.
+func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
+	c, h, ws := wt.c, wt.c.hub, wt.ws
+	d := time.Duration(-1) // until signalled
+	if ttl >= 0 {
+		d = ttl
+	}
+	if ws.maxSleep > 0 && (d < 0 || d > ws.maxSleep) {
+		d = ws.maxSleep
+	}
+	if !wt.deadline.IsZero() {
+		left := time.Until(wt.deadline)
+		if left <= 0 {
+			return true, ErrNotAcquired
+		}
+		if d < 0 || left < d {
+			d = left
+		}
+	}
+	// A Client that waits is named in Redis (its owner label: the
+	// watchdog loop writes it), so lockgen inspect can tell whose waiters
+	// these are before it holds anything.
+	c.wd.start(c)
+	h.Park(wt.w)
+	serr := c.sleep(wt.ctx, wt.w, &wt.timer, d, wt.drain)
+	if state, marker, sent := h.Unpark(wt.w); state == hub.OfferGranted || state == hub.OfferUnknown || state == hub.OfferRemote {
+		acquired, err := ws.handed.claim(state, marker, sent)
+		h.Tried(wt.w, false, false)
+		if err != nil || acquired {
+			return true, err
+		}
+	}
+	return serr != nil, serr
 }
 
 // lastTryGrace is how long the try at the end of a wait may take (a round

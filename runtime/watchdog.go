@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -24,7 +24,7 @@ import (
 // for all of them.
 //
 // A renewal only reports: a confirmation moves the hold's deadline (lease
-// clock, lease.go); a hold whose field is gone is lost at once; a failed
+// clock, package holds); a hold whose field is gone is lost at once; a failed
 // renewal is tried again soon, and if none is confirmed the hold's timer
 // ends it at its deadline. Every renewal call runs under a ctx that ends
 // at the earliest deadline it serves, on a client that honours it (see
@@ -39,7 +39,7 @@ type watchdog struct {
 	once    sync.Once
 	done    chan struct{}
 	rdb     redis.UniversalClient
-	timing  renew.Timing
+	timing  renew.Timing  // the registry's
 	workers chan struct{} // a token per renewal call in flight
 	jobs    sync.WaitGroup
 	// dials and dialsRead: the caller's pool's count of new connections,
@@ -48,7 +48,7 @@ type watchdog struct {
 	dialsRead bool
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
-	// registry's shards (shard.wheel), under their mutexes: scheduling a
+	// registry's shards (package holds), under their mutexes: scheduling a
 	// renewal takes no lock shared by unrelated keys. Package renew plans
 	// the rounds; this file sends them.
 }
@@ -62,15 +62,8 @@ const (
 
 func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 	w.rdb = rdb
-	w.timing = renew.NewTiming(c.opts.WatchdogTimeout)
+	w.timing = c.reg.Timing()
 	w.workers = make(chan struct{}, renewWorkers)
-}
-
-// schedule puts h on the wheel for a renewal one period after from, and
-// starts the loop on first use. h.sh.mu is held.
-func (w *watchdog) schedule(c *Client, h *hold, from time.Time) {
-	w.start(c)
-	w.scheduleAt(h, from.Add(w.timing.Period))
 }
 
 // start starts the loop on first use: at the first hold of any lease,
@@ -81,10 +74,6 @@ func (w *watchdog) start(c *Client) {
 		go c.watchdogLoop(w.done)
 	})
 }
-
-// scheduleAt puts h on its shard's wheel for a renewal at t. h.sh.mu is
-// held.
-func (w *watchdog) scheduleAt(h *hold, t time.Time) { h.sh.wheel.Put(h, t, w.timing) }
 
 // wait blocks until the loop (if started) and its renewals have stopped;
 // c.closeCh is closed.
@@ -131,14 +120,14 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 // watchdog hold not in flight) and returns without waiting for replies.
 func (c *Client) renewDue(now time.Time, all bool) {
 	w := &c.wd
-	due, extra := w.takeDue(c, now, all)
+	due, extra := c.reg.TakeDue(now, all, lua.MaxBatch)
 	if len(due) == 0 {
 		return
 	}
 	if c.cluster {
-		slices.SortFunc(due, func(a, b *hold) int { return a.slot - b.slot })
+		slices.SortFunc(due, func(a, b *hold) int { return a.Slot - b.Slot })
 	}
-	unit := func(h *hold) renew.Unit { return renew.Unit{Keys: 1 + len(extra[h]), Slot: h.slot} }
+	unit := func(h *hold) renew.Unit { return renew.Unit{Keys: 1 + len(extra[h]), Slot: h.Slot} }
 	calls := renew.Calls(renew.Batches(due, unit, c.cluster, lua.MaxBatch), unit, c.cluster, batchesPerCall)
 	for i, call := range calls {
 		select {
@@ -147,9 +136,7 @@ func (c *Client) renewDue(now time.Time, all bool) {
 			for _, call := range calls[i:] {
 				for _, b := range call {
 					for _, h := range b {
-						h.sh.mu.Lock()
-						h.inFlight = false
-						h.sh.mu.Unlock()
+						c.reg.Report(h, holds.Unconfirmed, now, now, nil)
 					}
 				}
 			}
@@ -163,64 +150,9 @@ func (c *Client) renewDue(now time.Time, all bool) {
 	}
 }
 
-// takeDue takes the holds due by now off the shards' wheels (all: every
-// watchdog hold) and marks them in flight; extra has the extra keys of
-// those that have some. Holds due in the next period/4 fill up the last
-// batch: renewing a little early costs nothing, a call for a handful of
-// holds does.
-func (w *watchdog) takeDue(c *Client, now time.Time, all bool) (due []*hold, extra map[*hold][]string) {
-	extra = make(map[*hold][]string)
-	// take marks h in flight if it is a watchdog hold not in flight. Its
-	// shard's mutex is held.
-	take := func(h *hold) bool {
-		if h.gone || !h.watchdog || h.inFlight {
-			return false // released, lost, or in flight
-		}
-		h.inFlight = true
-		due = append(due, h)
-		if h.permit {
-			return true // no extra keys: renew_batch.lua finds its ids in its field
-		}
-		if keys := h.k.extraKeys(h.key, h.owner, h.count); len(keys) > 0 {
-			extra[h] = keys
-		}
-		return true
-	}
-	for i := range c.reg.shards {
-		sh := &c.reg.shards[i]
-		sh.mu.Lock()
-		if all {
-			for _, h := range sh.holds {
-				take(h)
-			}
-		}
-		sh.wheel.TakeDue(now, w.timing, take)
-		sh.mu.Unlock()
-	}
-	horizon := w.timing.EarlyHorizon(now)
-	room := func() bool { return len(due)%lua.MaxBatch != 0 }
-	for i := 0; i < len(c.reg.shards) && len(due) > 0 && room(); i++ {
-		sh := &c.reg.shards[i]
-		sh.mu.Lock()
-		sh.wheel.TakeEarly(horizon, w.timing, room, take)
-		sh.mu.Unlock()
-	}
-	return due, extra
-}
-
 // renewJob sends one pipeline of batches and applies the replies.
 func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
-	w := &c.wd
-	var deadline time.Time
-	for _, b := range batches {
-		for _, h := range b {
-			h.sh.mu.Lock()
-			if deadline.IsZero() || h.lease.Valid.Before(deadline) {
-				deadline = h.lease.Valid
-			}
-			h.sh.mu.Unlock()
-		}
-	}
+	deadline := c.reg.Deadline(batches)
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
 	// declared lost.
@@ -232,35 +164,23 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 
 	renewed := 0
 	now := time.Now()
+	gone := func(h *hold) error { return lostError(h, "the key no longer holds this owner") }
 	for i, b := range batches {
 		var res []int64
 		if cmds != nil && cmds[i].Err() == nil {
 			res, _ = cmds[i].Int64Slice()
 		}
 		for j, h := range b {
-			h.sh.mu.Lock()
-			h.inFlight = false
+			r := holds.Unconfirmed
 			switch {
-			case h.gone || !h.watchdog:
 			case j < len(res) && res[j] == 1:
-				h.confirmLocked(sent, c.opts.WatchdogTimeout)
-				// A hold renewed early (to fill a batch: at most period/4
-				// early) keeps its phase, so calls stay one per period;
-				// but the next renewal is never more than 5/4 of a period
-				// after this send, so repeated early renewals (reconnect
-				// rounds after new connections) cannot push it towards the
-				// deadline (3 periods).
-				w.scheduleAt(h, w.timing.Next(sent, h.renew.Due))
-				renewed++
+				r = holds.Renewed
 			case j < len(res):
-				c.loseLocked(h, &LockError{Op: "renew", Name: h.name, Key: h.key,
-					Err: fmt.Errorf("%w: the key no longer holds this owner", ErrLockLost)})
-			default:
-				// Unconfirmed: try again soon; the deadline stays where the
-				// last confirmation put it, and the clock enforces it.
-				w.scheduleAt(h, now.Add(w.timing.Retry(time.Until(h.lease.Valid))))
+				r = holds.Gone
 			}
-			h.sh.mu.Unlock()
+			if c.reg.Report(h, r, sent, now, gone) {
+				renewed++
+			}
 		}
 	}
 	if err != nil {
@@ -288,7 +208,7 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 		b := batches[i]
 		args := make([]any, 3, 3+len(b)*3+1)
 		for _, h := range b {
-			args = append(args, h.args.key)
+			args = append(args, h.Args.Key)
 			for _, k := range extra[h] {
 				args = append(args, k)
 			}
@@ -296,11 +216,11 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 		numKeys := len(args) - 3
 		args = append(args, lease)
 		for _, h := range b {
-			if h.permit {
-				args = append(args, h.args.field, -1) // renew_batch.lua: the permit ids of a semaphore acquisition
+			if h.Permit {
+				args = append(args, h.Args.Field, -1) // renew_batch.lua: the permit ids of a semaphore acquisition
 				continue
 			}
-			args = append(args, h.args.field, len(extra[h]))
+			args = append(args, h.Args.Field, len(extra[h]))
 		}
 		return scripts.RenewBatch.Cmd(ctx, numKeys, args)
 	}
@@ -336,6 +256,3 @@ func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*
 	_, err = pipe.Exec(ctx)
 	return cmds, err
 }
-
-// RenewEntry places h on its shard's renewal wheel.
-func (h *hold) RenewEntry() *renew.Entry { return &h.renew }

@@ -1,0 +1,141 @@
+package holds
+
+import (
+	"context"
+	"time"
+)
+
+// A turn is one owner's acquire or release call in flight on one lock.
+//
+// The lock scripts check the hold count the client expects (it is how they
+// tell a resent request from a new one without writing a key per request),
+// so the calls of one owner on one lock must not overlap: two goroutines
+// sharing a hold ctx take turns. Calls of different owners, or on
+// different locks, never wait for each other.
+type turn struct {
+	next chan struct{} // made by the first call waiting behind this one
+}
+
+// Enter waits until no other call on id is in flight and makes this one
+// the call in flight; Exit ends it. It returns the hold count of id before
+// the call and the PEXPIRE an acquisition with lease applies (see State).
+// A ctx done while waiting ends the wait.
+func (r *Registry) Enter(ctx context.Context, id ID, lease time.Duration) (int, time.Duration, error) {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	for {
+		t, busy := sh.turns[id]
+		if !busy {
+			break
+		}
+		if t.next == nil {
+			t.next = make(chan struct{})
+			sh.turns[id] = t
+		}
+		sh.mu.Unlock()
+		select {
+		case <-t.next:
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
+		sh.mu.Lock()
+	}
+	sh.turns[id] = turn{}
+	count, px := r.stateLocked(sh, id, lease)
+	sh.mu.Unlock()
+	return count, px, nil
+}
+
+// Exit ends the call Enter started and lets the next one in.
+func (r *Registry) Exit(id ID) {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	t := sh.turns[id]
+	delete(sh.turns, id)
+	sh.mu.Unlock()
+	if t.next != nil {
+		close(t.next)
+	}
+}
+
+// EnterAll enters the turns of ids one by one, in their order (callers
+// sort them, so two calls never wait on each other crosswise). It fills
+// counts with the hold count of each and returns the longest PEXPIRE of
+// them (see State).
+func (r *Registry) EnterAll(ctx context.Context, ids []ID, lease time.Duration, counts []int) (time.Duration, error) {
+	var px time.Duration
+	for i, id := range ids {
+		n, p, err := r.Enter(ctx, id, lease)
+		if err != nil {
+			r.ExitAll(ids[:i])
+			return 0, err
+		}
+		counts[i] = n
+		px = max(px, p)
+	}
+	return px, nil
+}
+
+// ExitAll exits the turns of ids.
+func (r *Registry) ExitAll(ids []ID) {
+	for _, id := range ids {
+		r.Exit(id)
+	}
+}
+
+// After an outcome that is unknown (an acquire whose reply and settlement
+// were both lost, or a release that could not be confirmed), the owner's
+// count in Redis may be one more than the client's. The scripts tell a
+// resent request from a new one by that count, so before that owner's next
+// call on that lock the client re-reads the count (design.md §7). A mark
+// says so; its generation tells a background settlement whether the mark
+// is still its own.
+
+// MarkUnknown records that the outcome of the call in id's turn is
+// unknown, and returns the mark's generation. The caller has the turn.
+func (r *Registry) MarkUnknown(id ID) uint64 {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return r.markLocked(sh, id)
+}
+
+// MarkLost marks the outcome of the calls on h unknown, h having been lost
+// at its deadline: the owner's next call re-reads the count. h's shard
+// mutex is held.
+func (r *Registry) MarkLost(h *Hold) uint64 { return r.markLocked(h.sh, ID{h.Key, h.Field}) }
+
+func (r *Registry) markLocked(sh *shard, id ID) uint64 {
+	gen := r.unknownGen.Add(1)
+	if _, ok := sh.unknown[id]; !ok {
+		r.unknownN.Add(1)
+	}
+	sh.unknown[id] = gen
+	return gen
+}
+
+// Mark returns the generation of id's unknown mark, 0 if none.
+func (r *Registry) Mark(id ID) uint64 {
+	if r.unknownN.Load() == 0 {
+		return 0 // the hot path: no lock taken
+	}
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.unknown[id]
+}
+
+// Unknown reports whether the last outcome of a call on id is unknown.
+func (r *Registry) Unknown(id ID) bool { return r.Mark(id) != 0 }
+
+// DropMark forgets that the outcome of a call on id is unknown: the mark
+// of generation gen, or any mark if gen is 0.
+func (r *Registry) DropMark(id ID, gen uint64) {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if g, ok := sh.unknown[id]; ok && (gen == 0 || g == gen) {
+		delete(sh.unknown, id)
+		r.unknownN.Add(-1)
+	}
+}

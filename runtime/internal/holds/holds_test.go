@@ -1,0 +1,217 @@
+package holds
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+)
+
+// taker records what the registry asked of the handle that took a hold.
+type taker struct {
+	mu    sync.Mutex
+	given []*Hold
+	extra []string
+}
+
+func (t *taker) GiveBackLost(h *Hold) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.given = append(t.given, h)
+}
+
+func (t *taker) ExtraKeys(*Hold) []string { return t.extra }
+
+func (t *taker) gave() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.given)
+}
+
+var errExpired = errors.New("expired")
+
+type fixture struct {
+	r    *Registry
+	from *taker
+	mu   sync.Mutex
+	lost []error
+}
+
+func newFixture(t *testing.T, watchdog time.Duration) *fixture {
+	f := &fixture{from: &taker{}}
+	f.r = New(Config{
+		Watchdog: watchdog,
+		Started:  func() {},
+		Lost: func(_ *Hold, cause error) {
+			f.mu.Lock()
+			f.lost = append(f.lost, cause)
+			f.mu.Unlock()
+		},
+		Expired: func(_ *Hold, why string) error { return errExpired },
+	})
+	t.Cleanup(func() { f.r.Close(func(*Hold) error { return context.Canceled }) })
+	return f
+}
+
+func (f *fixture) add(parent context.Context, key, owner string, lease time.Duration) *Context {
+	return f.r.Add(parent, Spec{Name: "n", Key: key, Kind: "reentrant", From: f.from}, NewArgs(key, owner, owner), lease, time.Now())
+}
+
+func TestNestedAcquisitionsCountOneHold(t *testing.T) {
+	f := newFixture(t, 30*time.Second)
+	outer := f.add(context.Background(), "k", "o1", 0)
+	inner := f.add(outer, "k", "o1", time.Minute)
+	id := ID{"k", "o1"}
+	if n, px := f.r.State(id, time.Second); n != 2 || px < 30*time.Second-time.Second {
+		t.Fatalf("State = %d, %v; want 2 holds and at least the watchdog's lease", n, px)
+	}
+	if f.r.Of(inner) != inner || inner.Parent() != outer || f.r.Of(context.Background()) != nil {
+		t.Fatal("Of/Parent do not follow the ctx chain")
+	}
+	if Find(inner, id) != inner.Acquisition() || Find(inner, ID{"k", "other"}) != nil {
+		t.Fatal("Find does not find the innermost acquisition of id only")
+	}
+	d, ok := f.r.Drop(inner.Acquisition())
+	if !ok || d.Last || d.Count != 2 || d.Lease < 30*time.Second-time.Second {
+		t.Fatalf("inner Drop = %+v, %v; want a partial release keeping the watchdog's lease", d, ok)
+	}
+	if _, ok := f.r.Drop(inner.Acquisition()); ok {
+		t.Fatal("an acquisition dropped twice")
+	}
+	d, ok = f.r.Drop(outer.Acquisition())
+	if !ok || !d.Last || d.Count != 1 {
+		t.Fatalf("outer Drop = %+v, %v; want the last hold", d, ok)
+	}
+	if f.r.Len() != 0 {
+		t.Fatalf("%d holds left after the last release", f.r.Len())
+	}
+}
+
+func TestTurnsOfOneOwnerDoNotOverlap(t *testing.T) {
+	f := newFixture(t, 30*time.Second)
+	id := ID{"k", "o"}
+	if _, _, err := f.r.Enter(context.Background(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Another owner, or another lock, does not wait.
+	if _, _, err := f.r.Enter(context.Background(), ID{"k", "p"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := f.r.Enter(ctx, id, 0); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Enter of a busy turn = %v, want it to wait until its ctx ends", err)
+	}
+	entered := make(chan struct{})
+	go func() {
+		_, _, _ = f.r.Enter(context.Background(), id, 0)
+		close(entered)
+	}()
+	select {
+	case <-entered:
+		t.Fatal("entered a busy turn")
+	case <-time.After(10 * time.Millisecond):
+	}
+	f.r.Exit(id)
+	<-entered
+	f.r.Exit(id)
+}
+
+func TestUnknownMarksAreDroppedOnlyByTheirGeneration(t *testing.T) {
+	f := newFixture(t, 30*time.Second)
+	id := ID{"k", "o"}
+	if f.r.Unknown(id) {
+		t.Fatal("unknown before any mark")
+	}
+	g1 := f.r.MarkUnknown(id)
+	g2 := f.r.MarkUnknown(id)
+	if g1 == 0 || g2 == g1 || f.r.Mark(id) != g2 {
+		t.Fatalf("marks %d, %d, current %d", g1, g2, f.r.Mark(id))
+	}
+	f.r.DropMark(id, g1) // an older settlement's: not ours any more
+	if !f.r.Unknown(id) {
+		t.Fatal("an old generation dropped a newer mark")
+	}
+	f.r.DropMark(id, 0)
+	if f.r.Unknown(id) || f.r.unknownN.Load() != 0 {
+		t.Fatal("mark left after DropMark(id, 0)")
+	}
+}
+
+func TestTheClockEndsAHoldAtItsDeadline(t *testing.T) {
+	f := newFixture(t, 300*time.Millisecond)
+	start := time.Now()
+	fixed := f.add(context.Background(), "fixed", "o", 50*time.Millisecond)
+	wd := f.add(context.Background(), "wd", "o", 0)
+	<-fixed.Done()
+	if took := time.Since(start); took < 50*time.Millisecond-leaseclock.Drift(50*time.Millisecond) {
+		t.Fatalf("a 50ms fixed lease ended after %v, before its deadline", took)
+	}
+	// Never renewed: the watchdog hold ends at its lease minus drift, and
+	// its taker is asked to give back what renewals may have set.
+	<-wd.Done()
+	if !errors.Is(context.Cause(wd), errExpired) {
+		t.Fatalf("cause %v, want the Expired cause", context.Cause(wd))
+	}
+	if took := time.Since(start); took < 300*time.Millisecond-leaseclock.Drift(300*time.Millisecond) {
+		t.Fatalf("an unrenewed 300ms watchdog hold ended after %v, before its deadline", took)
+	}
+	if !wd.Acquisition().Hold().Lost() || f.from.gave() != 1 {
+		t.Fatalf("lost %v, give-backs %d; want the watchdog hold lost and given back once", wd.Acquisition().Hold().Lost(), f.from.gave())
+	}
+	if d, ok := f.r.Drop(wd.Acquisition()); !ok || !errors.Is(d.Lost, errExpired) {
+		t.Fatalf("Drop of a lost hold = %+v, %v", d, ok)
+	}
+}
+
+func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
+	f := newFixture(t, 300*time.Millisecond)
+	f.from.extra = []string{"extra"}
+	hc := f.add(context.Background(), "k", "o", 0)
+	h := hc.Acquisition().Hold()
+	if due, _ := f.r.TakeDue(time.Now(), false, 100); len(due) != 0 {
+		t.Fatalf("%d holds due at once", len(due))
+	}
+	due, extra := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100)
+	if len(due) != 1 || due[0] != h || len(extra[h]) != 1 {
+		t.Fatalf("due %v extra %v; want the hold and its extra key after a period", due, extra)
+	}
+	if again, _ := f.r.TakeDue(time.Now().Add(time.Hour), true, 100); len(again) != 0 {
+		t.Fatal("a hold in flight taken again")
+	}
+	before := f.r.Deadline([][]*Hold{{h}})
+	sent := time.Now().Add(50 * time.Millisecond)
+	if !f.r.Report(h, Renewed, sent, time.Now(), nil) {
+		t.Fatal("a renewal not reported confirmed")
+	}
+	if after := f.r.Deadline([][]*Hold{{h}}); !after.After(before) {
+		t.Fatalf("deadline %v did not move past %v", after, before)
+	}
+	gone := errors.New("gone")
+	due, _ = f.r.TakeDue(time.Now(), true, 100)
+	f.r.Report(due[0], Gone, time.Now(), time.Now(), func(*Hold) error { return gone })
+	if !errors.Is(context.Cause(hc), gone) || f.r.Len() != 0 {
+		t.Fatalf("cause %v, %d holds left; want the hold lost", context.Cause(hc), f.r.Len())
+	}
+}
+
+func TestCloseCancelsEveryHoldAndRefusesNewOnes(t *testing.T) {
+	f := newFixture(t, 30*time.Second)
+	hc := f.add(context.Background(), "k", "o", 0)
+	closed := errors.New("closed")
+	if !f.r.Close(func(*Hold) error { return closed }) {
+		t.Fatal("first Close reported closed already")
+	}
+	if !errors.Is(context.Cause(hc), closed) {
+		t.Fatalf("cause %v after Close", context.Cause(hc))
+	}
+	if f.add(context.Background(), "k2", "o", 0) != nil {
+		t.Fatal("a hold added after Close")
+	}
+	if f.r.Close(func(*Hold) error { return closed }) {
+		t.Fatal("second Close did it again")
+	}
+}

@@ -1,0 +1,323 @@
+package holds
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// Config is what a Registry is told by its Client.
+type Config struct {
+	// Watchdog is the lease of holds the watchdog renews.
+	Watchdog time.Duration
+	// Cluster: keys are grouped by cluster slot (Hold.Slot) for batching.
+	Cluster bool
+	// Started is called at every acquisition and every wait: the watchdog
+	// loop starts on first use.
+	Started func()
+	// Lost is told of every hold lost, after its contexts were cancelled,
+	// with its shard's mutex held: it must not block.
+	Lost func(h *Hold, cause error)
+	// Expired is the cause of a hold ended at its deadline; why says how.
+	Expired func(h *Hold, why string) error
+}
+
+// A Registry is the holds of one Client. Make it with New.
+type Registry struct {
+	cfg    Config
+	timing renew.Timing
+	seed   maphash.Seed
+	shards [shardCount]shard
+	closed atomic.Bool
+	clock  leaseclock.Clock
+	stop   chan struct{} // closed by Close: ends the clock
+	// unknownN counts the entries of every shard's unknown set, so the hot
+	// path can skip the look-up while there are none.
+	unknownN atomic.Int32
+	// unknownGen numbers the unknown marks, so a background settlement
+	// only ever drops its own.
+	unknownGen atomic.Uint64
+}
+
+// shardCount is a power of two well above the number of cores: two busy
+// keys rarely share a shard.
+const shardCount = 512
+
+type shard struct {
+	r       *Registry
+	mu      sync.Mutex
+	holds   map[ID]*Hold
+	turns   map[ID]turn   // calls in flight, one per owner and lock
+	unknown map[ID]uint64 // the mark's generation
+	wheel   renew.Wheel[*Hold]
+	due     leaseclock.Queue[*Hold]
+}
+
+// New returns an empty Registry.
+func New(cfg Config) *Registry {
+	r := &Registry{cfg: cfg, timing: renew.NewTiming(cfg.Watchdog), seed: maphash.MakeSeed(), stop: make(chan struct{})}
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.r = r
+		s.holds = make(map[ID]*Hold)
+		s.turns = make(map[ID]turn)
+		s.unknown = make(map[ID]uint64)
+		s.due.Init()
+	}
+	return r
+}
+
+// Timing is the renewal timing of the Registry's watchdog holds.
+func (r *Registry) Timing() renew.Timing { return r.timing }
+
+// shard is the shard of key.
+func (r *Registry) shard(key string) *shard {
+	return &r.shards[maphash.String(r.seed, key)%shardCount]
+}
+
+// Len is the number of holds.
+func (r *Registry) Len() int {
+	n := 0
+	r.each(func(*Hold) { n++ })
+	return n
+}
+
+// each calls f for every hold, with its shard's mutex held.
+func (r *Registry) each(f func(h *Hold)) {
+	for i := range r.shards {
+		s := &r.shards[i]
+		s.mu.Lock()
+		for _, h := range s.holds {
+			f(h)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Close refuses new holds from now on, ends the clock, and cancels the ctx
+// of every hold with cause(h), forgetting none of them: they stay in Redis
+// until released or expired. It reports false when the Registry was closed
+// already.
+func (r *Registry) Close(cause func(h *Hold) error) bool {
+	if !r.closed.CompareAndSwap(false, true) {
+		return false
+	}
+	close(r.stop)
+	// A hold added meanwhile is either seen here or refused by Add, which
+	// checks closed under its shard's mutex.
+	r.each(func(h *Hold) {
+		h.sh.due.Remove(h)
+		h.cancelAll(cause(h))
+	})
+	r.clock.Wait()
+	return true
+}
+
+// LoseAll ends every hold with cause(h) and has its taker give back what
+// Redis may still have of it (Shutdown's grace period is over).
+func (r *Registry) LoseAll(cause func(h *Hold) error) {
+	r.each(func(h *Hold) {
+		r.loseLocked(h, cause(h))
+		h.From.GiveBackLost(h)
+	})
+}
+
+// Of returns the innermost acquisition Context of r in ctx, or nil.
+func (r *Registry) Of(ctx context.Context) *Context {
+	hc, _ := ctx.Value(ownerKey{r}).(*Context)
+	return hc
+}
+
+// State returns the hold count of id and the PEXPIRE an acquisition with
+// lease (0: the watchdog's) applies: never shorter than what the hold
+// already counts on (its lease end, and the watchdog's lease while it
+// renews), so a nested acquisition with a short lease cannot cut the
+// outer one's.
+func (r *Registry) State(id ID, lease time.Duration) (int, time.Duration) {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return r.stateLocked(sh, id, lease)
+}
+
+func (r *Registry) stateLocked(sh *shard, id ID, lease time.Duration) (int, time.Duration) {
+	if lease == 0 {
+		lease = r.cfg.Watchdog
+	}
+	h := sh.holds[id]
+	if h == nil {
+		return 0, lease
+	}
+	return h.count, h.leaseToKeep(lease)
+}
+
+// Spec names what a new acquisition is of.
+type Spec struct {
+	Name, Key, Kind string
+	Permit          bool
+	From            Taker
+	// Confirmed, when > 0, is all of the lease Redis is known to have
+	// applied from start when it is shorter than the hold's lease (a
+	// watchdog hold taken by a grant cut to the waiter's record). The
+	// hold's deadline counts it, and its first renewal is due at the
+	// watchdog's next tick.
+	Confirmed time.Duration
+	// Queued: a try of the acquisition queued its waiter in Redis, or it
+	// was granted from there: the release clears its record.
+	Queued bool
+	// Fence is the acquisition's fencing token (0: none).
+	Fence int64
+	// LeaseEnd is the cause of the end of a fixed lease.
+	LeaseEnd error
+}
+
+// Add records a successful acquisition of args (sent at start with lease:
+// 0 is the watchdog's) and returns the ctx for the caller, or nil once the
+// Registry is closed. The contexts are made before the shard is locked:
+// nothing is allocated under it.
+func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.Duration, start time.Time) *Context {
+	hc := &Context{parent: r.Of(parent), fence: spec.Fence}
+	acq := &hc.own
+	hc.acq = acq
+	*acq = Acquisition{Parent: parent, Start: start, watchdog: lease == 0}
+	cctx, cancel := context.WithCancelCause(parent)
+	acq.cancel = cancel
+	hc.Context = cctx
+	if lease != 0 {
+		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-leaseclock.Drift(lease)), spec.LeaseEnd)
+	}
+	id := ID{spec.Key, args.FieldID()}
+	sh := r.shard(spec.Key)
+	sh.mu.Lock()
+	if r.closed.Load() {
+		sh.mu.Unlock()
+		acq.End(context.Canceled)
+		return nil
+	}
+	h := sh.holds[id]
+	if h == nil {
+		h = &Hold{sh: sh, Name: spec.Name, Key: spec.Key, Owner: args.OwnerID(), Field: id.Field, Args: args,
+			Kind: spec.Kind, Permit: spec.Permit, From: spec.From}
+		h.acqs = h.inline[:0]
+		if r.cfg.Cluster {
+			h.Slot = scripts.KeySlot(spec.Key)
+		}
+		sh.holds[id] = h
+	}
+	acq.h = h
+	h.count++
+	h.queued = h.queued || spec.Queued
+	r.cfg.Started()
+	effective := lease
+	if lease == 0 {
+		effective = r.cfg.Watchdog
+		h.wdAcqs++
+		if !h.watchdog {
+			h.watchdog = true
+			if spec.Confirmed > 0 && spec.Confirmed < effective {
+				sh.wheel.Put(h, start, r.timing) // due now: the next tick renews it
+			} else {
+				sh.wheel.Put(h, start.Add(r.timing.Period), r.timing)
+			}
+		}
+	}
+	if spec.Confirmed > 0 {
+		effective = min(effective, spec.Confirmed)
+	}
+	r.confirmLocked(h, start, effective)
+	h.acqs = append(h.acqs, acq)
+	sh.mu.Unlock()
+	return hc
+}
+
+// Dropped is what Drop found of an acquisition.
+type Dropped struct {
+	Last  bool          // it was the owner's last hold: the key is released in Redis
+	Lease time.Duration // otherwise, the lease the holds left keep
+	Count int           // the hold count before
+	Lost  error         // why the hold was lost, if it was
+}
+
+// Drop marks acq released and takes it off its hold. It reports false when
+// acq was released already.
+func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
+	sh := acq.h.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if acq.released {
+		return Dropped{}, false
+	}
+	acq.released = true
+	h := acq.h
+	if acq.watchdog {
+		// Renewal stops with the last watchdog acquisition: the fixed
+		// leases left keep their own end.
+		h.wdAcqs--
+		h.watchdog = h.wdAcqs > 0
+	}
+	for i, a := range h.acqs {
+		if a == acq {
+			h.acqs = append(h.acqs[:i], h.acqs[i+1:]...)
+			break
+		}
+	}
+	if h.lostErr != nil {
+		return Dropped{Lost: h.lostErr}, true
+	}
+	d := Dropped{Count: h.count}
+	h.count--
+	if h.count <= 0 {
+		h.gone = true
+		sh.due.Remove(h)
+		delete(sh.holds, ID{h.Key, h.Field})
+		d.Last = true
+		return d, true
+	}
+	// The holds left keep what they count on: a partial release never
+	// shortens the key's TTL below the hold's lease end.
+	d.Lease = h.leaseToKeep(0)
+	return d, true
+}
+
+// loseLocked ends h: it leaves the registry (so the watchdog forgets it)
+// and every ctx of it is cancelled with cause. h.sh.mu is held.
+func (r *Registry) loseLocked(h *Hold, cause error) {
+	if h.gone {
+		return
+	}
+	h.gone = true
+	h.lostErr = cause
+	h.lost.Store(true)
+	h.sh.due.Remove(h)
+	delete(h.sh.holds, ID{h.Key, h.Field})
+	h.cancelAll(cause)
+	r.cfg.Lost(h, cause)
+}
+
+// Lose ends the hold id, if there is one, with the cause made of it.
+func (r *Registry) Lose(id ID, cause func(h *Hold) error) {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if h := sh.holds[id]; h != nil {
+		r.loseLocked(h, cause(h))
+	}
+}
+
+// LoseKey ends every hold of key with cause.
+func (r *Registry) LoseKey(key string, cause error) {
+	sh := r.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for id, h := range sh.holds {
+		if id.Key == key {
+			r.loseLocked(h, cause)
+		}
+	}
+}

@@ -1,0 +1,171 @@
+package holds
+
+import (
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
+)
+
+// The holds' side of the lease clock (package leaseclock): each shard
+// keeps the queue of its own holds under its own mutex, so taking or
+// releasing a lock takes no lock shared with unrelated keys, and one clock
+// goroutine per Registry ends the holds whose deadline passed.
+
+// LeaseEntry places h on the lease clock.
+func (h *Hold) LeaseEntry() *leaseclock.Entry { return &h.lease }
+
+// confirmLocked records that a request sent at sent made Redis hold h for
+// at least lease from then on. h.sh.mu is held.
+func (r *Registry) confirmLocked(h *Hold, sent time.Time, lease time.Duration) {
+	if h.gone || !h.lease.Confirm(sent, lease, time.Now()) {
+		return
+	}
+	// The first confirmation puts h on the clock; later ones only move its
+	// deadline, and the clock, reaching the old one, puts it back for the
+	// new one: one clock operation per lease, not per renewal.
+	r.clock.Start((*clocked)(r), r.stop)
+	if h.sh.due.Put(h) {
+		r.clock.Due(h.lease.Valid)
+	}
+}
+
+// clocked is the registry as the clock sees it.
+type clocked Registry
+
+// Earliest is the earliest deadline of any shard (Unix ns), or
+// leaseclock.None.
+func (c *clocked) Earliest() int64 {
+	m := int64(leaseclock.None)
+	for i := range c.shards {
+		m = min(m, c.shards[i].due.Head())
+	}
+	return m
+}
+
+// ExpireDue ends the holds whose deadline is past.
+func (c *clocked) ExpireDue(now time.Time) {
+	r := (*Registry)(c)
+	for i := range c.shards {
+		if sh := &c.shards[i]; sh.due.Head() <= now.UnixNano() {
+			sh.mu.Lock()
+			sh.due.Expire(now, r.expire)
+			sh.mu.Unlock()
+		}
+	}
+}
+
+// expire ends h at its deadline. h.sh.mu is held.
+func (r *Registry) expire(h *Hold) {
+	why := "fixed lease ran out"
+	if h.watchdog {
+		why = "lease ran out without a confirmed renewal"
+	}
+	r.loseLocked(h, r.cfg.Expired(h, why))
+	if h.watchdog {
+		// Renewals sent since the last confirmed one may have reached
+		// Redis and set a full lease there again.
+		h.From.GiveBackLost(h)
+	}
+}
+
+// The watchdog's side of the registry: it takes the holds due for renewal
+// off the shards' wheels and reports what each renewal found. The sending
+// is the watchdog's.
+
+// RenewEntry places h on its shard's renewal wheel.
+func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
+
+// TakeDue takes the holds due by now off the shards' wheels (all: every
+// watchdog hold) and marks them in flight; extra has the extra keys of
+// those that have some. Holds due in the next period/4 fill up the last
+// batch of batch holds: renewing a little early costs nothing, a call for
+// a handful of holds does.
+func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, extra map[*Hold][]string) {
+	extra = make(map[*Hold][]string)
+	// take marks h in flight if it is a watchdog hold not in flight. Its
+	// shard's mutex is held.
+	take := func(h *Hold) bool {
+		if h.gone || !h.watchdog || h.inFlight {
+			return false // released, lost, or in flight
+		}
+		h.inFlight = true
+		due = append(due, h)
+		if keys := h.From.ExtraKeys(h); len(keys) > 0 {
+			extra[h] = keys
+		}
+		return true
+	}
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		if all {
+			for _, h := range sh.holds {
+				take(h)
+			}
+		}
+		sh.wheel.TakeDue(now, r.timing, take)
+		sh.mu.Unlock()
+	}
+	horizon := r.timing.EarlyHorizon(now)
+	room := func() bool { return len(due)%batch != 0 }
+	for i := 0; i < len(r.shards) && len(due) > 0 && room(); i++ {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		sh.wheel.TakeEarly(horizon, r.timing, room, take)
+		sh.mu.Unlock()
+	}
+	return due, extra
+}
+
+// Deadline is the earliest deadline of the holds of batches: a renewal
+// call for them must end by then.
+func (r *Registry) Deadline(batches [][]*Hold) time.Time {
+	var d time.Time
+	for _, b := range batches {
+		for _, h := range b {
+			h.sh.mu.Lock()
+			if d.IsZero() || h.lease.Valid.Before(d) {
+				d = h.lease.Valid
+			}
+			h.sh.mu.Unlock()
+		}
+	}
+	return d
+}
+
+// A Renewal is what one renewal found of a hold.
+type Renewal int8
+
+const (
+	Unconfirmed Renewal = iota // no reply: try again soon
+	Renewed                    // the key still holds the owner: extended
+	Gone                       // the key no longer holds the owner
+)
+
+// Report applies what the renewal of h sent at sent found, and reports
+// whether it was confirmed. A hold gone is lost with cause(h); an
+// unconfirmed one is tried again soon, its deadline staying where the
+// last confirmation put it (the clock enforces it).
+func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
+	h.sh.mu.Lock()
+	defer h.sh.mu.Unlock()
+	h.inFlight = false
+	switch {
+	case h.gone || !h.watchdog:
+	case res == Renewed:
+		r.confirmLocked(h, sent, r.cfg.Watchdog)
+		// A hold renewed early (to fill a batch: at most period/4 early)
+		// keeps its phase, so calls stay one per period; but the next
+		// renewal is never more than 5/4 of a period after this send, so
+		// repeated early renewals (reconnect rounds after new connections)
+		// cannot push it towards the deadline (3 periods).
+		h.sh.wheel.Put(h, r.timing.Next(sent, h.renew.Due), r.timing)
+		return true
+	case res == Gone:
+		r.loseLocked(h, cause(h))
+	default:
+		h.sh.wheel.Put(h, now.Add(r.timing.Retry(time.Until(h.lease.Valid))), r.timing)
+	}
+	return false
+}

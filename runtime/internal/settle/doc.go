@@ -1,0 +1,22 @@
+// Package settle is the settler: one goroutine per Client that goes on, in
+// the background, with work that must reach Redis but could not in the
+// call that needed it (an acquire whose reply and settlement were both
+// lost, what a hold lost at its deadline may still have in Redis, a waiter
+// that could not leave its queue). It knows nothing of locks or Redis: a
+// Job is a function to try until it reports done, and a time after which
+// it is given up.
+//
+// Invariants:
+//
+//   - the goroutine runs only while there is work: a partition that ends
+//     thousands of holds at once makes one queue, tried one job at a time
+//     while Redis answers and paused with a backoff while it does not, not
+//     thousands of goroutines polling a pool of a few connections;
+//   - a failed attempt ends the round: the jobs after it wait with it for
+//     the backoff, and it goes behind them, so one job that always fails
+//     delays the others by a backoff, not by its lifetime;
+//   - every attempt runs under a ctx bounded by Config.Try and ended by
+//     Close, so a call stuck on a dead connection ends there;
+//   - every job either reports done, or has its Quit run exactly once (it
+//     was given up, or the Settler closed); after Close, Add refuses work.
+package settle

@@ -1,0 +1,151 @@
+package settle
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A Job is one piece of background work.
+type Job struct {
+	// Try makes one attempt; true: nothing is left to do.
+	Try func(ctx context.Context) bool
+	// Until is when the job is given up: by then Redis has expired what
+	// it was about.
+	Until time.Time
+	// Quit, if set, runs when the job is given up or the Settler closed.
+	Quit func()
+}
+
+// Config is what a Settler is told by its Client.
+type Config struct {
+	// Life ends every attempt and the Settler's goroutine (the Client's
+	// Close).
+	Life context.Context
+	// Try bounds one attempt.
+	Try time.Duration
+	// Failed is told when an attempt failed: its calls may have gone to a
+	// master that is dead (the job does not say why it failed).
+	Failed func()
+}
+
+// Backoff bounds the pause after a failed round: it doubles from
+// MinBackoff up to MaxBackoff, and starts again after a round that went
+// through.
+const (
+	MinBackoff = 20 * time.Millisecond
+	MaxBackoff = time.Second
+)
+
+// A Settler runs Jobs in the background. Make it with New.
+type Settler struct {
+	cfg     Config
+	mu      sync.Mutex
+	jobs    []Job
+	running bool
+	// closed is set by Close before it waits: a job queued after that
+	// would start the goroutine after the Wait, or while a Wait that saw
+	// it end wakes up (a WaitGroup reused under its Wait panics).
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns an idle Settler.
+func New(cfg Config) *Settler { return &Settler{cfg: cfg} }
+
+// Add queues j, starting the goroutine if it is not running. After Close
+// it does nothing: Redis expires what the job was about.
+func (s *Settler) Add(j Job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.jobs = append(s.jobs, j)
+	if !s.running {
+		s.running = true
+		s.wg.Add(1)
+		go s.run()
+	}
+}
+
+// Close refuses jobs from now on and waits until the goroutine has quit
+// those it has (Config.Life must be done, or their Until past, for that to
+// be soon).
+func (s *Settler) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// run tries the queued jobs in turn until none is left.
+func (s *Settler) run() {
+	defer s.wg.Done()
+	life := s.cfg.Life
+	backoff := MinBackoff
+	for {
+		s.mu.Lock()
+		jobs := s.jobs
+		s.jobs = nil
+		if len(jobs) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		left, failed := s.round(jobs)
+		s.mu.Lock()
+		s.jobs = append(left, s.jobs...)
+		s.mu.Unlock()
+		if !failed {
+			backoff = MinBackoff
+			continue
+		}
+		if s.cfg.Failed != nil {
+			s.cfg.Failed()
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-life.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, MaxBackoff)
+	}
+}
+
+// round tries jobs in order until one fails, and returns those left: the
+// untried ones, then the failed one.
+func (s *Settler) round(jobs []Job) (left []Job, failed bool) {
+	var fail *Job
+	for _, j := range jobs {
+		switch {
+		case s.cfg.Life.Err() != nil || time.Now().After(j.Until):
+			if j.Quit != nil {
+				j.Quit()
+			}
+			continue
+		case fail != nil:
+			left = append(left, j)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.cfg.Life, s.cfg.Try)
+		done := j.Try(ctx)
+		cancel()
+		if !done {
+			fail = &j
+		}
+	}
+	if fail != nil {
+		left = append(left, *fail)
+	}
+	return left, fail != nil
+}
+
+// Idle reports whether the Settler has no work left.
+func (s *Settler) Idle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.running && len(s.jobs) == 0
+}
