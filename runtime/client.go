@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -17,79 +18,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
-)
-
-// Options configures a Client. The zero value is ready to use.
-type Options struct {
-	// WatchdogTimeout is the lease of holds that use the watchdog
-	// (LockOptions.Lease == Watchdog). The watchdog renews them every
-	// WatchdogTimeout/3. Zero means 30s, as in Redisson.
-	WatchdogTimeout time.Duration
-
-	// ReleaseTimeout bounds a release, which runs detached from the caller's
-	// ctx (a cancelled caller never leaks a lock), and the settling of an
-	// acquire whose reply was lost. Transport errors are retried within it.
-	// Zero means 5s.
-	ReleaseTimeout time.Duration
-
-	// Logger receives lost locks and failed renewals and releases; each
-	// kind of warning at most once per 10 s, the next one counting those
-	// left out. Nil means slog.Default(), but only at Debug level: a
-	// Client logs nothing unless asked to.
-	// Nil means slog.Default().
-	Logger *slog.Logger
-
-	// Observer, when set, is told about acquisitions, waits, releases,
-	// losses and watchdog rounds. Nil means no events.
-	Observer Observer
-
-	// Name, when set, names this Client in its owner label (label.go), so
-	// lockgen inspect shows it beside the host and pid of a hold's owner.
-	Name string
-
-	// ReplicaTimeout bounds the WAIT of locks with SyncReplicas > 0.
-	// Zero means 1s.
-	ReplicaTimeout time.Duration
-
-	// RedLockNodes are the independent Redis masters that RedLocks span
-	// (the client passed to NewClient is not one of them unless listed).
-	RedLockNodes []redis.UniversalClient
-
-	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
-	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster that
-	// accepts PUBSUB SHARDNUMSUB (probed as Redisson does, the server
-	// version only as a fallback), so an unlock is not broadcast to every
-	// node, and classic pub/sub elsewhere. Every client of one lock must
-	// use the same mode (as Redisson's subscription mode must match).
-	PubSub PubSubMode
-
-	// NoHandoff turns off hand-offs, so that every waiter takes the lock
-	// with an acquire of its own after an unlock message, as Redisson's
-	// do. By default a release hands the lock over in its own script call:
-	// a reentrant lock's last release to the longest waiter of the same
-	// Client when no other client is subscribed to the lock's channel on
-	// its server (handoff.go), or to the longest lockgen waiter of any
-	// Client when only lockgen Clients that queue their waiters are
-	// (grant.go), a fair lock's to the head of the queue when it is a
-	// lockgen waiter (fair.go). Turn the reentrant hand-off off
-	// when Redisson clients that subscribe on replicas (subscriptionMode
-	// SLAVE) wait for the same locks: Redis does not count them, so they
-	// may wait up to 16 hand-offs for an unlock message.
-	NoHandoff bool
-}
-
-// PubSubMode selects classic or sharded pub/sub; see Options.PubSub.
-type PubSubMode uint8
-
-const (
-	// PubSubAuto: sharded on a Redis Cluster that has it, classic elsewhere.
-	PubSubAuto PubSubMode = iota
-	// PubSubClassic: SUBSCRIBE and PUBLISH.
-	PubSubClassic
-	// PubSubSharded: SSUBSCRIBE and SPUBLISH (Redis >= 7).
-	PubSubSharded
 )
 
 const (
@@ -146,6 +75,7 @@ type Client struct {
 	label        ownerLabel      // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error    // closes the watchdog's own client, if any
 	slots        *slotMaps       // re-reads the cluster's slot maps after a failure (failover.go)
+	calls        calls           // bounds releases and settlements (calls.go)
 	settler      *settle.Settler // background settlements (package settle)
 	redNodes     []*Client       // one client per RedLock node
 }
@@ -203,8 +133,9 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	// client that honours ctx deadlines (control.go).
 	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
 	c.slots = newSlotMaps(c.closeCh, rdb, renewal)
+	c.calls = calls{timeout: o.ReleaseTimeout, slots: c.slots}
 	c.settler = c.newSettler()
-	c.sharded = c.choosePubSub(o.PubSub)
+	c.sharded = choosePubSub(rdb, c.cluster, o.PubSub, c.log)
 	if c.sharded {
 		c.publish = "spublish"
 	}
@@ -231,6 +162,31 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// newRegistry makes the registry of c.
+func (c *Client) newRegistry() *holds.Registry {
+	return holds.New(holds.Config{
+		Watchdog: c.opts.WatchdogTimeout,
+		Cluster:  c.cluster,
+		Started:  c.wd.start,
+		Lost: func(h *hold, cause error) {
+			c.warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
+			c.observe(Event{Kind: EventLost, Name: h.Name, Key: h.Key, Lock: h.Kind, Owner: h.Owner, Err: cause})
+		},
+		Expired: func(h *hold, why string) error { return lostError(h, why) },
+	})
+}
+
+// refuseHandoffs turns hand-offs off for good: the server refused PUBSUB
+// in a script (err).
+func (c *Client) refuseHandoffs(err error) {
+	if !c.handoffRefused.Swap(true) {
+		c.log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
+	}
+}
+
+// warn writes a warning, rate-limited by kind (logging.go).
+func (c *Client) warn(msg string, args ...any) { c.warned.warn(c.log, msg, args...) }
 
 // newSettler makes the settler of c (package settle). Its jobs' calls go
 // through the watchdog's client, which honours ctx deadlines (control.go),
@@ -309,87 +265,6 @@ func (c *Client) leaseArg(lease time.Duration) any {
 	return strconv.FormatInt(lease.Milliseconds(), 10)
 }
 
-// detached returns a ctx that survives the caller's cancellation and ends
-// after the release timeout: releases and settlements must finish even when
-// the caller has given up.
-//
-// Within a call with a wait time (see callBound) it ends at the call's
-// bound instead, if that comes first: what is left over then is settled
-// in the background.
-func (c *Client) detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return c.detachedUntil(ctx, c.releaseLimit(ctx))
-}
-
-// releaseLimit is when detached work started now must end: after the
-// release timeout, or at the call's bound (callBound) if sooner.
-func (c *Client) releaseLimit(ctx context.Context) time.Time {
-	limit := time.Now().Add(c.opts.ReleaseTimeout)
-	if b, ok := ctx.Value(callBound{}).(time.Time); ok && b.Before(limit) {
-		limit = b
-	}
-	return limit
-}
-
-// detachedUntil is detached, ending at limit.
-func (c *Client) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
-	if ctx.Value(stayAttached{}) != nil {
-		return context.WithDeadline(ctx, limit)
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), limit)
-}
-
-// callBound, as a ctx value, is the time by which the call a try belongs
-// to must return (await): detached work within the try ends there too.
-type callBound struct{}
-
-// stayAttached, as a ctx value, keeps detached from detaching: the
-// Client's own background work (package settle) ends with Close.
-type stayAttached struct{}
-
-// retry runs op on ctx and, if that fails without a reply from Redis (a
-// transport error, or ctx cancelled), again on a ctx detached from ctx's
-// cancellation with the release timeout, until it succeeds, Redis replies
-// with an error (which a resend would not change), or the timeout ends.
-// op must be idempotent.
-//
-// The first attempt ends by the same limit as the rest: a call stuck on a
-// dead connection is not waited out past it.
-func (c *Client) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	limit := c.releaseLimit(ctx)
-	fctx, cancel := context.WithDeadline(ctx, limit)
-	v, err := op(fctx)
-	cancel()
-	if err == nil || scripts.IsReply(err) {
-		return v, err
-	}
-	c.slots.failed(err)
-	dctx, cancel := c.detachedUntil(ctx, limit)
-	defer cancel()
-	return c.retryDetached(dctx, op)
-}
-
-// retryDetached runs op until it succeeds, Redis replies with an error, or
-// ctx ends (ErrOutcomeUnknown). A failure without a reply has the slot
-// maps re-read before the next attempt (failover.go).
-func (c *Client) retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	backoff := 5 * time.Millisecond
-	for {
-		v, err := op(ctx)
-		if err == nil || scripts.IsReply(err) {
-			return v, err
-		}
-		c.slots.failed(err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 250*time.Millisecond)
-	}
-}
-
 func newUUID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
@@ -406,4 +281,98 @@ func newUUID() string {
 	s[23] = '-'
 	hex.Encode(s[24:], b[10:])
 	return string(s[:])
+}
+
+// Shutdown stops the Client gracefully, as http.Server.Shutdown does a
+// server, then closes it:
+//
+//  1. New acquisitions fail at once with an error wrapping ErrDraining,
+//     and waiters that are not part of running work stop waiting with it.
+//     An acquisition whose ctx carries a hold of this Client (a re-entry,
+//     or a nested lock that running work needs to finish) still goes on.
+//  2. It waits until every hold was released, or ctx is done.
+//  3. What is still held then is ended: the hold's ctx is cancelled with a
+//     cause wrapping ErrDraining and its lock is given back in Redis (so
+//     another process need not wait out its lease), within the Client's
+//     ReleaseTimeout.
+//  4. It closes the Client (see Close).
+//
+// It returns nil when every hold ended on its own, or ctx's error when
+// some had to be cut. Close, without Shutdown, keeps its meaning: holds
+// end at once.
+func (c *Client) Shutdown(ctx context.Context) error {
+	c.drain()
+	var cut error
+	if !c.waitIdle(ctx) {
+		cut = ctx.Err()
+		c.cutHolds()
+	}
+	return errors.Join(cut, c.Close())
+}
+
+// drain refuses new acquisitions from now on (see Shutdown), on the
+// Client and its RedLock nodes.
+func (c *Client) drain() {
+	c.drainOnce.Do(func() { close(c.drainCh) })
+	for _, n := range c.redNodes {
+		n.drain()
+	}
+}
+
+// draining reports whether Shutdown began.
+func (c *Client) draining() bool {
+	select {
+	case <-c.drainCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// refuseFresh returns the error of an acquisition refused by Shutdown: a
+// fresh one (ctx carries no hold of this Client) once draining began.
+func (c *Client) refuseFresh(ctx context.Context) error {
+	if c.reg.Of(ctx) == nil && c.draining() {
+		return fmt.Errorf("%w: Shutdown began", ErrDraining)
+	}
+	return nil
+}
+
+// holdCount counts the holds of the Client and its RedLock nodes.
+func (c *Client) holdCount() int {
+	n := c.reg.Len()
+	for _, r := range c.redNodes {
+		n += r.holdCount()
+	}
+	return n
+}
+
+// waitIdle waits until no hold is left, or ctx is done (false).
+func (c *Client) waitIdle(ctx context.Context) bool {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for c.holdCount() > 0 {
+		select {
+		case <-ctx.Done():
+			return c.holdCount() == 0
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// cutHolds ends every hold left, gives their locks back in the background
+// (giveback.go) and waits for that up to ReleaseTimeout.
+func (c *Client) cutHolds() {
+	c.reg.LoseAll(func(h *hold) error {
+		return &LockError{Op: "shutdown", Name: h.Name, Key: h.Key,
+			Err: fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", ErrDraining)}
+	})
+	for _, n := range c.redNodes {
+		n.cutHolds()
+	}
+	deadline := time.Now().Add(c.opts.ReleaseTimeout)
+	for !c.settler.Idle() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 }

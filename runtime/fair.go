@@ -9,31 +9,6 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// FairLock returns the fair lock at key: a reentrant lock granted in the
-// order of arrival, with Redisson RFairLock's layout. Waiters queue in
-// redisson_lock_queue:{key}; only the head of the queue may take a free
-// lock, and a release wakes only the head, on its own channel
-// redisson_lock__channel:{key}:<owner>.
-//
-// A waiter keeps its place while it lives: it refreshes its score in
-// redisson_lock_timeout:{key} every QueueTimeout/3. A waiter whose process
-// is gone is skipped QueueTimeout after its last refresh; one that gives
-// up (wait time over, ctx cancelled) leaves the queue at once.
-//
-// Go and Java waiters may share one queue. Redisson lowers every waiter's
-// score by its wait timeout each time one of its clients takes the lock,
-// so a lockgen waiter's score is raised by one QueueTimeout per Redisson
-// waiter ahead of it (lockgen_fair_waiters:{key} tells them apart), and a
-// lockgen waiter a Redisson client popped anyway re-enqueues as soon as it
-// tries. Set Redisson's fairLockWaitTimeout to the lock's QueueTimeout
-// (both default to 5 min).
-func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
-	if opts.QueueTimeout <= 0 {
-		opts.QueueTimeout = defaultQueueTimeout
-	}
-	return &Mutex{c: c, key: key, opts: opts, k: fair{}}
-}
-
 type fair struct{ reentrant }
 
 // fairGrants holds lockgen's waiters that take grants, with the lease a

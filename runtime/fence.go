@@ -32,11 +32,6 @@ type FencedLock struct {
 	*Mutex
 }
 
-// FencedLock returns the fenced reentrant lock at key.
-func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
-	return &FencedLock{&Mutex{c: c, key: key, opts: opts, k: reentrant{}, fenced: true}}
-}
-
 // LockFenced waits until it holds the lock or ctx is done, with the lease
 // of the lock's options, and returns the ctx of the hold and its token.
 func (f *FencedLock) LockFenced(ctx context.Context) (context.Context, int64, error) {
@@ -116,9 +111,7 @@ func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64
 // readFence sets *fence to the token counter, for an acquisition settled as
 // taken after its reply (and token) was lost.
 func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
-	dctx, cancel := m.c.detached(ctx)
-	defer cancel()
-	n, err := m.c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
 		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {

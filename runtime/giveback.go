@@ -23,7 +23,7 @@ import (
 // giveBackFor bounds a give-back: by then Redis has expired what a renewal
 // sent before the loss set, unless the network held that renewal back for
 // more than a lease.
-func (c *Client) giveBackFor() time.Duration { return 2 * c.opts.WatchdogTimeout }
+func giveBackFor(watchdog time.Duration) time.Duration { return 2 * watchdog }
 
 // GiveBackLost marks the outcome of the owner's holds unknown, so its
 // next call (an Unlock of the lost hold) re-reads them first, and settles
@@ -31,7 +31,7 @@ func (c *Client) giveBackFor() time.Duration { return 2 * c.opts.WatchdogTimeout
 // of the owner, whose local count is now 0.
 func (t *mutexTaker) GiveBackLost(h *hold) {
 	m := (*Mutex)(t)
-	m.settleLater(h.Args, nil, m.c.giveBackFor(), m.c.reg.MarkLost(h))
+	m.settleLater(h.Args, nil, giveBackFor(m.c.opts.WatchdogTimeout), m.c.reg.MarkLost(h))
 }
 
 // semaphoreTaker is a Semaphore as the registry sees it (see mutexTaker).
@@ -53,6 +53,6 @@ func (t *semaphoreTaker) GiveBackLost(h *hold) {
 			_, err := s.releaseOnce(ctx, c.wd.rdb, a, marker)
 			return err == nil
 		},
-		Until: time.Now().Add(c.giveBackFor()),
+		Until: time.Now().Add(giveBackFor(c.opts.WatchdogTimeout)),
 	})
 }

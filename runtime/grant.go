@@ -58,7 +58,7 @@ func grantHubs(key string) string    { return prefixName("lockgen_lock_hubs", ke
 // Redisson's channels (&redisson_*) grants it too. It cannot be a Redisson
 // fair waiter's (lock channel:<client id>:<thread id>), nor one of
 // lockgen's (lock channel:<owner>).
-func (c *Client) grantChannel(key string) string { return lockChannel(key) + ":" + c.id }
+func grantChannel(key, clientID string) string { return lockChannel(key) + ":" + clientID }
 
 // grantStreaks counts, per lock (hashed), the releases that may grant
 // since the last one that published.
@@ -101,7 +101,7 @@ func (m *Mutex) grantNames() *grantNames {
 		records: grantRecords(m.key),
 		hubs:    grantHubs(m.key),
 		lockCh:  lockChannel(m.key),
-		channel: m.c.grantChannel(m.key),
+		channel: grantChannel(m.key, m.c.id),
 	}
 	m.names.Store(n)
 	return n
@@ -114,7 +114,7 @@ func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, wait
 	if !waiting || count != 0 || !m.handsOff() || !c.hub.Subscribed(lockChannel(m.key), true) {
 		return false, nil
 	}
-	if c.holdOf(ctx) != nil || c.reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
+	if c.reg.Of(ctx) != nil || c.reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
 		return true, "0"
 	}
 	return true, c.leaseArg(px)
@@ -136,7 +136,7 @@ func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
 // here, since then a hold in Redis can only be a grant.
 func (m *Mutex) untakenGrant(ctx context.Context, a lockArgs) string {
 	c := m.c
-	if c.holdOf(ctx) == nil {
+	if c.reg.Of(ctx) == nil {
 		if n, _ := c.reg.State(holdID{Key: m.key, Field: a.FieldID()}, 0); n == 0 {
 			return "1"
 		}

@@ -93,7 +93,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	if queued || o.Queued {
 		records = "1"
 	}
-	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
 			a.Owner, c.publish, field, px, names.lockCh, across, own, records,
@@ -147,14 +147,6 @@ func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration,
 		c.reg.Exit(id)
 	}
 	return took, err
-}
-
-// refuseHandoffs turns hand-offs off for good: the server refused PUBSUB
-// in a script (err).
-func (c *Client) refuseHandoffs(err error) {
-	if !c.handoffRefused.Swap(true) {
-		c.log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
-	}
 }
 
 // refusesHandoff reports whether a Redis error to the hand-off script says

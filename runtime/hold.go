@@ -21,28 +21,11 @@ type (
 
 var newLockArgs = holds.NewArgs
 
-// newRegistry makes the registry of c.
-func (c *Client) newRegistry() *holds.Registry {
-	return holds.New(holds.Config{
-		Watchdog: c.opts.WatchdogTimeout,
-		Cluster:  c.cluster,
-		Started:  func() { c.wd.start(c) },
-		Lost: func(h *hold, cause error) {
-			c.warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
-			c.observe(Event{Kind: EventLost, Name: h.Name, Key: h.Key, Lock: h.Kind, Owner: h.Owner, Err: cause})
-		},
-		Expired: func(h *hold, why string) error { return lostError(h, why) },
-	})
-}
-
 // lostError is the cause of the loss of h, found by a renewal, the lease
 // clock or a re-read.
 func lostError(h *hold, why string) error {
 	return &LockError{Op: "renew", Name: h.Name, Key: h.Key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)}
 }
-
-// holdOf returns the innermost acquisition context of c in ctx, or nil.
-func (c *Client) holdOf(ctx context.Context) *holdContext { return c.reg.Of(ctx) }
 
 // holdSpec is what a new acquisition of m is of.
 func (m *Mutex) holdSpec() holds.Spec {
@@ -51,12 +34,12 @@ func (m *Mutex) holdSpec() holds.Spec {
 
 // addHold records a successful acquisition (sent at start with the given
 // lease) and returns the ctx for the caller.
-func (c *Client) addHold(parent context.Context, spec holds.Spec, args lockArgs, lease time.Duration, start time.Time) (context.Context, error) {
+func addHold(reg *holds.Registry, parent context.Context, spec holds.Spec, args lockArgs, lease time.Duration, start time.Time) (context.Context, error) {
 	if lease != Watchdog {
 		spec.LeaseEnd = &LockError{Op: "lease", Name: spec.Name, Key: spec.Key,
 			Err: fmt.Errorf("%w: fixed lease of %v ran out", ErrLockLost, lease)}
 	}
-	hc := c.reg.Add(parent, spec, args, lease, start)
+	hc := reg.Add(parent, spec, args, lease, start)
 	if hc == nil {
 		return nil, ErrClosed
 	}
@@ -67,8 +50,8 @@ func (c *Client) addHold(parent context.Context, spec holds.Spec, args lockArgs,
 // that it was released already). It sends nothing and does not wait for
 // the owner's turn: a give-back under way may hold that turn for as long
 // as Redis is cut off, and it alone gives back what Redis may still have.
-func (c *Client) dropLost(acq *acquisition) error {
-	d, ok := c.reg.Drop(acq)
+func dropLost(reg *holds.Registry, acq *acquisition) error {
+	d, ok := reg.Drop(acq)
 	if !ok {
 		return fmt.Errorf("%w: already released", ErrNotHeld)
 	}

@@ -111,9 +111,7 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	if at.via != nil {
 		via = at.via
 	}
-	dctx, cancel := c.detached(ctx)
-	defer cancel()
-	n, err := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	n, err := c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Settle.Run(ctx, via, 2, []any{
 			3: a.Key, at.marker,
 			a.Field, at.count, c.markerTTL,
@@ -132,11 +130,9 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 // sent, or refuses it (-3) when the hold is gone meanwhile. Only the
 // copy's reply confirms it.
 func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Mutex, lockArgs, attempt) (int64, error)) (bool, error) {
-	dctx, cancel := m.c.detached(ctx)
-	defer cancel()
 	again := at
 	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
-	n, err := m.c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
 		return acquire(ctx, m, a, again)
 	})
 	return err == nil && n == 0, err

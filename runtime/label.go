@@ -76,8 +76,8 @@ func (l *ownerLabel) init(id, name string, since time.Time) {
 // renewLabel writes the label when it is due (every watchdog period), in a
 // renewal job of its own: the loop never waits for Redis. Called by the
 // watchdog loop only.
-func (c *Client) renewLabel(now time.Time) {
-	w := &c.wd
+func (w *watchdog) renewLabel(now time.Time) {
+	c := w.c
 	if now.Before(c.label.next) {
 		return
 	}

@@ -47,14 +47,6 @@ type Latch struct {
 	opts    LatchOptions
 }
 
-// Latch returns the count-down latch at key. On a cluster, key must not
-// carry a hash tag: Redisson always wraps the whole name in braces to name
-// the channel, which then hashes to another slot than the key, and a
-// sharded publish from the key's script would be refused.
-func (c *Client) Latch(key string, opts LatchOptions) *Latch {
-	return &Latch{c: c, key: key, opts: opts, channel: latchChannel(key)}
-}
-
 // latchChannel is Redisson's RCountDownLatch channel: the braces are always
 // added, whatever the name holds.
 func latchChannel(key string) string { return "redisson_countdownlatch__channel__{" + key + "}" }

@@ -58,8 +58,7 @@ type warned struct {
 
 // warn writes msg at Warn level unless a warning with the same message
 // was written less than logInterval ago; then it only counts it.
-func (c *Client) warn(msg string, args ...any) {
-	w := &c.warned
+func (w *warnings) warn(log *slog.Logger, msg string, args ...any) {
 	now := time.Now()
 	w.mu.Lock()
 	if w.last == nil {
@@ -77,5 +76,5 @@ func (c *Client) warn(msg string, args ...any) {
 	if prev.dropped > 0 {
 		args = append(args, "more since the last such warning", prev.dropped)
 	}
-	c.log.Warn(msg, args...)
+	log.Warn(msg, args...)
 }

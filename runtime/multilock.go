@@ -40,22 +40,6 @@ type MultiLock struct {
 	atomic  bool
 }
 
-// MultiLock returns the multi-lock over members. opts gives the name, the
-// lease and the wait time of the whole; the members' own lease and wait
-// time are not used.
-func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
-	ms := slices.Clone(members)
-	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.key, b.key) })
-	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.key == b.key })
-	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
-	for _, m := range ms {
-		if _, ok := m.k.(reentrant); !ok || m.opts.SyncReplicas > 0 || c.cluster && scripts.KeySlot(m.key) != scripts.KeySlot(ms[0].key) {
-			l.atomic = false
-		}
-	}
-	return l
-}
-
 // Keys are the members' keys in acquisition order.
 func (l *MultiLock) Keys() []string {
 	keys := make([]string, len(l.members))
@@ -80,7 +64,9 @@ func (l *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 // TryLock waits up to wait for all members and holds them with lease.
 func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
 	owner, start := "", time.Now()
-	defer func() { l.c.observeTry(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", owner, start, err) }()
+	defer func() {
+		observeTry(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", owner, start, err)
+	}()
 	if len(l.members) == 0 {
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
@@ -90,7 +76,7 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 		}
 	}
 	c := l.c
-	if hc := c.holdOf(ctx); hc != nil {
+	if hc := c.reg.Of(ctx); hc != nil {
 		owner = hc.Owner()
 		for _, m := range l.members {
 			if err := m.k.check(m, hc, owner); err != nil {
@@ -147,11 +133,11 @@ func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease
 	defer c.reg.ExitAll(mw.ids)
 	hctx := ctx
 	for i, m := range l.members {
-		h, err := c.addHold(hctx, m.holdSpec(), mw.args[i], lease, mw.sent)
+		h, err := addHold(c.reg, hctx, m.holdSpec(), mw.args[i], lease, mw.sent)
 		if err != nil {
 			// Closed while acquiring: forget the members recorded so far
 			// and give every member back.
-			for hc := c.holdOf(hctx); hc != nil && hc != c.holdOf(ctx); hc = hc.Parent() {
+			for hc := c.reg.Of(hctx); hc != nil && hc != c.reg.Of(ctx); hc = hc.Parent() {
 				_, _ = c.reg.Drop(hc.Acquisition())
 				hc.Acquisition().End(ErrClosed)
 			}
@@ -240,7 +226,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	settled, serr := reentrant{}.settle(ctx, l.members[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
 	if serr != nil {
 		for _, id := range w.ids {
-			c.markUnknown(id, serr)
+			markUnknown(c.reg, id, serr)
 		}
 		return false, 0, serr
 	}
@@ -252,11 +238,11 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 
 // Unlock releases every member held through ctx.
 func (l *MultiLock) Unlock(ctx context.Context) error {
-	hc := l.c.holdOf(ctx)
+	hc := l.c.reg.Of(ctx)
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
-	defer l.c.observeRelease(ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
+	defer observeRelease(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
 	if !l.atomic {
 		// The members are independent locks: released at once, so that
 		// the whole Unlock is bounded by one ReleaseTimeout.
@@ -284,7 +270,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 // hold them anew by now.
 func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx context.Context) error {
 	c := l.c
-	hc := c.holdOf(holdCtx)
+	hc := c.reg.Of(holdCtx)
 	acqs := make([]*acquisition, len(l.members))
 	for i, m := range l.members {
 		if acqs[i] = holds.Find(hc, holdID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
@@ -300,7 +286,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 			live = append(live, i)
 			continue
 		}
-		err := c.dropLost(acq)
+		err := dropLost(c.reg, acq)
 		if errors.Is(err, ErrNotHeld) {
 			return l.fail("release", err)
 		}
@@ -315,7 +301,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	defer c.reg.ExitAll(ids)
 	for j, id := range ids {
 		if i := live[j]; c.reg.Unknown(id) {
-			rctx, cancel := c.detached(acqs[i].Parent)
+			rctx, cancel := c.calls.detached(acqs[i].Parent)
 			_ = l.members[i].reconcile(rctx, args[i])
 			cancel()
 		}
@@ -344,7 +330,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	res, err := l.sendRelease(acqs[0].Parent, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
-			c.markUnknown(holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
+			markUnknown(c.reg, holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
 		}
 	}
 	switch {
@@ -375,7 +361,7 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts 
 		cmdArgs = append(cmdArgs, n)
 	}
 	var res []int64
-	_, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
+	_, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
 		var err error
 		res, err = scripts.MultiRelease.Run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
 		return 0, err

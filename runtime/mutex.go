@@ -46,11 +46,6 @@ type Mutex struct {
 	names atomic.Pointer[grantNames]
 }
 
-// Mutex returns the reentrant, non-fair lock at key.
-func (c *Client) Mutex(key string, opts LockOptions) *Mutex {
-	return &Mutex{c: c, key: key, opts: opts, k: reentrant{}}
-}
-
 // Key is the Redis key of the lock.
 func (m *Mutex) Key() string { return m.key }
 
@@ -77,7 +72,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	}
 	c := m.c
 	var owner string
-	if hc := c.holdOf(ctx); hc != nil {
+	if hc := c.reg.Of(ctx); hc != nil {
 		owner = hc.Owner()
 		if err := m.k.check(m, hc, owner); err != nil {
 			return nil, m.fail("acquire", err)
@@ -98,7 +93,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (context.Context, error) {
 	c := m.c
 	mw := &mutexWait{m: m, ctx: ctx, a: newLockArgs(m.key, owner, m.k.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
-	own := c.holdOf(ctx) == nil
+	own := c.reg.Of(ctx) == nil
 	ws := waitSpec{at: mw, wait: wait, until: until, maxSleep: m.k.refreshEvery(m), shared: m.k.shared(), queue: m.k.queues() && own}
 	switch {
 	case !mw.waiting:
@@ -128,7 +123,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	spec := m.holdSpec()
 	spec.Confirmed, spec.Queued, spec.Fence = mw.ts.confirmed, mw.ts.queued, mw.fence
-	hctx, err := c.addHold(ctx, spec, a, lease, mw.sent)
+	hctx, err := addHold(c.reg, ctx, spec, a, lease, mw.sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
 		count, _ := c.reg.State(id, lease)
@@ -269,7 +264,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	// A fair waiter of an owner of its own may be granted the lock by a
 	// release (see takesGrants), once the grant's message cannot miss it:
 	// its channel's subscription is confirmed.
-	at.grant = waiting && count == 0 && m.takesGrants() && c.holdOf(ctx) == nil &&
+	at.grant = waiting && count == 0 && m.takesGrants() && c.reg.Of(ctx) == nil &&
 		c.hub.Subscribed(m.k.channel(m.key, a.OwnerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
 	ts.nonce = ""
@@ -315,7 +310,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		// no one else can acquire, and so increment it, while this owner
 		// holds the lock (see fenced_acquire.lua).
 		if err := m.readFence(ctx, fence); err != nil {
-			c.markUnknown(id, err)
+			markUnknown(c.reg, id, err)
 			return false, 0, err
 		}
 	}
@@ -337,7 +332,7 @@ func (m *Mutex) settleLost(ctx context.Context, a lockArgs, at attempt, px time.
 		settled, err = m.reapply(ctx, a, at, m.k.acquire)
 	}
 	if err != nil {
-		if gen := m.c.markUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
+		if gen := markUnknown(m.c.reg, holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
 			m.settleLater(a, &at, px, gen)
 		}
 	}
@@ -363,7 +358,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	}
 	c := m.c
 	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
-	if _, err := c.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
+	if _, err := c.calls.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
 	c.settler.Add(settle.Job{
@@ -371,7 +366,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 			_, err := op(ctx)
 			return err == nil || scripts.IsReply(err)
 		},
-		Until: time.Now().Add(max(m.opts.QueueTimeout, c.giveBackFor())),
+		Until: time.Now().Add(max(m.opts.QueueTimeout, giveBackFor(c.opts.WatchdogTimeout))),
 		Quit: func() {
 			c.warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
 		},
@@ -389,21 +384,21 @@ const leaveWithin = 15 * time.Millisecond
 // wrapping ErrLockLost when the hold was lost before the release.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	var acq *acquisition
-	if hc := m.c.holdOf(ctx); hc != nil {
+	if hc := m.c.reg.Of(ctx); hc != nil {
 		acq = holds.Find(hc, holdID{Key: m.key, Field: m.k.field(hc.Owner())})
 	}
 	if acq == nil {
 		return m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
 	if acq.Hold().Lost() {
-		return m.fail("release", m.c.dropLost(acq))
+		return m.fail("release", dropLost(m.c.reg, acq))
 	}
 	h := acq.Hold()
 	id := holdID{Key: h.Key, Field: h.Field}
 	_, _, _ = m.c.reg.Enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.c.reg.Exit(id)
 	if m.c.reg.Unknown(id) {
-		rctx, cancel := m.c.detached(acq.Parent)
+		rctx, cancel := m.c.calls.detached(acq.Parent)
 		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}
@@ -439,7 +434,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		res, err = m.release(acq.Parent, h.Args, d.Last, d.Lease, d.Count)
 	}
 	if !d.Last {
-		m.c.markUnknown(id, err)
+		markUnknown(m.c.reg, id, err)
 	}
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", ErrLockLost)
@@ -475,7 +470,7 @@ func (m *Mutex) releaseVia(ctx context.Context, via scripts.Runner, a lockArgs, 
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
 	r := attempt{via: via, px: c.leaseArg(max(lease, minLease)), count: count}
-	n, err := c.retry(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})
 	if errors.Is(err, redis.Nil) {
@@ -533,7 +528,7 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // HoldCount is the number of holds the owner carried by ctx has on the lock
 // (0 when ctx carries no owner or it does not hold the lock).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	hc := m.c.holdOf(ctx)
+	hc := m.c.reg.Of(ctx)
 	if hc == nil {
 		return 0, nil
 	}

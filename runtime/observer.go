@@ -103,21 +103,21 @@ func kindName(k kind) string {
 // observeTry reports the outcome of an acquisition of a multi-lock or a
 // RedLock, whose attempts are not a single Mutex's: their TryLock defers
 // it with its results.
-func (c *Client) observeTry(ctx context.Context, name, key, lock, owner string, start time.Time, err error) {
-	if c.opts.Observer == nil {
+func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time, err error) {
+	if o == nil {
 		return
 	}
 	e := Event{Kind: EventAcquired, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Wait: time.Since(start)}
 	if err != nil {
 		e.Kind, e.Owner, e.Err = EventAcquireFailed, "", err
 	}
-	c.opts.Observer.ObserveLock(e)
+	o.ObserveLock(e)
 }
 
 // observeRelease reports the release of a multi-lock's or a RedLock's hold
 // taken at start.
-func (c *Client) observeRelease(ctx context.Context, name, key, lock, owner string, start time.Time) {
-	if c.opts.Observer != nil {
-		c.opts.Observer.ObserveLock(Event{Kind: EventReleased, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Held: time.Since(start)})
+func observeRelease(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time) {
+	if o != nil {
+		o.ObserveLock(Event{Kind: EventReleased, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Held: time.Since(start)})
 	}
 }

@@ -1,6 +1,11 @@
 package runtime
 
-import "time"
+import (
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // LockOptions describes one lock: what the generated code declares from
 // locks.yaml. The zero value is a watchdog lease and a single try.
@@ -37,3 +42,74 @@ type LockOptions struct {
 }
 
 const defaultQueueTimeout = 5 * time.Minute
+
+// Options configures a Client. The zero value is ready to use.
+type Options struct {
+	// WatchdogTimeout is the lease of holds that use the watchdog
+	// (LockOptions.Lease == Watchdog). The watchdog renews them every
+	// WatchdogTimeout/3. Zero means 30s, as in Redisson.
+	WatchdogTimeout time.Duration
+
+	// ReleaseTimeout bounds a release, which runs detached from the caller's
+	// ctx (a cancelled caller never leaks a lock), and the settling of an
+	// acquire whose reply was lost. Transport errors are retried within it.
+	// Zero means 5s.
+	ReleaseTimeout time.Duration
+
+	// Logger receives lost locks and failed renewals and releases; each
+	// kind of warning at most once per 10 s, the next one counting those
+	// left out. Nil means slog.Default(), but only at Debug level: a
+	// Client logs nothing unless asked to.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+
+	// Observer, when set, is told about acquisitions, waits, releases,
+	// losses and watchdog rounds. Nil means no events.
+	Observer Observer
+
+	// Name, when set, names this Client in its owner label (label.go), so
+	// lockgen inspect shows it beside the host and pid of a hold's owner.
+	Name string
+
+	// ReplicaTimeout bounds the WAIT of locks with SyncReplicas > 0.
+	// Zero means 1s.
+	ReplicaTimeout time.Duration
+
+	// RedLockNodes are the independent Redis masters that RedLocks span
+	// (the client passed to NewClient is not one of them unless listed).
+	RedLockNodes []redis.UniversalClient
+
+	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
+	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster that
+	// accepts PUBSUB SHARDNUMSUB (probed as Redisson does, the server
+	// version only as a fallback), so an unlock is not broadcast to every
+	// node, and classic pub/sub elsewhere. Every client of one lock must
+	// use the same mode (as Redisson's subscription mode must match).
+	PubSub PubSubMode
+
+	// NoHandoff turns off hand-offs, so that every waiter takes the lock
+	// with an acquire of its own after an unlock message, as Redisson's
+	// do. By default a release hands the lock over in its own script call:
+	// a reentrant lock's last release to the longest waiter of the same
+	// Client when no other client is subscribed to the lock's channel on
+	// its server (handoff.go), or to the longest lockgen waiter of any
+	// Client when only lockgen Clients that queue their waiters are
+	// (grant.go), a fair lock's to the head of the queue when it is a
+	// lockgen waiter (fair.go). Turn the reentrant hand-off off
+	// when Redisson clients that subscribe on replicas (subscriptionMode
+	// SLAVE) wait for the same locks: Redis does not count them, so they
+	// may wait up to 16 hand-offs for an unlock message.
+	NoHandoff bool
+}
+
+// PubSubMode selects classic or sharded pub/sub; see Options.PubSub.
+type PubSubMode uint8
+
+const (
+	// PubSubAuto: sharded on a Redis Cluster that has it, classic elsewhere.
+	PubSubAuto PubSubMode = iota
+	// PubSubClassic: SUBSCRIBE and PUBLISH.
+	PubSubClassic
+	// PubSubSharded: SSUBSCRIBE and SPUBLISH (Redis >= 7).
+	PubSubSharded
+)

@@ -3,11 +3,13 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/redis/go-redis/v9"
 )
 
 // pubSubProbeTimeout bounds the probe NewClient runs to choose the pub/sub
@@ -25,36 +27,36 @@ const pubSubProbeTimeout = 3 * time.Second
 // INFO, which a common ACL (+@all -@dangerous) refuses while it allows the
 // probe, and a lockgen that fell back to classic there would not wake, nor
 // be woken by, Redisson on the same cluster.
-func (c *Client) choosePubSub(mode PubSubMode) bool {
-	sharded, why := c.decidePubSub(mode)
+func choosePubSub(rdb redis.UniversalClient, cluster bool, mode PubSubMode, log *slog.Logger) bool {
+	sharded, why := decidePubSub(rdb, cluster, mode)
 	flavour := "classic"
 	if sharded {
 		flavour = "sharded"
 	}
-	c.log.Debug("pub/sub flavour chosen", "pubsub", flavour, "reason", why)
+	log.Debug("pub/sub flavour chosen", "pubsub", flavour, "reason", why)
 	return sharded
 }
 
-func (c *Client) decidePubSub(mode PubSubMode) (sharded bool, why string) {
+func decidePubSub(rdb redis.UniversalClient, cluster bool, mode PubSubMode) (sharded bool, why string) {
 	switch mode {
 	case PubSubSharded:
 		return true, "Options.PubSub is PubSubSharded"
 	case PubSubClassic:
 		return false, "Options.PubSub is PubSubClassic"
 	}
-	if !c.cluster {
+	if !cluster {
 		return false, "not a Redis Cluster (Redisson uses classic pub/sub there too)"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pubSubProbeTimeout)
 	defer cancel()
-	err := c.rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
+	err := rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
 	switch {
 	case err == nil:
 		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes"
 	case scripts.IsReply(err):
 		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err)
 	}
-	major, verr := c.serverMajor(ctx)
+	major, verr := serverMajor(ctx, rdb)
 	if verr != nil {
 		return false, fmt.Sprintf("PUBSUB SHARDNUMSUB got no reply (%v) and the server version is unknown (%v); Redisson would not start", err, verr)
 	}
@@ -62,8 +64,8 @@ func (c *Client) decidePubSub(mode PubSubMode) (sharded bool, why string) {
 }
 
 // serverMajor is the major version of a server behind rdb, read with INFO.
-func (c *Client) serverMajor(ctx context.Context) (int, error) {
-	info, err := c.rdb.Info(ctx, "server").Result()
+func serverMajor(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+	info, err := rdb.Info(ctx, "server").Result()
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,11 +23,11 @@ import (
 // markUnknown records that the outcome of the call in id's turn is
 // unknown, and returns the mark's generation (0: err is no unknown
 // outcome). The caller has the turn.
-func (c *Client) markUnknown(id holdID, err error) uint64 {
+func markUnknown(reg *holds.Registry, id holdID, err error) uint64 {
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		return 0
 	}
-	return c.reg.MarkUnknown(id)
+	return reg.MarkUnknown(id)
 }
 
 // reconcile brings the owner's count of a in Redis back to the client's,

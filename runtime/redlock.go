@@ -34,16 +34,6 @@ type RedLock struct {
 	quorum int
 }
 
-// RedLock returns the RedLock at key over the Client's RedLock nodes.
-// opts.Quorum of 0 means a majority of the nodes.
-func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
-	q := opts.Quorum
-	if q <= 0 {
-		q = len(c.redNodes)/2 + 1
-	}
-	return &RedLock{c: c, key: key, opts: opts, quorum: q}
-}
-
 // Key is the Redis key of the lock on every node.
 func (l *RedLock) Key() string { return l.key }
 
@@ -88,7 +78,7 @@ func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
 func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
 	c := l.c
 	owner, begin := "", time.Now()
-	defer func() { c.observeTry(ctx, l.opts.Name, l.key, "red", owner, begin, err) }()
+	defer func() { observeTry(c.opts.Observer, ctx, l.opts.Name, l.key, "red", owner, begin, err) }()
 	switch {
 	case len(c.redNodes) == 0:
 		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
@@ -103,7 +93,7 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 	}
 	if h := l.holdIn(ctx); h != nil {
 		owner = h.owner
-	} else if hc := c.holdOf(ctx); hc != nil {
+	} else if hc := c.reg.Of(ctx); hc != nil {
 		owner = hc.Owner()
 	} else {
 		owner = c.newOwner()
@@ -254,7 +244,7 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 	}
 	l.releaseParts(h.parts)
 	h.cancel(context.Canceled)
-	l.c.observeRelease(ctx, l.opts.Name, l.key, "red", h.owner, h.start)
+	observeRelease(l.c.opts.Observer, ctx, l.opts.Name, l.key, "red", h.owner, h.start)
 	if lost {
 		return l.fail("release", fmt.Errorf("%w: fewer than %d nodes held it", ErrLockLost, l.quorum))
 	}

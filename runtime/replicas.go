@@ -15,7 +15,7 @@ import (
 // ErrNotReplicated: Redisson's checkLockSyncedSlaves, without leaving the
 // lock behind.
 func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
-	conn, err := m.c.stickyConn(ctx, m.key)
+	conn, err := stickyConn(ctx, m.c.rdb, m.key)
 	if err != nil {
 		return 0, err
 	}
@@ -40,14 +40,14 @@ func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (
 // undo drops the one count of the hold that attempt at took.
 func (m *Mutex) undo(ctx context.Context, a lockArgs, at attempt) {
 	u := attempt{via: at.via, px: at.px, count: at.count + 1}
-	if _, err := m.c.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
+	if _, err := m.c.calls.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
 		m.c.warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}
 }
 
 // stickyConn returns one connection to the master serving key.
-func (c *Client) stickyConn(ctx context.Context, key string) (*redis.Conn, error) {
-	switch rdb := c.rdb.(type) {
+func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
+	switch rdb := rdb.(type) {
 	case *redis.Client:
 		return rdb.Conn(), nil
 	case *redis.ClusterClient:
@@ -57,5 +57,5 @@ func (c *Client) stickyConn(ctx context.Context, key string) (*redis.Conn, error
 		}
 		return node.Conn(), nil
 	}
-	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", ErrInvalidArgument, c.rdb)
+	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", ErrInvalidArgument, rdb)
 }

@@ -31,15 +31,6 @@ type RWLock struct {
 	read, write Mutex
 }
 
-// ReadWrite returns the read-write lock at key. With opts.WritersFirst, a
-// waiting writer holds back new readers.
-func (c *Client) ReadWrite(key string, opts LockOptions) *RWLock {
-	return &RWLock{
-		read:  Mutex{c: c, key: key, opts: opts, k: readSide{}},
-		write: Mutex{c: c, key: key, opts: opts, k: writeSide{}},
-	}
-}
-
 // Read is the shared side: many owners may hold it at once.
 func (l *RWLock) Read() *Mutex { return &l.read }
 

@@ -67,12 +67,6 @@ type Semaphore struct {
 	opts     SemaphoreOptions
 }
 
-// Semaphore returns the permit-expirable semaphore at key.
-func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
-	return &Semaphore{c: c, key: key, opts: opts,
-		timeouts: suffixName(key, "timeout"), channel: semaphoreChannel(key)}
-}
-
 // Key is the Redis key of the free count.
 func (s *Semaphore) Key() string { return s.key }
 
@@ -93,12 +87,13 @@ const permitIDLen = 16
 // its Client's uuid (the rest are random).
 const PermitOwnerLen = 8
 
-// newPermitIDs returns n permit ids of the Client, back to back.
-func (c *Client) newPermitIDs(n int) []byte {
+// newPermitIDs returns n permit ids of the Client whose uuid starts with
+// prefix, back to back.
+func newPermitIDs(prefix *[PermitOwnerLen]byte, n int) []byte {
 	ids := make([]byte, n*permitIDLen)
 	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
 	for i := 0; i < len(ids); i += permitIDLen {
-		copy(ids[i:i+PermitOwnerLen], c.idPrefix[:])
+		copy(ids[i:i+PermitOwnerLen], prefix[:])
 	}
 	return ids
 }
@@ -133,7 +128,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	}
 	c := s.c
 	start := time.Now()
-	ids := c.newPermitIDs(n)
+	ids := newPermitIDs(&c.idPrefix, n)
 	a := lockArgs{Key: s.timeouts, Owner: c.newOwner(), Field: string(ids)}
 	marker := s.marker(string(ids))
 	px := lease
@@ -147,7 +142,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		if errors.Is(err, errTryAborted) {
 			// Its marker now refuses every copy of this request: the
 			// next try is a new request, with new permit ids.
-			ids = c.newPermitIDs(n)
+			ids = newPermitIDs(&c.idPrefix, n)
 			a.Field, marker = string(ids), s.marker(string(ids))
 		}
 		return took, ttl, err
@@ -165,7 +160,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		c.observe(Event{Kind: EventAcquireFailed, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Ctx: ctx, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
-	hctx, err := c.addHold(ctx, holds.Spec{Name: s.opts.Name, Key: s.key, Kind: "semaphore", Permit: true, From: (*semaphoreTaker)(s)}, a, lease, sent)
+	hctx, err := addHold(c.reg, ctx, holds.Spec{Name: s.opts.Name, Key: s.key, Kind: "semaphore", Permit: true, From: (*semaphoreTaker)(s)}, a, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the permits back rather than leave them.
 		_, _ = s.release(ctx, a, marker)
@@ -194,9 +189,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	case scripts.IsReply(err), scripts.NotSent(err):
 		return false, 0, err
 	}
-	dctx, cancel := c.detached(ctx)
-	defer cancel()
-	took, serr := c.retryDetached(dctx, func(ctx context.Context) (int64, error) {
+	took, serr := c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
 			3: s.timeouts, marker,
 			a.FieldID()[:permitIDLen], c.markerTTL,
@@ -251,7 +244,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 // acquisitionOf returns the innermost acquisition of this semaphore in
 // ctx's chain, or nil.
 func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
-	for hc := s.c.holdOf(ctx); hc != nil; hc = hc.Parent() {
+	for hc := s.c.reg.Of(ctx); hc != nil; hc = hc.Parent() {
 		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
 			return hc.Acquisition()
 		}
@@ -263,7 +256,7 @@ func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
 // resend finds the ids gone and changes nothing). It returns the number of
 // permits freed.
 func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int64, error) {
-	return s.c.retry(ctx, func(ctx context.Context) (int64, error) {
+	return s.c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
 		return s.releaseOnce(ctx, s.c.rdb, a, marker)
 	})
 }

@@ -32,11 +32,6 @@ type PlainSemaphore struct {
 	channel string
 }
 
-// PlainSemaphore returns the plain semaphore at key; name is used in errors.
-func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
-	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphoreChannel(key)}
-}
-
 // Key is the Redis key of the free count.
 func (p *PlainSemaphore) Key() string { return p.key }
 
@@ -88,7 +83,7 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	if n < 1 {
 		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
 	}
-	dctx, cancel := p.c.detached(ctx)
+	dctx, cancel := p.c.calls.detached(ctx)
 	defer cancel()
 	err := scripts.PlainSemaphoreRelease.Run(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
 	switch {

@@ -193,7 +193,7 @@ const (
 
 func (wt *waiting) init(c *Client, ctx context.Context, ws waitSpec, try tryFunc) {
 	*wt = waiting{c: c, ctx: ctx, ws: ws, try: try, backoff: unreachableBackoff}
-	if c.holdOf(ctx) == nil {
+	if c.reg.Of(ctx) == nil {
 		wt.drain = c.drainCh
 	}
 	if ws.wait >= 0 {
@@ -242,7 +242,7 @@ func (wt *waiting) attach() error {
 	case deferred && grantee:
 		wt.skipTry = true
 	case deferred:
-		return wt.c.deferFirstTry(wt.ctx, wt.w, &wt.timer, wt.deadline, wt.drain)
+		return wt.deferFirstTry()
 	}
 	return nil
 }
@@ -308,7 +308,7 @@ func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
 		d = min(d, time.Until(wt.bound))
 	}
 	wt.backoff = min(2*wt.backoff, maxUnreachableBackoff)
-	if err := wt.c.sleep(wt.ctx, nil, &wt.timer, max(d, 0), wt.drain); err != nil {
+	if err := wt.sleep(nil, max(d, 0)); err != nil {
 		return waitDone, 0, err
 	}
 	return waitTryAgain, 0, nil
@@ -364,9 +364,9 @@ func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 	// A Client that waits is named in Redis (its owner label: the
 	// watchdog loop writes it), so lockgen inspect can tell whose waiters
 	// these are before it holds anything.
-	c.wd.start(c)
+	c.wd.start()
 	h.Park(wt.w)
-	serr := c.sleep(wt.ctx, wt.w, &wt.timer, d, wt.drain)
+	serr := wt.sleep(wt.w, d)
 	if state, marker, sent := h.Unpark(wt.w); state == hub.OfferGranted || state == hub.OfferUnknown || state == hub.OfferRemote {
 		acquired, err := ws.handed.claim(state, marker, sent)
 		h.Tried(wt.w, false, false)
@@ -419,10 +419,11 @@ func unreachable(err error) bool {
 var sleepTimers sync.Pool
 
 // sleep waits up to d (< 0: no bound) for a signal to w (nil: none, a
-// pause between tries), on *timer (made on first use). It returns ctx's
-// error, ErrClosed or (drain closed: Shutdown began) ErrDraining if one of
+// pause between tries), on the wait's timer (made on first use). It
+// returns ctx's error, ErrClosed or (Shutdown began) ErrDraining if one of
 // them ends it.
-func (c *Client) sleep(ctx context.Context, w *hub.Waiter, timer **time.Timer, d time.Duration, drain <-chan struct{}) error {
+func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
+	ctx, timer := wt.ctx, &wt.timer
 	var signal <-chan struct{}
 	if w != nil {
 		signal = w.C()
@@ -444,9 +445,9 @@ func (c *Client) sleep(ctx context.Context, w *hub.Waiter, timer **time.Timer, d
 	case <-timeout:
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-c.closeCh:
+	case <-wt.c.closeCh:
 		return ErrClosed
-	case <-drain:
+	case <-wt.drain:
 		return fmt.Errorf("%w: Shutdown began", ErrDraining)
 	}
 	if d >= 0 {
@@ -458,8 +459,9 @@ func (c *Client) sleep(ctx context.Context, w *hub.Waiter, timer **time.Timer, d
 // deferFirstTry is the in-process FIFO of a newcomer (see hub.Hub): it
 // waits hub.UnlockGrace for an unlock message in transit, then, if a
 // hand-off is in flight, until it is over, hub.HandoffWait in all, never
-// past deadline.
-func (c *Client) deferFirstTry(ctx context.Context, w *hub.Waiter, timer **time.Timer, deadline time.Time, drain <-chan struct{}) error {
+// past the end of the wait.
+func (wt *waiting) deferFirstTry() error {
+	w, deadline, h := wt.w, wt.deadline, wt.c.hub
 	start := time.Now()
 	limit := func(d time.Duration) time.Duration {
 		if !deadline.IsZero() {
@@ -468,14 +470,14 @@ func (c *Client) deferFirstTry(ctx context.Context, w *hub.Waiter, timer **time.
 		return max(d, 0)
 	}
 	d := hub.UnlockGrace
-	if c.hub.InFlight(w) {
+	if h.InFlight(w) {
 		d = hub.HandoffWait
 	}
-	if err := c.sleep(ctx, w, timer, limit(d), drain); err != nil {
+	if err := wt.sleep(w, limit(d)); err != nil {
 		return err
 	}
-	if d == hub.UnlockGrace && c.hub.InFlight(w) {
-		return c.sleep(ctx, w, timer, limit(hub.HandoffWait-time.Since(start)), drain)
+	if d == hub.UnlockGrace && h.InFlight(w) {
+		return wt.sleep(w, limit(hub.HandoffWait-time.Since(start)))
 	}
 	return nil
 }

@@ -36,6 +36,7 @@ import (
 // extends a key whose field still names the owner, which after the release
 // is never the case.
 type watchdog struct {
+	c       *Client
 	once    sync.Once
 	done    chan struct{}
 	rdb     redis.UniversalClient
@@ -61,6 +62,7 @@ const (
 )
 
 func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
+	w.c = c
 	w.rdb = rdb
 	w.timing = c.reg.Timing()
 	w.workers = make(chan struct{}, renewWorkers)
@@ -68,10 +70,10 @@ func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 
 // start starts the loop on first use: at the first hold of any lease,
 // which also writes the owner label (label.go).
-func (w *watchdog) start(c *Client) {
+func (w *watchdog) start() {
 	w.once.Do(func() {
 		w.done = make(chan struct{})
-		go c.watchdogLoop(w.done)
+		go w.loop(w.done)
 	})
 }
 
@@ -91,13 +93,13 @@ func (w *watchdog) wait() {
 // ctx, only its deadline).
 func (w *watchdog) waitJobs() { w.jobs.Wait() }
 
-func (c *Client) watchdogLoop(done chan struct{}) {
+func (w *watchdog) loop(done chan struct{}) {
 	defer close(done)
-	w := &c.wd
+	c := w.c
 	ticker := time.NewTicker(w.timing.Tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
-	c.renewLabel(time.Now())
+	w.renewLabel(time.Now())
 	w.dialled(c.rdb)
 	for {
 		select {
@@ -111,15 +113,15 @@ func (c *Client) watchdogLoop(done chan struct{}) {
 		if all {
 			lastPoke = time.Now()
 		}
-		c.renewDue(time.Now(), all)
-		c.renewLabel(time.Now())
+		w.renewDue(time.Now(), all)
+		w.renewLabel(time.Now())
 	}
 }
 
 // renewDue sends a renewal for every watchdog hold due by now (all: every
 // watchdog hold not in flight) and returns without waiting for replies.
-func (c *Client) renewDue(now time.Time, all bool) {
-	w := &c.wd
+func (w *watchdog) renewDue(now time.Time, all bool) {
+	c := w.c
 	due, extra := c.reg.TakeDue(now, all, lua.MaxBatch)
 	if len(due) == 0 {
 		return
@@ -145,13 +147,14 @@ func (c *Client) renewDue(now time.Time, all bool) {
 		w.jobs.Add(1)
 		go func() {
 			defer func() { <-w.workers; w.jobs.Done() }()
-			c.renewJob(call, extra)
+			w.renewJob(call, extra)
 		}()
 	}
 }
 
 // renewJob sends one pipeline of batches and applies the replies.
-func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
+func (w *watchdog) renewJob(batches [][]*hold, extra map[*hold][]string) {
+	c := w.c
 	deadline := c.reg.Deadline(batches)
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
@@ -159,7 +162,7 @@ func (c *Client) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	ctx, cancel := context.WithDeadline(c.life, deadline) // Close ends it too
 	defer cancel()
 	sent := time.Now()
-	cmds, err := c.runRenewals(ctx, batches, extra, c.wdLease)
+	cmds, err := w.runRenewals(ctx, batches, extra, c.wdLease)
 	c.slots.failed(err) // a dead master: its replica may serve the slots by now
 
 	renewed := 0
@@ -201,8 +204,8 @@ func countHolds(batches [][]*hold) int {
 // the server's script cache lacks the script (first round, restart, SCRIPT
 // FLUSH), it is loaded once (on every master of a cluster) and the refused
 // batches are sent again by SHA, rather than each as a full EVAL.
-func (c *Client) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease any) ([]*redis.Cmd, error) {
-	rdb := c.wd.rdb
+func (w *watchdog) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease any) ([]*redis.Cmd, error) {
+	rdb := w.rdb
 	cmds := make([]*redis.Cmd, len(batches))
 	build := func(i int) *redis.Cmd {
 		b := batches[i]

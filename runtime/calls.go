@@ -1,0 +1,107 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// calls bounds the calls that must finish even when their caller gave up
+// (releases, settlements): by the Client's ReleaseTimeout, or by the call a
+// try belongs to (callBound). A failure without a reply has the cluster's
+// slot maps re-read (failover.go).
+type calls struct {
+	timeout time.Duration // Options.ReleaseTimeout
+	slots   *slotMaps
+}
+
+// detached returns a ctx that survives the caller's cancellation and ends
+// after the release timeout: releases and settlements must finish even when
+// the caller has given up.
+//
+// Within a call with a wait time (see callBound) it ends at the call's
+// bound instead, if that comes first: what is left over then is settled
+// in the background.
+func (k *calls) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return k.detachedUntil(ctx, k.releaseLimit(ctx))
+}
+
+// releaseLimit is when detached work started now must end: after the
+// release timeout, or at the call's bound (callBound) if sooner.
+func (k *calls) releaseLimit(ctx context.Context) time.Time {
+	limit := time.Now().Add(k.timeout)
+	if b, ok := ctx.Value(callBound{}).(time.Time); ok && b.Before(limit) {
+		limit = b
+	}
+	return limit
+}
+
+// detachedUntil is detached, ending at limit.
+func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
+	if ctx.Value(stayAttached{}) != nil {
+		return context.WithDeadline(ctx, limit)
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), limit)
+}
+
+// callBound, as a ctx value, is the time by which the call a try belongs
+// to must return (await): detached work within the try ends there too.
+type callBound struct{}
+
+// stayAttached, as a ctx value, keeps detached from detaching: the
+// Client's own background work (package settle) ends with Close.
+type stayAttached struct{}
+
+// retry runs op on ctx and, if that fails without a reply from Redis (a
+// transport error, or ctx cancelled), again on a ctx detached from ctx's
+// cancellation with the release timeout, until it succeeds, Redis replies
+// with an error (which a resend would not change), or the timeout ends.
+// op must be idempotent.
+//
+// The first attempt ends by the same limit as the rest: a call stuck on a
+// dead connection is not waited out past it.
+func (k *calls) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+	limit := k.releaseLimit(ctx)
+	fctx, cancel := context.WithDeadline(ctx, limit)
+	v, err := op(fctx)
+	cancel()
+	if err == nil || scripts.IsReply(err) {
+		return v, err
+	}
+	k.slots.failed(err)
+	dctx, cancel := k.detachedUntil(ctx, limit)
+	defer cancel()
+	return k.retryDetached(dctx, op)
+}
+
+// retryDetached runs op until it succeeds, Redis replies with an error, or
+// ctx ends (ErrOutcomeUnknown). A failure without a reply has the slot
+// maps re-read before the next attempt (failover.go).
+func (k *calls) retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+	backoff := 5 * time.Millisecond
+	for {
+		v, err := op(ctx)
+		if err == nil || scripts.IsReply(err) {
+			return v, err
+		}
+		k.slots.failed(err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 250*time.Millisecond)
+	}
+}
+
+// settle runs op as retryDetached does, on a ctx detached from ctx (see
+// detached): a settlement that must finish even when its caller gave up.
+func (k *calls) settle(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+	dctx, cancel := k.detached(ctx)
+	defer cancel()
+	return k.retryDetached(dctx, op)
+}

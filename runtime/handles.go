@@ -1,0 +1,100 @@
+package runtime
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// The constructors of the lock handles. A handle is cheap: make one per
+// key as needed.
+
+// Mutex returns the reentrant, non-fair lock at key.
+func (c *Client) Mutex(key string, opts LockOptions) *Mutex {
+	return &Mutex{c: c, key: key, opts: opts, k: reentrant{}}
+}
+
+// FairLock returns the fair lock at key: a reentrant lock granted in the
+// order of arrival, with Redisson RFairLock's layout. Waiters queue in
+// redisson_lock_queue:{key}; only the head of the queue may take a free
+// lock, and a release wakes only the head, on its own channel
+// redisson_lock__channel:{key}:<owner>.
+//
+// A waiter keeps its place while it lives: it refreshes its score in
+// redisson_lock_timeout:{key} every QueueTimeout/3. A waiter whose process
+// is gone is skipped QueueTimeout after its last refresh; one that gives
+// up (wait time over, ctx cancelled) leaves the queue at once.
+//
+// Go and Java waiters may share one queue. Redisson lowers every waiter's
+// score by its wait timeout each time one of its clients takes the lock,
+// so a lockgen waiter's score is raised by one QueueTimeout per Redisson
+// waiter ahead of it (lockgen_fair_waiters:{key} tells them apart), and a
+// lockgen waiter a Redisson client popped anyway re-enqueues as soon as it
+// tries. Set Redisson's fairLockWaitTimeout to the lock's QueueTimeout
+// (both default to 5 min).
+func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = defaultQueueTimeout
+	}
+	return &Mutex{c: c, key: key, opts: opts, k: fair{}}
+}
+
+// ReadWrite returns the read-write lock at key. With opts.WritersFirst, a
+// waiting writer holds back new readers.
+func (c *Client) ReadWrite(key string, opts LockOptions) *RWLock {
+	return &RWLock{
+		read:  Mutex{c: c, key: key, opts: opts, k: readSide{}},
+		write: Mutex{c: c, key: key, opts: opts, k: writeSide{}},
+	}
+}
+
+// FencedLock returns the fenced reentrant lock at key.
+func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
+	return &FencedLock{&Mutex{c: c, key: key, opts: opts, k: reentrant{}, fenced: true}}
+}
+
+// MultiLock returns the multi-lock over members. opts gives the name, the
+// lease and the wait time of the whole; the members' own lease and wait
+// time are not used.
+func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
+	ms := slices.Clone(members)
+	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.key, b.key) })
+	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.key == b.key })
+	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
+	for _, m := range ms {
+		if _, ok := m.k.(reentrant); !ok || m.opts.SyncReplicas > 0 || c.cluster && scripts.KeySlot(m.key) != scripts.KeySlot(ms[0].key) {
+			l.atomic = false
+		}
+	}
+	return l
+}
+
+// RedLock returns the RedLock at key over the Client's RedLock nodes.
+// opts.Quorum of 0 means a majority of the nodes.
+func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
+	q := opts.Quorum
+	if q <= 0 {
+		q = len(c.redNodes)/2 + 1
+	}
+	return &RedLock{c: c, key: key, opts: opts, quorum: q}
+}
+
+// Semaphore returns the permit-expirable semaphore at key.
+func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
+	return &Semaphore{c: c, key: key, opts: opts,
+		timeouts: suffixName(key, "timeout"), channel: semaphoreChannel(key)}
+}
+
+// PlainSemaphore returns the plain semaphore at key; name is used in errors.
+func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
+	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphoreChannel(key)}
+}
+
+// Latch returns the count-down latch at key. On a cluster, key must not
+// carry a hash tag: Redisson always wraps the whole name in braces to name
+// the channel, which then hashes to another slot than the key, and a
+// sharded publish from the key's script would be refused.
+func (c *Client) Latch(key string, opts LatchOptions) *Latch {
+	return &Latch{c: c, key: key, opts: opts, channel: latchChannel(key)}
+}
