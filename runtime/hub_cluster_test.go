@@ -199,9 +199,11 @@ func testSlotMigratedUnderWaiters(t *testing.T, cl *redistest.Cluster) {
 	srcConn := pubSubClientIDs(t, srcC)
 
 	cl.MigrateSlot(t, scripts.KeySlot(key), dst)
+	moved := time.Now()
 	eventually(t, 5*time.Second, "the moved slot's channel subscribed on its new master", func() bool {
 		return shardSubs(t, dstC, channel) == 1 && runtime.IdleWaiters(probe) == nWaiters
 	})
+	t.Logf("subscribed on the new master, waiters asleep again, %v after the move", time.Since(moved))
 	if n := shardSubs(t, srcC, otherChannel); n != 1 {
 		t.Fatalf("the other slot's channel has %d subscribers on the old master, want 1", n)
 	}
