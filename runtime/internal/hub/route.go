@@ -140,7 +140,9 @@ func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken 
 			delete(sc.unsubscribing, ch)
 		}
 	}
-	h.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
+	if n > 0 {
+		h.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
+	}
 	if len(sc.entries) == 0 {
 		h.dropLocked(sc)
 	}
