@@ -31,8 +31,10 @@ const (
 
 // Client is the shared runtime every lock handle works through: one per
 // process and Redis deployment is the intended use. It owns one pub/sub
-// connection (the hub that wakes waiters) and one watchdog loop that renews
-// every watchdog hold in batched script calls.
+// connection per server (per master on a Redis Cluster with sharded
+// pub/sub: the hub that wakes waiters) and one watchdog loop that renews
+// every watchdog hold in batched script calls (docs/scale-out.md counts
+// its connections).
 //
 // A Client is safe for concurrent use. Close it when done; the Redis client
 // it was built from stays open and remains the caller's. The Client never
@@ -46,7 +48,7 @@ type Client struct {
 	idArg     any                  // id, boxed once as a script argument
 	idPrefix  [PermitOwnerLen]byte // the uuid's first bytes, raw: they start its permit ids
 	cluster   bool                 // keys are grouped by slot for batched calls
-	sharded   bool                 // sharded pub/sub: one subscription connection per slot
+	sharded   bool                 // sharded pub/sub: one subscription connection per master
 	publish   any                  // "publish" or "spublish", boxed once for script args
 	markerTTL any                  // lifetime of request markers in ms, boxed once
 	wdLease   any                  // WatchdogTimeout in ms, boxed once

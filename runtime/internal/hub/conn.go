@@ -80,7 +80,7 @@ const (
 // subConn is one pub/sub connection.
 type subConn struct {
 	h    *Hub
-	slot int
+	node string // its key in h.conns: the node's address (byNode), or ""
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
 	done chan struct{} // closed when the connection is dropped
@@ -108,7 +108,8 @@ type subConn struct {
 	// yet confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
 	dead          bool
-	backoff       time.Duration // wait before the first send (its predecessor failed young)
+	backoff       time.Duration // its predecessor on the node failed young: the backoff it was given
+	wait          time.Duration // wait before the first send (what is left of backoff)
 	reload        bool          // reload the cluster's slot map before the first send
 	reading       bool          // the reader runs: the connection is up
 }
@@ -136,25 +137,28 @@ type subOp struct {
 	also string
 }
 
-// subscribeLocked subscribes e on the connection for its slot. After
-// Close it does nothing: the waiters' sleeps end with the caller's close.
+// subscribeLocked subscribes e: on the one connection, or, on a cluster
+// with sharded pub/sub, on its slot's master's once the router found it
+// (route.go). After Close it does nothing: the waiters' sleeps end with
+// the caller's close.
 func (h *Hub) subscribeLocked(e *entry) {
 	if h.connClosed {
 		return
 	}
-	slot := 0
-	if h.sharded {
-		slot = scripts.KeySlot(e.name)
+	if h.byNode {
+		h.placeLocked(placement{e: e})
+		return
 	}
-	sc := h.conns[slot]
+	sc := h.conns[""]
 	if sc == nil {
-		sc = h.newConnLocked(slot, 0)
+		sc = h.newConnLocked("", h.sub)
 	}
 	sc.addLocked(e)
 }
 
 func (sc *subConn) addLocked(e *entry) {
 	e.conn = sc
+	e.placing = false
 	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
 	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
@@ -167,6 +171,7 @@ func (sc *subConn) addLocked(e *entry) {
 // unsubscribeLocked drops e's subscription; a sharded connection left with
 // no channel is closed.
 func (h *Hub) unsubscribeLocked(e *entry) {
+	e.placing = false // if it waits for its node, it is never placed
 	sc := e.conn
 	if sc == nil || sc.dead || sc.entries[e.name] != e {
 		return
@@ -194,19 +199,31 @@ func (sc *subConn) queueLocked(op subOp) {
 	}
 }
 
-// newConnLocked starts a connection for slot. An empty subscription does not
-// connect: the writer's first subscribe dials, on a cluster the node that
-// owns the channel's slot.
-func (h *Hub) newConnLocked(slot int, backoff time.Duration) *subConn {
+// A failure is the backoff a connection that failed young left for the
+// next one to its node, and when it failed.
+type failure struct {
+	backoff time.Duration
+	at      time.Time
+}
+
+// newConnLocked starts a connection to node through client: a cluster
+// master's own client (byNode), or the hub's. An empty subscription does
+// not connect: the writer's first subscribe dials. If the node's last
+// connection failed young, the first send waits out its backoff.
+func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn {
 	sc := &subConn{
 		h:             h,
-		slot:          slot,
+		node:          node,
 		kick:          make(chan struct{}, 1),
 		done:          make(chan struct{}),
 		entries:       make(map[string]*entry),
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
-		backoff:       backoff,
+	}
+	if f, ok := h.failures[node]; ok {
+		delete(h.failures, node)
+		sc.backoff = f.backoff
+		sc.wait = max(0, time.Until(f.at.Add(f.backoff)))
 	}
 	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
@@ -214,11 +231,11 @@ func (h *Hub) newConnLocked(slot int, backoff time.Duration) *subConn {
 		sc.track = newTracker()
 	}
 	if h.sharded {
-		sc.ps = h.sub.SSubscribe(context.Background())
+		sc.ps = client.SSubscribe(context.Background())
 	} else {
-		sc.ps = h.sub.Subscribe(context.Background())
+		sc.ps = client.Subscribe(context.Background())
 	}
-	h.conns[slot] = sc
+	h.conns[node] = sc
 	if h.monitor == nil {
 		h.monitor = make(chan struct{})
 		h.wg.Add(1)
@@ -237,8 +254,8 @@ func (h *Hub) dropLocked(sc *subConn) {
 	sc.dead = true
 	close(sc.done)
 	sc.cancel()
-	if h.conns[sc.slot] == sc {
-		delete(h.conns, sc.slot)
+	if h.conns[sc.node] == sc {
+		delete(h.conns, sc.node)
 	}
 	h.wg.Add(1)
 	go func() {
@@ -248,10 +265,12 @@ func (h *Hub) dropLocked(sc *subConn) {
 }
 
 // failLocked drops sc and subscribes its channels again on a new
-// connection. wake says whether to wake their waiters now (the connection
-// was found half-open: the server may well be fine): it appends their
-// entries to woken, for the caller to wake once it released h.mu. Either
-// way the new subscription's confirmation wakes them.
+// connection (on a cluster with sharded pub/sub, each on its slot's
+// master's, which may be another node by now). wake says whether to wake
+// their waiters now (the connection was found half-open: the server may
+// well be fine): it appends their entries to woken, for the caller to
+// wake once it released h.mu. Either way the new subscription's
+// confirmation wakes them.
 func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []*entry) []*entry {
 	if sc.dead || h.connClosed {
 		return woken
@@ -260,7 +279,7 @@ func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 	if h.failed != nil {
 		h.failed(err) // the node may be dead and its slots served elsewhere
 	}
-	h.log.Debug("pub/sub connection replaced", "slot", sc.slot, "why", why, "err", err, "channels", len(sc.entries))
+	h.log.Debug("pub/sub connection replaced", "node", sc.node, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
 		return woken
 	}
@@ -271,13 +290,28 @@ func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 	if !sc.heard.Load() || scripts.IsReply(err) {
 		backoff = min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
 	}
-	nc := h.conns[sc.slot]
-	if nc == nil {
-		nc = h.newConnLocked(sc.slot, backoff)
+	if backoff > 0 {
+		h.failures[sc.node] = failure{backoff, time.Now()}
+	} else {
+		delete(h.failures, sc.node)
 	}
-	// A slot that moved (the server dropped the channel, or refused it
-	// with MOVED) is looked up again before the new connection dials.
-	nc.reload = h.cluster && (err == nil || scripts.IsReply(err))
+	// A slot that moved (the server dropped the channel, or refused it)
+	// is looked up again before the new connection dials.
+	reload := h.cluster && (err == nil || scripts.IsReply(err))
+	if h.byNode {
+		for _, e := range sc.entries {
+			h.placeLocked(placement{e: e, reload: reload})
+			if wake {
+				woken = append(woken, e)
+			}
+		}
+		return woken
+	}
+	nc := h.conns[sc.node]
+	if nc == nil {
+		nc = h.newConnLocked(sc.node, h.sub)
+	}
+	nc.reload = reload
 	for _, e := range sc.entries {
 		nc.addLocked(e)
 		if wake {
@@ -291,8 +325,8 @@ func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 func (sc *subConn) writeLoop() {
 	h := sc.h
 	defer h.wg.Done()
-	if sc.backoff > 0 {
-		t := time.NewTimer(sc.backoff)
+	if sc.wait > 0 {
+		t := time.NewTimer(sc.wait)
 		select {
 		case <-t.C:
 		case <-sc.done:
@@ -407,6 +441,10 @@ func (sc *subConn) readLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue // the monitor decides whether the silence is death
 			}
+			if slot, to, ok := movedSlot(err); ok && h.byNode {
+				h.moved(sc, slot, to)
+				continue
+			}
 			h.mu.Lock()
 			h.failLocked(sc, "receive failed", err, false, nil)
 			h.mu.Unlock()
@@ -484,8 +522,10 @@ func (sc *subConn) confirmedLocked(channel string) pendingSub {
 
 // unsubscribedLocked handles an unsubscribe notice for channel on sc. One
 // the hub did not ask for means the server dropped the channel (its slot
-// moved to another node): sc's channels move to a new connection, which
-// go-redis dials to the slot's owner. It returns the entries to wake.
+// moved to another node): on a master's connection the channels of that
+// slot move to the slot's new master (route.go); otherwise sc's channels
+// move to a new connection, which go-redis dials to the slot's owner. It
+// returns the entries to wake.
 func (h *Hub) unsubscribedLocked(sc *subConn, channel string) []*entry {
 	if n := sc.unsubscribing[channel]; n > 0 {
 		if n == 1 {
@@ -494,6 +534,13 @@ func (h *Hub) unsubscribedLocked(sc *subConn, channel string) []*entry {
 			sc.unsubscribing[channel] = n - 1
 		}
 		return nil
+	}
+	if h.byNode {
+		e := sc.entries[channel]
+		if e == nil {
+			return nil // its slot moved on already
+		}
+		return h.moveSlotLocked(sc, e.slot, "", true, nil)
 	}
 	return h.failLocked(sc, "unsubscribed by the server", nil, true, nil)
 }
@@ -569,6 +616,9 @@ func (h *Hub) Close() {
 	}
 	if h.monitor != nil {
 		close(h.monitor)
+	}
+	if h.routeStop != nil {
+		h.routeStop()
 	}
 	h.mu.Unlock()
 	// Closing the hub's own client first ends any read stuck on one of its

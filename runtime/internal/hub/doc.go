@@ -25,8 +25,10 @@
 //     sleeps on what another waiter saw of the lock.
 //   - A dead connection wakes its waiters: a connection that fails or is
 //     found half-open is replaced, its channels subscribed again and its
-//     waiters signalled (conn.go); a key gone without a message wakes its
-//     lock's longest waiter (key tracking, track.go).
+//     waiters signalled (conn.go); so are the channels of a cluster slot
+//     that moved to another master, on that master (route.go); a key
+//     gone without a message wakes its lock's longest waiter (key
+//     tracking, track.go).
 //   - An offer is settled. A parked waiter may be offered the lock by a
 //     release of the same client (Offer); Unpark waits for the outcome the
 //     releaser reports with Settle. A grant made in Redis comes out of
@@ -45,9 +47,11 @@
 //
 // # What it owns
 //
-// Every Waiter (pooled: Leave takes it back), the pub/sub connections and
-// their goroutines (a writer and a reader each, a key tracker beside a
-// single server's, one health monitor), the timers that unsubscribe a
+// Every Waiter (pooled: Leave takes it back), the pub/sub connections (one,
+// or with sharded pub/sub on a cluster one per master: route.go) and their
+// goroutines (a writer and a reader each, a key tracker beside a single
+// server's, one health monitor, and on a cluster the router that places
+// channels on their master's connection), the timers that unsubscribe a
 // channel a while after its last waiter left, and, for a single server, a
 // go-redis client of its own built from the caller's options, closed by
 // Close. The caller's client is only read from.

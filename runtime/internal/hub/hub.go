@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"hash/maphash"
 	"log/slog"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Messages on the channels waited on: the unlock messages of Redisson's
@@ -51,7 +54,8 @@ type Config struct {
 	// copy of its options for a single server (key tracking, track.go),
 	// with Client itself otherwise. nil: the channel table alone (tests).
 	Client redis.UniversalClient
-	// Sharded: subscribe with SSUBSCRIBE, a connection per slot.
+	// Sharded: subscribe with SSUBSCRIBE; on a cluster, one connection
+	// per master carrying the channels of every slot it serves (route.go).
 	Sharded bool
 	// Log gets the hub's debug records; nil: none.
 	Log *slog.Logger
@@ -79,6 +83,10 @@ type Hub struct {
 	failed  func(error) // Config.Failed
 	sharded bool
 	cluster bool // the client is a cluster's: a moved slot is looked up again
+	// byNode: sharded on a cluster, so channels are placed on the
+	// connection of their slot's master (route.go); cc is that cluster.
+	byNode bool
+	cc     *redis.ClusterClient
 	// sub is the client the hub subscribes with (track.go), closeSub
 	// closes it if it is the hub's own; track says whether key tracking
 	// works with it.
@@ -87,12 +95,22 @@ type Hub struct {
 	track    bool
 
 	// mu guards the connections (conn.go): conns, every subConn's state,
-	// and each entry's conn.
-	mu         sync.Mutex
-	conns      map[int]*subConn // by slot (sharded), or the one at 0 (classic)
+	// each entry's conn and placing, and the placements (route.go).
+	mu sync.Mutex
+	// conns are the connections by node address (byNode), or the one
+	// at "" (classic pub/sub, or a single server).
+	conns      map[string]*subConn
 	connClosed bool
 	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
-	wg         sync.WaitGroup
+	// failures remembers, by node, the backoff of a connection that
+	// failed young, for the next one to the node (conn.go).
+	failures map[string]failure
+	// unplaced are the channels waiting for their node (route.go); the
+	// router runs from the first one until Close (routeStop).
+	unplaced  []placement
+	routeKick chan struct{}
+	routeStop context.CancelFunc
+	wg        sync.WaitGroup
 }
 
 // nShards is the number of channel-table shards: enough that 2 cores'
@@ -111,6 +129,7 @@ type entry struct {
 	key  string // the lock's key, watched while waited for (track.go); "": none
 	sh   *shard
 	mode Mode
+	slot int // the channel's cluster slot (byNode only)
 
 	// Guarded by sh.mu.
 	waiters []*Waiter
@@ -135,8 +154,10 @@ type entry struct {
 	// gen counts the subscribes sent for the entry (a new connection sends
 	// another); written under Hub.mu.
 	gen atomic.Uint64
-	// conn is the connection it is (being) subscribed on; guarded by Hub.mu.
-	conn *subConn
+	// conn is the connection it is (being) subscribed on; placing says
+	// it waits for one (route.go). Both guarded by Hub.mu.
+	conn    *subConn
+	placing bool
 	// lastMsg is when a message last came on the channel (Unix ns): key
 	// tracking leaves a lock alone while its messages flow (track.go).
 	lastMsg atomic.Int64
@@ -198,12 +219,14 @@ const (
 // New returns a hub. It connects only when a waiter first joins.
 func New(cfg Config) *Hub {
 	h := &Hub{
-		seed:    maphash.MakeSeed(),
-		conns:   make(map[int]*subConn),
-		aliases: make(map[string]*entry),
-		log:     cfg.Log,
-		failed:  cfg.Failed,
-		sharded: cfg.Sharded,
+		seed:      maphash.MakeSeed(),
+		conns:     make(map[string]*subConn),
+		failures:  make(map[string]failure),
+		routeKick: make(chan struct{}, 1),
+		aliases:   make(map[string]*entry),
+		log:       cfg.Log,
+		failed:    cfg.Failed,
+		sharded:   cfg.Sharded,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -213,7 +236,8 @@ func New(cfg Config) *Hub {
 	}
 	h.connClosed = cfg.Client == nil
 	if cfg.Client != nil {
-		_, h.cluster = cfg.Client.(*redis.ClusterClient)
+		h.cc, h.cluster = cfg.Client.(*redis.ClusterClient)
+		h.byNode = h.cluster && h.sharded
 		h.sub, h.closeSub, h.track = subClient(cfg.Client)
 	}
 	h.waiters.New = func() any { return &Waiter{c: make(chan struct{}, 1)} }
@@ -309,6 +333,9 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 	e := sh.entries[channel]
 	if e == nil {
 		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
+		if h.byNode {
+			e.slot = scripts.KeySlot(channel)
+		}
 		sh.entries[channel] = e
 		h.nEntries.Add(1)
 		if s.Also != "" {

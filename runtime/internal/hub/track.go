@@ -43,9 +43,10 @@ import (
 // OnConnect reads each pub/sub connection's id). It is off, and waiters wake on unlock messages and the
 // holder's TTL as before, for Sentinel failover clients (their options
 // cannot be copied), where the server refuses CLIENT ID or CLIENT
-// TRACKING (an ACL), and on Redis Cluster: the hub has a pub/sub
-// connection per slot there, and a tracking connection beside each would
-// double the connections; sharing one pair per node is future work.
+// TRACKING (an ACL), and on Redis Cluster, where the hub subscribes
+// through the caller's cluster client (one connection per master with
+// sharded pub/sub, route.go): a tracking connection beside each master's
+// is future work.
 
 // invalidateChannel is where Redis sends invalidations to a RESP2 client.
 const invalidateChannel = "__redis__:invalidate"
@@ -219,7 +220,7 @@ func (sc *subConn) trackLoop() {
 	defer h.wg.Done()
 	id := sc.clientID.Load()
 	if id == 0 {
-		h.log.Debug("key tracking off: CLIENT ID was refused or not read", "slot", sc.slot)
+		h.log.Debug("key tracking off: CLIENT ID was refused or not read", "node", sc.node)
 		return
 	}
 	conn := sc.trackingConn()
@@ -246,7 +247,7 @@ func (sc *subConn) trackLoop() {
 	cancel()
 	switch {
 	case scripts.IsReply(err):
-		h.log.Debug("key tracking off: CLIENT TRACKING refused", "slot", sc.slot, "err", err)
+		h.log.Debug("key tracking off: CLIENT TRACKING refused", "node", sc.node, "err", err)
 	case err != nil:
 		sc.trackFailed(err)
 	default:

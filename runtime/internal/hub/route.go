@@ -1,0 +1,292 @@
+package hub
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// Sharded pub/sub on a Redis Cluster: one connection per master.
+//
+// A shard channel lives on the master of its slot, and one connection may
+// carry shard channels of any number of slots as long as its node serves
+// them; only one SSUBSCRIBE may not name channels of two slots (CROSSSLOT).
+// The hub sends one channel per SSUBSCRIBE anyway, so it keeps a single
+// connection per master, whatever the number of slots waited on: a Client
+// waiting on locks in every slot of a 3-master cluster holds 3 pub/sub
+// connections, not one per slot (docs/scale-out.md has the budget).
+//
+// One, not a pool: the node serves the connection's commands one at a
+// time whatever their number, a message costs the reader a shard's mutex
+// and no I/O, and a lock's wake-ups cannot overtake each other when
+// they share a connection. A pool would add dials, pings and a choice of
+// connection per slot for no throughput the node could deliver.
+//
+// The connection is a go-redis PubSub of the master's own client
+// (ClusterClient.MasterForKey), not of the ClusterClient: the latter's
+// PubSub picks its node once, from the first channel, and both, after a
+// reconnect of their own, send every channel in one SSUBSCRIBE, which a
+// cluster refuses when they span slots. The hub never relies on that
+// reconnect: any error on a connection drops it and its channels are
+// subscribed again one by one (conn.go), each on the connection of its
+// slot's master as the slot map then says.
+//
+// Placement. Which master serves a slot is read from the ClusterClient's
+// slot map, which may have to be loaded, so it is not looked up under
+// h.mu: a channel to subscribe is queued (placeLocked) and the router
+// goroutine places it. Its waiters are not ready meanwhile (no
+// confirmation), as for any subscribe in flight.
+//
+// Moved slots. When a slot leaves a master (a migration's CLUSTER SETSLOT
+// … NODE, or a failover), the master unsubscribes every client from the
+// slot's shard channels (sunsubscribe notices the hub did not ask for);
+// a subscribe the map sent to the old master is refused with MOVED <slot>
+// <new master>. Either way every channel of that slot on the connection
+// is placed again, and the other slots' stay where they are. The router
+// has the slot map re-read and waits (mapWait at most) for it to show the
+// move before it places them: a map re-read just before the move would
+// send them back to the old master. A server-dropped channel's waiters
+// are woken at once (a release on the new master meanwhile published to
+// no one), and again by the new subscription's confirmation, as after any
+// reconnect. A master that dies is a failed connection (conn.go): its
+// channels are placed again once Config.Failed has had the map re-read.
+
+// mapWait bounds how long a channel whose slot moved waits for the slot
+// map to show the move before it is placed where the map says anyway (a
+// refusal then makes it wait again): the bound of the backoff of a
+// connection that fails young.
+const mapWait = maxBackoff
+
+// mapPoll is how often the router looks at the slot map again while a
+// moved channel waits for it; go-redis re-reads the map at most every
+// 200 ms however often it is asked.
+const mapPoll = 10 * time.Millisecond
+
+// A placement is a channel waiting for its node.
+type placement struct {
+	e *entry
+	// reload: re-read the slot map before placing it (its connection
+	// failed in a way a moved slot explains).
+	reload bool
+	// from is the node its slot left (""), to the one a MOVED reply named
+	// (""), since when it waits for the map to show that.
+	from, to string
+	since    time.Time
+}
+
+// waits reports whether p should wait for the slot map to show its move,
+// at now, when the map routes it to addr.
+func (p *placement) waits(addr string, now time.Time) bool {
+	if p.from == "" || now.Sub(p.since) >= mapWait {
+		return false
+	}
+	if p.to != "" {
+		return addr != p.to
+	}
+	return addr == p.from
+}
+
+// placeLocked queues e for the router, which subscribes it on its slot's
+// master. h.mu is held, and the hub is not closed.
+func (h *Hub) placeLocked(p placement) {
+	e := p.e
+	e.conn = nil
+	e.placing = true
+	e.gen.Add(1) // not ready until confirmed where it goes
+	h.unplaced = append(h.unplaced, p)
+	if h.routeStop == nil {
+		var ctx context.Context
+		ctx, h.routeStop = context.WithCancel(context.Background())
+		h.wg.Add(1)
+		go h.routeLoop(ctx)
+	}
+	select {
+	case h.routeKick <- struct{}{}:
+	default:
+	}
+}
+
+// moveSlotLocked takes every channel of slot off sc and queues it to be
+// placed where the slot went (to, when a MOVED reply said so). With wake
+// it appends their entries to woken. sc is closed if it carries nothing
+// else. h.mu is held.
+func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken []*entry) []*entry {
+	if sc.dead || h.connClosed {
+		return woken
+	}
+	now := time.Now()
+	n := 0
+	for name, e := range sc.entries {
+		if e.slot != slot {
+			continue
+		}
+		delete(sc.entries, name)
+		delete(sc.pending, name) // a confirmation still to come finds e elsewhere
+		h.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
+		if wake {
+			woken = append(woken, e)
+		}
+		n++
+	}
+	// An unsubscribe of the slot's channels gets a MOVED reply now, or
+	// its confirmation finds no channel: either way it is not counted.
+	for ch := range sc.unsubscribing {
+		if scripts.KeySlot(ch) == slot {
+			delete(sc.unsubscribing, ch)
+		}
+	}
+	if n > 0 {
+		h.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
+	}
+	if len(sc.entries) == 0 {
+		h.dropLocked(sc)
+	}
+	return woken
+}
+
+// moved handles a MOVED reply read on sc: a subscribe sent for slot,
+// which to serves now.
+func (h *Hub) moved(sc *subConn, slot int, to string) {
+	select {
+	case <-sc.done:
+		return
+	default:
+	}
+	sc.heard.Store(true)
+	sc.lastHeard.Store(time.Now().UnixNano())
+	sc.awaiting.Store(0)
+	h.mu.Lock()
+	h.moveSlotLocked(sc, slot, to, false, nil)
+	h.mu.Unlock()
+}
+
+// movedSlot reads a MOVED reply: the slot and the node that serves it.
+func movedSlot(err error) (slot int, to string, ok bool) {
+	to, ok = redis.IsMovedError(err)
+	if !ok {
+		return 0, "", false
+	}
+	f := strings.Fields(err.Error()) // MOVED <slot> <host:port>
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	slot, perr := strconv.Atoi(f[1])
+	if perr != nil {
+		return 0, "", false
+	}
+	return slot, to, true
+}
+
+// routeLoop places the queued channels until Close ends ctx.
+func (h *Hub) routeLoop(ctx context.Context) {
+	defer h.wg.Done()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	var (
+		todo   []placement
+		placed []placedOn
+	)
+	for {
+		select {
+		case <-h.routeKick:
+		case <-retry.C:
+		case <-ctx.Done():
+			return
+		}
+		h.mu.Lock()
+		todo = append(todo, h.unplaced...)
+		clear(h.unplaced)
+		h.unplaced = h.unplaced[:0]
+		h.mu.Unlock()
+
+		reload := false
+		for i := range todo {
+			reload = reload || todo[i].reload || todo[i].from != ""
+			todo[i].reload = false
+		}
+		if reload {
+			h.cc.ReloadState(ctx) // in the background; a reload in progress is followed by one more
+		}
+		now := time.Now()
+		keep := todo[:0]
+		var lookupErr error
+		for _, p := range todo {
+			node, err := h.master(ctx, p.e.name)
+			if err != nil {
+				lookupErr = err
+				keep = append(keep, p)
+				continue
+			}
+			addr := node.Options().Addr
+			if p.waits(addr, now) {
+				keep = append(keep, p)
+				continue
+			}
+			if p.from != "" {
+				h.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
+			}
+			placed = append(placed, placedOn{p.e, addr, node})
+		}
+		clear(todo[len(keep):])
+		todo = keep
+
+		h.mu.Lock()
+		for _, p := range placed {
+			if !p.e.placing || h.connClosed {
+				continue // unsubscribed meanwhile
+			}
+			sc := h.conns[p.addr]
+			if sc == nil {
+				sc = h.newConnLocked(p.addr, p.node)
+			}
+			sc.addLocked(p.e)
+		}
+		n := 0
+		for _, p := range todo {
+			if p.e.placing && !h.connClosed {
+				todo[n] = p
+				n++
+			}
+		}
+		h.mu.Unlock()
+		clear(placed)
+		placed = placed[:0]
+		clear(todo[n:])
+		todo = todo[:n]
+
+		if lookupErr != nil {
+			h.log.Debug("no master found for a channel's slot", "err", lookupErr)
+			if h.failed != nil {
+				h.failed(lookupErr)
+			}
+		}
+		if len(todo) > 0 {
+			d := mapPoll
+			if lookupErr != nil {
+				d = maxBackoff
+			}
+			retry.Reset(d)
+		}
+	}
+}
+
+// placedOn is a channel and the master it goes to.
+type placedOn struct {
+	e    *entry
+	addr string
+	node *redis.Client
+}
+
+// master returns the client of the master that serves channel's slot, as
+// the slot map says. It does I/O only if the map was never loaded.
+func (h *Hub) master(ctx context.Context, channel string) (*redis.Client, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	return h.cc.MasterForKey(ctx, channel)
+}

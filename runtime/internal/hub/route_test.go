@@ -1,0 +1,89 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// The hub's connections on a real cluster. The rest of this package's
+// tests need no Redis; these start a local cluster (a few seconds).
+
+// A channel subscribed through a slot map that does not know its slot
+// moved gets MOVED from the old master: the hub follows it to the new
+// one, and a message published there reaches the waiter.
+func TestShardedSubscriptionFollowsMovedReply(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := context.Background()
+	// A map loaded once, never reloaded on its own.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ClusterStateReloadInterval: time.Hour})
+	t.Cleanup(func() { _ = cc.Close() })
+	const channel = "redisson_lock__channel:{moved}"
+	if _, err := cc.MasterForKey(ctx, channel); err != nil {
+		t.Fatal(err)
+	}
+	src := cl.MasterForKey(channel)
+	var dst *redistest.Server
+	for _, m := range cl.Masters() {
+		if m != src {
+			dst = m
+			break
+		}
+	}
+	cl.MigrateSlot(t, scripts.KeySlot(channel), dst)
+
+	var log logBuffer
+	h := New(Config{Client: cc, Sharded: true, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	t.Cleanup(h.Close)
+	w, _ := h.Join(channel, false, Sub{})
+	select {
+	case <-w.C(): // the confirmation
+	case <-time.After(5 * time.Second):
+		t.Fatalf("never subscribed; log:\n%s", log.String())
+	}
+	if !h.Subscribed(channel, false) {
+		t.Fatal("woken but not subscribed")
+	}
+	if !strings.Contains(log.String(), "to="+dst.Addr()) {
+		t.Fatalf("no MOVED reply followed to %s; log:\n%s", dst.Addr(), log.String())
+	}
+	if n := dst.Client(t).PubSubShardNumSub(ctx, channel).Val()[channel]; n != 1 {
+		t.Fatalf("%d subscribers on the new master, want 1", n)
+	}
+	h.Tried(w, false, false)
+	if err := dst.Client(t).SPublish(ctx, channel, UnlockMessage).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the unlock message on the new master did not reach the waiter")
+	}
+	h.Leave(w, true)
+}
+
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
