@@ -25,8 +25,9 @@ package robustness
 //     a pause of its process (up to PauseSlack after SIGCONT), its
 //     effective end is the pause's start.
 //   - Data loss: FLUSHALL makes Redis forget the locks. An overlap of an
-//     earlier hold A and a later acquisition B is exempt when a flush began
-//     after A's acquire was invoked and before B's returned, and A ended
+//     earlier hold A and a later acquisition B is exempt when a flush ended
+//     after A's acquire was invoked (it may have run after A's script) and
+//     began before B's returned, and A ended
 //     within its lease bound (Watchdog+PauseSlack for a watchdog hold, its
 //     lease for a fixed one) after the flush ended. A that outlives the
 //     bound is a violation.
