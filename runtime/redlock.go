@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
@@ -19,7 +21,10 @@ import (
 // An acquisition tries every node in parallel once; it holds the lock when
 // at least a quorum granted it and the validity left (lease − time spent −
 // drift of 1% + 5ms) is positive. Otherwise it releases what it got and,
-// while the wait time lasts, tries again after a short random pause. With
+// while the wait time lasts, tries again: after a short random pause when
+// the vote split (another waiter got some nodes), else once a release on
+// any node wakes it (it sleeps on the lock's channel of every node, as a
+// lock's waiter does on one; key tracking sees a lock freed by expiry). With
 // the watchdog lease each node's hold is renewed by that node's watchdog;
 // the hold's ctx is cancelled with ErrLockLost once fewer than a quorum of
 // nodes still hold it. A fixed-lease hold's ctx ends when its validity does.
@@ -106,6 +111,12 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
+	var rw *redWait // its place on the nodes' channels, once it waited
+	defer func() {
+		if rw != nil {
+			rw.leave(err == nil)
+		}
+	}()
 	for {
 		start := time.Now()
 		until := time.Time{} // a single try of each node: bounded by the release timeout
@@ -113,6 +124,9 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 			until = deadline
 		}
 		parts, answered := l.tryAll(ctx, owner, lease, until)
+		if rw != nil {
+			rw.tried()
+		}
 		granted := 0
 		for _, p := range parts {
 			if p != nil {
@@ -135,20 +149,99 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 		case wait == 0 || !deadline.IsZero() && !time.Now().Before(deadline):
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", ErrNotAcquired, granted, len(parts), l.quorum))
 		}
-		pause := time.Duration(1+rand.IntN(20)) * time.Millisecond
-		if !deadline.IsZero() {
-			pause = min(pause, time.Until(deadline))
+		if granted > 0 {
+			// A split vote: another waiter took some nodes. Back off a
+			// random while, as RedLock prescribes, so that two waiters do
+			// not split every round, and try again.
+			if err := l.pause(ctx, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, l.fail("acquire", ctx.Err())
-		case <-c.closeCh:
-			t.Stop()
-			return nil, l.fail("acquire", ErrClosed)
-		case <-t.C:
+		// Held elsewhere: sleep on every node's lock channel until a
+		// release there (or the key's deletion or expiry: key tracking)
+		// wakes it, then try again.
+		if rw == nil {
+			var ready bool
+			if rw, ready = l.join(); rw == nil {
+				return nil, l.fail("acquire", ErrClosed)
+			}
+			if ready {
+				continue
+			}
 		}
+		if err := l.pause(ctx, redSleepBound, deadline, rw.ws...); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// redSleepBound bounds a RedLock waiter's sleep on the nodes' channels: a
+// lock freed without a message (its holder crashed) is seen by key
+// tracking, or after this.
+const redSleepBound = 500 * time.Millisecond
+
+// pause sleeps up to d, never past deadline (zero: none), until one of ws
+// is signalled, ctx is done or the Client closes.
+func (l *RedLock) pause(ctx context.Context, d time.Duration, deadline time.Time, ws ...*hub.Waiter) error {
+	if !deadline.IsZero() {
+		d = max(min(d, time.Until(deadline)), 0)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.c.closeCh)},
+	}
+	for _, w := range ws {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.C())})
+	}
+	switch i, _, _ := reflect.Select(cases); i {
+	case 1:
+		return l.fail("acquire", ctx.Err())
+	case 2:
+		return l.fail("acquire", ErrClosed)
+	}
+	return nil
+}
+
+// redWait is a RedLock waiter's place on the lock's channel of every node.
+type redWait struct {
+	nodes []*Client
+	ws    []*hub.Waiter
+}
+
+// join puts a waiter on the lock's channel of every node. ready: one of
+// the channels was subscribed already, so an unlock published since the
+// last try may have reached no one: try again at once. It returns nil once
+// a node's Client is closed.
+func (l *RedLock) join() (rw *redWait, ready bool) {
+	rw = &redWait{nodes: l.c.redNodes}
+	for _, n := range rw.nodes {
+		w, r := n.hub.Join(lockChannel(l.key), false, hub.Sub{Key: l.key})
+		if w == nil {
+			rw.leave(false)
+			return nil, false
+		}
+		rw.ws = append(rw.ws, w)
+		ready = ready || r
+	}
+	return rw, ready
+}
+
+// tried reports a round of tries to every node's hub.
+func (rw *redWait) tried() {
+	for i, w := range rw.ws {
+		rw.nodes[i].hub.Tried(w, false, false)
+	}
+}
+
+// leave takes the waiter off every node's channel (acquired: its unused
+// wake-ups are dropped rather than passed on).
+func (rw *redWait) leave(acquired bool) {
+	for i, w := range rw.ws {
+		rw.nodes[i].hub.Leave(w, acquired)
 	}
 }
 

@@ -220,3 +220,83 @@ func runRedWorker(rdb *redis.Client) int {
 	_ = json.NewEncoder(os.Stdout).Encode(incrementRounds(ctx, rdb, key, rounds, l.Do))
 	return 0
 }
+
+// A RedLock waiter sleeps on the nodes' lock channels: it wakes when the
+// holder releases, not on a timer, and tries a handful of times rather
+// than every few milliseconds; a holder that dies is seen by key tracking
+// when its lease runs out.
+func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
+	e := newRedEnv(t, runtime.Options{WatchdogTimeout: time.Second})
+	other := newClient(t, e.rdbs[0], &runtime.Options{RedLockNodes: toUniversal(e.rdbs)})
+	ctx := ctxT(t)
+	calls := func() int64 {
+		var n int64
+		for _, rdb := range e.rdbs {
+			n += commandCalls(t, rdb, "evalsha")
+		}
+		return n
+	}
+	holder, waiter := e.c.RedLock("red-sleep", runtime.LockOptions{}), other.RedLock("red-sleep", runtime.LockOptions{})
+	h, err := holder.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		at  time.Time
+		err error
+		h   context.Context
+	}
+	got := make(chan res, 1)
+	before := calls()
+	go func() {
+		hc, err := waiter.TryLock(ctx, 5*time.Second, runtime.Watchdog)
+		got <- res{time.Now(), err, hc}
+	}()
+	time.Sleep(400 * time.Millisecond)
+	released := time.Now()
+	if err := holder.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// A round is 5 calls, one per node. The waiter tries once, then once
+	// per node as each node's subscription is confirmed, and once after
+	// the release: about 7 rounds; the holder's renewals and release add
+	// about 15 calls. A waiter polling every 1-20 ms for 400 ms would make
+	// about 38 rounds (190 calls).
+	if n := calls() - before; n > 100 {
+		t.Errorf("%d script calls on the nodes while one waiter waited 400 ms: it polls", n)
+	}
+	if d := r.at.Sub(released); d > 200*time.Millisecond {
+		t.Errorf("waiter took the lock %v after the release", d)
+	}
+
+	// A holder that dies without a release: its keys expire after the
+	// fixed lease, and key tracking wakes the waiter then, not after its
+	// 500 ms bound.
+	if err := waiter.Unlock(r.h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.TryLock(ctx, 0, 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	hc, err := waiter.TryLock(ctx, 5*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 300*time.Millisecond+250*time.Millisecond {
+		t.Errorf("waiter took an expired lock %v after it began waiting (lease 300ms)", d)
+	}
+	_ = waiter.Unlock(hc)
+}
+
+func toUniversal(rdbs []*redis.Client) []redis.UniversalClient {
+	out := make([]redis.UniversalClient, len(rdbs))
+	for i, r := range rdbs {
+		out[i] = r
+	}
+	return out
+}
