@@ -318,7 +318,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 		}
-		defer acq.End(context.Canceled)
+		acq.End(context.Canceled) // before the release is sent (see Mutex.Unlock)
 		if d.Lost != nil {
 			lost = cmp.Or(lost, d.Lost)
 			continue

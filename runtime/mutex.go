@@ -377,9 +377,11 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 // before it returns (see leave): a round trip when Redis answers.
 const leaveWithin = 15 * time.Millisecond
 
-// Unlock releases the acquisition that ctx carries. It runs detached from
-// ctx's cancellation (with the Client's ReleaseTimeout), so it releases even
-// when ctx is done. It returns an error wrapping ErrNotHeld when ctx holds
+// Unlock releases the acquisition that ctx carries. The acquisition's ctx
+// is done before the release is sent, since from then on someone else may
+// take the lock. It runs detached from ctx's cancellation (with the
+// Client's ReleaseTimeout), so it releases even when ctx is done. It
+// returns an error wrapping ErrNotHeld when ctx holds
 // no acquisition of this lock (or it was already released), and one
 // wrapping ErrLockLost when the hold was lost before the release.
 func (m *Mutex) Unlock(ctx context.Context) error {
@@ -406,9 +408,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if !ok {
 		return m.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
+	// The hold left the registry (nothing renews it, nor ends it at its
+	// deadline): its ctx ends now, before the release reaches Redis and
+	// anyone else may take the lock.
+	acq.End(context.Canceled)
 	var offer hub.Offer
 	defer func() {
-		acq.End(context.Canceled)
 		if offer.Made() {
 			// The grantee goes on only once this hold's ctx is done.
 			m.c.hub.Settle(offer)

@@ -335,8 +335,8 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 	for _, stop := range h.stops {
 		stop()
 	}
+	h.cancel(context.Canceled) // before the releases are sent (see Mutex.Unlock)
 	l.releaseParts(h.parts)
-	h.cancel(context.Canceled)
 	observeRelease(l.c.opts.Observer, ctx, l.opts.Name, l.key, "red", h.owner, h.start)
 	if lost {
 		return l.fail("release", fmt.Errorf("%w: fewer than %d nodes held it", ErrLockLost, l.quorum))

@@ -222,7 +222,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	if !ok {
 		return s.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
-	defer acq.End(context.Canceled)
+	acq.End(context.Canceled) // before the release is sent (see Mutex.Unlock)
 	if d.Lost != nil {
 		return s.fail("release", d.Lost)
 	}
