@@ -61,6 +61,12 @@ type waitSpec struct {
 	// sleeps without a first try (behind the Client's own waiters): the
 	// try would have reported the wait as started.
 	waitStarted func()
+	// unsettled: a try whose outcome is unknown (ErrOutcomeUnknown) ends
+	// the call with that error. Such a try took what it took and nothing
+	// settles it (a plain semaphore's permits have no ids): another try
+	// could take as much again, and ErrNotAcquired at the end of the
+	// wait would tell the caller that nothing was taken.
+	unsettled bool
 }
 
 // skippedTryBound bounds the first sleep of a waiter that skipped its try
@@ -199,6 +205,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 				// blocked it, goes on to the next waiter.
 				h.Tried(w, err == nil && !acquired && (ttl == ttlWaiterFirst || moved),
 					ws.queued != nil && !acquired && ws.queued())
+			}
+			if ws.unsettled && errors.Is(err, ErrOutcomeUnknown) {
+				return err
 			}
 			if err != nil && ctx.Err() == nil && unreachable(err) {
 				c.slots.failed(err)
