@@ -68,6 +68,7 @@ func (e *plainEnv) acquireLosingTheReply(t *testing.T, wait time.Duration, fault
 	done := make(chan error, 1)
 	go func() { done <- e.sem.TryAcquire(context.Background(), 1, wait) }()
 	eventually(t, 2*time.Second, "the try took a permit", func() bool { return e.free(t) == 1 })
+	time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before the fault heals
 	fault()
 	select {
 	case err := <-done:
