@@ -207,7 +207,11 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 					ws.queued != nil && !acquired && ws.queued())
 			}
 			if ws.unsettled && errors.Is(err, ErrOutcomeUnknown) {
-				return err
+				if ctx.Err() != nil {
+					return err
+				}
+				c.slots.failed(err)
+				return fmt.Errorf("%w: %w", ErrUnavailable, err) // as a single try's
 			}
 			if err != nil && ctx.Err() == nil && unreachable(err) {
 				c.slots.failed(err)
