@@ -218,15 +218,16 @@ func lossAffects(fl Fault, kind string) bool {
 }
 
 // lossVerdict says whether an overlap of hold a (acquired first) and b is
-// explained by data loss: a fault that made Redis forget a started after
-// a's acquire was invoked (its script may have run before the fault, its
-// reply come after) and before b's returned, and a ended within its lease
-// bound after that fault. It returns the fault (nil: none between them)
-// and whether a learnt in time.
+// explained by data loss: a fault that made Redis forget ended after a's
+// acquire was invoked (its script may have run before the fault, its
+// reply come after; and a FLUSHALL sent before the invoke may run after
+// a's script, until it is answered) and started before b's returned, and
+// a ended within its lease bound after that fault. It returns the fault
+// (nil: none between them) and whether a learnt in time.
 func (f *facts) lossVerdict(a, b span) (*Fault, bool) {
 	var found *Fault
 	for i, fl := range f.losses {
-		if !lossAffects(fl, a.op.Kind) || fl.Start <= a.op.Invoke || fl.Start >= b.start {
+		if !lossAffects(fl, a.op.Kind) || fl.End <= a.op.Invoke || fl.Start >= b.start {
 			continue
 		}
 		if a.end <= plus(fl.End, f.leaseBound(a.op)) {
