@@ -62,7 +62,7 @@ type waitSpec struct {
 	// try would have reported the wait as started.
 	waitStarted func()
 	// unsettled: a try whose outcome is unknown (ErrOutcomeUnknown) ends
-	// the call with that error. Such a try took what it took and nothing
+	// the call with that error (and ErrUnavailable). Such a try took what it took and nothing
 	// settles it (a plain semaphore's permits have no ids): another try
 	// could take as much again, and ErrNotAcquired at the end of the
 	// wait would tell the caller that nothing was taken.
