@@ -218,11 +218,12 @@ func lossAffects(fl Fault, kind string) bool {
 }
 
 // lossVerdict says whether an overlap of hold a (acquired first) and b is
-// explained by data loss: a fault that made Redis forget a may have run
-// after a's acquire (it ended after a's acquire was invoked: a FLUSHALL
-// sent just before the acquire can run after its script) and before b's
-// returned, and a ended within its lease bound after that fault. It
-// returns the fault (nil: none between them) and whether a learnt in time.
+// explained by data loss: a fault that made Redis forget ended after a's
+// acquire was invoked (its script may have run before the fault, its
+// reply come after; and a FLUSHALL sent before the invoke may run after
+// a's script, until it is answered) and started before b's returned, and
+// a ended within its lease bound after that fault. It returns the fault
+// (nil: none between them) and whether a learnt in time.
 func (f *facts) lossVerdict(a, b span) (*Fault, bool) {
 	var found *Fault
 	for i, fl := range f.losses {

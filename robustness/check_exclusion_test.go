@@ -149,9 +149,22 @@ func TestCheckExclusionFlush(t *testing.T) {
 	s.hold(1, KindReentrant, "re:0", 150, 200, 300)
 	synViolations(t, CheckExclusion(s.build(), lim), 1, "overlap")
 
-	// A flush sent before the earlier acquisition was invoked, but still
-	// in flight when it was, may have run after it (seed 139742775): it
-	// excuses the overlap within the same bound.
+	// But a FLUSHALL in flight when the first acquire was invoked may run
+	// after it (seed 139742775: FLUSHALL sent at 5863.8 ms, answered at
+	// 5868.9 ms; an acquire of 2 permits invoked at 5866.1 ms returned at
+	// 5867.1 ms, and the permits it took were flushed).
+	s = newSynth(2)
+	s.fault(FaultFlush, "lock", 100, 106)
+	s.hold(0, KindReentrant, "re:0", 102, 103, 350).synDone(350, "lockgen: re:0: renew: lock lost")
+	s.hold(1, KindReentrant, "re:0", 110, 113, 300)
+	synPass(t, CheckExclusion(s.build(), lim))
+	s = newSynth(2) // one that ended before it was invoked cannot
+	s.fault(FaultFlush, "lock", 100, 101)
+	s.hold(0, KindReentrant, "re:0", 102, 103, 350).synDone(350, "lockgen: re:0: renew: lock lost")
+	s.hold(1, KindReentrant, "re:0", 110, 113, 300)
+	synViolations(t, CheckExclusion(s.build(), lim), 1, "overlap")
+
+	// Within the same bound only.
 	overlapping := func(done float64) Result {
 		s := newSynth(2)
 		s.fault(FaultFlush, "lock", 0, 8)

@@ -86,13 +86,15 @@ type fencing struct {
 	earlyDoneRefusals int
 }
 
-// lastLossBefore is the start of the last flush of the lock server
-// before t (math.MinInt64: none).
+// lastLossBefore is when the last flush of the lock server that started
+// before t was answered (math.MinInt64: none): a hold invoked before then
+// may have drawn its token before the FLUSHALL ran, so only holds invoked
+// from then on are compared with a hold acquired at t.
 func (fc *fencing) lastLossBefore(t int64) int64 {
 	last := int64(math.MinInt64)
 	for _, fl := range fc.losses {
 		if lossAffects(fl, KindFenced) && fl.Start < t {
-			last = max(last, fl.Start)
+			last = max(last, fl.End)
 		}
 	}
 	return last

@@ -23,7 +23,11 @@ package robustness
 //
 // Faults: every FLUSHALL of the lock server is an op "flush" (state:
 // absent) in each latch and plain-semaphore partition. The register lives
-// in the storage server, which is never faulted.
+// in the storage server, which is never faulted. A restart is no op of
+// the models: the lock server fsyncs its append-only file before each
+// reply (appendfsync always, run.go), so it forgets nothing acknowledged,
+// and a write whose reply the restart cut is an op of unknown outcome
+// anyway. Forgetting is what FLUSHALL models.
 //
 // Unknown outcomes: an op whose outcome is unknown (or that never
 // returned) may take effect at any time after its invoke, even after its

@@ -144,6 +144,38 @@ func TestCheckLinearPlainSemaphoreIllegal(t *testing.T) {
 	synViolations(t, CheckLinearizable(s.build(), synLimits(), ""), 1, "acquire(1) -> ok")
 }
 
+// The shape of seeds 894065795, 131126803 and 327528677: an acquire whose
+// reply was lost and that was sent again took its permits twice but was
+// reported once (ok). The model rejects that, and accepts what the runtime
+// reports since (ErrOutcomeUnknown, and the call stops there). A restart
+// of the lock server is not data loss (its append-only file is fsynced
+// before each reply): the model does not let it give back a permit.
+func TestCheckLinearPlainSemaphoreLostReply(t *testing.T) {
+	s := newSynth(2)
+	s.plain(0, FSetCount, 10, 20, OutOK, 2)
+	s.plain(1, FAcquire, 30, 60, OutOK, 1) // took 1 twice
+	s.plain(1, FRelease, 70, 80, OutOK, 1)
+	s.plain(0, FAvailable, 90, 95, OutOK, 1)
+	synViolations(t, CheckLinearizable(s.build(), synLimits(), ""), 1, "available() -> 1")
+
+	for _, n := range []int64{1, 2} { // it took effect, or not
+		s = newSynth(2)
+		s.plain(0, FSetCount, 10, 20, OutOK, 2)
+		s.plain(1, FAcquire, 30, 60, OutUnknown, 1).Err = "lockgen: plain (plain): acquire: outcome unknown: redis unreachable: read: connection reset by peer"
+		s.plain(0, FAvailable, 90, 95, OutOK, n)
+		r := CheckLinearizable(s.build(), synLimits(), "")
+		synPass(t, r)
+		synNote(t, r, "1 ops of unknown outcome")
+	}
+
+	s = newSynth(2)
+	s.plain(0, FSetCount, 10, 20, OutOK, 2)
+	s.plain(1, FAcquire, 30, 40, OutOK, 1)
+	s.fault(FaultRestart, "lock", 50, 60)
+	s.plain(0, FAvailable, 70, 75, OutOK, 2)
+	synViolations(t, CheckLinearizable(s.build(), synLimits(), ""), 1, "available() -> 2")
+}
+
 func TestCheckLinearFencedRegister(t *testing.T) {
 	s := newSynth(2)
 	s.hold(0, KindFenced, "f", 0, 10, 100).synWrite(20, 30, 1, OutOK).synWrite(150, 160, 1, OutFail)

@@ -84,7 +84,9 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if n < 1 {
 		return false, l.fail("arm", fmt.Errorf("%w: count %d (arm with at least 1)", ErrInvalidArgument, n))
 	}
-	set, err := scripts.LatchTrySet.Run(ctx, l.c.rdb, 2, []any{
+	// Not resent by go-redis: a copy after a lost reply would find the
+	// latch this call armed and report that it did not.
+	set, err := scripts.LatchTrySet.RunOnce(ctx, l.c.rdb, 2, []any{
 		3: l.key, l.channel,
 		n, l.c.publish,
 	}).Int64()
@@ -101,13 +103,14 @@ func (l *Latch) Arm(ctx context.Context) (bool, error) { return l.TrySetCount(ct
 // deletes it and releases every waiter. Counting down a latch that is not
 // armed does nothing (it is not armed by it either).
 //
-// A CountDown whose reply was lost is not resent (it is not idempotent):
-// the error wraps ErrOutcomeUnknown, and Count tells whether it ran.
+// A CountDown whose reply was lost is not resent, by go-redis either (it
+// is not idempotent): the error wraps ErrOutcomeUnknown, and Count tells
+// whether it ran.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return l.fail("count-down", err)
 	}
-	err := scripts.LatchCountDown.Run(ctx, l.c.rdb, 2, []any{
+	err := scripts.LatchCountDown.RunOnce(ctx, l.c.rdb, 2, []any{
 		3: l.key, l.channel,
 		l.c.publish,
 	}).Err()

@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/lockgen/lockgen/internal/faultproxy"
+	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -197,5 +200,41 @@ func TestLatchDeleteWakesNoWaiter(t *testing.T) {
 	}
 	if _, err := l.TrySetCount(ctx, 0); !errors.Is(err, runtime.ErrInvalidArgument) {
 		t.Fatalf("TrySetCount(0): %v", err)
+	}
+}
+
+// A latch's CountDown is not idempotent either: a copy go-redis resends
+// after a timed-out read counts down again, a latch re-armed meanwhile
+// too (the robustness suite's seed 437213379: a count-down sent under a
+// blackhole returned ok 3.02 s later, ReadTimeout + the resend, and the
+// latch armed with 3 in between read 2).
+func TestLatchCountDownWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = pc.Close() })
+	l := newClient(t, pc, nil).Latch("latch", runtime.LatchOptions{Count: 3})
+	direct := s.Client(t)
+	ctx := context.Background()
+	if ok, err := l.Arm(ctx); !ok || err != nil { // a connection open, the scripts cached
+		t.Fatal(ok, err)
+	}
+	if err := l.CountDown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(faultproxy.Downstream)
+	done := make(chan error, 1)
+	go func() { done <- l.CountDown(ctx) }()
+	eventually(t, 2*time.Second, "the count-down ran", func() bool { return direct.Get(ctx, "latch").Val() == "1" })
+	time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
+	p.Heal()
+	err := <-done
+	time.Sleep(100 * time.Millisecond) // a copy in flight lands
+	if !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Errorf("CountDown = %v, want ErrOutcomeUnknown (its reply was lost)", err)
+	}
+	if n := direct.Get(ctx, "latch").Val(); n != "1" {
+		t.Errorf("latch count %q after one count-down from 2, want \"1\"", n)
 	}
 }

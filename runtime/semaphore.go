@@ -333,7 +333,9 @@ func trySetPermits(ctx context.Context, c *Client, key, channel string, n int, f
 	if n < 0 {
 		return false, fail("set-permits", fmt.Errorf("%w: negative permits %d", ErrInvalidArgument, n))
 	}
-	set, err := scripts.SemaphoreTrySet.Run(ctx, c.rdb, 2, []any{
+	// Not resent by go-redis: a copy after a lost reply would find the
+	// count this call set and report that it did not.
+	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.rdb, 2, []any{
 		3: key, channel,
 		n, c.publish,
 	}).Int64()

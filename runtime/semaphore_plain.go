@@ -52,7 +52,8 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // TryAcquire waits up to wait (0: one try; Forever: until ctx is done) to
 // take n permits. It returns an error wrapping ErrNotAcquired when it
 // could not, ErrOutcomeUnknown when a reply was lost (the permits may be
-// taken), the ctx's error or a Redis error.
+// taken; it tries no more then, nor does go-redis resend the try), the
+// ctx's error or a Redis error.
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
 	if n < 1 {
 		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
@@ -61,7 +62,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		return p.fail("acquire", err)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		took, err := scripts.PlainSemaphoreAcquire.Run(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
+		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
 		switch {
 		case err == nil:
 			return took == 1, -1, nil // no leases: sleep until a release
@@ -70,7 +71,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		}
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	w := waitSpec{channel: p.channel, wait: wait, wake: hub.WakeCount}
+	w := waitSpec{channel: p.channel, wait: wait, wake: hub.WakeCount, unsettled: true}
 	if err := p.c.await(ctx, w, try); err != nil {
 		return p.fail("acquire", err)
 	}
@@ -85,7 +86,7 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	}
 	dctx, cancel := p.c.calls.detached(ctx)
 	defer cancel()
-	err := scripts.PlainSemaphoreRelease.Run(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
 	switch {
 	case err == nil:
 		return nil
@@ -101,7 +102,7 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	err := scripts.PlainSemaphoreRelease.Run(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
 	if err != nil {
 		return p.fail("set-permits", err)
 	}

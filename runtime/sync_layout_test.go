@@ -191,6 +191,32 @@ func testSyncLayouts(t *testing.T, rdb redis.UniversalClient, c *runtime.Client,
 			t.Fatal("the expired permit is still held")
 		}
 	})
+	t.Run("plain semaphore", func(t *testing.T) {
+		// Its scripts go out without go-redis' retries (RunOnce): on a
+		// cluster too, routed by their first key.
+		ctx := ctxT(t)
+		const name = "plain:1"
+		msgs := listen(t, rdb, sharded, "redisson_sc:{plain:1}")
+		p := c.PlainSemaphore(name, "plain")
+		if ok, err := p.TrySetPermits(ctx, 2); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		expectMessage(t, msgs, "2", "trySetPermits publishes the count")
+		if err := p.TryAcquire(ctx, 2, 0); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := rdb.Get(ctx, name).Result(); v != "0" {
+			t.Fatalf("free count %q, want \"0\"", v)
+		}
+		if err := p.Release(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		expectMessage(t, msgs, "1", "release publishes the new free count")
+		if err := p.AddPermits(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		expectMessage(t, msgs, "2", "adding permits publishes the new free count")
+	})
 	t.Run("count-down latch", func(t *testing.T) {
 		ctx := ctxT(t)
 		const name = "import:7"

@@ -54,6 +54,12 @@ type waitSpec struct {
 	// grants, when set, is a waiter whose tries queue it in Redis for
 	// grants from releases of other processes (grant.go); nil: none.
 	grants queuer
+	// unsettled: a try whose outcome is unknown (ErrOutcomeUnknown) ends
+	// the call with that error (and ErrUnavailable). Such a try took what
+	// it took and nothing settles it (a plain semaphore's permits have no
+	// ids): another try could take as much again, and ErrNotAcquired at
+	// the end of the wait would tell the caller that nothing was taken.
+	unsettled bool
 }
 
 // A waitee names where a waiter sleeps (see waitSpec.at).
@@ -273,6 +279,12 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 			ws.grants != nil && !acquired && ws.grants.queued())
 	}
 	switch {
+	case ws.unsettled && errors.Is(err, ErrOutcomeUnknown):
+		if wt.ctx.Err() == nil {
+			wt.c.slots.failed(err)
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err) // as a single try's
+		}
+		return waitDone, 0, err
 	case err != nil && wt.ctx.Err() == nil && unreachable(err):
 		return wt.unreachable(err)
 	case err != nil || acquired:

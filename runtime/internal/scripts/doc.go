@@ -7,6 +7,10 @@
 //   - Script.Run sends EVALSHA, loads the script on NOSCRIPT and sends it
 //     again, and falls back to EVAL only if the script is gone again. The
 //     first key routes the command on a cluster.
+//   - Script.RunOnce does the same for a script that must not run twice
+//     for one call (nothing settles it: a plain semaphore's, trySetPermits):
+//     go-redis does not resend it after a transport error or a timed-out
+//     read, as it does other commands (MaxRetries).
 //   - A call that fails without a reply and was provably never written on
 //     any attempt returns an error NotSent recognises: it has no outcome
 //     to settle. Any other failure without a reply may have reached Redis

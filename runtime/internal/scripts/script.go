@@ -40,7 +40,22 @@ type Runner interface {
 // failed load means the script never ran. Only the last-resort EVAL is not
 // probed, so its failures count as sent.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	cmd := sc.evalsha(ctx, rdb, numKeys, args)
+	return sc.run(ctx, rdb, numKeys, args, false)
+}
+
+// RunOnce is Run for a script that must not run twice for one call (it
+// is not idempotent and nothing settles it): go-redis does not resend it
+// after a failed attempt, as it does other commands (MaxRetries) when the
+// connection breaks or a read times out after the command was written.
+// A failure without a reply is then the outcome of the only copy sent.
+// A NOSCRIPT reply is not a failed attempt (the script did not run):
+// loading and sending again is not a resend.
+func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	return sc.run(ctx, rdb, numKeys, args, true)
+}
+
+func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
+	cmd := sc.evalsha(ctx, rdb, numKeys, args, once)
 	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 		return cmd
 	}
@@ -48,13 +63,23 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 		cmd.SetErr(&notSentError{err})
 		return cmd
 	} else if err == nil {
-		cmd = sc.evalsha(ctx, rdb, numKeys, args)
+		cmd = sc.evalsha(ctx, rdb, numKeys, args, once)
 		if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
 			return cmd
 		}
 	}
+	if once {
+		return sc.Eval(ctx, onceEval{rdb}, numKeys, args)
+	}
 	return sc.Eval(ctx, rdb, numKeys, args)
 }
+
+// onceCmd is a command go-redis sends at most once: its retry loops (the
+// client's and the cluster client's) resend a command after a transport
+// error only if NoRetry is false.
+type onceCmd struct{ *redis.Cmd }
+
+func (onceCmd) NoRetry() bool { return true }
 
 // load puts the script in the script cache of the server that refused
 // the call with NOSCRIPT. On a cluster that is the master of the call's
@@ -79,12 +104,17 @@ func (sc Script) Load(ctx context.Context, rdb redis.Scripter) error {
 	return sc.s.Load(ctx, rdb).Err()
 }
 
-// evalsha sends EVALSHA once, with the SHA-1 as a send probe.
-func (sc Script) evalsha(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+// evalsha sends EVALSHA, with the SHA-1 as a send probe; once: without
+// go-redis' retries.
+func (sc Script) evalsha(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
 	probe := newSendProbe(sc.sha.(string))
 	cmd := sc.Cmd(ctx, numKeys, args)
 	cmd.Args()[1] = probe
-	_ = rdb.Process(ctx, cmd)
+	if once {
+		_ = rdb.Process(ctx, onceCmd{cmd})
+	} else {
+		_ = rdb.Process(ctx, cmd)
+	}
 	args[1] = sc.sha
 	probe.finish(cmd)
 	return cmd
@@ -99,6 +129,25 @@ func (sc Script) Cmd(ctx context.Context, numKeys int, args []any) *redis.Cmd {
 	if numKeys > 0 {
 		cmd.SetFirstKeyPos(Header)
 	}
+	return cmd
+}
+
+// onceEval sends EVAL without go-redis' retries, for redis.Script.Eval
+// (which holds the script's text).
+type onceEval struct{ Runner }
+
+func (o onceEval) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "eval", script, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewCmd(ctx, cmdArgs...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = o.Process(ctx, onceCmd{cmd})
 	return cmd
 }
 

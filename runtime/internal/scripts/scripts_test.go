@@ -2,6 +2,8 @@ package scripts_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -118,5 +120,66 @@ func TestNotSentOnlyForCallsThatNeverLeft(t *testing.T) {
 	err = scripts.LatchDelete.Run(ctx, slow, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
 	if err == nil || scripts.NotSent(err) || scripts.IsReply(err) {
 		t.Fatalf("a call the paused server read: %v, NotSent %v, want neither sent-proof nor reply", err, scripts.NotSent(err))
+	}
+}
+
+// noRetryHook records, for each script command sent, its name and whether
+// go-redis may resend it; with noscript, it answers every EVALSHA with
+// NOSCRIPT itself, so that Run falls back to EVAL.
+type noRetryHook struct {
+	noscript bool
+	sent     []string
+}
+
+func (h *noRetryHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *noRetryHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *noRetryHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" || n == "script" {
+			h.sent = append(h.sent, fmt.Sprintf("%s once=%v", n, cmd.NoRetry()))
+		}
+		if h.noscript && cmd.Name() == "evalsha" {
+			var err error = noscriptError{}
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// noscriptError is Redis' reply to EVALSHA of a script it does not have.
+type noscriptError struct{}
+
+func (noscriptError) Error() string { return "NOSCRIPT No matching script. Please use EVAL." }
+func (noscriptError) RedisError()   {}
+
+// RunOnce sends the script without go-redis' retries however it sends it:
+// EVALSHA, and EVAL when the script cannot be had by its SHA-1; a reload
+// (the script did not run) is not a resend.
+func TestRunOnceSendsEveryCopyWithoutRetries(t *testing.T) {
+	for _, noscript := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noscript=%v", noscript), func(t *testing.T) {
+			rdb := redistest.Start(t).Client(t)
+			h := &noRetryHook{noscript: noscript}
+			rdb.AddHook(h)
+			ctx := context.Background()
+			set, err := scripts.LatchTrySet.RunOnce(ctx, rdb, 2, []any{scripts.Header: "latch", "channel", "1", "publish"}).Int64()
+			if err != nil || set != 1 {
+				t.Fatalf("RunOnce = %d, %v; want 1 (set)", set, err)
+			}
+			// A fresh server has no scripts: NOSCRIPT, load, send again.
+			want := []string{"evalsha once=true", "script once=false", "evalsha once=true"}
+			if noscript {
+				want = append(want, "eval once=true")
+			}
+			if !slices.Equal(h.sent, want) {
+				t.Errorf("sent %q, want %q", h.sent, want)
+			}
+			if n, _ := rdb.Get(ctx, "latch").Int(); n != 1 {
+				t.Errorf("latch count %d, want 1", n)
+			}
+		})
 	}
 }
