@@ -76,6 +76,32 @@ func TestCheckWritesPausedInTheMiddleOfAWrite(t *testing.T) {
 	synNote(t, r, "paused holder")
 }
 
+// Found by the suite (seed 295086183): a holder frozen between its read
+// (312) and its write lands the write after SIGCONT and sets the counter
+// back to 313, though others counted it on to 320 meanwhile; the holders
+// after it read 313 again. Their duplicate reads are the paused write's
+// doing, not an overlap of theirs.
+func TestCheckWritesPausedWriteRewindsTheCounter(t *testing.T) {
+	run := func(pause bool) Result {
+		s := newSynth(4)
+		s.hold(0, KindWrite, "rw:0", 0, 10, 2900).synDone(2900, "lock lost").synWrite(69, 2870, 312, OutOK)
+		s.hold(1, KindWrite, "rw:0", 0, 2000, 2020).synWrite(2005, 2010, 312, OutOK).synWrite(2011, 2012, 313, OutOK)
+		s.hold(2, KindWrite, "rw:0", 0, 2100, 2200).synWrite(2110, 2120, 314, OutOK)
+		s.hold(3, KindWrite, "rw:0", 0, 3000, 3100).synWrite(3010, 3020, 313, OutOK).synWrite(3030, 3040, 314, OutOK)
+		if pause {
+			s.fault(FaultPauseProcess, "p0", 70, 2860)
+		}
+		return CheckWrites(s.build(), synLimits())
+	}
+	r := run(true)
+	synPass(t, r)
+	synNote(t, r, "set the counter back")
+	// Without the pause, p0's write is a lost update, and so are p3's reads.
+	if r := run(false); len(r.Violations) < 3 {
+		t.Fatalf("without the pause: %d violations, want p0's and p3's duplicate reads", len(r.Violations))
+	}
+}
+
 func TestCheckWritesFlush(t *testing.T) {
 	run := func(done float64) Result {
 		s := newSynth(2)
