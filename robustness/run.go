@@ -174,13 +174,7 @@ func Run(t testing.TB, cfg Config) *Outcome {
 	// Leases of killed holders run out; then nothing may be left behind
 	// but bookkeeping that expires.
 	time.Sleep(cfg.Watchdog + 500*time.Millisecond)
-	lim := Limits{
-		Watchdog:   cfg.Watchdog,
-		Permits:    map[string]int{"sem:0": SemaphorePermits},
-		PauseSlack: 150 * time.Millisecond,
-		Liveness:   LivenessBound(cfg.Watchdog),
-		DataKeys:   IsDataKey,
-	}
+	lim := RunLimits(cfg.Watchdog)
 	ctl := redis.NewClient(&redis.Options{Addr: lock.Addr()})
 	defer ctl.Close()
 	hyg := CheckHygiene(context.Background(), ctl, lim)
@@ -189,6 +183,19 @@ func Run(t testing.TB, cfg Config) *Outcome {
 	h := Build(cfg.Seed, events)
 	results := append(CheckAll(h, lim, cfg.Dir), hyg)
 	return &Outcome{History: h, Results: results, Plan: plan}
+}
+
+// RunLimits are the checkers' limits for a run with the given watchdog
+// lease: what every run checks with, and what a recheck of its history
+// must use.
+func RunLimits(watchdog time.Duration) Limits {
+	return Limits{
+		Watchdog:   watchdog,
+		Permits:    map[string]int{"sem:0": SemaphorePermits},
+		PauseSlack: 150 * time.Millisecond,
+		Liveness:   LivenessBound(watchdog),
+		DataKeys:   IsDataKey,
+	}
 }
 
 // IsDataKey reports whether key is data the workload owns (counters of
