@@ -27,7 +27,8 @@
 -- KEYS[5]  lockgen_lock_grants:{<lock>}
 -- KEYS[6]  lockgen_lock_hubs:{<lock>}
 -- ARGV[1]  releasing owner token (its hold count is 1: the last release)
--- ARGV[2]  publish command: "publish"
+-- ARGV[2]  publish command: "publish", or "spublish" (sharded pub/sub:
+--          the subscribers are counted with SHARDNUMSUB, see grant_next.lua)
 -- ARGV[3]  local grantee owner token ("": the client offers none)
 -- ARGV[4]  local grantee lease in milliseconds
 -- ARGV[5]  the unlock channel again: each client's grant channel is it and
@@ -52,7 +53,7 @@
 --   4    released and published, with other clients listening
 -- Asked first, so that a server refusing PUBSUB in scripts fails the call
 -- before it writes anything.
-local listening = redis.call('pubsub', 'numsub', KEYS[2])[2]
+local listening = lockgen_numsub(ARGV[2], KEYS[2])[2]
 -- The releaser's own record: a grant mark, or a registration left by a
 -- try that failed before it was handed the lock here.
 local others = listening - (ARGV[7] == '1' and 1 or 0)

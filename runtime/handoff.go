@@ -28,10 +28,10 @@ import (
 //
 // The protocol (the hub's side: hub.Offer, hub.Settle, hub.Unpark): a
 // waiter that may be handed the lock (grantable: a reentrant, unfenced lock
-// on one server without replica sync, waited for by an owner of its own,
-// a top-level Lock: the hand-off acquires for the owner outside the
-// owner's turn, which another goroutine sharing the owner's ctx could take
-// meanwhile) is parked while it sleeps; the releaser takes the offer, runs
+// without replica sync, on one server or a cluster with sharded pub/sub,
+// waited for by an owner of its own, a top-level Lock: the hand-off
+// acquires for the owner outside the owner's turn, which another goroutine
+// sharing the owner's ctx could take meanwhile) is parked while it sleeps; the releaser takes the offer, runs
 // the hand-off script with the waiter's owner token, lease and a fresh
 // request marker, and settles the offer once its own hold's ctx is done.
 // The waiter, woken or not, unparks first and waits for a pending offer's
@@ -44,16 +44,19 @@ import (
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: a reentrant, unfenced lock, without replica sync, on a
-// Client that subscribes with classic pub/sub on one server (on Redis
-// Cluster PUBSUB NUMSUB counts one node's subscribers only, and it never
-// counts SSUBSCRIBE's: a release would not see the other Clients'
-// waiters) and has not opted out.
+// Client that has not opted out and whose scripts can count the lock
+// channel's subscribers exactly: on one server, or on Redis Cluster with
+// sharded pub/sub (SHARDNUMSUB on the slot's master counts every
+// subscriber of the shard channel; the scripts count with it when they
+// SPUBLISH). Not on a cluster with classic pub/sub: PUBSUB NUMSUB counts
+// one node's subscribers only, so a release would not see the other
+// Clients' waiters.
 func (m *Mutex) handsOff() bool {
 	if _, ok := m.k.(reentrant); !ok {
 		return false
 	}
 	c := m.c
-	return !m.fenced && m.opts.SyncReplicas == 0 && !c.cluster && !c.sharded && !c.opts.NoHandoff && !c.handoffRefused.Load()
+	return !m.fenced && m.opts.SyncReplicas == 0 && (!c.cluster || c.sharded) && !c.opts.NoHandoff && !c.handoffRefused.Load()
 }
 
 // releaseHandingOff is the last release of a hold of m (count 1) that

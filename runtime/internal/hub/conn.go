@@ -381,8 +381,10 @@ func (sc *subConn) send(op subOp) error {
 	defer cancel()
 	sharded := sc.h.sharded
 	chans := []string{op.channel}
-	if op.also != "" && !sharded {
+	if op.also != "" {
 		// One command: no script sees one subscribed without the other.
+		// A lock's grant channel shares its channel's hash tag, so one
+		// SSUBSCRIBE on a cluster names a single slot.
 		chans = append(chans, op.also)
 	}
 	var err error
