@@ -91,6 +91,9 @@ type subConn struct {
 
 	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see track.go
 	track    *tracker     // nil: no key tracking
+	// client is the hub's own client it subscribes through, whose pool
+	// also gives its tracking connection (track.go); nil: none.
+	client *redis.Client
 
 	// Health, written by the reader without h.mu (a message costs no
 	// shared lock), in Unix nanoseconds.
@@ -206,8 +209,8 @@ type failure struct {
 	at      time.Time
 }
 
-// newConnLocked starts a connection to node through client: a cluster
-// master's own client (byNode), or the hub's. An empty subscription does
+// newConnLocked starts a connection to node through client: the hub's own
+// client of a cluster master (byNode), or its one client. An empty subscription does
 // not connect: the writer's first subscribe dials. If the node's last
 // connection failed young, the first send waits out its backoff.
 func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn {
@@ -227,7 +230,8 @@ func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn 
 	}
 	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
-	if h.track {
+	sc.client, _ = client.(*redis.Client)
+	if h.track && sc.client != nil {
 		sc.track = newTracker()
 	}
 	if h.sharded {
@@ -628,6 +632,13 @@ func (h *Hub) Close() {
 	// ctx does not.
 	if h.closeSub != nil {
 		_ = h.closeSub()
+	}
+	h.mu.Lock()
+	nodes := h.nodes
+	h.nodes = nil
+	h.mu.Unlock()
+	for _, c := range nodes {
+		_ = c.Close()
 	}
 	h.wg.Wait()
 }
