@@ -25,7 +25,14 @@ import (
 // counts one node only, keeps them off.
 func TestHandoffsAndGrantsOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	t.Run("hand-off within a Client", func(t *testing.T) { testHandoffOnCluster(t, cl) })
+	t.Run("hand-off within a Client", func(t *testing.T) {
+		const key = "cl-handoff"
+		testHandoffOn(t, cl.Client(t), cl.MasterForKey(key).Client(t), "spublish", key)
+	})
+	t.Run("hand-off within a Client on one server, to compare", func(t *testing.T) {
+		s := redistest.Start(t)
+		testHandoffOn(t, s.Client(t), s.Client(t), "publish", "cl-handoff")
+	})
 	t.Run("grants across Clients in FIFO order", func(t *testing.T) { testGrantsOnCluster(t, cl) })
 	t.Run("a foreign subscriber makes releases publish", func(t *testing.T) { testForeignSubscriberOnCluster(t, cl) })
 	t.Run("classic pub/sub publishes every release", func(t *testing.T) { testClassicOnClusterPublishes(t, cl) })
@@ -90,14 +97,14 @@ func (sp *shardPublishes) lastGrant() string {
 // A release with only waiters of its own Client hands the lock to the
 // longest waiter in the release's own call: one script call per hold, no
 // acquire of the waiters' own, one unlock message (the last release).
-func testHandoffOnCluster(t *testing.T, cl *redistest.Cluster) {
+// master is the server of key's slot, publish the command the scripts
+// publish with.
+func testHandoffOn(t *testing.T, rdb redis.UniversalClient, master *redis.Client, publish, key string) {
 	ctx := ctxT(t)
-	const key = "cl-handoff"
-	master := cl.MasterForKey(key).Client(t)
 	for _, sc := range []*redis.Script{lua.Handoff, lua.Release} {
 		sc.Load(ctx, master) // so that no NOSCRIPT round is counted
 	}
-	c := newClient(t, cl.Client(t), nil)
+	c := newClient(t, rdb, nil)
 	m := c.Mutex(key, runtime.LockOptions{})
 	held, err := m.Lock(ctx)
 	if err != nil {
@@ -105,7 +112,7 @@ func testHandoffOnCluster(t *testing.T, cl *redistest.Cluster) {
 	}
 	const n = 6
 	order, done := queueWaiters(t, m, n)
-	publishes, evals := commandCalls(t, master, "spublish"), commandCalls(t, master, "evalsha")
+	publishes, evals := commandCalls(t, master, publish), commandCalls(t, master, "evalsha")
 	start := time.Now()
 	if err := m.Unlock(held); err != nil {
 		t.Fatal(err)
@@ -114,14 +121,14 @@ func testHandoffOnCluster(t *testing.T, cl *redistest.Cluster) {
 	took := time.Since(start)
 	close(order)
 	inOrder(t, order, 0)
-	if got := commandCalls(t, master, "spublish") - publishes; got != 1 {
+	if got := commandCalls(t, master, publish) - publishes; got != 1 {
 		t.Errorf("%d unlock messages for %d releases, want 1 (the last: nobody left to hand it to)", got, n+1)
 	}
 	if got := commandCalls(t, master, "evalsha") - evals; got != n+1 {
 		t.Errorf("%d script calls for %d hand-offs, want %d (one per release)", got, n+1, n+1)
 	}
 	t.Logf("%d hand-offs and a release in %v: %d script calls", n, took.Round(time.Microsecond), n+1)
-	if keys := keysLeft(t, cl.Client(t)); len(keys) != 0 {
+	if keys := keysLeft(t, rdb); len(keys) != 0 {
 		t.Fatalf("keys left: %v", keys)
 	}
 }
