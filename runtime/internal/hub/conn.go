@@ -210,9 +210,10 @@ type failure struct {
 }
 
 // newConnLocked starts a connection to node through client: the hub's own
-// client of a cluster master (byNode), or its one client. An empty subscription does
-// not connect: the writer's first subscribe dials. If the node's last
-// connection failed young, the first send waits out its backoff.
+// client of a cluster master (byNode), or its one client. An empty
+// subscription does not connect: the writer's first subscribe dials. If
+// the node's last connection failed young, the first send waits out its
+// backoff.
 func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn {
 	sc := &subConn{
 		h:             h,

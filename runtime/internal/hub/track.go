@@ -43,14 +43,14 @@ import (
 // OnConnect reads each pub/sub connection's id).
 //
 // On Redis Cluster with sharded pub/sub the hub has such a client per
-// master (a copy of the cluster's options for that node, nodeClient), and
-// each master's pub/sub connection (route.go) its tracking connection to
-// that master: a lock's key is watched on the master that serves its
-// slot, where its channel is, and its watch moves with the channel when
-// the slot moves (moveSlotLocked). A key read on the old master after the
-// move is answered MOVED: its slot's channels are placed again, as when
-// the server drops them. One tracking connection per master, whatever the
-// number of slots, as for pub/sub.
+// master (a copy of the cluster's options for that node:
+// nodeClientLocked), and each master's pub/sub connection (route.go) its
+// tracking connection to that master: a lock's key is watched on the
+// master that serves its slot, where its channel is, and its watch moves
+// with the channel when the slot moves (moveSlotLocked). A key read on the
+// old master after the move is answered MOVED: its slot's channels are
+// placed again, as when the server drops them. One tracking connection
+// per master, whatever the number of slots, as for pub/sub.
 //
 // Tracking is off, and waiters wake on unlock messages and the holder's
 // TTL as before, for Sentinel failover clients (their options cannot be
