@@ -74,7 +74,10 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
 		return res, o, err
 	}
-	own := "0" // is one of the channel's subscribers this client?
+	// Is one of the channel's subscribers this client? The script checks
+	// where it runs (its grant channel, subscribed with the lock's): the
+	// hub may not know yet that the server dropped its subscription.
+	own := "0"
 	if known {
 		own = "1"
 	}
@@ -99,7 +102,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	n, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
-			a.Owner, c.publish, field, px, names.lockCh, across, own, records,
+			a.Owner, c.publish, field, px, names.lockCh, across, own, records, names.channel,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {
