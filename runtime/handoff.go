@@ -31,9 +31,10 @@ import (
 // without replica sync, on one server or a cluster with sharded pub/sub,
 // waited for by an owner of its own, a top-level Lock: the hand-off
 // acquires for the owner outside the owner's turn, which another goroutine
-// sharing the owner's ctx could take meanwhile) is parked while it sleeps; the releaser takes the offer, runs
-// the hand-off script with the waiter's owner token, lease and a fresh
-// request marker, and settles the offer once its own hold's ctx is done.
+// sharing the owner's ctx could take meanwhile) is parked while it
+// sleeps; the releaser takes the offer, runs the hand-off script with the
+// waiter's owner token, lease and a fresh request marker, and settles the
+// offer once its own hold's ctx is done.
 // The waiter, woken or not, unparks first and waits for a pending offer's
 // outcome: it never tries while one is in flight (its try would count the
 // grant as its own resend). Granted: it holds the lock from the time the
