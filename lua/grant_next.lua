@@ -44,6 +44,14 @@
 --
 -- lockgen_now() is the server's clock in ms.
 --
+-- lockgen_numsub(publish, channel...) counts each channel's subscribers
+--   that publish reaches: PUBSUB NUMSUB for "publish", PUBSUB SHARDNUMSUB
+--   for "spublish". A shard channel lives on its slot's node, so on Redis
+--   Cluster SHARDNUMSUB there counts every client subscribed to it on that
+--   master (not one on a replica: see the client's publish streak);
+--   NUMSUB on a cluster counts one node's subscribers only, which is why
+--   a client with classic pub/sub on a cluster never hands off or grants.
+--
 -- lockgen_enqueue(queue, grants, hubs, owner, px, life, hub, nonce, now)
 --   registers a waiter's latest try (acquire.lua): its place in the queue
 --   is kept from its first try; the record lives life ms.
@@ -58,6 +66,13 @@
 local function lockgen_now()
     local t = redis.call('time')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function lockgen_numsub(publish, ...)
+    if publish == 'spublish' then
+        return redis.call('pubsub', 'shardnumsub', ...)
+    end
+    return redis.call('pubsub', 'numsub', ...)
 end
 
 local function lockgen_enqueue(queue, grants, hubs, owner, px, life, hub, nonce, now)
@@ -81,7 +96,7 @@ local function lockgen_grant_next(lock, queue, grants, hubs, prefix, listening, 
     for i, id in ipairs(ids) do
         channels[i] = prefix .. ':' .. id
     end
-    local counts = redis.call('pubsub', 'numsub', unpack(channels))
+    local counts = lockgen_numsub(publish, unpack(channels))
     local live = {}
     local sum = 0
     for i, id in ipairs(ids) do

@@ -27,7 +27,8 @@
 -- KEYS[5]  lockgen_lock_grants:{<lock>}
 -- KEYS[6]  lockgen_lock_hubs:{<lock>}
 -- ARGV[1]  releasing owner token (its hold count is 1: the last release)
--- ARGV[2]  publish command: "publish"
+-- ARGV[2]  publish command: "publish", or "spublish" (sharded pub/sub:
+--          the subscribers are counted with SHARDNUMSUB, see grant_next.lua)
 -- ARGV[3]  local grantee owner token ("": the client offers none)
 -- ARGV[4]  local grantee lease in milliseconds
 -- ARGV[5]  the unlock channel again: each client's grant channel is it and
@@ -41,6 +42,15 @@
 -- ARGV[8]  "1": the releaser or the local grantee was queued in KEYS[4]
 --          (their records are cleared); "0": neither was, and when no
 --          other client listens the queue is not looked at
+-- ARGV[9]  the releasing client's grant channel (ARGV[5]:<client id>),
+--          which it subscribes in the same command as KEYS[2]: with
+--          ARGV[7] "1" the client counts as one of KEYS[2]'s subscribers
+--          only if that channel has a subscriber here. Its hub may not yet
+--          know that the server dropped its subscription (a connection
+--          that died unseen, a cluster slot that moved or failed over):
+--          then the subscribers counted are all someone else's, and the
+--          lock is not handed on past them. "" or absent: ARGV[7] is
+--          taken as it is
 --
 -- Returns
 --   nil  ARGV[1] does not hold the lock (expired, deleted, never taken)
@@ -52,10 +62,20 @@
 --   4    released and published, with other clients listening
 -- Asked first, so that a server refusing PUBSUB in scripts fails the call
 -- before it writes anything.
-local listening = redis.call('pubsub', 'numsub', KEYS[2])[2]
+local mine = ARGV[9] or ''
+local counts
+if mine ~= '' then
+    counts = lockgen_numsub(ARGV[2], KEYS[2], mine)
+else
+    counts = lockgen_numsub(ARGV[2], KEYS[2])
+end
+local listening = counts[2]
+-- Whether the releasing client's subscription is (taken as) here.
+local subscribed = mine == '' or counts[4] > 0
+local own = (ARGV[7] == '1' and subscribed) and 1 or 0
+local others = listening - own
 -- The releaser's own record: a grant mark, or a registration left by a
 -- try that failed before it was handed the lock here.
-local others = listening - (ARGV[7] == '1' and 1 or 0)
 local queued = false
 if ARGV[8] == '1' or others > 0 then
     queued = redis.call('exists', KEYS[4]) == 1
@@ -86,7 +106,9 @@ if queued and redis.call('exists', KEYS[4]) == 0 then
     redis.call('del', KEYS[5])
     queued = false
 end
-local handOn = ARGV[3] ~= '' and listening <= 1
+-- A client that offers a waiter listens (ARGV[7] is "1"): handed on when
+-- no one else does.
+local handOn = ARGV[3] ~= '' and listening - (subscribed and 1 or 0) <= 0
 if queued and not handOn and ARGV[6] == '1' and others > 0 then
     local granted = lockgen_grant_next(KEYS[1], KEYS[4], KEYS[5], KEYS[6], ARGV[5], listening, ARGV[2], lockgen_now(), ARGV[3])
     if granted and granted == ARGV[3] then

@@ -186,3 +186,46 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 		t.Fatal("a leave told to keep holds released one")
 	}
 }
+
+// A releasing client that believes it listens but whose subscription is
+// gone from the server (its connection died unseen, or its cluster slot
+// moved) is not counted among the channel's subscribers when it names its
+// grant channel (ARGV[9], subscribed with the lock's channel): the one
+// subscriber there is someone else, a Redisson waiter say, and the lock
+// is published, not handed on past it. With its grant channel subscribed,
+// the same release hands the lock on.
+func TestHandoffCountsTheReleaserOnlyWhereItsSubscriptionIs(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	keys := []string{lock, channel, latch("gone"), gqueue, ggrants, ghubs}
+	mine := gprefix + ":client-a"
+	foreign := srv.Client(t).Subscribe(ctx, channel)
+	defer foreign.Close()
+	if _, err := foreign.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.HSet(ctx, lock, ownerA, 1)
+	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000, gprefix, "1", "1", "0", mine); err != nil || n.(int64) != 1 {
+		t.Fatalf("release with the releaser's subscription gone = %v, %v; want 1 (published)", n, err)
+	}
+	if msg, err := foreign.ReceiveMessage(ctx); err != nil || msg.Payload != "0" {
+		t.Fatalf("the other listener got %v %v, want the unlock message", msg, err)
+	}
+	if n := rdb.Exists(ctx, lock).Val(); n != 0 {
+		t.Fatal("the lock went to the releaser's waiter past the other listener")
+	}
+
+	// The foreign subscriber was the releaser's own (lock and grant
+	// channel on one connection): handed on.
+	if err := foreign.Subscribe(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := foreign.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.HSet(ctx, lock, ownerA, 1)
+	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000, gprefix, "1", "1", "0", mine); err != nil || n.(int64) != 2 {
+		t.Fatalf("release with the releaser subscribed = %v, %v; want 2 (handed on)", n, err)
+	}
+}

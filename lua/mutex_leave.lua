@@ -11,7 +11,8 @@
 -- KEYS[4]  lockgen_lock_grants:{<lock>}
 -- KEYS[5]  lockgen_lock_hubs:{<lock>}
 -- ARGV[1]  owner token of the leaving waiter
--- ARGV[2]  publish command: "publish"
+-- ARGV[2]  publish command: "publish", or "spublish" (counted with
+--          SHARDNUMSUB, see grant_next.lua)
 -- ARGV[3]  "1": a hold of ARGV[1] on the lock is a grant it never took (the
 --          client knows the owner holds nothing of it), released here;
 --          "0": leave any hold alone
@@ -28,7 +29,7 @@ redis.call('hdel', KEYS[4], ARGV[1])
 if ARGV[3] == '1' and granted and redis.call('hget', KEYS[1], ARGV[1]) == '1' then
     -- The grant was its only field: HDEL frees the lock.
     redis.call('hdel', KEYS[1], ARGV[1])
-    local listening = redis.call('pubsub', 'numsub', KEYS[2])[2]
+    local listening = lockgen_numsub(ARGV[2], KEYS[2])[2]
     if listening == 0 or not lockgen_grant_next(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[4], listening, ARGV[2], lockgen_now(), '') then
         redis.call(ARGV[2], KEYS[2], '0')
     end

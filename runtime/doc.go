@@ -53,13 +53,16 @@
 // again, then sleeps until an unlock message wakes it or the holder's lease
 // would have run out. One unlock wakes one waiter. A lock freed without a
 // message (its key deleted, flushed or expired) wakes its waiters too: the
-// hub tracks the keys waited for with CLIENT TRACKING (not on Redis
-// Cluster). An uncontended acquire and release cost exactly one round trip
+// hub tracks the keys waited for with CLIENT TRACKING (on Redis Cluster
+// with sharded pub/sub, on each key's master; not with classic pub/sub
+// there). An uncontended acquire and release cost exactly one round trip
 // each.
 //
 // Within one Client, the last release of a reentrant lock hands it to the
 // Client's longest waiter in the release's own script call when no other
-// client listens on the lock's channel (Redis counts the subscribers): the
+// client listens on the lock's channel (Redis counts the subscribers: on
+// Redis Cluster only with sharded pub/sub, whose channel lives on the
+// lock's master; with classic pub/sub there releases publish): the
 // waiter holds the lock one round trip after the release started, and
 // sends nothing. A goroutine that comes while the Client's own goroutines
 // already wait for the lock queues behind them without a try of its own,

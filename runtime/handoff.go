@@ -28,12 +28,13 @@ import (
 //
 // The protocol (the hub's side: hub.Offer, hub.Settle, hub.Unpark): a
 // waiter that may be handed the lock (grantable: a reentrant, unfenced lock
-// on one server without replica sync, waited for by an owner of its own,
-// a top-level Lock: the hand-off acquires for the owner outside the
-// owner's turn, which another goroutine sharing the owner's ctx could take
-// meanwhile) is parked while it sleeps; the releaser takes the offer, runs
-// the hand-off script with the waiter's owner token, lease and a fresh
-// request marker, and settles the offer once its own hold's ctx is done.
+// without replica sync, on one server or a cluster with sharded pub/sub,
+// waited for by an owner of its own, a top-level Lock: the hand-off
+// acquires for the owner outside the owner's turn, which another goroutine
+// sharing the owner's ctx could take meanwhile) is parked while it
+// sleeps; the releaser takes the offer, runs the hand-off script with the
+// waiter's owner token, lease and a fresh request marker, and settles the
+// offer once its own hold's ctx is done.
 // The waiter, woken or not, unparks first and waits for a pending offer's
 // outcome: it never tries while one is in flight (its try would count the
 // grant as its own resend). Granted: it holds the lock from the time the
@@ -44,16 +45,19 @@ import (
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: a reentrant, unfenced lock, without replica sync, on a
-// Client that subscribes with classic pub/sub on one server (on Redis
-// Cluster PUBSUB NUMSUB counts one node's subscribers only, and it never
-// counts SSUBSCRIBE's: a release would not see the other Clients'
-// waiters) and has not opted out.
+// Client that has not opted out and whose scripts can count the lock
+// channel's subscribers exactly: on one server, or on Redis Cluster with
+// sharded pub/sub (SHARDNUMSUB on the slot's master counts every
+// subscriber of the shard channel; the scripts count with it when they
+// SPUBLISH). Not on a cluster with classic pub/sub: PUBSUB NUMSUB counts
+// one node's subscribers only, so a release would not see the other
+// Clients' waiters.
 func (m *Mutex) handsOff() bool {
 	if _, ok := m.k.(reentrant); !ok {
 		return false
 	}
 	c := m.c
-	return !m.fenced && m.opts.SyncReplicas == 0 && !c.cluster && !c.sharded && !c.opts.NoHandoff && !c.handoffRefused.Load()
+	return !m.fenced && m.opts.SyncReplicas == 0 && (!c.cluster || c.sharded) && !c.opts.NoHandoff && !c.handoffRefused.Load()
 }
 
 // releaseHandingOff is the last release of a hold of m (count 1) that
@@ -71,7 +75,10 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
 		return res, o, err
 	}
-	own := "0" // is one of the channel's subscribers this client?
+	// Is one of the channel's subscribers this client? The script checks
+	// where it runs (its grant channel, subscribed with the lock's): the
+	// hub may not know yet that the server dropped its subscription.
+	own := "0"
 	if known {
 		own = "1"
 	}
@@ -96,7 +103,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	n, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
-			a.Owner, c.publish, field, px, names.lockCh, across, own, records,
+			a.Owner, c.publish, field, px, names.lockCh, across, own, records, names.channel,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {

@@ -212,16 +212,10 @@ func waitersOn(t testing.TB, rdb redis.UniversalClient, key string) int {
 	t.Helper()
 	ctx := context.Background()
 	pattern := "*{" + key + "}*"
-	cc, ok := rdb.(*redis.ClusterClient)
-	if !ok {
-		chans, err := rdb.PubSubChannels(ctx, pattern).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
+	// A grant channel is "<lock channel>:<client id>": one part after the
+	// tag, where a fair waiter's has two.
+	waited := func(chans []string) (n int) {
 		for _, ch := range chans {
-			// A grant channel is "<lock channel>:<client id>": one part
-			// after the tag, where a fair waiter's has two.
 			_, tail, _ := strings.Cut(ch, "}")
 			if strings.Count(tail, ":") != 1 {
 				n++
@@ -229,10 +223,18 @@ func waitersOn(t testing.TB, rdb redis.UniversalClient, key string) int {
 		}
 		return n
 	}
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		chans, err := rdb.PubSubChannels(ctx, pattern).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waited(chans)
+	}
 	var n atomic.Int64
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 		chans, err := node.PubSubShardChannels(ctx, pattern).Result()
-		n.Add(int64(len(chans)))
+		n.Add(int64(waited(chans)))
 		return err
 	})
 	if err != nil {

@@ -109,6 +109,16 @@ func testWaitersInSlots(t *testing.T, cl *redistest.Cluster, k int) {
 		}
 	}
 	t.Logf("waiting on %d locks in %d slots: %d pub/sub connections (%v per master)", k, k, total, conns)
+	// Key tracking: one connection per master too, redirecting to its
+	// pub/sub connection (each Client's: the holder waits on nothing).
+	eventually(t, 5*time.Second, "a tracking connection on every master", func() bool {
+		return !slices.Contains(trackingConns(t, masters), 0)
+	})
+	if tracking := trackingConns(t, masters); slices.Max(tracking) > 1 {
+		t.Errorf("tracking connections per master %v, want 1", tracking)
+	} else {
+		t.Logf("tracking connections per master: %v", tracking)
+	}
 
 	released := make([]time.Time, k)
 	for i, key := range keys {
@@ -271,4 +281,25 @@ func pubSubClientIDs(t *testing.T, node *redis.Client) string {
 		}
 	}
 	return strings.Join(ids, ",")
+}
+
+// trackingConns counts the connections with key tracking on (CLIENT LIST
+// flags t) on each of masters.
+func trackingConns(t *testing.T, masters []*redistest.Server) []int {
+	t.Helper()
+	n := make([]int, len(masters))
+	for i, m := range masters {
+		list, err := m.Client(t).Do(context.Background(), "CLIENT", "LIST").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			for _, f := range strings.Fields(line) {
+				if flags, ok := strings.CutPrefix(f, "flags="); ok && strings.Contains(flags, "t") {
+					n[i]++
+				}
+			}
+		}
+	}
+	return n
 }

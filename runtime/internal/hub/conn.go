@@ -91,6 +91,9 @@ type subConn struct {
 
 	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see track.go
 	track    *tracker     // nil: no key tracking
+	// client is the hub's own client it subscribes through, whose pool
+	// also gives its tracking connection (track.go); nil: none.
+	client *redis.Client
 
 	// Health, written by the reader without h.mu (a message costs no
 	// shared lock), in Unix nanoseconds.
@@ -206,10 +209,11 @@ type failure struct {
 	at      time.Time
 }
 
-// newConnLocked starts a connection to node through client: a cluster
-// master's own client (byNode), or the hub's. An empty subscription does
-// not connect: the writer's first subscribe dials. If the node's last
-// connection failed young, the first send waits out its backoff.
+// newConnLocked starts a connection to node through client: the hub's own
+// client of a cluster master (byNode), or its one client. An empty
+// subscription does not connect: the writer's first subscribe dials. If
+// the node's last connection failed young, the first send waits out its
+// backoff.
 func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn {
 	sc := &subConn{
 		h:             h,
@@ -227,7 +231,8 @@ func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn 
 	}
 	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
-	if h.track {
+	sc.client, _ = client.(*redis.Client)
+	if h.track && sc.client != nil {
 		sc.track = newTracker()
 	}
 	if h.sharded {
@@ -381,8 +386,10 @@ func (sc *subConn) send(op subOp) error {
 	defer cancel()
 	sharded := sc.h.sharded
 	chans := []string{op.channel}
-	if op.also != "" && !sharded {
+	if op.also != "" {
 		// One command: no script sees one subscribed without the other.
+		// A lock's grant channel shares its channel's hash tag, so one
+		// SSUBSCRIBE on a cluster names a single slot.
 		chans = append(chans, op.also)
 	}
 	var err error
@@ -626,6 +633,13 @@ func (h *Hub) Close() {
 	// ctx does not.
 	if h.closeSub != nil {
 		_ = h.closeSub()
+	}
+	h.mu.Lock()
+	nodes := h.nodes
+	h.nodes = nil
+	h.mu.Unlock()
+	for _, c := range nodes {
+		_ = c.Close()
 	}
 	h.wg.Wait()
 }

@@ -49,10 +49,12 @@
 //
 // Every Waiter (pooled: Leave takes it back), the pub/sub connections (one,
 // or with sharded pub/sub on a cluster one per master: route.go) and their
-// goroutines (a writer and a reader each, a key tracker beside a single
-// server's, one health monitor, and on a cluster the router that places
-// channels on their master's connection), the timers that unsubscribe a
-// channel a while after its last waiter left, and, for a single server, a
-// go-redis client of its own built from the caller's options, closed by
-// Close. The caller's client is only read from.
+// goroutines (a writer and a reader each, a key tracker beside each one
+// but a classic cluster subscription's, one health monitor, and on a
+// cluster the router that places channels on their master's connection),
+// the timers that unsubscribe a channel a while after its last waiter
+// left, and go-redis clients of its own built from the caller's options
+// (for a single server one, for a cluster with sharded pub/sub one per
+// master: track.go), closed by Close. The caller's client is only read
+// from.
 package hub

@@ -93,6 +93,10 @@ type Hub struct {
 	sub      redis.UniversalClient
 	closeSub func() error
 	track    bool
+	// nodes are the hub's own clients of the masters (byNode), by
+	// address: each one's pub/sub and tracking connections (track.go).
+	// Guarded by mu; closed by Close.
+	nodes map[string]*redis.Client
 
 	// mu guards the connections (conn.go): conns, every subConn's state,
 	// each entry's conn and placing, and the placements (route.go).
@@ -239,6 +243,10 @@ func New(cfg Config) *Hub {
 		h.cc, h.cluster = cfg.Client.(*redis.ClusterClient)
 		h.byNode = h.cluster && h.sharded
 		h.sub, h.closeSub, h.track = subClient(cfg.Client)
+		if h.byNode {
+			h.nodes = make(map[string]*redis.Client)
+			h.track = true // through a client of its own per master (track.go)
+		}
 	}
 	h.waiters.New = func() any { return &Waiter{c: make(chan struct{}, 1)} }
 	return h

@@ -27,8 +27,10 @@ import (
 // they share a connection. A pool would add dials, pings and a choice of
 // connection per slot for no throughput the node could deliver.
 //
-// The connection is a go-redis PubSub of the master's own client
-// (ClusterClient.MasterForKey), not of the ClusterClient: the latter's
+// The connection is a go-redis PubSub of a client of the hub's own for
+// that master (a RESP2 copy of the options of the cluster's client of it,
+// ClusterClient.MasterForKey, which also gives the master's key tracking
+// connection: track.go), not of the ClusterClient: the latter's
 // PubSub picks its node once, from the first channel, and both, after a
 // reconnect of their own, send every channel in one SSUBSCRIBE, which a
 // cluster refuses when they span slots. The hub never relies on that
@@ -127,6 +129,9 @@ func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken 
 		}
 		delete(sc.entries, name)
 		delete(sc.pending, name) // a confirmation still to come finds e elsewhere
+		if sc.track != nil {
+			sc.track.unwatch(e) // watched again where it goes
+		}
 		h.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
 		if wake {
 			woken = append(woken, e)
@@ -243,7 +248,7 @@ func (h *Hub) routeLoop(ctx context.Context) {
 			}
 			sc := h.conns[p.addr]
 			if sc == nil {
-				sc = h.newConnLocked(p.addr, p.node)
+				sc = h.newConnLocked(p.addr, h.nodeClientLocked(p.addr, p.node))
 			}
 			sc.addLocked(p.e)
 		}

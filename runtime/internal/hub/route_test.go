@@ -87,3 +87,39 @@ func (l *logBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A tracking read of a key whose slot left the master is answered MOVED:
+// the reader reports the slot and where it went (its channels are placed
+// there, and the key watched there), fails nothing and wakes no one.
+func TestTrackingReadOfAMovedKeyReportsItsSlot(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := context.Background()
+	const key = "tracked:{elsewhere}"
+	owner := cl.MasterForKey(key)
+	var other *redistest.Server
+	for _, m := range cl.Masters() {
+		if m != owner {
+			other = m
+			break
+		}
+	}
+	conn := other.Client(t).Conn()
+	t.Cleanup(func() { _ = conn.Close() })
+	tr := newTracker()
+	e := &entry{name: "redisson_lock__channel:{elsewhere}", key: key, sh: &shard{entries: map[string]*entry{}}}
+	e.sh.entries[e.name] = e
+	w := &Waiter{c: make(chan struct{}, 1), e: e}
+	e.waiters = []*Waiter{w}
+	tr.watch(e)
+	var r keyReader
+	read, _, err := r.read(ctx, tr, conn)
+	if err != nil || !read {
+		t.Fatalf("read %v, err %v: a MOVED reply is no failure", read, err)
+	}
+	if len(r.moved) != 1 || r.moved[0].slot != scripts.KeySlot(key) || r.moved[0].to != owner.Addr() {
+		t.Fatalf("moved %+v, want slot %d to %s", r.moved, scripts.KeySlot(key), owner.Addr())
+	}
+	if len(w.c) != 0 {
+		t.Fatal("a key read on the wrong master woke its waiter")
+	}
+}

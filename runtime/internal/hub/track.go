@@ -40,13 +40,23 @@ import (
 // invalidation without keys, which go-redis cannot parse: the connection is
 // replaced, and its new subscriptions wake every waiter. Tracking needs the
 // hub's own client (a copy of the caller's options speaking RESP2, whose
-// OnConnect reads each pub/sub connection's id). It is off, and waiters wake on unlock messages and the
-// holder's TTL as before, for Sentinel failover clients (their options
-// cannot be copied), where the server refuses CLIENT ID or CLIENT
-// TRACKING (an ACL), and on Redis Cluster, where the hub subscribes
-// through the caller's cluster client (one connection per master with
-// sharded pub/sub, route.go): a tracking connection beside each master's
-// is future work.
+// OnConnect reads each pub/sub connection's id).
+//
+// On Redis Cluster with sharded pub/sub the hub has such a client per
+// master (a copy of the cluster's options for that node:
+// nodeClientLocked), and each master's pub/sub connection (route.go) its
+// tracking connection to that master: a lock's key is watched on the
+// master that serves its slot, where its channel is, and its watch moves
+// with the channel when the slot moves (moveSlotLocked). A key read on the
+// old master after the move is answered MOVED: its slot's channels are
+// placed again, as when the server drops them. One tracking connection
+// per master, whatever the number of slots, as for pub/sub.
+//
+// Tracking is off, and waiters wake on unlock messages and the holder's
+// TTL as before, for Sentinel failover clients (their options cannot be
+// copied), where the server refuses CLIENT ID or CLIENT TRACKING (an ACL),
+// and on Redis Cluster with classic pub/sub (one connection, on one node,
+// for every slot's channel).
 
 // invalidateChannel is where Redis sends invalidations to a RESP2 client.
 const invalidateChannel = "__redis__:invalidate"
@@ -75,18 +85,38 @@ func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn fu
 		if o.Addr == "FailoverClient" {
 			return rdb, nil, false
 		}
-		own := *o
-		own.Protocol = 2
-		own.ContextTimeoutEnabled = true // a dropped connection's ctx ends its I/O
-		own.PoolSize = 4                 // tracking connections; pub/sub ones come from their own pool
-		own.MinIdleConns, own.MaxIdleConns, own.MaxActiveConns = 0, 0, 0
-		own.PushNotificationProcessor = nil
-		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		own.OnConnect = recordClientID(o.OnConnect)
-		c := redis.NewClient(&own)
+		c := ownClient(o)
 		return c, c.Close, true
 	}
 	return rdb, nil, false
+}
+
+// ownClient returns a client of the hub's own for the server of o: a copy
+// speaking RESP2 (the invalidations come as pub/sub messages) whose
+// OnConnect records the CLIENT ID of each pub/sub connection. It dials
+// nothing until used.
+func ownClient(o *redis.Options) *redis.Client {
+	own := *o
+	own.Protocol = 2
+	own.ContextTimeoutEnabled = true // a dropped connection's ctx ends its I/O
+	own.PoolSize = 4                 // tracking connections; pub/sub ones come from their own pool
+	own.MinIdleConns, own.MaxIdleConns, own.MaxActiveConns = 0, 0, 0
+	own.PushNotificationProcessor = nil
+	own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	own.OnConnect = recordClientID(o.OnConnect)
+	return redis.NewClient(&own)
+}
+
+// nodeClientLocked returns the hub's own client for the cluster master at
+// addr (node is the cluster's client of it), made on first use and closed
+// by Close. h.mu is held, and the hub is not closed.
+func (h *Hub) nodeClientLocked(addr string, node *redis.Client) *redis.Client {
+	c := h.nodes[addr]
+	if c == nil {
+		c = ownClient(node.Options())
+		h.nodes[addr] = c
+	}
+	return c
 }
 
 // recordClientID wraps the caller's OnConnect: a connection dialled for a
@@ -182,6 +212,12 @@ func (t *tracker) dueKeys(keys []string, now int64) (_ []string, putOff bool) {
 	defer t.mu.Unlock()
 next:
 	for k := range t.due {
+		if len(t.watched[k]) == 0 {
+			// No one waits for it here any more (its waiters left, or its
+			// slot moved to another master): nothing to read.
+			delete(t.due, k)
+			continue
+		}
 		for _, e := range t.watched[k] {
 			if now-e.lastMsg.Load() < int64(trackQuiet) {
 				putOff = true
@@ -302,6 +338,9 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) {
 			sc.trackFailed(err)
 			return
 		}
+		if len(r.moved) > 0 {
+			sc.slotsMoved(r.moved)
+		}
 		if read {
 			used = time.Now()
 		}
@@ -313,12 +352,26 @@ type keyReader struct {
 	keys  []string
 	cmds  []*redis.IntCmd
 	woken []*entry
+	// moved are the slots (and where to) of keys a cluster master answered
+	// MOVED for: they moved away from it.
+	moved []slotMove
+}
+
+// A slotMove is a cluster slot and the master a MOVED reply named for it.
+type slotMove struct {
+	slot int
+	to   string
 }
 
 // read reads the keys due on conn, but those whose locks are busy (put
 // off: due again later), and wakes the locks whose key is gone. It
-// reports whether it sent anything.
+// reports whether it sent anything. A key answered MOVED (its slot left
+// this cluster master) goes to r.moved; one answered ASK (its slot is
+// migrating and the key is gone from here) is left alone: the slot's
+// channels, and its watch, move when the migration ends. Any other error
+// is err.
 func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (read, putOff bool, err error) {
+	r.moved = r.moved[:0]
 	r.keys, putOff = t.dueKeys(r.keys[:0], time.Now().UnixNano())
 	if len(r.keys) == 0 {
 		return false, putOff, nil
@@ -332,11 +385,25 @@ func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (re
 		return nil
 	})
 	cancel()
-	if err != nil {
+	if err != nil && !scripts.IsReply(err) {
 		return true, putOff, err
 	}
 	r.woken = r.woken[:0]
 	for i, cmd := range r.cmds {
+		err := cmd.Err()
+		if slot, to, ok := movedSlot(err); ok {
+			if !slices.ContainsFunc(r.moved, func(m slotMove) bool { return m.slot == slot }) {
+				r.moved = append(r.moved, slotMove{slot, to})
+			}
+			continue
+		}
+		if _, ok := redis.IsAskError(err); ok {
+			continue
+		}
+		if err != nil {
+			clear(r.cmds)
+			return true, putOff, err
+		}
 		if cmd.Val() == 0 {
 			r.woken = t.gone(r.keys[i], r.woken)
 		}
@@ -344,6 +411,22 @@ func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (re
 	wakeEntries(r.woken, true)
 	clear(r.cmds)
 	return true, putOff, nil
+}
+
+// slotsMoved places the channels of slots that a tracking read found gone
+// from sc's master on their new master, as a MOVED reply to a subscribe
+// does (route.go); the new subscriptions' confirmations wake their
+// waiters, and the keys are read there.
+func (sc *subConn) slotsMoved(moves []slotMove) {
+	h := sc.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.byNode {
+		return
+	}
+	for _, m := range moves {
+		h.moveSlotLocked(sc, m.slot, m.to, false, nil)
+	}
 }
 
 // trackFailed replaces sc after its tracking connection failed: the
@@ -364,8 +447,8 @@ func (sc *subConn) trackFailed(err error) {
 
 // trackingConn returns a connection to sc's server for tracking, or nil.
 func (sc *subConn) trackingConn() *redis.Conn {
-	if r, ok := sc.h.sub.(*redis.Client); ok {
-		return r.Conn()
+	if sc.client != nil {
+		return sc.client.Conn()
 	}
 	return nil
 }

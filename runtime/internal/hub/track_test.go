@@ -34,4 +34,10 @@ func TestTrackerReadsQuietKeysAndPutsOffBusyOnes(t *testing.T) {
 	if keys, _ := tr.dueKeys(nil, now); len(keys) != 0 || tr.gone("q", nil) != nil {
 		t.Fatal("an unwatched key is read no more")
 	}
+	moved := &entry{name: "ch:m", key: "m"}
+	tr.watch(moved) // due at once
+	tr.unwatch(moved)
+	if keys, _ := tr.dueKeys(nil, now); len(keys) != 0 {
+		t.Fatalf("due %v: a key due when its last waiter left (or its slot moved away) is not read", keys)
+	}
 }
