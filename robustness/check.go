@@ -240,6 +240,21 @@ func (f *facts) lossVerdict(a, b span) (*Fault, bool) {
 	return found, false
 }
 
+// lossEither is lossVerdict for a pair of holds in either role: the one
+// Redis forgot may also be the one whose acquire returned later (its
+// script ran before the flush, its reply came after it, and after the
+// other's acquisition: seed 213947801).
+func (f *facts) lossEither(a, b span) (*Fault, bool) {
+	fl, inTime := f.lossVerdict(a, b)
+	if fl != nil && inTime {
+		return fl, true
+	}
+	if fl2, inTime2 := f.lossVerdict(b, a); fl2 != nil && inTime2 {
+		return fl2, true
+	}
+	return fl, false
+}
+
 // ms renders t relative to the history's start, in ms.
 func (f *facts) ms(t int64) string { return relMS(f.h, t) }
 

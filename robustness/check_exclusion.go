@@ -142,7 +142,7 @@ func (x *exclusion) judge(key string, a, b span) {
 		x.shortened(a, b)
 		return
 	}
-	fl, inTime := x.lossVerdict(a, b)
+	fl, inTime := x.lossEither(a, b)
 	if fl != nil && inTime {
 		x.lost++
 		return

@@ -95,7 +95,7 @@ func CheckWrites(h *History, lim Limits) Result {
 						if byStart(first, second) > 0 {
 							first, second = second, first
 						}
-						if fl, inTime := f.lossVerdict(first, second); fl != nil && inTime {
+						if fl, inTime := f.lossEither(first, second); fl != nil && inTime {
 							lostDup++
 							continue
 						}

@@ -1,9 +1,12 @@
 package robustness
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/lockgen/lockgen/internal/redistest"
 )
 
 // A seed is a schedule: the same seed plans the same faults, another seed
@@ -57,4 +60,25 @@ func sharesAThing(f, g PlannedFault) bool {
 		return f.Server == g.Server || f.Server != "lock" && g.Server != "lock"
 	}
 	return false
+}
+
+// A FLUSHALL injected while the lock server restarts waits until it is
+// back and flushes what it reloaded: the history says a flush happened.
+func TestFlushAllWaitsForARestartingServer(t *testing.T) {
+	s := redistest.Start(t, redistest.Arg("--appendonly", "yes", "--appendfsync", "always"))
+	ctx := context.Background()
+	if err := s.Client(t).Set(ctx, "plain:0", 2, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.Kill()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		s.Restart() // reloads plain:0 from the append-only file
+	}()
+	if err := flushAll(s.Addr(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Client(t).Exists(ctx, "plain:0").Result(); err != nil || n != 0 {
+		t.Fatalf("plain:0 exists: %d, %v; want it flushed after the restart", n, err)
+	}
 }
