@@ -238,3 +238,33 @@ func TestLatchCountDownWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
 		t.Errorf("latch count %q after one count-down from 2, want \"1\"", n)
 	}
 }
+
+// The same for a Semaphore's AddPermits, which adds to the count: a copy
+// go-redis resent after the lost reply would add the permits twice.
+func TestSemaphoreAddPermitsWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond})
+	t.Cleanup(func() { _ = pc.Close() })
+	sem := newClient(t, pc, nil).Semaphore("sem-add", runtime.SemaphoreOptions{})
+	direct := s.Client(t)
+	ctx := context.Background()
+	if err := sem.SetPermits(ctx, 1); err != nil { // a connection open, the scripts cached
+		t.Fatal(err)
+	}
+	p.Blackhole(faultproxy.Downstream)
+	done := make(chan error, 1)
+	go func() { done <- sem.AddPermits(ctx, 2) }()
+	eventually(t, 2*time.Second, "the add ran", func() bool { return direct.Get(ctx, "sem-add").Val() == "3" })
+	time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
+	p.Heal()
+	err := <-done
+	time.Sleep(100 * time.Millisecond) // a copy in flight lands
+	if err == nil {
+		t.Errorf("AddPermits succeeded with its reply lost")
+	}
+	if n := direct.Get(ctx, "sem-add").Val(); n != "3" {
+		t.Errorf("%s permits after adding 2 to 1, want 3", n)
+	}
+}

@@ -356,16 +356,28 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 }
 
 // AddPermits adds n (which may be negative) to the free permits. Waiters
-// are woken for the permits that came free.
+// are woken for the permits that came free. It is never sent twice: when
+// its reply is lost it returns an error wrapping ErrOutcomeUnknown (the
+// permits may or may not have been added).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error { return s.add(ctx, "add", n) }
 
+// add runs SemaphoreAdd. Setting the count is idempotent, adding to it is
+// not: an add goes out once (RunOnce), and a lost reply is an unknown
+// outcome rather than a copy that adds the permits twice.
 func (s *Semaphore) add(ctx context.Context, mode string, n int) error {
-	err := scripts.SemaphoreAdd.Run(ctx, s.c.rdb, 3, []any{
+	run := scripts.SemaphoreAdd.Run
+	if mode == "add" {
+		run = scripts.SemaphoreAdd.RunOnce
+	}
+	err := run(ctx, s.c.rdb, 3, []any{
 		3: s.key, s.timeouts, s.channel,
 		s.c.publish, mode, n,
 	}).Err()
-	if err != nil {
-		return s.fail("set-permits", err)
+	switch {
+	case err == nil:
+		return nil
+	case mode == "add" && !scripts.IsReply(err) && !scripts.NotSent(err):
+		err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	return nil
+	return s.fail("set-permits", err)
 }
