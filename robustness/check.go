@@ -99,7 +99,7 @@ func newFacts(h *History, lim Limits) *facts {
 					f.killed[p.Proc] = fl.Start
 					stop = min(stop, fl.Start)
 				}
-			case FaultPauseProcess:
+			case FaultPauseProcess, FaultStall:
 				f.pauses[p.Proc] = append(f.pauses[p.Proc], fl)
 			}
 		}

@@ -375,6 +375,10 @@ const (
 	FaultPauseServer   = "pause-server"   // SIGSTOP … SIGCONT of redis-server
 	FaultRestart       = "restart"        // redis-server killed and started again from its append-only file
 	FaultFlush         = "flushall"       // FLUSHALL: every lock forgotten (data loss)
+	// FaultStall is not injected: a worker records it when it did not run
+	// for longer than StallLimit (the OS gave its CPU to others, its own
+	// runtime stopped it), which holds it as a SIGSTOP would.
+	FaultStall = "stall"
 )
 
 // LosesData reports whether a fault of type typ makes Redis forget what it

@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"cmp"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -25,19 +26,31 @@ type breakage struct {
 	// watchdog, when set, is the Clients' WatchdogTimeout: a break that
 	// shows only in renewed holds needs renewals early in a hold.
 	watchdog time.Duration
+	// length, when set, is the run's length (default 11 s): a break that
+	// shows only in some holds needs more of them.
+	length time.Duration
 }
 
 var breakages = []breakage{
 	{
 		// The lease drift margin made negative: a holder's ctx outlives
 		// its key by half a lease, so another owner takes the lock while
-		// the holder still works under it.
+		// the holder still works under it. It shows in a hold that
+		// outlives its lease with a waiter on its lock: a fixed lease held
+		// longer than it, a watchdog hold cut off by a fault longer than
+		// the lease (most blackholes and pauses of up to 2.5 s outlast a
+		// 900 ms lease, few a 2 s one), but not in a hold released in time
+		// (Unlock ends the ctx before it sends the release). In 11 s of
+		// seed 1 it showed 0 to 10 times; 25 s at 900 ms gives it more
+		// chances.
 		name: "negative-drift", file: "runtime/internal/leaseclock/term.go",
-		old:     "return lease/100 + 5*time.Millisecond",
-		new:     "return -lease / 2",
-		kinds:   []string{KindReentrant, KindWrite, KindFair},
-		faults:  []string{FaultBlackhole, FaultPauseServer},
-		catches: []string{CheckNameExclusion},
+		old:      "return lease/100 + 5*time.Millisecond",
+		new:      "return -lease / 2",
+		kinds:    []string{KindReentrant, KindWrite, KindFair},
+		faults:   []string{FaultBlackhole, FaultPauseServer},
+		catches:  []string{CheckNameExclusion},
+		watchdog: 900 * time.Millisecond,
+		length:   25 * time.Second,
 	},
 	{
 		// The reentrant acquire takes a lock that someone else holds:
@@ -98,7 +111,7 @@ func TestCheckersCatchABrokenRuntime(t *testing.T) {
 			bin := buildBroken(t, root, b)
 			// A short run with a short quiet end: each break shows within
 			// seconds (the liveness break in the final sweep).
-			cfg := Config{Seed: 1, Length: 11 * time.Second, Quiet: time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
+			cfg := Config{Seed: 1, Length: cmp.Or(b.length, 11*time.Second), Quiet: time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
 				Faults: b.faults, FaultGap: 700 * time.Millisecond, MaxFault: 2500 * time.Millisecond, Worker: bin, Watchdog: b.watchdog}
 			o := Run(t, cfg)
 			caught := map[string]int{}

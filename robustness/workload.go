@@ -125,6 +125,9 @@ func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
 
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	stalls := make(chan struct{})
+	defer close(stalls)
+	go w.watchStalls(stalls)
 	gs := make([]*goroutine, cfg.Goroutines)
 	for i := range gs {
 		g := &goroutine{w: w, id: i, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Proc)<<16|uint64(i)))}
@@ -202,6 +205,38 @@ func (g *goroutine) run(ctx context.Context) {
 		if g.rng.IntN(100) < 2 { // now and then a Client is closed and replaced
 			g.closeClient()
 		}
+	}
+}
+
+// StallLimit is the longest a worker may not run before it records a
+// stall (FaultStall): the lease drift margin of a short fixed lease is
+// about this long (1% + 5 ms), so a stall this long at a hold's deadline
+// can let its ctx end after the key, as a SIGSTOP can.
+const StallLimit = 10 * time.Millisecond
+
+// watchStalls records the stretches in which this process did not run:
+// it wakes every millisecond, and a wake-up later than StallLimit after
+// the previous one is a stall, recorded as a fault on the process (with
+// negative ids, apart from the harness's).
+func (w *worker) watchStalls(stop <-chan struct{}) {
+	const tick = time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last := Now()
+	id := -int64(w.cfg.Proc+1) << 32
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := Now()
+		if now-last > int64(StallLimit) {
+			id--
+			w.rec.Record(Event{Op: id, Ev: EvStart, Kind: FaultStall, Key: ProcTarget(w.cfg.Proc), T: last + int64(tick)})
+			w.rec.Record(Event{Op: id, Ev: EvEnd, T: now})
+		}
+		last = now
 	}
 }
 
