@@ -84,25 +84,10 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 	c := l.c
 	owner, begin := "", time.Now()
 	defer func() { observeTry(c.opts.Observer, ctx, l.opts.Name, l.key, "red", owner, begin, err) }()
-	switch {
-	case len(c.redNodes) == 0:
-		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
-	case l.quorum > len(c.redNodes):
-		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
+	if err := l.check(lease); err != nil {
+		return nil, err
 	}
-	if err := validate(l.key, lease); err != nil {
-		return nil, l.fail("acquire", err)
-	}
-	if c.isClosed() {
-		return nil, l.fail("acquire", ErrClosed)
-	}
-	if h := l.holdIn(ctx); h != nil {
-		owner = h.owner
-	} else if hc := c.reg.Of(ctx); hc != nil {
-		owner = hc.Owner()
-	} else {
-		owner = c.newOwner()
-	}
+	owner = l.ownerOf(ctx)
 	effective := lease
 	if lease == Watchdog {
 		effective = c.opts.WatchdogTimeout
@@ -174,6 +159,38 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 			return nil, err
 		}
 	}
+}
+
+// check refuses a TryLock that cannot work: no nodes, a quorum of more
+// than them, a bad key or lease, a closed Client.
+func (l *RedLock) check(lease time.Duration) error {
+	c := l.c
+	switch {
+	case len(c.redNodes) == 0:
+		return l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
+	case l.quorum > len(c.redNodes):
+		return l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
+	}
+	if err := validate(l.key, lease); err != nil {
+		return l.fail("acquire", err)
+	}
+	if c.isClosed() {
+		return l.fail("acquire", ErrClosed)
+	}
+	return nil
+}
+
+// ownerOf is the owner an acquisition with ctx takes the lock as: the one
+// of a RedLock hold or another hold of the Client that ctx carries (a
+// re-entry), or a new one.
+func (l *RedLock) ownerOf(ctx context.Context) string {
+	if h := l.holdIn(ctx); h != nil {
+		return h.owner
+	}
+	if hc := l.c.reg.Of(ctx); hc != nil {
+		return hc.Owner()
+	}
+	return l.c.newOwner()
 }
 
 // redSleepBound bounds a RedLock waiter's sleep on the nodes' channels: a

@@ -461,17 +461,26 @@ func (sc *subConn) readLoop() {
 	}
 }
 
-// received handles one message read on sc. A message takes no shared
-// lock but the one of its channel's shard.
-func (h *Hub) received(sc *subConn, msg any) {
+// hear records that sc heard from its server now (its health: see
+// monitorLoop), unless sc is done (false).
+func (sc *subConn) hear() bool {
 	select {
 	case <-sc.done:
-		return
+		return false
 	default:
 	}
 	sc.heard.Store(true)
 	sc.lastHeard.Store(time.Now().UnixNano())
 	sc.awaiting.Store(0)
+	return true
+}
+
+// received handles one message read on sc. A message takes no shared
+// lock but the one of its channel's shard.
+func (h *Hub) received(sc *subConn, msg any) {
+	if !sc.hear() {
+		return
+	}
 	switch m := msg.(type) {
 	case *redis.Message:
 		if m.Channel == invalidateChannel {

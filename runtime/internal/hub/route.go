@@ -157,14 +157,9 @@ func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken 
 // moved handles a MOVED reply read on sc: a subscribe sent for slot,
 // which to serves now.
 func (h *Hub) moved(sc *subConn, slot int, to string) {
-	select {
-	case <-sc.done:
+	if !sc.hear() {
 		return
-	default:
 	}
-	sc.heard.Store(true)
-	sc.lastHeard.Store(time.Now().UnixNano())
-	sc.awaiting.Store(0)
 	h.mu.Lock()
 	h.moveSlotLocked(sc, slot, to, false, nil)
 	h.mu.Unlock()
@@ -218,52 +213,11 @@ func (h *Hub) routeLoop(ctx context.Context) {
 		if reload {
 			h.cc.ReloadState(ctx) // in the background; a reload in progress is followed by one more
 		}
-		now := time.Now()
-		keep := todo[:0]
 		var lookupErr error
-		for _, p := range todo {
-			node, err := h.master(ctx, p.e.name)
-			if err != nil {
-				lookupErr = err
-				keep = append(keep, p)
-				continue
-			}
-			addr := node.Options().Addr
-			if p.waits(addr, now) {
-				keep = append(keep, p)
-				continue
-			}
-			if p.from != "" {
-				h.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
-			}
-			placed = append(placed, placedOn{p.e, addr, node})
-		}
-		clear(todo[len(keep):])
-		todo = keep
-
-		h.mu.Lock()
-		for _, p := range placed {
-			if !p.e.placing || h.connClosed {
-				continue // unsubscribed meanwhile
-			}
-			sc := h.conns[p.addr]
-			if sc == nil {
-				sc = h.newConnLocked(p.addr, h.nodeClientLocked(p.addr, p.node))
-			}
-			sc.addLocked(p.e)
-		}
-		n := 0
-		for _, p := range todo {
-			if p.e.placing && !h.connClosed {
-				todo[n] = p
-				n++
-			}
-		}
-		h.mu.Unlock()
+		todo, placed, lookupErr = h.locate(ctx, todo, placed)
+		todo = h.attach(todo, placed)
 		clear(placed)
 		placed = placed[:0]
-		clear(todo[n:])
-		todo = todo[:n]
 
 		if lookupErr != nil {
 			h.log.Debug("no master found for a channel's slot", "err", lookupErr)
@@ -279,6 +233,60 @@ func (h *Hub) routeLoop(ctx context.Context) {
 			retry.Reset(d)
 		}
 	}
+}
+
+// locate finds the master of each channel in todo: those it found (and
+// that need not wait for the slot map to show a move) are appended to
+// placed, the others kept in todo. lookupErr is the last failed lookup.
+func (h *Hub) locate(ctx context.Context, todo []placement, placed []placedOn) (_ []placement, _ []placedOn, lookupErr error) {
+	now := time.Now()
+	keep := todo[:0]
+	for _, p := range todo {
+		node, err := h.master(ctx, p.e.name)
+		if err != nil {
+			lookupErr = err
+			keep = append(keep, p)
+			continue
+		}
+		addr := node.Options().Addr
+		if p.waits(addr, now) {
+			keep = append(keep, p)
+			continue
+		}
+		if p.from != "" {
+			h.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
+		}
+		placed = append(placed, placedOn{p.e, addr, node})
+	}
+	clear(todo[len(keep):])
+	return keep, placed, lookupErr
+}
+
+// attach puts the placed channels on their master's connection (opening
+// it on first use), and returns what is left of todo once the channels
+// unsubscribed meanwhile are dropped.
+func (h *Hub) attach(todo []placement, placed []placedOn) []placement {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range placed {
+		if !p.e.placing || h.connClosed {
+			continue // unsubscribed meanwhile
+		}
+		sc := h.conns[p.addr]
+		if sc == nil {
+			sc = h.newConnLocked(p.addr, h.nodeClientLocked(p.addr, p.node))
+		}
+		sc.addLocked(p.e)
+	}
+	n := 0
+	for _, p := range todo {
+		if p.e.placing && !h.connClosed {
+			todo[n] = p
+			n++
+		}
+	}
+	clear(todo[n:])
+	return todo[:n]
 }
 
 // placedOn is a channel and the master it goes to.
