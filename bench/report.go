@@ -28,6 +28,7 @@ type results struct {
 	ManyKeys          []*run
 	ReadWrite         []*run
 	Watchdog          []*watchRun
+	Cluster           *clusterResults // scenario 9
 }
 
 func cpuModel() string {
