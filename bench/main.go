@@ -104,7 +104,7 @@ func benchmark() error {
 			uncontended: 700 * time.Millisecond, contention: 600 * time.Millisecond, naive: 300 * time.Millisecond,
 			manyKeys: 800 * time.Millisecond, watchLocks: 10000, watchLease: 3 * time.Second, watchWin: 3 * time.Second,
 			limitN1: 5000, limitN50: 50000, floorN: 300, workers: []int{8, 32, 128}, shapeWorkers: []int{32}, procs: 4,
-			clusterWorkers: []int{8, 32}, clusterKeys: 1000,
+			clusterWorkers: []int{32}, clusterKeys: 1000,
 		}
 	}
 	want := func(n int) bool {

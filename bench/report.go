@@ -275,6 +275,8 @@ func (res *results) markdown() string {
 		p("\n")
 	}
 
+	res.clusterSection(&b)
+
 	if len(res.Watchdog) > 0 {
 		w0 := res.Watchdog[0]
 		p("## 4. Watchdog / auto-extend: %d held locks for %v\n\n", w0.Locks, w0.Window)
@@ -402,6 +404,13 @@ func (res *results) targets(b *strings.Builder) {
 		viol += r.Violations
 	}
 	add("mutual-exclusion violations, every row of scenarios 2, 3, 6, 7, 8", "0", fmt.Sprint(viol), viol == 0)
+	if cr := res.Cluster; cr != nil {
+		var v int64
+		for _, r := range slices.Concat(cr.Uncontended, cr.Contention, cr.Procs, cr.ManyKeys) {
+			v += r.Violations
+		}
+		add("mutual-exclusion violations, every row of scenario 9 (cluster)", "0", fmt.Sprint(v), v == 0)
+	}
 	res.handoffTargets(add)
 	if len(ts) == 0 {
 		return
