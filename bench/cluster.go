@@ -30,36 +30,44 @@ type backend struct {
 }
 
 func newBackend(addrs []string, cluster bool) *backend {
-	t := &backend{addrs: addrs, cluster: cluster}
+	be := &backend{addrs: addrs, cluster: cluster}
 	for _, a := range addrs {
-		t.admins = append(t.admins, redis.NewClient(&redis.Options{Addr: a, ClientName: adminName}))
+		be.admins = append(be.admins, redis.NewClient(&redis.Options{Addr: a, ClientName: adminName}))
 	}
-	return t
+	return be
 }
 
-func (t *backend) close() {
-	for _, a := range t.admins {
+func (be *backend) close() {
+	for _, a := range be.admins {
 		_ = a.Close()
+	}
+}
+
+// warm connects the admin clients, so that their dials (HELLO) fall
+// outside the windows whose commands are counted.
+func (be *backend) warm() {
+	for _, a := range be.admins {
+		must(a.Ping(context.Background()).Err())
 	}
 }
 
 // client is a row's own go-redis client at its defaults, with a command
 // counter: a *redis.Client on the server, a *redis.ClusterClient that
 // knows every node on the cluster.
-func (t *backend) client() (redis.UniversalClient, *counter) {
-	if !t.cluster {
-		return newClient(t.addrs[0])
+func (be *backend) client() (redis.UniversalClient, *counter) {
+	if !be.cluster {
+		return newClient(be.addrs[0])
 	}
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: t.addrs})
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: be.addrs})
 	cnt := &counter{}
 	rdb.AddHook(cnt)
 	return rdb, cnt
 }
 
 // commandStats is INFO commandstats summed over the nodes.
-func (t *backend) commandStats(ctx context.Context) (cmdStats, error) {
+func (be *backend) commandStats(ctx context.Context) (cmdStats, error) {
 	sum := make(cmdStats)
-	for _, a := range t.admins {
+	for _, a := range be.admins {
 		st, err := commandStats(ctx, a)
 		if err != nil {
 			return nil, err
@@ -72,17 +80,17 @@ func (t *backend) commandStats(ctx context.Context) (cmdStats, error) {
 }
 
 // cpu is Redis' CPU time summed over the nodes.
-func (t *backend) cpu(ctx context.Context) time.Duration {
+func (be *backend) cpu(ctx context.Context) time.Duration {
 	var d time.Duration
-	for _, a := range t.admins {
+	for _, a := range be.admins {
 		d += redisCPU(ctx, a)
 	}
 	return d
 }
 
 // flush empties every node (every lock is released by then).
-func (t *backend) flush() {
-	for _, a := range t.admins {
+func (be *backend) flush() {
+	for _, a := range be.admins {
 		must(a.FlushAll(context.Background()).Err())
 	}
 }

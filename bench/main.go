@@ -2,8 +2,8 @@
 // bsm/redislock and rueidis/rueidislock on a redis-server it starts
 // itself, and writes RESULTS.md and handoff.svg. See README.md.
 //
-//	cd bench && go run .          # full run, < 6 minutes on 2 cores
-//	cd bench && go run . -quick   # < 90 s, for development
+//	cd bench && go run .          # full run, < 8 minutes on 2 cores
+//	cd bench && go run . -quick   # < 2 minutes, for development
 package main
 
 import (
@@ -80,7 +80,7 @@ func main() {
 // benchmark is the whole run. It returns its errors rather than exiting,
 // so the redis-server it started is always stopped.
 func benchmark() error {
-	quick := flag.Bool("quick", false, "short run (< 90 s) for development; numbers are noisier")
+	quick := flag.Bool("quick", false, "short run (< 2 minutes) for development; numbers are noisier")
 	out := flag.String("out", ".", "directory for RESULTS.md and handoff.svg")
 	serverBin := flag.String("redis-server", "redis-server", "redis-server binary")
 	benchBin := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")

@@ -189,6 +189,7 @@ func childMain() error {
 	}
 	be := newBackend(spec.Addrs, spec.Cluster)
 	defer be.close()
+	be.warm()
 	rdb, cnt := be.client()
 	defer rdb.Close()
 	var giveups atomic.Int64

@@ -111,7 +111,7 @@ func parseFields(s string) map[string]string {
 type cmdStats map[string]int64
 
 // ignoredStats are the bench's own bookkeeping commands.
-var ignoredStats = map[string]bool{"info": true, "config|resetstat": true, "flushall": true, "dbsize": true}
+var ignoredStats = map[string]bool{"info": true, "config|resetstat": true, "flushall": true, "dbsize": true, "client|list": true}
 
 func commandStats(ctx context.Context, rdb *redis.Client) (cmdStats, error) {
 	m, err := info(ctx, rdb, "commandstats")
