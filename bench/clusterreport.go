@@ -43,7 +43,7 @@ func (res *results) clusterSection(b *strings.Builder) {
 			p("lockgen makes %s the ops/s of the best peer (%s), %.1f Redis commands per cycle against %.1f. ",
 				ratio(lg.opsPerSec()/best.opsPerSec()), best.Lib.Name, lg.redisPerAcq(), best.redisPerAcq())
 		}
-		p("*× one server* is the row's ops/s here against its own in scenario 1 of this run (– when scenario 1 did not run). ops/s is the median of %d interleaved windows; connections are the most any window's process held.\n\n", len(rs[0].Windows))
+		p("*× one server* is the row's ops/s here against its own in scenario 1 of this run (– when scenario 1 did not run). ops/s is the median of %d interleaved windows; connections are the most any window's process held.%s\n\n", len(rs[0].Windows), uncontendedErrors(rs))
 	}
 
 	for _, w := range res.Cfg.clusterWorkers {
