@@ -85,8 +85,8 @@ func (res *results) clusterSection(b *strings.Builder) {
 			if bw == nil {
 				bw = best
 			}
-			p("lockgen makes %s the acquisitions/s of %s, wait p99 %s against %s (%s), CPU per acquisition (client + Redis) %.0f µs against %.0f µs. ",
-				ratio(lg.rate()/best.rate()), best.Lib.Name, ms(lg.Wait.q(0.99)), ms(bw.Wait.q(0.99)), bw.Lib.Name, lg.cpuPerAcq(), best.cpuPerAcq())
+			p("lockgen makes %s the acquisitions/s of %s (fairness %.2f against its %.2f: a fairness near 0 means some goroutines got the lock rarely or never), wait p99 %s against %s (%s), CPU per acquisition (client + Redis) %.0f µs against %.0f µs. ",
+				ratio(lg.rate()/best.rate()), best.Lib.Name, lg.Fairness, best.Fairness, ms(lg.Wait.q(0.99)), ms(bw.Wait.q(0.99)), bw.Lib.Name, lg.cpuPerAcq(), best.cpuPerAcq())
 			if len(lg.Conns) > 0 {
 				p("Its waiters, on up to %s keys in as many slots over %d masters, shared %d pub/sub connection(s) as the window ended (issue #25 item 1: one per master, not per slot). ", thousands(s.Keys), len(res.Cluster.Addrs), lg.Conns[0].PubSub)
 			}
