@@ -30,6 +30,10 @@ type shape struct {
 	// ReadShare is the share of acquisitions that are reads, for lockers
 	// that have shared holds (rwLocker); the others take every one exclusively.
 	ReadShare float64
+	// PinKeys gives worker w the key w mod Keys for the whole window,
+	// instead of a random key per acquisition: Workers/Keys goroutines
+	// contend on each key (the cluster's many-keys shape).
+	PinKeys bool
 }
 
 // keyState is the in-process truth about one lock key, shared by all
@@ -98,6 +102,10 @@ type run struct {
 	// rows, the children's sum for a multi-process one.
 	ClientCPU time.Duration
 	Windows   []float64 // uncontended: ops/s of each round's window
+	// Conns are the connections each process running the row's workers
+	// held to each node at the end of the window (conns.go); counted on
+	// the cluster only.
+	Conns []connCount
 }
 
 // opsPerSec is an uncontended row's speed: the median of its windows, so
@@ -164,7 +172,7 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 	if s.Procs > 1 {
 		return b.contendProcs(l, s, prefix)
 	}
-	rdb, cnt := newClient(b.srv.addr)
+	rdb, cnt := b.be.client()
 	defer rdb.Close()
 	var giveups atomic.Int64
 	lk, closeLib := l.open(rdb, cnt, &giveups)
@@ -176,10 +184,11 @@ func (b *bench) contend(l *lib, s shape, prefix string) *run {
 	keys := make([]keyState, s.Keys)
 	before := b.measure(cnt.snapshot())
 	cpu0 := processCPU()
-	outs := work(lk, s, names, keys, 0, s.Workers, monoNow()+int64(s.Dur))
+	var conns []connCount
+	outs := work(lk, s, names, keys, 0, s.Workers, monoNow()+int64(s.Dur), b.be.sampler(&conns))
 	cpu := processCPU() - cpu0
 	r := b.collect(l, s, outs, before, cnt.snapshot())
-	r.Giveups, r.ClientCPU = giveups.Load(), cpu
+	r.Giveups, r.ClientCPU, r.Conns = giveups.Load(), cpu, conns
 	return r
 }
 
@@ -200,16 +209,17 @@ type meter struct {
 
 func (b *bench) measure(client cmdStats) meter {
 	ctx := context.Background()
-	rs, err := commandStats(ctx, b.admin)
+	rs, err := b.be.commandStats(ctx)
 	must(err)
-	return meter{redis: rs, client: client, cpu: redisCPU(ctx, b.admin)}
+	return meter{redis: rs, client: client, cpu: b.be.cpu(ctx)}
 }
 
 // work runs workers first..first+n-1 of s until the monotonic clock reaches
 // end. keys is the truth table of the lock keys: a plain slice in-process,
 // a shared mapping in a multi-process run (so that violations, idle gaps
-// and barging are seen across processes).
-func work(lk locker, s shape, names []string, keys []keyState, first, n int, end int64) []workerOut {
+// and barging are seen across processes). sample, if not nil, runs as the
+// window ends, while the workers still run.
+func work(lk locker, s shape, names []string, keys []keyState, first, n int, end int64, sample func()) []workerOut {
 	outs := make([]workerOut, n)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -224,7 +234,10 @@ func work(lk locker, s shape, names []string, keys []keyState, first, n int, end
 			rwl, isRW := lk.(rwLocker)
 			for ctx.Err() == nil {
 				k := 0
-				if s.Keys > 1 {
+				switch {
+				case s.PinKeys:
+					k = (first + w) % s.Keys
+				case s.Keys > 1:
 					k = rng.IntN(s.Keys)
 				}
 				st := &keys[k]
@@ -283,6 +296,9 @@ func work(lk locker, s shape, names []string, keys []keyState, first, n int, end
 		}()
 	}
 	time.Sleep(time.Duration(end - monoNow()))
+	if sample != nil {
+		sample()
+	}
 	cancel()
 	wg.Wait()
 	return outs
@@ -323,7 +339,7 @@ func (b *bench) collect(l *lib, s shape, outs []workerOut, before meter, client 
 
 // uncontended: one goroutine, acquire + release on one key, back to back.
 func (b *bench) uncontended(l *lib, dur time.Duration) *run {
-	rdb, cnt := newClient(b.srv.addr)
+	rdb, cnt := b.be.client()
 	defer rdb.Close()
 	var giveups atomic.Int64
 	lk, closeLib := l.open(rdb, cnt, &giveups)
@@ -333,19 +349,24 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 
 	ctx := context.Background()
 	cBefore := cnt.snapshot()
-	rBefore, err := commandStats(ctx, b.admin)
+	rBefore, err := b.be.commandStats(ctx)
 	must(err)
-	cpuBefore := redisCPU(ctx, b.admin)
+	cpuBefore := b.be.cpu(ctx)
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	var lat []time.Duration
+	// An acquire still waiting a second after the window (a lost wake-up
+	// on a free key: seen once with rueidislock) is given up and counted
+	// as an error, rather than hanging the run.
+	loop, cancel := context.WithTimeout(ctx, dur+time.Second)
+	defer cancel()
 	start := time.Now()
 	n := int64(0)
 	var errs int64
 	for time.Since(start) < dur {
 		t0 := time.Now()
-		release, err := lk.acquire(ctx, key)
+		release, err := lk.acquire(loop, key)
 		if err != nil {
 			errs++
 			continue
@@ -358,15 +379,21 @@ func (b *bench) uncontended(l *lib, dur time.Duration) *run {
 	}
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&ms1)
-	rAfter, err := commandStats(ctx, b.admin)
+	rAfter, err := b.be.commandStats(ctx)
 	must(err)
+	rcpu := b.be.cpu(ctx) - cpuBefore
+	var conns []connCount
+	if sample := b.be.sampler(&conns); sample != nil {
+		sample()
+	}
 	return &run{
 		Lib: l, Shape: shape{Workers: 1, Keys: 1, Dur: dur},
 		Acqs: n, AllAcqs: n, Elapsed: elapsed, Wait: newDist(lat), Errors: errs, Fairness: 1,
 		Redis: rAfter.sub(rBefore), Client: cnt.snapshot().sub(cBefore),
 		Allocs:   float64(ms1.Mallocs-ms0.Mallocs) / float64(max(n, 1)),
-		RedisCPU: redisCPU(ctx, b.admin) - cpuBefore,
+		RedisCPU: rcpu,
 		Windows:  []float64{float64(n) / elapsed.Seconds()},
+		Conns:    conns,
 	}
 }
 
@@ -385,6 +412,9 @@ func merge(rs []*run) *run {
 		m.Errors += r.Errors
 		m.RedisCPU += r.RedisCPU
 		m.Windows = append(m.Windows, r.Windows...)
+		if len(r.Conns) > 0 && (len(m.Conns) == 0 || r.Conns[0].total() > m.Conns[0].total()) {
+			m.Conns = r.Conns // the most any round held
+		}
 		lat = append(lat, r.Wait...)
 		allocs += r.Allocs * float64(r.AllAcqs)
 		for k, v := range r.Redis {

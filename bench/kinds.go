@@ -15,7 +15,7 @@ func extraKinds(version string) []*lib {
 		{
 			Name: "lockgen fair", Library: "github.com/lockgen/lockgen/runtime", Version: version, Kind: "fair",
 			Settings: "FairLock (Redisson RFairLock layout: FIFO queue, only the head may take it; a release grants the lock to a lockgen head in any process), watchdog lease, WaitTime Forever",
-			open: func(rdb *redis.Client, _ *counter, _ *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, _ *atomic.Int64) (locker, func()) {
 				c, err := lockrt.NewClient(rdb, nil)
 				must(err)
 				return lockgenFair{c}, func() { _ = c.Close() }
@@ -24,7 +24,7 @@ func extraKinds(version string) []*lib {
 		{
 			Name: "lockgen rw", Library: "github.com/lockgen/lockgen/runtime", Version: version, Kind: "rw",
 			Settings: "ReadWrite (Redisson RReadWriteLock layout), watchdog lease, WaitTime Forever",
-			open: func(rdb *redis.Client, _ *counter, _ *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, _ *atomic.Int64) (locker, func()) {
 				c, err := lockrt.NewClient(rdb, nil)
 				must(err)
 				return lockgenRW{c}, func() { _ = c.Close() }

@@ -35,7 +35,7 @@ type lib struct {
 	Settings string
 	Peer     bool // a peer library (ratios are taken against the best peer)
 	Kind     string
-	open     func(rdb *redis.Client, cnt *counter, giveups *atomic.Int64) (locker, func())
+	open     func(rdb redis.UniversalClient, cnt *counter, giveups *atomic.Int64) (locker, func())
 }
 
 // peerLease is the lock expiry given to the peers: redsync's default (8s);
@@ -48,7 +48,7 @@ func libraries(lockgenVersion, redisVersion string) []*lib {
 		{
 			Name: "lockgen", Library: "github.com/lockgen/lockgen/runtime", Version: lockgenVersion, Kind: "mutex",
 			Settings: "Mutex, watchdog lease (30s), WaitTime Forever; a release hands the lock to a waiter of its own process in the release script when no other process listens, else grants it to the longest lockgen waiter of any process (only that process is told), else (a non-lockgen listener) publishes Redisson's unlock message",
-			open: func(rdb *redis.Client, _ *counter, _ *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, _ *atomic.Int64) (locker, func()) {
 				c, err := lockrt.NewClient(rdb, nil)
 				must(err)
 				return lockgenMutex{c}, func() { _ = c.Close() }
@@ -57,14 +57,14 @@ func libraries(lockgenVersion, redisVersion string) []*lib {
 		{
 			Name: "redsync (default)", Library: "github.com/go-redsync/redsync/v4", Version: rs, Peer: true, Kind: "mutex",
 			Settings: "defaults: expiry 8s, 32 tries, retry delay rand(50ms,250ms); worker re-calls Lock after ErrFailed",
-			open: func(rdb *redis.Client, _ *counter, g *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, g *atomic.Int64) (locker, func()) {
 				return &redsyncLocker{rs: redsync.New(goredis.NewPool(rdb)), giveups: g}, func() {}
 			},
 		},
 		{
 			Name: "redsync (tuned)", Library: "github.com/go-redsync/redsync/v4", Version: rs, Peer: true, Kind: "mutex",
 			Settings: "expiry 8s, WithRetryDelay(1ms), WithTries(MaxInt32)",
-			open: func(rdb *redis.Client, _ *counter, g *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, g *atomic.Int64) (locker, func()) {
 				return &redsyncLocker{rs: redsync.New(goredis.NewPool(rdb)), giveups: g,
 					opts: []redsync.Option{redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(math.MaxInt32)}}, func() {}
 			},
@@ -72,7 +72,7 @@ func libraries(lockgenVersion, redisVersion string) []*lib {
 		{
 			Name: "bsm/redislock (default)", Library: "github.com/bsm/redislock", Version: bsm, Peer: true, Kind: "mutex",
 			Settings: "ttl 8s, LimitRetry(LinearBackoff(100ms), 3) as in its Obtain retry example (package default: NoRetry); worker re-calls Obtain after ErrNotObtained",
-			open: func(rdb *redis.Client, _ *counter, g *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, g *atomic.Int64) (locker, func()) {
 				return &bsmLocker{c: redislock.New(rdb), giveups: g, retry: func() redislock.RetryStrategy {
 					return redislock.LimitRetry(redislock.LinearBackoff(100*time.Millisecond), 3)
 				}}, func() {}
@@ -81,7 +81,7 @@ func libraries(lockgenVersion, redisVersion string) []*lib {
 		{
 			Name: "bsm/redislock (tuned)", Library: "github.com/bsm/redislock", Version: bsm, Peer: true, Kind: "mutex",
 			Settings: "ttl 8s, LinearBackoff(1ms), no retry limit (Obtain bounded by ttl, then re-called)",
-			open: func(rdb *redis.Client, _ *counter, g *atomic.Int64) (locker, func()) {
+			open: func(rdb redis.UniversalClient, _ *counter, g *atomic.Int64) (locker, func()) {
 				return &bsmLocker{c: redislock.New(rdb), giveups: g, retry: func() redislock.RetryStrategy {
 					return redislock.LinearBackoff(time.Millisecond)
 				}}, func() {}

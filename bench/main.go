@@ -2,8 +2,8 @@
 // bsm/redislock and rueidis/rueidislock on a redis-server it starts
 // itself, and writes RESULTS.md and handoff.svg. See README.md.
 //
-//	cd bench && go run .          # full run, < 6 minutes on 2 cores
-//	cd bench && go run . -quick   # < 90 s, for development
+//	cd bench && go run .          # full run, < 8 minutes on 2 cores
+//	cd bench && go run . -quick   # < 2 minutes, for development
 package main
 
 import (
@@ -37,12 +37,19 @@ type config struct {
 	// multi-process variants of scenario 2 (scenarios 7 and 8).
 	shapeWorkers []int
 	procs        int
+	// clusterWorkers are the worker counts of scenario 9's one-key table;
+	// clusterKeys the keys of its many-keys table (2 goroutines each).
+	clusterWorkers []int
+	clusterKeys    int
 }
 
 type bench struct {
 	cfg   config
 	srv   *server
 	admin *redis.Client // INFO and bookkeeping only; never counted for a library
+	// be is where the contention scenarios run: the single server, or
+	// the cluster in the copy of bench that runs scenario 9.
+	be *backend
 	// what a multi-process run's children need to rebuild the rows
 	lockgenVersion, redisVersion string
 }
@@ -73,25 +80,31 @@ func main() {
 // benchmark is the whole run. It returns its errors rather than exiting,
 // so the redis-server it started is always stopped.
 func benchmark() error {
-	quick := flag.Bool("quick", false, "short run (< 90 s) for development; numbers are noisier")
+	quick := flag.Bool("quick", false, "short run (< 2 minutes) for development; numbers are noisier")
 	out := flag.String("out", ".", "directory for RESULTS.md and handoff.svg")
 	serverBin := flag.String("redis-server", "redis-server", "redis-server binary")
 	benchBin := flag.String("redis-benchmark", "redis-benchmark", "redis-benchmark binary")
 	only := flag.String("only", "", "comma-separated scenario numbers to run (default: all); RESULTS.md then holds only those")
 	rows := flag.String("rows", "", "run only rows whose name contains this (development)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run (development)")
+	clusterOnly := flag.Bool("cluster", false, "run only scenario 9, the Redis Cluster rows (same as -only 9)")
 	flag.Parse()
+	if *clusterOnly {
+		*only = "9"
+	}
 
 	cfg := config{
 		uncontended: 3 * time.Second, contention: 2 * time.Second, naive: time.Second,
 		manyKeys: 2 * time.Second, watchLocks: 10000, watchLease: 30 * time.Second, watchWin: 20 * time.Second,
 		limitN1: 20000, limitN50: 200000, floorN: 1000, workers: []int{2, 8, 32, 128}, shapeWorkers: []int{8, 32}, procs: 4,
+		clusterWorkers: []int{8, 32}, clusterKeys: 1000,
 	}
 	if *quick {
 		cfg = config{quick: true,
 			uncontended: 700 * time.Millisecond, contention: 600 * time.Millisecond, naive: 300 * time.Millisecond,
 			manyKeys: 800 * time.Millisecond, watchLocks: 10000, watchLease: 3 * time.Second, watchWin: 3 * time.Second,
 			limitN1: 5000, limitN50: 50000, floorN: 300, workers: []int{8, 32, 128}, shapeWorkers: []int{32}, procs: 4,
+			clusterWorkers: []int{32}, clusterKeys: 1000,
 		}
 	}
 	want := func(n int) bool {
@@ -103,8 +116,9 @@ func benchmark() error {
 		return err
 	}
 	defer srv.stop()
-	b := &bench{cfg: cfg, srv: srv, admin: redis.NewClient(&redis.Options{Addr: srv.addr}), lockgenVersion: lockgenVersion()}
-	defer b.admin.Close()
+	be := newBackend([]string{srv.addr}, false)
+	defer be.close()
+	b := &bench{cfg: cfg, srv: srv, admin: be.admins[0], be: be, lockgenVersion: lockgenVersion()}
 	ctx := context.Background()
 	srvInfo, err := info(ctx, b.admin, "server")
 	if err != nil {
@@ -253,6 +267,11 @@ func benchmark() error {
 			n, lease, win, openRueidisKeeper(lease, noLoop)))
 		b.flush()
 	}
+	if want(9) {
+		if res.Cluster, err = b.onCluster(*serverBin, res.Libs); err != nil {
+			return err
+		}
+	}
 	res.Finished = time.Now()
 	res.Load = fmt.Sprintf("1-minute load average %s at the start, %s at the end", res.Load, loadAvg())
 
@@ -269,7 +288,7 @@ func benchmark() error {
 }
 
 // flush empties Redis between scenarios (every lock is released by then).
-func (b *bench) flush() { must(b.admin.FlushAll(context.Background()).Err()) }
+func (b *bench) flush() { b.be.flush() }
 
 // mutexLike rows run the exclusive-lock scenarios 1 and 3.
 func (l *lib) mutexLike() bool { return l.Kind == "mutex" || l.Kind == "fair" }

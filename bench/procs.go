@@ -40,7 +40,8 @@ func monoNow() int64 {
 
 // childSpec is a child's part of a multi-process run.
 type childSpec struct {
-	Addr           string
+	Addrs          []string
+	Cluster        bool
 	Lib            string
 	LockgenVersion string
 	RedisVersion   string
@@ -58,6 +59,7 @@ type childResult struct {
 	Client  cmdStats
 	Giveups int64
 	CPU     time.Duration // the child's user + sys CPU over its window
+	Conns   []connCount   // the child's connections as its window ended (cluster only)
 }
 
 // sharedKeys maps path (created with room for n keyStates) into memory
@@ -118,7 +120,7 @@ func (b *bench) contendProcs(l *lib, s shape, prefix string) *run {
 		if p < s.Workers%s.Procs {
 			n++
 		}
-		spec := childSpec{Addr: b.srv.addr, Lib: l.Name, LockgenVersion: b.lockgenVersion, RedisVersion: b.redisVersion,
+		spec := childSpec{Addrs: b.be.addrs, Cluster: b.be.cluster, Lib: l.Name, LockgenVersion: b.lockgenVersion, RedisVersion: b.redisVersion,
 			Shape: s, Names: names, KeysFile: path, FirstWorker: first, Workers: n, Warm: fmt.Sprintf("%s:warm:%d", names[0], p)}
 		first += n
 		cmd := exec.Command(exe, "-child")
@@ -148,6 +150,7 @@ func (b *bench) contendProcs(l *lib, s shape, prefix string) *run {
 	client := cmdStats{}
 	var giveups int64
 	var cpu time.Duration
+	var conns []connCount
 	for _, c := range kids {
 		var res childResult
 		must(json.NewDecoder(c.out).Decode(&res))
@@ -157,12 +160,13 @@ func (b *bench) contendProcs(l *lib, s shape, prefix string) *run {
 		}
 		giveups += res.Giveups
 		cpu += res.CPU
+		conns = append(conns, res.Conns...)
 		_ = c.stdin.Close()
 		must(c.cmd.Wait())
 	}
 	kids = nil
 	r := b.collect(l, s, outs, before, client)
-	r.Giveups, r.ClientCPU = giveups, cpu
+	r.Giveups, r.ClientCPU, r.Conns = giveups, cpu, conns
 	return r
 }
 
@@ -183,7 +187,10 @@ func childMain() error {
 	if i < 0 {
 		return fmt.Errorf("child: no row %q", spec.Lib)
 	}
-	rdb, cnt := newClient(spec.Addr)
+	be := newBackend(spec.Addrs, spec.Cluster)
+	defer be.close()
+	be.warm()
+	rdb, cnt := be.client()
 	defer rdb.Close()
 	var giveups atomic.Int64
 	lk, closeLib := libs[i].open(rdb, cnt, &giveups)
@@ -204,7 +211,8 @@ func childMain() error {
 		return fmt.Errorf("child: read start: %w", err)
 	}
 	cpu0 := processCPU()
-	outs := work(lk, spec.Shape, spec.Names, keys, spec.FirstWorker, spec.Workers, end)
+	var conns []connCount
+	outs := work(lk, spec.Shape, spec.Names, keys, spec.FirstWorker, spec.Workers, end, be.sampler(&conns))
 	cpu := processCPU() - cpu0
-	return json.NewEncoder(os.Stdout).Encode(childResult{Outs: outs, Client: cnt.snapshot().sub(before), Giveups: giveups.Load(), CPU: cpu})
+	return json.NewEncoder(os.Stdout).Encode(childResult{Outs: outs, Client: cnt.snapshot().sub(before), Giveups: giveups.Load(), CPU: cpu, Conns: conns})
 }

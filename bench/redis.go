@@ -28,14 +28,21 @@ func startRedis(bin string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "lockgen-bench-redis-")
+	return startRedisOn(bin, port, "redis")
+}
+
+// startRedisOn starts redis-server on port with the bench's settings and
+// extra arguments (a cluster node's), and waits until it answers.
+func startRedisOn(bin string, port int, label string, extra ...string) (*server, error) {
+	dir, err := os.MkdirTemp("", "lockgen-bench-"+label+"-")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin,
+	args := append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir,
-		"--maxclients", "10000", "--loglevel", "warning")
+		"--maxclients", "10000", "--loglevel", "warning"}, extra...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -79,6 +86,11 @@ func info(ctx context.Context, rdb *redis.Client, section string) (map[string]st
 	if err != nil {
 		return nil, err
 	}
+	return parseFields(s), nil
+}
+
+// parseFields parses "key:value" lines (INFO, CLUSTER INFO).
+func parseFields(s string) map[string]string {
 	m := make(map[string]string)
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for sc.Scan() {
@@ -91,7 +103,7 @@ func info(ctx context.Context, rdb *redis.Client, section string) (map[string]st
 			m[k] = v
 		}
 	}
-	return m, nil
+	return m
 }
 
 // cmdStats is INFO commandstats: calls per command. Redis counts the
@@ -99,7 +111,7 @@ func info(ctx context.Context, rdb *redis.Client, section string) (map[string]st
 type cmdStats map[string]int64
 
 // ignoredStats are the bench's own bookkeeping commands.
-var ignoredStats = map[string]bool{"info": true, "config|resetstat": true, "flushall": true, "dbsize": true}
+var ignoredStats = map[string]bool{"info": true, "config|resetstat": true, "flushall": true, "dbsize": true, "client|list": true}
 
 func commandStats(ctx context.Context, rdb *redis.Client) (cmdStats, error) {
 	m, err := info(ctx, rdb, "commandstats")

@@ -28,6 +28,7 @@ type results struct {
 	ManyKeys          []*run
 	ReadWrite         []*run
 	Watchdog          []*watchRun
+	Cluster           *clusterResults // scenario 9
 }
 
 func cpuModel() string {
@@ -181,7 +182,7 @@ func (res *results) markdown() string {
 		}
 		p("\n**What the numbers mean.** One goroutine, no waiting: every row pays two round trips on the wire per acquire + release, so the rows differ only by the work around them (client CPU, allocations, the scripts' inner commands: Redis CPU µs/op). %s\n\n", res.uncontendedVerdict())
 		p("ops/s is the median over the row's %d windows (rows interleaved, one window each per round); the p25–p75 column shows how much one window varies on this machine. ", len(res.Uncontended[0].Windows))
-		p("allocs/op counts every allocation of the process during the loop (library, go-redis and the harness's closures).\n\n")
+		p("allocs/op counts every allocation of the process during the loop (library, go-redis and the harness's closures).%s\n\n", uncontendedErrors(res.Uncontended))
 	}
 
 	if len(res.Contention) > 0 {
@@ -274,6 +275,8 @@ func (res *results) markdown() string {
 		p("\n")
 	}
 
+	res.clusterSection(&b)
+
 	if len(res.Watchdog) > 0 {
 		w0 := res.Watchdog[0]
 		p("## 4. Watchdog / auto-extend: %d held locks for %v\n\n", w0.Locks, w0.Window)
@@ -289,7 +292,13 @@ func (res *results) markdown() string {
 			p("\nlockgen's watchdog renews through a client of its own, which the row's command hook does not see: its script calls are the ones its Observer reported in the window (%d renewal pipelines, %d calls), and its renewal periods are the holds renewed in the window per lock.",
 				len(w0.Rounds), w0.ObserverCalls)
 		}
-		p(" Lost = holds the library reported lost (lockgen: cancelled hold ctx or EventLost; peers: a failed refresh) or whose key was gone at the end.\n\n")
+		p(" Lost = holds the library reported lost (lockgen: cancelled hold ctx or EventLost; peers: a failed refresh) or whose key was gone at the end.")
+		for _, w := range res.Watchdog {
+			if w.TakeFailed > 0 {
+				p(" %s failed to take %d of the locks 5 times in a row (a library error, e.g. a timeout under load); they were never held and are not in lost.", w.Name, w.TakeFailed)
+			}
+		}
+		p("\n\n")
 	}
 
 	if len(res.Limit) > 0 {
@@ -401,6 +410,13 @@ func (res *results) targets(b *strings.Builder) {
 		viol += r.Violations
 	}
 	add("mutual-exclusion violations, every row of scenarios 2, 3, 6, 7, 8", "0", fmt.Sprint(viol), viol == 0)
+	if cr := res.Cluster; cr != nil {
+		var v int64
+		for _, r := range slices.Concat(cr.Uncontended, cr.Contention, cr.Procs, cr.ManyKeys) {
+			v += r.Violations
+		}
+		add("mutual-exclusion violations, every row of scenario 9 (cluster)", "0", fmt.Sprint(v), v == 0)
+	}
 	res.handoffTargets(add)
 	if len(ts) == 0 {
 		return
@@ -517,6 +533,22 @@ func (res *results) uncontendedVerdict() string {
 	return fmt.Sprintf("lockgen makes %s the ops/s of the best peer (%s) with %.1f Redis commands per cycle against %.1f: "+
 		"the Redisson layout's floor of 7 (EVALSHA + EXISTS, HSET, PEXPIRE to take; EVALSHA + HDEL, PUBLISH to give back; accepted as the target in issue #16), and %.2f on the wire.",
 		ratio(lg.opsPerSec()/best.opsPerSec()), best.Lib.Name, lg.redisPerAcq(), best.redisPerAcq(), lg.clientPerAcq())
+}
+
+// uncontendedErrors names the rows of an uncontended table with failed
+// acquires or releases (an acquire still waiting a second after its window
+// is given up and counted), or says there were none.
+func uncontendedErrors(rs []*run) string {
+	var parts []string
+	for _, r := range rs {
+		if r.Errors > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r.Lib.Name, r.Errors))
+		}
+	}
+	if len(parts) == 0 {
+		return " No acquire or release failed."
+	}
+	return " Failed acquires or releases (an acquire still waiting a second after its window is given up and counts here): " + strings.Join(parts, ", ") + "."
 }
 
 // loadAvg is /proc/loadavg's 1-minute figure.

@@ -35,8 +35,8 @@ func rueidisLibs(redisVersion string) []*lib {
 			Name: name, Library: "github.com/redis/rueidis/rueidislock", Version: v, Peer: true, Kind: "mutex",
 			Settings: fmt.Sprintf("%s; %s; otherwise defaults: KeyValidity 5s, ExtendInterval 2.5s, TryNextAfter 20ms; "+
 				"rueidis client defaults; the lock ctx is kept alive until release", what, loop),
-			open: func(rdb *redis.Client, cnt *counter, _ *atomic.Int64) (locker, func()) {
-				lk, err := newRueidisLocker(rdb.Options().Addr, cnt, rueidislock.LockerOption{KeyMajority: majority, NoLoopTracking: noLoop})
+			open: func(rdb redis.UniversalClient, cnt *counter, _ *atomic.Int64) (locker, func()) {
+				lk, err := newRueidisLocker(addrsOf(rdb), cnt, rueidislock.LockerOption{KeyMajority: majority, NoLoopTracking: noLoop})
 				must(err)
 				return rueidisLocker{lk}, lk.Close
 			},
@@ -48,8 +48,11 @@ func rueidisLibs(redisVersion string) []*lib {
 	}
 }
 
-func newRueidisLocker(addr string, cnt *counter, opt rueidislock.LockerOption) (rueidislock.Locker, error) {
-	opt.ClientOption = rueidis.ClientOption{InitAddress: []string{addr}}
+// newRueidisLocker builds rueidislock on a rueidis client of the given
+// addresses: rueidis asks the first it reaches whether it is a cluster
+// node and, if so, builds its cluster client from CLUSTER SLOTS.
+func newRueidisLocker(addrs []string, cnt *counter, opt rueidislock.LockerOption) (rueidislock.Locker, error) {
+	opt.ClientOption = rueidis.ClientOption{InitAddress: addrs}
 	opt.ClientBuilder = func(o rueidis.ClientOption) (rueidis.Client, error) {
 		c, err := rueidis.NewClient(o)
 		if err != nil {
@@ -143,7 +146,7 @@ type rueidisKeeper struct {
 
 func openRueidisKeeper(lease time.Duration, noLoop bool) func(*redis.Client, *counter, *watchRun) keeper {
 	return func(rdb *redis.Client, cnt *counter, _ *watchRun) keeper {
-		l, err := newRueidisLocker(rdb.Options().Addr, cnt, rueidislock.LockerOption{
+		l, err := newRueidisLocker([]string{rdb.Options().Addr}, cnt, rueidislock.LockerOption{
 			KeyMajority: 1, NoLoopTracking: noLoop, KeyValidity: lease, ExtendInterval: lease / 3})
 		must(err)
 		return &rueidisKeeper{l: l}
