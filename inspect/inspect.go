@@ -229,9 +229,10 @@ func (in *Inspector) readKey(ctx context.Context, r *reader, l *lockgen.Lock, st
 // unrecorded says which waiters of l Redis keeps no record of (see
 // Instance.Unrecorded), as the runtime writes them: a reentrant lock's
 // lockgen waiters are queued for grants only where its releases may grant
-// (runtime Mutex.handsOff: not fenced, no syncReplicas, not on a cluster,
-// Options.NoHandoff not set: docs/operating.md names the last, which
-// inspect cannot see), and only from their first try on; an atomic
+// (runtime Mutex.handsOff: not fenced, no syncReplicas, not on a cluster
+// with classic pub/sub, Options.NoHandoff not set: docs/operating.md names
+// the last two, which inspect cannot see), and only from their first try
+// on; an atomic
 // multi-lock's waiters are never queued; a read-write lock records its
 // waiting writers with writers first only; semaphores (nor which owner
 // holds a permit), latches and red locks record no waiter.
@@ -253,7 +254,7 @@ func unrecorded(l *lockgen.Lock, cluster bool) string {
 	}
 	switch {
 	case cluster:
-		return "every waiter (on a Redis Cluster lockgen queues no reentrant waiter)"
+		return "Redisson's waiters, lockgen's before their first try or in an atomic multi-lock, and every waiter of a Client with classic pub/sub on a Redis Cluster"
 	case fenced(l):
 		return "every waiter (lockgen queues no waiter of a fenced lock)"
 	case l.SyncReplicas > 0:

@@ -300,7 +300,7 @@ func TestInspectShowsWaitersOnACluster(t *testing.T) {
 		queued       int
 		listening    int64 // -1: not counted
 	}{
-		{"cluster-reentrant", "OrderLock", map[string]string{"orderID": "42"}, 0, 2},
+		{"cluster-reentrant", "OrderLock", map[string]string{"orderID": "42"}, 2, 2}, // sharded pub/sub: queued for grants
 		{"cluster-fair", "InventoryLock", map[string]string{"sku": "sku-1"}, 2, -1},
 		{"cluster-semaphore", "PaymentSlots", map[string]string{"provider": "busy"}, 0, 1},
 	} {
