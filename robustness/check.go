@@ -152,7 +152,7 @@ type span struct {
 // as its cause, and the worker records that only after its return, by a
 // goroutine. Such a hold is no hold: the owner was told at once. The
 // bound loses nothing: a hold alive at its return and lost within 5ms
-// still keeps the key in Redis for drift (at least 5ms, runtime/lease.go)
+// still keeps the key in Redis for drift (at least 5ms, runtime/internal/leaseclock)
 // after that, so no other owner can return with the lock before the
 // recorded end anyway. A hold that ended early for another cause (the
 // caller's ctx, a Close) was alive, as was one that made a guarded write

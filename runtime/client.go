@@ -68,7 +68,7 @@ type Client struct {
 	reg *holds.Registry // holds, turns and unknown outcomes (package holds)
 
 	closeCh      chan struct{}
-	drainCh      chan struct{} // closed when Shutdown begins (shutdown.go)
+	drainCh      chan struct{} // closed when Shutdown begins
 	drainOnce    sync.Once
 	life         context.Context // cancelled by Close: ends renewals in flight
 	endLife      context.CancelFunc
