@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // calls bounds the calls that must finish even when their caller gave up
 // (releases, settlements): by the Client's ReleaseTimeout, or by the call a
-// try belongs to (callBound). A failure without a reply has the cluster's
+// try belongs to (await.Bound). A failure without a reply has the cluster's
 // slot maps re-read (failover.go).
 type calls struct {
 	timeout time.Duration // Options.ReleaseTimeout
@@ -21,7 +22,7 @@ type calls struct {
 // after the release timeout: releases and settlements must finish even when
 // the caller has given up.
 //
-// Within a call with a wait time (see callBound) it ends at the call's
+// Within a call with a wait time (see await.Bound) it ends at the call's
 // bound instead, if that comes first: what is left over then is settled
 // in the background.
 func (k *calls) detached(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -29,10 +30,10 @@ func (k *calls) detached(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // releaseLimit is when detached work started now must end: after the
-// release timeout, or at the call's bound (callBound) if sooner.
+// release timeout, or at the call's bound (await.Bound) if sooner.
 func (k *calls) releaseLimit(ctx context.Context) time.Time {
 	limit := time.Now().Add(k.timeout)
-	if b, ok := ctx.Value(callBound{}).(time.Time); ok && b.Before(limit) {
+	if b, ok := await.Bound(ctx); ok && b.Before(limit) {
 		limit = b
 	}
 	return limit
@@ -45,10 +46,6 @@ func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Con
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), limit)
 }
-
-// callBound, as a ctx value, is the time by which the call a try belongs
-// to must return (await): detached work within the try ends there too.
-type callBound struct{}
 
 // stayAttached, as a ctx value, keeps detached from detaching: the
 // Client's own background work (package settle) ends with Close.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
@@ -73,6 +74,7 @@ type Client struct {
 	life         context.Context // cancelled by Close: ends renewals in flight
 	endLife      context.CancelFunc
 	hub          *hub.Hub
+	waits        await.Loop // the wait loop every kind waits in (package await)
 	wd           watchdog
 	label        ownerLabel      // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error    // closes the watchdog's own client, if any
@@ -142,6 +144,15 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.failed})
+	c.waits = await.Loop{
+		Hub: c.hub, SingleTry: o.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
+		Running: func(ctx context.Context) bool { return c.reg.Of(ctx) != nil },
+		Failed:  c.slots.failed,
+		// A Client that waits is named in Redis (its owner label: the
+		// watchdog loop writes it), so lockgen inspect can tell whose
+		// waiters these are before it holds anything.
+		Sleeping: c.wd.start,
+	}
 	if !bounded {
 		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
@@ -319,25 +330,6 @@ func (c *Client) drain() {
 	for _, n := range c.redNodes {
 		n.drain()
 	}
-}
-
-// draining reports whether Shutdown began.
-func (c *Client) draining() bool {
-	select {
-	case <-c.drainCh:
-		return true
-	default:
-		return false
-	}
-}
-
-// refuseFresh returns the error of an acquisition refused by Shutdown: a
-// fresh one (ctx carries no hold of this Client) once draining began.
-func (c *Client) refuseFresh(ctx context.Context) error {
-	if c.reg.Of(ctx) == nil && c.draining() {
-		return fmt.Errorf("%w: Shutdown began", ErrDraining)
-	}
-	return nil
 }
 
 // holdCount counts the holds of the Client and its RedLock nodes.

@@ -1,8 +1,9 @@
 package runtime
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 )
 
 // Sentinel errors. Every error the runtime returns for a lock is a
@@ -11,42 +12,42 @@ import (
 // *LockError with errors.As.
 var (
 	// ErrNotAcquired: the lock was held by someone else for the whole wait time.
-	ErrNotAcquired = errors.New("lock not acquired within the wait time")
+	ErrNotAcquired = errs.NotAcquired
 	// ErrLockLost: a hold ended without being released: its key was deleted
 	// or expired, or the lease ran out before a renewal was confirmed. The
 	// ctx of the hold is cancelled with a cause that wraps ErrLockLost.
-	ErrLockLost = errors.New("lock lost")
+	ErrLockLost = errs.LockLost
 	// ErrNotHeld: the ctx given to Unlock holds no acquisition of this lock
 	// (never acquired, or already released). Redisson's IllegalMonitorStateException.
-	ErrNotHeld = errors.New("lock not held by this owner")
+	ErrNotHeld = errs.NotHeld
 	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("lock client closed")
+	ErrClosed = errs.Closed
 	// ErrUnavailable: Redis could not be reached within the wait time (or,
 	// for a single try, the Client's ReleaseTimeout); it wraps the last
 	// transport error. ErrNotAcquired, by contrast, means Redis answered
 	// that someone held the lock.
-	ErrUnavailable = errors.New("redis unavailable")
+	ErrUnavailable = errs.Unavailable
 	// ErrDraining: the Client's Shutdown began; it takes no new locks.
-	ErrDraining = errors.New("lock client shutting down")
+	ErrDraining = errs.Draining
 	// ErrInvalidKey: a lock key is empty, or a key parameter cannot be rendered safely.
-	ErrInvalidKey = errors.New("invalid lock key")
+	ErrInvalidKey = errs.InvalidKey
 	// ErrInvalidLease: a lease is negative or too short to be useful.
-	ErrInvalidLease = errors.New("invalid lease")
+	ErrInvalidLease = errs.InvalidLease
 	// ErrInvalidArgument: some other argument is unusable, such as a nil fn.
-	ErrInvalidArgument = errors.New("invalid argument")
+	ErrInvalidArgument = errs.InvalidArgument
 	// ErrUpgrade: a reader asked for the write side of a read-write lock
 	// it holds for reading. Waiting would deadlock on itself; release the
 	// read hold first.
-	ErrUpgrade = errors.New("read-to-write upgrade would deadlock")
+	ErrUpgrade = errs.Upgrade
 	// ErrQuorum: fewer RedLock nodes than the quorum could be reached.
-	ErrQuorum = errors.New("quorum not reached")
+	ErrQuorum = errs.Quorum
 	// ErrNotReplicated: an acquisition was not acknowledged by
 	// LockOptions.SyncReplicas replicas in time, and was undone.
-	ErrNotReplicated = errors.New("acquisition not replicated")
+	ErrNotReplicated = errs.NotReplicated
 	// ErrOutcomeUnknown: an acquire or release got no reply and Redis could
 	// not be reached to settle it. An unconfirmed acquisition is never
 	// renewed, so it expires with its lease.
-	ErrOutcomeUnknown = errors.New("outcome unknown: redis unreachable")
+	ErrOutcomeUnknown = errs.OutcomeUnknown
 )
 
 // LockError describes a failed lock operation.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +25,7 @@ import (
 // slotMaps, which has each cluster client of the Client re-read its slot
 // map at once (ReloadState), and those places retry as they do anyway:
 // the watchdog's renewal within the hold's deadline (watchdog.go), a
-// waiter's tries within its wait (wait.go), releases and settlements
+// waiter's tries within its wait (package await), releases and settlements
 // within their bound (client.go, package settle), the hub's subscriptions
 // (internal/hub, through its Config.Failed). go-redis coalesces the
 // reloads: one runs at a time, and those asked for meanwhile make one
@@ -73,7 +74,7 @@ func newSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *slotMap
 // by now, so the slot maps are re-read, now and once the failures stop.
 // It does not block.
 func (s *slotMaps) failed(err error) {
-	if s != nil && len(s.clients) > 0 && unreachable(err) {
+	if s != nil && len(s.clients) > 0 && await.Unreachable(err) {
 		s.reload()
 	}
 }

@@ -30,7 +30,7 @@ type kind interface {
 	shared() bool
 	// queues reports whether a newcomer defers its first try briefly
 	// while this client has waiters (an unlock in transit, a hand-off in
-	// flight), so it does not jump the in-process queue (see waitSpec.queue).
+	// flight), so it does not jump the in-process queue (see await.Spec.Queue).
 	queues() bool
 	// waits reports whether a waiter leaves traces to withdraw when it gives up.
 	waits(m *Mutex) bool

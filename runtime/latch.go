@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -174,12 +175,12 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 		}
 		return n <= 0, -1, nil // -1: no expiry, sleep until the message
 	}
-	w := waitSpec{
-		channel: l.channel,
-		wait:    wait,
-		wake:    hub.WakeZero,
+	w := await.Spec{
+		Channel: l.channel,
+		Wait:    wait,
+		Wake:    hub.WakeZero,
 	}
-	if err := l.c.await(ctx, w, try); err != nil {
+	if err := l.c.waits.Await(ctx, w, try); err != nil {
 		if errors.Is(err, ErrNotAcquired) {
 			err = fmt.Errorf("%w: the latch was not released within %v", ErrNotAcquired, wait)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -127,7 +128,7 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.c
 	mw := l.newMultiWait(owner, lease)
-	if err := c.await(ctx, waitSpec{at: mw, dynamic: true, wait: wait}, mw.try); err != nil {
+	if err := c.waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
 		return nil, l.fail("acquire", err)
 	}
 	defer c.reg.ExitAll(mw.ids)
@@ -175,8 +176,8 @@ func (l *MultiLock) newMultiWait(owner string, lease time.Duration) *multiWait {
 	return w
 }
 
-func (w *multiWait) waitChannel() string { return lockChannel(w.l.members[w.blocking].key) }
-func (w *multiWait) waitKey() string     { return w.l.members[w.blocking].key }
+func (w *multiWait) WaitChannel() string { return lockChannel(w.l.members[w.blocking].key) }
+func (w *multiWait) WaitKey() string     { return w.l.members[w.blocking].key }
 
 // try makes one attempt, in the owner's turn on every member (in key
 // order), kept on success until the holds are recorded, as

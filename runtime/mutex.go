@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -94,7 +95,7 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	c := m.c
 	mw := &mutexWait{m: m, ctx: ctx, a: newLockArgs(m.key, owner, m.k.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	own := c.reg.Of(ctx) == nil
-	ws := waitSpec{at: mw, wait: wait, until: until, maxSleep: m.k.refreshEvery(m), shared: m.k.shared(), queue: m.k.queues() && own}
+	ws := await.Spec{At: mw, Wait: wait, Until: until, MaxSleep: m.k.refreshEvery(m), Shared: m.k.shared(), Queue: m.k.queues() && own}
 	switch {
 	case !mw.waiting:
 	case m.handsOff() && own:
@@ -103,13 +104,13 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		// acquires for the owner outside its turn, so a call of another
 		// goroutine sharing the owner meanwhile would count the grant as
 		// its own (handoff.go).
-		ws.handed, ws.grants, mw.handOffs = mw, mw, true
+		ws.Handed, ws.Grants, mw.handOffs = mw, mw, true
 	case m.handsOff():
-		ws.grants = mw // queued for grants from other processes (grant.go)
+		ws.Grants = mw // queued for grants from other processes (grant.go)
 	case m.takesGrants() && own:
-		ws.handed = mw // a fair lock's release may grant it the lock (fair.go)
+		ws.Handed = mw // a fair lock's release may grant it the lock (fair.go)
 	}
-	if err := c.await(ctx, ws, mw.try); err != nil {
+	if err := c.waits.Await(ctx, ws, mw.try); err != nil {
 		if mw.waiting {
 			m.leave(ctx, mw.a)
 		}
@@ -157,7 +158,7 @@ type mutexWait struct {
 	ts    tryState
 	fence int64 // a fenced lock's token, once taken
 	// started: EventWaitStarted was reported, by the first try that failed
-	// or by a waiter that sleeps without one (await): once a wait.
+	// or by a waiter that sleeps without one (package await): once a wait.
 	started bool
 }
 
@@ -169,24 +170,24 @@ func (w *mutexWait) try(ctx context.Context) (bool, time.Duration, error) {
 	}
 	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, fence, &w.ts)
 	if w.waiting && !took && err == nil {
-		w.waitStarted()
+		w.WaitStarted()
 	}
 	return took, ttl, err
 }
 
-func (w *mutexWait) waitChannel() string { return w.m.k.channel(w.m.key, w.a.OwnerID()) }
-func (w *mutexWait) waitKey() string     { return w.m.key }
-func (w *mutexWait) also() string        { return w.m.grantNames().channel }
-func (w *mutexWait) queued() bool        { return w.ts.queued }
+func (w *mutexWait) WaitChannel() string { return w.m.k.channel(w.m.key, w.a.OwnerID()) }
+func (w *mutexWait) WaitKey() string     { return w.m.key }
+func (w *mutexWait) Also() string        { return w.m.grantNames().channel }
+func (w *mutexWait) Queued() bool        { return w.ts.queued }
 
-func (w *mutexWait) waitStarted() {
+func (w *mutexWait) WaitStarted() {
 	if c := w.m.c; !w.started && c.opts.Observer != nil {
 		c.observe(Event{Kind: EventWaitStarted, Name: w.m.opts.Name, Key: w.m.key, Lock: kindName(w.m.k), Ctx: w.ctx, Wait: time.Since(w.start)})
 	}
 	w.started = true
 }
 
-func (w *mutexWait) grantee() (string, any) {
+func (w *mutexWait) Grantee() (string, any) {
 	c, id := w.m.c, holdID{Key: w.m.key, Field: w.a.FieldID()}
 	if !w.handOffs {
 		return id.Field, nil // a fair lock's: granted in Redis, nothing to pass
@@ -198,7 +199,7 @@ func (w *mutexWait) grantee() (string, any) {
 	return id.Field, c.leaseArg(px)
 }
 
-func (w *mutexWait) claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
+func (w *mutexWait) Claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
 	m := w.m
 	switch {
 	case !w.handOffs:
@@ -284,7 +285,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	case err == nil && ttl == replyUpgrade:
 		return false, 0, fmt.Errorf("%w: the owner holds a read hold", ErrUpgrade)
 	case err == nil && ttl == replyWriterFirst:
-		return false, ttlWaiterFirst, nil
+		return false, await.TTLWaiterFirst, nil
 	case err == nil && ttl == replyAborted:
 		// Only a copy of a request already settled gets this reply; a
 		// live attempt never should. Say so rather than sleep on it.
@@ -358,7 +359,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	}
 	c := m.c
 	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
-	if _, err := c.calls.retry(context.WithValue(ctx, callBound{}, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
+	if _, err := c.calls.retry(await.WithBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
 	c.settler.Add(settle.Job{

@@ -43,6 +43,15 @@ type LockOptions struct {
 
 const defaultQueueTimeout = 5 * time.Minute
 
+// Watchdog and Forever are the special values of LockOptions.
+const (
+	// Watchdog as a lease: the hold is renewed by the Client's watchdog
+	// every WatchdogTimeout/3 for as long as it is held.
+	Watchdog time.Duration = 0
+	// Forever as a wait time: wait until the ctx is done.
+	Forever time.Duration = -1
+)
+
 // Options configures a Client. The zero value is ready to use.
 type Options struct {
 	// WatchdogTimeout is the lease of holds that use the watchdog

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -147,15 +148,15 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		}
 		return took, ttl, err
 	}
-	w := waitSpec{
-		channel: s.channel,
+	w := await.Spec{
+		Channel: s.channel,
 		// A deleted counter (an operator's DEL, FLUSHALL) is a fresh
 		// semaphore: its waiters try again at once (hub_track.go).
-		key:  s.key,
-		wait: wait,
-		wake: hub.WakeCount,
+		Key:  s.key,
+		Wait: wait,
+		Wake: hub.WakeCount,
 	}
-	if err := c.await(ctx, w, try); err != nil {
+	if err := c.waits.Await(ctx, w, try); err != nil {
 		err = s.fail("acquire", err)
 		c.observe(Event{Kind: EventAcquireFailed, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Ctx: ctx, Wait: time.Since(start), Err: err})
 		return nil, err

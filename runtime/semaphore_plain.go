@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -71,8 +72,8 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		}
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	w := waitSpec{channel: p.channel, wait: wait, wake: hub.WakeCount, unsettled: true}
-	if err := p.c.await(ctx, w, try); err != nil {
+	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
+	if err := p.c.waits.Await(ctx, w, try); err != nil {
 		return p.fail("acquire", err)
 	}
 	return nil

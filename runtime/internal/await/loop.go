@@ -1,0 +1,334 @@
+package await
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+)
+
+// Loop is a Client's side of waiting: the hub its waiters sleep in, and
+// what the wait asks of the rest of the Client. Its fields are set once,
+// before the first Await.
+type Loop struct {
+	Hub *hub.Hub
+	// SingleTry bounds a call of one try (wait 0): the Client's
+	// ReleaseTimeout.
+	SingleTry time.Duration
+	// Closed is closed by the Client's Close; Draining when its Shutdown
+	// begins, which ends the waits of fresh acquisitions.
+	Closed, Draining <-chan struct{}
+	// Running reports whether ctx carries a hold of the Client: an
+	// acquisition of running work (a re-entry, a nested lock), which a
+	// Shutdown does not refuse.
+	Running func(ctx context.Context) bool
+	// Failed is told of every try that got no reply from Redis (the
+	// cluster's slot maps are re-read).
+	Failed func(error)
+	// Sleeping is called before a waiter sleeps (the watchdog loop then
+	// writes the Client's owner label, so lockgen inspect can name it).
+	Sleeping func()
+}
+
+// skippedTryBound bounds the first sleep of a waiter that skipped its try
+// (see attach), in place of the holder's TTL a try would have returned.
+const skippedTryBound = 5 * time.Second
+
+// The pause between tries of a waiter while Redis does not answer: it
+// doubles from unreachableBackoff up to maxUnreachableBackoff.
+const (
+	unreachableBackoff    = 10 * time.Millisecond
+	maxUnreachableBackoff = 250 * time.Millisecond
+)
+
+// Await runs the waiting protocol shared by the lock kinds:
+//
+//  1. if the lock's channel is subscribed already, register on it first,
+//     so a wake-up published during the first try is not missed (and, for
+//     exclusive locks, let a hand-off in flight finish first);
+//  2. try; done if acquired or if the wait is 0;
+//  3. otherwise join the channel (subscribing on first use); if it was
+//     subscribed meanwhile, try again at once, since an unlock published
+//     between the try and the join reached no one;
+//  4. sleep until a signal, the holder's TTL as this waiter's own latest
+//     try returned it, the remaining wait, or ctx done; then try again.
+//
+// It returns nil once acquired, an error wrapping errs.NotAcquired when
+// the wait time is over, errs.Unavailable when Redis did not answer,
+// errs.Closed, errs.Draining, or the ctx's error.
+func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if closed(l.Closed) {
+		return errs.Closed
+	}
+	running := l.Running(ctx)
+	if !running && closed(l.Draining) {
+		return fmt.Errorf("%w: Shutdown began", errs.Draining)
+	}
+	var wt waiting
+	wt.init(l, ctx, s, try, running)
+	defer func() { wt.end(err == nil) }()
+	if err := wt.attach(); err != nil {
+		return err
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, ttl, err := wt.tryStep()
+		switch n {
+		case waitDone:
+			return err
+		case waitTryAgain:
+			continue
+		}
+		if done, err := wt.sleepStep(ttl); done {
+			return err
+		}
+	}
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// waiting is the state of one call's wait (Await) between its steps.
+type waiting struct {
+	l   *Loop
+	ctx context.Context
+	s   Spec
+	try Try
+	// deadline is the end of the wait (zero: none); bound is when the
+	// call must return: the end of the wait, or the caller's (s.Until)
+	// if sooner; a single try gets Loop.SingleTry. Every try runs under
+	// it, and so does what a try does detached (settling a lost reply):
+	// what is left then goes on in the background.
+	deadline, bound time.Time
+	// drain ends the wait when Shutdown begins: a fresh acquisition's,
+	// not one of running work.
+	drain   <-chan struct{}
+	backoff time.Duration // the next pause while Redis does not answer
+	replied bool          // a try got an answer from Redis
+	w       *hub.Waiter   // the waiter's place in the hub, once attached or joined
+	joined  string        // the channel w is on
+	timer   *time.Timer   // made on the first sleep: the uncontended path needs none
+	skipTry bool          // the next try is skipped: see attach
+}
+
+// The next step of a wait, after a try.
+const (
+	waitSleep    = iota // sleep, then try again
+	waitTryAgain        // try again at once
+	waitDone            // the wait is over
+)
+
+func (wt *waiting) init(l *Loop, ctx context.Context, s Spec, try Try, running bool) {
+	*wt = waiting{l: l, ctx: ctx, s: s, try: try, backoff: unreachableBackoff}
+	if !running {
+		wt.drain = l.Draining
+	}
+	if s.Wait >= 0 {
+		wt.deadline = time.Now().Add(s.Wait)
+	}
+	wt.bound = wt.deadline
+	switch {
+	case s.Wait == 0:
+		wt.bound = time.Now().Add(l.SingleTry)
+	case s.Wait > 0:
+		// The last try, at the end of the wait, gets a round trip.
+		wt.bound = wt.deadline.Add(LastTryGrace)
+	}
+	if u := s.Until.Add(LastTryGrace); !s.Until.IsZero() && (wt.bound.IsZero() || u.Before(wt.bound)) {
+		wt.bound = u
+	}
+}
+
+// end leaves the hub and gives the timer back.
+func (wt *waiting) end(acquired bool) {
+	if wt.timer != nil {
+		wt.timer.Stop()
+		sleepTimers.Put(wt.timer)
+	}
+	if wt.w != nil {
+		wt.l.Hub.Leave(wt.w, acquired)
+	}
+}
+
+// attach registers the waiter on its channel before the first try, if
+// the channel is subscribed already (step 1 of Await). Behind this
+// Client's own waiters on a lock its releases hand over, the waiter skips
+// its first try: its turn comes as a hand-off (or a wake-up), and a try
+// now could only fail or overtake them. Otherwise a newcomer lets an
+// unlock in transit or a hand-off in flight finish first.
+func (wt *waiting) attach() error {
+	h, s := wt.l.Hub, wt.s
+	if s.Wait == 0 || s.Dynamic || !h.Active() {
+		return nil
+	}
+	wt.joined, _ = s.names()
+	var deferred bool
+	wt.w, deferred = h.Attach(wt.joined, s.Shared, s.Queue)
+	grantee := wt.w != nil && s.Handed != nil && h.Grantee(wt.w, s.Handed.Grantee)
+	switch {
+	case deferred && grantee:
+		wt.skipTry = true
+	case deferred:
+		return wt.deferFirstTry()
+	}
+	return nil
+}
+
+// tryStep makes one try (steps 2 and 3 of Await) and says what comes
+// next: for waitSleep, how long the holder's lease has left (< 0: until
+// signalled).
+func (wt *waiting) tryStep() (int, time.Duration, error) {
+	h, s := wt.l.Hub, wt.s
+	if wt.skipTry {
+		wt.skipTry = false
+		h.Undefer(wt.w)        // it waits in line now, for offers and wake-ups
+		s.Handed.WaitStarted() // only a handee skips its try
+		// No try of its own gave it the holder's TTL to sleep on: a lock
+		// freed without a message or a hand-off is seen by key tracking,
+		// or by this bound.
+		return waitSleep, skippedTryBound, nil
+	}
+	acquired, ttl, err := boundedTry(wt.ctx, wt.bound, wt.try)
+	wt.replied = wt.replied || err == nil
+	// Blocked by another lock now (a multi-lock): sleep on its channel.
+	moved := err == nil && !acquired && wt.w != nil && s.Dynamic && s.At.WaitChannel() != wt.joined
+	if wt.w != nil {
+		// A wake-up used for a lock another waiter goes first on, or that
+		// this waiter did not take because another member blocked it,
+		// goes on to the next waiter.
+		h.Tried(wt.w, err == nil && !acquired && (ttl == TTLWaiterFirst || moved),
+			s.Grants != nil && !acquired && s.Grants.Queued())
+	}
+	switch {
+	case s.Unsettled && errors.Is(err, errs.OutcomeUnknown):
+		if wt.ctx.Err() == nil {
+			wt.l.Failed(err)
+			err = fmt.Errorf("%w: %w", errs.Unavailable, err) // as a single try's
+		}
+		return waitDone, 0, err
+	case err != nil && wt.ctx.Err() == nil && Unreachable(err):
+		return wt.unreachable(err)
+	case err != nil || acquired:
+		return waitDone, 0, err
+	case s.Wait == 0, !wt.deadline.IsZero() && !time.Now().Before(wt.deadline):
+		return waitDone, 0, errs.NotAcquired
+	}
+	if moved {
+		h.Leave(wt.w, false)
+		wt.w = nil
+	}
+	if wt.w == nil {
+		return wt.join(ttl)
+	}
+	return waitSleep, ttl, nil
+}
+
+// unreachable handles a try that Redis did not answer. A waiter tries
+// again within its wait (Redis may be back: a restart, a failover); the
+// call ends at its bound with errs.Unavailable, unless Redis answered an
+// earlier try and only the last one ran out of time (a slow reply at the
+// end of the wait): then the lock was held, as far as anyone knows.
+func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
+	wt.l.Failed(err)
+	if wt.s.Wait == 0 || !wt.bound.IsZero() && !time.Now().Before(wt.bound) {
+		if wt.replied && errors.Is(err, context.DeadlineExceeded) {
+			return waitDone, 0, errs.NotAcquired
+		}
+		return waitDone, 0, fmt.Errorf("%w: %w", errs.Unavailable, err)
+	}
+	d := wt.backoff
+	if !wt.bound.IsZero() {
+		d = min(d, time.Until(wt.bound))
+	}
+	wt.backoff = min(2*wt.backoff, maxUnreachableBackoff)
+	if err := wt.sleep(nil, max(d, 0)); err != nil {
+		return waitDone, 0, err
+	}
+	return waitTryAgain, 0, nil
+}
+
+// join puts the waiter on its channel (subscribing on first use) after a
+// try that did not take the lock. If the channel was subscribed meanwhile
+// it tries again at once, since an unlock published between the try and
+// the join reached no one.
+func (wt *waiting) join(ttl time.Duration) (int, time.Duration, error) {
+	h, s := wt.l.Hub, wt.s
+	sub := hub.Sub{Mode: s.Wake}
+	wt.joined, sub.Key = s.names()
+	if s.Grants != nil {
+		sub.Also = s.Grants.Also()
+	}
+	var ready bool
+	if wt.w, ready = h.Join(wt.joined, s.Shared, sub); wt.w == nil {
+		return waitDone, 0, errs.Closed
+	}
+	if s.Handed != nil {
+		h.Grantee(wt.w, s.Handed.Grantee)
+	}
+	if ready {
+		return waitTryAgain, 0, nil
+	}
+	return waitSleep, ttl, nil
+}
+
+// sleepStep sleeps (step 4 of Await) until a signal, the holder's ttl
+// (< 0: none), the waiter's refresh bound, the end of the wait, or ctx
+// done. A release of this Client that handed the lock over (or may have)
+// while it slept was this waiter's try: done reports the wait over then,
+// or when the sleep ended it.
+func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
+	h, s := wt.l.Hub, wt.s
+	d := time.Duration(-1) // until signalled
+	if ttl >= 0 {
+		d = ttl
+	}
+	if s.MaxSleep > 0 && (d < 0 || d > s.MaxSleep) {
+		d = s.MaxSleep
+	}
+	if !wt.deadline.IsZero() {
+		left := time.Until(wt.deadline)
+		if left <= 0 {
+			return true, errs.NotAcquired
+		}
+		if d < 0 || left < d {
+			d = left
+		}
+	}
+	wt.l.Sleeping()
+	h.Park(wt.w)
+	serr := wt.sleep(wt.w, d)
+	if state, marker, sent := h.Unpark(wt.w); state == hub.OfferGranted || state == hub.OfferUnknown || state == hub.OfferRemote {
+		acquired, err := s.Handed.Claim(state, marker, sent)
+		h.Tried(wt.w, false, false)
+		if err != nil || acquired {
+			return true, err
+		}
+	}
+	return serr != nil, serr
+}
+
+// boundedTry runs try under a ctx that ends at by (none if zero) and
+// carries it (WithBound), so that what the try does detached ends there
+// too.
+func boundedTry(ctx context.Context, by time.Time, try Try) (bool, time.Duration, error) {
+	if by.IsZero() {
+		return try(ctx)
+	}
+	tctx, cancel := context.WithDeadline(WithBound(ctx, by), by)
+	defer cancel()
+	return try(tctx)
+}
