@@ -139,7 +139,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	c.slots = newSlotMaps(c.closeCh, rdb, renewal)
 	c.calls = calls{timeout: o.ReleaseTimeout, slots: c.slots}
 	c.settler = c.newSettler()
-	c.sharded = choosePubSub(rdb, c.cluster, o.PubSub, c.log)
+	c.sharded = hub.ChooseSharded(rdb, c.cluster, o.PubSub.forced(), c.log)
 	if c.sharded {
 		c.publish = "spublish"
 	}

@@ -122,3 +122,12 @@ const (
 	// PubSubSharded: SSUBSCRIBE and SPUBLISH (Redis >= 7).
 	PubSubSharded
 )
+
+// forced is the flavour m forces (true: sharded), nil for auto.
+func (m PubSubMode) forced() *bool {
+	if m == PubSubAuto {
+		return nil
+	}
+	sharded := m == PubSubSharded
+	return &sharded
+}

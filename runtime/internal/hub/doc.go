@@ -2,7 +2,8 @@
 // pub/sub channels waited on, the Waiters on each, and the connections
 // that carry the subscriptions. Messages become signals in memory, by the
 // channel's wake Mode. The hub never tries a lock and knows nothing of
-// holds, owners or scripts; package runtime builds one Hub per Client.
+// holds, owners or scripts; package runtime builds one Hub per Client,
+// with the pub/sub flavour ChooseSharded picks as Redisson does (flavour.go).
 //
 // # What a waiter may rely on
 //

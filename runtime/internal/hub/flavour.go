@@ -1,4 +1,4 @@
-package runtime
+package hub
 
 import (
 	"context"
@@ -12,23 +12,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// pubSubProbeTimeout bounds the probe NewClient runs to choose the pub/sub
+// pubSubProbeTimeout bounds the probe ChooseSharded runs to choose the pub/sub
 // flavour.
 const pubSubProbeTimeout = 3 * time.Second
 
-// choosePubSub decides whether waiters use sharded pub/sub, and logs the
-// choice and its reason once.
+// ChooseSharded decides whether waiters use sharded pub/sub (forced: the
+// caller's choice, nil for auto), and logs the choice and its reason once
+// at Debug level.
 //
 // Every client of one lock must use the same flavour, or neither side's
-// unlock wakes the other. So PubSubAuto decides as Redisson's
+// unlock wakes the other. So auto decides as Redisson's
 // ShardedSubscriptionMode.AUTO does: sharded on a Redis Cluster that
 // accepts PUBSUB SHARDNUMSUB, classic elsewhere. The server version is
 // only a hint, used when the probe gets no reply at all: reading it needs
 // INFO, which a common ACL (+@all -@dangerous) refuses while it allows the
 // probe, and a lockgen that fell back to classic there would not wake, nor
 // be woken by, Redisson on the same cluster.
-func choosePubSub(rdb redis.UniversalClient, cluster bool, mode PubSubMode, log *slog.Logger) bool {
-	sharded, why := decidePubSub(rdb, cluster, mode)
+func ChooseSharded(rdb redis.UniversalClient, cluster bool, forced *bool, log *slog.Logger) bool {
+	sharded, why := decideSharded(rdb, cluster, forced)
 	flavour := "classic"
 	if sharded {
 		flavour = "sharded"
@@ -37,14 +38,13 @@ func choosePubSub(rdb redis.UniversalClient, cluster bool, mode PubSubMode, log 
 	return sharded
 }
 
-func decidePubSub(rdb redis.UniversalClient, cluster bool, mode PubSubMode) (sharded bool, why string) {
-	switch mode {
-	case PubSubSharded:
+func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (sharded bool, why string) {
+	switch {
+	case forced != nil && *forced:
 		return true, "Options.PubSub is PubSubSharded"
-	case PubSubClassic:
+	case forced != nil:
 		return false, "Options.PubSub is PubSubClassic"
-	}
-	if !cluster {
+	case !cluster:
 		return false, "not a Redis Cluster (Redisson uses classic pub/sub there too)"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pubSubProbeTimeout)
