@@ -107,15 +107,3 @@ func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64
 	}
 	return 0, fmt.Errorf("lockgen: fenced_acquire.lua replied %v", res)
 }
-
-// readFence sets *fence to the token counter, for an acquisition settled as
-// taken after its reply (and token) was lost.
-func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
-	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
-		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
-	})
-	if err == nil && fence != nil {
-		*fence = n
-	}
-	return err
-}

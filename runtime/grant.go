@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"context"
 	"hash/maphash"
 	"sync/atomic"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Grants across processes: a reentrant lock's last release gives the lock
@@ -88,58 +86,4 @@ type tryState struct {
 type grantNames struct {
 	queue, records, hubs, lockCh any
 	channel                      string
-}
-
-// grantNames returns m's, made on first use (concurrent first uses make
-// equal values; one is kept).
-func (m *Mutex) grantNames() *grantNames {
-	if n := m.names.Load(); n != nil {
-		return n
-	}
-	n := &grantNames{
-		queue:   grantQueue(m.key),
-		records: grantRecords(m.key),
-		hubs:    grantHubs(m.key),
-		lockCh:  lockChannel(m.key),
-		channel: grantChannel(m.key, m.c.id),
-	}
-	m.names.Store(n)
-	return n
-}
-
-// queueTry says whether a try of m registers its waiter for grants, and
-// with which lease argument ("0": it takes none, but is in line).
-func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiting bool, count int) (bool, any) {
-	c := m.c
-	if !waiting || count != 0 || !m.handsOff() || !c.hub.Subscribed(lockChannel(m.key), true) {
-		return false, nil
-	}
-	if c.reg.Of(ctx) != nil || c.reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
-		return true, "0"
-	}
-	return true, c.leaseArg(px)
-}
-
-// grantLeave takes a reentrant waiter that gave up out of the queue, and
-// gives back a grant it never took (see fair.leave).
-func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
-	c := m.c
-	n := m.grantNames()
-	return scripts.MutexLeave.Run(ctx, c.rdb, 5, []any{
-		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
-		a.Owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
-	}).Int64()
-}
-
-// untakenGrant is the leave scripts' "may a hold be a grant never taken"
-// argument: "1" only for an owner of its own holding nothing of the lock
-// here, since then a hold in Redis can only be a grant.
-func (m *Mutex) untakenGrant(ctx context.Context, a lockArgs) string {
-	c := m.c
-	if c.reg.Of(ctx) == nil {
-		if n, _ := c.reg.State(holdID{Key: m.key, Field: a.FieldID()}, 0); n == 0 {
-			return "1"
-		}
-	}
-	return "0"
 }

@@ -42,6 +42,12 @@ import (
 // acquire (settle.lua marks it aborted unless it took the lock, so a late
 // copy never grants). Declined (released, or no longer the owner): it
 // tries at once.
+//
+// This file holds the Mutex's side of every way a release gives the lock
+// to a waiter without the waiter's own try: the local hand-off above, the
+// grants across processes (their queue's names and rules: grant.go) and a
+// fair lock's grants (fair_next.lua), which a waiter claims alike
+// (claimGrant).
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: a reentrant, unfenced lock, without replica sync, on a
@@ -173,4 +179,113 @@ func refusesHandoff(err error) bool {
 		}
 	}
 	return false
+}
+
+// takesGrants reports whether m's waiters may be granted the lock by a
+// release (fair_next.lua): the head of the queue, if it is such a lockgen
+// waiter, holds the lock one message after the release, without an
+// acquire of its own, whichever process released it. Not with replica
+// sync (a grant waits for no replica), nor with Options.NoHandoff. Only a
+// waiter with an owner of its own takes grants (see acquireAs).
+func (m *Mutex) takesGrants() bool {
+	_, ok := m.k.(fair)
+	return ok && m.opts.SyncReplicas == 0 && !m.c.opts.NoHandoff
+}
+
+// claimGrant takes the lock a release granted this waiter, in the owner's
+// turn (held on return when it took it). The grant's lease is the
+// waiter's own, cut to cut (a fair waiter's queue record, fair_next.lua;
+// a reentrant waiter's record, grant_next.lua), and the hold counts it
+// from the waiter's last try, sent before the grant. It claims only a
+// grant made for that try (ours: the message carried the try's nonce; a
+// message delayed past a later try may be of a grant whose lease ran out
+// since). A watchdog hold whose lease was cut is claimed with the cut as
+// all that is confirmed (it returns it): the hold's deadline counts it, and
+// the watchdog renews it at its next tick. It does not claim a fixed lease
+// longer than the cut, nor when the last try is so old that little of the
+// lease would be left (for a cut watchdog hold, less than half of it after
+// a tick): the waiter's next try finds a live grant, and count.lua
+// counts it as the waiter's own acquisition with the lease applied anew
+// from that try.
+func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
+	if !ours {
+		return false, 0
+	}
+	c := m.c
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	_, px, _ := c.reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
+	if cut < px {
+		if lease != Watchdog {
+			c.reg.Exit(id)
+			return false, 0
+		}
+		confirmed = cut
+	}
+	budget := min(px, cut) / 2
+	if confirmed > 0 {
+		// Only the cut is confirmed: the first renewal goes out at the
+		// watchdog's next tick and must be confirmed before the cut runs
+		// out. Without room for that, the next try (at once) takes the
+		// grant with the whole lease (count.lua).
+		budget -= c.wd.timing.Tick
+	}
+	if time.Since(lastTry) > budget {
+		c.reg.Exit(id)
+		return false, 0
+	}
+	return true, confirmed
+}
+
+// grantNames returns m's, made on first use (concurrent first uses make
+// equal values; one is kept).
+func (m *Mutex) grantNames() *grantNames {
+	if n := m.names.Load(); n != nil {
+		return n
+	}
+	n := &grantNames{
+		queue:   grantQueue(m.key),
+		records: grantRecords(m.key),
+		hubs:    grantHubs(m.key),
+		lockCh:  lockChannel(m.key),
+		channel: grantChannel(m.key, m.c.id),
+	}
+	m.names.Store(n)
+	return n
+}
+
+// queueTry says whether a try of m registers its waiter for grants, and
+// with which lease argument ("0": it takes none, but is in line).
+func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiting bool, count int) (bool, any) {
+	c := m.c
+	if !waiting || count != 0 || !m.handsOff() || !c.hub.Subscribed(lockChannel(m.key), true) {
+		return false, nil
+	}
+	if c.reg.Of(ctx) != nil || c.reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
+		return true, "0"
+	}
+	return true, c.leaseArg(px)
+}
+
+// grantLeave takes a reentrant waiter that gave up out of the queue, and
+// gives back a grant it never took (see fair.leave).
+func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
+	c := m.c
+	n := m.grantNames()
+	return scripts.MutexLeave.Run(ctx, c.rdb, 5, []any{
+		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
+		a.Owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
+	}).Int64()
+}
+
+// untakenGrant is the leave scripts' "may a hold be a grant never taken"
+// argument: "1" only for an owner of its own holding nothing of the lock
+// here, since then a hold in Redis can only be a grant.
+func (m *Mutex) untakenGrant(ctx context.Context, a lockArgs) string {
+	c := m.c
+	if c.reg.Of(ctx) == nil {
+		if n, _ := c.reg.State(holdID{Key: m.key, Field: a.FieldID()}, 0); n == 0 {
+			return "1"
+		}
+	}
+	return "0"
 }

@@ -27,11 +27,6 @@ func lostError(h *hold, why string) error {
 	return &LockError{Op: "renew", Name: h.Name, Key: h.Key, Err: fmt.Errorf("%w: %s", ErrLockLost, why)}
 }
 
-// holdSpec is what a new acquisition of m is of.
-func (m *Mutex) holdSpec() holds.Spec {
-	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindName(m.k), From: (*mutexTaker)(m)}
-}
-
 // addHold records a successful acquisition (sent at start with the given
 // lease) and returns the ctx for the caller.
 func addHold(reg *holds.Registry, parent context.Context, spec holds.Spec, args lockArgs, lease time.Duration, start time.Time) (context.Context, error) {

@@ -120,24 +120,6 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	return n == 1, err
 }
 
-// reapply confirms a new acquisition that settle.lua found taken, when the
-// lock may have been granted to the waiter instead (fair_next.lua,
-// grant_next.lua): the grant's lease runs from the release, before the
-// request was sent, and is cut to the waiter's record, while the hold
-// counts its lease from the request. So the request is sent again with the
-// same marker: count.lua takes the copy as a resend (or the grant taken)
-// and re-applies the lease (never shortening it) after the request was
-// sent, or refuses it (-3) when the hold is gone meanwhile. Only the
-// copy's reply confirms it.
-func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Mutex, lockArgs, attempt) (int64, error)) (bool, error) {
-	again := at
-	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
-	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
-		return acquire(ctx, m, a, again)
-	})
-	return err == nil && n == 0, err
-}
-
 func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
 	return scripts.Release.Run(ctx, at.via, 2, []any{
 		3: a.Key, lockChannel(m.key),

@@ -11,6 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Settling what a lost reply left unknown: the owner's count re-read
+// (reconcile), the settlement that goes on in the background when its
+// owner is gone (settleLater), a found acquisition confirmed with a copy
+// of its try (reapply), and a fenced lock's token read back (readFence).
+//
 // After an outcome that is unknown (an acquire whose reply and settlement
 // were both lost, or a release that could not be confirmed), the owner's
 // count in Redis may be one more than the client's. The scripts tell a
@@ -130,4 +135,34 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 		}
 	}
 	return m.reconcileVia(ctx, via, a) == nil
+}
+
+// readFence sets *fence to the token counter, for an acquisition settled as
+// taken after its reply (and token) was lost.
+func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
+	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
+		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
+	})
+	if err == nil && fence != nil {
+		*fence = n
+	}
+	return err
+}
+
+// reapply confirms a new acquisition that settle.lua found taken, when the
+// lock may have been granted to the waiter instead (fair_next.lua,
+// grant_next.lua): the grant's lease runs from the release, before the
+// request was sent, and is cut to the waiter's record, while the hold
+// counts its lease from the request. So the request is sent again with the
+// same marker: count.lua takes the copy as a resend (or the grant taken)
+// and re-applies the lease (never shortening it) after the request was
+// sent, or refuses it (-3) when the hold is gone meanwhile. Only the
+// copy's reply confirms it.
+func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Mutex, lockArgs, attempt) (int64, error)) (bool, error) {
+	again := at
+	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
+	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
+		return acquire(ctx, m, a, again)
+	})
+	return err == nil && n == 0, err
 }
