@@ -214,9 +214,21 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 	c := m.c
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	_, px, _ := c.reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
+	took, confirmed = grantClaimable(lease == Watchdog, px, cut, time.Since(lastTry), c.wd.timing.Tick)
+	if !took {
+		c.reg.Exit(id)
+	}
+	return took, confirmed
+}
+
+// grantClaimable is claimGrant's decision, for a hold of lease px (a
+// watchdog hold's: watchdog) granted with its lease cut to cut, whose
+// last try was sent age ago, on a watchdog that ticks every tick: whether
+// the grant is claimed, and what of its lease is confirmed when only the
+// cut is (0: all of it).
+func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool, confirmed time.Duration) {
 	if cut < px {
-		if lease != Watchdog {
-			c.reg.Exit(id)
+		if !watchdog {
 			return false, 0
 		}
 		confirmed = cut
@@ -227,10 +239,9 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 		// watchdog's next tick and must be confirmed before the cut runs
 		// out. Without room for that, the next try (at once) takes the
 		// grant with the whole lease (count.lua).
-		budget -= c.wd.timing.Tick
+		budget -= tick
 	}
-	if time.Since(lastTry) > budget {
-		c.reg.Exit(id)
+	if age > budget {
 		return false, 0
 	}
 	return true, confirmed
