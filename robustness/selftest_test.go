@@ -29,6 +29,11 @@ type breakage struct {
 	// length, when set, is the run's length (default 11 s): a break that
 	// shows only in some holds needs more of them.
 	length time.Duration
+	// alone: the break shows only in holds that outlive their lease
+	// under a fault, so its run gets the machine to itself (a loaded
+	// machine's stalls count as pauses, which excuse an overlap). The
+	// others, structural breaks of the scripts, run two at a time.
+	alone bool
 }
 
 var breakages = []breakage{
@@ -51,6 +56,7 @@ var breakages = []breakage{
 		catches:  []string{CheckNameExclusion},
 		watchdog: 900 * time.Millisecond,
 		length:   25 * time.Second,
+		alone:    true,
 	},
 	{
 		// The reentrant acquire takes a lock that someone else holds:
@@ -108,6 +114,9 @@ func TestCheckersCatchABrokenRuntime(t *testing.T) {
 	root := moduleRoot(t)
 	for _, b := range breakages {
 		t.Run(b.name, func(t *testing.T) {
+			if !b.alone {
+				t.Parallel() // after the ones that run alone
+			}
 			bin := buildBroken(t, root, b)
 			// A short run with a short quiet end: each break shows within
 			// seconds (the liveness break in the final sweep).
