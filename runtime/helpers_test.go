@@ -3,38 +3,26 @@ package runtime_test
 import (
 	"cmp"
 	"context"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
-// newClient returns a lock Client on rdb, closed when the test ends.
-func newClient(t testing.TB, rdb redis.UniversalClient, opts *runtime.Options) *runtime.Client {
-	t.Helper()
-	o := runtime.Options{}
-	if opts != nil {
-		o = *opts
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	c, err := runtime.NewClient(rdb, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
+// The helpers shared with the fault tests in internal/runtimetest.
+var (
+	newClient  = runtimetest.NewClient
+	eventually = runtimetest.Eventually
+	ctxT       = runtimetest.Ctx
+)
 
 // clusters holds the Redis Cluster a test (TestLocksOnCluster,
 // TestSynchronizersOnCluster, each kind of
@@ -114,24 +102,6 @@ func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 		}
 		return next(ctx, cmds)
 	}
-}
-
-// eventually polls cond every 5ms until it holds or d passes.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func sortIntervals(iv [][2]int64) {

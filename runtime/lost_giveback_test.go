@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -27,8 +28,8 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 	skipShortOutsideCI(t)
 	t.Parallel()
 	const wd = 3 * time.Second // renewals every second
-	for _, k := range overlapKinds {
-		t.Run(k.name, func(t *testing.T) {
+	for _, k := range runtimetest.Kinds {
+		t.Run(k.Name, func(t *testing.T) {
 			t.Parallel()
 			servers := redistest.StartN(t, 3)
 			var proxies []*faultproxy.Proxy
@@ -46,8 +47,8 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			holder := newClient(t, proxied[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: proxied, ReleaseTimeout: 300 * time.Millisecond})
 			waiter := newClient(t, direct[0], &runtime.Options{WatchdogTimeout: wd, RedLockNodes: direct})
 			ctx := context.Background()
-			key := "lost-" + k.name
-			l := k.holder(holder, key)
+			key := "lost-" + k.Name
+			l := k.Holder(holder, key)
 			held, err := l.TryLock(ctx, time.Second, runtime.Watchdog)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +80,7 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			bound := ttl - ttl/5 // well before what Redis had expires
 			wctx, cancel := context.WithTimeout(ctx, bound)
 			defer cancel()
-			w := k.waiter(waiter, key)
+			w := k.Waiter(waiter, key)
 			h2, err := w.TryLock(wctx, bound, runtime.Watchdog)
 			if err != nil {
 				t.Fatalf("the next owner did not get the lock within %v of Redis answering again (longest TTL at the loss %v): %v",

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -18,8 +19,8 @@ import (
 // reply came, with the hold already gone from the watchdog and the lease
 // clock.
 func TestUnlockEndsTheHoldsCtxBeforeTheReleaseIsSent(t *testing.T) {
-	for _, k := range overlapKinds {
-		t.Run(k.name, func(t *testing.T) {
+	for _, k := range runtimetest.Kinds {
+		t.Run(k.Name, func(t *testing.T) {
 			servers := redistest.StartN(t, 3)
 			var rdbs []redis.UniversalClient
 			for _, s := range servers {
@@ -27,7 +28,7 @@ func TestUnlockEndsTheHoldsCtxBeforeTheReleaseIsSent(t *testing.T) {
 			}
 			c := newClient(t, rdbs[0], &runtime.Options{RedLockNodes: rdbs})
 			ctx := ctxT(t)
-			l := k.holder(c, "unlock-order-"+k.name)
+			l := k.Holder(c, "unlock-order-"+k.Name)
 			hctx, err := l.TryLock(ctx, 0, runtime.Watchdog)
 			if err != nil {
 				t.Fatal(err)

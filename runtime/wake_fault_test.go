@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -171,19 +172,19 @@ func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
 			var reps []waitRep
 			var holds []func() error
 			var keys [][]string
-			for _, k := range overlapKinds {
-				if k.name == "red" {
+			for _, k := range runtimetest.Kinds {
+				if k.Name == "red" {
 					continue // RedLock waiters poll N nodes; not a pub/sub wake-up
 				}
 				for i := range wakeReps {
-					key := fmt.Sprintf("wake:%s:%d", k.name, i)
-					h := k.holder(holder, key)
+					key := fmt.Sprintf("wake:%s:%d", k.Name, i)
+					h := k.Holder(holder, key)
 					hctx, err := h.TryLock(ctx, 0, runtime.Watchdog)
 					if err != nil {
 						t.Fatal(err)
 					}
 					holds = append(holds, func() error { return h.Unlock(hctx) })
-					switch k.name {
+					switch k.Name {
 					case "multi":
 						keys = append(keys, []string{"{" + key + "}a", "{" + key + "}b"})
 					case "semaphore":
@@ -191,9 +192,9 @@ func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
 					default:
 						keys = append(keys, []string{key})
 					}
-					r := waitRep{k.name, make(chan time.Time, 1)}
+					r := waitRep{k.Name, make(chan time.Time, 1)}
 					reps = append(reps, r)
-					w := k.waiter(waiter, key)
+					w := k.Waiter(waiter, key)
 					go func() {
 						for ctx.Err() == nil {
 							wctx, err := w.TryLock(ctx, runtime.Forever, 5*time.Second)

@@ -1,4 +1,4 @@
-package runtime_test
+package runtimetest_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -26,48 +27,10 @@ import (
 // overlapReps is how many holds of each kind one run cuts off at once.
 const overlapReps = 20
 
-// overlapLocker is what the matrix needs of a handle: Mutex, MultiLock
-// and RedLock all have it.
-type overlapLocker interface {
-	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error)
-	Unlock(ctx context.Context) error
-}
+// The kinds the matrix runs (runtimetest.Kinds), by the names it uses.
+type overlapLocker = runtimetest.Locker
 
-// overlapKind makes the holder's and the waiter's handles for key.
-type overlapKind struct {
-	name   string
-	holder func(c *runtime.Client, key string) overlapLocker
-	waiter func(c *runtime.Client, key string) overlapLocker
-}
-
-func same(f func(c *runtime.Client, key string) overlapLocker) (h, w func(c *runtime.Client, key string) overlapLocker) {
-	return f, f
-}
-
-var overlapKinds = func() []overlapKind {
-	var ks []overlapKind
-	add := func(name string, holder, waiter func(c *runtime.Client, key string) overlapLocker) {
-		ks = append(ks, overlapKind{name, holder, waiter})
-	}
-	o := runtime.LockOptions{}
-	h, w := same(func(c *runtime.Client, key string) overlapLocker { return c.Mutex(key, o) })
-	add("reentrant", h, w)
-	h, w = same(func(c *runtime.Client, key string) overlapLocker { return c.FairLock(key, o) })
-	add("fair", h, w)
-	// A reader is cut off; a writer waits for it.
-	add("read",
-		func(c *runtime.Client, key string) overlapLocker { return c.ReadWrite(key, o).Read() },
-		func(c *runtime.Client, key string) overlapLocker { return c.ReadWrite(key, o).Write() })
-	h, w = same(func(c *runtime.Client, key string) overlapLocker { return c.ReadWrite(key, o).Write() })
-	add("write", h, w)
-	h, w = same(func(c *runtime.Client, key string) overlapLocker {
-		return c.MultiLock(o, c.Mutex("{"+key+"}a", o), c.Mutex("{"+key+"}b", o))
-	})
-	add("multi", h, w)
-	h, w = same(func(c *runtime.Client, key string) overlapLocker { return c.RedLock(key, o) })
-	add("red", h, w)
-	return ks
-}()
+var overlapKinds = runtimetest.Kinds
 
 // overlapEnv is one run: three servers (the first is the Client's, all
 // three are the RedLock nodes), a proxy in front of each, a holder Client
@@ -218,9 +181,9 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 	var reps []*rep
 	for _, k := range overlapKinds {
 		for i := range overlapReps {
-			key := fmt.Sprintf("ov:%s:%d", k.name, i)
-			r := &rep{kind: k.name, handle: k.holder(e.holder, key)}
-			switch k.name {
+			key := fmt.Sprintf("ov:%s:%d", k.Name, i)
+			r := &rep{kind: k.Name, handle: k.Holder(e.holder, key)}
+			switch k.Name {
 			case "multi":
 				r.keys = []string{"{" + key + "}a", "{" + key + "}b"}
 			case "red":
@@ -246,8 +209,8 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 	var wg sync.WaitGroup
 	for i, r := range reps {
 		k := overlapKinds[i/overlapReps]
-		key := fmt.Sprintf("ov:%s:%d", k.name, i%overlapReps)
-		w := k.waiter(e.waiter, key)
+		key := fmt.Sprintf("ov:%s:%d", k.Name, i%overlapReps)
+		w := k.Waiter(e.waiter, key)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -315,12 +278,12 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 		margins[r.kind] = append(margins[r.kind], granted.Sub(cancelled))
 	}
 	for _, k := range overlapKinds {
-		m := margins[k.name]
+		m := margins[k.Name]
 		if len(m) == 0 {
 			continue
 		}
 		slices.Sort(m)
-		t.Logf("%-9s %2d/%d runs without overlap; margin min %v, p50 %v", k.name, len(m), overlapReps, m[0].Round(time.Millisecond), m[len(m)/2].Round(time.Millisecond))
+		t.Logf("%-9s %2d/%d runs without overlap; margin min %v, p50 %v", k.Name, len(m), overlapReps, m[0].Round(time.Millisecond), m[len(m)/2].Round(time.Millisecond))
 	}
 	for _, r := range reps {
 		_ = r.handle.Unlock(r.hold) // lost: reports ErrLockLost, frees nothing of the waiter's

@@ -1,0 +1,36 @@
+package runtimetest_test
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/runtimetest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// The names the tests here share with package runtime's tests.
+var (
+	newClient          = runtimetest.NewClient
+	eventually         = runtimetest.Eventually
+	ctxT               = runtimetest.Ctx
+	skipShortOutsideCI = runtimetest.SkipShortOutsideCI
+)
+
+// exclusiveLocker is what the tests here need of an exclusive lock.
+type exclusiveLocker interface {
+	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Unlock(ctx context.Context) error
+}
+
+// exclusiveKinds are the kinds whose holds exclude each other: a
+// reentrant lock, a fair lock and the write side of a read-write lock.
+var exclusiveKinds = []struct {
+	name string
+	new  func(c *runtime.Client, key string, o runtime.LockOptions) exclusiveLocker
+}{
+	{"reentrant", func(c *runtime.Client, key string, o runtime.LockOptions) exclusiveLocker { return c.Mutex(key, o) }},
+	{"fair", func(c *runtime.Client, key string, o runtime.LockOptions) exclusiveLocker { return c.FairLock(key, o) }},
+	{"write", func(c *runtime.Client, key string, o runtime.LockOptions) exclusiveLocker {
+		return c.ReadWrite(key, o).Write()
+	}},
+}

@@ -1,0 +1,70 @@
+// Package runtimetest holds what the tests of package runtime share with
+// its slowest fault tests, which live here: the deadline invariant under
+// every fault of design.md §7 for every kind (overlap_test.go) and Redis
+// Cluster failover (failover_test.go). Kept apart from runtime's own tests
+// they run as a package of their own, beside runtime's, which keeps each
+// package's tests well under go test's per-package time.
+package runtimetest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// NewClient returns a lock Client on rdb, closed when the test ends. It
+// logs nowhere unless opts sets a Logger.
+func NewClient(t testing.TB, rdb redis.UniversalClient, opts *runtime.Options) *runtime.Client {
+	t.Helper()
+	o := runtime.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := runtime.NewClient(rdb, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Eventually polls cond every 5ms until it holds or d passes.
+func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Ctx is a ctx for a test's calls: it ends after a minute, or with the
+// test.
+func Ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// SkipShortOutsideCI skips a long fault or soak test (one that takes more
+// than about 3 s: partitions, restarts, failovers, a cluster, leases run
+// out on purpose, a soak) under go test -short on a developer's machine,
+// so that the quick mode stays under a minute. Under CI (CI set) it never
+// skips, whatever the flags.
+func SkipShortOutsideCI(t *testing.T) {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("a long fault or soak test; skipped with -short (never under CI)")
+	}
+}
