@@ -40,7 +40,7 @@ func (k *calls) releaseLimit(ctx context.Context) time.Time {
 
 // detachedUntil is detached, ending at limit.
 func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
-	if ctx.Value(stayAttached{}) != nil {
+	if ctx.Done() == nil || ctx.Value(stayAttached{}) != nil {
 		return context.WithDeadline(ctx, limit)
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), limit)
@@ -54,24 +54,19 @@ type callBound struct{}
 // Client's own background work (package settle) ends with Close.
 type stayAttached struct{}
 
-// retry runs op on ctx and, if that fails without a reply from Redis (a
-// transport error, or ctx cancelled), again on a ctx detached from ctx's
-// cancellation with the release timeout, until it succeeds, Redis replies
-// with an error (which a resend would not change), or the timeout ends.
-// op must be idempotent.
+// retry runs op, and again while it fails without a reply from Redis (a
+// transport error), on a ctx detached from ctx's cancellation that ends at
+// the release limit (releaseLimit), until it succeeds, Redis replies with
+// an error (which a resend would not change), or the limit passes. op
+// must be idempotent.
 //
-// The first attempt ends by the same limit as the rest: a call stuck on a
-// dead connection is not waited out past it.
+// Even the first attempt is detached: one cut short by the caller's
+// cancellation may still run in Redis (on a client that does not honour
+// deadlines on reads it is abandoned, not stopped: scripts.Abandoned), and
+// a resend racing it would find its work done (a release: the hold gone)
+// and report it lost. An attempt abandoned at the limit is the last.
 func (k *calls) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	limit := k.releaseLimit(ctx)
-	fctx, cancel := context.WithDeadline(ctx, limit)
-	v, err := op(fctx)
-	cancel()
-	if err == nil || scripts.IsReply(err) {
-		return v, err
-	}
-	k.slots.failed(err)
-	dctx, cancel := k.detachedUntil(ctx, limit)
+	dctx, cancel := k.detachedUntil(ctx, k.releaseLimit(ctx))
 	defer cancel()
 	return k.retryDetached(dctx, op)
 }

@@ -62,7 +62,7 @@ func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, 
 // Token is the lock's token counter as it stands: the token of the latest
 // acquisition by anyone (0 before the first).
 func (f *FencedLock) Token(ctx context.Context) (int64, error) {
-	n, err := f.c.rdb.Get(ctx, tokenKey(f.key)).Int64()
+	n, err := scripts.Do(ctx, f.c.rdb, "get", tokenKey(f.key)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -112,7 +112,7 @@ func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64
 // taken after its reply (and token) was lost.
 func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
 	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
-		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
+		return scripts.Do(ctx, m.c.rdb, "get", tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {
 		*fence = n

@@ -245,6 +245,9 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
+// A new acquisition's attempt abandoned at its ctx's end (a client that
+// does not honour deadlines on reads) resolves its late reply itself
+// (late.go).
 func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -294,6 +297,10 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
 	case scripts.IsReply(err), errors.Is(err, ErrNotReplicated), scripts.NotSent(err):
+		return false, 0, err
+	}
+	if p := scripts.Abandoned(err); p != nil && count == 0 {
+		m.resolveLate(p, a, at, px)
 		return false, 0, err
 	}
 	settled, serr := m.settleLost(ctx, a, at, px)
@@ -523,7 +530,7 @@ func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Con
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := m.c.rdb.Exists(ctx, m.key).Result()
+	n, err := scripts.Do(ctx, m.c.rdb, "exists", m.key).Int64()
 	if err != nil {
 		return false, m.fail("inspect", err)
 	}
@@ -537,7 +544,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := m.c.rdb.HGet(ctx, m.key, m.k.field(hc.Owner())).Int()
+	n, err := scripts.Do(ctx, m.c.rdb, "hget", m.key, m.k.field(hc.Owner())).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -553,17 +560,17 @@ const NoExpiry time.Duration = -1
 // RemainTTL is the time until the lock's lease runs out: 0 when the lock is
 // free, NoExpiry when the key has no expiry.
 func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
-	d, err := m.c.rdb.PTTL(ctx, m.key).Result()
+	ms, err := scripts.Do(ctx, m.c.rdb, "pttl", m.key).Int64()
 	if err != nil {
 		return 0, m.fail("inspect", err)
 	}
 	switch {
-	case d == -2: // go-redis reports PTTL's -2 (no key) and -1 (no expiry) unscaled
+	case ms == -2: // no key
 		return 0, nil
-	case d < 0:
+	case ms < 0: // no expiry
 		return NoExpiry, nil
 	}
-	return d, nil
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters that

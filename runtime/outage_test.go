@@ -21,9 +21,9 @@ import (
 // returns within it (+ outageSlack), a single try within ReleaseTimeout,
 // an Unlock within ReleaseTimeout, each kind, with Redis down, cut off by
 // a blackhole, or paused, on a go-redis client that honours ctx deadlines
-// (ContextTimeoutEnabled); with Redis down, on one with go-redis' default
-// options too (a refused dial does not wait on a socket). The error says
-// Redis could not be reached (ErrUnavailable), not that the lock was
+// (ContextTimeoutEnabled) and on one with go-redis' default options (whose
+// socket reads wait out ReadTimeout, 3 s, whatever the ctx). The error
+// says Redis could not be reached (ErrUnavailable), not that the lock was
 // held.
 
 const (
@@ -106,12 +106,7 @@ type outageFault struct {
 	inject func(servers []*redistest.Server, proxies []*faultproxy.Proxy)
 }
 
-var outageFaults = []outageFault{
-	{"down-default-options", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
-		for _, s := range servers {
-			s.Kill()
-		}
-	}},
+var outageFaults = withDefaultOptions([]outageFault{
 	{"down", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
 		for _, s := range servers {
 			s.Kill()
@@ -128,6 +123,19 @@ var outageFaults = []outageFault{
 		}
 		time.Sleep(20 * time.Millisecond)
 	}},
+})
+
+// defaultOptions ends the name of a fault run on go-redis clients built
+// with default options (ContextTimeoutEnabled off).
+const defaultOptions = "-default-options"
+
+// withDefaultOptions adds to faults each one on clients with default
+// options.
+func withDefaultOptions(faults []outageFault) []outageFault {
+	for _, f := range faults[:len(faults):len(faults)] {
+		faults = append(faults, outageFault{f.name + defaultOptions, f.inject})
+	}
+	return faults
 }
 
 // outageEnv is three servers behind proxies (the first is the Client's,
@@ -161,7 +169,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 	for _, f := range outageFaults {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			c, servers, proxies := outageEnv(t, f.name == "down-default-options")
+			c, servers, proxies := outageEnv(t, strings.HasSuffix(f.name, defaultOptions))
 			ctx := ctxT(t)
 			// A hold of each kind taken while Redis answers, released
 			// during the fault.

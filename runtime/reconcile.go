@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/redis/go-redis/v9"
 )
@@ -49,7 +50,7 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 	count, px := c.reg.State(id, 0)
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
-		n, err := via.HGet(ctx, m.key, a.FieldID()).Int()
+		n, err := scripts.Do(ctx, via, "hget", m.key, a.FieldID()).Int()
 		if errors.Is(err, redis.Nil) {
 			n, err = 0, nil
 		}

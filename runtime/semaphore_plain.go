@@ -111,7 +111,7 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
-	n, err := p.c.rdb.Get(ctx, p.key).Int()
+	n, err := scripts.Do(ctx, p.c.rdb, "get", p.key).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
