@@ -47,8 +47,10 @@ func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Con
 }
 
 // callBound, as a ctx value, is the time by which the call a try belongs
-// to must return (await): detached work within the try ends there too.
-type callBound struct{}
+// to must return (await): detached work within the try ends there too,
+// and a command of the try whose ctx ends sooner is not abandoned before
+// it (scripts.CallBound).
+type callBound = scripts.CallBound
 
 // stayAttached, as a ctx value, keeps detached from detaching: the
 // Client's own background work (package settle) ends with Close.

@@ -193,7 +193,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 	}
 	if p := scripts.Abandoned(err); p != nil {
 		s.resolveLate(p, a, marker) // gives back what a late reply took
-		return false, 0, err
+		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	took, serr := c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{

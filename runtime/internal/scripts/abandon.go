@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,7 +18,8 @@ import (
 // that stopped answering (a blackhole, a paused server) outlives its
 // deadline by that much. On such a client a call whose ctx has a deadline
 // runs on a goroutine of its own, and its caller stops waiting when the
-// ctx ends: the call is abandoned, not cancelled. It goes on to its reply
+// ctx ends (or at CallBound, if later): the call is abandoned, not
+// cancelled. It goes on to its reply
 // or to its read's timeout, and the caller decides (Pending.Then) what is
 // done with that outcome when it comes. A late reply is a real one: what
 // the call took is taken, and only its caller knows how to give it back.
@@ -110,6 +112,14 @@ func aside(ctx context.Context, rdb Runner) bool {
 	return false
 }
 
+// CallBound, as a ctx value (a time.Time), is when the call a command is
+// part of must return. A command whose ctx ends before that (cancelled,
+// or at the deadline of a hold's ctx that ended meanwhile) is abandoned
+// only then: a reply on its way is worth having, as a client that waits
+// for its reads would have it; abandoned, its outcome is unknown, and the
+// caller may have to settle it.
+type CallBound struct{}
+
 // A call is one command run aside. Calls are pooled: one that ended in
 // time goes back to the pool, so a call aside costs the goroutine alone;
 // an abandoned one stays with its goroutine.
@@ -141,6 +151,15 @@ func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []an
 	case <-c.done:
 		return c.recycle()
 	case <-ctx.Done():
+	}
+	if b, ok := ctx.Value(CallBound{}).(time.Time); ok && time.Until(b) > 0 {
+		t := time.NewTimer(time.Until(b))
+		select {
+		case <-c.done:
+			t.Stop()
+			return c.recycle()
+		case <-t.C:
+		}
 	}
 	c.mu.Lock()
 	if c.cmd != nil { // it came meanwhile
