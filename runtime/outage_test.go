@@ -184,6 +184,8 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 				}
 			}
 			f.inject(servers, proxies)
+			var slow slowest
+			defer func() { t.Logf("%s, slowest: %s", f.name, &slow) }()
 			var wg sync.WaitGroup
 			for i, k := range outageKinds {
 				wg.Add(1)
@@ -214,6 +216,11 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 							t.Errorf("%s, wait %v: error %v, want one wrapping %v", k.name, wait, err, want)
 						}
 						log = append(log, fmt.Sprintf("wait %v: %v", wait, took.Round(time.Millisecond)))
+						col := 0 // a wait
+						if wait == 0 {
+							col = 1 // a single try
+						}
+						slow.note(col, k.name, took)
 					}
 					start := time.Now()
 					err := releases[i]()
@@ -223,6 +230,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 					}
 					if !k.noHold {
 						log = append(log, fmt.Sprintf("unlock: %v (%s)", took.Round(time.Millisecond), shortErr(err)))
+						slow.note(2, k.name, took)
 					}
 					t.Logf("%-16s %s", k.name, strings.Join(log, ", "))
 				}()
@@ -230,6 +238,34 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 			wg.Wait()
 		})
 	}
+}
+
+// slowest is the slowest kind of a fault's run for the table in
+// docs/faults.md: a wait of outageWait, a single try, an Unlock.
+type slowest struct {
+	mu    sync.Mutex
+	took  [3]time.Duration
+	kinds [3]string
+}
+
+// note records a call of column col (0: a wait, 1: a single try, 2: an
+// Unlock).
+func (s *slowest) note(col int, kind string, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if took > s.took[col] {
+		s.took[col], s.kinds[col] = took, kind
+	}
+}
+
+func (s *slowest) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cols []string
+	for i, what := range []string{"wait", "single try", "unlock"} {
+		cols = append(cols, fmt.Sprintf("%s %v (%s)", what, s.took[i].Round(time.Millisecond), s.kinds[i]))
+	}
+	return strings.Join(cols, ", ")
 }
 
 func shortErr(err error) string {
