@@ -31,8 +31,9 @@ import (
 // is brought back to the client's (reconcile: what the call took is given
 // back), once nothing of the request can still arrive: at once after a
 // reply, after its settlement (settle.lua) when no reply will come. A
-// waiter it queued is withdrawn.
-func (m *Mutex) resolveLate(p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
+// waiter it queued is withdrawn (leave, with the values of ctx, the try's:
+// they tell whether its owner is one of its own).
+func (m *Mutex) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	gen := m.c.reg.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()})
 	p.Then(func(cmd *redis.Cmd) {
 		if replied(cmd.Err()) {
@@ -41,7 +42,7 @@ func (m *Mutex) resolveLate(p *scripts.Pending, a lockArgs, at attempt, px time.
 			m.settleLater(a, &at, px, gen)
 		}
 		if at.waiting {
-			m.leave(context.Background(), a)
+			m.leave(ctx, a)
 		}
 	})
 }

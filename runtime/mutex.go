@@ -300,7 +300,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, 0, err
 	}
 	if p := scripts.Abandoned(err); p != nil && count == 0 {
-		m.resolveLate(p, a, at, px)
+		m.resolveLate(ctx, p, a, at, px)
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	settled, serr := m.settleLost(ctx, a, at, px)
