@@ -19,21 +19,21 @@ import (
 // deadline by that much. On such a client a call whose ctx has a deadline
 // runs on a goroutine of its own, and its caller stops waiting when the
 // ctx ends (or at CallBound, if later): the call is abandoned, not
-// cancelled. It goes on to its reply
-// or to its read's timeout, and the caller decides (Pending.Then) what is
-// done with that outcome when it comes. A late reply is a real one: what
-// the call took is taken, and only its caller knows how to give it back.
-// A caller that does not look (Abandoned) sees a reply lost in transit.
+// cancelled. It goes on to its reply or to its read's timeout (go-redis
+// resends nothing then: its ctx is done before its retry's pause ends),
+// and the caller decides (Pending.Then) what is done with that outcome
+// when it comes. A late reply is a real one: what the call took is taken,
+// and only its caller knows how to give it back. A caller that does not
+// look (Abandoned) sees a reply lost in transit.
 //
 // A client that honours deadlines (ContextTimeoutEnabled, the watchdog's
 // own client) runs every call inline: no goroutine, no allocation.
 
 // A Pending is the outcome of an abandoned call, still to come.
 type Pending struct {
-	mu    sync.Mutex
-	cmd   *redis.Cmd    // the outcome, once it came
-	ready chan struct{} // closed when cmd is set
-	then  func(*redis.Cmd)
+	mu   sync.Mutex
+	cmd  *redis.Cmd // the outcome, once it came
+	then func(*redis.Cmd)
 }
 
 // Then has f called with the call's outcome when it comes, on the call's
@@ -51,22 +51,10 @@ func (p *Pending) Then(f func(cmd *redis.Cmd)) {
 	p.mu.Unlock()
 }
 
-// Wait waits for the call's outcome until ctx ends (nil then). A caller
-// that got the outcome from Wait does not call Then.
-func (p *Pending) Wait(ctx context.Context) *redis.Cmd {
-	select {
-	case <-p.ready:
-		return p.cmd
-	case <-ctx.Done():
-		return nil
-	}
-}
-
 func (p *Pending) deliver(cmd *redis.Cmd) {
 	p.mu.Lock()
 	p.cmd = cmd
 	f := p.then
-	close(p.ready)
 	p.mu.Unlock()
 	if f != nil {
 		f(cmd)
@@ -167,7 +155,7 @@ func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []an
 		<-c.done
 		return c.recycle()
 	}
-	p := &Pending{ready: make(chan struct{})}
+	p := new(Pending)
 	c.abandoned = p
 	c.mu.Unlock()
 	cmd := redis.NewCmd(ctx)
