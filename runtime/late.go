@@ -13,8 +13,8 @@ import (
 // Late replies.
 //
 // On a go-redis client that does not honour a ctx's deadline on socket
-// reads (default options), a call that has not had its reply by the end
-// of its ctx is abandoned (scripts.Abandoned): its caller returns on time,
+// reads (default options), a call that has not had its reply by its
+// deadline is abandoned (scripts.Abandoned): its caller returns on time,
 // and the command goes on to its reply. On a server that is only slow,
 // the reply comes, and it is real: an acquire may have taken the lock for
 // an owner whose caller was told it did not. Handing that to settlement

@@ -17,9 +17,9 @@ import (
 // ReadTimeout alone (3 s), so a call stuck on a connection to a server
 // that stopped answering (a blackhole, a paused server) outlives its
 // deadline by that much. On such a client a call whose ctx has a deadline
-// runs on a goroutine of its own, and its caller stops waiting when the
-// ctx ends (or at CallBound, if later): the call is abandoned, not
-// cancelled. It goes on to its reply or to its read's timeout (go-redis
+// runs on a goroutine of its own, and its caller stops waiting at the
+// ctx's deadline (or at CallBound, if later; a cancellation before then is
+// not a bound, and is waited out): the call is abandoned, not cancelled. It goes on to its reply or to its read's timeout (go-redis
 // resends nothing then: its ctx is done before its retry's pause ends),
 // and the caller decides (Pending.Then) what is done with that outcome
 // when it comes. A late reply is a real one: what the call took is taken,
@@ -108,6 +108,17 @@ func aside(ctx context.Context, rdb Runner) bool {
 // caller may have to settle it.
 type CallBound struct{}
 
+// patience is when a command whose ctx is done is abandoned: at its
+// deadline (a cancellation before it is waited out, as a client that
+// waits for its reads would), or at CallBound if that is later.
+func patience(ctx context.Context) time.Time {
+	limit, _ := ctx.Deadline()
+	if b, ok := ctx.Value(CallBound{}).(time.Time); ok && b.After(limit) {
+		limit = b
+	}
+	return limit
+}
+
 // A call is one command run aside. Calls are pooled: one that ended in
 // time goes back to the pool, so a call aside costs the goroutine alone;
 // an abandoned one stays with its goroutine.
@@ -140,8 +151,8 @@ func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []an
 		return c.recycle()
 	case <-ctx.Done():
 	}
-	if b, ok := ctx.Value(CallBound{}).(time.Time); ok && time.Until(b) > 0 {
-		t := time.NewTimer(time.Until(b))
+	if wait := time.Until(patience(ctx)); wait > 0 {
+		t := time.NewTimer(wait)
 		select {
 		case <-c.done:
 			t.Stop()
