@@ -245,7 +245,7 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
-// A new acquisition's attempt abandoned at its ctx's end (a client that
+// A new acquisition's attempt abandoned at its deadline (a client that
 // does not honour deadlines on reads) resolves its late reply itself
 // (late.go).
 func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {

@@ -173,7 +173,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 // tryAcquire runs the acquire script once. A reply lost to a transport
 // error or a cancelled ctx is settled: the permits are either held (taken)
 // or the attempt is marked aborted so that no copy of it takes them later.
-// An attempt abandoned at its ctx's end (a client that does not honour
+// An attempt abandoned at its deadline (a client that does not honour
 // deadlines on reads) resolves its late reply itself (late.go).
 func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, px any) (bool, time.Duration, error) {
 	c := s.c

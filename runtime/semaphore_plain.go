@@ -54,7 +54,7 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // could not, ErrOutcomeUnknown when a reply was lost (the permits may be
 // taken; it tries no more then, nor does go-redis resend the try), the
 // ctx's error or a Redis error. On a client that does not honour deadlines
-// on reads, a try abandoned at its ctx's end whose reply comes after all
+// on reads, a try abandoned at its deadline whose reply comes after all
 // gives back the permits it took (late.go).
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
 	if n < 1 {
