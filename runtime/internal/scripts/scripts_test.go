@@ -237,3 +237,36 @@ func TestCallsAbandonedAtTheirDeadlineHandOnTheirLateReply(t *testing.T) {
 		}
 	}
 }
+
+// A call aside is abandoned at its deadline, not before: one whose ctx is
+// cancelled first, or whose ctx ends before the call it is part of must
+// return (CallBound), waits for a reply on its way, as a client that waits
+// for its reads would.
+func TestCallsAsideWaitForTheirReplyUntilTheirBound(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // ContextTimeoutEnabled off
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := func() (context.Context, context.CancelFunc) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		time.AfterFunc(50*time.Millisecond, cancel)
+		return cctx, cancel
+	}
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithValue(ctx, scripts.CallBound{}, time.Now().Add(time.Minute)), 50*time.Millisecond)
+	}
+	for name, mk := range map[string]func() (context.Context, context.CancelFunc){"cancelled": cancelled, "bounded": bounded} {
+		if err := srv.Client(t).Do(ctx, "client", "pause", 300, "all").Err(); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := mk()
+		n, err := scripts.Do(cctx, rdb, "exists", "k").Int64()
+		cancel()
+		if err != nil || n != 0 {
+			t.Errorf("%s: %d, %v; want the reply after the pause", name, n, err)
+		}
+	}
+}
