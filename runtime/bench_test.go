@@ -18,18 +18,33 @@ import (
 
 // go test -run '^$' -bench . -benchmem ./runtime
 
+// BenchmarkMutexUncontended is one Do on a free lock, through a go-redis
+// client with default options (its calls with a deadline run aside:
+// scripts.Abandoned) and through one that honours deadlines on its reads
+// (ContextTimeoutEnabled: every call inline).
 func BenchmarkMutexUncontended(b *testing.B) {
-	_, _, c := setup(b, nil)
-	ctx := context.Background()
-	m := c.Mutex("bench:uncontended", runtime.LockOptions{})
-	fn := func(context.Context) error { return nil }
-	_ = m.Do(ctx, fn)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := m.Do(ctx, fn); err != nil {
-			b.Fatal(err)
+	for _, timeouts := range []bool{false, true} {
+		name := "default-options"
+		if timeouts {
+			name = "context-timeout"
 		}
+		b.Run(name, func(b *testing.B) {
+			s := redistest.Start(b)
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: timeouts})
+			b.Cleanup(func() { _ = rdb.Close() })
+			c := newClient(b, rdb, nil)
+			ctx := context.Background()
+			m := c.Mutex("bench:uncontended", runtime.LockOptions{})
+			fn := func(context.Context) error { return nil }
+			_ = m.Do(ctx, fn)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := m.Do(ctx, fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // calls bounds the calls that must finish even when their caller gave up
 // (releases, settlements): by the Client's ReleaseTimeout, or by the call a
-// try belongs to (await.Bound). A failure without a reply has the cluster's
+// try belongs to (scripts.WithCallBound). A failure without a reply has the cluster's
 // slot maps re-read (failover.go).
 type calls struct {
 	timeout time.Duration // Options.ReleaseTimeout
@@ -22,7 +21,7 @@ type calls struct {
 // after the release timeout: releases and settlements must finish even when
 // the caller has given up.
 //
-// Within a call with a wait time (see await.Bound) it ends at the call's
+// Within a call with a wait time (see scripts.WithCallBound) it ends at the call's
 // bound instead, if that comes first: what is left over then is settled
 // in the background.
 func (k *calls) detached(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -30,10 +29,10 @@ func (k *calls) detached(ctx context.Context) (context.Context, context.CancelFu
 }
 
 // releaseLimit is when detached work started now must end: after the
-// release timeout, or at the call's bound (await.Bound) if sooner.
+// release timeout, or at the call's bound (scripts.WithCallBound) if sooner.
 func (k *calls) releaseLimit(ctx context.Context) time.Time {
 	limit := time.Now().Add(k.timeout)
-	if b, ok := await.Bound(ctx); ok && b.Before(limit) {
+	if b, ok := scripts.CallBoundOf(ctx); ok && b.Before(limit) {
 		limit = b
 	}
 	return limit
@@ -41,7 +40,7 @@ func (k *calls) releaseLimit(ctx context.Context) time.Time {
 
 // detachedUntil is detached, ending at limit.
 func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
-	if ctx.Value(stayAttached{}) != nil {
+	if ctx.Done() == nil || ctx.Value(stayAttached{}) != nil {
 		return context.WithDeadline(ctx, limit)
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), limit)
@@ -51,24 +50,19 @@ func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Con
 // Client's own background work (package settle) ends with Close.
 type stayAttached struct{}
 
-// retry runs op on ctx and, if that fails without a reply from Redis (a
-// transport error, or ctx cancelled), again on a ctx detached from ctx's
-// cancellation with the release timeout, until it succeeds, Redis replies
-// with an error (which a resend would not change), or the timeout ends.
-// op must be idempotent.
+// retry runs op, and again while it fails without a reply from Redis (a
+// transport error), on a ctx detached from ctx's cancellation that ends at
+// the release limit (releaseLimit), until it succeeds, Redis replies with
+// an error (which a resend would not change), or the limit passes. op
+// must be idempotent.
 //
-// The first attempt ends by the same limit as the rest: a call stuck on a
-// dead connection is not waited out past it.
+// Even the first attempt is detached: one cut short by the caller's
+// cancellation may still run in Redis (on a client that does not honour
+// deadlines on reads it is abandoned, not stopped: scripts.Abandoned), and
+// a resend racing it would find its work done (a release: the hold gone)
+// and report it lost. An attempt abandoned at the limit is the last.
 func (k *calls) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	limit := k.releaseLimit(ctx)
-	fctx, cancel := context.WithDeadline(ctx, limit)
-	v, err := op(fctx)
-	cancel()
-	if err == nil || scripts.IsReply(err) {
-		return v, err
-	}
-	k.slots.failed(err)
-	dctx, cancel := k.detachedUntil(ctx, limit)
+	dctx, cancel := k.detachedUntil(ctx, k.releaseLimit(ctx))
 	defer cancel()
 	return k.retryDetached(dctx, op)
 }

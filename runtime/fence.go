@@ -62,7 +62,7 @@ func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, 
 // Token is the lock's token counter as it stands: the token of the latest
 // acquisition by anyone (0 before the first).
 func (f *FencedLock) Token(ctx context.Context) (int64, error) {
-	n, err := f.c.rdb.Get(ctx, tokenKey(f.key)).Int64()
+	n, err := scripts.Do(ctx, f.c.rdb, "get", tokenKey(f.key)).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

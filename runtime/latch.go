@@ -126,7 +126,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 
 // Count is the latch's count: 0 when it is released or not armed.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	n, err := l.c.rdb.Get(ctx, l.key).Int64()
+	n, err := scripts.Do(ctx, l.c.rdb, "get", l.key).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -166,7 +166,7 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 		return l.fail("await", err)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		n, err := l.c.rdb.Get(ctx, l.key).Int64()
+		n, err := scripts.Do(ctx, l.c.rdb, "get", l.key).Int64()
 		if errors.Is(err, redis.Nil) {
 			return true, 0, nil
 		}

@@ -222,6 +222,10 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	case scripts.IsReply(err), scripts.NotSent(err):
 		return false, 0, err
 	}
+	if p := scripts.Abandoned(err); p != nil && !slices.ContainsFunc(w.counts, func(n int) bool { return n > 0 }) {
+		l.resolveLate(p, w.args, w.ids, marker, px) // gives back what a late reply took
+		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
 	// The script takes all members or none: the first one's count tells
 	// (no other call of this owner on them runs meanwhile).
 	settled, serr := reentrant{}.settle(ctx, l.members[0], w.args[0], attempt{marker: marker, count: w.counts[0]})

@@ -246,6 +246,9 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
+// A new acquisition's attempt abandoned at its deadline (a client that
+// does not honour deadlines on reads) resolves its late reply itself
+// (late.go).
 func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -296,6 +299,10 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 		return false, time.Duration(ttl) * time.Millisecond, nil
 	case scripts.IsReply(err), errors.Is(err, ErrNotReplicated), scripts.NotSent(err):
 		return false, 0, err
+	}
+	if p := scripts.Abandoned(err); p != nil && count == 0 {
+		m.resolveLate(ctx, p, a, at, px)
+		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	settled, serr := m.settleLost(ctx, a, at, px)
 	if serr != nil {
@@ -359,7 +366,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	}
 	c := m.c
 	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
-	if _, err := c.calls.retry(await.WithBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
+	if _, err := c.calls.retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
 	c.settler.Add(settle.Job{
@@ -524,7 +531,7 @@ func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Con
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	n, err := m.c.rdb.Exists(ctx, m.key).Result()
+	n, err := scripts.Do(ctx, m.c.rdb, "exists", m.key).Int64()
 	if err != nil {
 		return false, m.fail("inspect", err)
 	}
@@ -538,7 +545,7 @@ func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := m.c.rdb.HGet(ctx, m.key, m.k.field(hc.Owner())).Int()
+	n, err := scripts.Do(ctx, m.c.rdb, "hget", m.key, m.k.field(hc.Owner())).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -554,17 +561,17 @@ const NoExpiry time.Duration = -1
 // RemainTTL is the time until the lock's lease runs out: 0 when the lock is
 // free, NoExpiry when the key has no expiry.
 func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
-	d, err := m.c.rdb.PTTL(ctx, m.key).Result()
+	ms, err := scripts.Do(ctx, m.c.rdb, "pttl", m.key).Int64()
 	if err != nil {
 		return 0, m.fail("inspect", err)
 	}
 	switch {
-	case d == -2: // go-redis reports PTTL's -2 (no key) and -1 (no expiry) unscaled
+	case ms == -2: // no key
 		return 0, nil
-	case d < 0:
+	case ms < 0: // no expiry
 		return NoExpiry, nil
 	}
-	return d, nil
+	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters that

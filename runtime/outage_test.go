@@ -21,9 +21,9 @@ import (
 // returns within it (+ outageSlack), a single try within ReleaseTimeout,
 // an Unlock within ReleaseTimeout, each kind, with Redis down, cut off by
 // a blackhole, or paused, on a go-redis client that honours ctx deadlines
-// (ContextTimeoutEnabled); with Redis down, on one with go-redis' default
-// options too (a refused dial does not wait on a socket). The error says
-// Redis could not be reached (ErrUnavailable), not that the lock was
+// (ContextTimeoutEnabled) and on one with go-redis' default options (whose
+// socket reads wait out ReadTimeout, 3 s, whatever the ctx). The error
+// says Redis could not be reached (ErrUnavailable), not that the lock was
 // held.
 
 const (
@@ -106,12 +106,7 @@ type outageFault struct {
 	inject func(servers []*redistest.Server, proxies []*faultproxy.Proxy)
 }
 
-var outageFaults = []outageFault{
-	{"down-default-options", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
-		for _, s := range servers {
-			s.Kill()
-		}
-	}},
+var outageFaults = withDefaultOptions([]outageFault{
 	{"down", func(servers []*redistest.Server, _ []*faultproxy.Proxy) {
 		for _, s := range servers {
 			s.Kill()
@@ -128,6 +123,19 @@ var outageFaults = []outageFault{
 		}
 		time.Sleep(20 * time.Millisecond)
 	}},
+})
+
+// defaultOptions ends the name of a fault run on go-redis clients built
+// with default options (ContextTimeoutEnabled off).
+const defaultOptions = "-default-options"
+
+// withDefaultOptions adds to faults each one on clients with default
+// options.
+func withDefaultOptions(faults []outageFault) []outageFault {
+	for _, f := range faults[:len(faults):len(faults)] {
+		faults = append(faults, outageFault{f.name + defaultOptions, f.inject})
+	}
+	return faults
 }
 
 // outageEnv is three servers behind proxies (the first is the Client's,
@@ -161,7 +169,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 	for _, f := range outageFaults {
 		t.Run(f.name, func(t *testing.T) {
 			t.Parallel()
-			c, servers, proxies := outageEnv(t, f.name == "down-default-options")
+			c, servers, proxies := outageEnv(t, strings.HasSuffix(f.name, defaultOptions))
 			ctx := ctxT(t)
 			// A hold of each kind taken while Redis answers, released
 			// during the fault.
@@ -176,6 +184,8 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 				}
 			}
 			f.inject(servers, proxies)
+			var slow slowest
+			defer func() { t.Logf("%s, slowest: %s", f.name, &slow) }()
 			var wg sync.WaitGroup
 			for i, k := range outageKinds {
 				wg.Add(1)
@@ -206,6 +216,11 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 							t.Errorf("%s, wait %v: error %v, want one wrapping %v", k.name, wait, err, want)
 						}
 						log = append(log, fmt.Sprintf("wait %v: %v", wait, took.Round(time.Millisecond)))
+						col := 0 // a wait
+						if wait == 0 {
+							col = 1 // a single try
+						}
+						slow.note(col, k.name, took)
 					}
 					start := time.Now()
 					err := releases[i]()
@@ -215,6 +230,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 					}
 					if !k.noHold {
 						log = append(log, fmt.Sprintf("unlock: %v (%s)", took.Round(time.Millisecond), shortErr(err)))
+						slow.note(2, k.name, took)
 					}
 					t.Logf("%-16s %s", k.name, strings.Join(log, ", "))
 				}()
@@ -222,6 +238,34 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 			wg.Wait()
 		})
 	}
+}
+
+// slowest is the slowest kind of a fault's run for the table in
+// docs/faults.md: a wait of outageWait, a single try, an Unlock.
+type slowest struct {
+	mu    sync.Mutex
+	took  [3]time.Duration
+	kinds [3]string
+}
+
+// note records a call of column col (0: a wait, 1: a single try, 2: an
+// Unlock).
+func (s *slowest) note(col int, kind string, took time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if took > s.took[col] {
+		s.took[col], s.kinds[col] = took, kind
+	}
+}
+
+func (s *slowest) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cols []string
+	for i, what := range []string{"wait", "single try", "unlock"} {
+		cols = append(cols, fmt.Sprintf("%s %v (%s)", what, s.took[i].Round(time.Millisecond), s.kinds[i]))
+	}
+	return strings.Join(cols, ", ")
 }
 
 func shortErr(err error) string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +55,7 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 	count, px := c.reg.State(id, 0)
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
-		n, err := via.HGet(ctx, m.key, a.FieldID()).Int()
+		n, err := scripts.Do(ctx, via, "hget", m.key, a.FieldID()).Int()
 		if errors.Is(err, redis.Nil) {
 			n, err = 0, nil
 		}
@@ -141,7 +142,7 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 // taken after its reply (and token) was lost.
 func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
 	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
-		return m.c.rdb.Get(ctx, tokenKey(m.key)).Int64()
+		return scripts.Do(ctx, m.c.rdb, "get", tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {
 		*fence = n
@@ -165,4 +166,28 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 		return acquire(ctx, m, a, again)
 	})
 	return err == nil && n == 0, err
+}
+
+// resolveLate takes over an acquire attempt at that a new acquisition of
+// the lock (the owner had none of it) abandoned (late.go: late replies),
+// in the owner's turn. The
+// caller gets no hold from it, so the owner's outcome on the lock is
+// unknown until the call's outcome comes; then the owner's count in Redis
+// is brought back to the client's (reconcile: what the call took is given
+// back), once nothing of the request can still arrive: at once after a
+// reply, after its settlement (settle.lua) when no reply will come. A
+// waiter it queued is withdrawn (leave, with the values of ctx, the try's:
+// they tell whether its owner is one of its own).
+func (m *Mutex) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
+	gen := m.c.reg.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()})
+	p.Then(func(cmd *redis.Cmd) {
+		if replied(cmd.Err()) {
+			m.settleLater(a, nil, px, gen)
+		} else {
+			m.settleLater(a, &at, px, gen)
+		}
+		if at.waiting {
+			m.leave(ctx, a)
+		}
+	})
 }

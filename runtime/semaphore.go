@@ -174,6 +174,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 // tryAcquire runs the acquire script once. A reply lost to a transport
 // error or a cancelled ctx is settled: the permits are either held (taken)
 // or the attempt is marked aborted so that no copy of it takes them later.
+// An attempt abandoned at its deadline (a client that does not honour
+// deadlines on reads) resolves its late reply itself (late.go).
 func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, px any) (bool, time.Duration, error) {
 	c := s.c
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.rdb, 4, []any{
@@ -189,6 +191,10 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 		return false, time.Duration(ttl) * time.Millisecond, nil
 	case scripts.IsReply(err), scripts.NotSent(err):
 		return false, 0, err
+	}
+	if p := scripts.Abandoned(err); p != nil {
+		s.resolveLate(p, a, marker) // gives back what a late reply took
+		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	took, serr := c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{

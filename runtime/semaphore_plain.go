@@ -54,7 +54,9 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // take n permits. It returns an error wrapping ErrNotAcquired when it
 // could not, ErrOutcomeUnknown when a reply was lost (the permits may be
 // taken; it tries no more then, nor does go-redis resend the try), the
-// ctx's error or a Redis error.
+// ctx's error or a Redis error. On a client that does not honour deadlines
+// on reads, a try abandoned at its deadline whose reply comes after all
+// gives back the permits it took (late.go).
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
 	if n < 1 {
 		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
@@ -69,6 +71,9 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 			return took == 1, -1, nil // no leases: sleep until a release
 		case scripts.IsReply(err), scripts.NotSent(err):
 			return false, 0, err
+		}
+		if pd := scripts.Abandoned(err); pd != nil {
+			p.resolveLate(pd, n) // gives back what a late reply took
 		}
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
@@ -112,7 +117,7 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
-	n, err := p.c.rdb.Get(ctx, p.key).Int()
+	n, err := scripts.Do(ctx, p.c.rdb, "get", p.key).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -215,7 +215,9 @@ func TestCloseDoesNotWaitOutAReadTimeoutOfABackgroundSettlement(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	loseAnAcquire(t, c.Mutex("settler:close-read-timeout", runtime.LockOptions{}), p)
-	time.Sleep(100 * time.Millisecond) // the background settlement is in its first attempt
+	// The acquire, abandoned at its deadline, waits out its read; then
+	// the background settlement is in its first attempt.
+	time.Sleep(readTimeout + 100*time.Millisecond)
 	start := time.Now()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // The wait loop's decisions that need no server: single tries, the
@@ -57,7 +58,7 @@ func TestASingleTryReportsWhatRedisAnswered(t *testing.T) {
 	}
 	var bounded bool
 	probe := func(ctx context.Context) (bool, time.Duration, error) {
-		b, ok := await.Bound(ctx)
+		b, ok := scripts.CallBoundOf(ctx)
 		d, _ := ctx.Deadline()
 		bounded = ok && b.Equal(d) && time.Until(b) <= l.SingleTry
 		return true, 0, nil

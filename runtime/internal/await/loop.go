@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Loop is a Client's side of waiting: the hub its waiters sleep in, and
@@ -322,13 +323,13 @@ func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 }
 
 // boundedTry runs try under a ctx that ends at by (none if zero) and
-// carries it (WithBound), so that what the try does detached ends there
+// carries it (scripts.WithCallBound), so that what the try does detached ends there
 // too.
 func boundedTry(ctx context.Context, by time.Time, try Try) (bool, time.Duration, error) {
 	if by.IsZero() {
 		return try(ctx)
 	}
-	tctx, cancel := context.WithDeadline(WithBound(ctx, by), by)
+	tctx, cancel := context.WithDeadline(scripts.WithCallBound(ctx, by), by)
 	defer cancel()
 	return try(tctx)
 }

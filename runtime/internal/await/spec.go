@@ -99,19 +99,3 @@ const TTLWaiterFirst time.Duration = -2
 // LastTryGrace is how long the try at the end of a wait may take (a round
 // trip, with room): what a call may take past its wait.
 const LastTryGrace = 10 * time.Millisecond
-
-// bound is the ctx key of a call's bound (see Bound).
-type bound struct{}
-
-// WithBound returns ctx carrying by as the time by which the call a try
-// belongs to must return: detached work within the try (settling a lost
-// reply, leaving a queue) ends there too.
-func WithBound(ctx context.Context, by time.Time) context.Context {
-	return context.WithValue(ctx, bound{}, by)
-}
-
-// Bound returns the bound ctx carries (WithBound), if any.
-func Bound(ctx context.Context) (time.Time, bool) {
-	b, ok := ctx.Value(bound{}).(time.Time)
-	return b, ok
-}

@@ -39,7 +39,14 @@ type Runner interface {
 // Loading first keeps the send proof (see NotSent) after a NOSCRIPT: a
 // failed load means the script never ran. Only the last-resort EVAL is not
 // probed, so its failures count as sent.
+//
+// It returns by ctx's deadline on any client: on one that does not honour
+// it on a socket read, the call may be abandoned (see Abandoned); args then
+// stay with the call, so the caller must not reuse them.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	if aside(ctx, rdb) {
+		return runAside(ctx, rdb, sc, numKeys, args, false, false)
+	}
 	return sc.run(ctx, rdb, numKeys, args, false)
 }
 
@@ -49,8 +56,12 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 // connection breaks or a read times out after the command was written.
 // A failure without a reply is then the outcome of the only copy sent.
 // A NOSCRIPT reply is not a failed attempt (the script did not run):
-// loading and sending again is not a resend.
+// loading and sending again is not a resend. It returns by ctx's deadline
+// as Run does.
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	if aside(ctx, rdb) {
+		return runAside(ctx, rdb, sc, numKeys, args, true, false)
+	}
 	return sc.run(ctx, rdb, numKeys, args, true)
 }
 

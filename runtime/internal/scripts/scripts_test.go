@@ -2,8 +2,10 @@ package scripts_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -181,5 +183,90 @@ func TestRunOnceSendsEveryCopyWithoutRetries(t *testing.T) {
 				t.Errorf("latch count %d, want 1", n)
 			}
 		})
+	}
+}
+
+// On a client that reads its sockets with ReadTimeout alone (go-redis'
+// default options), a call returns by its ctx's deadline all the same
+// (before the server, paused longer, answers): it is abandoned, its outcome unknown (neither a reply nor "not sent"), and
+// the reply that comes later, from a server that was only slow, is handed
+// to the caller's Then. A call answered in time is not abandoned.
+func TestCallsAbandonedAtTheirDeadlineHandOnTheirLateReply(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // ContextTimeoutEnabled off, ReadTimeout 3s
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Set(ctx, "latch", 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]func(context.Context) *redis.Cmd{
+		"script": func(ctx context.Context) *redis.Cmd {
+			return scripts.LatchDelete.Run(ctx, rdb, 2, []any{scripts.Header: "latch", "channel", "publish"})
+		},
+		"command": func(ctx context.Context) *redis.Cmd { return scripts.Do(ctx, rdb, "exists", "latch") },
+	}
+	for name, call := range calls {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		if err := call(cctx).Err(); err != nil {
+			t.Fatalf("%s answered in time: %v", name, err)
+		}
+		cancel()
+	}
+	if err := srv.Client(t).Do(ctx, "client", "pause", 600, "all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	late := make(chan string, len(calls))
+	for name, call := range calls {
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		err := call(cctx).Err()
+		cancel()
+		p := scripts.Abandoned(err)
+		if p == nil || !errors.Is(err, context.DeadlineExceeded) || scripts.NotSent(err) || scripts.IsReply(err) {
+			t.Fatalf("%s on a paused server: %v, want an abandoned call, outcome unknown", name, err)
+		}
+		p.Then(func(cmd *redis.Cmd) { late <- fmt.Sprintf("%s: %v %v", name, cmd.Val(), cmd.Err()) })
+	}
+	for range calls {
+		select {
+		case got := <-late:
+			if !strings.HasSuffix(got, " <nil>") {
+				t.Errorf("late outcome %s, want a reply", got)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no late outcome 5 s after the pause")
+		}
+	}
+}
+
+// A call aside is abandoned at its deadline, not before: one whose ctx is
+// cancelled first, or whose ctx ends before the call it is part of must
+// return (CallBound), waits for a reply on its way, as a client that waits
+// for its reads would.
+func TestCallsAsideWaitForTheirReplyUntilTheirBound(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()}) // ContextTimeoutEnabled off
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	cancelled := func() (context.Context, context.CancelFunc) {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		time.AfterFunc(50*time.Millisecond, cancel)
+		return cctx, cancel
+	}
+	bounded := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(scripts.WithCallBound(ctx, time.Now().Add(time.Minute)), 50*time.Millisecond)
+	}
+	for name, mk := range map[string]func() (context.Context, context.CancelFunc){"cancelled": cancelled, "bounded": bounded} {
+		if err := srv.Client(t).Do(ctx, "client", "pause", 300, "all").Err(); err != nil {
+			t.Fatal(err)
+		}
+		cctx, cancel := mk()
+		n, err := scripts.Do(cctx, rdb, "exists", "k").Int64()
+		cancel()
+		if err != nil || n != 0 {
+			t.Errorf("%s: %d, %v; want the reply after the pause", name, n, err)
+		}
 	}
 }

@@ -1,0 +1,228 @@
+package scripts
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Calls that return by their deadline on any client.
+//
+// go-redis honours a ctx while it waits for a pool connection, dials, and
+// between its retries, but on a socket read only when the client was built
+// with ContextTimeoutEnabled: with go-redis' default options it reads with
+// ReadTimeout alone (3 s), so a call stuck on a connection to a server
+// that stopped answering (a blackhole, a paused server) outlives its
+// deadline by that much. On such a client a call whose ctx has a deadline
+// runs on a goroutine of its own, and its caller stops waiting at the
+// ctx's deadline (or at its call's bound, if later; a cancellation before then is
+// not a bound, and is waited out): the call is abandoned, not cancelled. It goes on to its reply or to its read's timeout (go-redis
+// resends nothing then: its ctx is done before its retry's pause ends),
+// and the caller decides (Pending.Then) what is done with that outcome
+// when it comes. A late reply is a real one: what the call took is taken,
+// and only its caller knows how to give it back. A caller that does not
+// look (Abandoned) sees a reply lost in transit.
+//
+// A client that honours deadlines (ContextTimeoutEnabled, the watchdog's
+// own client) runs every call inline: no goroutine, no allocation.
+
+// A Pending is the outcome of an abandoned call, still to come.
+type Pending struct {
+	mu   sync.Mutex
+	cmd  *redis.Cmd // the outcome, once it came
+	then func(*redis.Cmd)
+}
+
+// Then has f called with the call's outcome when it comes, on the call's
+// goroutine, or at once on a goroutine of its own if it came already. The
+// outcome is a reply, a NotSent error, or a transport error after which
+// no reply will ever come. Call it at most once.
+func (p *Pending) Then(f func(cmd *redis.Cmd)) {
+	p.mu.Lock()
+	if cmd := p.cmd; cmd != nil {
+		p.mu.Unlock()
+		go f(cmd)
+		return
+	}
+	p.then = f
+	p.mu.Unlock()
+}
+
+func (p *Pending) deliver(cmd *redis.Cmd) {
+	p.mu.Lock()
+	p.cmd = cmd
+	f := p.then
+	p.mu.Unlock()
+	if f != nil {
+		f(cmd)
+	}
+}
+
+// abandonedError is the error of a call its caller stopped waiting for.
+type abandonedError struct {
+	err error // the ctx's
+	p   *Pending
+}
+
+func (e *abandonedError) Error() string {
+	return "no reply by the end of the call (the command may still run): " + e.err.Error()
+}
+
+func (e *abandonedError) Unwrap() error { return e.err }
+
+// Abandoned returns the outcome still to come of the call that failed
+// with err because its caller stopped waiting for it, or nil when err is
+// no such error. The outcome is unknown until then, as after a lost reply:
+// NotSent and IsReply are false for err.
+func Abandoned(err error) *Pending {
+	var ae *abandonedError
+	if errors.As(err, &ae) {
+		return ae.p
+	}
+	return nil
+}
+
+// aside reports whether a call on ctx through rdb runs on a goroutine of
+// its own: ctx has a deadline that rdb would not honour on a socket read.
+func aside(ctx context.Context, rdb Runner) bool {
+	if _, ok := ctx.Deadline(); !ok {
+		return false
+	}
+	switch r := rdb.(type) {
+	case *redis.Client:
+		return !r.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return !r.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// callBound, as a ctx value (a time.Time: WithCallBound), is when the
+// call a command is part of must return (a waiter's try: package await).
+// Detached work within it (settling a lost reply, leaving a queue) ends
+// there too (package runtime's calls). A command whose ctx ends before that (cancelled,
+// or at the deadline of a hold's ctx that ended meanwhile) is abandoned
+// only then: a reply on its way is worth having, as a client that waits
+// for its reads would have it; abandoned, its outcome is unknown, and the
+// caller may have to settle it.
+type callBound struct{}
+
+// WithCallBound returns ctx carrying by as the bound of the call its
+// commands are part of (see callBound).
+func WithCallBound(ctx context.Context, by time.Time) context.Context {
+	return context.WithValue(ctx, callBound{}, by)
+}
+
+// CallBoundOf returns the bound ctx carries (WithCallBound), if any.
+func CallBoundOf(ctx context.Context) (time.Time, bool) {
+	b, ok := ctx.Value(callBound{}).(time.Time)
+	return b, ok
+}
+
+// patience is when a command whose ctx is done is abandoned: at its
+// deadline (a cancellation before it is waited out, as a client that
+// waits for its reads would), or at its call's bound if that is later.
+func patience(ctx context.Context) time.Time {
+	limit, _ := ctx.Deadline()
+	if b, ok := CallBoundOf(ctx); ok && b.After(limit) {
+		limit = b
+	}
+	return limit
+}
+
+// A call is one command run aside. Calls are pooled: one that ended in
+// time goes back to the pool, so a call aside costs the goroutine alone;
+// an abandoned one stays with its goroutine.
+type call struct {
+	ctx     context.Context
+	rdb     Runner
+	sc      Script
+	numKeys int
+	args    []any
+	once    bool // sc.run's
+	plain   bool // args is a plain command (Do), not a script's
+
+	mu        sync.Mutex
+	cmd       *redis.Cmd
+	abandoned *Pending
+	done      chan struct{} // cap 1: the outcome came while the caller waited
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+
+// runAside runs sc (or, plain, the command args) on a goroutine and
+// returns its outcome, or an abandoned call's error if ctx ends first.
+// The goroutine keeps args: the caller must not reuse them.
+func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []any, once, plain bool) *redis.Cmd {
+	c := callPool.Get().(*call)
+	c.ctx, c.rdb, c.sc, c.numKeys, c.args, c.once, c.plain = ctx, rdb, sc, numKeys, args, once, plain
+	go c.run()
+	select {
+	case <-c.done:
+		return c.recycle()
+	case <-ctx.Done():
+	}
+	if wait := time.Until(patience(ctx)); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-c.done:
+			t.Stop()
+			return c.recycle()
+		case <-t.C:
+		}
+	}
+	c.mu.Lock()
+	if c.cmd != nil { // it came meanwhile
+		c.mu.Unlock()
+		<-c.done
+		return c.recycle()
+	}
+	p := new(Pending)
+	c.abandoned = p
+	c.mu.Unlock()
+	cmd := redis.NewCmd(ctx)
+	cmd.SetErr(&abandonedError{err: ctx.Err(), p: p})
+	return cmd
+}
+
+func (c *call) run() {
+	var cmd *redis.Cmd
+	if c.plain {
+		cmd = redis.NewCmd(c.ctx, c.args...)
+		_ = c.rdb.Process(c.ctx, cmd)
+	} else {
+		cmd = c.sc.run(c.ctx, c.rdb, c.numKeys, c.args, c.once)
+	}
+	c.mu.Lock()
+	c.cmd = cmd
+	p := c.abandoned
+	c.mu.Unlock()
+	if p == nil {
+		c.done <- struct{}{} // the last touch: the caller recycles c
+		return
+	}
+	p.deliver(cmd)
+}
+
+// recycle returns c's outcome and puts c back in the pool.
+func (c *call) recycle() *redis.Cmd {
+	cmd := c.cmd
+	c.ctx, c.rdb, c.sc, c.args, c.cmd = nil, nil, Script{}, nil, nil
+	callPool.Put(c)
+	return cmd
+}
+
+// Do sends a plain command (GET, PTTL, ...) that returns by ctx's
+// deadline as Run does; its late outcome, if abandoned, is dropped unless
+// the caller asks for it (Abandoned).
+func Do(ctx context.Context, rdb Runner, args ...any) *redis.Cmd {
+	if aside(ctx, rdb) {
+		return runAside(ctx, rdb, Script{}, 0, args, false, true)
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	_ = rdb.Process(ctx, cmd)
+	return cmd
+}

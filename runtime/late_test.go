@@ -1,0 +1,149 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// A wait on a go-redis client with default options (a socket read waits
+// out ReadTimeout, 3 s) that ends while its try's reply is still on its
+// way from a server that is only slow (CLIENT PAUSE WRITE, longer than
+// the wait, shorter than ReadTimeout) returns on time, and its late reply
+// is resolved when it comes: a lock it took on a free lock is given back,
+// a waiter it queued behind a holder is withdrawn, and no request marker
+// is left (nothing was handed to settlement).
+
+// lateKind is one kind under TestAbandonedWaitsGiveBackWhatTheirLateRepliesTook:
+// acquire takes it (the release func or an error), clean reports what is
+// left in Redis that should not be once nobody holds it ("": nothing).
+type lateKind struct {
+	name    string
+	acquire func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error)
+	clean   func(ctx context.Context, rdb *redis.Client) string
+}
+
+// leftKeys lists the keys of rdb but those allowed (by prefix), the
+// Clients' owner labels, and the plain semaphore every test arms: a lock
+// leaves nothing when free, but a fenced lock's token counter.
+func leftKeys(allowed ...string) func(ctx context.Context, rdb *redis.Client) string {
+	return func(ctx context.Context, rdb *redis.Client) string {
+		keys, err := rdb.Keys(ctx, "*").Result()
+		if err != nil {
+			return err.Error()
+		}
+		allowed := append(allowed, "lockgen_owner:", "out:plain")
+		keys = slices.DeleteFunc(keys, func(k string) bool {
+			return slices.ContainsFunc(allowed, func(p string) bool { return strings.HasPrefix(k, p) })
+		})
+		if len(keys) == 0 {
+			return ""
+		}
+		slices.Sort(keys)
+		return fmt.Sprint(keys)
+	}
+}
+
+// freeCount reports a semaphore whose free count is not n, or that has
+// held permits (key timeouts: a permit-expirable semaphore's).
+func freeCount(key, timeouts string, n int) func(ctx context.Context, rdb *redis.Client) string {
+	return func(ctx context.Context, rdb *redis.Client) string {
+		free, err := rdb.Get(ctx, key).Int()
+		if err != nil && err != redis.Nil {
+			return err.Error()
+		}
+		held := int64(0)
+		if timeouts != "" {
+			held = rdb.ZCard(ctx, timeouts).Val()
+		}
+		if free != n || held != 0 {
+			return fmt.Sprintf("free count %d, %d held permits, want %d and none", free, held, n)
+		}
+		return ""
+	}
+}
+
+var lateKinds = []lateKind{
+	{"reentrant", outageKinds[0].acquire, leftKeys()},
+	{"fair", outageKinds[1].acquire, leftKeys()},
+	{"read", outageKinds[2].acquire, leftKeys()},
+	{"write", outageKinds[3].acquire, leftKeys()},
+	{"multi-atomic", outageKinds[4].acquire, leftKeys()},
+	{"multi-in-order", outageKinds[5].acquire, leftKeys()},
+	{"fenced", outageKinds[7].acquire, leftKeys("redisson_lock_token")},
+	{"semaphore", func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		s := c.Semaphore("out:sem", runtime.SemaphoreOptions{Permits: 1})
+		h, err := s.TryAcquire(ctx, 1, wait)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { return s.Release(h) }, nil
+	}, freeCount("out:sem", "{out:sem}:timeout", 1)},
+	{"plain-semaphore", func(ctx context.Context, c *runtime.Client, wait time.Duration) (func() error, error) {
+		p := c.PlainSemaphore("out:plain", "plain")
+		if err := p.TryAcquire(ctx, 1, wait); err != nil {
+			return nil, err
+		}
+		return func() error { return p.Release(ctx, 1) }, nil
+	}, freeCount("out:plain", "", 1)},
+}
+
+func TestAbandonedWaitsGiveBackWhatTheirLateRepliesTook(t *testing.T) {
+	for _, k := range lateKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.Start(t)
+			admin := s.Client(t)
+			ctx := ctxT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()}) // default options
+			t.Cleanup(func() { _ = rdb.Close() })
+			c := newClient(t, rdb, nil)
+			// The holder, and the probe that finds the lock free in the
+			// end, are another process.
+			other := newClient(t, redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true}), nil)
+			if _, err := other.PlainSemaphore("out:plain", "plain").TrySetPermits(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			for _, held := range []bool{false, true} {
+				release := func() error { return nil }
+				if held {
+					var err error
+					if release, err = k.acquire(ctx, other, 0); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := admin.Do(ctx, "client", "pause", 500, "write").Err(); err != nil {
+					t.Fatal(err)
+				}
+				rel, err := k.acquire(ctx, c, 100*time.Millisecond)
+				if err == nil {
+					_ = rel()
+					t.Fatalf("held %v: acquired on a paused server", held)
+				}
+				t.Logf("held %v: %v", held, err)
+				if err := release(); err != nil {
+					t.Fatalf("held %v: the holder's release: %v", held, err)
+				}
+				eventually(t, 5*time.Second, fmt.Sprintf("held %v: the lock free again", held), func() bool {
+					rel, err := k.acquire(ctx, other, 0)
+					return err == nil && rel() == nil
+				})
+				left := k.clean(ctx, admin)
+				for end := time.Now().Add(5 * time.Second); left != "" && time.Now().Before(end); left = k.clean(ctx, admin) {
+					time.Sleep(5 * time.Millisecond)
+				}
+				if left != "" {
+					t.Fatalf("held %v: left behind 5 s after: %s", held, left)
+				}
+			}
+		})
+	}
+}
