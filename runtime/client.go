@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
@@ -78,8 +79,8 @@ type Client struct {
 	wd           watchdog
 	label        ownerLabel      // who this client is, for lockgen inspect (label.go)
 	closeRenewal func() error    // closes the watchdog's own client, if any
-	slots        *slotMaps       // re-reads the cluster's slot maps after a failure (failover.go)
-	calls        calls           // bounds releases and settlements (calls.go)
+	slots        *calls.SlotMaps // re-reads the cluster's slot maps after a failure (package calls)
+	calls        calls.Limits    // bounds releases and settlements (package calls)
 	settler      *settle.Settler // background settlements (package settle)
 	redNodes     []*Client       // one client per RedLock node
 }
@@ -136,18 +137,18 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	// A renewal must end by the deadline it serves: it goes through a
 	// client that honours ctx deadlines (control.go).
 	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
-	c.slots = newSlotMaps(c.closeCh, rdb, renewal)
-	c.calls = calls{timeout: o.ReleaseTimeout, slots: c.slots}
+	c.slots = calls.NewSlotMaps(c.closeCh, rdb, renewal)
+	c.calls = calls.Limits{Timeout: o.ReleaseTimeout, Slots: c.slots}
 	c.settler = c.newSettler()
 	c.sharded = hub.ChooseSharded(rdb, c.cluster, o.PubSub.forced(), c.log)
 	if c.sharded {
 		c.publish = "spublish"
 	}
-	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.failed})
+	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.Failed})
 	c.waits = await.Loop{
 		Hub: c.hub, SingleTry: o.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
 		Running: func(ctx context.Context) bool { return c.reg.Of(ctx) != nil },
-		Failed:  c.slots.failed,
+		Failed:  c.slots.Failed,
 		// A Client that waits is named in Redis (its owner label: the
 		// watchdog loop writes it), so lockgen inspect can tell whose
 		// waiters these are before it holds anything.
@@ -209,9 +210,9 @@ func (c *Client) warn(msg string, args ...any) { c.warned.warn(c.log, msg, args.
 // socket. Its ctx stays attached (see detached): Close ends it.
 func (c *Client) newSettler() *settle.Settler {
 	return settle.New(settle.Config{
-		Life:   context.WithValue(c.life, stayAttached{}, true),
+		Life:   calls.StayAttached(c.life),
 		Try:    min(c.opts.ReleaseTimeout, time.Second),
-		Failed: c.slots.reload,
+		Failed: c.slots.Reload,
 	})
 }
 

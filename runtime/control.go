@@ -57,7 +57,7 @@ func deadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalC
 		// go-redis' dial retries (5, 100 ms apart) would keep a renewal
 		// on it for 400 ms a try, past the promotion of its replica. The
 		// watchdog sends again soon, on the slot map as it is by then
-		// (failover.go).
+		// (package calls).
 		own.DialerRetries = 1
 		own.PushNotificationProcessor = nil
 		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}

@@ -91,7 +91,7 @@
 // owner's next call on that lock first re-reads its count in Redis and
 // gives back what a lost request took, so a retry is never mistaken for a
 // resend. On Redis Cluster, a call that fails without a reply has the
-// Client's cluster clients re-read the slot map at once (failover.go), so
+// Client's cluster clients re-read the slot map at once (package calls), so
 // that after a failover renewals, waiters, releases and settlements reach
 // the promoted replica within a few hundred milliseconds, not at go-redis'
 // next periodic reload (every 10 s by default). Errors are *LockError

@@ -106,7 +106,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	if queued || o.Queued {
 		records = "1"
 	}
-	n, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
 			a.Owner, c.publish, field, px, names.lockCh, across, own, records, names.channel,

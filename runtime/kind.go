@@ -111,7 +111,7 @@ func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (
 	if at.via != nil {
 		via = at.via
 	}
-	n, err := c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Settle.Run(ctx, via, 2, []any{
 			3: a.Key, at.marker,
 			a.Field, at.count, c.markerTTL,

@@ -306,7 +306,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	defer c.reg.ExitAll(ids)
 	for j, id := range ids {
 		if i := live[j]; c.reg.Unknown(id) {
-			rctx, cancel := c.calls.detached(acqs[i].Parent)
+			rctx, cancel := c.calls.Detached(acqs[i].Parent)
 			_ = l.members[i].reconcile(rctx, args[i])
 			cancel()
 		}
@@ -366,7 +366,7 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts 
 		cmdArgs = append(cmdArgs, n)
 	}
 	var res []int64
-	_, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
+	_, err := c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		var err error
 		res, err = scripts.MultiRelease.Run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
 		return 0, err

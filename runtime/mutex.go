@@ -366,7 +366,7 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 	}
 	c := m.c
 	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
-	if _, err := c.calls.retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
+	if _, err := c.calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
 	c.settler.Add(settle.Job{
@@ -408,7 +408,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	_, _, _ = m.c.reg.Enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.c.reg.Exit(id)
 	if m.c.reg.Unknown(id) {
-		rctx, cancel := m.c.calls.detached(acq.Parent)
+		rctx, cancel := m.c.calls.Detached(acq.Parent)
 		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}
@@ -483,7 +483,7 @@ func (m *Mutex) releaseVia(ctx context.Context, via scripts.Runner, a lockArgs, 
 		lease = c.opts.WatchdogTimeout // not applied: the last hold deletes the key
 	}
 	r := attempt{via: via, px: c.leaseArg(max(lease, minLease)), count: count}
-	n, err := c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})
 	if errors.Is(err, redis.Nil) {
@@ -636,7 +636,7 @@ func (m *Mutex) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (
 // undo drops the one count of the hold that attempt at took.
 func (m *Mutex) undo(ctx context.Context, a lockArgs, at attempt) {
 	u := attempt{via: at.via, px: at.px, count: at.count + 1}
-	if _, err := m.c.calls.retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
+	if _, err := m.c.calls.Retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
 		m.c.warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}
 }

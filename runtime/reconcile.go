@@ -141,7 +141,7 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 // readFence sets *fence to the token counter, for an acquisition settled as
 // taken after its reply (and token) was lost.
 func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
-	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := m.c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Do(ctx, m.c.rdb, "get", tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {
@@ -162,7 +162,7 @@ func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
 func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Mutex, lockArgs, attempt) (int64, error)) (bool, error) {
 	again := at
 	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
-	n, err := m.c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := m.c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
 		return acquire(ctx, m, a, again)
 	})
 	return err == nil && n == 0, err

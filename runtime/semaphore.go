@@ -196,7 +196,7 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 		s.resolveLate(p, a, marker) // gives back what a late reply took
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	took, serr := c.calls.settle(ctx, func(ctx context.Context) (int64, error) {
+	took, serr := c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
 			3: s.timeouts, marker,
 			a.FieldID()[:permitIDLen], c.markerTTL,
@@ -263,7 +263,7 @@ func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
 // resend finds the ids gone and changes nothing). It returns the number of
 // permits freed.
 func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int64, error) {
-	return s.c.calls.retry(ctx, func(ctx context.Context) (int64, error) {
+	return s.c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return s.releaseOnce(ctx, s.c.rdb, a, marker)
 	})
 }

@@ -90,7 +90,7 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	if n < 1 {
 		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
 	}
-	dctx, cancel := p.c.calls.detached(ctx)
+	dctx, cancel := p.c.calls.Detached(ctx)
 	defer cancel()
 	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
 	switch {

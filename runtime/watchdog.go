@@ -163,7 +163,7 @@ func (w *watchdog) renewJob(batches [][]*hold, extra map[*hold][]string) {
 	defer cancel()
 	sent := time.Now()
 	cmds, err := w.runRenewals(ctx, batches, extra, c.wdLease)
-	c.slots.failed(err) // a dead master: its replica may serve the slots by now
+	c.slots.Failed(err) // a dead master: its replica may serve the slots by now
 
 	renewed := 0
 	now := time.Now()

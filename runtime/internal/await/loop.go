@@ -221,7 +221,7 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 			err = fmt.Errorf("%w: %w", errs.Unavailable, err) // as a single try's
 		}
 		return waitDone, 0, err
-	case err != nil && wt.ctx.Err() == nil && Unreachable(err):
+	case err != nil && wt.ctx.Err() == nil && scripts.Unreachable(err):
 		return wt.unreachable(err)
 	case err != nil || acquired:
 		return waitDone, 0, err

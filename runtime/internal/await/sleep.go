@@ -1,19 +1,12 @@
 package await
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // sleepTimers holds stopped timers for waits: a wait that sleeps takes one
@@ -82,17 +75,4 @@ func (wt *waiting) deferFirstTry() error {
 		return wt.sleep(w, limit(hub.HandoffWait-time.Since(start)))
 	}
 	return nil
-}
-
-// Unreachable reports whether err says Redis could not be reached (no
-// reply: refused, reset, timed out, pool exhausted), as opposed to a reply
-// or an error of lockgen's own.
-func Unreachable(err error) bool {
-	if err == nil || scripts.IsReply(err) {
-		return false
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errs.OutcomeUnknown) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
 }

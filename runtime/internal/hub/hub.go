@@ -62,7 +62,7 @@ type Config struct {
 	// Failed, when set, is told why each connection failed (nil when it
 	// was found half-open or the server dropped its channels), from the
 	// hub's goroutines, under its lock: it must not block. The runtime
-	// re-reads a cluster's slot maps then (its failover.go).
+	// re-reads a cluster's slot maps then (package calls).
 	Failed func(error)
 }
 

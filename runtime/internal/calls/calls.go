@@ -1,56 +1,64 @@
-package runtime
+package calls
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// calls bounds the calls that must finish even when their caller gave up
-// (releases, settlements): by the Client's ReleaseTimeout, or by the call a
-// try belongs to (scripts.WithCallBound). A failure without a reply has the cluster's
-// slot maps re-read (failover.go).
-type calls struct {
-	timeout time.Duration // Options.ReleaseTimeout
-	slots   *slotMaps
+// Limits bounds the calls that must finish even when their caller gave
+// up (releases, settlements): by the Client's ReleaseTimeout, or by the
+// call a try belongs to (scripts.WithCallBound). A failure without a reply
+// has the cluster's slot maps re-read (SlotMaps).
+type Limits struct {
+	Timeout time.Duration // Options.ReleaseTimeout
+	Slots   *SlotMaps
 }
 
-// detached returns a ctx that survives the caller's cancellation and ends
+// Detached returns a ctx that survives the caller's cancellation and ends
 // after the release timeout: releases and settlements must finish even when
 // the caller has given up.
 //
 // Within a call with a wait time (see scripts.WithCallBound) it ends at the call's
 // bound instead, if that comes first: what is left over then is settled
 // in the background.
-func (k *calls) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+func (k *Limits) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return k.detachedUntil(ctx, k.releaseLimit(ctx))
 }
 
 // releaseLimit is when detached work started now must end: after the
 // release timeout, or at the call's bound (scripts.WithCallBound) if sooner.
-func (k *calls) releaseLimit(ctx context.Context) time.Time {
-	limit := time.Now().Add(k.timeout)
+func (k *Limits) releaseLimit(ctx context.Context) time.Time {
+	limit := time.Now().Add(k.Timeout)
 	if b, ok := scripts.CallBoundOf(ctx); ok && b.Before(limit) {
 		limit = b
 	}
 	return limit
 }
 
-// detachedUntil is detached, ending at limit.
-func (k *calls) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
+// detachedUntil is Detached, ending at limit.
+func (k *Limits) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
 	if ctx.Done() == nil || ctx.Value(stayAttached{}) != nil {
 		return context.WithDeadline(ctx, limit)
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), limit)
 }
 
-// stayAttached, as a ctx value, keeps detached from detaching: the
-// Client's own background work (package settle) ends with Close.
+// stayAttached, as a ctx value (StayAttached), keeps Detached from
+// detaching: the Client's own background work (package settle) ends with
+// Close.
 type stayAttached struct{}
 
-// retry runs op, and again while it fails without a reply from Redis (a
+// StayAttached returns ctx, whose cancellation the calls made under it
+// keep (see stayAttached).
+func StayAttached(ctx context.Context) context.Context {
+	return context.WithValue(ctx, stayAttached{}, true)
+}
+
+// Retry runs op, and again while it fails without a reply from Redis (a
 // transport error), on a ctx detached from ctx's cancellation that ends at
 // the release limit (releaseLimit), until it succeeds, Redis replies with
 // an error (which a resend would not change), or the limit passes. op
@@ -61,38 +69,38 @@ type stayAttached struct{}
 // deadlines on reads it is abandoned, not stopped: scripts.Abandoned), and
 // a resend racing it would find its work done (a release: the hold gone)
 // and report it lost. An attempt abandoned at the limit is the last.
-func (k *calls) retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	dctx, cancel := k.detachedUntil(ctx, k.releaseLimit(ctx))
 	defer cancel()
 	return k.retryDetached(dctx, op)
 }
 
 // retryDetached runs op until it succeeds, Redis replies with an error, or
-// ctx ends (ErrOutcomeUnknown). A failure without a reply has the slot
-// maps re-read before the next attempt (failover.go).
-func (k *calls) retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+// ctx ends (errs.OutcomeUnknown). A failure without a reply has the slot
+// maps re-read before the next attempt (SlotMaps).
+func (k *Limits) retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	backoff := 5 * time.Millisecond
 	for {
 		v, err := op(ctx)
 		if err == nil || scripts.IsReply(err) {
 			return v, err
 		}
-		k.slots.failed(err)
+		k.Slots.Failed(err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return v, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+			return v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
 }
 
-// settle runs op as retryDetached does, on a ctx detached from ctx (see
-// detached): a settlement that must finish even when its caller gave up.
-func (k *calls) settle(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	dctx, cancel := k.detached(ctx)
+// Settle runs op as retryDetached does, on a ctx detached from ctx (see
+// Detached): a settlement that must finish even when its caller gave up.
+func (k *Limits) Settle(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
+	dctx, cancel := k.Detached(ctx)
 	defer cancel()
 	return k.retryDetached(dctx, op)
 }

@@ -1,4 +1,4 @@
-package runtime
+package calls
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ import (
 // lost at its deadline, and a lock the failover freed would sit unused.
 //
 // So every place where a call fails without a reply from Redis tells
-// slotMaps, which has each cluster client of the Client re-read its slot
+// SlotMaps, which has each cluster client of the Client re-read its slot
 // map at once (ReloadState), and those places retry as they do anyway:
 // the watchdog's renewal within the hold's deadline (watchdog.go), a
 // waiter's tries within its wait (package await), releases and settlements
@@ -41,11 +41,11 @@ import (
 // trailingReload: a client's next call then goes to the new master rather
 // than spend go-redis' retries on the dead one first.
 //
-// A nil *slotMaps does nothing. The Client has up to two cluster
+// A nil *SlotMaps does nothing. The Client has up to two cluster
 // clients: the caller's (which the hub subscribes with too, see the hub's
 // subClient) and the watchdog's own renewal client (deadlineClient), which
 // keeps a slot map of its own.
-type slotMaps struct {
+type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
 
@@ -58,9 +58,9 @@ type slotMaps struct {
 // once more: past go-redis' 200 ms cooldown, so the reload runs then.
 const trailingReload = 250 * time.Millisecond
 
-// newSlotMaps keeps the distinct cluster clients among rdbs.
-func newSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *slotMaps {
-	s := &slotMaps{closed: closed}
+// NewSlotMaps keeps the distinct cluster clients among rdbs.
+func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMaps {
+	s := &SlotMaps{closed: closed}
 	for _, rdb := range rdbs {
 		if cc, ok := rdb.(*redis.ClusterClient); ok && !slices.Contains(s.clients, cc) {
 			s.clients = append(s.clients, cc)
@@ -69,19 +69,19 @@ func newSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *slotMap
 	return s
 }
 
-// failed is told of a call that ended with err: when no reply came from
+// Failed is told of a call that ended with err: when no reply came from
 // Redis (unreachable), the node may be dead and its slots served elsewhere
 // by now, so the slot maps are re-read, now and once the failures stop.
 // It does not block.
-func (s *slotMaps) failed(err error) {
-	if s != nil && len(s.clients) > 0 && await.Unreachable(err) {
-		s.reload()
+func (s *SlotMaps) Failed(err error) {
+	if s != nil && len(s.clients) > 0 && scripts.Unreachable(err) {
+		s.Reload()
 	}
 }
 
-// reload has every cluster client re-read its slot map in the background,
-// now and trailingReload after the last call of reload.
-func (s *slotMaps) reload() {
+// Reload has every cluster client re-read its slot map in the background,
+// now and trailingReload after the last call of Reload.
+func (s *SlotMaps) Reload() {
 	if s == nil || len(s.clients) == 0 {
 		return
 	}
@@ -97,7 +97,7 @@ func (s *slotMaps) reload() {
 }
 
 // trail runs the trailing reload once no failure came for trailingReload.
-func (s *slotMaps) trail() {
+func (s *SlotMaps) trail() {
 	s.mu.Lock()
 	if wait := trailingReload - time.Since(s.last); wait > 0 {
 		s.mu.Unlock()
@@ -109,7 +109,7 @@ func (s *slotMaps) trail() {
 	s.reloadNow()
 }
 
-func (s *slotMaps) reloadNow() {
+func (s *SlotMaps) reloadNow() {
 	select {
 	case <-s.closed:
 		return

@@ -1,4 +1,4 @@
-package runtime
+package calls
 
 import (
 	"context"
@@ -43,22 +43,22 @@ func TestSlotMapsReloadOnFailuresAndOnceAfter(t *testing.T) {
 	var a, b reloadCounter
 	closed := make(chan struct{})
 	ca := a.client(t)
-	s := newSlotMaps(closed, ca, b.client(t), ca) // the caller's twice: once
+	s := NewSlotMaps(closed, ca, b.client(t), ca) // the caller's twice: once
 	if len(s.clients) != 2 {
 		t.Fatalf("%d clients, want 2", len(s.clients))
 	}
 
-	s.failed(redis.Nil)
-	s.failed(nil)
+	s.Failed(redis.Nil)
+	s.Failed(nil)
 	time.Sleep(50 * time.Millisecond)
 	if n := len(a.reloads()); n != 0 {
 		t.Fatalf("%d reloads after replies, want 0", n)
 	}
 
 	start := time.Now()
-	s.failed(io.EOF)
+	s.Failed(io.EOF)
 	time.Sleep(100 * time.Millisecond)
-	s.failed(io.ErrUnexpectedEOF) // during the cooldown: the trailing reload moves
+	s.Failed(io.ErrUnexpectedEOF) // during the cooldown: the trailing reload moves
 	last := time.Now()
 	time.Sleep(trailingReload + 400*time.Millisecond)
 	for name, r := range map[string]*reloadCounter{"caller's": &a, "watchdog's": &b} {
@@ -74,15 +74,15 @@ func TestSlotMapsReloadOnFailuresAndOnceAfter(t *testing.T) {
 		}
 	}
 
-	// After Close nothing is reloaded; a nil slotMaps (no cluster) does nothing.
+	// After Close nothing is reloaded; a nil SlotMaps (no cluster) does nothing.
 	close(closed)
 	n := len(a.reloads())
-	s.failed(io.EOF)
+	s.Failed(io.EOF)
 	time.Sleep(trailingReload + 100*time.Millisecond)
 	if got := len(a.reloads()); got != n {
 		t.Errorf("%d reloads after Close", got-n)
 	}
-	var none *slotMaps
-	none.failed(io.EOF)
-	none.reload()
+	var none *SlotMaps
+	none.Failed(io.EOF)
+	none.Reload()
 }
