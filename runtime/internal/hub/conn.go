@@ -3,7 +3,9 @@ package hub
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,10 +79,71 @@ const (
 	receiveWait = time.Second
 )
 
+// links are a Hub's pub/sub connections: one per server, or per master
+// on a cluster with sharded pub/sub (byNode: channels are placed on their
+// slot's master's, route.go), with their health monitor and the hub's own
+// clients (track.go). They subscribe and unsubscribe the entries of the
+// hub's table, and hand it what the server sends (hub.deliver,
+// hub.confirmed).
+type links struct {
+	hub     *Hub
+	log     *slog.Logger
+	failed  func(error) // Config.Failed
+	sharded bool
+	cluster bool // the client is a cluster's: a moved slot is looked up again
+	// byNode: sharded on a cluster, so channels are placed on the
+	// connection of their slot's master (route.go); cc is that cluster.
+	byNode bool
+	cc     *redis.ClusterClient
+	// sub is the client the hub subscribes with (track.go), closeSub
+	// closes it if it is the hub's own; track says whether key tracking
+	// works with it.
+	sub      redis.UniversalClient
+	closeSub func() error
+	track    bool
+	// nodes are the hub's own clients of the masters (byNode), by
+	// address: each one's pub/sub and tracking connections (track.go).
+	// Guarded by mu; closed by Close.
+	nodes map[string]*redis.Client
+
+	// mu guards the connections (conn.go): conns, every subConn's state,
+	// each entry's conn and placing, and the placements (route.go).
+	mu sync.Mutex
+	// conns are the connections by node address (byNode), or the one
+	// at "" (classic pub/sub, or a single server).
+	conns      map[string]*subConn
+	connClosed bool
+	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
+	// failures remembers, by node, the backoff of a connection that
+	// failed young, for the next one to the node (conn.go).
+	failures map[string]failure
+	// unplaced are the channels waiting for their node (route.go); the
+	// router runs from the first one until Close (routeStop).
+	unplaced  []placement
+	routeKick chan struct{}
+	routeStop context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// init sets l up for rdb (nil: a hub that never connects).
+func (l *links) init(rdb redis.UniversalClient) {
+	l.connClosed = rdb == nil
+	if rdb == nil {
+		return
+	}
+	l.cc, l.cluster = rdb.(*redis.ClusterClient)
+	l.byNode = l.cluster && l.sharded
+	l.sub, l.closeSub, l.track = subClient(rdb)
+	if l.byNode {
+		l.nodes = make(map[string]*redis.Client)
+		l.track = true // through a client of its own per master (track.go)
+	}
+}
+
 // subConn is one pub/sub connection.
 type subConn struct {
-	h    *Hub
-	node string // its key in h.conns: the node's address (byNode), or ""
+	l    *links
+	node string // its key in l.conns: the node's address (byNode), or ""
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
 	done chan struct{} // closed when the connection is dropped
@@ -95,13 +158,13 @@ type subConn struct {
 	// also gives its tracking connection (track.go); nil: none.
 	client *redis.Client
 
-	// Health, written by the reader without h.mu (a message costs no
+	// Health, written by the reader without l.mu (a message costs no
 	// shared lock), in Unix nanoseconds.
 	heard     atomic.Bool  // something was received on it
 	lastHeard atomic.Int64 // when something was last received (or the reader started)
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
-	// The rest is guarded by h.mu.
+	// The rest is guarded by l.mu.
 	entries map[string]*entry // channels it carries
 	ops     []subOp           // sends queued for the writer
 	// pending lists, per channel, the subscribes awaiting their
@@ -144,17 +207,17 @@ type subOp struct {
 // with sharded pub/sub, on its slot's master's once the router found it
 // (route.go). After Close it does nothing: the waiters' sleeps end with
 // the caller's close.
-func (h *Hub) subscribeLocked(e *entry) {
-	if h.connClosed {
+func (l *links) subscribeLocked(e *entry) {
+	if l.connClosed {
 		return
 	}
-	if h.byNode {
-		h.placeLocked(placement{e: e})
+	if l.byNode {
+		l.placeLocked(placement{e: e})
 		return
 	}
-	sc := h.conns[""]
+	sc := l.conns[""]
 	if sc == nil {
-		sc = h.newConnLocked("", h.sub)
+		sc = l.newConnLocked("", l.sub)
 	}
 	sc.addLocked(e)
 }
@@ -173,7 +236,7 @@ func (sc *subConn) addLocked(e *entry) {
 
 // unsubscribeLocked drops e's subscription; a sharded connection left with
 // no channel is closed.
-func (h *Hub) unsubscribeLocked(e *entry) {
+func (l *links) unsubscribeLocked(e *entry) {
 	e.placing = false // if it waits for its node, it is never placed
 	sc := e.conn
 	if sc == nil || sc.dead || sc.entries[e.name] != e {
@@ -183,8 +246,8 @@ func (h *Hub) unsubscribeLocked(e *entry) {
 	if sc.track != nil {
 		sc.track.unwatch(e)
 	}
-	if h.sharded && len(sc.entries) == 0 {
-		h.dropLocked(sc)
+	if l.sharded && len(sc.entries) == 0 {
+		l.dropLocked(sc)
 		return
 	}
 	sc.unsubscribing[e.name]++
@@ -214,9 +277,9 @@ type failure struct {
 // subscription does not connect: the writer's first subscribe dials. If
 // the node's last connection failed young, the first send waits out its
 // backoff.
-func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn {
+func (l *links) newConnLocked(node string, client redis.UniversalClient) *subConn {
 	sc := &subConn{
-		h:             h,
+		l:             l,
 		node:          node,
 		kick:          make(chan struct{}, 1),
 		done:          make(chan struct{}),
@@ -224,47 +287,47 @@ func (h *Hub) newConnLocked(node string, client redis.UniversalClient) *subConn 
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
 	}
-	if f, ok := h.failures[node]; ok {
-		delete(h.failures, node)
+	if f, ok := l.failures[node]; ok {
+		delete(l.failures, node)
 		sc.backoff = f.backoff
 		sc.wait = max(0, time.Until(f.at.Add(f.backoff)))
 	}
 	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
 	sc.client, _ = client.(*redis.Client)
-	if h.track && sc.client != nil {
+	if l.track && sc.client != nil {
 		sc.track = newTracker()
 	}
-	if h.sharded {
+	if l.sharded {
 		sc.ps = client.SSubscribe(context.Background())
 	} else {
 		sc.ps = client.Subscribe(context.Background())
 	}
-	h.conns[node] = sc
-	if h.monitor == nil {
-		h.monitor = make(chan struct{})
-		h.wg.Add(1)
-		go h.monitorLoop(h.monitor)
+	l.conns[node] = sc
+	if l.monitor == nil {
+		l.monitor = make(chan struct{})
+		l.wg.Add(1)
+		go l.monitorLoop(l.monitor)
 	}
-	h.wg.Add(1)
+	l.wg.Add(1)
 	go sc.writeLoop()
 	return sc
 }
 
 // dropLocked closes sc without replacing it.
-func (h *Hub) dropLocked(sc *subConn) {
+func (l *links) dropLocked(sc *subConn) {
 	if sc.dead {
 		return
 	}
 	sc.dead = true
 	close(sc.done)
 	sc.cancel()
-	if h.conns[sc.node] == sc {
-		delete(h.conns, sc.node)
+	if l.conns[sc.node] == sc {
+		delete(l.conns, sc.node)
 	}
-	h.wg.Add(1)
+	l.wg.Add(1)
 	go func() {
-		defer h.wg.Done()
+		defer l.wg.Done()
 		_ = sc.ps.Close() // may wait for a dial in progress on it
 	}()
 }
@@ -274,17 +337,17 @@ func (h *Hub) dropLocked(sc *subConn) {
 // master's, which may be another node by now). wake says whether to wake
 // their waiters now (the connection was found half-open: the server may
 // well be fine): it appends their entries to woken, for the caller to
-// wake once it released h.mu. Either way the new subscription's
+// wake once it released l.mu. Either way the new subscription's
 // confirmation wakes them.
-func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []*entry) []*entry {
-	if sc.dead || h.connClosed {
+func (l *links) failLocked(sc *subConn, why string, err error, wake bool, woken []*entry) []*entry {
+	if sc.dead || l.connClosed {
 		return woken
 	}
-	h.dropLocked(sc)
-	if h.failed != nil {
-		h.failed(err) // the node may be dead and its slots served elsewhere
+	l.dropLocked(sc)
+	if l.failed != nil {
+		l.failed(err) // the node may be dead and its slots served elsewhere
 	}
-	h.log.Debug("pub/sub connection replaced", "node", sc.node, "why", why, "err", err, "channels", len(sc.entries))
+	l.log.Debug("pub/sub connection replaced", "node", sc.node, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
 		return woken
 	}
@@ -296,25 +359,25 @@ func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 		backoff = min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
 	}
 	if backoff > 0 {
-		h.failures[sc.node] = failure{backoff, time.Now()}
+		l.failures[sc.node] = failure{backoff, time.Now()}
 	} else {
-		delete(h.failures, sc.node)
+		delete(l.failures, sc.node)
 	}
 	// A slot that moved (the server dropped the channel, or refused it)
 	// is looked up again before the new connection dials.
-	reload := h.cluster && (err == nil || scripts.IsReply(err))
-	if h.byNode {
+	reload := l.cluster && (err == nil || scripts.IsReply(err))
+	if l.byNode {
 		for _, e := range sc.entries {
-			h.placeLocked(placement{e: e, reload: reload})
+			l.placeLocked(placement{e: e, reload: reload})
 			if wake {
 				woken = append(woken, e)
 			}
 		}
 		return woken
 	}
-	nc := h.conns[sc.node]
+	nc := l.conns[sc.node]
 	if nc == nil {
-		nc = h.newConnLocked(sc.node, h.sub)
+		nc = l.newConnLocked(sc.node, l.sub)
 	}
 	nc.reload = reload
 	for _, e := range sc.entries {
@@ -328,8 +391,8 @@ func (h *Hub) failLocked(sc *subConn, why string, err error, wake bool, woken []
 
 // writeLoop sends what is queued for sc until sc is dropped.
 func (sc *subConn) writeLoop() {
-	h := sc.h
-	defer h.wg.Done()
+	l := sc.l
+	defer l.wg.Done()
 	if sc.wait > 0 {
 		t := time.NewTimer(sc.wait)
 		select {
@@ -339,10 +402,10 @@ func (sc *subConn) writeLoop() {
 			return
 		}
 	}
-	h.mu.Lock()
+	l.mu.Lock()
 	reload := sc.reload
-	h.mu.Unlock()
-	if cc, ok := h.sub.(*redis.ClusterClient); ok && reload {
+	l.mu.Unlock()
+	if cc, ok := l.sub.(*redis.ClusterClient); ok && reload {
 		cc.ReloadState(sc.ctx)
 	}
 	for {
@@ -357,9 +420,9 @@ func (sc *subConn) writeLoop() {
 				break
 			}
 			if err := sc.send(op); err != nil {
-				h.mu.Lock()
-				h.failLocked(sc, "send failed", err, false, nil)
-				h.mu.Unlock()
+				l.mu.Lock()
+				l.failLocked(sc, "send failed", err, false, nil)
+				l.mu.Unlock()
 				return
 			}
 		}
@@ -368,9 +431,9 @@ func (sc *subConn) writeLoop() {
 
 // nextOp takes the next queued send and marks a reply as due.
 func (sc *subConn) nextOp() (subOp, bool) {
-	h := sc.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	l := sc.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if sc.dead || len(sc.ops) == 0 {
 		return subOp{}, false
 	}
@@ -384,7 +447,7 @@ func (sc *subConn) nextOp() (subOp, bool) {
 func (sc *subConn) send(op subOp) error {
 	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
-	sharded := sc.h.sharded
+	sharded := sc.l.sharded
 	chans := []string{op.channel}
 	if op.also != "" {
 		// One command: no script sees one subscribed without the other.
@@ -416,25 +479,25 @@ func (sc *subConn) send(op subOp) error {
 // subscription with no channel yet would dial a random cluster node, where
 // a sharded subscribe is refused (MOVED) and never confirmed.
 func (sc *subConn) startReader() {
-	h := sc.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	l := sc.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if sc.reading || sc.dead {
 		return
 	}
 	sc.reading = true
 	sc.lastHeard.Store(time.Now().UnixNano())
-	h.wg.Add(1)
+	l.wg.Add(1)
 	go sc.readLoop()
 	if sc.track != nil {
-		h.wg.Add(1)
+		l.wg.Add(1)
 		go sc.trackLoop()
 	}
 }
 
 func (sc *subConn) readLoop() {
-	h := sc.h
-	defer h.wg.Done()
+	l := sc.l
+	defer l.wg.Done()
 	ctx := context.Background()
 	for {
 		msg, err := sc.ps.ReceiveTimeout(ctx, receiveWait)
@@ -448,16 +511,16 @@ func (sc *subConn) readLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				continue // the monitor decides whether the silence is death
 			}
-			if slot, to, ok := movedSlot(err); ok && h.byNode {
-				h.moved(sc, slot, to)
+			if slot, to, ok := movedSlot(err); ok && l.byNode {
+				l.moved(sc, slot, to)
 				continue
 			}
-			h.mu.Lock()
-			h.failLocked(sc, "receive failed", err, false, nil)
-			h.mu.Unlock()
+			l.mu.Lock()
+			l.failLocked(sc, "receive failed", err, false, nil)
+			l.mu.Unlock()
 			return
 		}
-		h.received(sc, msg)
+		l.received(sc, msg)
 	}
 }
 
@@ -477,7 +540,7 @@ func (sc *subConn) hear() bool {
 
 // received handles one message read on sc. A message takes no shared
 // lock but the one of its channel's shard.
-func (h *Hub) received(sc *subConn, msg any) {
+func (l *links) received(sc *subConn, msg any) {
 	if !sc.hear() {
 		return
 	}
@@ -492,24 +555,24 @@ func (h *Hub) received(sc *subConn, msg any) {
 			}
 			return
 		}
-		h.deliver(m.Channel, m.Payload)
+		l.hub.deliver(m.Channel, m.Payload)
 	case *redis.Subscription:
 		var (
 			confirmed pendingSub
 			woken     []*entry
 		)
-		h.mu.Lock()
+		l.mu.Lock()
 		if !sc.dead {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
 				confirmed = sc.confirmedLocked(m.Channel)
 			case "unsubscribe", "sunsubscribe":
-				woken = h.unsubscribedLocked(sc, m.Channel)
+				woken = l.unsubscribedLocked(sc, m.Channel)
 			}
 		}
-		h.mu.Unlock()
+		l.mu.Unlock()
 		if confirmed.e != nil {
-			h.confirmed(confirmed.e, confirmed.gen)
+			l.hub.confirmed(confirmed.e, confirmed.gen)
 		}
 		wakeEntries(woken, false)
 	}
@@ -542,7 +605,7 @@ func (sc *subConn) confirmedLocked(channel string) pendingSub {
 // slot move to the slot's new master (route.go); otherwise sc's channels
 // move to a new connection, which go-redis dials to the slot's owner. It
 // returns the entries to wake.
-func (h *Hub) unsubscribedLocked(sc *subConn, channel string) []*entry {
+func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
 	if n := sc.unsubscribing[channel]; n > 0 {
 		if n == 1 {
 			delete(sc.unsubscribing, channel)
@@ -551,19 +614,19 @@ func (h *Hub) unsubscribedLocked(sc *subConn, channel string) []*entry {
 		}
 		return nil
 	}
-	if h.byNode {
+	if l.byNode {
 		e := sc.entries[channel]
 		if e == nil {
 			return nil // its slot moved on already
 		}
-		return h.moveSlotLocked(sc, e.slot, "", true, nil)
+		return l.moveSlotLocked(sc, e.slot, "", true, nil)
 	}
-	return h.failLocked(sc, "unsubscribed by the server", nil, true, nil)
+	return l.failLocked(sc, "unsubscribed by the server", nil, true, nil)
 }
 
 // monitorLoop checks the health of every connection each healthTick.
-func (h *Hub) monitorLoop(stop chan struct{}) {
-	defer h.wg.Done()
+func (l *links) monitorLoop(stop chan struct{}) {
+	defer l.wg.Done()
 	t := time.NewTicker(healthTick)
 	defer t.Stop()
 	var (
@@ -577,14 +640,14 @@ func (h *Hub) monitorLoop(stop chan struct{}) {
 			return
 		}
 		now := time.Now().UnixNano()
-		h.mu.Lock()
-		if len(h.conns) == 0 && !h.connClosed {
-			h.monitor = nil // the next connection starts another
-			h.mu.Unlock()
+		l.mu.Lock()
+		if len(l.conns) == 0 && !l.connClosed {
+			l.monitor = nil // the next connection starts another
+			l.mu.Unlock()
 			return
 		}
 		conns = conns[:0]
-		for _, sc := range h.conns {
+		for _, sc := range l.conns {
 			conns = append(conns, sc)
 		}
 		for _, sc := range conns {
@@ -595,7 +658,7 @@ func (h *Hub) monitorLoop(stop chan struct{}) {
 			}
 			switch {
 			case awaiting != 0 && time.Duration(now-awaiting) > limit:
-				woken = h.failLocked(sc, "no reply within "+limit.String(), nil, true, woken)
+				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, true, woken)
 			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > pingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
@@ -604,7 +667,7 @@ func (h *Hub) monitorLoop(stop chan struct{}) {
 				}
 			}
 		}
-		h.mu.Unlock()
+		l.mu.Unlock()
 		wakeEntries(woken, false)
 		clear(conns)
 		clear(woken)
@@ -612,43 +675,32 @@ func (h *Hub) monitorLoop(stop chan struct{}) {
 	}
 }
 
-// Close stops every goroutine of the hub and closes its connections.
-func (h *Hub) Close() {
-	h.closed.Store(true)
-	for i := range h.shards {
-		sh := &h.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.entries {
-			if e.linger != nil {
-				e.linger.Stop()
-			}
-		}
-		sh.mu.Unlock()
+// close drops every connection and stops the goroutines of l.
+func (l *links) close() {
+	l.mu.Lock()
+	l.connClosed = true
+	for _, sc := range l.conns {
+		l.dropLocked(sc)
 	}
-	h.mu.Lock()
-	h.connClosed = true
-	for _, sc := range h.conns {
-		h.dropLocked(sc)
+	if l.monitor != nil {
+		close(l.monitor)
 	}
-	if h.monitor != nil {
-		close(h.monitor)
+	if l.routeStop != nil {
+		l.routeStop()
 	}
-	if h.routeStop != nil {
-		h.routeStop()
-	}
-	h.mu.Unlock()
+	l.mu.Unlock()
 	// Closing the hub's own client first ends any read stuck on one of its
 	// connections (a tracking read into a blackhole), which a cancelled
 	// ctx does not.
-	if h.closeSub != nil {
-		_ = h.closeSub()
+	if l.closeSub != nil {
+		_ = l.closeSub()
 	}
-	h.mu.Lock()
-	nodes := h.nodes
-	h.nodes = nil
-	h.mu.Unlock()
+	l.mu.Lock()
+	nodes := l.nodes
+	l.nodes = nil
+	l.mu.Unlock()
 	for _, c := range nodes {
 		_ = c.Close()
 	}
-	h.wg.Wait()
+	l.wg.Wait()
 }

@@ -41,8 +41,8 @@
 //
 // The channel table is cut in shards by channel, each under its own mutex:
 // waiters on unrelated locks never contend, and no I/O runs under them.
-// The connections, their queues and their health are under Hub.mu. Lock
-// order: a shard's mutex, then Hub.mu; code holding Hub.mu never takes a
+// The connections, their queues and their health are under links.mu. Lock
+// order: a shard's mutex, then links.mu; code holding links.mu never takes a
 // shard's mutex (it returns what is to be woken, and the caller wakes it
 // after unlocking). The alias table and each tracker's mutex are leaves.
 //

@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"context"
 	"hash/maphash"
 	"log/slog"
 	"slices"
@@ -79,42 +78,11 @@ type Hub struct {
 	aliases map[string]*entry
 	waiters sync.Pool // of *Waiter, reset
 
-	log     *slog.Logger
-	failed  func(error) // Config.Failed
-	sharded bool
-	cluster bool // the client is a cluster's: a moved slot is looked up again
-	// byNode: sharded on a cluster, so channels are placed on the
-	// connection of their slot's master (route.go); cc is that cluster.
-	byNode bool
-	cc     *redis.ClusterClient
-	// sub is the client the hub subscribes with (track.go), closeSub
-	// closes it if it is the hub's own; track says whether key tracking
-	// works with it.
-	sub      redis.UniversalClient
-	closeSub func() error
-	track    bool
-	// nodes are the hub's own clients of the masters (byNode), by
-	// address: each one's pub/sub and tracking connections (track.go).
-	// Guarded by mu; closed by Close.
-	nodes map[string]*redis.Client
-
-	// mu guards the connections (conn.go): conns, every subConn's state,
-	// each entry's conn and placing, and the placements (route.go).
-	mu sync.Mutex
-	// conns are the connections by node address (byNode), or the one
-	// at "" (classic pub/sub, or a single server).
-	conns      map[string]*subConn
-	connClosed bool
-	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
-	// failures remembers, by node, the backoff of a connection that
-	// failed young, for the next one to the node (conn.go).
-	failures map[string]failure
-	// unplaced are the channels waiting for their node (route.go); the
-	// router runs from the first one until Close (routeStop).
-	unplaced  []placement
-	routeKick chan struct{}
-	routeStop context.CancelFunc
-	wg        sync.WaitGroup
+	log *slog.Logger
+	// links are the hub's pub/sub connections, their placement on a
+	// cluster's masters and its clients of them (conn.go, route.go,
+	// track.go): what subscribes the channels of the table above.
+	links links
 }
 
 // nShards is the number of channel-table shards: enough that 2 cores'
@@ -156,10 +124,10 @@ type entry struct {
 	remote bool
 
 	// gen counts the subscribes sent for the entry (a new connection sends
-	// another); written under Hub.mu.
+	// another); written under links.mu.
 	gen atomic.Uint64
 	// conn is the connection it is (being) subscribed on; placing says
-	// it waits for one (route.go). Both guarded by Hub.mu.
+	// it waits for one (route.go). Both guarded by links.mu.
 	conn    *subConn
 	placing bool
 	// lastMsg is when a message last came on the channel (Unix ns): key
@@ -223,31 +191,26 @@ const (
 // New returns a hub. It connects only when a waiter first joins.
 func New(cfg Config) *Hub {
 	h := &Hub{
-		seed:      maphash.MakeSeed(),
-		conns:     make(map[string]*subConn),
-		failures:  make(map[string]failure),
-		routeKick: make(chan struct{}, 1),
-		aliases:   make(map[string]*entry),
-		log:       cfg.Log,
-		failed:    cfg.Failed,
-		sharded:   cfg.Sharded,
+		seed:    maphash.MakeSeed(),
+		aliases: make(map[string]*entry),
+		log:     cfg.Log,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.links = links{
+		hub:       h,
+		log:       h.log,
+		conns:     make(map[string]*subConn),
+		failures:  make(map[string]failure),
+		routeKick: make(chan struct{}, 1),
+		failed:    cfg.Failed,
+		sharded:   cfg.Sharded,
+	}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*entry)
 	}
-	h.connClosed = cfg.Client == nil
-	if cfg.Client != nil {
-		h.cc, h.cluster = cfg.Client.(*redis.ClusterClient)
-		h.byNode = h.cluster && h.sharded
-		h.sub, h.closeSub, h.track = subClient(cfg.Client)
-		if h.byNode {
-			h.nodes = make(map[string]*redis.Client)
-			h.track = true // through a client of its own per master (track.go)
-		}
-	}
+	h.links.init(cfg.Client)
 	h.waiters.New = func() any { return &Waiter{c: make(chan struct{}, 1)} }
 	return h
 }
@@ -341,7 +304,7 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 	e := sh.entries[channel]
 	if e == nil {
 		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
-		if h.byNode {
+		if h.links.byNode {
 			e.slot = scripts.KeySlot(channel)
 		}
 		sh.entries[channel] = e
@@ -351,9 +314,9 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 			h.aliases[s.Also] = e
 			h.aliasMu.Unlock()
 		}
-		h.mu.Lock()
-		h.subscribeLocked(e)
-		h.mu.Unlock()
+		h.links.mu.Lock()
+		h.links.subscribeLocked(e)
+		h.links.mu.Unlock()
 	}
 	return h.addLocked(e, shared), e.ready()
 }
@@ -486,9 +449,9 @@ func (h *Hub) expire(e *entry) {
 	}
 	// Still under sh.mu: a join of the same channel waits, so its
 	// subscribe is queued after this unsubscribe.
-	h.mu.Lock()
-	h.unsubscribeLocked(e)
-	h.mu.Unlock()
+	h.links.mu.Lock()
+	h.links.unsubscribeLocked(e)
+	h.links.mu.Unlock()
 }
 
 // deliver handles a message published on channel.
@@ -502,7 +465,7 @@ func (h *Hub) deliver(channel, payload string) {
 		return
 	}
 	defer sh.mu.Unlock()
-	if h.track && e.key != "" {
+	if h.links.track && e.key != "" {
 		e.lastMsg.Store(time.Now().UnixNano())
 	}
 	switch e.mode {
@@ -531,7 +494,7 @@ func (h *Hub) deliver(channel, payload string) {
 
 // confirmed marks e's subscription of generation gen confirmed by the
 // server and wakes its waiters, unless e was dropped or subscribed again
-// meanwhile. h.mu is not held.
+// meanwhile. h.links.mu is not held.
 func (h *Hub) confirmed(e *entry, gen uint64) {
 	sh := e.sh
 	sh.mu.Lock()
@@ -546,7 +509,7 @@ func (h *Hub) confirmed(e *entry, gen uint64) {
 // wakeEntries wakes the waiters of entries still in the table: every
 // waiter (their connection was found dead: messages may have been lost),
 // or with readers only the readers and one other (a key found gone, as a
-// write unlock would). h.mu is not held.
+// write unlock would). h.links.mu is not held.
 func wakeEntries(entries []*entry, readers bool) {
 	for _, e := range entries {
 		e.sh.mu.Lock()
@@ -656,4 +619,20 @@ func (h *Hub) Idle(channel string, parkedOnly bool) int {
 		}
 	}
 	return n
+}
+
+// Close stops every goroutine of the hub and closes its connections.
+func (h *Hub) Close() {
+	h.closed.Store(true)
+	for i := range h.shards {
+		sh := &h.shards[i]
+		sh.mu.Lock()
+		for _, e := range sh.entries {
+			if e.linger != nil {
+				e.linger.Stop()
+			}
+		}
+		sh.mu.Unlock()
+	}
+	h.links.close()
 }

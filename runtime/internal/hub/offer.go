@@ -114,7 +114,7 @@ func (h *Hub) Settle(o Offer) {
 	w.offer, w.marker, w.sent = o.State, o.Marker, o.Sent
 	if o.State == OfferGranted {
 		e.handOffs++
-		if h.track && e.key != "" {
+		if h.links.track && e.key != "" {
 			// The lock changed hands without a message: key tracking
 			// leaves it alone as it would after one (track.go).
 			e.lastMsg.Store(time.Now().UnixNano())

@@ -40,7 +40,7 @@ import (
 //
 // Placement. Which master serves a slot is read from the ClusterClient's
 // slot map, which may have to be loaded, so it is not looked up under
-// h.mu: a channel to subscribe is queued (placeLocked) and the router
+// l.mu: a channel to subscribe is queued (placeLocked) and the router
 // goroutine places it. Its waiters are not ready meanwhile (no
 // confirmation), as for any subscribe in flight.
 //
@@ -94,21 +94,21 @@ func (p *placement) waits(addr string, now time.Time) bool {
 }
 
 // placeLocked queues e for the router, which subscribes it on its slot's
-// master. h.mu is held, and the hub is not closed.
-func (h *Hub) placeLocked(p placement) {
+// master. l.mu is held, and the hub is not closed.
+func (l *links) placeLocked(p placement) {
 	e := p.e
 	e.conn = nil
 	e.placing = true
 	e.gen.Add(1) // not ready until confirmed where it goes
-	h.unplaced = append(h.unplaced, p)
-	if h.routeStop == nil {
+	l.unplaced = append(l.unplaced, p)
+	if l.routeStop == nil {
 		var ctx context.Context
-		ctx, h.routeStop = context.WithCancel(context.Background())
-		h.wg.Add(1)
-		go h.routeLoop(ctx)
+		ctx, l.routeStop = context.WithCancel(context.Background())
+		l.wg.Add(1)
+		go l.routeLoop(ctx)
 	}
 	select {
-	case h.routeKick <- struct{}{}:
+	case l.routeKick <- struct{}{}:
 	default:
 	}
 }
@@ -116,9 +116,9 @@ func (h *Hub) placeLocked(p placement) {
 // moveSlotLocked takes every channel of slot off sc and queues it to be
 // placed where the slot went (to, when a MOVED reply said so). With wake
 // it appends their entries to woken. sc is closed if it carries nothing
-// else. h.mu is held.
-func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken []*entry) []*entry {
-	if sc.dead || h.connClosed {
+// else. l.mu is held.
+func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken []*entry) []*entry {
+	if sc.dead || l.connClosed {
 		return woken
 	}
 	now := time.Now()
@@ -132,7 +132,7 @@ func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken 
 		if sc.track != nil {
 			sc.track.unwatch(e) // watched again where it goes
 		}
-		h.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
+		l.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
 		if wake {
 			woken = append(woken, e)
 		}
@@ -146,23 +146,23 @@ func (h *Hub) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken 
 		}
 	}
 	if n > 0 {
-		h.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
+		l.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
 	}
 	if len(sc.entries) == 0 {
-		h.dropLocked(sc)
+		l.dropLocked(sc)
 	}
 	return woken
 }
 
 // moved handles a MOVED reply read on sc: a subscribe sent for slot,
 // which to serves now.
-func (h *Hub) moved(sc *subConn, slot int, to string) {
+func (l *links) moved(sc *subConn, slot int, to string) {
 	if !sc.hear() {
 		return
 	}
-	h.mu.Lock()
-	h.moveSlotLocked(sc, slot, to, false, nil)
-	h.mu.Unlock()
+	l.mu.Lock()
+	l.moveSlotLocked(sc, slot, to, false, nil)
+	l.mu.Unlock()
 }
 
 // movedSlot reads a MOVED reply: the slot and the node that serves it.
@@ -183,8 +183,8 @@ func movedSlot(err error) (slot int, to string, ok bool) {
 }
 
 // routeLoop places the queued channels until Close ends ctx.
-func (h *Hub) routeLoop(ctx context.Context) {
-	defer h.wg.Done()
+func (l *links) routeLoop(ctx context.Context) {
+	defer l.wg.Done()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -194,16 +194,16 @@ func (h *Hub) routeLoop(ctx context.Context) {
 	)
 	for {
 		select {
-		case <-h.routeKick:
+		case <-l.routeKick:
 		case <-retry.C:
 		case <-ctx.Done():
 			return
 		}
-		h.mu.Lock()
-		todo = append(todo, h.unplaced...)
-		clear(h.unplaced)
-		h.unplaced = h.unplaced[:0]
-		h.mu.Unlock()
+		l.mu.Lock()
+		todo = append(todo, l.unplaced...)
+		clear(l.unplaced)
+		l.unplaced = l.unplaced[:0]
+		l.mu.Unlock()
 
 		reload := false
 		for i := range todo {
@@ -211,18 +211,18 @@ func (h *Hub) routeLoop(ctx context.Context) {
 			todo[i].reload = false
 		}
 		if reload {
-			h.cc.ReloadState(ctx) // in the background; a reload in progress is followed by one more
+			l.cc.ReloadState(ctx) // in the background; a reload in progress is followed by one more
 		}
 		var lookupErr error
-		todo, placed, lookupErr = h.locate(ctx, todo, placed)
-		todo = h.attach(todo, placed)
+		todo, placed, lookupErr = l.locate(ctx, todo, placed)
+		todo = l.attach(todo, placed)
 		clear(placed)
 		placed = placed[:0]
 
 		if lookupErr != nil {
-			h.log.Debug("no master found for a channel's slot", "err", lookupErr)
-			if h.failed != nil {
-				h.failed(lookupErr)
+			l.log.Debug("no master found for a channel's slot", "err", lookupErr)
+			if l.failed != nil {
+				l.failed(lookupErr)
 			}
 		}
 		if len(todo) > 0 {
@@ -238,11 +238,11 @@ func (h *Hub) routeLoop(ctx context.Context) {
 // locate finds the master of each channel in todo: those it found (and
 // that need not wait for the slot map to show a move) are appended to
 // placed, the others kept in todo. lookupErr is the last failed lookup.
-func (h *Hub) locate(ctx context.Context, todo []placement, placed []placedOn) (_ []placement, _ []placedOn, lookupErr error) {
+func (l *links) locate(ctx context.Context, todo []placement, placed []placedOn) (_ []placement, _ []placedOn, lookupErr error) {
 	now := time.Now()
 	keep := todo[:0]
 	for _, p := range todo {
-		node, err := h.master(ctx, p.e.name)
+		node, err := l.master(ctx, p.e.name)
 		if err != nil {
 			lookupErr = err
 			keep = append(keep, p)
@@ -254,7 +254,7 @@ func (h *Hub) locate(ctx context.Context, todo []placement, placed []placedOn) (
 			continue
 		}
 		if p.from != "" {
-			h.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
+			l.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
 		}
 		placed = append(placed, placedOn{p.e, addr, node})
 	}
@@ -265,22 +265,22 @@ func (h *Hub) locate(ctx context.Context, todo []placement, placed []placedOn) (
 // attach puts the placed channels on their master's connection (opening
 // it on first use), and returns what is left of todo once the channels
 // unsubscribed meanwhile are dropped.
-func (h *Hub) attach(todo []placement, placed []placedOn) []placement {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func (l *links) attach(todo []placement, placed []placedOn) []placement {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for _, p := range placed {
-		if !p.e.placing || h.connClosed {
+		if !p.e.placing || l.connClosed {
 			continue // unsubscribed meanwhile
 		}
-		sc := h.conns[p.addr]
+		sc := l.conns[p.addr]
 		if sc == nil {
-			sc = h.newConnLocked(p.addr, h.nodeClientLocked(p.addr, p.node))
+			sc = l.newConnLocked(p.addr, l.nodeClientLocked(p.addr, p.node))
 		}
 		sc.addLocked(p.e)
 	}
 	n := 0
 	for _, p := range todo {
-		if p.e.placing && !h.connClosed {
+		if p.e.placing && !l.connClosed {
 			todo[n] = p
 			n++
 		}
@@ -298,8 +298,8 @@ type placedOn struct {
 
 // master returns the client of the master that serves channel's slot, as
 // the slot map says. It does I/O only if the map was never loaded.
-func (h *Hub) master(ctx context.Context, channel string) (*redis.Client, error) {
+func (l *links) master(ctx context.Context, channel string) (*redis.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	return h.cc.MasterForKey(ctx, channel)
+	return l.cc.MasterForKey(ctx, channel)
 }

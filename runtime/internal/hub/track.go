@@ -109,12 +109,12 @@ func ownClient(o *redis.Options) *redis.Client {
 
 // nodeClientLocked returns the hub's own client for the cluster master at
 // addr (node is the cluster's client of it), made on first use and closed
-// by Close. h.mu is held, and the hub is not closed.
-func (h *Hub) nodeClientLocked(addr string, node *redis.Client) *redis.Client {
-	c := h.nodes[addr]
+// by Close. l.mu is held, and the hub is not closed.
+func (l *links) nodeClientLocked(addr string, node *redis.Client) *redis.Client {
+	c := l.nodes[addr]
 	if c == nil {
 		c = ownClient(node.Options())
-		h.nodes[addr] = c
+		l.nodes[addr] = c
 	}
 	return c
 }
@@ -155,7 +155,7 @@ func newTracker() *tracker {
 	}
 }
 
-// watch starts watching e's key (h.mu is held).
+// watch starts watching e's key (l.mu is held).
 func (t *tracker) watch(e *entry) {
 	if e.key == "" {
 		return
@@ -169,7 +169,7 @@ func (t *tracker) watch(e *entry) {
 	}
 }
 
-// unwatch stops watching e's key for e (h.mu is held). The server may
+// unwatch stops watching e's key for e (l.mu is held). The server may
 // still send one invalidation for it, which finds no entry.
 func (t *tracker) unwatch(e *entry) {
 	if e.key == "" {
@@ -252,11 +252,11 @@ func (t *tracker) gone(key string, into []*entry) []*entry {
 // pinged after trackPingIdle without I/O, and a failed read or ping
 // replaces sc (and with it this connection), waking every waiter.
 func (sc *subConn) trackLoop() {
-	h := sc.h
-	defer h.wg.Done()
+	l := sc.l
+	defer l.wg.Done()
 	id := sc.clientID.Load()
 	if id == 0 {
-		h.log.Debug("key tracking off: CLIENT ID was refused or not read", "node", sc.node)
+		l.log.Debug("key tracking off: CLIENT ID was refused or not read", "node", sc.node)
 		return
 	}
 	conn := sc.trackingConn()
@@ -274,7 +274,7 @@ func (sc *subConn) trackLoop() {
 	// are closed with the hub (which also ends a read stuck on one); one
 	// closed that way is not handed back (go-redis would log it).
 	defer func() {
-		if !h.closed.Load() {
+		if !l.hub.closed.Load() {
 			_ = conn.Close()
 		}
 	}()
@@ -283,7 +283,7 @@ func (sc *subConn) trackLoop() {
 	cancel()
 	switch {
 	case scripts.IsReply(err):
-		h.log.Debug("key tracking off: CLIENT TRACKING refused", "node", sc.node, "err", err)
+		l.log.Debug("key tracking off: CLIENT TRACKING refused", "node", sc.node, "err", err)
 	case err != nil:
 		sc.trackFailed(err)
 	default:
@@ -418,14 +418,14 @@ func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (re
 // does (route.go); the new subscriptions' confirmations wake their
 // waiters, and the keys are read there.
 func (sc *subConn) slotsMoved(moves []slotMove) {
-	h := sc.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.byNode {
+	l := sc.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.byNode {
 		return
 	}
 	for _, m := range moves {
-		h.moveSlotLocked(sc, m.slot, m.to, false, nil)
+		l.moveSlotLocked(sc, m.slot, m.to, false, nil)
 	}
 }
 
@@ -438,10 +438,10 @@ func (sc *subConn) trackFailed(err error) {
 		return // dropped already: that is why the I/O failed
 	default:
 	}
-	h := sc.h
-	h.mu.Lock()
-	woken := h.failLocked(sc, "key tracking connection failed", err, true, nil)
-	h.mu.Unlock()
+	l := sc.l
+	l.mu.Lock()
+	woken := l.failLocked(sc, "key tracking connection failed", err, true, nil)
+	l.mu.Unlock()
 	wakeEntries(woken, false)
 }
 
