@@ -145,15 +145,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.Failed})
-	c.waits = await.Loop{
-		Hub: c.hub, SingleTry: o.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
-		Running: func(ctx context.Context) bool { return c.reg.Of(ctx) != nil },
-		Failed:  c.slots.Failed,
-		// A Client that waits is named in Redis (its owner label: the
-		// watchdog loop writes it), so lockgen inspect can tell whose
-		// waiters these are before it holds anything.
-		Sleeping: c.wd.start,
-	}
+	c.waits = c.newWaitLoop()
 	if !bounded {
 		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
@@ -175,6 +167,19 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.redNodes = append(c.redNodes, n)
 	}
 	return c, nil
+}
+
+// newWaitLoop makes the wait loop of c (package await).
+func (c *Client) newWaitLoop() await.Loop {
+	return await.Loop{
+		Hub: c.hub, SingleTry: c.opts.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
+		Running: func(ctx context.Context) bool { return c.reg.Of(ctx) != nil },
+		Failed:  c.slots.Failed,
+		// A Client that waits is named in Redis (its owner label: the
+		// watchdog loop writes it), so lockgen inspect can tell whose
+		// waiters these are before it holds anything.
+		Sleeping: c.wd.start,
+	}
 }
 
 // newRegistry makes the registry of c.
