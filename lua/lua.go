@@ -188,7 +188,7 @@ var (
 )
 
 // MaxBatch is the largest number of keys sent in one RenewBatch call.
-const MaxBatch = 100
+const MaxBatch = 400
 
 // withReclaim prefixes the permit-expiry rule (reclaim.lua) to a
 // semaphore script.

@@ -39,7 +39,8 @@ import (
 //	LOCKGEN_OVERLOAD_HOLDS=300000 LOCKGEN_OVERLOAD_FOR=40s \
 //	  go test -run '^$' -bench WatchdogOverload -benchtime 1x -timeout 30m ./runtime
 //
-// Defaults: 20,000 holds, WatchdogTimeout 3s (LOCKGEN_OVERLOAD_WD), 32
+// Defaults: 20,000 holds, WatchdogTimeout 3s (LOCKGEN_OVERLOAD_WD), a
+// quiet phase of 3 periods (LOCKGEN_OVERLOAD_QUIET), 32
 // acquirers (LOCKGEN_OVERLOAD_ACQUIRERS, 0: none) for 10s, each waiting
 // at most 1s (LOCKGEN_OVERLOAD_WAIT) for a lock.
 func BenchmarkWatchdogOverload(b *testing.B) {
@@ -61,10 +62,14 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 		hs := takeHolds(b, c, n)
 		// The quiet phase: renewals only.
 		renewed.Store(0)
+		rdb.ConfigResetStat(context.Background())
 		cpu0, rcpu0 := cpuTime(), redisCPU(b, rdb)
-		periods := 3
+		periods := envInt("LOCKGEN_OVERLOAD_QUIET", 3)
 		time.Sleep(time.Duration(periods) * wd / 3)
 		cpu, rcpu := cpuTime()-cpu0, redisCPU(b, rdb)-rcpu0
+		if os.Getenv("DEBUGSTATS") != "" {
+			b.Log(rdb.Info(context.Background(), "commandstats").Val(), renewed.Load())
+		}
 		if r := renewed.Load(); r > 0 {
 			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(r), "client-µs/hold/period")
 			b.ReportMetric(float64(rcpu.Nanoseconds())/1e3/float64(r), "redis-µs/hold/period")

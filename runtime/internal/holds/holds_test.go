@@ -172,27 +172,27 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 	f.from.extra = []string{"extra"}
 	hc := f.add(context.Background(), "k", "o", 0)
 	h := hc.Acquisition().Hold()
-	if due, _ := f.r.TakeDue(time.Now(), false, 100); len(due) != 0 {
+	if due := f.r.TakeDue(time.Now(), false, 100); len(due) != 0 {
 		t.Fatalf("%d holds due at once", len(due))
 	}
-	due, extra := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100)
-	if len(due) != 1 || due[0] != h || len(extra[h]) != 1 {
-		t.Fatalf("due %v extra %v; want the hold and its extra key after a period", due, extra)
+	due := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100)
+	if len(due) != 1 || due[0].H != h || len(due[0].Extra) != 1 {
+		t.Fatalf("due %v; want the hold and its extra key after a period", due)
 	}
-	if again, _ := f.r.TakeDue(time.Now().Add(time.Hour), true, 100); len(again) != 0 {
+	if again := f.r.TakeDue(time.Now().Add(time.Hour), true, 100); len(again) != 0 {
 		t.Fatal("a hold in flight taken again")
 	}
-	before := f.r.Deadline([][]*Hold{{h}})
+	before := Deadline([][]Due{due})
 	sent := time.Now().Add(50 * time.Millisecond)
 	if !f.r.Report(h, Renewed, sent, time.Now(), nil) {
 		t.Fatal("a renewal not reported confirmed")
 	}
-	if after := f.r.Deadline([][]*Hold{{h}}); !after.After(before) {
+	due = f.r.TakeDue(time.Now(), true, 100)
+	if after := Deadline([][]Due{due}); !after.After(before) {
 		t.Fatalf("deadline %v did not move past %v", after, before)
 	}
 	gone := errors.New("gone")
-	due, _ = f.r.TakeDue(time.Now(), true, 100)
-	f.r.Report(due[0], Gone, time.Now(), time.Now(), func(*Hold) error { return gone })
+	f.r.Report(due[0].H, Gone, time.Now(), time.Now(), func(*Hold) error { return gone })
 	if !errors.Is(context.Cause(hc), gone) || f.r.Len() != 0 {
 		t.Fatalf("cause %v, %d holds left; want the hold lost", context.Cause(hc), f.r.Len())
 	}

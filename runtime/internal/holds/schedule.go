@@ -1,6 +1,7 @@
 package holds
 
 import (
+	"math"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
@@ -76,13 +77,24 @@ func (r *Registry) expire(h *Hold) {
 // RenewEntry places h on its shard's renewal wheel.
 func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
 
+// A Due is a hold taken off the wheel for a renewal: what the watchdog
+// sends for it.
+type Due struct {
+	H     *Hold
+	Extra []string // its extra keys (nil: none), read when it was taken
+	// Valid is its deadline when it was taken (Unix ns): a renewal call
+	// must end by the earliest of its holds'. A confirmation may move the
+	// deadline later meanwhile, never earlier.
+	Valid int64
+}
+
 // TakeDue takes the holds due by now off the shards' wheels (all: every
-// watchdog hold) and marks them in flight; extra has the extra keys of
-// those that have some. Holds due in the next period/4 fill up the last
-// batch of batch holds: renewing a little early costs nothing, a call for
-// a handful of holds does.
-func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, extra map[*Hold][]string) {
-	extra = make(map[*Hold][]string)
+// watchdog hold) and marks them in flight. Holds due in the next
+// period/4 fill up the last batch of batch holds: renewing a little early
+// costs nothing, a call for a handful of holds does. Each hold's extra
+// keys and deadline are read here, under its shard's mutex, so the
+// watchdog need not take it again before the replies.
+func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []Due) {
 	// take marks h in flight if it is a watchdog hold not in flight. Its
 	// shard's mutex is held.
 	take := func(h *Hold) bool {
@@ -90,10 +102,7 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, ext
 			return false // released, lost, or in flight
 		}
 		h.inFlight = true
-		due = append(due, h)
-		if keys := h.From.ExtraKeys(h); len(keys) > 0 {
-			extra[h] = keys
-		}
+		due = append(due, Due{H: h, Extra: h.From.ExtraKeys(h), Valid: h.lease.Valid.UnixNano()})
 		return true
 	}
 	for i := range r.shards {
@@ -115,23 +124,19 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, ext
 		sh.wheel.TakeEarly(horizon, r.timing, room, take)
 		sh.mu.Unlock()
 	}
-	return due, extra
+	return due
 }
 
-// Deadline is the earliest deadline of the holds of batches: a renewal
-// call for them must end by then.
-func (r *Registry) Deadline(batches [][]*Hold) time.Time {
-	var d time.Time
+// Deadline is the earliest deadline of the holds of batches, as they were
+// taken: a renewal call for them must end by then.
+func Deadline(batches [][]Due) time.Time {
+	d := int64(math.MaxInt64)
 	for _, b := range batches {
-		for _, h := range b {
-			h.sh.mu.Lock()
-			if d.IsZero() || h.lease.Valid.Before(d) {
-				d = h.lease.Valid
-			}
-			h.sh.mu.Unlock()
+		for _, u := range b {
+			d = min(d, u.Valid)
 		}
 	}
-	return d
+	return time.Unix(0, d)
 }
 
 // A Renewal is what one renewal found of a hold.
