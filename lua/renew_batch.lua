@@ -43,7 +43,7 @@ local gt = true
 -- extend sets key's TTL to lease unless it is longer already (or absent).
 local function extend(key)
     if gt then
-        local r = redis.pcall('pexpire', key, lease, 'gt')
+        local r = redis.pcall('pexpire', key, ARGV[1], 'gt')
         if type(r) ~= 'table' or not r.err then
             return
         end

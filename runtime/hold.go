@@ -29,7 +29,8 @@ func lostError(h *hold, why string) error {
 
 // holdSpec is what a new acquisition of m is of.
 func (m *Mutex) holdSpec() holds.Spec {
-	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindName(m.k), From: (*mutexTaker)(m)}
+	_, read := m.k.(readSide) // only a read hold renews keys besides its own
+	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindName(m.k), From: (*mutexTaker)(m), Extra: read}
 }
 
 // addHold records a successful acquisition (sent at start with the given

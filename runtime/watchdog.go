@@ -172,18 +172,15 @@ func (w *watchdog) renewJob(batches [][]holds.Due) {
 		if cmds != nil && cmds[i].Err() == nil {
 			res, _ = cmds[i].Text() // renew_batch.lua: one byte per hold
 		}
-		for j, u := range b {
-			r := holds.Unconfirmed
+		renewed += c.reg.ReportAll(b, func(j int) holds.Renewal {
 			switch {
-			case j < len(res) && res[j] == '1':
-				r = holds.Renewed
-			case j < len(res):
-				r = holds.Gone
+			case j >= len(res):
+				return holds.Unconfirmed
+			case res[j] == '1':
+				return holds.Renewed
 			}
-			if c.reg.Report(u.H, r, sent, now, gone) {
-				renewed++
-			}
-		}
+			return holds.Gone
+		}, sent, now, gone)
 		n += len(b)
 	}
 	if err != nil {

@@ -69,7 +69,8 @@ type Hold struct {
 	From   Taker
 	Slot   int // cluster slot of Key, for batching
 
-	sh *shard
+	sh    *shard
+	extra bool // see Spec.Extra
 	// queued: an acquisition of it was queued in Redis for grants, or
 	// granted from there; its last release clears the record.
 	queued   bool

@@ -57,7 +57,7 @@ func newFixture(t *testing.T, watchdog time.Duration) *fixture {
 }
 
 func (f *fixture) add(parent context.Context, key, owner string, lease time.Duration) *Context {
-	return f.r.Add(parent, Spec{Name: "n", Key: key, Kind: "reentrant", From: f.from}, NewArgs(key, owner, owner), lease, time.Now())
+	return f.r.Add(parent, Spec{Name: "n", Key: key, Kind: "reentrant", From: f.from, Extra: f.from.extra != nil}, NewArgs(key, owner, owner), lease, time.Now())
 }
 
 func TestNestedAcquisitionsCountOneHold(t *testing.T) {
@@ -213,5 +213,50 @@ func TestCloseCancelsEveryHoldAndRefusesNewOnes(t *testing.T) {
 	}
 	if f.r.Close(func(*Hold) error { return closed }) {
 		t.Fatal("second Close did it again")
+	}
+}
+
+func TestReportAllAppliesEachHoldsRenewal(t *testing.T) {
+	f := newFixture(t, 300*time.Millisecond)
+	keys := []string{"a", "b", "c", "d"}
+	hcs := make([]*Context, len(keys))
+	for i, k := range keys {
+		hcs[i] = f.add(context.Background(), k, "o", 0)
+	}
+	due := f.r.TakeDue(time.Now(), true, 100)
+	if len(due) != len(keys) {
+		t.Fatalf("%d holds taken, want %d", len(due), len(keys))
+	}
+	before := map[*Hold]int64{}
+	for _, u := range due {
+		before[u.H] = u.Valid
+	}
+	want := map[*Hold]Renewal{}
+	res := func(j int) Renewal {
+		r := []Renewal{Renewed, Gone, Unconfirmed, Renewed}[j]
+		want[due[j].H] = r
+		return r
+	}
+	gone := errors.New("gone")
+	sent := time.Now().Add(50 * time.Millisecond)
+	if n := f.r.ReportAll(due, res, sent, time.Now(), func(*Hold) error { return gone }); n != 2 {
+		t.Fatalf("%d confirmed, want 2", n)
+	}
+	for i, hc := range hcs {
+		h := hc.Acquisition().Hold()
+		if lost := errors.Is(context.Cause(hc), gone); lost != (want[h] == Gone) {
+			t.Fatalf("hold %s: lost %v after %v", keys[i], lost, want[h])
+		}
+	}
+	// Every hold left is off flight (taken again), the renewed ones with a
+	// later deadline.
+	again := f.r.TakeDue(time.Now(), true, 100)
+	if len(again) != 3 {
+		t.Fatalf("%d holds taken again, want the 3 not lost", len(again))
+	}
+	for _, u := range again {
+		if moved := u.Valid > before[u.H]; moved != (want[u.H] == Renewed) {
+			t.Fatalf("deadline of a hold that was %v moved: %v", want[u.H], moved)
+		}
 	}
 }

@@ -102,7 +102,11 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []Due) {
 			return false // released, lost, or in flight
 		}
 		h.inFlight = true
-		due = append(due, Due{H: h, Extra: h.From.ExtraKeys(h), Valid: h.lease.Valid.UnixNano()})
+		u := Due{H: h, Valid: h.lease.Valid.UnixNano()}
+		if h.extra {
+			u.Extra = h.From.ExtraKeys(h)
+		}
+		due = append(due, u)
 		return true
 	}
 	for i := range r.shards {
@@ -155,6 +159,36 @@ const (
 func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.sh.mu.Lock()
 	defer h.sh.mu.Unlock()
+	return r.reportLocked(h, res, sent, now, cause)
+}
+
+// ReportAll is Report for each hold of b, res(j) being what the renewal
+// of b[j] found, and returns how many were confirmed. It takes a shard's
+// mutex once for each run of its holds in b (TakeDue takes holds shard by
+// shard, so a batch has long runs).
+func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Time, cause func(h *Hold) error) int {
+	confirmed := 0
+	var sh *shard
+	for j, u := range b {
+		if u.H.sh != sh {
+			if sh != nil {
+				sh.mu.Unlock()
+			}
+			sh = u.H.sh
+			sh.mu.Lock()
+		}
+		if r.reportLocked(u.H, res(j), sent, now, cause) {
+			confirmed++
+		}
+	}
+	if sh != nil {
+		sh.mu.Unlock()
+	}
+	return confirmed
+}
+
+// reportLocked is Report with h.sh.mu held.
+func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.inFlight = false
 	switch {
 	case h.gone || !h.watchdog:
@@ -170,7 +204,7 @@ func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(
 	case res == Gone:
 		r.loseLocked(h, cause(h))
 	default:
-		h.sh.wheel.Put(h, now.Add(r.timing.Retry(time.Until(h.lease.Valid))), r.timing)
+		h.sh.wheel.Put(h, now.Add(r.timing.Retry(h.lease.Valid.Sub(now))), r.timing)
 	}
 	return false
 }
