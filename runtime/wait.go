@@ -147,6 +147,9 @@ func (c *Client) await(ctx context.Context, ws waitSpec, try tryFunc) (err error
 	var wt waiting
 	wt.init(c, ctx, ws, try)
 	defer func() { wt.end(err == nil) }()
+	if err := wt.admit(); err != nil { // holds before admissions: overload.go
+		return err
+	}
 	if err := wt.attach(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,9 +41,17 @@ type watchdog struct {
 	once    sync.Once
 	done    chan struct{}
 	rdb     redis.UniversalClient
-	timing  renew.Timing  // the registry's
-	workers chan struct{} // a token per renewal call in flight
+	timing  renew.Timing // the registry's
+	workers chan int     // the free worker slots: one per renewal call in flight
 	jobs    sync.WaitGroup
+	// busy[i] is the earliest due time (Unix ns) of the holds of the call
+	// that worker slot i sends, 0 while it is free; late is the most any
+	// call's replies came after its oldest hold was due, since the loop
+	// last read it. They make the backlog the admission gate reads
+	// (overload.go).
+	busy [renewWorkers]atomic.Int64
+	late atomic.Int64
+	gate *renew.Admission
 	// dials and dialsRead: the caller's pool's count of new connections,
 	// and whether it was read yet (see dialled; used by the loop only).
 	dials     uint64
@@ -65,7 +74,11 @@ func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 	w.c = c
 	w.rdb = rdb
 	w.timing = c.reg.Timing()
-	w.workers = make(chan struct{}, renewWorkers)
+	w.workers = make(chan int, renewWorkers)
+	for i := range renewWorkers {
+		w.workers <- i
+	}
+	w.gate = renew.NewAdmission(w.timing)
 }
 
 // start starts the loop on first use: at the first hold of any lease,
@@ -114,6 +127,7 @@ func (w *watchdog) loop(done chan struct{}) {
 			lastPoke = time.Now()
 		}
 		w.renewDue(time.Now(), all)
+		w.observe(time.Now(), 0)
 		w.renewLabel(time.Now())
 	}
 }
@@ -132,9 +146,8 @@ func (w *watchdog) renewDue(now time.Time, all bool) {
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.H.Slot} }
 	calls := renew.Calls(renew.Batches(due, unit, c.cluster, lua.MaxBatch), unit, c.cluster, batchesPerCall)
 	for i, call := range calls {
-		select {
-		case w.workers <- struct{}{}:
-		case <-c.closeCh:
+		slot, ok := w.worker(calls[i:])
+		if !ok {
 			for _, call := range calls[i:] {
 				for _, b := range call {
 					for _, u := range b {
@@ -144,10 +157,13 @@ func (w *watchdog) renewDue(now time.Time, all bool) {
 			}
 			return
 		}
+		oldest := oldestDue(call)
+		w.busy[slot].Store(oldest)
 		w.jobs.Add(1)
 		go func() {
-			defer func() { <-w.workers; w.jobs.Done() }()
+			defer func() { w.busy[slot].Store(0); w.workers <- slot; w.jobs.Done() }()
 			w.renewJob(call)
+			w.replied(time.Now(), oldest)
 		}()
 	}
 }

@@ -81,6 +81,7 @@ func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
 // sends for it.
 type Due struct {
 	H     *Hold
+	At    int64    // when its renewal was due (Unix ns)
 	Extra []string // its extra keys (nil: none), read when it was taken
 	// Valid is its deadline when it was taken (Unix ns): a renewal call
 	// must end by the earliest of its holds'. A confirmation may move the
@@ -102,7 +103,7 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []Due) {
 			return false // released, lost, or in flight
 		}
 		h.inFlight = true
-		u := Due{H: h, Valid: h.lease.Valid.UnixNano()}
+		u := Due{H: h, At: h.renew.Due.UnixNano(), Valid: h.lease.Valid.UnixNano()}
 		if h.extra {
 			u.Extra = h.From.ExtraKeys(h)
 		}
