@@ -56,6 +56,9 @@ type watchdog struct {
 	// and whether it was read yet (see dialled; used by the loop only).
 	dials     uint64
 	dialsRead bool
+	// lastDue is how many holds the last round (not of every hold) took:
+	// the next one's room (used by the loop only).
+	lastDue int
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -136,7 +139,10 @@ func (w *watchdog) loop(done chan struct{}) {
 // watchdog hold not in flight) and returns without waiting for replies.
 func (w *watchdog) renewDue(now time.Time, all bool) {
 	c := w.c
-	due := c.reg.TakeDue(now, all, lua.MaxBatch)
+	due := c.reg.TakeDue(now, all, lua.MaxBatch, make([]holds.Due, 0, w.lastDue+w.lastDue/4))
+	if !all {
+		w.lastDue = len(due)
+	}
 	if len(due) == 0 {
 		return
 	}

@@ -172,14 +172,14 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 	f.from.extra = []string{"extra"}
 	hc := f.add(context.Background(), "k", "o", 0)
 	h := hc.Acquisition().Hold()
-	if due := f.r.TakeDue(time.Now(), false, 100); len(due) != 0 {
+	if due := f.r.TakeDue(time.Now(), false, 100, nil); len(due) != 0 {
 		t.Fatalf("%d holds due at once", len(due))
 	}
-	due := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100)
+	due := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100, nil)
 	if len(due) != 1 || due[0].H != h || len(due[0].Extra) != 1 {
 		t.Fatalf("due %v; want the hold and its extra key after a period", due)
 	}
-	if again := f.r.TakeDue(time.Now().Add(time.Hour), true, 100); len(again) != 0 {
+	if again := f.r.TakeDue(time.Now().Add(time.Hour), true, 100, nil); len(again) != 0 {
 		t.Fatal("a hold in flight taken again")
 	}
 	before := Deadline([][]Due{due})
@@ -187,7 +187,7 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 	if !f.r.Report(h, Renewed, sent, time.Now(), nil) {
 		t.Fatal("a renewal not reported confirmed")
 	}
-	due = f.r.TakeDue(time.Now(), true, 100)
+	due = f.r.TakeDue(time.Now(), true, 100, nil)
 	if after := Deadline([][]Due{due}); !after.After(before) {
 		t.Fatalf("deadline %v did not move past %v", after, before)
 	}
@@ -223,7 +223,7 @@ func TestReportAllAppliesEachHoldsRenewal(t *testing.T) {
 	for i, k := range keys {
 		hcs[i] = f.add(context.Background(), k, "o", 0)
 	}
-	due := f.r.TakeDue(time.Now(), true, 100)
+	due := f.r.TakeDue(time.Now(), true, 100, nil)
 	if len(due) != len(keys) {
 		t.Fatalf("%d holds taken, want %d", len(due), len(keys))
 	}
@@ -250,7 +250,7 @@ func TestReportAllAppliesEachHoldsRenewal(t *testing.T) {
 	}
 	// Every hold left is off flight (taken again), the renewed ones with a
 	// later deadline.
-	again := f.r.TakeDue(time.Now(), true, 100)
+	again := f.r.TakeDue(time.Now(), true, 100, nil)
 	if len(again) != 3 {
 		t.Fatalf("%d holds taken again, want the 3 not lost", len(again))
 	}

@@ -94,8 +94,10 @@ type Due struct {
 // period/4 fill up the last batch of batch holds: renewing a little early
 // costs nothing, a call for a handful of holds does. Each hold's extra
 // keys and deadline are read here, under its shard's mutex, so the
-// watchdog need not take it again before the replies.
-func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []Due) {
+// watchdog need not take it again before the replies. The holds are
+// appended to due (pass one with room for about as many as last time:
+// growing it is most of what a round allocates).
+func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due {
 	// take marks h in flight if it is a watchdog hold not in flight. Its
 	// shard's mutex is held.
 	take := func(h *Hold) bool {

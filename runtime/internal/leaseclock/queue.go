@@ -32,7 +32,9 @@ const None = math.MaxInt64
 //
 // Each slot of the heap carries the deadline its item was put on it for,
 // so sifting compares slots without reading the items (a Client with many
-// holds has them all over its heap: a read of one is a cache miss).
+// holds has them all over its heap: a read of one is a cache miss), and
+// the heap is 4-ary: half the levels of a binary one, so half the items
+// whose index a sift writes, and a node's four children are adjacent.
 type Queue[T Item] struct {
 	items []slot[T]
 	head  atomic.Int64 // Unix ns of items[0].at, or None
@@ -115,7 +117,7 @@ func (q *Queue[T]) swap(i, j int) {
 
 func (q *Queue[T]) up(i int) {
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / arity
 		if !q.less(i, p) {
 			break
 		}
@@ -126,12 +128,12 @@ func (q *Queue[T]) up(i int) {
 
 func (q *Queue[T]) down(i int) {
 	for {
-		l, small := 2*i+1, i
-		if l < len(q.items) && q.less(l, small) {
-			small = l
-		}
-		if r := l + 1; r < len(q.items) && q.less(r, small) {
-			small = r
+		small := i
+		first := arity*i + 1
+		for c := first; c < min(first+arity, len(q.items)); c++ {
+			if q.less(c, small) {
+				small = c
+			}
 		}
 		if small == i {
 			return
@@ -140,6 +142,9 @@ func (q *Queue[T]) down(i int) {
 		i = small
 	}
 }
+
+// arity is the number of children of a node of the heap.
+const arity = 4
 
 func (q *Queue[T]) removeAt(i int) {
 	last := len(q.items) - 1
