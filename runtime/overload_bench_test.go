@@ -30,6 +30,8 @@ import (
 //   - acq/s: acquisitions (TryLock + Unlock of a fresh lock) per second
 //     over the run, and acq/s-last-half over its second half, the rate
 //     it settles at;
+//   - gate-closed-%: the share of the run the admission gate held fresh
+//     acquisitions back (sampled every 10ms);
 //   - client-µs/hold/period, redis-µs/hold/period: the renewal cost in
 //     the quiet phase, the process's CPU time and Redis' (INFO cpu,
 //     used_cpu_sys + used_cpu_user) per renewal confirmed.
@@ -62,24 +64,23 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 		hs := takeHolds(b, c, n)
 		// The quiet phase: renewals only.
 		renewed.Store(0)
-		rdb.ConfigResetStat(context.Background())
 		cpu0, rcpu0 := cpuTime(), redisCPU(b, rdb)
 		periods := envInt("LOCKGEN_OVERLOAD_QUIET", 3)
 		time.Sleep(time.Duration(periods) * wd / 3)
 		cpu, rcpu := cpuTime()-cpu0, redisCPU(b, rdb)-rcpu0
-		if os.Getenv("DEBUGSTATS") != "" {
-			b.Log(rdb.Info(context.Background(), "commandstats").Val(), renewed.Load())
-		}
 		if r := renewed.Load(); r > 0 {
 			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(r), "client-µs/hold/period")
 			b.ReportMetric(float64(rcpu.Nanoseconds())/1e3/float64(r), "redis-µs/hold/period")
 		}
+		stop := sampleGate(c)
 		total, lastHalf := acquireFor(b, c, acquirers, run, wait)
+		closed := stop()
+		b.ReportMetric(100*closed, "gate-closed-%")
 		b.ReportMetric(float64(total)/run.Seconds(), "acq/s")
 		b.ReportMetric(float64(lastHalf)/(run/2).Seconds(), "acq/s-last-half")
 		b.ReportMetric(float64(hs.lost()), "lost")
-		b.Logf("%d holds at %v, %d acquirers for %v: %d lost, %d acquisitions (%d in the second half)",
-			n, wd, acquirers, run, hs.lost(), total, lastHalf)
+		b.Logf("%d holds at %v, %d acquirers for %v: %d lost, %d acquisitions (%d in the second half), gate closed %.0f%% of the time",
+			n, wd, acquirers, run, hs.lost(), total, lastHalf, 100*closed)
 		hs.release()
 	}
 }
@@ -160,6 +161,31 @@ func acquireFor(b *testing.B, c *runtime.Client, k int, d, wait time.Duration) (
 	}
 	wg.Wait()
 	return n.Load(), half.Load()
+}
+
+// sampleGate samples c's admission gate every 10ms until the returned
+// func is called, which returns the share of samples it was closed.
+func sampleGate(c *runtime.Client) (stop func() float64) {
+	done := make(chan struct{})
+	res := make(chan float64)
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		n, closed := 0, 0
+		for {
+			select {
+			case <-done:
+				res <- float64(closed) / float64(max(n, 1))
+				return
+			case <-t.C:
+				n++
+				if runtime.AdmissionClosed(c) {
+					closed++
+				}
+			}
+		}
+	}()
+	return func() float64 { close(done); return <-res }
 }
 
 // parallel runs f(0..n-1) on k goroutines.
