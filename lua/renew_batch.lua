@@ -36,6 +36,8 @@
 -- 7.0 (no GT) the first PEXPIRE is refused and the script reads each
 -- key's PTTL first instead, with the same rule.
 local lease = tonumber(ARGV[1])
+-- PEXPIRE's argument, formatted once rather than per key
+local lease_ms = string.format('%d', lease)
 local paired = ARGV[2] ~= ''
 local renewed = {}
 local now
@@ -43,7 +45,7 @@ local gt = true
 -- extend sets key's TTL to lease unless it is longer already (or absent).
 local function extend(key)
     if gt then
-        local r = redis.pcall('pexpire', key, ARGV[1], 'gt')
+        local r = redis.pcall('pexpire', key, lease_ms, 'gt')
         if type(r) ~= 'table' or not r.err then
             return
         end

@@ -32,6 +32,9 @@ import (
 // renewalClient), so nothing is renewed after the holder was told the
 // hold is gone.
 //
+// After each round it tells the admission gate how far behind it runs
+// (overload.go): held locks come before new ones.
+//
 // Release removes a hold from the registry before the release is sent, so
 // no renewal is scheduled after an unlock; a renewal already in flight only
 // extends a key whose field still names the owner, which after the release

@@ -1,0 +1,91 @@
+package lua_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
+)
+
+// BenchmarkRenewBatchRedisCPU is what a renewal costs Redis, alone: the
+// server's CPU time (INFO cpu) per hold renewed by renew_batch.lua in
+// batches of MaxBatch, the holds taken in random order as a watchdog's
+// are, next to the floor of a script that only PEXPIREs each key. The
+// number of lock hashes is LOCKGEN_RENEW_KEYS (default 100,000):
+//
+//	go test -run '^$' -bench RenewBatchRedisCPU -benchtime 1x ./lua
+func BenchmarkRenewBatchRedisCPU(b *testing.B) {
+	n := 100000
+	if v, err := strconv.Atoi(os.Getenv("LOCKGEN_RENEW_KEYS")); err == nil {
+		n = v
+	}
+	rdb := redistest.Start(b).Client(b)
+	ctx := context.Background()
+	const field = "0f2b5a3e-7b1c-4c2e-9a8d-1e2f3a4b5c6d:123456"
+	keys := make([]string, n)
+	p := rdb.Pipeline()
+	for i := range keys {
+		keys[i] = "renew:" + strconv.Itoa(i)
+		p.HSet(ctx, keys[i], field, 1)
+		p.PExpire(ctx, keys[i], time.Hour)
+		if i%1000 == 999 {
+			if _, err := p.Exec(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if _, err := p.Exec(ctx); err != nil {
+		b.Fatal(err)
+	}
+	floor := redis.NewScript("for k = 1, #KEYS do redis.call('pexpire', KEYS[k], ARGV[1]) end return 1")
+	for b.Loop() {
+		rand.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
+		b.ReportMetric(renewCPU(b, rdb, keys, func(batch []string) *redis.Cmd {
+			args := []any{3000, ""}
+			for range batch {
+				args = append(args, field)
+			}
+			return lua.RenewBatch.Run(ctx, rdb, batch, args...)
+		}), "redis-µs/hold")
+		b.ReportMetric(renewCPU(b, rdb, keys, func(batch []string) *redis.Cmd {
+			return floor.Run(ctx, rdb, batch, 3000)
+		}), "floor-redis-µs/hold")
+	}
+}
+
+// renewCPU runs send over keys in batches of MaxBatch and returns the
+// server's CPU time per key, in µs.
+func renewCPU(b *testing.B, rdb *redis.Client, keys []string, send func([]string) *redis.Cmd) float64 {
+	before := serverCPU(b, rdb)
+	for i := 0; i < len(keys); i += lua.MaxBatch {
+		if err := send(keys[i:min(i+lua.MaxBatch, len(keys))]).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return (serverCPU(b, rdb) - before) * 1e6 / float64(len(keys))
+}
+
+// serverCPU is INFO cpu's used_cpu_sys + used_cpu_user, in seconds.
+func serverCPU(b *testing.B, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, _ := strconv.ParseFloat(v, 64)
+			sum += f
+		}
+	}
+	return sum
+}
