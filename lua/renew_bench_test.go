@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -64,28 +63,11 @@ func BenchmarkRenewBatchRedisCPU(b *testing.B) {
 // renewCPU runs send over keys in batches of MaxBatch and returns the
 // server's CPU time per key, in µs.
 func renewCPU(b *testing.B, rdb *redis.Client, keys []string, send func([]string) *redis.Cmd) float64 {
-	before := serverCPU(b, rdb)
+	before := redistest.CPU(b, rdb)
 	for i := 0; i < len(keys); i += lua.MaxBatch {
 		if err := send(keys[i:min(i+lua.MaxBatch, len(keys))]).Err(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	return (serverCPU(b, rdb) - before) * 1e6 / float64(len(keys))
-}
-
-// serverCPU is INFO cpu's used_cpu_sys + used_cpu_user, in seconds.
-func serverCPU(b *testing.B, rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sum float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			sum += f
-		}
-	}
-	return sum
+	return float64((redistest.CPU(b, rdb) - before).Nanoseconds()) / 1e3 / float64(len(keys))
 }

@@ -4,13 +4,10 @@ import (
 	"context"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
@@ -64,10 +61,10 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 		hs := takeHolds(b, c, n)
 		// The quiet phase: renewals only.
 		renewed.Store(0)
-		cpu0, rcpu0 := cpuTime(), redisCPU(b, rdb)
+		cpu0, rcpu0 := cpuTime(), redistest.CPU(b, rdb)
 		periods := envInt("LOCKGEN_OVERLOAD_QUIET", 3)
 		time.Sleep(time.Duration(periods) * wd / 3)
-		cpu, rcpu := cpuTime()-cpu0, redisCPU(b, rdb)-rcpu0
+		cpu, rcpu := cpuTime()-cpu0, redistest.CPU(b, rdb)-rcpu0
 		if r := renewed.Load(); r > 0 {
 			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(r), "client-µs/hold/period")
 			b.ReportMetric(float64(rcpu.Nanoseconds())/1e3/float64(r), "redis-µs/hold/period")
@@ -202,24 +199,6 @@ func parallel(k, n int, f func(i int)) {
 		}()
 	}
 	wg.Wait()
-}
-
-// redisCPU is the CPU time the server has used (INFO cpu: used_cpu_sys +
-// used_cpu_user).
-func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var sum float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
-			f, _ := strconv.ParseFloat(v, 64)
-			sum += f
-		}
-	}
-	return time.Duration(sum * float64(time.Second))
 }
 
 func envDuration(b *testing.B, name string, def time.Duration) time.Duration {
