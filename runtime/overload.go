@@ -71,7 +71,7 @@ func (w *watchdog) observe(now time.Time, pending int64) {
 		w.c.warn("watchdog renewals run behind: new acquisitions wait", "backlog", backlog.Round(time.Millisecond))
 		return
 	}
-	w.c.log.Info("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
+	w.c.log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
 }
 
 // worker takes a free worker slot for the next of calls, waiting while
