@@ -17,8 +17,8 @@ import (
 
 // watchdog is the one renewal loop of a Client. It renews each watchdog
 // hold WatchdogTimeout/3 after the send time of its last confirmed
-// renewal (or acquisition), with RenewBatch calls of at most lua.MaxBatch keys of
-// one cluster slot. The holds due in one tick are cut into such batches
+// renewal (or acquisition), with RenewBatch calls of at most lua.MaxBatch
+// keys of one cluster slot. The holds due in one tick are cut into such batches
 // and sent by a few workers in parallel, each a pipeline of a few batches
 // on its own connection, so a slow node or a dead connection holds up
 // only the holds it serves, and a million holds need no round that waits
