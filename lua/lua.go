@@ -126,7 +126,7 @@ var (
 	// MutexLeave takes a waiter of a reentrant lock that gave up out of
 	// lockgen's queue; see mutex_leave.lua.
 	MutexLeave = redis.NewScript(withGrantNext(mutexLeaveSrc))
-	// RenewBatch extends the lease of up to 100 holds in one slot; see renew_batch.lua.
+	// RenewBatch extends the lease of up to MaxBatch holds in one slot; see renew_batch.lua.
 	RenewBatch = redis.NewScript(renewBatchSrc)
 	// ForceUnlock deletes a lock whoever holds it; see force_unlock.lua.
 	ForceUnlock = redis.NewScript(forceUnlockSrc)
@@ -188,7 +188,7 @@ var (
 )
 
 // MaxBatch is the largest number of keys sent in one RenewBatch call.
-const MaxBatch = 100
+const MaxBatch = 400
 
 // withReclaim prefixes the permit-expiry rule (reclaim.lua) to a
 // semaphore script.

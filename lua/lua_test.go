@@ -207,19 +207,29 @@ func TestRenewBatchExtendsOnlyLiveHolds(t *testing.T) {
 	rdb.HSet(ctx, "k1", ownerA, 1)
 	rdb.PExpire(ctx, "k1", 1000)
 	rdb.HSet(ctx, "k2", ownerB, 1)
-	got, err := run(t, rdb, lua.RenewBatch, []string{"k1", "k2", "k3"}, 30000, ownerA, 0, ownerA, 0, ownerA, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := got.([]any)
-	if res[0].(int64) != 1 || res[1].(int64) != 0 || res[2].(int64) != 0 {
-		t.Fatalf("renew = %v, want [1 0 0]", res)
+	rdb.HSet(ctx, "k4", ownerA, 1)
+	rdb.PExpire(ctx, "k4", time.Minute)
+	rdb.HSet(ctx, "k5", ownerA, 1)
+	got, err := run(t, rdb, lua.RenewBatch, []string{"k1", "k2", "k3", "k4", "k5"}, 30000, "", ownerA, ownerA, ownerA, ownerA, ownerA)
+	if err != nil || got != "10011" {
+		t.Fatalf("renew = %v %v, want 10011", got, err)
 	}
 	if ttl := rdb.PTTL(ctx, "k1").Val(); ttl.Milliseconds() < 29000 {
 		t.Fatalf("k1 not extended: %v", ttl)
 	}
 	if ttl := rdb.PTTL(ctx, "k2").Val(); ttl != -1 {
 		t.Fatalf("k2 (other owner) touched: %v", ttl)
+	}
+	if ttl := rdb.PTTL(ctx, "k4").Val(); ttl < 59*time.Second {
+		t.Fatalf("k4's longer lease cut short: %v", ttl)
+	}
+	if ttl := rdb.PTTL(ctx, "k5").Val(); ttl != -1 {
+		t.Fatalf("k5 (no TTL) given one: %v", ttl)
+	}
+	// The paired layout ("x": field, extra keys) of the same holds.
+	got, err = run(t, rdb, lua.RenewBatch, []string{"k1", "k2"}, 30000, "x", ownerA, 0, ownerA, 0)
+	if err != nil || got != "10" {
+		t.Fatalf("renew (paired) = %v %v, want 10", got, err)
 	}
 }
 
@@ -575,9 +585,9 @@ func TestRenewBatchNeverShortensTimeoutKeys(t *testing.T) {
 	readHold(rdb, ownerA, 2, time.Second)
 	rdb.PExpire(ctx, lock, 60*time.Second)
 	keys := []string{lock, readTimeoutKey(ownerA, 1), readTimeoutKey(ownerA, 2), readTimeoutKey(ownerA, 3)}
-	got, err := run(t, rdb, lua.RenewBatch, keys, 30000, ownerA, 3)
-	if err != nil || got.([]any)[0].(int64) != 1 {
-		t.Fatalf("renew = %v %v, want [1]", got, err)
+	got, err := run(t, rdb, lua.RenewBatch, keys, 30000, "x", ownerA, 3)
+	if err != nil || got != "1" {
+		t.Fatalf("renew = %v %v, want 1", got, err)
 	}
 	if d := rdb.PTTL(ctx, keys[1]).Val(); d < 59*time.Second {
 		t.Fatalf("hold 1's key PTTL %v, want its 60s kept", d)

@@ -1,34 +1,61 @@
 -- renew_batch: extend the lease of many held locks in one call (the watchdog).
 --
 -- All keys of one call hash to one cluster slot; the caller groups them and
--- sends at most 100 keys per call.
+-- sends at most MaxBatch (lua.go) keys per call.
 --
 -- KEYS     for each hold, in order: the lock hash, then the hold's extra
 --          keys: the rwlock_timeout keys 1..n of a read hold with n holds,
 --          in that order (none for other holds)
 -- ARGV[1]  lease in milliseconds
+-- ARGV[2]  the layout of the holds' arguments: "" when every hold is a
+--          lock hash without extra keys (the common case: one argument
+--          per hold), "x" otherwise (two per hold)
 -- ARGV     then, per hold: the hash field that proves it (owner token, or
---          "<owner>:write" for a write hold), and its number of extra keys;
---          or, for the permits of one semaphore acquisition, the permit
---          ids concatenated (16 bytes each) and -1: the hold's key is then
---          the semaphore's {<name>}:timeout sorted set, and renewing sets
---          each id's score to the server's now (TIME) + lease, never lower
---          than it was (Redisson RPermitExpirableSemaphore's updateLeaseTime
---          with the same never-shorten rule as the hashes)
+--          "<owner>:write" for a write hold); with layout "x" followed by
+--          its number of extra keys; or, for the permits of one semaphore
+--          acquisition, the permit ids concatenated (16 bytes each) and -1:
+--          the hold's key is then the semaphore's {<name>}:timeout sorted
+--          set, and renewing sets each id's score to the server's now
+--          (TIME) + lease, never lower than it was (Redisson
+--          RPermitExpirableSemaphore's updateLeaseTime with the same
+--          never-shorten rule as the hashes)
 --
--- Returns an array with one integer per hold:
---   1  the field exists: the hash lease was extended (never shortened,
---      another holder may have a longer one) and so were the extra keys
---      (never shortened either: a read release recomputes the lock's TTL
---      from them, so they carry what the hold counts on, such as an outer
---      fixed lease longer than this one). A key that ran out is not
---      revived: it outlived the hold's deadline, and the watchdog's list of
---      keys may be older than a release that just deleted one
---   0  the hold is gone (expired, deleted, taken by someone else): not touched
---      (for permits: one of the ids is no longer held)
+-- Returns a string with one byte per hold, in order:
+--   "1"  the field exists: the hash lease was extended (never shortened,
+--        another holder may have a longer one; a key without a TTL keeps
+--        none) and so were the extra keys (never shortened either: a read
+--        release recomputes the lock's TTL from them, so they carry what
+--        the hold counts on, such as an outer fixed lease longer than this
+--        one). A key that ran out is not revived: it outlived the hold's
+--        deadline, and the watchdog's list of keys may be older than a
+--        release that just deleted one
+--   "0"  the hold is gone (expired, deleted, taken by someone else): not
+--        touched (for permits: one of the ids is no longer held)
+--
+-- Cost: a plain hold is one HEXISTS and one PEXPIRE ... GT. Before Redis
+-- 7.0 (no GT) the first PEXPIRE is refused and the script reads each
+-- key's PTTL first instead, with the same rule.
 local lease = tonumber(ARGV[1])
+-- PEXPIRE's argument, formatted once rather than per key
+local lease_ms = string.format('%d', lease)
+local paired = ARGV[2] ~= ''
 local renewed = {}
 local now
+local gt = true
+-- extend sets key's TTL to lease unless it is longer already (or absent).
+local function extend(key)
+    if gt then
+        local r = redis.pcall('pexpire', key, lease_ms, 'gt')
+        if type(r) ~= 'table' or not r.err then
+            return
+        end
+        gt = false
+    end
+    local ttl = redis.call('pttl', key)
+    if ttl >= 0 and ttl < lease then
+        redis.call('pexpire', key, lease)
+    end
+end
 -- A permit whose score has passed is not held any more, even before a
 -- script reclaims it: it is never revived.
 local function permits_held(zset, ids, now)
@@ -41,8 +68,12 @@ local function permits_held(zset, ids, now)
     return true
 end
 local k = 1
-for i = 2, #ARGV, 2 do
-    local extra = tonumber(ARGV[i + 1])
+local step = paired and 2 or 1
+for i = 3, #ARGV, step do
+    local extra = 0
+    if paired then
+        extra = tonumber(ARGV[i + 1])
+    end
     if extra < 0 then
         if not now then
             local t = redis.call('time')
@@ -56,24 +87,20 @@ for i = 2, #ARGV, 2 do
                     redis.call('zadd', KEYS[k], 'xx', expiry, id)
                 end
             end
-            renewed[#renewed + 1] = 1
+            renewed[#renewed + 1] = '1'
         else
-            renewed[#renewed + 1] = 0
+            renewed[#renewed + 1] = '0'
         end
         extra = 0
     elseif redis.call('hexists', KEYS[k], ARGV[i]) == 1 then
-        if redis.call('pttl', KEYS[k]) < lease then
-            redis.call('pexpire', KEYS[k], lease)
-        end
+        extend(KEYS[k])
         for j = 1, extra do
-            if redis.call('pttl', KEYS[k + j]) < lease then
-                redis.call('pexpire', KEYS[k + j], lease)
-            end
+            extend(KEYS[k + j])
         end
-        renewed[#renewed + 1] = 1
+        renewed[#renewed + 1] = '1'
     else
-        renewed[#renewed + 1] = 0
+        renewed[#renewed + 1] = '0'
     end
     k = k + 1 + extra
 end
-return renewed
+return table.concat(renewed)

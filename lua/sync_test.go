@@ -154,29 +154,29 @@ func TestRenewBatchExtendsPermitsButNeverRevivesOne(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	semAcquire(t, rdb, semMark, 1000, 2, idA+idB)
-	renew := func(ids string) []int64 {
-		res, err := lua.RenewBatch.Run(ctx, rdb, []string{semZ}, 60000, ids, -1).Int64Slice()
+	renew := func(ids string) string {
+		res, err := lua.RenewBatch.Run(ctx, rdb, []string{semZ}, 60000, "x", ids, -1).Text()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
 	before := rdb.ZScore(ctx, semZ, idA).Val()
-	if got := renew(idA + idB); len(got) != 1 || got[0] != 1 {
-		t.Fatalf("renewal: %v, want [1]", got)
+	if got := renew(idA + idB); got != "1" {
+		t.Fatalf("renewal: %q, want 1", got)
 	}
 	after := rdb.ZScore(ctx, semZ, idA).Val()
 	if after < before+58000 {
 		t.Fatalf("score %v after renewal, was %v: want about 59 s later", after, before)
 	}
 	// A shorter lease never lowers a score.
-	if res, _ := lua.RenewBatch.Run(ctx, rdb, []string{semZ}, 1000, idA, -1).Int64Slice(); res[0] != 1 || rdb.ZScore(ctx, semZ, idA).Val() != after {
+	if res, _ := lua.RenewBatch.Run(ctx, rdb, []string{semZ}, 1000, "x", idA, -1).Text(); res != "1" || rdb.ZScore(ctx, semZ, idA).Val() != after {
 		t.Fatal("a shorter renewal lowered the score")
 	}
 	// A permit whose score has passed is gone, even before a reclaim.
 	rdb.ZAdd(ctx, semZ, redis.Z{Score: 1, Member: idB})
-	if got := renew(idA + idB); got[0] != 0 || rdb.ZScore(ctx, semZ, idB).Val() != 1 {
-		t.Fatalf("renewal of an expired permit: %v, score %v; want 0 and untouched", got, rdb.ZScore(ctx, semZ, idB).Val())
+	if got := renew(idA + idB); got != "0" || rdb.ZScore(ctx, semZ, idB).Val() != 1 {
+		t.Fatalf("renewal of an expired permit: %q, score %v; want 0 and untouched", got, rdb.ZScore(ctx, semZ, idB).Val())
 	}
 }
 

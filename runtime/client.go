@@ -145,7 +145,6 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 		c.publish = "spublish"
 	}
 	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.Failed})
-	c.waits = c.newWaitLoop()
 	if !bounded {
 		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
@@ -155,6 +154,7 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	c.closeRenewal = closeRenewal
 	c.wd.init(c, renewal)
+	c.waits = c.newWaitLoop()
 	for _, node := range o.RedLockNodes {
 		sub := o
 		sub.RedLockNodes, sub.Observer = nil, nil
@@ -179,6 +179,7 @@ func (c *Client) newWaitLoop() await.Loop {
 		// watchdog loop writes it), so lockgen inspect can tell whose
 		// waiters these are before it holds anything.
 		Sleeping: c.wd.start,
+		Gate:     c.wd.gate,
 	}
 }
 

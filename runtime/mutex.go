@@ -600,7 +600,8 @@ func wellTagged(key string) bool {
 
 // holdSpec is what a new acquisition of m is of.
 func (m *Mutex) holdSpec() holds.Spec {
-	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindName(m.k), From: (*mutexTaker)(m)}
+	_, read := m.k.(readSide) // only a read hold renews keys besides its own
+	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindName(m.k), From: (*mutexTaker)(m), Extra: read}
 }
 
 // acquireReplicated runs one acquire attempt on a single connection to the

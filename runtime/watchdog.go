@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,8 +17,8 @@ import (
 
 // watchdog is the one renewal loop of a Client. It renews each watchdog
 // hold WatchdogTimeout/3 after the send time of its last confirmed
-// renewal (or acquisition), with RenewBatch calls of at most 100 keys of
-// one cluster slot. The holds due in one tick are cut into such batches
+// renewal (or acquisition), with RenewBatch calls of at most lua.MaxBatch
+// keys of one cluster slot. The holds due in one tick are cut into such batches
 // and sent by a few workers in parallel, each a pipeline of a few batches
 // on its own connection, so a slow node or a dead connection holds up
 // only the holds it serves, and a million holds need no round that waits
@@ -31,6 +32,9 @@ import (
 // renewalClient), so nothing is renewed after the holder was told the
 // hold is gone.
 //
+// After each round it tells the admission gate how far behind it runs
+// (overload.go): held locks come before new ones.
+//
 // Release removes a hold from the registry before the release is sent, so
 // no renewal is scheduled after an unlock; a renewal already in flight only
 // extends a key whose field still names the owner, which after the release
@@ -40,13 +44,24 @@ type watchdog struct {
 	once    sync.Once
 	done    chan struct{}
 	rdb     redis.UniversalClient
-	timing  renew.Timing  // the registry's
-	workers chan struct{} // a token per renewal call in flight
+	timing  renew.Timing // the registry's
+	workers chan int     // the free worker slots: one per renewal call in flight
 	jobs    sync.WaitGroup
+	// busy[i] is the earliest due time (Unix ns) of the holds of the call
+	// that worker slot i sends, 0 while it is free; late is the most any
+	// call's replies came after its oldest hold was due, since the loop
+	// last read it. They make the backlog the admission gate reads
+	// (overload.go).
+	busy [renewWorkers]atomic.Int64
+	late atomic.Int64
+	gate *renew.Admission
 	// dials and dialsRead: the caller's pool's count of new connections,
 	// and whether it was read yet (see dialled; used by the loop only).
 	dials     uint64
 	dialsRead bool
+	// lastDue is how many holds the last round (not of every hold) took:
+	// the next one's room (used by the loop only).
+	lastDue int
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -65,7 +80,11 @@ func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
 	w.c = c
 	w.rdb = rdb
 	w.timing = c.reg.Timing()
-	w.workers = make(chan struct{}, renewWorkers)
+	w.workers = make(chan int, renewWorkers)
+	for i := range renewWorkers {
+		w.workers <- i
+	}
+	w.gate = renew.NewAdmission(w.timing)
 }
 
 // start starts the loop on first use: at the first hold of any lease,
@@ -114,6 +133,7 @@ func (w *watchdog) loop(done chan struct{}) {
 			lastPoke = time.Now()
 		}
 		w.renewDue(time.Now(), all)
+		w.observe(time.Now(), 0)
 		w.renewLabel(time.Now())
 	}
 }
@@ -122,109 +142,122 @@ func (w *watchdog) loop(done chan struct{}) {
 // watchdog hold not in flight) and returns without waiting for replies.
 func (w *watchdog) renewDue(now time.Time, all bool) {
 	c := w.c
-	due, extra := c.reg.TakeDue(now, all, lua.MaxBatch)
+	due := c.reg.TakeDue(now, all, lua.MaxBatch, make([]holds.Due, 0, w.lastDue+w.lastDue/4))
+	if !all {
+		w.lastDue = len(due)
+	}
 	if len(due) == 0 {
 		return
 	}
 	if c.cluster {
-		slices.SortFunc(due, func(a, b *hold) int { return a.Slot - b.Slot })
+		slices.SortFunc(due, func(a, b holds.Due) int { return a.H.Slot - b.H.Slot })
 	}
-	unit := func(h *hold) renew.Unit { return renew.Unit{Keys: 1 + len(extra[h]), Slot: h.Slot} }
+	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.H.Slot} }
 	calls := renew.Calls(renew.Batches(due, unit, c.cluster, lua.MaxBatch), unit, c.cluster, batchesPerCall)
 	for i, call := range calls {
-		select {
-		case w.workers <- struct{}{}:
-		case <-c.closeCh:
+		slot, ok := w.worker(calls[i:])
+		if !ok {
 			for _, call := range calls[i:] {
 				for _, b := range call {
-					for _, h := range b {
-						c.reg.Report(h, holds.Unconfirmed, now, now, nil)
+					for _, u := range b {
+						c.reg.Report(u.H, holds.Unconfirmed, now, now, nil)
 					}
 				}
 			}
 			return
 		}
+		oldest := oldestDue(call)
+		w.busy[slot].Store(oldest)
 		w.jobs.Add(1)
 		go func() {
-			defer func() { <-w.workers; w.jobs.Done() }()
-			w.renewJob(call, extra)
+			defer func() { w.busy[slot].Store(0); w.workers <- slot; w.jobs.Done() }()
+			w.renewJob(call)
+			w.replied(time.Now(), oldest)
 		}()
 	}
 }
 
 // renewJob sends one pipeline of batches and applies the replies.
-func (w *watchdog) renewJob(batches [][]*hold, extra map[*hold][]string) {
+func (w *watchdog) renewJob(batches [][]holds.Due) {
 	c := w.c
-	deadline := c.reg.Deadline(batches)
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
 	// declared lost.
-	ctx, cancel := context.WithDeadline(c.life, deadline) // Close ends it too
+	ctx, cancel := context.WithDeadline(c.life, holds.Deadline(batches)) // Close ends it too
 	defer cancel()
 	sent := time.Now()
-	cmds, err := w.runRenewals(ctx, batches, extra, c.wdLease)
+	cmds, err := w.runRenewals(ctx, batches, c.wdLease)
 	c.slots.Failed(err) // a dead master: its replica may serve the slots by now
 
-	renewed := 0
+	renewed, n := 0, 0
 	now := time.Now()
 	gone := func(h *hold) error { return lostError(h, "the key no longer holds this owner") }
 	for i, b := range batches {
-		var res []int64
+		var res string
 		if cmds != nil && cmds[i].Err() == nil {
-			res, _ = cmds[i].Int64Slice()
+			res, _ = cmds[i].Text() // renew_batch.lua: one byte per hold
 		}
-		for j, h := range b {
-			r := holds.Unconfirmed
+		renewed += c.reg.ReportAll(b, func(j int) holds.Renewal {
 			switch {
-			case j < len(res) && res[j] == 1:
-				r = holds.Renewed
-			case j < len(res):
-				r = holds.Gone
+			case j >= len(res):
+				return holds.Unconfirmed
+			case res[j] == '1':
+				return holds.Renewed
 			}
-			if c.reg.Report(h, r, sent, now, gone) {
-				renewed++
-			}
-		}
+			return holds.Gone
+		}, sent, now, gone)
+		n += len(b)
 	}
 	if err != nil {
-		c.warn("watchdog renewal failed", "holds", countHolds(batches), "err", err)
+		c.warn("watchdog renewal failed", "holds", n, "err", err)
 	}
 	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Took: now.Sub(sent), Err: err})
 }
 
-func countHolds(batches [][]*hold) int {
-	n := 0
-	for _, b := range batches {
-		n += len(b)
+// renewArgs are the arguments of one RenewBatch call for b (see
+// renew_batch.lua): with no extra keys and no permits in b, one per hold.
+func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
+	paired := false
+	keys := 0
+	for _, u := range b {
+		paired = paired || u.H.Permit || len(u.Extra) > 0
+		keys += 1 + len(u.Extra)
 	}
-	return n
+	per := 1
+	layout := ""
+	if paired {
+		per, layout = 2, "x"
+	}
+	args = make([]any, 3, 3+keys+2+per*len(b))
+	for _, u := range b {
+		args = append(args, u.H.Args.Key)
+		for _, k := range u.Extra {
+			args = append(args, k)
+		}
+	}
+	args = append(args, lease, layout)
+	for _, u := range b {
+		switch {
+		case !paired:
+			args = append(args, u.H.Args.Field)
+		case u.H.Permit:
+			args = append(args, u.H.Args.Field, -1) // the permit ids of a semaphore acquisition
+		default:
+			args = append(args, u.H.Args.Field, len(u.Extra))
+		}
+	}
+	return args, keys
 }
 
 // runRenewals sends one RenewBatch per batch in a single pipeline. When
 // the server's script cache lacks the script (first round, restart, SCRIPT
 // FLUSH), it is loaded once (on every master of a cluster) and the refused
 // batches are sent again by SHA, rather than each as a full EVAL.
-func (w *watchdog) runRenewals(ctx context.Context, batches [][]*hold, extra map[*hold][]string, lease any) ([]*redis.Cmd, error) {
+func (w *watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any) ([]*redis.Cmd, error) {
 	rdb := w.rdb
 	cmds := make([]*redis.Cmd, len(batches))
 	build := func(i int) *redis.Cmd {
-		b := batches[i]
-		args := make([]any, 3, 3+len(b)*3+1)
-		for _, h := range b {
-			args = append(args, h.Args.Key)
-			for _, k := range extra[h] {
-				args = append(args, k)
-			}
-		}
-		numKeys := len(args) - 3
-		args = append(args, lease)
-		for _, h := range b {
-			if h.Permit {
-				args = append(args, h.Args.Field, -1) // renew_batch.lua: the permit ids of a semaphore acquisition
-				continue
-			}
-			args = append(args, h.Args.Field, len(extra[h]))
-		}
+		args, numKeys := renewArgs(batches[i], lease)
 		return scripts.RenewBatch.Cmd(ctx, numKeys, args)
 	}
 	pipe := rdb.Pipeline()

@@ -2,9 +2,12 @@ package redistest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // pollInterval is how often the wait helpers look again: short next to the
@@ -40,4 +43,20 @@ func infoField(info, field string) string {
 		}
 	}
 	return ""
+}
+
+// CPU is the CPU time the server of rdb has used: INFO cpu's
+// used_cpu_sys + used_cpu_user. Benchmarks read it before and after.
+func CPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var sum float64
+	for _, f := range []string{"used_cpu_sys", "used_cpu_user"} {
+		v, _ := strconv.ParseFloat(infoField(info, f), 64)
+		sum += v
+	}
+	return time.Duration(sum * float64(time.Second))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -32,6 +33,9 @@ type Loop struct {
 	// Sleeping is called before a waiter sleeps (the watchdog loop then
 	// writes the Client's owner label, so lockgen inspect can name it).
 	Sleeping func()
+	// Gate, when set, is the admission gate a fresh acquisition waits in
+	// while the watchdog's renewals run behind (holds before admissions).
+	Gate *renew.Admission
 }
 
 // skippedTryBound bounds the first sleep of a waiter that skipped its try
@@ -74,6 +78,9 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 	var wt waiting
 	wt.init(l, ctx, s, try, running)
 	defer func() { wt.end(err == nil) }()
+	if err := wt.admit(); err != nil {
+		return err
+	}
 	if err := wt.attach(); err != nil {
 		return err
 	}

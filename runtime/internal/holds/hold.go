@@ -56,35 +56,39 @@ type Taker interface {
 // The exported fields never change; the others are guarded by the mutex
 // of its key's shard.
 type Hold struct {
-	Name  string // logical name
-	Key   string // lock key
-	Owner string // owner token
-	Field string // hash field that proves the hold (renewal checks it)
-	Args  Args
-	Kind  string // what it is a hold of, as events name it
+	// What a renewal round reads and writes comes first, together: a
+	// Client with many holds finds few of them in cache, and a round
+	// touches every hold it renews.
+	sh       *shard
+	inFlight bool // a renewal of it is on the wire
+	gone     bool // released or lost: no longer in the registry
+	watchdog bool // renewed by the watchdog: wdAcqs > 0
+	extra    bool // see Spec.Extra
 	// Permit: the hold is the permits of one semaphore acquisition:
 	// Args.Key is the semaphore's timeout sorted set and Args.Field the
 	// permit ids; the watchdog renews their scores.
 	Permit bool
-	From   Taker
+	lease  leaseclock.Entry // its term and its place on the lease clock
+	renew  renew.Entry      // when its next renewal is due
+	Args   Args
 	Slot   int // cluster slot of Key, for batching
 
-	sh *shard
+	Name  string // logical name
+	Key   string // lock key
+	Owner string // owner token
+	Field string // hash field that proves the hold (renewal checks it)
+	Kind  string // what it is a hold of, as events name it
+	From  Taker
+
 	// queued: an acquisition of it was queued in Redis for grants, or
 	// granted from there; its last release clears the record.
-	queued   bool
-	count    int
-	watchdog bool // renewed by the watchdog: wdAcqs > 0
-	wdAcqs   int  // acquisitions with the watchdog lease
-	acqs     []*Acquisition
-	inline   [2]*Acquisition // backs acqs for the common outer + one nested hold
-	gone     bool            // released or lost: no longer in the registry
-	lostErr  error           // why it was lost; nil when released normally
-	lost     atomic.Bool     // set with lostErr, for readers without the mutex
-
-	lease    leaseclock.Entry // its term and its place on the lease clock
-	renew    renew.Entry      // when its next renewal is due
-	inFlight bool             // a renewal of it is on the wire
+	queued  bool
+	count   int
+	wdAcqs  int // acquisitions with the watchdog lease
+	acqs    []*Acquisition
+	inline  [2]*Acquisition // backs acqs for the common outer + one nested hold
+	lostErr error           // why it was lost; nil when released normally
+	lost    atomic.Bool     // set with lostErr, for readers without the mutex
 }
 
 // Lost reports whether h was lost. It takes no lock.

@@ -57,7 +57,7 @@ func newFixture(t *testing.T, watchdog time.Duration) *fixture {
 }
 
 func (f *fixture) add(parent context.Context, key, owner string, lease time.Duration) *Context {
-	return f.r.Add(parent, Spec{Name: "n", Key: key, Kind: "reentrant", From: f.from}, NewArgs(key, owner, owner), lease, time.Now())
+	return f.r.Add(parent, Spec{Name: "n", Key: key, Kind: "reentrant", From: f.from, Extra: f.from.extra != nil}, NewArgs(key, owner, owner), lease, time.Now())
 }
 
 func TestNestedAcquisitionsCountOneHold(t *testing.T) {
@@ -172,27 +172,27 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 	f.from.extra = []string{"extra"}
 	hc := f.add(context.Background(), "k", "o", 0)
 	h := hc.Acquisition().Hold()
-	if due, _ := f.r.TakeDue(time.Now(), false, 100); len(due) != 0 {
+	if due := f.r.TakeDue(time.Now(), false, 100, nil); len(due) != 0 {
 		t.Fatalf("%d holds due at once", len(due))
 	}
-	due, extra := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100)
-	if len(due) != 1 || due[0] != h || len(extra[h]) != 1 {
-		t.Fatalf("due %v extra %v; want the hold and its extra key after a period", due, extra)
+	due := f.r.TakeDue(time.Now().Add(f.r.Timing().Period+f.r.Timing().Tick), false, 100, nil)
+	if len(due) != 1 || due[0].H != h || len(due[0].Extra) != 1 {
+		t.Fatalf("due %v; want the hold and its extra key after a period", due)
 	}
-	if again, _ := f.r.TakeDue(time.Now().Add(time.Hour), true, 100); len(again) != 0 {
+	if again := f.r.TakeDue(time.Now().Add(time.Hour), true, 100, nil); len(again) != 0 {
 		t.Fatal("a hold in flight taken again")
 	}
-	before := f.r.Deadline([][]*Hold{{h}})
+	before := Deadline([][]Due{due})
 	sent := time.Now().Add(50 * time.Millisecond)
 	if !f.r.Report(h, Renewed, sent, time.Now(), nil) {
 		t.Fatal("a renewal not reported confirmed")
 	}
-	if after := f.r.Deadline([][]*Hold{{h}}); !after.After(before) {
+	due = f.r.TakeDue(time.Now(), true, 100, nil)
+	if after := Deadline([][]Due{due}); !after.After(before) {
 		t.Fatalf("deadline %v did not move past %v", after, before)
 	}
 	gone := errors.New("gone")
-	due, _ = f.r.TakeDue(time.Now(), true, 100)
-	f.r.Report(due[0], Gone, time.Now(), time.Now(), func(*Hold) error { return gone })
+	f.r.Report(due[0].H, Gone, time.Now(), time.Now(), func(*Hold) error { return gone })
 	if !errors.Is(context.Cause(hc), gone) || f.r.Len() != 0 {
 		t.Fatalf("cause %v, %d holds left; want the hold lost", context.Cause(hc), f.r.Len())
 	}
@@ -213,5 +213,50 @@ func TestCloseCancelsEveryHoldAndRefusesNewOnes(t *testing.T) {
 	}
 	if f.r.Close(func(*Hold) error { return closed }) {
 		t.Fatal("second Close did it again")
+	}
+}
+
+func TestReportAllAppliesEachHoldsRenewal(t *testing.T) {
+	f := newFixture(t, 300*time.Millisecond)
+	keys := []string{"a", "b", "c", "d"}
+	hcs := make([]*Context, len(keys))
+	for i, k := range keys {
+		hcs[i] = f.add(context.Background(), k, "o", 0)
+	}
+	due := f.r.TakeDue(time.Now(), true, 100, nil)
+	if len(due) != len(keys) {
+		t.Fatalf("%d holds taken, want %d", len(due), len(keys))
+	}
+	before := map[*Hold]int64{}
+	for _, u := range due {
+		before[u.H] = u.Valid
+	}
+	want := map[*Hold]Renewal{}
+	res := func(j int) Renewal {
+		r := []Renewal{Renewed, Gone, Unconfirmed, Renewed}[j]
+		want[due[j].H] = r
+		return r
+	}
+	gone := errors.New("gone")
+	sent := time.Now().Add(50 * time.Millisecond)
+	if n := f.r.ReportAll(due, res, sent, time.Now(), func(*Hold) error { return gone }); n != 2 {
+		t.Fatalf("%d confirmed, want 2", n)
+	}
+	for i, hc := range hcs {
+		h := hc.Acquisition().Hold()
+		if lost := errors.Is(context.Cause(hc), gone); lost != (want[h] == Gone) {
+			t.Fatalf("hold %s: lost %v after %v", keys[i], lost, want[h])
+		}
+	}
+	// Every hold left is off flight (taken again), the renewed ones with a
+	// later deadline.
+	again := f.r.TakeDue(time.Now(), true, 100, nil)
+	if len(again) != 3 {
+		t.Fatalf("%d holds taken again, want the 3 not lost", len(again))
+	}
+	for _, u := range again {
+		if moved := u.Valid > before[u.H]; moved != (want[u.H] == Renewed) {
+			t.Fatalf("deadline of a hold that was %v moved: %v", want[u.H], moved)
+		}
 	}
 }

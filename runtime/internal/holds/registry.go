@@ -162,6 +162,9 @@ type Spec struct {
 	Name, Key, Kind string
 	Permit          bool
 	From            Taker
+	// Extra: the hold may have keys renewed with it besides its key
+	// (From.ExtraKeys is asked at each renewal); false: it has none.
+	Extra bool
 	// Confirmed, when > 0, is all of the lease Redis is known to have
 	// applied from start when it is shorter than the hold's lease (a
 	// watchdog hold taken by a grant cut to the waiter's record). The
@@ -203,7 +206,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	h := sh.holds[id]
 	if h == nil {
 		h = &Hold{sh: sh, Name: spec.Name, Key: spec.Key, Owner: args.OwnerID(), Field: id.Field, Args: args,
-			Kind: spec.Kind, Permit: spec.Permit, From: spec.From}
+			Kind: spec.Kind, Permit: spec.Permit, From: spec.From, extra: spec.Extra}
 		h.acqs = h.inline[:0]
 		if r.cfg.Cluster {
 			h.Slot = scripts.KeySlot(spec.Key)

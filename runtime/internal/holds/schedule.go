@@ -1,6 +1,7 @@
 package holds
 
 import (
+	"math"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
@@ -76,13 +77,27 @@ func (r *Registry) expire(h *Hold) {
 // RenewEntry places h on its shard's renewal wheel.
 func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
 
+// A Due is a hold taken off the wheel for a renewal: what the watchdog
+// sends for it.
+type Due struct {
+	H     *Hold
+	At    int64    // when its renewal was due (Unix ns)
+	Extra []string // its extra keys (nil: none), read when it was taken
+	// Valid is its deadline when it was taken (Unix ns): a renewal call
+	// must end by the earliest of its holds'. A confirmation may move the
+	// deadline later meanwhile, never earlier.
+	Valid int64
+}
+
 // TakeDue takes the holds due by now off the shards' wheels (all: every
-// watchdog hold) and marks them in flight; extra has the extra keys of
-// those that have some. Holds due in the next period/4 fill up the last
-// batch of batch holds: renewing a little early costs nothing, a call for
-// a handful of holds does.
-func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, extra map[*Hold][]string) {
-	extra = make(map[*Hold][]string)
+// watchdog hold) and marks them in flight. Holds due in the next
+// period/4 fill up the last batch of batch holds: renewing a little early
+// costs nothing, a call for a handful of holds does. Each hold's extra
+// keys and deadline are read here, under its shard's mutex, so the
+// watchdog need not take it again before the replies. The holds are
+// appended to due (pass one with room for about as many as last time:
+// growing it is most of what a round allocates).
+func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due {
 	// take marks h in flight if it is a watchdog hold not in flight. Its
 	// shard's mutex is held.
 	take := func(h *Hold) bool {
@@ -90,10 +105,11 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, ext
 			return false // released, lost, or in flight
 		}
 		h.inFlight = true
-		due = append(due, h)
-		if keys := h.From.ExtraKeys(h); len(keys) > 0 {
-			extra[h] = keys
+		u := Due{H: h, At: h.renew.Due.UnixNano(), Valid: h.lease.Valid.UnixNano()}
+		if h.extra {
+			u.Extra = h.From.ExtraKeys(h)
 		}
+		due = append(due, u)
 		return true
 	}
 	for i := range r.shards {
@@ -115,23 +131,19 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int) (due []*Hold, ext
 		sh.wheel.TakeEarly(horizon, r.timing, room, take)
 		sh.mu.Unlock()
 	}
-	return due, extra
+	return due
 }
 
-// Deadline is the earliest deadline of the holds of batches: a renewal
-// call for them must end by then.
-func (r *Registry) Deadline(batches [][]*Hold) time.Time {
-	var d time.Time
+// Deadline is the earliest deadline of the holds of batches, as they were
+// taken: a renewal call for them must end by then.
+func Deadline(batches [][]Due) time.Time {
+	d := int64(math.MaxInt64)
 	for _, b := range batches {
-		for _, h := range b {
-			h.sh.mu.Lock()
-			if d.IsZero() || h.lease.Valid.Before(d) {
-				d = h.lease.Valid
-			}
-			h.sh.mu.Unlock()
+		for _, u := range b {
+			d = min(d, u.Valid)
 		}
 	}
-	return d
+	return time.Unix(0, d)
 }
 
 // A Renewal is what one renewal found of a hold.
@@ -150,6 +162,36 @@ const (
 func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.sh.mu.Lock()
 	defer h.sh.mu.Unlock()
+	return r.reportLocked(h, res, sent, now, cause)
+}
+
+// ReportAll is Report for each hold of b, res(j) being what the renewal
+// of b[j] found, and returns how many were confirmed. It takes a shard's
+// mutex once for each run of its holds in b (TakeDue takes holds shard by
+// shard, so a batch has long runs).
+func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Time, cause func(h *Hold) error) int {
+	confirmed := 0
+	var sh *shard
+	for j, u := range b {
+		if u.H.sh != sh {
+			if sh != nil {
+				sh.mu.Unlock()
+			}
+			sh = u.H.sh
+			sh.mu.Lock()
+		}
+		if r.reportLocked(u.H, res(j), sent, now, cause) {
+			confirmed++
+		}
+	}
+	if sh != nil {
+		sh.mu.Unlock()
+	}
+	return confirmed
+}
+
+// reportLocked is Report with h.sh.mu held.
+func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.inFlight = false
 	switch {
 	case h.gone || !h.watchdog:
@@ -165,7 +207,7 @@ func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(
 	case res == Gone:
 		r.loseLocked(h, cause(h))
 	default:
-		h.sh.wheel.Put(h, now.Add(r.timing.Retry(time.Until(h.lease.Valid))), r.timing)
+		h.sh.wheel.Put(h, now.Add(r.timing.Retry(h.lease.Valid.Sub(now))), r.timing)
 	}
 	return false
 }

@@ -9,7 +9,8 @@
 // leaves, so whatever the network did, Redis expires the key no earlier
 // than the deadline plus drift.
 //
-// A Queue keeps items by deadline (a min-heap that knows each item's
+// A Queue keeps items by deadline (a 4-ary min-heap whose slots carry
+// their deadlines, so sifting reads no item, and that knows each item's
 // index, so a released item leaves at once) and publishes its earliest
 // deadline for a Clock to read without the queue's lock. The Clock is one
 // goroutine that sleeps until the earliest deadline of any queue and then

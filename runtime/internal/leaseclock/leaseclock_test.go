@@ -90,12 +90,15 @@ func TestQueueKeepsDeadlineOrderThroughRemovals(t *testing.T) {
 			}
 			in = slices.Delete(in, i, i+1)
 		}
-		for i, it := range q.items {
-			if it.idx != i+1 {
-				t.Fatalf("entry %d says it is at %d", i, it.idx-1)
+		for i, s := range q.items {
+			if s.it.idx != i+1 {
+				t.Fatalf("entry %d says it is at %d", i, s.it.idx-1)
+			}
+			if s.at != s.it.Valid.UnixNano() {
+				t.Fatalf("slot %d is at %d, its item's deadline %v", i, s.at, s.it.Valid)
 			}
 		}
-		if q.Len() > 0 && q.Head() != q.items[0].at.UnixNano() {
+		if q.Len() > 0 && q.Head() != q.items[0].at {
 			t.Fatal("Head is not the earliest deadline")
 		}
 	}

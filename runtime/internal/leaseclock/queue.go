@@ -10,8 +10,7 @@ import (
 // a Queue. Embed it in the item; its zero value is off every queue.
 type Entry struct {
 	Term
-	at  time.Time // the deadline it was put on the queue for
-	idx int       // its index in the queue's heap, plus one (0: off it)
+	idx int // its index in the queue's heap, plus one (0: off it)
 }
 
 // Queued reports whether the entry is on a queue.
@@ -30,9 +29,21 @@ const None = math.MaxInt64
 // guarded by its owner's lock, that publishes its earliest deadline (Head)
 // for lock-free readers. It is written out rather than used through
 // container/heap, whose interface boxes values.
+//
+// Each slot of the heap carries the deadline its item was put on it for,
+// so sifting compares slots without reading the items (a Client with many
+// holds has them all over its heap: a read of one is a cache miss), and
+// the heap is 4-ary: half the levels of a binary one, so half the items
+// whose index a sift writes, and a node's four children are adjacent.
 type Queue[T Item] struct {
-	items []T
+	items []slot[T]
 	head  atomic.Int64 // Unix ns of items[0].at, or None
+}
+
+// A slot is an item on the heap and the deadline (Unix ns) it is on it for.
+type slot[T Item] struct {
+	at int64
+	it T
 }
 
 // Init readies an empty queue (the zero Queue reads as due at once).
@@ -49,21 +60,21 @@ func (q *Queue[T]) Head() int64 { return q.head.Load() }
 // whether it is now the earliest: the Clock must then be told (Clock.Due).
 func (q *Queue[T]) Put(it T) (earliest bool) {
 	e := it.LeaseEntry()
-	e.at = e.Valid
-	q.items = append(q.items, it)
+	at := e.Valid.UnixNano()
+	q.items = append(q.items, slot[T]{at, it})
 	e.idx = len(q.items)
 	q.up(len(q.items) - 1)
 	if e.idx != 1 {
 		return false
 	}
-	q.head.Store(e.at.UnixNano())
+	q.head.Store(at)
 	return true
 }
 
 // Remove takes it off the queue, if it is on it.
 func (q *Queue[T]) Remove(it T) {
 	e := it.LeaseEntry()
-	if i := e.idx - 1; i >= 0 && i < len(q.items) && q.items[i] == it {
+	if i := e.idx - 1; i >= 0 && i < len(q.items) && q.items[i].it == it {
 		q.removeAt(i)
 		q.publish() // later or none: the Clock may wake for nothing once
 	}
@@ -74,13 +85,12 @@ func (q *Queue[T]) Remove(it T) {
 // past now), which is put back for its new deadline.
 func (q *Queue[T]) Expire(now time.Time, end func(T)) {
 	for len(q.items) > 0 {
-		it := q.items[0]
-		e := it.LeaseEntry()
-		if e.at.After(now) {
+		if q.items[0].at > now.UnixNano() {
 			break
 		}
-		if e.Valid.After(now) {
-			e.at = e.Valid // confirmed meanwhile
+		it := q.items[0].it
+		if e := it.LeaseEntry(); e.Valid.After(now) {
+			q.items[0].at = e.Valid.UnixNano() // confirmed meanwhile
 			q.down(0)
 			continue
 		}
@@ -95,21 +105,19 @@ func (q *Queue[T]) publish() {
 		q.head.Store(None)
 		return
 	}
-	q.head.Store(q.items[0].LeaseEntry().at.UnixNano())
+	q.head.Store(q.items[0].at)
 }
 
-func (q *Queue[T]) less(i, j int) bool {
-	return q.items[i].LeaseEntry().at.Before(q.items[j].LeaseEntry().at)
-}
+func (q *Queue[T]) less(i, j int) bool { return q.items[i].at < q.items[j].at }
 
 func (q *Queue[T]) swap(i, j int) {
 	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].LeaseEntry().idx, q.items[j].LeaseEntry().idx = i+1, j+1
+	q.items[i].it.LeaseEntry().idx, q.items[j].it.LeaseEntry().idx = i+1, j+1
 }
 
 func (q *Queue[T]) up(i int) {
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / arity
 		if !q.less(i, p) {
 			break
 		}
@@ -120,12 +128,12 @@ func (q *Queue[T]) up(i int) {
 
 func (q *Queue[T]) down(i int) {
 	for {
-		l, small := 2*i+1, i
-		if l < len(q.items) && q.less(l, small) {
-			small = l
-		}
-		if r := l + 1; r < len(q.items) && q.less(r, small) {
-			small = r
+		small := i
+		first := arity*i + 1
+		for c := first; c < min(first+arity, len(q.items)); c++ {
+			if q.less(c, small) {
+				small = c
+			}
 		}
 		if small == i {
 			return
@@ -135,14 +143,16 @@ func (q *Queue[T]) down(i int) {
 	}
 }
 
+// arity is the number of children of a node of the heap.
+const arity = 4
+
 func (q *Queue[T]) removeAt(i int) {
 	last := len(q.items) - 1
-	it := q.items[i]
+	it := q.items[i].it
 	if i != last {
 		q.swap(i, last)
 	}
-	var zero T
-	q.items[last] = zero
+	q.items[last] = slot[T]{}
 	q.items = q.items[:last]
 	if i != last {
 		q.down(i)

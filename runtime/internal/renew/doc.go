@@ -10,6 +10,12 @@
 // of a period after it, share their calls: renewing a little early costs
 // nothing, a call for a handful of holds does.
 //
+// An Admission is the gate of new acquisitions: the watchdog tells it its
+// backlog (how long ago the oldest renewal without a reply was due), and
+// while that is more than a quarter of a period it is closed and fresh
+// acquisitions wait in it, each at most within its own wait; held locks
+// come before new ones.
+//
 // Invariants:
 //
 //   - a hold is taken off the wheel at most once per scheduling (an entry
@@ -19,5 +25,8 @@
 //     after the send it follows, so early renewals cannot push renewals
 //     towards the deadline (3 periods);
 //   - a batch holds at most MaxKeys keys, all of one cluster slot when
-//     the keys are grouped by slot; a call (Calls) serves one slot.
+//     the keys are grouped by slot; a call (Calls) serves one slot;
+//   - a closed Admission opens only for a backlog under half the one that
+//     closed it (OpenLag, CloseLag), and a waiter never waits past the
+//     limit it passes, or its ctx.
 package renew

@@ -205,3 +205,35 @@ func TestCallsServeOneSlot(t *testing.T) {
 		t.Fatalf("%d calls without slots, want 3", len(calls))
 	}
 }
+
+// An emptied bucket is reused for a later tick, holding nothing of what
+// it held before.
+func TestWheelReusesEmptiedBucketsWithoutTheirItems(t *testing.T) {
+	tm := NewTiming(3 * time.Second) // 50 ms ticks
+	var w Wheel[*hold]
+	old := []*hold{{name: "a"}, {name: "b"}, {name: "c"}}
+	for _, h := range old {
+		w.Put(h, at(1000), tm)
+	}
+	var got []*hold
+	take := func(h *hold) bool { got = append(got, h); return true }
+	w.TakeDue(at(1049), tm, take)
+	if len(w.spare) != 1 || cap(w.spare[0]) < len(old) {
+		t.Fatalf("spare buckets %d, want the emptied one", len(w.spare))
+	}
+	for _, h := range w.spare[0][:cap(w.spare[0])] {
+		if h != nil {
+			t.Fatalf("a spare bucket still holds %s", h.name)
+		}
+	}
+	d := &hold{name: "d"}
+	w.Put(d, at(2000), tm)
+	if len(w.spare) != 0 {
+		t.Fatal("a new tick's bucket did not reuse the spare one")
+	}
+	got = nil
+	w.TakeDue(at(2049), tm, take)
+	if !slices.Equal(names(got), []string{"d"}) {
+		t.Fatalf("took %v from the reused bucket, want [d]", names(got))
+	}
+}

@@ -19,6 +19,10 @@ type Item interface {
 type Wheel[T Item] struct {
 	buckets map[int64][]T
 	next    int64 // the first tick not yet taken off (0: none taken yet)
+	// spare are emptied buckets, kept for the ticks to come: a wheel
+	// of many holds fills a bucket per tick, and growing a new one each
+	// time is most of what scheduling allocates.
+	spare [][]T
 }
 
 // Put schedules it for a renewal at due. An entry it had is stale from
@@ -29,8 +33,25 @@ func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
 	if w.buckets == nil {
 		w.buckets = make(map[int64][]T)
 	}
-	w.buckets[i] = append(w.buckets[i], it)
+	b, ok := w.buckets[i]
+	if !ok && len(w.spare) > 0 {
+		b = w.spare[len(w.spare)-1]
+		w.spare = w.spare[:len(w.spare)-1]
+	}
+	w.buckets[i] = append(b, it)
 }
+
+// drop takes bucket i off the wheel and keeps its array for reuse.
+func (w *Wheel[T]) drop(i int64, b []T) {
+	delete(w.buckets, i)
+	if cap(b) > 0 && len(w.spare) < maxSpare {
+		clear(b[:cap(b)]) // hold no items for the collector
+		w.spare = append(w.spare, b[:0])
+	}
+}
+
+// maxSpare bounds the emptied buckets a wheel keeps.
+const maxSpare = 8
 
 // TakeDue takes every item due by now off the wheel and calls take for
 // each one not rescheduled since; take reports whether it took the item
@@ -44,12 +65,13 @@ func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
 		}
 	}
 	for i := w.next; i <= last && len(w.buckets) > 0; i++ {
-		for _, it := range w.buckets[i] {
+		b := w.buckets[i]
+		for _, it := range b {
 			if t.TickOf(it.RenewEntry().Due) <= i {
 				take(it)
 			}
 		}
-		delete(w.buckets, i)
+		w.drop(i, b)
 	}
 	w.next = max(w.next, last+1)
 }
@@ -69,7 +91,7 @@ func (w *Wheel[T]) TakeEarly(horizon int64, t Timing, room func() bool, take fun
 			j++
 		}
 		if len(bucket) == 0 {
-			delete(w.buckets, i)
+			w.drop(i, bucket)
 		} else {
 			w.buckets[i] = bucket
 		}

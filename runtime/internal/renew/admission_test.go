@@ -1,0 +1,85 @@
+package renew
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestAdmissionClosesOnABacklogAndOpensWhenItIsWorkedOff(t *testing.T) {
+	tm := NewTiming(3 * time.Second) // period 1s: closes above 250ms, opens under 125ms
+	a := NewAdmission(tm)
+	steps := []struct {
+		backlog       time.Duration
+		closed, moved bool
+	}{
+		{50 * time.Millisecond, false, false},  // a tick late: normal
+		{250 * time.Millisecond, false, false}, // at the threshold: still open
+		{260 * time.Millisecond, true, true},   // behind: closed
+		{200 * time.Millisecond, true, false},  // catching up: stays closed
+		{125 * time.Millisecond, true, false},
+		{120 * time.Millisecond, false, true}, // worked off: open
+		{200 * time.Millisecond, false, false},
+		{time.Second, true, true},
+		{0, false, true}, // nothing due, nothing in flight
+	}
+	for i, s := range steps {
+		if moved := a.Observe(s.backlog); moved != s.moved || a.Closed() != s.closed {
+			t.Fatalf("step %d (backlog %v): changed %v closed %v, want %v %v", i, s.backlog, moved, a.Closed(), s.moved, s.closed)
+		}
+	}
+}
+
+func TestAdmissionThresholdsHaveAFloor(t *testing.T) {
+	tm := NewTiming(30 * time.Millisecond) // period 10ms
+	if tm.CloseLag() != 50*time.Millisecond || tm.OpenLag() != 25*time.Millisecond {
+		t.Fatalf("close %v open %v, want 50ms and 25ms", tm.CloseLag(), tm.OpenLag())
+	}
+}
+
+func TestAdmissionWaitsOnlyWhileClosedAndWithinItsLimit(t *testing.T) {
+	a := NewAdmission(NewTiming(3 * time.Second))
+	ctx := context.Background()
+	far := time.Now().Add(time.Hour)
+	if err := a.Wait(ctx, far, nil, nil); err != nil {
+		t.Fatalf("open gate: %v", err)
+	}
+	a.Observe(time.Second)
+	// A limit already passed: no wait at all (the caller's try follows).
+	if err := a.Wait(ctx, time.Now().Add(-time.Millisecond), nil, nil); err != nil {
+		t.Fatalf("passed limit: %v", err)
+	}
+	// Opening releases a waiter.
+	done := make(chan error)
+	go func() { done <- a.Wait(ctx, far, nil, nil) }()
+	a.Observe(0)
+	if err := <-done; err != nil {
+		t.Fatalf("opened: %v", err)
+	}
+	// So does its ctx, with its error, and Shutdown's drain or Close.
+	a.Observe(time.Second)
+	cctx, cancel := context.WithCancel(ctx)
+	go func() { done <- a.Wait(cctx, far, nil, nil) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	for _, which := range []string{"drain", "closed"} {
+		ch := make(chan struct{})
+		go func() {
+			if which == "drain" {
+				done <- a.Wait(ctx, far, ch, nil)
+			} else {
+				done <- a.Wait(ctx, far, nil, ch)
+			}
+		}()
+		close(ch)
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v", which, err)
+		}
+	}
+	if !a.Closed() {
+		t.Fatal("waiters opened the gate")
+	}
+}

@@ -1,0 +1,92 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/holds"
+)
+
+// Overload: held locks come before new ones (design.md §6). The watchdog
+// measures its backlog, how long ago the oldest renewal it has no reply
+// to was due, and while that runs past a quarter of a period the
+// admission gate (renew.Admission) holds new acquisitions back in the wait
+// loop (await.Loop.Gate),
+// each within its own wait time. Holds are never released for it.
+//
+// The backlog is, at each tick, the largest of: the age of the oldest due
+// renewal of a call still in flight (busy), how late the replies since
+// the last tick came after their holds were due (late), and, while every
+// worker is busy and a call waits for one, the age of that call's oldest
+// hold (worker).
+
+// oldestDue is the earliest time (Unix ns) a hold of batches was due.
+func oldestDue(batches [][]holds.Due) int64 {
+	var at int64
+	for _, b := range batches {
+		for _, u := range b {
+			if at == 0 || u.At < at {
+				at = u.At
+			}
+		}
+	}
+	return at
+}
+
+// replied records that a call whose oldest hold was due at oldest got its
+// replies (or gave up) at now.
+func (w *watchdog) replied(now time.Time, oldest int64) {
+	late := now.UnixNano() - oldest
+	for {
+		cur := w.late.Load()
+		if late <= cur || w.late.CompareAndSwap(cur, late) {
+			return
+		}
+	}
+}
+
+// observe tells the gate the backlog at now; pending is the oldest due
+// time (Unix ns) of a call waiting for a worker (0: none).
+func (w *watchdog) observe(now time.Time, pending int64) {
+	backlog := time.Duration(w.late.Swap(0))
+	for i := range w.busy {
+		if at := w.busy[i].Load(); at != 0 {
+			backlog = max(backlog, time.Duration(now.UnixNano()-at))
+		}
+	}
+	if pending != 0 {
+		backlog = max(backlog, time.Duration(now.UnixNano()-pending))
+	}
+	if !w.gate.Observe(backlog) {
+		return
+	}
+	if w.gate.Closed() {
+		w.c.warn("watchdog renewals run behind: new acquisitions wait", "backlog", backlog.Round(time.Millisecond))
+		return
+	}
+	w.c.log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
+}
+
+// worker takes a free worker slot for the next of calls, waiting while
+// every worker is busy (telling the gate how late the waiting call gets).
+// It reports false when the Client closed meanwhile.
+func (w *watchdog) worker(calls [][][]holds.Due) (int, bool) {
+	select {
+	case s := <-w.workers:
+		return s, true
+	default:
+	}
+	stall := time.NewTimer(w.timing.Tick)
+	defer stall.Stop()
+	pending := oldestDue(calls[0])
+	for {
+		select {
+		case s := <-w.workers:
+			return s, true
+		case <-w.c.closeCh:
+			return 0, false
+		case now := <-stall.C:
+			w.observe(now, pending)
+			stall.Reset(w.timing.Tick)
+		}
+	}
+}

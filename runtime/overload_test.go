@@ -1,0 +1,93 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// While the watchdog's renewals run behind, a fresh acquisition waits in
+// the admission gate (holds before admissions), but never fails for it:
+// one with a wait time makes its try before that time is up, one that
+// waits forever goes on when the gate opens. Work that already holds a
+// lock of the Client is never held back.
+func TestFreshAcquisitionsWaitWhileRenewalsRunBehind(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: 3 * time.Second})
+	ctx := ctxT(t)
+	held := c.Mutex("gate:held", runtime.LockOptions{})
+	hold, err := held.TryLock(ctx, 0, runtime.Watchdog) // starts the watchdog loop
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := runtime.StallRenewals(c)
+	eventually(t, 5*time.Second, "the gate closes", func() bool { return runtime.AdmissionClosed(c) })
+
+	// Running work: a lock taken under a hold's ctx. Waiting forever in
+	// the gate, it would never return.
+	inner := c.Mutex("gate:inner", runtime.LockOptions{})
+	ih, err := inner.TryLock(hold, runtime.Forever, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("running work held back: %v", err)
+	}
+	if err := inner.Unlock(ih); err != nil {
+		t.Fatal(err)
+	}
+	// Fresh acquisitions with a wait time, and a single try: they get the
+	// free lock although the gate stays closed.
+	for _, wait := range []time.Duration{0, 200 * time.Millisecond} {
+		m := c.Mutex("gate:bounded", runtime.LockOptions{})
+		h, err := m.TryLock(ctx, wait, runtime.Watchdog)
+		if err != nil {
+			t.Fatalf("wait %v: a free lock not taken with the gate closed: %v", wait, err)
+		}
+		if err := m.Unlock(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !runtime.AdmissionClosed(c) {
+		t.Fatal("the gate opened while renewals still ran behind")
+	}
+	// A fresh acquisition without a wait bound waits for the gate.
+	fresh := c.Mutex("gate:fresh", runtime.LockOptions{})
+	got := make(chan error, 1)
+	go func() {
+		h, err := fresh.TryLock(ctx, runtime.Forever, runtime.Watchdog)
+		if err == nil {
+			err = fresh.Unlock(h)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if n, _ := rdb.Exists(ctx, "gate:fresh").Result(); n != 0 {
+		t.Fatal("a fresh acquisition took its lock with the gate closed")
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("a fresh acquisition returned with the gate closed: %v", err)
+	default:
+	}
+	release()
+	if err := <-got; err != nil {
+		t.Fatalf("after the gate opened: %v", err)
+	}
+	if runtime.AdmissionClosed(c) {
+		t.Fatal("the gate still closed")
+	}
+	// Its ctx ends a wait in the gate, with the ctx's error.
+	release = runtime.StallRenewals(c)
+	defer release()
+	eventually(t, 5*time.Second, "the gate closes again", func() bool { return runtime.AdmissionClosed(c) })
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := fresh.TryLock(cctx, runtime.Forever, runtime.Watchdog); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ctx ended in the gate: %v, want its error", err)
+	}
+	if hold.Err() != nil {
+		t.Fatalf("the held lock lost: %v", context.Cause(hold))
+	}
+}
