@@ -147,3 +147,53 @@ func TestAbandonedWaitsGiveBackWhatTheirLateRepliesTook(t *testing.T) {
 		})
 	}
 }
+
+// A nested lock (another key, the outer hold's owner) whose wait ends on
+// a paused server, taken again by the same owner while the server is
+// still paused: the leave of the first wait, which goes on in the
+// background when it has no reply within leaveWithin, speaks for a nested
+// owner, so it leaves the hold the owner took meanwhile alone (it took it
+// for an untaken grant, and deleted it while the client held it, when it
+// ran after the new acquire: a race, so a few rounds). Once released,
+// both locks are free.
+func TestAbandonedNestedWaitLeavesTheOwnersNewHoldAlone(t *testing.T) {
+	kinds := map[string]func(c *runtime.Client, key string) locker{
+		"reentrant": func(c *runtime.Client, key string) locker { return c.Mutex(key, runtime.LockOptions{}) },
+		"fair":      func(c *runtime.Client, key string) locker { return c.FairLock(key, runtime.LockOptions{}) },
+	}
+	for name, mk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			s := redistest.Start(t)
+			admin := s.Client(t)
+			ctx := ctxT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()}) // default options
+			t.Cleanup(func() { _ = rdb.Close() })
+			c := newClient(t, rdb, nil)
+			for round := range 4 {
+				a, b := c.Mutex("late:a", runtime.LockOptions{}), mk(c, fmt.Sprintf("late:b%d", round))
+				outer, err := a.TryLock(ctx, 0, runtime.Watchdog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.Do(ctx, "client", "pause", 400, "write").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.TryLock(outer, 100*time.Millisecond, runtime.Watchdog); err == nil {
+					t.Fatal("acquired on a paused server")
+				}
+				inner, err := b.TryLock(outer, 2*time.Second, runtime.Watchdog)
+				if err != nil {
+					t.Fatalf("round %d: again: %v", round, err)
+				}
+				time.Sleep(100 * time.Millisecond) // the background leave's time to strike
+				if err := b.Unlock(inner); err != nil {
+					t.Errorf("round %d: unlock inner: %v", round, err)
+				}
+				if err := a.Unlock(outer); err != nil {
+					t.Errorf("round %d: unlock outer: %v", round, err)
+				}
+				eventually(t, 3*time.Second, "both locks free", func() bool { return len(keysLeft(t, admin)) == 0 })
+			}
+		})
+	}
+}

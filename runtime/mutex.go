@@ -370,8 +370,11 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 		return
 	}
 	c.settler.Add(settle.Job{
-		Try: func(ctx context.Context) bool {
-			_, err := op(ctx)
+		Try: func(sctx context.Context) bool {
+			// The caller's values: whether its owner is one of its own
+			// decides if a hold in Redis may be an untaken grant
+			// (untakenGrant); a nested owner may hold it again by now.
+			_, err := op(valuesOf{sctx, ctx})
 			return err == nil || scripts.IsReply(err)
 		},
 		Until: time.Now().Add(max(m.opts.QueueTimeout, giveBackFor(c.opts.WatchdogTimeout))),
@@ -379,6 +382,21 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 			c.warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
 		},
 	})
+}
+
+// valuesOf is a ctx (its deadline and cancellation) that looks its values
+// up in values first: background work done for a caller that has
+// returned, which still speaks for the caller's owner.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(k any) any {
+	if x := v.values.Value(k); x != nil {
+		return x
+	}
+	return v.Context.Value(k)
 }
 
 // leaveWithin is how long a waiter that gave up spends leaving the queue
