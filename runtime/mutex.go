@@ -425,8 +425,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	id := holdID{Key: h.Key, Field: h.Field}
 	_, _, _ = m.c.reg.Enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.c.reg.Exit(id)
+	rel := acq.Parent // the release's ctx
 	if m.c.reg.Unknown(id) {
-		rctx, cancel := m.c.calls.detached(acq.Parent)
+		// The re-read shares the release's ReleaseTimeout: an Unlock
+		// returns within one, whatever Redis does.
+		rel = scripts.WithCallBound(rel, m.c.calls.releaseLimit(rel))
+		rctx, cancel := m.c.calls.detached(rel)
 		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}
@@ -460,9 +464,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// no later one can write the hold: its flag is read without a lock.
 	queued := handOff && h.Queued()
 	if handOff && (queued || m.c.hub.Active()) {
-		res, offer, err = m.releaseHandingOff(acq.Parent, h.Args, queued)
+		res, offer, err = m.releaseHandingOff(rel, h.Args, queued)
 	} else {
-		res, err = m.release(acq.Parent, h.Args, d.Last, d.Lease, d.Count)
+		res, err = m.release(rel, h.Args, d.Last, d.Lease, d.Count)
 	}
 	if !d.Last {
 		markUnknown(m.c.reg, id, err)
