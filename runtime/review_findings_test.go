@@ -83,6 +83,47 @@ func TestReviewAbandonedReentryCopyOutlivesTheUnlock(t *testing.T) {
 	}
 }
 
+// The same with a reentrant lock held twice (the second hold is the one
+// released): the partial release expects 2 and finds the copy's 3, so
+// the Unlock of a hold the owner has is reported lost (ErrLockLost), and
+// Redis counts one hold more than the client from then on (the outer
+// Unlock's release, expecting 1, deletes the field all the same).
+func TestReviewAbandonedReentryCopyFailsAPartialUnlock(t *testing.T) {
+	if !reviewing() {
+		return
+	}
+	ctx, admin, c := reviewEnv(t, nil)
+	m := c.Mutex("rv:re", runtime.LockOptions{})
+	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := m.TryLock(outer, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "client", "pause", 1000, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryLock(mid, 100*time.Millisecond, runtime.Watchdog); err == nil {
+		t.Fatal("re-entered on a paused server")
+	}
+	if err := m.Unlock(mid); err != nil {
+		t.Errorf("unlock of the second hold: %v", err)
+	}
+	if n := admin.HGetAll(ctx, "rv:re").Val(); len(n) != 1 {
+		t.Errorf("the lock's hash: %v", n)
+	}
+	for _, v := range admin.HGetAll(ctx, "rv:re").Val() {
+		if v != "1" {
+			t.Errorf("Redis counts %s holds of the owner, the client 1", v)
+		}
+	}
+	if err := m.Unlock(outer); err != nil {
+		t.Errorf("unlock of the first hold: %v", err)
+	}
+}
+
 // An Unlock abandoned at its ReleaseTimeout on a paused server whose
 // script cache has no release script yet (the Client's first release on
 // it, or the first after a restart, a failover or SCRIPT FLUSH): the late
