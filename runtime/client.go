@@ -81,6 +81,7 @@ type Client struct {
 	slots        *slotMaps       // re-reads the cluster's slot maps after a failure (failover.go)
 	calls        calls           // bounds releases and settlements (calls.go)
 	settler      *settle.Settler // background settlements (package settle)
+	late         lateCalls       // abandoned calls still on their way (late.go)
 	redNodes     []*Client       // one client per RedLock node
 }
 

@@ -197,3 +197,101 @@ func TestAbandonedNestedWaitLeavesTheOwnersNewHoldAlone(t *testing.T) {
 		})
 	}
 }
+
+// lateEnv is a server, its admin client, and a Client on a go-redis
+// client with default options (ContextTimeoutEnabled off).
+func lateEnv(t *testing.T, opts *runtime.Options) (context.Context, *redis.Client, *runtime.Client) {
+	s := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return ctxT(t), s.Client(t), newClient(t, rdb, opts)
+}
+
+// A re-entry abandoned on a paused server (its copy still queued there),
+// then the outer hold's Unlock: the Unlock re-reads the owner's count
+// only once the re-entry's late reply came (lateCalls), within its
+// ReleaseTimeout, and the re-entry's resolution gives back what the copy
+// took otherwise. Without that the re-read, a read the paused server
+// answers, had the client's count, and the last release, sent with the
+// expected count 1, found the copy's 2 when the server resumed and did
+// nothing: the lock stayed held until its lease (30 s), and with the
+// default ReleaseTimeout the Unlock reported it lost. (release.lua
+// deletes the owner's field whatever its count when it expects 1;
+// write_release.lua and multi_release.lua check the count.) Every script
+// is cached first (see TestReviewAbandonedReleaseLateNoscriptIsNeverResent).
+func TestAnUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.T) {
+	kinds := map[string]func(c *runtime.Client) locker{
+		"write": func(c *runtime.Client) locker { return c.ReadWrite("late:rw", runtime.LockOptions{}).Write() },
+		"multi-atomic": func(c *runtime.Client) locker {
+			return c.MultiLock(runtime.LockOptions{}, c.Mutex("late:ma", runtime.LockOptions{}), c.Mutex("late:mb", runtime.LockOptions{}))
+		},
+	}
+	for name, mk := range kinds {
+		// ReleaseTimeout 0: the default 5 s, longer than the pause: the
+		// Unlock has its reply. 300 ms: it is abandoned.
+		for _, release := range []time.Duration{0, 300 * time.Millisecond} {
+			t.Run(name+"-release-"+release.String(), func(t *testing.T) {
+				ctx, admin, c := lateEnv(t, &runtime.Options{ReleaseTimeout: release})
+				l := mk(c)
+				outer, err := l.TryLock(ctx, 0, runtime.Watchdog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner, err := l.TryLock(outer, 0, runtime.Watchdog) // every script cached
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(inner); err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.Do(ctx, "client", "pause", 1000, "write").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.TryLock(outer, 100*time.Millisecond, runtime.Watchdog); err == nil {
+					t.Fatal("re-entered on a paused server")
+				}
+				if err := l.Unlock(outer); err != nil && release == 0 {
+					t.Errorf("unlock with the time to have the late reply: %v", err)
+				}
+				eventually(t, 3*time.Second, "the lock free after the pause", func() bool { return len(keysLeft(t, admin)) == 0 })
+			})
+		}
+	}
+}
+
+// The same with a reentrant lock held twice, the second hold released:
+// the partial release expected 2 and found the copy's 3, so the Unlock of
+// a hold the owner had was reported lost (ErrLockLost), and Redis counted
+// one hold more than the client from then on.
+func TestAPartialUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.T) {
+	ctx, admin, c := lateEnv(t, nil)
+	m := c.Mutex("late:re", runtime.LockOptions{})
+	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := m.TryLock(outer, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "client", "pause", 1000, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryLock(mid, 100*time.Millisecond, runtime.Watchdog); err == nil {
+		t.Fatal("re-entered on a paused server")
+	}
+	if err := m.Unlock(mid); err != nil {
+		t.Errorf("unlock of the second hold: %v", err)
+	}
+	if n := admin.HGetAll(ctx, "late:re").Val(); len(n) != 1 {
+		t.Errorf("the lock's hash: %v", n)
+	}
+	for _, v := range admin.HGetAll(ctx, "late:re").Val() {
+		if v != "1" {
+			t.Errorf("Redis counts %s holds of the owner, the client 1", v)
+		}
+	}
+	if err := m.Unlock(outer); err != nil {
+		t.Errorf("unlock of the first hold: %v", err)
+	}
+}

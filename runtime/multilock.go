@@ -222,8 +222,8 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	case scripts.IsReply(err), scripts.NotSent(err):
 		return false, 0, err
 	}
-	if p := scripts.Abandoned(err); p != nil && !slices.ContainsFunc(w.counts, func(n int) bool { return n > 0 }) {
-		l.resolveLate(p, w.args, w.ids, marker, px) // gives back what a late reply took
+	if p := scripts.Abandoned(err); p != nil {
+		l.resolveLate(p, w.args, w.ids, w.counts[0], marker, px) // gives back what a late reply took
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	// The script takes all members or none: the first one's count tells
@@ -361,6 +361,7 @@ func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []i
 			rel = scripts.WithCallBound(rel, limit)
 		}
 		rctx, cancel := c.calls.detachedUntil(acqs[i].Parent, limit)
+		c.late.wait(rctx, id)
 		_ = l.members[i].reconcile(rctx, args[i])
 		cancel()
 	}

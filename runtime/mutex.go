@@ -246,9 +246,8 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
-// A new acquisition's attempt abandoned at its deadline (a client that
-// does not honour deadlines on reads) resolves its late reply itself
-// (late.go).
+// An attempt abandoned at its deadline (a client that does not honour
+// deadlines on reads) resolves its late reply itself (late.go).
 func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -300,7 +299,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	case scripts.IsReply(err), errors.Is(err, ErrNotReplicated), scripts.NotSent(err):
 		return false, 0, err
 	}
-	if p := scripts.Abandoned(err); p != nil && count == 0 {
+	if p := scripts.Abandoned(err); p != nil {
 		m.resolveLate(ctx, p, a, at, px)
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
@@ -427,10 +426,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	defer m.c.reg.Exit(id)
 	rel := acq.Parent // the release's ctx
 	if m.c.reg.Unknown(id) {
-		// The re-read shares the release's ReleaseTimeout: an Unlock
+		// The re-read, after the late outcome of an abandoned call of
+		// the owner, shares the release's ReleaseTimeout: an Unlock
 		// returns within one, whatever Redis does.
 		rel = scripts.WithCallBound(rel, m.c.calls.releaseLimit(rel))
 		rctx, cancel := m.c.calls.detached(rel)
+		m.c.late.wait(rctx, id)
 		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}
