@@ -147,3 +147,151 @@ func TestAbandonedWaitsGiveBackWhatTheirLateRepliesTook(t *testing.T) {
 		})
 	}
 }
+
+// A nested lock (another key, the outer hold's owner) whose wait ends on
+// a paused server, taken again by the same owner while the server is
+// still paused: the leave of the first wait, which goes on in the
+// background when it has no reply within leaveWithin, speaks for a nested
+// owner, so it leaves the hold the owner took meanwhile alone (it took it
+// for an untaken grant, and deleted it while the client held it, when it
+// ran after the new acquire: a race, so a few rounds). Once released,
+// both locks are free.
+func TestAbandonedNestedWaitLeavesTheOwnersNewHoldAlone(t *testing.T) {
+	kinds := map[string]func(c *runtime.Client, key string) locker{
+		"reentrant": func(c *runtime.Client, key string) locker { return c.Mutex(key, runtime.LockOptions{}) },
+		"fair":      func(c *runtime.Client, key string) locker { return c.FairLock(key, runtime.LockOptions{}) },
+	}
+	for name, mk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			s := redistest.Start(t)
+			admin := s.Client(t)
+			ctx := ctxT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()}) // default options
+			t.Cleanup(func() { _ = rdb.Close() })
+			c := newClient(t, rdb, nil)
+			for round := range 4 {
+				a, b := c.Mutex("late:a", runtime.LockOptions{}), mk(c, fmt.Sprintf("late:b%d", round))
+				outer, err := a.TryLock(ctx, 0, runtime.Watchdog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.Do(ctx, "client", "pause", 400, "write").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.TryLock(outer, 100*time.Millisecond, runtime.Watchdog); err == nil {
+					t.Fatal("acquired on a paused server")
+				}
+				inner, err := b.TryLock(outer, 2*time.Second, runtime.Watchdog)
+				if err != nil {
+					t.Fatalf("round %d: again: %v", round, err)
+				}
+				time.Sleep(100 * time.Millisecond) // the background leave's time to strike
+				if err := b.Unlock(inner); err != nil {
+					t.Errorf("round %d: unlock inner: %v", round, err)
+				}
+				if err := a.Unlock(outer); err != nil {
+					t.Errorf("round %d: unlock outer: %v", round, err)
+				}
+				eventually(t, 3*time.Second, "both locks free", func() bool { return len(keysLeft(t, admin)) == 0 })
+			}
+		})
+	}
+}
+
+// lateEnv is a server, its admin client, and a Client on a go-redis
+// client with default options (ContextTimeoutEnabled off).
+func lateEnv(t *testing.T, opts *runtime.Options) (context.Context, *redis.Client, *runtime.Client) {
+	s := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return ctxT(t), s.Client(t), newClient(t, rdb, opts)
+}
+
+// A re-entry abandoned on a paused server (its copy still queued there),
+// then the outer hold's Unlock: the Unlock re-reads the owner's count
+// only once the re-entry's late reply came (lateCalls), within its
+// ReleaseTimeout, and the re-entry's resolution gives back what the copy
+// took otherwise. Without that the re-read, a read the paused server
+// answers, had the client's count, and the last release, sent with the
+// expected count 1, found the copy's 2 when the server resumed and did
+// nothing: the lock stayed held until its lease (30 s), and with the
+// default ReleaseTimeout the Unlock reported it lost. (release.lua
+// deletes the owner's field whatever its count when it expects 1;
+// write_release.lua and multi_release.lua check the count.) Every script
+// is cached first (see TestReviewAbandonedReleaseLateNoscriptIsNeverResent).
+func TestAnUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.T) {
+	kinds := map[string]func(c *runtime.Client) locker{
+		"write": func(c *runtime.Client) locker { return c.ReadWrite("late:rw", runtime.LockOptions{}).Write() },
+		"multi-atomic": func(c *runtime.Client) locker {
+			return c.MultiLock(runtime.LockOptions{}, c.Mutex("late:ma", runtime.LockOptions{}), c.Mutex("late:mb", runtime.LockOptions{}))
+		},
+	}
+	for name, mk := range kinds {
+		// ReleaseTimeout 0: the default 5 s, longer than the pause: the
+		// Unlock has its reply. 300 ms: it is abandoned.
+		for _, release := range []time.Duration{0, 300 * time.Millisecond} {
+			t.Run(name+"-release-"+release.String(), func(t *testing.T) {
+				ctx, admin, c := lateEnv(t, &runtime.Options{ReleaseTimeout: release})
+				l := mk(c)
+				outer, err := l.TryLock(ctx, 0, runtime.Watchdog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				inner, err := l.TryLock(outer, 0, runtime.Watchdog) // every script cached
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(inner); err != nil {
+					t.Fatal(err)
+				}
+				if err := admin.Do(ctx, "client", "pause", 1000, "write").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.TryLock(outer, 100*time.Millisecond, runtime.Watchdog); err == nil {
+					t.Fatal("re-entered on a paused server")
+				}
+				if err := l.Unlock(outer); err != nil && release == 0 {
+					t.Errorf("unlock with the time to have the late reply: %v", err)
+				}
+				eventually(t, 3*time.Second, "the lock free after the pause", func() bool { return len(keysLeft(t, admin)) == 0 })
+			})
+		}
+	}
+}
+
+// The same with a reentrant lock held twice, the second hold released:
+// the partial release expected 2 and found the copy's 3, so the Unlock of
+// a hold the owner had was reported lost (ErrLockLost), and Redis counted
+// one hold more than the client from then on.
+func TestAPartialUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.T) {
+	ctx, admin, c := lateEnv(t, nil)
+	m := c.Mutex("late:re", runtime.LockOptions{})
+	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, err := m.TryLock(outer, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "client", "pause", 1000, "write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.TryLock(mid, 100*time.Millisecond, runtime.Watchdog); err == nil {
+		t.Fatal("re-entered on a paused server")
+	}
+	if err := m.Unlock(mid); err != nil {
+		t.Errorf("unlock of the second hold: %v", err)
+	}
+	if n := admin.HGetAll(ctx, "late:re").Val(); len(n) != 1 {
+		t.Errorf("the lock's hash: %v", n)
+	}
+	for _, v := range admin.HGetAll(ctx, "late:re").Val() {
+		if v != "1" {
+			t.Errorf("Redis counts %s holds of the owner, the client 1", v)
+		}
+	}
+	if err := m.Unlock(outer); err != nil {
+		t.Errorf("unlock of the first hold: %v", err)
+	}
+}

@@ -222,8 +222,8 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	case scripts.IsReply(err), scripts.NotSent(err):
 		return false, 0, err
 	}
-	if p := scripts.Abandoned(err); p != nil && !slices.ContainsFunc(w.counts, func(n int) bool { return n > 0 }) {
-		l.resolveLate(p, w.args, w.ids, marker, px) // gives back what a late reply took
+	if p := scripts.Abandoned(err); p != nil {
+		l.resolveLate(p, w.args, w.ids, w.counts[0], marker, px) // gives back what a late reply took
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	// The script takes all members or none: the first one's count tells
@@ -304,13 +304,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	counts := make([]int, len(ids))
 	_, _ = c.reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
 	defer c.reg.ExitAll(ids)
-	for j, id := range ids {
-		if i := live[j]; c.reg.Unknown(id) {
-			rctx, cancel := c.calls.Detached(acqs[i].Parent)
-			_ = l.members[i].reconcile(rctx, args[i])
-			cancel()
-		}
-	}
+	rel := l.reconcileLive(acqs, args, live, ids)
 	// Members that stay held keep what their holds count on (the longest
 	// of them: one lease goes to all); nothing more, so a fixed lease is
 	// not stretched to the watchdog's.
@@ -332,7 +326,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		send = append(send, args[i])
 		sendCounts = append(sendCounts, d.Count)
 	}
-	res, err := l.sendRelease(acqs[0].Parent, send, sendCounts, lease)
+	res, err := l.sendRelease(rel, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
 			markUnknown(c.reg, holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
@@ -347,6 +341,31 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		return l.fail("release", fmt.Errorf("%w: a member's lease ran out or its key was deleted before the release", ErrLockLost))
 	}
 	return nil
+}
+
+// reconcileLive brings back to the client's the counts in Redis of the
+// live members (live, ids: their indexes and hold ids) whose last outcome
+// was unknown, in their turns, and returns the ctx of the release that
+// follows: the re-reads and the release share one ReleaseTimeout, so an
+// Unlock returns within one whatever Redis does.
+func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []int, ids []holdID) context.Context {
+	c, rel := l.c, acqs[0].Parent
+	var limit time.Time
+	for j, id := range ids {
+		i := live[j]
+		if !c.reg.Unknown(id) {
+			continue
+		}
+		if limit.IsZero() {
+			limit = c.calls.Limit(rel)
+			rel = scripts.WithCallBound(rel, limit)
+		}
+		rctx, cancel := c.calls.DetachedUntil(acqs[i].Parent, limit)
+		c.late.wait(rctx, id)
+		_ = l.members[i].reconcile(rctx, args[i])
+		cancel()
+	}
+	return rel
 }
 
 // sendRelease runs multi_release.lua for members, whose owner holds them

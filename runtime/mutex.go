@@ -246,9 +246,8 @@ func validate(key string, lease time.Duration) error {
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
-// A new acquisition's attempt abandoned at its deadline (a client that
-// does not honour deadlines on reads) resolves its late reply itself
-// (late.go).
+// An attempt abandoned at its deadline (a client that does not honour
+// deadlines on reads) resolves its late reply itself (late.go).
 func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.c
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -300,7 +299,7 @@ func (m *Mutex) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration,
 	case scripts.IsReply(err), errors.Is(err, ErrNotReplicated), scripts.NotSent(err):
 		return false, 0, err
 	}
-	if p := scripts.Abandoned(err); p != nil && count == 0 {
+	if p := scripts.Abandoned(err); p != nil {
 		m.resolveLate(ctx, p, a, at, px)
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
@@ -370,8 +369,11 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 		return
 	}
 	c.settler.Add(settle.Job{
-		Try: func(ctx context.Context) bool {
-			_, err := op(ctx)
+		Try: func(sctx context.Context) bool {
+			// The caller's values: whether its owner is one of its own
+			// decides if a hold in Redis may be an untaken grant
+			// (untakenGrant); a nested owner may hold it again by now.
+			_, err := op(valuesOf{sctx, ctx})
 			return err == nil || scripts.IsReply(err)
 		},
 		Until: time.Now().Add(max(m.opts.QueueTimeout, giveBackFor(c.opts.WatchdogTimeout))),
@@ -379,6 +381,21 @@ func (m *Mutex) leave(ctx context.Context, a lockArgs) {
 			c.warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
 		},
 	})
+}
+
+// valuesOf is a ctx (its deadline and cancellation) that looks its values
+// up in values first: background work done for a caller that has
+// returned, which still speaks for the caller's owner.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(k any) any {
+	if x := v.values.Value(k); x != nil {
+		return x
+	}
+	return v.Context.Value(k)
 }
 
 // leaveWithin is how long a waiter that gave up spends leaving the queue
@@ -407,8 +424,14 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	id := holdID{Key: h.Key, Field: h.Field}
 	_, _, _ = m.c.reg.Enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.c.reg.Exit(id)
+	rel := acq.Parent // the release's ctx
 	if m.c.reg.Unknown(id) {
-		rctx, cancel := m.c.calls.Detached(acq.Parent)
+		// The re-read, after the late outcome of an abandoned call of
+		// the owner, shares the release's ReleaseTimeout: an Unlock
+		// returns within one, whatever Redis does.
+		rel = scripts.WithCallBound(rel, m.c.calls.Limit(rel))
+		rctx, cancel := m.c.calls.Detached(rel)
+		m.c.late.wait(rctx, id)
 		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}
@@ -442,9 +465,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// no later one can write the hold: its flag is read without a lock.
 	queued := handOff && h.Queued()
 	if handOff && (queued || m.c.hub.Active()) {
-		res, offer, err = m.releaseHandingOff(acq.Parent, h.Args, queued)
+		res, offer, err = m.releaseHandingOff(rel, h.Args, queued)
 	} else {
-		res, err = m.release(acq.Parent, h.Args, d.Last, d.Lease, d.Count)
+		res, err = m.release(rel, h.Args, d.Last, d.Lease, d.Count)
 	}
 	if !d.Last {
 		markUnknown(m.c.reg, id, err)

@@ -280,3 +280,39 @@ func shortErr(err error) string {
 	}
 	return fmt.Sprint(s)
 }
+
+// An Unlock after an unknown outcome (a re-entry cut off by a blackhole)
+// re-reads the owner's count before its release: both share one
+// ReleaseTimeout, on both client kinds (each had one of its own: 2x, and
+// for an atomic multi-lock one more per member, 3x).
+func TestUnlockAfterAnUnknownOutcomeReturnsWithinOneReleaseTimeout(t *testing.T) {
+	const release = 300 * time.Millisecond
+	for _, defaults := range []bool{false, true} {
+		s := redistest.Start(t)
+		p := faultproxy.Start(t, s.Addr())
+		ctx := ctxT(t)
+		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: !defaults})
+		t.Cleanup(func() { _ = rdb.Close() })
+		c := newClient(t, rdb, &runtime.Options{ReleaseTimeout: release})
+		for name, l := range map[string]locker{
+			"reentrant":      c.Mutex("ub:re", runtime.LockOptions{}),
+			"multi-atomic":   c.MultiLock(runtime.LockOptions{}, c.Mutex("ub:ma", runtime.LockOptions{}), c.Mutex("ub:mb", runtime.LockOptions{})),
+			"multi-in-order": c.MultiLock(runtime.LockOptions{}, c.FairLock("ub:mf", runtime.LockOptions{}), c.Mutex("ub:mr", runtime.LockOptions{})),
+		} {
+			p.Heal()
+			outer, err := l.TryLock(ctx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Blackhole(faultproxy.Both)
+			if _, err := l.TryLock(outer, 100*time.Millisecond, runtime.Watchdog); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+				t.Fatalf("default options %v, %s: re-entry cut off: %v, want ErrOutcomeUnknown", defaults, name, err)
+			}
+			start := time.Now()
+			err = l.Unlock(outer)
+			if took := time.Since(start); took > release+outageSlack {
+				t.Errorf("default options %v, %s: Unlock returned after %v (%v), bound %v", defaults, name, took, err, release+outageSlack)
+			}
+		}
+	}
+}

@@ -52,6 +52,9 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 	if !c.reg.Unknown(id) {
 		return nil
 	}
+	if c.late.pending(id) {
+		return fmt.Errorf("%w: a call abandoned at its deadline has had no reply yet", ErrOutcomeUnknown)
+	}
 	count, px := c.reg.State(id, 0)
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
@@ -168,24 +171,28 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 	return err == nil && n == 0, err
 }
 
-// resolveLate takes over an acquire attempt at that a new acquisition of
-// the lock (the owner had none of it) abandoned (late.go: late replies),
-// in the owner's turn. The
-// caller gets no hold from it, so the owner's outcome on the lock is
-// unknown until the call's outcome comes; then the owner's count in Redis
-// is brought back to the client's (reconcile: what the call took is given
-// back), once nothing of the request can still arrive: at once after a
-// reply, after its settlement (settle.lua) when no reply will come. A
-// waiter it queued is withdrawn (leave, with the values of ctx, the try's:
-// they tell whether its owner is one of its own).
+// resolveLate takes over an acquire attempt at that its caller abandoned
+// (late.go: late replies), in the owner's turn. The caller gets no hold
+// from it, so the owner's outcome on the lock is unknown until the call's
+// outcome comes, and no call of the owner reconciles before then
+// (lateCalls): a copy still on its way may change the owner's count. Then
+// the owner's count in Redis is brought back to the client's (reconcile:
+// what the call took is given back, a new acquisition or one more count of
+// a re-entry), once nothing of the request can still arrive: at once after
+// a reply, after its settlement (settle.lua) when no reply will come. A
+// waiter it queued is withdrawn (leave, with the values of ctx, the
+// try's: they tell whether its owner is one of its own).
 func (m *Mutex) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
-	gen := m.c.reg.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()})
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	gen := m.c.reg.MarkUnknown(id)
+	m.c.late.add(id)
 	p.Then(func(cmd *redis.Cmd) {
 		if replied(cmd.Err()) {
 			m.settleLater(a, nil, px, gen)
 		} else {
 			m.settleLater(a, &at, px, gen)
 		}
+		m.c.late.done(id)
 		if at.waiting {
 			m.leave(ctx, a)
 		}

@@ -26,12 +26,12 @@ type Limits struct {
 // bound instead, if that comes first: what is left over then is settled
 // in the background.
 func (k *Limits) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
-	return k.detachedUntil(ctx, k.releaseLimit(ctx))
+	return k.DetachedUntil(ctx, k.Limit(ctx))
 }
 
-// releaseLimit is when detached work started now must end: after the
+// Limit is when detached work started now must end: after the
 // release timeout, or at the call's bound (scripts.WithCallBound) if sooner.
-func (k *Limits) releaseLimit(ctx context.Context) time.Time {
+func (k *Limits) Limit(ctx context.Context) time.Time {
 	limit := time.Now().Add(k.Timeout)
 	if b, ok := scripts.CallBoundOf(ctx); ok && b.Before(limit) {
 		limit = b
@@ -39,8 +39,8 @@ func (k *Limits) releaseLimit(ctx context.Context) time.Time {
 	return limit
 }
 
-// detachedUntil is Detached, ending at limit.
-func (k *Limits) detachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
+// DetachedUntil is Detached, ending at limit.
+func (k *Limits) DetachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
 	if ctx.Done() == nil || ctx.Value(stayAttached{}) != nil {
 		return context.WithDeadline(ctx, limit)
 	}
@@ -70,7 +70,7 @@ func StayAttached(ctx context.Context) context.Context {
 // a resend racing it would find its work done (a release: the hold gone)
 // and report it lost. An attempt abandoned at the limit is the last.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	dctx, cancel := k.detachedUntil(ctx, k.releaseLimit(ctx))
+	dctx, cancel := k.DetachedUntil(ctx, k.Limit(ctx))
 	defer cancel()
 	return k.retryDetached(dctx, op)
 }
