@@ -16,7 +16,14 @@ package robustness
 //     present. acquire(N): ok iff present and >= N, then -N; fail iff
 //     absent or < N. release(N): +N, or N when absent (the release script
 //     INCRBYs, creating the key: lua/plain_semaphore_release.lua).
-//     available: reads it, 0 when absent.
+//     available: reads it, 0 when absent. An acquire abandoned at its
+//     deadline (a go-redis client that does not honour deadlines on
+//     reads: the error says "no reply by the end of the call") may also
+//     take its permits for a while: its late reply takes them, and the
+//     runtime gives them back (runtime/late.go). The state then owes a
+//     give-back, which a synthetic op of unknown outcome applies at any
+//     time after the acquire's invoke, or never (the process was killed):
+//     the state is the free count and the permits owed (plainState).
 //   - fenced register (the storage's, from the writes of fenced holds):
 //     the last accepted token. write(t): ok iff t >= last, then t; fail
 //     (refused) iff t < last.
@@ -60,8 +67,9 @@ var LinearizabilityTimeout = 10 * time.Second
 
 // The model's own function names, besides the F* ones.
 const (
-	linFlush = "flush"
-	linWrite = "write"
+	linFlush    = "flush"
+	linWrite    = "write"
+	linGiveBack = "give-back" // the runtime's give-back of an abandoned plain acquire's permits
 )
 
 // linIn is a model op's input.
@@ -69,6 +77,9 @@ type linIn struct {
 	F       string
 	N       int64
 	Unknown bool // may or may not have taken effect; the output says nothing
+	// Late: a plain acquire abandoned at its deadline, whose late reply
+	// may take its permits until the runtime gives them back.
+	Late bool
 }
 
 // linOut is a model op's output.
@@ -268,6 +279,11 @@ func linearPartitions(h *History) []*partition {
 			p.checked++
 			p.ops = append(p.ops, porcupine.Operation{ClientId: client(o), Input: in, Call: o.Invoke, Output: out, Return: ret,
 				Metadata: linMeta{op: o, desc: describeOp(o, in, out)}})
+			if in.Late {
+				gb := linIn{F: linGiveBack, N: in.N, Unknown: true}
+				p.ops = append(p.ops, porcupine.Operation{ClientId: 0, Input: gb, Call: o.Invoke, Output: linOut{OK: true}, Return: end,
+					Metadata: linMeta{op: o, desc: fmt.Sprintf("p%d/op%d %s", o.Proc, o.ID, describeIO(gb, linOut{OK: true}))}})
+			}
 		case KindFenced:
 			if !o.Holds() || len(o.Writes) == 0 {
 				continue
@@ -337,6 +353,7 @@ func classify(o *Op) (linIn, linOut, bool) {
 			return in, out, false
 		}
 		in.Unknown = !known
+		in.Late = in.Unknown && strings.Contains(o.Err, abandonedCall)
 	case FCountDown, FRelease:
 		// They cannot fail but for not knowing.
 		in.Unknown = !known || o.Outcome != OutOK
@@ -345,6 +362,11 @@ func classify(o *Op) (linIn, linOut, bool) {
 	}
 	return in, out, true
 }
+
+// abandonedCall is in the error of a call the runtime abandoned at its
+// deadline (runtime/internal/scripts: a go-redis client that does not
+// honour deadlines on reads).
+const abandonedCall = "no reply by the end of the call"
 
 // neverTried reports whether a plain semaphore acquire's error shows that
 // it took nothing: the Client was closed, or its ctx done, while it waited
@@ -366,7 +388,7 @@ func describeOp(o *Op, in linIn, out linOut) string {
 func describeIO(in linIn, out linOut) string {
 	arg := ""
 	switch in.F {
-	case FSetCount, FAcquire, FRelease, linWrite:
+	case FSetCount, FAcquire, FRelease, linWrite, linGiveBack:
 		arg = fmt.Sprint(in.N)
 	}
 	res := "fail"
@@ -406,10 +428,18 @@ func linModel(kind string) porcupine.Model {
 		Hash:              func(state any) uint64 { return uint64(state.(int64)) },
 		DescribeOperation: func(input, output any) string { return describeIO(input.(linIn), output.(linOut)) },
 		DescribeState: func(state any) string {
-			if s := state.(int64); s >= 0 || kind != KindPlain {
-				return fmt.Sprint(s)
+			if kind != KindPlain {
+				return fmt.Sprint(state.(int64))
 			}
-			return "absent"
+			free, owed := plainState(state.(int64))
+			desc := "absent"
+			if free >= 0 {
+				desc = fmt.Sprint(free)
+			}
+			if owed > 0 {
+				desc += fmt.Sprintf(" (%d owed back)", owed)
+			}
+			return desc
 		},
 		DescribeOperationMetadata: func(info any) string {
 			if m, ok := info.(linMeta); ok {
@@ -463,9 +493,42 @@ func latchStep(s int64, in linIn, out linOut) []int64 {
 	return nil
 }
 
-// plainStep is the plain semaphore model: s is the free count, -1 when
-// absent.
+// plainState splits a plain semaphore model state into the free count
+// (-1 when absent) and the permits owed back by abandoned acquires whose
+// late replies took them (see the package comment's models).
+func plainState(s int64) (free, owed int64) {
+	free = int64(int32(uint32(s)))
+	return free, (s - free) >> 32
+}
+
+// plainOf is the state of free and owed.
+func plainOf(free, owed int64) int64 { return owed<<32 + free }
+
+// plainStep is the plain semaphore model (plainState).
 func plainStep(s int64, in linIn, out linOut) []int64 {
+	free, owed := plainState(s)
+	next := plainFree(free, in, out)
+	res := make([]int64, 0, len(next)+1)
+	for _, f := range next {
+		res = append(res, plainOf(f, owed))
+	}
+	switch {
+	case in.F == FAcquire && in.Late && free >= in.N:
+		// Taken by the late reply, to be given back.
+		res = append(res, plainOf(free-in.N, owed+in.N))
+	case in.F == linGiveBack && owed >= in.N:
+		back := free + in.N
+		if free < 0 {
+			back = in.N // the release script creates the key
+		}
+		res = append(res, plainOf(back, owed-in.N))
+	}
+	return res
+}
+
+// plainFree is the plain semaphore model on the free count alone (-1 when
+// absent).
+func plainFree(s int64, in linIn, out linOut) []int64 {
 	const absent = -1
 	switch in.F {
 	case linFlush:
@@ -498,6 +561,8 @@ func plainStep(s int64, in linIn, out linOut) []int64 {
 			return []int64{s}
 		}
 		return nil
+	case linGiveBack:
+		return []int64{s} // or not yet (see plainStep)
 	}
 	return nil
 }

@@ -176,6 +176,41 @@ func TestCheckLinearPlainSemaphoreLostReply(t *testing.T) {
 	synViolations(t, CheckLinearizable(s.build(), synLimits(), ""), 1, "available() -> 2")
 }
 
+// The shape of seed 644349093: an acquire abandoned at its deadline (a
+// go-redis client with default options) whose late reply took a permit,
+// which the runtime gave back later (runtime/late.go). Meanwhile another
+// acquire found too few; after, all were free again. Only an abandoned
+// acquire may be taken for a while and given back: one whose reply was
+// lost took its permit for good, or never.
+func TestCheckLinearPlainSemaphoreAbandonedGivesBack(t *testing.T) {
+	const abandoned = "lockgen: plain (plain:0): acquire: redis unavailable: outcome unknown: redis unreachable: no reply by the end of the call (the command may still run): context deadline exceeded"
+	const lost = "lockgen: plain (plain): acquire: outcome unknown: redis unreachable: read: connection reset by peer"
+	for _, c := range []struct {
+		err  string
+		pass bool
+	}{{abandoned, true}, {lost, false}} {
+		s := newSynth(3)
+		s.plain(0, FSetCount, 10, 20, OutOK, 2)
+		s.plain(1, FAcquire, 30, 40, OutUnknown, 1).Err = c.err
+		s.plain(2, FAcquire, 50, 60, OutFail, 2) // the late reply holds one
+		s.plain(2, FAcquire, 70, 80, OutOK, 2)   // given back by then
+		r := CheckLinearizable(s.build(), synLimits(), "")
+		if c.pass {
+			synPass(t, r)
+			continue
+		}
+		synViolations(t, r, 1, "acquire(2) -> ok")
+	}
+
+	// A give-back owes what was taken, no more.
+	s := newSynth(3)
+	s.plain(0, FSetCount, 10, 20, OutOK, 2)
+	s.plain(1, FAcquire, 30, 40, OutUnknown, 1).Err = abandoned
+	s.plain(2, FAcquire, 50, 60, OutOK, 2)
+	s.plain(0, FAvailable, 70, 80, OutOK, 1) // a permit from nowhere
+	synViolations(t, CheckLinearizable(s.build(), synLimits(), ""), 1, "available() -> 1")
+}
+
 func TestCheckLinearFencedRegister(t *testing.T) {
 	s := newSynth(2)
 	s.hold(0, KindFenced, "f", 0, 10, 100).synWrite(20, 30, 1, OutOK).synWrite(150, 160, 1, OutFail)
