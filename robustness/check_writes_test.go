@@ -102,6 +102,28 @@ func TestCheckWritesPausedWriteRewindsTheCounter(t *testing.T) {
 	}
 }
 
+// Found by the suite (seed 204502176): the paused holder's late write set
+// the counter back while one hold was counting it on, so that hold read
+// the same values twice; the rewind explains it, and without the pause
+// it is a lost update.
+func TestCheckWritesPausedWriteRewindsTheCounterUnderOneHold(t *testing.T) {
+	run := func(pause bool) Result {
+		s := newSynth(2)
+		s.hold(0, KindWrite, "rw:0", 0, 10, 2900).synDone(2900, "lock lost").synWrite(69, 2870, 312, OutOK)
+		s.hold(1, KindWrite, "rw:0", 0, 2000, 3100).
+			synWrite(2005, 2010, 312, OutOK).synWrite(2011, 2012, 313, OutOK).synWrite(2013, 2014, 314, OutOK).
+			synWrite(3010, 3020, 313, OutOK).synWrite(3030, 3040, 314, OutOK)
+		if pause {
+			s.fault(FaultPauseProcess, "p0", 70, 2860)
+		}
+		return CheckWrites(s.build(), synLimits())
+	}
+	r := run(true)
+	synPass(t, r)
+	synNote(t, r, "set the counter back")
+	synViolations(t, run(false), 3, "lost update") // p0 and p1 both read 312, and p1 read 313 and 314 twice
+}
+
 func TestCheckWritesFlush(t *testing.T) {
 	run := func(done float64) Result {
 		s := newSynth(2)
