@@ -214,7 +214,7 @@ func (c *Client) warn(msg string, args ...any) { c.warned.warn(c.log, msg, args.
 // each bounded by a second at most: a call stuck on a dead connection ends
 // there rather than after go-redis' read timeouts and retries, so the work
 // resumes soon after Redis answers again, and Close does not wait on a
-// socket. Its ctx stays attached (see detached): Close ends it.
+// socket. Its ctx stays attached (calls.StayAttached): Close ends it.
 func (c *Client) newSettler() *settle.Settler {
 	return settle.New(settle.Config{
 		Life:   calls.StayAttached(c.life),
