@@ -163,12 +163,7 @@ func TestAbandonedNestedWaitLeavesTheOwnersNewHoldAlone(t *testing.T) {
 	}
 	for name, mk := range kinds {
 		t.Run(name, func(t *testing.T) {
-			s := redistest.Start(t)
-			admin := s.Client(t)
-			ctx := ctxT(t)
-			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()}) // default options
-			t.Cleanup(func() { _ = rdb.Close() })
-			c := newClient(t, rdb, nil)
+			ctx, admin, c := lateEnv(t, nil) // a client with default options
 			for round := range 4 {
 				a, b := c.Mutex("late:a", runtime.LockOptions{}), mk(c, fmt.Sprintf("late:b%d", round))
 				outer, err := a.TryLock(ctx, 0, runtime.Watchdog)
