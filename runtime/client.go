@@ -21,6 +21,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
 const (
@@ -54,8 +55,12 @@ type Client struct {
 	publish   any                  // "publish" or "spublish", boxed once for script args
 	markerTTL any                  // lifetime of request markers in ms, boxed once
 	wdLease   any                  // WatchdogTimeout in ms, boxed once
-	log       *slog.Logger
-	warned    warnings // rate-limits repeated warnings (logging.go)
+	// renewal is the client that honours ctx deadlines (rdb itself, or
+	// one built from its options: watchdog.DeadlineClient): renewals and
+	// background settlements go through it.
+	renewal redis.UniversalClient
+	log     *slog.Logger
+	warned  warnings // rate-limits repeated warnings (logging.go)
 
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
@@ -75,15 +80,14 @@ type Client struct {
 	life         context.Context // cancelled by Close: ends renewals in flight
 	endLife      context.CancelFunc
 	hub          *hub.Hub
-	waits        await.Loop // the wait loop every kind waits in (package await)
-	wd           watchdog
-	label        ownerLabel      // who this client is, for lockgen inspect (label.go)
-	closeRenewal func() error    // closes the watchdog's own client, if any
-	slots        *calls.SlotMaps // re-reads the cluster's slot maps after a failure (package calls)
-	calls        calls.Limits    // bounds releases and settlements (package calls)
-	settler      *settle.Settler // background settlements (package settle)
-	late         lateCalls       // abandoned calls still on their way (late.go)
-	redNodes     []*Client       // one client per RedLock node
+	waits        await.Loop         // the wait loop every kind waits in (package await)
+	wd           *watchdog.Watchdog // renews watchdog holds (package watchdog)
+	closeRenewal func() error       // closes the watchdog's own client, if any
+	slots        *calls.SlotMaps    // re-reads the cluster's slot maps after a failure (package calls)
+	calls        calls.Limits       // bounds releases and settlements (package calls)
+	settler      *settle.Settler    // background settlements (package settle)
+	late         lateCalls          // abandoned calls still on their way (late.go)
+	redNodes     []*Client          // one client per RedLock node
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -92,6 +96,12 @@ type Client struct {
 // slot, so the keys of one lock, of one watchdog batch or of one multi-lock
 // script could land on different servers.
 func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
+	return newClient(rdb, opts, "")
+}
+
+// newClient is NewClient for a Client whose owner tokens carry labelID
+// ("": its own uuid): a RedLock node's carry its parent's.
+func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Client, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("lockgen: NewClient: %w: nil redis client", ErrInvalidArgument)
 	}
@@ -130,14 +140,14 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	c.idArg = c.id
 	_, _ = hex.Decode(c.idPrefix[:], []byte(strings.ReplaceAll(c.id, "-", "")[:2*PermitOwnerLen]))
 	c.grants.seed = maphash.MakeSeed()
-	c.label.init(c.id, o.Name, time.Now())
 	c.life, c.endLife = context.WithCancel(context.Background())
 	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
 	_, c.cluster = rdb.(*redis.ClusterClient)
 	c.reg = c.newRegistry()
 	// A renewal must end by the deadline it serves: it goes through a
-	// client that honours ctx deadlines (control.go).
-	renewal, closeRenewal, bounded := deadlineClient(rdb, renewWorkers+1)
+	// client that honours ctx deadlines (package watchdog).
+	renewal, closeRenewal, bounded := watchdog.DeadlineClient(rdb, watchdog.Workers+1)
+	c.renewal = renewal
 	c.slots = calls.NewSlotMaps(c.closeCh, rdb, renewal)
 	c.calls = calls.Limits{Timeout: o.ReleaseTimeout, Slots: c.slots}
 	c.settler = c.newSettler()
@@ -147,24 +157,26 @@ func NewClient(rdb redis.UniversalClient, opts *Options) (*Client, error) {
 	}
 	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.Failed})
 	if !bounded {
-		if err := checkUnbounded(rdb, o.WatchdogTimeout); err != nil {
+		if err := watchdog.CheckUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
 		}
 		c.log.Warn("the Redis client does not honour ctx deadlines (ContextTimeoutEnabled is off) and lockgen cannot rebuild it: " +
 			"a renewal on a dead connection is bounded only by the client's timeouts and retries; hold deadlines are still enforced on time")
 	}
 	c.closeRenewal = closeRenewal
-	c.wd.init(c, renewal)
+	if labelID == "" {
+		labelID = c.id
+	}
+	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
 	c.waits = c.newWaitLoop()
 	for _, node := range o.RedLockNodes {
 		sub := o
 		sub.RedLockNodes, sub.Observer = nil, nil
-		n, err := NewClient(node, &sub)
+		n, err := newClient(node, &sub, c.id) // its holds carry this client's owner tokens
 		if err != nil {
 			_ = c.Close()
 			return nil, err
 		}
-		n.label.id = c.id // its holds carry this client's owner tokens
 		c.redNodes = append(c.redNodes, n)
 	}
 	return c, nil
@@ -179,8 +191,8 @@ func (c *Client) newWaitLoop() await.Loop {
 		// A Client that waits is named in Redis (its owner label: the
 		// watchdog loop writes it), so lockgen inspect can tell whose
 		// waiters these are before it holds anything.
-		Sleeping: c.wd.start,
-		Gate:     c.wd.gate,
+		Sleeping: c.wd.Start,
+		Gate:     c.wd.Gate(),
 	}
 }
 
@@ -189,12 +201,27 @@ func (c *Client) newRegistry() *holds.Registry {
 	return holds.New(holds.Config{
 		Watchdog: c.opts.WatchdogTimeout,
 		Cluster:  c.cluster,
-		Started:  c.wd.start,
+		Started:  func() { c.wd.Start() }, // c.wd is made after the registry
 		Lost: func(h *hold, cause error) {
 			c.warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
 			c.observe(Event{Kind: EventLost, Name: h.Name, Key: h.Key, Lock: h.Kind, Owner: h.Owner, Err: cause})
 		},
 		Expired: func(h *hold, why string) error { return lostError(h, why) },
+	})
+}
+
+// newWatchdog makes the watchdog of c (package watchdog), which renews
+// through renewal and writes label.
+func (c *Client) newWatchdog(renewal redis.UniversalClient, label watchdog.Label) *watchdog.Watchdog {
+	return watchdog.New(watchdog.Config{
+		Registry: c.reg, Caller: c.rdb, Renewal: renewal,
+		Lease: c.opts.WatchdogTimeout, Cluster: c.cluster,
+		Life: c.life, Closed: c.closeCh, Slots: c.slots,
+		Label: label, Log: c.log, Warn: c.warn,
+		Gone: func(h *hold) error { return lostError(h, "the key no longer holds this owner") },
+		Renewed: func(renewed, batches int, took time.Duration, err error) {
+			c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: batches, Took: took, Err: err})
+		},
 	})
 }
 
@@ -210,7 +237,7 @@ func (c *Client) refuseHandoffs(err error) {
 func (c *Client) warn(msg string, args ...any) { c.warned.warn(c.log, msg, args...) }
 
 // newSettler makes the settler of c (package settle). Its jobs' calls go
-// through the watchdog's client, which honours ctx deadlines (control.go),
+// through the watchdog's client, which honours ctx deadlines (package watchdog),
 // each bounded by a second at most: a call stuck on a dead connection ends
 // there rather than after go-redis' read timeouts and retries, so the work
 // resumes soon after Redis answers again, and Close does not wait on a
@@ -238,11 +265,11 @@ func (c *Client) Close() error {
 	close(c.closeCh)
 	c.endLife() // every hold's ctx is already cancelled: renewals are moot
 	c.settler.Close()
-	c.wd.wait()
+	c.wd.Wait()
 	if c.closeRenewal != nil {
 		_ = c.closeRenewal()
 	}
-	c.wd.waitJobs()
+	c.wd.WaitJobs()
 	c.hub.Close()
 	for _, n := range c.redNodes {
 		_ = n.Close()

@@ -1,7 +1,5 @@
 package runtime
 
-import "time"
-
 // ParkedWaiters counts the goroutines of m's Client asleep on m's channel
 // that a release could hand the lock to now (see hub.Offer: parked, no
 // wake-up pending, the subscription confirmed): tests wait for it before
@@ -16,20 +14,9 @@ func ParkedWaiters(m *Mutex) int { return m.c.hub.Idle(m.k.channel(m.key, ""), t
 func IdleWaiters(m *Mutex) int { return m.c.hub.Idle(m.k.channel(m.key, ""), false) }
 
 // StallRenewals makes c's watchdog see a renewal call in flight whose
-// oldest hold was due long ago (as if Redis had not answered it): one
-// worker slot is taken and marked so until the returned func is called.
-// The loop's next tick closes the admission gate; a tick after release
-// opens it again.
-func StallRenewals(c *Client) (release func()) {
-	w := &c.wd
-	slot := <-w.workers
-	w.busy[slot].Store(time.Now().Add(-2 * w.timing.CloseLag()).UnixNano())
-	return func() {
-		w.busy[slot].Store(0)
-		w.workers <- slot
-	}
-}
+// oldest hold was due long ago (see watchdog.Watchdog.Stall).
+func StallRenewals(c *Client) (release func()) { return c.wd.Stall() }
 
 // AdmissionClosed reports whether c's admission gate holds fresh
 // acquisitions back.
-func AdmissionClosed(c *Client) bool { return c.wd.gate.Closed() }
+func AdmissionClosed(c *Client) bool { return c.wd.Gate().Closed() }

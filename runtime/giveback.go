@@ -50,7 +50,7 @@ func (t *semaphoreTaker) GiveBackLost(h *hold) {
 		Try: func(ctx context.Context) bool {
 			// An error reply (READONLY, LOADING in a failover) is tried
 			// again: the job goes behind the others meanwhile.
-			_, err := s.releaseOnce(ctx, c.wd.rdb, a, marker)
+			_, err := s.releaseOnce(ctx, c.renewal, a, marker)
 			return err == nil
 		},
 		Until: time.Now().Add(giveBackFor(c.opts.WatchdogTimeout)),

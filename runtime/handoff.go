@@ -214,7 +214,7 @@ func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, o
 	c := m.c
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	_, px, _ := c.reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
-	took, confirmed = grantClaimable(lease == Watchdog, px, cut, time.Since(lastTry), c.wd.timing.Tick)
+	took, confirmed = grantClaimable(lease == Watchdog, px, cut, time.Since(lastTry), c.reg.Timing().Tick)
 	if !took {
 		c.reg.Exit(id)
 	}

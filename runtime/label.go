@@ -1,12 +1,11 @@
 package runtime
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
 
 // The owner label: who a Client is, for people reading Redis.
@@ -54,49 +53,14 @@ func ParseOwnerLabel(fields map[string]string) (OwnerLabel, bool) {
 	return l, true
 }
 
-// ownerLabel is a Client's label and when it is next due to be written.
-// Only the watchdog loop touches next.
-type ownerLabel struct {
-	id     string // the uuid its owner tokens carry (a RedLock node's: its parent's)
-	fields []any  // HSET's field-value pairs, built once
-	next   time.Time
-}
-
-func (l *ownerLabel) init(id, name string, since time.Time) {
-	l.id = id
+// ownerLabel is the label of a Client whose owner tokens carry id (a
+// RedLock node's carry its parent's), as the watchdog writes it.
+func ownerLabel(id, name string, since time.Time) watchdog.Label {
 	host, _ := os.Hostname()
-	l.fields = []any{
+	return watchdog.Label{Key: OwnerLabelKey(id), Fields: []any{
 		"host", host,
 		"pid", strconv.Itoa(os.Getpid()),
 		"name", name,
 		"since", strconv.FormatInt(since.UnixMilli(), 10),
-	}
-}
-
-// renewLabel writes the label when it is due (every watchdog period), in a
-// renewal job of its own: the loop never waits for Redis. Called by the
-// watchdog loop only.
-func (w *watchdog) renewLabel(now time.Time) {
-	c := w.c
-	if now.Before(c.label.next) {
-		return
-	}
-	c.label.next = now.Add(w.timing.Period)
-	w.jobs.Add(1)
-	go func() {
-		defer w.jobs.Done()
-		ctx, cancel := context.WithTimeout(c.life, w.timing.Period)
-		defer cancel()
-		key := OwnerLabelKey(c.label.id)
-		// The watchdog's own client: it honours ctx, and Close closes it,
-		// so a write stuck in a blackhole never holds up Close.
-		_, err := w.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, key, c.label.fields...)
-			p.PExpire(ctx, key, c.opts.WatchdogTimeout)
-			return nil
-		})
-		if err != nil && c.life.Err() == nil {
-			c.log.Debug("writing the owner label failed", "key", key, "err", err)
-		}
-	}()
+	}}
 }

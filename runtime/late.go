@@ -107,7 +107,7 @@ func (s *Semaphore) resolveLate(p *scripts.Pending, a lockArgs, marker string) {
 		}
 		c.settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
-				_, err := s.releaseOnce(ctx, c.wd.rdb, a, marker)
+				_, err := s.releaseOnce(ctx, c.renewal, a, marker)
 				return err == nil
 			},
 			Until: time.Now().Add(giveBackFor(c.opts.WatchdogTimeout)),
@@ -136,7 +136,7 @@ func (p *PlainSemaphore) resolveLate(pd *scripts.Pending, n int) {
 			// Sent once, as every change of the count (a resend could add
 			// the permits twice): tried again only when it never left.
 			Try: func(ctx context.Context) bool {
-				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.wd.rdb, 2, []any{3: p.key, p.channel, n, c.publish}).Err()
+				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.renewal, 2, []any{3: p.key, p.channel, n, c.publish}).Err()
 				if err != nil && !scripts.NotSent(err) && !scripts.IsReply(err) {
 					c.warn("giving back the permits of an abandoned acquire failed: Redis did not answer", "semaphore", p.name, "key", p.key, "permits", n)
 				}
@@ -172,7 +172,7 @@ func (l *MultiLock) resolveLate(p *scripts.Pending, args []lockArgs, ids []holdI
 		c.settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
 				if !settled {
-					at := attempt{via: c.wd.rdb, marker: marker, count: count0}
+					at := attempt{via: c.renewal, marker: marker, count: count0}
 					if _, err := (reentrant{}).settle(ctx, l.members[0], args[0], at); err != nil {
 						return false
 					}

@@ -76,7 +76,7 @@ type Options struct {
 	// losses and watchdog rounds. Nil means no events.
 	Observer Observer
 
-	// Name, when set, names this Client in its owner label (label.go), so
+	// Name, when set, names this Client in its owner label (package watchdog writes it), so
 	// lockgen inspect shows it beside the host and pid of a hold's owner.
 	Name string
 

@@ -130,7 +130,7 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 	if c.reg.Mark(id) != gen {
 		return true // a later call of the owner reconciled it, or took over
 	}
-	via := c.wd.rdb
+	via := c.renewal
 	if at != nil {
 		at := *at
 		at.via = via

@@ -24,7 +24,7 @@ import (
 // So every place where a call fails without a reply from Redis tells
 // SlotMaps, which has each cluster client of the Client re-read its slot
 // map at once (ReloadState), and those places retry as they do anyway:
-// the watchdog's renewal within the hold's deadline (watchdog.go), a
+// the watchdog's renewal within the hold's deadline (package watchdog), a
 // waiter's tries within its wait (package await), releases and settlements
 // within their bound (client.go, package settle), the hub's subscriptions
 // (internal/hub, through its Config.Failed). go-redis coalesces the

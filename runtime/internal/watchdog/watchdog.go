@@ -1,8 +1,10 @@
-package runtime
+package watchdog
 
 import (
 	"context"
+	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,13 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// watchdog is the one renewal loop of a Client. It renews each watchdog
-// hold WatchdogTimeout/3 after the send time of its last confirmed
+// Watchdog is the one renewal loop of a Client. It renews each watchdog
+// hold a third of the lease after the send time of its last confirmed
 // renewal (or acquisition), with RenewBatch calls of at most lua.MaxBatch
 // keys of one cluster slot. The holds due in one tick are cut into such batches
 // and sent by a few workers in parallel, each a pipeline of a few batches
@@ -29,7 +32,7 @@ import (
 // renewal is tried again soon, and if none is confirmed the hold's timer
 // ends it at its deadline. Every renewal call runs under a ctx that ends
 // at the earliest deadline it serves, on a client that honours it (see
-// renewalClient), so nothing is renewed after the holder was told the
+// DeadlineClient), so nothing is renewed after the holder was told the
 // hold is gone.
 //
 // After each round it tells the admission gate how far behind it runs
@@ -39,11 +42,11 @@ import (
 // no renewal is scheduled after an unlock; a renewal already in flight only
 // extends a key whose field still names the owner, which after the release
 // is never the case.
-type watchdog struct {
-	c       *Client
+type Watchdog struct {
+	cfg     Config
+	lease   any // the lease in ms, a script argument
 	once    sync.Once
 	done    chan struct{}
-	rdb     redis.UniversalClient
 	timing  renew.Timing // the registry's
 	workers chan int     // the free worker slots: one per renewal call in flight
 	jobs    sync.WaitGroup
@@ -52,7 +55,7 @@ type watchdog struct {
 	// call's replies came after its oldest hold was due, since the loop
 	// last read it. They make the backlog the admission gate reads
 	// (overload.go).
-	busy [renewWorkers]atomic.Int64
+	busy [Workers]atomic.Int64
 	late atomic.Int64
 	gate *renew.Admission
 	// dials and dialsRead: the caller's pool's count of new connections,
@@ -62,6 +65,9 @@ type watchdog struct {
 	// lastDue is how many holds the last round (not of every hold) took:
 	// the next one's room (used by the loop only).
 	lastDue int
+	// labelNext is when the owner label is next due (label.go; used by
+	// the loop only).
+	labelNext time.Time
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -69,66 +75,95 @@ type watchdog struct {
 	// the rounds; this file sends them.
 }
 
+// Config is what a Watchdog works with. Every field is required but Log.
+type Config struct {
+	Registry *holds.Registry // the holds it renews, and their timing
+	// Caller is the caller's client: its pool statistics tell of
+	// reconnects (see dialled), and nothing else is done with it.
+	Caller redis.UniversalClient
+	// Renewal is the client renewals and labels are sent through: one
+	// that honours ctx deadlines (DeadlineClient).
+	Renewal redis.UniversalClient
+	Lease   time.Duration   // the watchdog lease (Options.WatchdogTimeout)
+	Cluster bool            // keys are grouped by slot
+	Life    context.Context // ends with the Client: renewals in flight end with it
+	Closed  <-chan struct{} // closed when the Client closes: the loop stops
+	Slots   *calls.SlotMaps // told of failed calls: a dead master's slots move
+	Label   Label           // the Client's owner label, rewritten every period
+	Log     *slog.Logger
+	// Warn writes a rate-limited warning.
+	Warn func(msg string, args ...any)
+	// Gone is the cause of the loss of a hold a renewal found gone.
+	Gone func(h *holds.Hold) error
+	// Renewed reports a renewal call: the holds it confirmed, its batches,
+	// how long it took and its error.
+	Renewed func(renewed, batches int, took time.Duration, err error)
+}
+
 const (
-	// renewWorkers bounds the renewal calls in flight at once.
-	renewWorkers = 4
+	// Workers bounds the renewal calls in flight at once.
+	Workers = 4
 	// batchesPerCall is how many RenewBatch calls one worker pipelines.
 	batchesPerCall = 8
 )
 
-func (w *watchdog) init(c *Client, rdb redis.UniversalClient) {
-	w.c = c
-	w.rdb = rdb
-	w.timing = c.reg.Timing()
-	w.workers = make(chan int, renewWorkers)
-	for i := range renewWorkers {
+// New returns the watchdog of cfg, not started yet.
+func New(cfg Config) *Watchdog {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing()}
+	w.workers = make(chan int, Workers)
+	for i := range Workers {
 		w.workers <- i
 	}
 	w.gate = renew.NewAdmission(w.timing)
+	return w
 }
 
-// start starts the loop on first use: at the first hold of any lease,
+// Gate is the admission gate the watchdog's backlog opens and closes.
+func (w *Watchdog) Gate() *renew.Admission { return w.gate }
+
+// Start starts the loop on first use: at the first hold of any lease,
 // which also writes the owner label (label.go).
-func (w *watchdog) start() {
+func (w *Watchdog) Start() {
 	w.once.Do(func() {
 		w.done = make(chan struct{})
 		go w.loop(w.done)
 	})
 }
 
-// wait blocks until the loop (if started) and its renewals have stopped;
-// c.closeCh is closed.
-// Renewals still in flight are not waited for here: see waitJobs.
-func (w *watchdog) wait() {
+// Wait blocks until the loop (if started) has stopped; Config.Closed is
+// closed. Renewals still in flight are not waited for here: see WaitJobs.
+func (w *Watchdog) Wait() {
 	w.once.Do(func() {}) // no loop may start after this
 	if w.done != nil {
 		<-w.done
 	}
 }
 
-// waitJobs blocks until the renewal calls in flight have returned. Close
+// WaitJobs blocks until the renewal calls in flight have returned. Close
 // calls it after closing the watchdog's own client, which breaks a call
 // stuck on a dead connection at once (a socket read does not watch its
 // ctx, only its deadline).
-func (w *watchdog) waitJobs() { w.jobs.Wait() }
+func (w *Watchdog) WaitJobs() { w.jobs.Wait() }
 
-func (w *watchdog) loop(done chan struct{}) {
+func (w *Watchdog) loop(done chan struct{}) {
 	defer close(done)
-	c := w.c
 	ticker := time.NewTicker(w.timing.Tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
 	w.renewLabel(time.Now())
-	w.dialled(c.rdb)
+	w.dialled(w.cfg.Caller)
 	for {
 		select {
-		case <-c.closeCh:
+		case <-w.cfg.Closed:
 			return
 		case <-ticker.C:
 		}
 		// A new connection of the caller's client: renew every hold now
 		// (see dialled), at most once per pokeInterval.
-		all := w.dialled(c.rdb) && time.Since(lastPoke) >= w.timing.PokeInterval()
+		all := w.dialled(w.cfg.Caller) && time.Since(lastPoke) >= w.timing.PokeInterval()
 		if all {
 			lastPoke = time.Now()
 		}
@@ -140,27 +175,27 @@ func (w *watchdog) loop(done chan struct{}) {
 
 // renewDue sends a renewal for every watchdog hold due by now (all: every
 // watchdog hold not in flight) and returns without waiting for replies.
-func (w *watchdog) renewDue(now time.Time, all bool) {
-	c := w.c
-	due := c.reg.TakeDue(now, all, lua.MaxBatch, make([]holds.Due, 0, w.lastDue+w.lastDue/4))
+func (w *Watchdog) renewDue(now time.Time, all bool) {
+	reg := w.cfg.Registry
+	due := reg.TakeDue(now, all, lua.MaxBatch, make([]holds.Due, 0, w.lastDue+w.lastDue/4))
 	if !all {
 		w.lastDue = len(due)
 	}
 	if len(due) == 0 {
 		return
 	}
-	if c.cluster {
+	if w.cfg.Cluster {
 		slices.SortFunc(due, func(a, b holds.Due) int { return a.H.Slot - b.H.Slot })
 	}
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.H.Slot} }
-	calls := renew.Calls(renew.Batches(due, unit, c.cluster, lua.MaxBatch), unit, c.cluster, batchesPerCall)
+	calls := renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
 	for i, call := range calls {
 		slot, ok := w.worker(calls[i:])
 		if !ok {
 			for _, call := range calls[i:] {
 				for _, b := range call {
 					for _, u := range b {
-						c.reg.Report(u.H, holds.Unconfirmed, now, now, nil)
+						reg.Report(u.H, holds.Unconfirmed, now, now, nil)
 					}
 				}
 			}
@@ -178,26 +213,25 @@ func (w *watchdog) renewDue(now time.Time, all bool) {
 }
 
 // renewJob sends one pipeline of batches and applies the replies.
-func (w *watchdog) renewJob(batches [][]holds.Due) {
-	c := w.c
+func (w *Watchdog) renewJob(batches [][]holds.Due) {
+	cfg := &w.cfg
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
 	// declared lost.
-	ctx, cancel := context.WithDeadline(c.life, holds.Deadline(batches)) // Close ends it too
+	ctx, cancel := context.WithDeadline(cfg.Life, holds.Deadline(batches)) // Close ends it too
 	defer cancel()
 	sent := time.Now()
-	cmds, err := w.runRenewals(ctx, batches, c.wdLease)
-	c.slots.Failed(err) // a dead master: its replica may serve the slots by now
+	cmds, err := w.runRenewals(ctx, batches, w.lease)
+	cfg.Slots.Failed(err) // a dead master: its replica may serve the slots by now
 
 	renewed, n := 0, 0
 	now := time.Now()
-	gone := func(h *hold) error { return lostError(h, "the key no longer holds this owner") }
 	for i, b := range batches {
 		var res string
 		if cmds != nil && cmds[i].Err() == nil {
 			res, _ = cmds[i].Text() // renew_batch.lua: one byte per hold
 		}
-		renewed += c.reg.ReportAll(b, func(j int) holds.Renewal {
+		renewed += cfg.Registry.ReportAll(b, func(j int) holds.Renewal {
 			switch {
 			case j >= len(res):
 				return holds.Unconfirmed
@@ -205,13 +239,13 @@ func (w *watchdog) renewJob(batches [][]holds.Due) {
 				return holds.Renewed
 			}
 			return holds.Gone
-		}, sent, now, gone)
+		}, sent, now, cfg.Gone)
 		n += len(b)
 	}
 	if err != nil {
-		c.warn("watchdog renewal failed", "holds", n, "err", err)
+		cfg.Warn("watchdog renewal failed", "holds", n, "err", err)
 	}
-	c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: len(batches), Took: now.Sub(sent), Err: err})
+	cfg.Renewed(renewed, len(batches), now.Sub(sent), err)
 }
 
 // renewArgs are the arguments of one RenewBatch call for b (see
@@ -253,8 +287,8 @@ func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
 // the server's script cache lacks the script (first round, restart, SCRIPT
 // FLUSH), it is loaded once (on every master of a cluster) and the refused
 // batches are sent again by SHA, rather than each as a full EVAL.
-func (w *watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any) ([]*redis.Cmd, error) {
-	rdb := w.rdb
+func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any) ([]*redis.Cmd, error) {
+	rdb := w.cfg.Renewal
 	cmds := make([]*redis.Cmd, len(batches))
 	build := func(i int) *redis.Cmd {
 		args, numKeys := renewArgs(batches[i], lease)

@@ -1,4 +1,4 @@
-package runtime
+package watchdog
 
 import (
 	"fmt"
@@ -7,10 +7,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
-// deadlineClient returns a client that honours ctx deadlines for rdb's
+// DeadlineClient returns a client that honours ctx deadlines for rdb's
 // server(s), and a func that closes it if it is lockgen's own: rdb itself
 // when it does (ContextTimeoutEnabled), else one built from rdb's options
 // with ContextTimeoutEnabled and poolSize connections. The watchdog renews
@@ -26,7 +27,7 @@ import (
 // NewClient checks that its timeouts fit the lease. The hold's deadline is
 // enforced by a timer either way (the lease clock, package holds). Building a client from
 // rdb's options changes nothing on rdb.
-func deadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
+func DeadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
 	switch r := rdb.(type) {
 	case *redis.Client:
 		o := r.Options()
@@ -67,13 +68,13 @@ func deadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalC
 	return rdb, nil, false
 }
 
-// checkUnbounded refuses a WatchdogTimeout that a renewal on rdb cannot
+// CheckUnbounded refuses a WatchdogTimeout that a renewal on rdb cannot
 // keep when rdb does not honour ctx deadlines (a Sentinel failover client
 // without ContextTimeoutEnabled): a renewal sent at a third of the lease
 // may then take the client's DialTimeout + ReadTimeout, and land after the
 // holder was told the hold is gone, keeping the lock from everyone for
 // another lease. Other client types give no timeouts to check.
-func checkUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
+func CheckUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
 	r, ok := rdb.(*redis.Client)
 	if !ok {
 		return nil
@@ -82,12 +83,12 @@ func checkUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
 	window := watchdog*2/3 - leaseclock.Drift(watchdog)
 	if o.ReadTimeout < 0 {
 		return fmt.Errorf("%w: the Redis client has no read timeout and does not honour ctx deadlines (ContextTimeoutEnabled is off): "+
-			"a renewal could hang past any lease; set ContextTimeoutEnabled: true on the client", ErrInvalidArgument)
+			"a renewal could hang past any lease; set ContextTimeoutEnabled: true on the client", errs.InvalidArgument)
 	}
 	if need := o.DialTimeout + o.ReadTimeout; need > window {
 		return fmt.Errorf("%w: WatchdogTimeout %v leaves a renewal %v, but the Redis client's DialTimeout %v + ReadTimeout %v = %v, "+
 			"and it does not honour ctx deadlines (ContextTimeoutEnabled is off): set ContextTimeoutEnabled: true on the client, "+
-			"or a WatchdogTimeout of at least %v", ErrInvalidArgument, watchdog, window, o.DialTimeout, o.ReadTimeout, need,
+			"or a WatchdogTimeout of at least %v", errs.InvalidArgument, watchdog, window, o.DialTimeout, o.ReadTimeout, need,
 			minWatchdog(need))
 	}
 	return nil
@@ -116,7 +117,7 @@ func minWatchdog(need time.Duration) time.Duration {
 // its dials, and go-redis cannot remove a hook: every Client ever created
 // would stay in the caller's dial path. Polled on the watchdog's tick, a
 // reconnect is noticed within a tick. Only the watchdog's loop calls it.
-func (w *watchdog) dialled(rdb redis.UniversalClient) bool {
+func (w *Watchdog) dialled(rdb redis.UniversalClient) bool {
 	st := rdb.PoolStats()
 	if st == nil {
 		return false

@@ -1,4 +1,4 @@
-package runtime
+package watchdog
 
 import (
 	"time"
@@ -34,7 +34,7 @@ func oldestDue(batches [][]holds.Due) int64 {
 
 // replied records that a call whose oldest hold was due at oldest got its
 // replies (or gave up) at now.
-func (w *watchdog) replied(now time.Time, oldest int64) {
+func (w *Watchdog) replied(now time.Time, oldest int64) {
 	late := now.UnixNano() - oldest
 	for {
 		cur := w.late.Load()
@@ -46,7 +46,7 @@ func (w *watchdog) replied(now time.Time, oldest int64) {
 
 // observe tells the gate the backlog at now; pending is the oldest due
 // time (Unix ns) of a call waiting for a worker (0: none).
-func (w *watchdog) observe(now time.Time, pending int64) {
+func (w *Watchdog) observe(now time.Time, pending int64) {
 	backlog := time.Duration(w.late.Swap(0))
 	for i := range w.busy {
 		if at := w.busy[i].Load(); at != 0 {
@@ -60,16 +60,16 @@ func (w *watchdog) observe(now time.Time, pending int64) {
 		return
 	}
 	if w.gate.Closed() {
-		w.c.warn("watchdog renewals run behind: new acquisitions wait", "backlog", backlog.Round(time.Millisecond))
+		w.cfg.Warn("watchdog renewals run behind: new acquisitions wait", "backlog", backlog.Round(time.Millisecond))
 		return
 	}
-	w.c.log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
+	w.cfg.Log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
 }
 
 // worker takes a free worker slot for the next of calls, waiting while
 // every worker is busy (telling the gate how late the waiting call gets).
 // It reports false when the Client closed meanwhile.
-func (w *watchdog) worker(calls [][][]holds.Due) (int, bool) {
+func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
 	select {
 	case s := <-w.workers:
 		return s, true
@@ -82,11 +82,25 @@ func (w *watchdog) worker(calls [][][]holds.Due) (int, bool) {
 		select {
 		case s := <-w.workers:
 			return s, true
-		case <-w.c.closeCh:
+		case <-w.cfg.Closed:
 			return 0, false
 		case now := <-stall.C:
 			w.observe(now, pending)
 			stall.Reset(w.timing.Tick)
 		}
+	}
+}
+
+// Stall makes the loop see a renewal call in flight whose oldest hold was
+// due long ago, as if Redis had not answered it: one worker slot is taken
+// and marked so until the returned func is called. The loop's next tick
+// closes the admission gate; a tick after release opens it again. Tests
+// of the gate use it.
+func (w *Watchdog) Stall() (release func()) {
+	slot := <-w.workers
+	w.busy[slot].Store(time.Now().Add(-2 * w.timing.CloseLag()).UnixNano())
+	return func() {
+		w.busy[slot].Store(0)
+		w.workers <- slot
 	}
 }

@@ -1,0 +1,44 @@
+package watchdog
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Label is a Client's owner label (runtime.OwnerLabelKey): a hash at Key
+// with HSET's field-value pairs Fields, rewritten with a TTL of the lease
+// every period for as long as the Client is open, so that lockgen inspect
+// can tell which process holds a lock.
+type Label struct {
+	Key    string
+	Fields []any
+}
+
+// renewLabel writes the label when it is due (every watchdog period), in a
+// renewal job of its own: the loop never waits for Redis. Called by the
+// loop only.
+func (w *Watchdog) renewLabel(now time.Time) {
+	if now.Before(w.labelNext) {
+		return
+	}
+	w.labelNext = now.Add(w.timing.Period)
+	w.jobs.Add(1)
+	go func() {
+		defer w.jobs.Done()
+		cfg := &w.cfg
+		ctx, cancel := context.WithTimeout(cfg.Life, w.timing.Period)
+		defer cancel()
+		// The watchdog's own client: it honours ctx, and Close closes it,
+		// so a write stuck in a blackhole never holds up Close.
+		_, err := cfg.Renewal.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, cfg.Label.Key, cfg.Label.Fields...)
+			p.PExpire(ctx, cfg.Label.Key, cfg.Lease)
+			return nil
+		})
+		if err != nil && cfg.Life.Err() == nil {
+			cfg.Log.Debug("writing the owner label failed", "key", cfg.Label.Key, "err", err)
+		}
+	}()
+}
