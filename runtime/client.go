@@ -86,7 +86,6 @@ type Client struct {
 	slots        *calls.SlotMaps    // re-reads the cluster's slot maps after a failure (package calls)
 	calls        calls.Limits       // bounds releases and settlements (package calls)
 	settler      *settle.Settler    // background settlements (package settle)
-	late         lateCalls          // abandoned calls still on their way (late.go)
 	redNodes     []*Client          // one client per RedLock node
 }
 

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,70 +22,9 @@ import (
 // reply into an unknown outcome, so the call resolves its own outcome from
 // what actually happened: what it took is given back, a waiter it queued
 // withdrawn. Only a call whose reply never comes (its connection failed)
-// is settled like any lost reply, with its request marker.
-
-// lateCalls counts, per hold, the calls abandoned at their deadline whose
-// outcome has not come yet. Until it comes, a copy of the request may
-// still run in Redis and change the owner's count there (a re-entry's
-// copy counts one hold more), so reconcile does not read that count: it
-// would take it for settled, and the owner's release that follows would
-// expect a count the copy changes under it.
-type lateCalls struct {
-	mu      sync.Mutex
-	n       map[holdID]int
-	changed chan struct{} // closed when a count drops, then replaced
-}
-
-// add records an abandoned call on id.
-func (l *lateCalls) add(id holdID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n == nil {
-		l.n = make(map[holdID]int)
-	}
-	l.n[id]++
-}
-
-// done records that the outcome of an abandoned call on id came.
-func (l *lateCalls) done(id holdID) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n[id]--; l.n[id] <= 0 {
-		delete(l.n, id)
-	}
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-}
-
-// pending reports whether an abandoned call on id has not had its outcome.
-func (l *lateCalls) pending(id holdID) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.n[id] > 0
-}
-
-// wait returns once no abandoned call on id is pending, or when ctx ends.
-func (l *lateCalls) wait(ctx context.Context, id holdID) {
-	for {
-		l.mu.Lock()
-		if l.n[id] == 0 {
-			l.mu.Unlock()
-			return
-		}
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
+// is settled like any lost reply, with its request marker. Until the
+// outcome comes, the registry counts the call late (holds.Registry.Abandon):
+// the owner's next call waits for it before it re-reads the count.
 
 // replied reports whether a call that failed with err (or succeeded) had
 // its outcome decided in Redis: it has a reply, or it provably never left.
@@ -151,7 +89,7 @@ func (p *PlainSemaphore) resolveLate(pd *scripts.Pending, n int) {
 // (args, ids) that its caller abandoned, in the owner's turns, as
 // Mutex.resolveLate does for one lock: the members' outcomes are unknown
 // until the call's comes (no call of the owner reconciles them before:
-// lateCalls); then what it took is given back, member by member, once
+// holds.Registry.Abandon); then what it took is given back, member by member, once
 // nothing of the request can still arrive (after the first member's
 // settlement, which decides them all, when no reply comes: count0 is the
 // owner's count of it before the attempt).
@@ -159,13 +97,12 @@ func (l *MultiLock) resolveLate(p *scripts.Pending, args []lockArgs, ids []holdI
 	c := l.c
 	gens := make([]uint64, len(ids))
 	for i, id := range ids {
-		gens[i] = c.reg.MarkUnknown(id)
-		c.late.add(id)
+		gens[i] = c.reg.Abandon(id)
 	}
 	p.Then(func(cmd *redis.Cmd) {
 		defer func() {
 			for _, id := range ids {
-				c.late.done(id)
+				c.reg.Landed(id)
 			}
 		}()
 		settled := replied(cmd.Err())

@@ -204,7 +204,7 @@ func lateEnv(t *testing.T, opts *runtime.Options) (context.Context, *redis.Clien
 
 // A re-entry abandoned on a paused server (its copy still queued there),
 // then the outer hold's Unlock: the Unlock re-reads the owner's count
-// only once the re-entry's late reply came (lateCalls), within its
+// only once the re-entry's late reply came (holds.Registry.Abandon), within its
 // ReleaseTimeout, and the re-entry's resolution gives back what the copy
 // took otherwise. Without that the re-read, a read the paused server
 // answers, had the client's count, and the last release, sent with the

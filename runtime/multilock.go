@@ -361,7 +361,7 @@ func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []i
 			rel = scripts.WithCallBound(rel, limit)
 		}
 		rctx, cancel := c.calls.DetachedUntil(acqs[i].Parent, limit)
-		c.late.wait(rctx, id)
+		c.reg.WaitLate(rctx, id)
 		_ = l.members[i].reconcile(rctx, args[i])
 		cancel()
 	}

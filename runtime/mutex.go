@@ -431,7 +431,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		// returns within one, whatever Redis does.
 		rel = scripts.WithCallBound(rel, m.c.calls.Limit(rel))
 		rctx, cancel := m.c.calls.Detached(rel)
-		m.c.late.wait(rctx, id)
+		m.c.reg.WaitLate(rctx, id)
 		_ = m.reconcile(rctx, h.Args) // on failure the release below is refused or resent
 		cancel()
 	}

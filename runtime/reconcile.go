@@ -52,7 +52,7 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 	if !c.reg.Unknown(id) {
 		return nil
 	}
-	if c.late.pending(id) {
+	if c.reg.Late(id) {
 		return fmt.Errorf("%w: a call abandoned at its deadline has had no reply yet", ErrOutcomeUnknown)
 	}
 	count, px := c.reg.State(id, 0)
@@ -175,7 +175,7 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 // (late.go: late replies), in the owner's turn. The caller gets no hold
 // from it, so the owner's outcome on the lock is unknown until the call's
 // outcome comes, and no call of the owner reconciles before then
-// (lateCalls): a copy still on its way may change the owner's count. Then
+// (holds.Registry.Abandon): a copy still on its way may change the owner's count. Then
 // the owner's count in Redis is brought back to the client's (reconcile:
 // what the call took is given back, a new acquisition or one more count of
 // a re-entry), once nothing of the request can still arrive: at once after
@@ -184,15 +184,14 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 // try's: they tell whether its owner is one of its own).
 func (m *Mutex) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	gen := m.c.reg.MarkUnknown(id)
-	m.c.late.add(id)
+	gen := m.c.reg.Abandon(id)
 	p.Then(func(cmd *redis.Cmd) {
 		if replied(cmd.Err()) {
 			m.settleLater(a, nil, px, gen)
 		} else {
 			m.settleLater(a, &at, px, gen)
 		}
-		m.c.late.done(id)
+		m.c.reg.Landed(id)
 		if at.waiting {
 			m.leave(ctx, a)
 		}

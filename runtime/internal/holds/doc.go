@@ -23,7 +23,11 @@
 //     a resent request from a new one, so those calls must not overlap;
 //   - an unknown mark, left by a call whose outcome is unknown, stays
 //     until a call in the owner's turn re-read the count (or a background
-//     settlement of that mark's generation did).
+//     settlement of that mark's generation did);
+//   - a call abandoned at its deadline is late until its outcome lands
+//     (Abandon, Landed): while it is, a copy of it may still change the
+//     owner's count in Redis, and the owner's next call waits (WaitLate)
+//     before it re-reads that count.
 //
 // What a hold loses, and why, is the caller's to say (Config.Lost and the
 // causes it passes in): the registry only keeps the books.

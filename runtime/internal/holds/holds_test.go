@@ -260,3 +260,40 @@ func TestReportAllAppliesEachHoldsRenewal(t *testing.T) {
 		}
 	}
 }
+
+func TestALateCallKeepsItsOwnerWaitingUntilItLands(t *testing.T) {
+	f := newFixture(t, 30*time.Second)
+	id := ID{"k", "o1"}
+	gen := f.r.Abandon(id)
+	gen2 := f.r.Abandon(id) // a second abandoned call on the same hold
+	if f.r.Mark(id) != gen2 || gen2 <= gen || !f.r.Late(id) {
+		t.Fatalf("after two Abandons: mark %d (gens %d, %d), late %v; want the newer mark and late", f.r.Mark(id), gen, gen2, f.r.Late(id))
+	}
+	waited := make(chan struct{})
+	go func() {
+		f.r.WaitLate(context.Background(), id)
+		close(waited)
+	}()
+	f.r.Landed(id)
+	select {
+	case <-waited:
+		t.Fatal("WaitLate returned with one of two calls still late")
+	case <-time.After(20 * time.Millisecond):
+	}
+	f.r.Landed(id)
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitLate did not return once every call landed")
+	}
+	if f.r.Late(ID{"k", "o2"}) || f.r.Late(id) {
+		t.Fatal("Late after every call landed, or for another owner")
+	}
+	if !f.r.Unknown(id) {
+		t.Fatal("landing dropped the unknown mark: only a re-read of the count may")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f.r.Abandon(id)
+	cancel()
+	f.r.WaitLate(ctx, id) // returns at once: its ctx is done
+}

@@ -55,6 +55,7 @@ type shard struct {
 	holds   map[ID]*Hold
 	turns   map[ID]turn   // calls in flight, one per owner and lock
 	unknown map[ID]uint64 // the mark's generation
+	late    map[ID]late   // abandoned calls still on their way (late.go)
 	wheel   renew.Wheel[*Hold]
 	due     leaseclock.Queue[*Hold]
 }
@@ -68,6 +69,7 @@ func New(cfg Config) *Registry {
 		s.holds = make(map[ID]*Hold)
 		s.turns = make(map[ID]turn)
 		s.unknown = make(map[ID]uint64)
+		s.late = make(map[ID]late)
 		s.due.Init()
 	}
 	return r
