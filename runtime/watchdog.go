@@ -61,6 +61,8 @@ type watchdog struct {
 	// lastDue is how many holds the last round (not of every hold) took:
 	// the next one's room (used by the loop only).
 	lastDue int
+	// order is SortDue's scratch space (used by the loop only).
+	order []uint64
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -148,7 +150,7 @@ func (w *watchdog) renewDue(now time.Time, all bool) {
 	if len(due) == 0 {
 		return
 	}
-	holds.SortDue(due)
+	w.order = holds.SortDue(due, w.order)
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
 	calls := renew.Calls(renew.Batches(due, unit, c.cluster, lua.MaxBatch), unit, c.cluster, batchesPerCall)
 	for i, call := range calls {
