@@ -32,59 +32,78 @@
 --   "0"  the hold is gone (expired, deleted, taken by someone else): not
 --        touched (for permits: one of the ids is no longer held)
 --
--- Cost: a plain hold is one HEXISTS and one PEXPIRE ... GT. Before Redis
--- 7.0 (no GT) the first PEXPIRE is refused and the script reads each
--- key's PTTL first instead, with the same rule.
+-- Cost: a plain hold is one HEXISTS and one PEXPIRE ... GT, called
+-- directly: the one pcall is the first PEXPIRE, which finds out whether
+-- the server knows GT. Before Redis 7.0 (no GT) it is refused and the
+-- script reads each key's PTTL first instead, with the same rule.
+local call = redis.call
 local lease = tonumber(ARGV[1])
 -- PEXPIRE's argument, formatted once rather than per key
 local lease_ms = string.format('%d', lease)
-local paired = ARGV[2] ~= ''
 local renewed = {}
-local now
-local gt = true
+-- gt: whether PEXPIRE takes GT; nil until the first extension finds out.
+local gt
 -- extend sets key's TTL to lease unless it is longer already (or absent).
 local function extend(key)
     if gt then
+        call('pexpire', key, lease_ms, 'gt')
+        return
+    end
+    if gt == nil then
         local r = redis.pcall('pexpire', key, lease_ms, 'gt')
-        if type(r) ~= 'table' or not r.err then
+        gt = type(r) ~= 'table' or not r.err
+        if gt then
             return
         end
-        gt = false
     end
-    local ttl = redis.call('pttl', key)
+    local ttl = call('pttl', key)
     if ttl >= 0 and ttl < lease then
-        redis.call('pexpire', key, lease)
+        call('pexpire', key, lease)
     end
+end
+-- The common layout, lock hashes only: one key and one field per hold.
+if ARGV[2] == '' then
+    for i = 3, #ARGV do
+        local key = KEYS[i - 2]
+        if call('hexists', key, ARGV[i]) == 1 then
+            if gt then
+                call('pexpire', key, lease_ms, 'gt')
+            else
+                extend(key)
+            end
+            renewed[i - 2] = '1'
+        else
+            renewed[i - 2] = '0'
+        end
+    end
+    return table.concat(renewed)
 end
 -- A permit whose score has passed is not held any more, even before a
 -- script reclaims it: it is never revived.
 local function permits_held(zset, ids, now)
     for j = 1, #ids, 16 do
-        local score = redis.call('zscore', zset, string.sub(ids, j, j + 15))
+        local score = call('zscore', zset, string.sub(ids, j, j + 15))
         if not score or tonumber(score) <= now then
             return false
         end
     end
     return true
 end
+local now
 local k = 1
-local step = paired and 2 or 1
-for i = 3, #ARGV, step do
-    local extra = 0
-    if paired then
-        extra = tonumber(ARGV[i + 1])
-    end
+for i = 3, #ARGV, 2 do
+    local extra = tonumber(ARGV[i + 1])
     if extra < 0 then
         if not now then
-            local t = redis.call('time')
+            local t = call('time')
             now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         end
         if permits_held(KEYS[k], ARGV[i], now) then
             local expiry = now + lease
             for j = 1, #ARGV[i], 16 do
                 local id = string.sub(ARGV[i], j, j + 15)
-                if tonumber(redis.call('zscore', KEYS[k], id)) < expiry then
-                    redis.call('zadd', KEYS[k], 'xx', expiry, id)
+                if tonumber(call('zscore', KEYS[k], id)) < expiry then
+                    call('zadd', KEYS[k], 'xx', expiry, id)
                 end
             end
             renewed[#renewed + 1] = '1'
@@ -92,7 +111,7 @@ for i = 3, #ARGV, step do
             renewed[#renewed + 1] = '0'
         end
         extra = 0
-    elseif redis.call('hexists', KEYS[k], ARGV[i]) == 1 then
+    elseif call('hexists', KEYS[k], ARGV[i]) == 1 then
         extend(KEYS[k])
         for j = 1, extra do
             extend(KEYS[k + j])

@@ -56,8 +56,10 @@ type Taker interface {
 // The exported fields never change; the others are guarded by the mutex
 // of its key's shard.
 type Hold struct {
-	// What a renewal round reads and writes comes first, together: a
-	// Client with many holds finds few of them in cache, and a round
+	// What a renewal round reads and writes comes first, in the first two
+	// cache lines of the 320 bytes a Hold takes (a size class whose
+	// objects start on a line; see TestHoldKeepsWhatARoundReadsInTwoLines):
+	// a Client with many holds finds few of them in cache, and a round
 	// touches every hold it renews.
 	sh       *shard
 	inFlight bool // a renewal of it is on the wire
@@ -65,24 +67,29 @@ type Hold struct {
 	watchdog bool // renewed by the watchdog: wdAcqs > 0
 	extra    bool // see Spec.Extra
 	// Permit: the hold is the permits of one semaphore acquisition:
-	// Args.Key is the semaphore's timeout sorted set and Args.Field the
-	// permit ids; the watchdog renews their scores.
+	// Args.Key is the semaphore's timeout sorted set and Field the permit
+	// ids; the watchdog renews their scores.
 	Permit bool
+	// queued: an acquisition of it was queued in Redis for grants, or
+	// granted from there; its last release clears the record.
+	queued bool
 	lease  leaseclock.Entry // its term and its place on the lease clock
 	renew  renew.Entry      // when its next renewal is due
-	Args   Args
-	Slot   int // cluster slot of Key, for batching
-
-	Name  string // logical name
-	Key   string // lock key
-	Owner string // owner token
+	// seq numbers the holds in the order they were made (their keys
+	// were written), the order a renewal round sends them in.
+	seq uint64
+	// Key is the lock key (for Permit, the semaphore's; Args.Key is then
+	// its timeout set, which renewals extend).
+	Key   string
 	Field string // hash field that proves the hold (renewal checks it)
+	Slot  int    // cluster slot of Key, for batching
+
+	Args  Args
+	Name  string // logical name
+	Owner string // owner token
 	Kind  string // what it is a hold of, as events name it
 	From  Taker
 
-	// queued: an acquisition of it was queued in Redis for grants, or
-	// granted from there; its last release clears the record.
-	queued  bool
 	count   int
 	wdAcqs  int // acquisitions with the watchdog lease
 	acqs    []*Acquisition

@@ -43,6 +43,8 @@ type Registry struct {
 	// unknownGen numbers the unknown marks, so a background settlement
 	// only ever drops its own.
 	unknownGen atomic.Uint64
+	// seq numbers the holds made (Hold.seq).
+	seq atomic.Uint64
 }
 
 // shardCount is a power of two well above the number of cores: two busy
@@ -210,6 +212,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 		h = &Hold{sh: sh, Name: spec.Name, Key: spec.Key, Owner: args.OwnerID(), Field: id.Field, Args: args,
 			Kind: spec.Kind, Permit: spec.Permit, From: spec.From, extra: spec.Extra}
 		h.acqs = h.inline[:0]
+		h.seq = r.seq.Add(1)
 		if r.cfg.Cluster {
 			h.Slot = scripts.KeySlot(spec.Key)
 		}

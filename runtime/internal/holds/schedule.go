@@ -87,6 +87,10 @@ type Due struct {
 	// must end by the earliest of its holds'. A confirmation may move the
 	// deadline later meanwhile, never earlier.
 	Valid int64
+	// Seq and Slot are the hold's order and cluster slot (see SortDue),
+	// copied so that sorting and batching read no hold.
+	Seq  uint64
+	Slot int
 }
 
 // TakeDue takes the holds due by now off the shards' wheels (all: every
@@ -105,7 +109,7 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due 
 			return false // released, lost, or in flight
 		}
 		h.inFlight = true
-		u := Due{H: h, At: h.renew.Due.UnixNano(), Valid: h.lease.Valid.UnixNano()}
+		u := Due{H: h, At: h.renew.Due, Valid: h.lease.Valid.UnixNano(), Seq: h.seq, Slot: h.Slot}
 		if h.extra {
 			u.Extra = h.From.ExtraKeys(h)
 		}
@@ -202,7 +206,7 @@ func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause
 		// renewal is never more than 5/4 of a period after this send, so
 		// repeated early renewals (reconnect rounds after new connections)
 		// cannot push it towards the deadline (3 periods).
-		h.sh.wheel.Put(h, r.timing.Next(sent, h.renew.Due), r.timing)
+		h.sh.wheel.Put(h, r.timing.Next(sent, time.Unix(0, h.renew.Due)), r.timing)
 		return true
 	case res == Gone:
 		r.loseLocked(h, cause(h))

