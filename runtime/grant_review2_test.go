@@ -153,6 +153,9 @@ func grantToB(t *testing.T, ctx context.Context, plain *redis.Client, key string
 // grant reaches it), its ctx must end before Redis expires the key
 // (design.md §7), and then the next waiter gets the lock.
 func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.T) {
+	// A server of its own; what it checks is an order (the hold ends
+	// before its key), which no load may break.
+	t.Parallel()
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)
