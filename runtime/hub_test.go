@@ -165,6 +165,9 @@ func TestSubscribeStallDoesNotStallOtherWaiters(t *testing.T) {
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	var hang atomic.Bool
+	// released ends the dials hanging when the test is over: the
+	// Client's Close (a cleanup) waited for one, up to its 5 s.
+	released := make(chan struct{})
 	rdb := redis.NewClient(&redis.Options{
 		Addr: s.Addr(),
 		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -174,6 +177,8 @@ func TestSubscribeStallDoesNotStallOtherWaiters(t *testing.T) {
 				select {
 				case <-ctx.Done():
 					return nil, ctx.Err()
+				case <-released:
+					return nil, errors.New("dial given up: the test is over")
 				case <-t.C:
 					return nil, errors.New("dial timed out")
 				}
@@ -199,7 +204,7 @@ func TestSubscribeStallDoesNotStallOtherWaiters(t *testing.T) {
 	eventually(t, 5*time.Second, "stall-1 subscribed", func() bool { return waitersOn(t, admin, "stall-1") == 1 })
 
 	hang.Store(true)
-	t.Cleanup(func() { hang.Store(false) })
+	t.Cleanup(func() { hang.Store(false); close(released) })
 	if err := admin.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)
 	}
