@@ -1,6 +1,7 @@
 // Package faulttest_test holds the runtime's slowest fault tests: the
 // deadline invariant under every fault of design.md §7 for every kind
-// (overlap_test.go) and Redis Cluster failover (failover_test.go). Kept
+// (overlap_test.go), Redis Cluster failover (failover_test.go) and
+// Sentinel failover (sentinel_test.go). Kept
 // apart from runtime's own tests they run as a package of their own,
 // beside runtime's: go test ./... starts packages in the order of their
 // import paths, two at a time on two cores, and this one sorts after
