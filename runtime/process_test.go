@@ -84,8 +84,6 @@ func runChild(role string) int {
 		return runRedWorker(rdb)
 	case "fair-waiters":
 		return runFairWaiters(c, rdb)
-	case "soak-worker":
-		return runSoakWorker(c, rdb)
 	case "holder":
 		// Take the lock, say so, and hold it until killed.
 		var err error
