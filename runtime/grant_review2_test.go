@@ -352,6 +352,15 @@ func TestGrantReview2ChurnLeavesNoQueueRecord(t *testing.T) {
 				gaveUp.Add(1)
 				continue
 			}
+			if wait != runtime.Forever && (errors.Is(err, runtime.ErrOutcomeUnknown) || errors.Is(err, runtime.ErrUnavailable)) {
+				// A try still without a reply when its wait of a few ms
+				// ended (a full run beside other work, load 4: "redis
+				// unavailable: outcome unknown"): the Client resolves its
+				// late reply, and what is checked below (no record left)
+				// covers that too.
+				gaveUp.Add(1)
+				continue
+			}
 			if err != nil {
 				t.Error(err)
 				return
