@@ -135,10 +135,19 @@ func TestPlainSemaphoreLastTryCutByTheDeadlineIsNotNotAcquired(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- e.sem.TryAcquire(context.Background(), 1, time.Second) }()
-	// The first try was answered (the env's own try was the first
-	// reply): none free; it sleeps. (A 200 ms sleep stood for this; in a
-	// full run beside other work, load 8, the try had no reply yet.)
-	eventually(t, 5*time.Second, "the waiter's first try answered", func() bool { return answered.n.Load() >= 2 })
+	// Its tries were answered (the env's own try was the first reply):
+	// none free; it sleeps, and no reply comes for 100 ms. (A 200 ms
+	// sleep stood for this; in a full run beside other work, load 8, the
+	// try had no reply yet. Waiting for one reply was too early too: a
+	// waiter tries again once subscribed, and that try was cut.)
+	for last := int64(-1); ; {
+		time.Sleep(100 * time.Millisecond)
+		n := answered.n.Load()
+		if n == last && n >= 2 {
+			break
+		}
+		last = n
+	}
 	for _, c := range e.p.ConnsMatching("evalsha") {
 		c.Blackhole(faultproxy.Downstream) // not the pub/sub connection: the wake-up gets through
 	}
