@@ -205,7 +205,9 @@ func TestRenewBatchExtendsOnlyLiveHolds(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	rdb.HSet(ctx, "k1", ownerA, 1)
-	rdb.PExpire(ctx, "k1", 1000)
+	// 10 s, below the 30 s renewal: at 1 s a full run beside other work
+	// (load 4) let k1 expire before the script ran (renew = 00011).
+	rdb.PExpire(ctx, "k1", 10*time.Second)
 	rdb.HSet(ctx, "k2", ownerB, 1)
 	rdb.HSet(ctx, "k4", ownerA, 1)
 	rdb.PExpire(ctx, "k4", time.Minute)

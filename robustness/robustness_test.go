@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,7 +16,21 @@ func TestMain(m *testing.M) {
 	if os.Getenv(WorkerEnv) != "" {
 		os.Exit(WorkerMain())
 	}
+	flag.Parse()
+	if !parallelSet() {
+		// Go's default is GOMAXPROCS (2 here): the self-test's four
+		// structural breaks, each a short run with many violations,
+		// then ran two at a time. An explicit -parallel still decides.
+		_ = flag.Set("test.parallel", "4")
+	}
 	os.Exit(m.Run())
+}
+
+// parallelSet reports whether the command line set -test.parallel.
+func parallelSet() bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	return set
 }
 
 // seedFromEnv is LOCKGEN_ROBUSTNESS_SEED, or a new seed.

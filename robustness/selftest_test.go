@@ -32,7 +32,8 @@ type breakage struct {
 	// alone: the break shows only in holds that outlive their lease
 	// under a fault, so its run gets the machine to itself (a loaded
 	// machine's stalls count as pauses, which excuse an overlap). The
-	// others, structural breaks of the scripts, run two at a time.
+	// others, structural breaks of the scripts, run side by side (all four
+	// at once: TestMain).
 	alone bool
 }
 

@@ -15,6 +15,8 @@ import (
 // follow the slot (MOVED) and renew it on the new master, never on the
 // old one, for several leases; and its release deletes it there.
 func TestHoldsFollowAMigratedSlot(t *testing.T) {
+	// A cluster of its own; it mostly waits for renewals across leases.
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	const wd = time.Second
 	c := newClient(t, cl.Client(t), &runtime.Options{WatchdogTimeout: wd})

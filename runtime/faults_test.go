@@ -266,6 +266,9 @@ func TestRedLockUnlockReportsALossWhenNotAllNodesGranted(t *testing.T) {
 
 // watchdog flag is sticky: a fixed-lease hold keeps being renewed after a nested watchdog hold is released.
 func TestWatchdogStopsWithTheLastWatchdogAcquisition(t *testing.T) {
+	// A server of its own; it checks that a key is gone 1.5 s after a
+	// 200 ms lease: load can only make a renewal less likely.
+	t.Parallel()
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 300 * time.Millisecond})
 	ctx := ctxT(t)
 	m := c.Mutex("sticky", runtime.LockOptions{})

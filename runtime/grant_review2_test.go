@@ -153,6 +153,9 @@ func grantToB(t *testing.T, ctx context.Context, plain *redis.Client, key string
 // grant reaches it), its ctx must end before Redis expires the key
 // (design.md §7), and then the next waiter gets the lock.
 func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.T) {
+	// A server of its own; what it checks is an order (the hold ends
+	// before its key), which no load may break.
+	t.Parallel()
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)
@@ -346,6 +349,15 @@ func TestGrantReview2ChurnLeavesNoQueueRecord(t *testing.T) {
 			}
 			hctx, err := m.TryLock(ctx, wait, 5*time.Second)
 			if errors.Is(err, runtime.ErrNotAcquired) {
+				gaveUp.Add(1)
+				continue
+			}
+			if wait != runtime.Forever && (errors.Is(err, runtime.ErrOutcomeUnknown) || errors.Is(err, runtime.ErrUnavailable)) {
+				// A try still without a reply when its wait of a few ms
+				// ended (a full run beside other work, load 4: "redis
+				// unavailable: outcome unknown"): the Client resolves its
+				// late reply, and what is checked below (no record left)
+				// covers that too.
 				gaveUp.Add(1)
 				continue
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/lockgen/lockgen/runtime"
 )
 
-// The helpers shared with the fault tests in internal/runtimetest.
+// The helpers shared with the fault tests in runtime/faulttest.
 var (
 	newClient  = runtimetest.NewClient
 	eventually = runtimetest.Eventually

@@ -18,6 +18,9 @@ import (
 // must not be what ends the wait.
 func TestWaiterWakesAfterItsPubSubConnectionDies(t *testing.T) {
 	skipShortOutsideCI(t)
+	// Servers of its own; its bound (5 s) is far from a loaded
+	// machine's delays.
+	t.Parallel()
 	for _, fault := range []struct {
 		name  string
 		apply func(*faultproxy.Conn)

@@ -223,6 +223,9 @@ func trackingClientID(t *testing.T, admin *redis.Client) string {
 // afterwards must still wake the waiter, not leave it asleep until the
 // holder's TTL (30 s).
 func TestKeyDeletedAfterTheTrackingConnectionDiedWakesTheWaiter(t *testing.T) {
+	// A server of its own; its bound (5 s) is far from a loaded
+	// machine's delays.
+	t.Parallel()
 	s := redistest.Start(t)
 	admin := s.Client(t)
 	ctx := ctxT(t)

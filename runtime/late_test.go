@@ -97,6 +97,8 @@ var lateKinds = []lateKind{
 }
 
 func TestAbandonedWaitsGiveBackWhatTheirLateRepliesTook(t *testing.T) {
+	// Its kinds were parallel already; now beside the other parallel tests.
+	t.Parallel()
 	for _, k := range lateKinds {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
@@ -157,12 +159,16 @@ func TestAbandonedWaitsGiveBackWhatTheirLateRepliesTook(t *testing.T) {
 // ran after the new acquire: a race, so a few rounds). Once released,
 // both locks are free.
 func TestAbandonedNestedWaitLeavesTheOwnersNewHoldAlone(t *testing.T) {
+	// Parallel, each kind on a server of its own: what it checks is
+	// which holds Redis has, not when; it mostly waits out pauses.
+	t.Parallel()
 	kinds := map[string]func(c *runtime.Client, key string) locker{
 		"reentrant": func(c *runtime.Client, key string) locker { return c.Mutex(key, runtime.LockOptions{}) },
 		"fair":      func(c *runtime.Client, key string) locker { return c.FairLock(key, runtime.LockOptions{}) },
 	}
 	for name, mk := range kinds {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			ctx, admin, c := lateEnv(t, nil) // a client with default options
 			for round := range 4 {
 				a, b := c.Mutex("late:a", runtime.LockOptions{}), mk(c, fmt.Sprintf("late:b%d", round))
@@ -215,6 +221,9 @@ func lateEnv(t *testing.T, opts *runtime.Options) (context.Context, *redis.Clien
 // write_release.lua and multi_release.lua check the count.) Every script
 // is cached first (see TestReviewAbandonedReleaseLateNoscriptIsNeverResent).
 func TestAnUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.T) {
+	// Parallel, each case on a server of its own: what it checks is
+	// which holds Redis has, not when; it mostly waits out a 1 s pause.
+	t.Parallel()
 	kinds := map[string]func(c *runtime.Client) locker{
 		"write": func(c *runtime.Client) locker { return c.ReadWrite("late:rw", runtime.LockOptions{}).Write() },
 		"multi-atomic": func(c *runtime.Client) locker {
@@ -226,6 +235,7 @@ func TestAnUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.
 		// Unlock has its reply. 300 ms: it is abandoned.
 		for _, release := range []time.Duration{0, 300 * time.Millisecond} {
 			t.Run(name+"-release-"+release.String(), func(t *testing.T) {
+				t.Parallel()
 				ctx, admin, c := lateEnv(t, &runtime.Options{ReleaseTimeout: release})
 				l := mk(c)
 				outer, err := l.TryLock(ctx, 0, runtime.Watchdog)
@@ -259,6 +269,8 @@ func TestAnUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.
 // a hold the owner had was reported lost (ErrLockLost), and Redis counted
 // one hold more than the client from then on.
 func TestAPartialUnlockReconcilesOnlyAfterTheLateReplyOfAnAbandonedReentry(t *testing.T) {
+	// A server of its own; it mostly waits out a 1 s pause.
+	t.Parallel()
 	ctx, admin, c := lateEnv(t, nil)
 	m := c.Mutex("late:re", runtime.LockOptions{})
 	outer, err := m.TryLock(ctx, 0, runtime.Watchdog)

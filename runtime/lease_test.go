@@ -20,7 +20,9 @@ func TestWatchdogKeepsHoldAliveAndStopsAtRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 8; i++ { // 4 s
+	// 2 s: two leases, renewed every third of one; a hold the watchdog
+	// did not keep would have expired by the third check.
+	for i := 0; i < 4; i++ {
 		time.Sleep(500 * time.Millisecond)
 		ttl, _ := rdb.PTTL(ctx, "watched").Result()
 		if ttl <= 0 || ttl > timeout {

@@ -93,8 +93,12 @@ func TestMultiLockInOneSlotCostsOneRoundTrip(t *testing.T) {
 }
 
 func TestMultiLockIsAllOrNothing(t *testing.T) {
+	// A server of its own per shape; its bound (2 s) is far from a
+	// loaded machine's delays.
+	t.Parallel()
 	for _, shape := range multiShapes {
 		t.Run(shape.name, func(t *testing.T) {
+			t.Parallel()
 			_, rdb, c := setup(t, nil)
 			ctx := ctxT(t)
 			b := shape.second(c, "B")
@@ -133,8 +137,12 @@ func TestMultiLockIsAllOrNothing(t *testing.T) {
 }
 
 func TestMultiLockLosingOneMemberCancelsTheHold(t *testing.T) {
+	// A server of its own per shape; its bound (2 s) is far from a
+	// loaded machine's delays.
+	t.Parallel()
 	for _, shape := range multiShapes {
 		t.Run(shape.name, func(t *testing.T) {
+			t.Parallel()
 			_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 600 * time.Millisecond})
 			ctx := ctxT(t)
 			l := c.MultiLock(runtime.LockOptions{}, c.Mutex("A", runtime.LockOptions{}), shape.second(c, "B"))

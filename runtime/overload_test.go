@@ -75,9 +75,10 @@ func TestFreshAcquisitionsWaitWhileRenewalsRunBehind(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("after the gate opened: %v", err)
 	}
-	if runtime.AdmissionClosed(c) {
-		t.Fatal("the gate still closed")
-	}
+	// Open: the fresh acquisition passed it. A loaded machine may put a
+	// renewal round behind again at once (a full run beside other work,
+	// load 3.6, found it closed right after), so it must open, not stay.
+	eventually(t, 5*time.Second, "the gate open after renewals caught up", func() bool { return !runtime.AdmissionClosed(c) })
 	// Its ctx ends a wait in the gate, with the ctx's error.
 	release = runtime.StallRenewals(c)
 	defer release()

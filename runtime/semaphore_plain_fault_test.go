@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,13 +29,16 @@ type plainEnv struct {
 	sem    *runtime.PlainSemaphore
 }
 
-func newPlainEnv(t *testing.T, o *redis.Options, permits int) *plainEnv {
+func newPlainEnv(t *testing.T, o *redis.Options, permits int, hooks ...redis.Hook) *plainEnv {
 	t.Helper()
 	s := redistest.Start(t)
 	p := faultproxy.Start(t, s.Addr())
 	o.Addr = p.Addr()
 	pc := redis.NewClient(o)
 	t.Cleanup(func() { _ = pc.Close() })
+	for _, h := range hooks { // before the client is used
+		pc.AddHook(h)
+	}
 	c := newClient(t, pc, &runtime.Options{ReleaseTimeout: 5 * time.Second})
 	e := &plainEnv{p: p, direct: s.Client(t), sem: c.PlainSemaphore("plain", "plain")}
 	ctx := context.Background()
@@ -126,11 +130,24 @@ func TestPlainSemaphoreLastTryCutByTheDeadlineIsNotNotAcquired(t *testing.T) {
 	// stops on the done ctx: the error is the ctx's. One connection for
 	// commands, so the one whose replies are dropped is the one the try
 	// goes out on.
-	e := newPlainEnv(t, &redis.Options{ContextTimeoutEnabled: true, PoolSize: 1}, 0)
+	answered := &scriptReplies{}
+	e := newPlainEnv(t, &redis.Options{ContextTimeoutEnabled: true, PoolSize: 1}, 0, answered)
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- e.sem.TryAcquire(context.Background(), 1, time.Second) }()
-	time.Sleep(200 * time.Millisecond) // the first try was answered: none free; it sleeps
+	// Its tries were answered (the env's own try was the first reply):
+	// none free; it sleeps, and no reply comes for 100 ms. (A 200 ms
+	// sleep stood for this; in a full run beside other work, load 8, the
+	// try had no reply yet. Waiting for one reply was too early too: a
+	// waiter tries again once subscribed, and that try was cut.)
+	for last := int64(-1); ; {
+		time.Sleep(100 * time.Millisecond)
+		n := answered.n.Load()
+		if n == last && n >= 2 {
+			break
+		}
+		last = n
+	}
 	for _, c := range e.p.ConnsMatching("evalsha") {
 		c.Blackhole(faultproxy.Downstream) // not the pub/sub connection: the wake-up gets through
 	}
@@ -146,4 +163,22 @@ func TestPlainSemaphoreLastTryCutByTheDeadlineIsNotNotAcquired(t *testing.T) {
 	if errors.Is(err, runtime.ErrNotAcquired) || !errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Errorf("TryAcquire = %v, want ErrOutcomeUnknown: its try took the permit", err)
 	}
+}
+
+// scriptReplies is a go-redis hook counting the replies to EVALSHA that
+// reached the client.
+type scriptReplies struct{ n atomic.Int64 }
+
+func (h *scriptReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "evalsha" && err == nil {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h *scriptReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -21,6 +21,10 @@ import (
 func TestUnlockEndsTheHoldsCtxBeforeTheReleaseIsSent(t *testing.T) {
 	for _, k := range runtimetest.Kinds {
 		t.Run(k.Name, func(t *testing.T) {
+			// Servers of its own, and most of it a 400 ms pause: the
+			// kinds run side by side (alone with each other: the test
+			// is not parallel with others).
+			t.Parallel()
 			servers := redistest.StartN(t, 3)
 			var rdbs []redis.UniversalClient
 			for _, s := range servers {

@@ -22,7 +22,7 @@ type Kind struct {
 }
 
 // Kinds are every kind whose holds a fault can cut off: the fault matrix
-// of the deadline invariant (overlap_test.go) runs each, and so do
+// of the deadline invariant (runtime/faulttest) runs each, and so do
 // package runtime's tests of lost holds given back, of Unlock's order and
 // of wake-ups after faults.
 var Kinds = func() []Kind {

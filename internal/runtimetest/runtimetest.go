@@ -1,9 +1,7 @@
 // Package runtimetest holds what the tests of package runtime share with
-// its slowest fault tests, which live here: the deadline invariant under
-// every fault of design.md §7 for every kind (overlap_test.go) and Redis
-// Cluster failover (failover_test.go). Kept apart from runtime's own tests
-// they run as a package of their own, beside runtime's, which keeps each
-// package's tests well under go test's per-package time.
+// its slowest fault tests, which live in runtime/faulttest: the deadline
+// invariant under every fault of design.md §7 for every kind
+// (overlap_test.go) and Redis Cluster failover (failover_test.go).
 package runtimetest
 
 import (

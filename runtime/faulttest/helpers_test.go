@@ -1,4 +1,15 @@
-package runtimetest_test
+// Package faulttest_test holds the runtime's slowest tests: the deadline
+// invariant under every fault of design.md §7 for every kind
+// (overlap_test.go), Redis Cluster failover (failover_test.go), Sentinel
+// failover (sentinel_test.go) and the soak of many processes
+// (soak_test.go). Kept apart from runtime's own tests they run as a
+// package of their own, beside runtime's: go test ./... starts packages
+// in the order of their import paths, two at a time on two cores, and
+// this one sorts after runtime, so it starts once robustness is done and
+// runtime's tests run meanwhile. (In internal/runtimetest it sorted
+// before both, and runtime waited for it.) The helpers shared with
+// runtime's tests are in internal/runtimetest.
+package faulttest_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runtimetest_test
+package faulttest_test
 
 import (
 	"context"

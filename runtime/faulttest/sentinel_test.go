@@ -1,4 +1,4 @@
-package runtime_test
+package faulttest_test
 
 import (
 	"context"
