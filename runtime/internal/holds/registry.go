@@ -57,7 +57,7 @@ type shard struct {
 	holds   map[ID]*Hold
 	turns   map[ID]turn   // calls in flight, one per owner and lock
 	unknown map[ID]uint64 // the mark's generation
-	late    map[ID]late   // abandoned calls still on their way (late.go)
+	late    map[ID]late   // abandoned calls still on their way (calls.go)
 	wheel   renew.Wheel[*Hold]
 	due     leaseclock.Queue[*Hold]
 }

@@ -103,27 +103,3 @@ func minWatchdog(need time.Duration) time.Duration {
 		}
 	}
 }
-
-// dialled reports whether rdb opened a connection since the last call
-// (the first call only takes the count). A new connection (after a
-// restart, a failover or a broken connection) is reason enough to check
-// every hold at once rather than at its next renewal: a server that
-// restarted without persistence has forgotten them.
-//
-// It reads the pool statistics of the caller's client, which is all it
-// does with it: go-redis counts a miss for every connection its pool
-// dials (a stale one found on the way counts too). A hook would see the
-// dials as they happen, but AddHook on a client that is in use races with
-// its dials, and go-redis cannot remove a hook: every Client ever created
-// would stay in the caller's dial path. Polled on the watchdog's tick, a
-// reconnect is noticed within a tick. Only the watchdog's loop calls it.
-func (w *Watchdog) dialled(rdb redis.UniversalClient) bool {
-	st := rdb.PoolStats()
-	if st == nil {
-		return false
-	}
-	n := uint64(st.Misses) + uint64(st.StaleConns)
-	seen := w.dials != n && w.dialsRead
-	w.dials, w.dialsRead = n, true
-	return seen
-}
