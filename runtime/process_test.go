@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -116,22 +117,11 @@ func runChild(role string) int {
 // childRoles are the roles other test files add (sync_child_test.go).
 var childRoles = map[string]func(c *runtime.Client, rdb *redis.Client) int{}
 
-// startChild starts the test binary in role with env and returns it with
-// its stdout.
+// startChild starts the test binary as a child in role with env
+// (runtimetest.StartChild).
 func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, bufio.NewReader(out)
+	return runtimetest.StartChild(t, role, env...)
 }
 
 // Its kinds run at once, each on a server of its own, before the

@@ -172,6 +172,8 @@ func (c *Conn) read(i int, src *net.TCPConn) {
 			}
 			if drop, delay := c.mode(i); !drop {
 				c.queues[i].push(item{at: time.Now().Add(delay), data: bytes.Clone(buf[:n])})
+			} else {
+				c.p.dropped[i].Add(int64(n))
 			}
 		}
 		if err != nil {
@@ -197,6 +199,7 @@ func (c *Conn) write(i int, dst *net.TCPConn) {
 		}
 		// A blackhole that began while the chunk was delayed loses it too.
 		if drop, _ := c.mode(i); drop || it.lost {
+			c.p.dropped[i].Add(int64(len(it.data)))
 			if it.end != nil {
 				if dst == nil {
 					c.teardown(false) // nothing was ever opened to the target

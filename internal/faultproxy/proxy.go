@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -56,6 +57,9 @@ type Proxy struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// dropped counts the bytes a blackhole dropped, by direction index.
+	dropped [2]atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -154,6 +158,19 @@ func (p *Proxy) Reset() {
 	for _, c := range p.Conns() {
 		c.Reset()
 	}
+}
+
+// Dropped is how many bytes a blackhole has dropped so far in dir, on
+// every connection: a test can wait for a reply it expects dropped to be
+// gone before it heals, instead of sleeping.
+func (p *Proxy) Dropped(dir Direction) int64 {
+	var n int64
+	for i := range p.dropped {
+		if dir.has(i) {
+			n += p.dropped[i].Load()
+		}
+	}
+	return n
 }
 
 // Heal restores normal forwarding: nothing dropped or delayed, on any

@@ -222,9 +222,15 @@ func TestBlackholeDownstream(t *testing.T) {
 		return direct.Get(ctx, "k").Val() == "v"
 	})
 
+	before := p.Dropped(faultproxy.Downstream)
 	send(t, raw, "SET raw v\r\n")
 	eventually(t, "the raw SET reached the server", func() bool {
 		return direct.Get(ctx, "raw").Val() == "v"
+	})
+	// The server applies the SET before it replies: heal only once the
+	// proxy has read (and dropped) the +OK, or it forwards it.
+	eventually(t, "the raw SET's +OK dropped", func() bool {
+		return p.Dropped(faultproxy.Downstream) >= before+int64(len("+OK\r\n"))
 	})
 	p.Heal()
 	// The +OK of the SET was dropped, not held back.

@@ -5,9 +5,11 @@
 package runtimetest
 
 import (
+	"bufio"
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -65,4 +67,24 @@ func SkipShortOutsideCI(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("a long fault or soak test; skipped with -short (never under CI)")
 	}
+}
+
+// StartChild starts the test binary as a child process in role (the
+// environment variable LOCKGEN_CHILD, which the package's TestMain reads)
+// with env, and returns it with its stdout. The child is killed when the
+// test ends.
+func StartChild(t testing.TB, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd, bufio.NewReader(out)
 }
