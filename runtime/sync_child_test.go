@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -178,9 +179,7 @@ func runFenceHolder(c *runtime.Client, _ *redis.Client) int {
 // startChildIO is startChild with the child's stdin.
 func startChildIO(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Reader, func(string)) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
-	cmd.Stderr = os.Stderr
+	cmd := runtimetest.ChildCmd(role, env...)
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

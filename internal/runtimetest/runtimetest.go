@@ -75,9 +75,7 @@ func SkipShortOutsideCI(t *testing.T) {
 // test ends.
 func StartChild(t testing.TB, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
-	cmd.Stderr = os.Stderr
+	cmd := ChildCmd(role, env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -87,4 +85,13 @@ func StartChild(t testing.TB, role string, env ...string) (*exec.Cmd, *bufio.Rea
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	return cmd, bufio.NewReader(out)
+}
+
+// ChildCmd is the command StartChild starts: the test binary, running no
+// test, in role with env, its stderr the test's.
+func ChildCmd(role string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
+	cmd.Stderr = os.Stderr
+	return cmd
 }
