@@ -115,22 +115,20 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 	s := redistest.Start(t)
 	p := faultproxy.Start(t, s.Addr())
 	cut := newRenewalCut(p)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, Dialer: cut.dialer(nil)})
+	// Idle connections kept open (the watchdog's own client copies the
+	// option): a renewal call after the cut is written on one of them,
+	// where one dialled into the cut would wait for HELLO's reply.
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1, MinIdleConns: 8, Dialer: cut.dialer(nil)})
 	t.Cleanup(func() { _ = rdb.Close() })
 	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: wd, ReleaseTimeout: 300 * time.Millisecond})
 	ctx := context.Background()
-	held := make([]context.Context, holds)
-	for i := range held {
-		var err error
-		// Free locks, taken with a wait so that a try that Redis answered
-		// late is tried again: with no wait, the first one (a new
-		// connection, the script loaded) failed under load, bounded by
-		// ReleaseTimeout ('many:0: acquire: redis unavailable: context
-		// deadline exceeded', twice, load average 7-8).
-		if held[i], err = c.Mutex(fmt.Sprintf("many:%d", i), runtime.LockOptions{}).TryLock(ctx, 5*time.Second, runtime.Watchdog); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The locks are taken at once, so that their renewals fall in the same
+	// few watchdog ticks and arrive together past the cut. Taken one after
+	// another under load they were spread over the whole period: only the
+	// holds of the first tick or two after the cut (while the renewal
+	// client still had an open connection) were renewed into it, 21 of
+	// 500 in a CI run.
+	held := acquireAll(t, c, "many:", holds, 25, wd)
 	// Once a renewal was seen in Redis, the next renewal call arrives and
 	// its reply is lost, and every reply after it.
 	check := s.Client(t)
@@ -184,6 +182,38 @@ func TestManyLostHoldsAreGivenBackByOneSettler(t *testing.T) {
 	})
 	t.Logf("%d holds extended in Redis at their loss, %d keys left at the heal, all given back %v after Redis answered again",
 		extended.Load(), left, time.Since(healed).Round(time.Millisecond))
+}
+
+// acquireAll takes n free watchdog locks prefix0 … prefix(n-1) on c from
+// workers goroutines at once and returns their holds in key order.
+func acquireAll(t *testing.T, c *runtime.Client, prefix string, n, workers int, wd time.Duration) []context.Context {
+	t.Helper()
+	held := make([]context.Context, n)
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				// Taken with a wait, so that a try that Redis answered
+				// late is tried again: with no wait, a first one (a new
+				// connection, the script loaded) failed under load,
+				// bounded by ReleaseTimeout (load average 7-8).
+				held[i], errs[i] = c.Mutex(fmt.Sprintf("%s%d", prefix, i), runtime.LockOptions{}).TryLock(context.Background(), 5*time.Second, runtime.Watchdog)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > wd/6 {
+		t.Logf("taking %d locks took %v: their renewals are spread over %d watchdog ticks", n, took, took/(wd/60)+1)
+	}
+	return held
 }
 
 // holdTTL is the longest time the keys of the hold on key have left on
