@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,7 +40,8 @@ import (
 //	  go test -run '^$' -bench WatchdogOverload -benchtime 1x -timeout 30m ./runtime
 //
 // Defaults: 20,000 holds, WatchdogTimeout 3s (LOCKGEN_OVERLOAD_WD), a
-// quiet phase of 3 periods (LOCKGEN_OVERLOAD_QUIET), 32
+// quiet phase of 3 periods (LOCKGEN_OVERLOAD_QUIET, its CPU profile written
+// to LOCKGEN_OVERLOAD_PROFILE if set), 32
 // acquirers (LOCKGEN_OVERLOAD_ACQUIRERS, 0: none) for 10s, each waiting
 // at most 1s (LOCKGEN_OVERLOAD_WAIT) for a lock.
 func BenchmarkWatchdogOverload(b *testing.B) {
@@ -63,7 +65,9 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 		renewed.Store(0)
 		cpu0, rcpu0 := cpuTime(), redistest.CPU(b, rdb)
 		periods := envInt("LOCKGEN_OVERLOAD_QUIET", 3)
+		stopProfile := profileCPU(b, os.Getenv("LOCKGEN_OVERLOAD_PROFILE"))
 		time.Sleep(time.Duration(periods) * wd / 3)
+		stopProfile()
 		cpu, rcpu := cpuTime()-cpu0, redistest.CPU(b, rdb)-rcpu0
 		if r := renewed.Load(); r > 0 {
 			b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(r), "client-µs/hold/period")
@@ -79,6 +83,28 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 		b.Logf("%d holds at %v, %d acquirers for %v: %d lost, %d acquisitions (%d in the second half), gate closed %.0f%% of the time",
 			n, wd, acquirers, run, hs.lost(), total, lastHalf, 100*closed)
 		hs.release()
+	}
+}
+
+// profileCPU writes a CPU profile to path (none if empty) until the
+// returned func is called: LOCKGEN_OVERLOAD_PROFILE profiles the quiet
+// phase alone, renewals and nothing else.
+func profileCPU(b *testing.B, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
 	}
 }
 
