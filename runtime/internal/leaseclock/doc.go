@@ -10,8 +10,9 @@
 // than the deadline plus drift.
 //
 // A Queue keeps items by deadline (a 4-ary min-heap whose slots carry
-// their deadlines, so sifting reads no item, and that knows each item's
-// index, so a released item leaves at once) and publishes its earliest
+// their deadlines, so sifting reads no item; a released item is marked
+// off and its slot dropped later, at the head or when dead slots outnumber
+// live ones) and publishes its earliest
 // deadline for a Clock to read without the queue's lock. The Clock is one
 // goroutine that sleeps until the earliest deadline of any queue and then
 // has the due items ended. Ending is the caller's: it runs under the

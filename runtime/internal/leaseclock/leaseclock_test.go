@@ -90,15 +90,25 @@ func TestQueueKeepsDeadlineOrderThroughRemovals(t *testing.T) {
 			}
 			in = slices.Delete(in, i, i+1)
 		}
+		live := 0
 		for i, s := range q.items {
-			if s.it.idx != i+1 {
-				t.Fatalf("entry %d says it is at %d", i, s.it.idx-1)
-			}
 			if s.at != s.it.Valid.UnixNano() {
 				t.Fatalf("slot %d is at %d, its item's deadline %v", i, s.at, s.it.Valid)
 			}
+			if i > 0 && s.at < q.items[(i-1)/arity].at {
+				t.Fatalf("slot %d is earlier than its parent", i)
+			}
+			if s.live() {
+				live++
+			}
 		}
-		if q.Len() > 0 && q.Head() != q.items[0].at {
+		if live != len(in) || q.Len() != len(in) {
+			t.Fatalf("%d live slots, Len %d, %d items put and not removed", live, q.Len(), len(in))
+		}
+		if q.dead > live {
+			t.Fatalf("%d dead slots beside %d live ones: the heap was not rebuilt", q.dead, live)
+		}
+		if len(q.items) > 0 && q.Head() != q.items[0].at {
 			t.Fatal("Head is not the earliest deadline")
 		}
 	}
@@ -235,4 +245,28 @@ func TestClockEndsItemsOnTime(t *testing.T) {
 	}
 	close(stop)
 	c.Wait()
+}
+
+// An item removed and put again is on the queue once: its dead slot ends
+// nothing, and it is ended once, at its deadline.
+func TestRemovedItemPutAgainIsEndedOnce(t *testing.T) {
+	var q Queue[*item]
+	q.Init()
+	a, b := &item{name: "a"}, &item{name: "b"}
+	a.Valid, b.Valid = at(100), at(200)
+	q.Put(a)
+	q.Put(b)
+	q.Remove(a)
+	q.Put(a)
+	if q.Len() != 2 {
+		t.Fatalf("Len %d, want 2", q.Len())
+	}
+	var ended []string
+	q.Expire(at(300), func(it *item) { ended = append(ended, it.name) })
+	if !slices.Equal(ended, []string{"a", "b"}) {
+		t.Fatalf("ended %v, want [a b]", ended)
+	}
+	if q.Len() != 0 || len(q.items) != 0 || q.Head() != None {
+		t.Fatalf("Len %d, %d slots, head %d after every item ended", q.Len(), len(q.items), q.Head())
+	}
 }

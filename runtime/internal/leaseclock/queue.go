@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-// An Entry is an item's place on the clock: its Term, and where it sits on
-// a Queue. Embed it in the item; its zero value is off every queue.
+// An Entry is an item's place on the clock: its Term, and whether it is
+// on a Queue. Embed it in the item; its zero value is off every queue.
 type Entry struct {
 	Term
-	idx int // its index in the queue's heap, plus one (0: off it)
+	on  bool   // on a queue, in the slot of its last Put
+	gen uint32 // counts its Puts: a slot of an earlier Put is dead
 }
 
 // Queued reports whether the entry is on a queue.
-func (e *Entry) Queued() bool { return e.idx > 0 }
+func (e *Entry) Queued() bool { return e.on }
 
 // An Item is what a Queue holds: a pointer type with an Entry.
 type Item interface {
@@ -30,41 +31,55 @@ const None = math.MaxInt64
 // for lock-free readers. It is written out rather than used through
 // container/heap, whose interface boxes values.
 //
-// Each slot of the heap carries the deadline its item was put on it for,
-// so sifting compares slots without reading the items (a Client with many
-// holds has them all over its heap: a read of one is a cache miss), and
-// the heap is 4-ary: half the levels of a binary one, so half the items
-// whose index a sift writes, and a node's four children are adjacent.
+// A sift reads and writes slots only, never an item: each slot carries
+// the deadline its item was put on it for, and items do not know their
+// index (a Client with many holds has them all over its heap: touching
+// one is a cache miss, and a sift would touch one per level). So Remove
+// cannot find an item's slot: it marks the entry off, and the dead slot
+// goes when it reaches the head, or when dead slots outnumber live ones
+// and the heap is rebuilt without them (the memory of dead slots, and of
+// the items they point to, is bounded by the live ones). The heap is
+// 4-ary: half the levels of a binary one, and a node's four children are
+// adjacent.
 type Queue[T Item] struct {
 	items []slot[T]
+	dead  int          // slots whose item was removed since
 	head  atomic.Int64 // Unix ns of items[0].at, or None
 }
 
-// A slot is an item on the heap and the deadline (Unix ns) it is on it for.
+// A slot is an item on the heap, the deadline (Unix ns) it is on it for,
+// and the Put it was made by (the entry's gen then).
 type slot[T Item] struct {
-	at int64
-	it T
+	at  int64
+	it  T
+	gen uint32
+}
+
+// live reports whether s is its item's slot: not removed, nor put again.
+func (s *slot[T]) live() bool {
+	e := s.it.LeaseEntry()
+	return e.on && e.gen == s.gen
 }
 
 // Init readies an empty queue (the zero Queue reads as due at once).
 func (q *Queue[T]) Init() { q.head.Store(None) }
 
 // Len is the number of items on the queue.
-func (q *Queue[T]) Len() int { return len(q.items) }
+func (q *Queue[T]) Len() int { return len(q.items) - q.dead }
 
 // Head is the earliest deadline on the queue in Unix ns (None: empty). It
-// may be read without the owner's lock.
+// may be read without the owner's lock, and may be a removed item's: the
+// Clock then wakes for nothing once.
 func (q *Queue[T]) Head() int64 { return q.head.Load() }
 
 // Put puts it, not on the queue, on it at its Term's Valid. It reports
 // whether it is now the earliest: the Clock must then be told (Clock.Due).
 func (q *Queue[T]) Put(it T) (earliest bool) {
 	e := it.LeaseEntry()
+	e.on, e.gen = true, e.gen+1
 	at := e.Valid.UnixNano()
-	q.items = append(q.items, slot[T]{at, it})
-	e.idx = len(q.items)
-	q.up(len(q.items) - 1)
-	if e.idx != 1 {
+	q.items = append(q.items, slot[T]{at, it, e.gen})
+	if q.up(len(q.items)-1) != 0 {
 		return false
 	}
 	q.head.Store(at)
@@ -74,9 +89,12 @@ func (q *Queue[T]) Put(it T) (earliest bool) {
 // Remove takes it off the queue, if it is on it.
 func (q *Queue[T]) Remove(it T) {
 	e := it.LeaseEntry()
-	if i := e.idx - 1; i >= 0 && i < len(q.items) && q.items[i].it == it {
-		q.removeAt(i)
-		q.publish() // later or none: the Clock may wake for nothing once
+	if !e.on {
+		return
+	}
+	e.on = false
+	if q.dead++; 2*q.dead > len(q.items) {
+		q.compact()
 	}
 }
 
@@ -84,18 +102,22 @@ func (q *Queue[T]) Remove(it T) {
 // end for it, except an item confirmed since it was put (its Valid moved
 // past now), which is put back for its new deadline.
 func (q *Queue[T]) Expire(now time.Time, end func(T)) {
-	for len(q.items) > 0 {
-		if q.items[0].at > now.UnixNano() {
-			break
-		}
-		it := q.items[0].it
-		if e := it.LeaseEntry(); e.Valid.After(now) {
-			q.items[0].at = e.Valid.UnixNano() // confirmed meanwhile
+	for len(q.items) > 0 && q.items[0].at <= now.UnixNano() {
+		s := &q.items[0]
+		e := s.it.LeaseEntry()
+		switch {
+		case !s.live():
+			q.pop()
+			q.dead--
+		case e.Valid.After(now):
+			s.at = e.Valid.UnixNano() // confirmed meanwhile
 			q.down(0)
-			continue
+		default:
+			it := s.it
+			q.pop()
+			e.on = false
+			end(it)
 		}
-		q.removeAt(0)
-		end(it)
 	}
 	q.publish()
 }
@@ -108,22 +130,46 @@ func (q *Queue[T]) publish() {
 	q.head.Store(q.items[0].at)
 }
 
-func (q *Queue[T]) less(i, j int) bool { return q.items[i].at < q.items[j].at }
-
-func (q *Queue[T]) swap(i, j int) {
-	q.items[i], q.items[j] = q.items[j], q.items[i]
-	q.items[i].it.LeaseEntry().idx, q.items[j].it.LeaseEntry().idx = i+1, j+1
+// pop drops the head slot.
+func (q *Queue[T]) pop() {
+	last := len(q.items) - 1
+	q.items[0] = q.items[last]
+	q.items[last] = slot[T]{}
+	q.items = q.items[:last]
+	if last > 0 {
+		q.down(0)
+	}
 }
 
-func (q *Queue[T]) up(i int) {
+// compact rebuilds the heap from its live slots.
+func (q *Queue[T]) compact() {
+	live := q.items[:0]
+	for i := range q.items {
+		if q.items[i].live() {
+			live = append(live, q.items[i])
+		}
+	}
+	clear(q.items[len(live):])
+	q.items, q.dead = live, 0
+	for i := (len(q.items) - 2) / arity; i >= 0; i-- {
+		q.down(i)
+	}
+	q.publish()
+}
+
+func (q *Queue[T]) less(i, j int) bool { return q.items[i].at < q.items[j].at }
+
+// up sifts the slot at i up and returns where it ends.
+func (q *Queue[T]) up(i int) int {
 	for i > 0 {
 		p := (i - 1) / arity
 		if !q.less(i, p) {
 			break
 		}
-		q.swap(i, p)
+		q.items[i], q.items[p] = q.items[p], q.items[i]
 		i = p
 	}
+	return i
 }
 
 func (q *Queue[T]) down(i int) {
@@ -138,25 +184,10 @@ func (q *Queue[T]) down(i int) {
 		if small == i {
 			return
 		}
-		q.swap(i, small)
+		q.items[i], q.items[small] = q.items[small], q.items[i]
 		i = small
 	}
 }
 
 // arity is the number of children of a node of the heap.
 const arity = 4
-
-func (q *Queue[T]) removeAt(i int) {
-	last := len(q.items) - 1
-	it := q.items[i].it
-	if i != last {
-		q.swap(i, last)
-	}
-	q.items[last] = slot[T]{}
-	q.items = q.items[:last]
-	if i != last {
-		q.down(i)
-		q.up(i)
-	}
-	it.LeaseEntry().idx = 0
-}
