@@ -238,7 +238,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	if spec.Confirmed > 0 {
 		effective = min(effective, spec.Confirmed)
 	}
-	r.confirmLocked(h, start, effective)
+	r.confirmLocked(h, start, time.Now(), effective)
 	h.acqs = append(h.acqs, acq)
 	sh.mu.Unlock()
 	return hc

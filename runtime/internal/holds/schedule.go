@@ -16,10 +16,11 @@ import (
 // LeaseEntry places h on the lease clock.
 func (h *Hold) LeaseEntry() *leaseclock.Entry { return &h.lease }
 
-// confirmLocked records that a request sent at sent made Redis hold h for
-// at least lease from then on. h.sh.mu is held.
-func (r *Registry) confirmLocked(h *Hold, sent time.Time, lease time.Duration) {
-	if h.gone || !h.lease.Confirm(sent, lease, time.Now()) {
+// confirmLocked records that a request sent at sent, whose reply was read
+// at replied, made Redis hold h for at least lease from then on. h.sh.mu
+// is held.
+func (r *Registry) confirmLocked(h *Hold, sent, replied time.Time, lease time.Duration) {
+	if h.gone || !h.lease.Confirm(sent, lease, replied) {
 		return
 	}
 	// The first confirmation puts h on the clock; later ones only move its
@@ -159,7 +160,9 @@ const (
 	Gone                       // the key no longer holds the owner
 )
 
-// Report applies what the renewal of h sent at sent found, and reports
+// Report applies what the renewal of h sent at sent, its reply read at
+// now, found (a reply read after the hold's deadline confirms nothing:
+// leaseclock.Term), and reports
 // whether it was confirmed. A hold gone is lost with cause(h); an
 // unconfirmed one is tried again soon, its deadline staying where the
 // last confirmation put it (the clock enforces it).
@@ -200,7 +203,7 @@ func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause
 	switch {
 	case h.gone || !h.watchdog:
 	case res == Renewed:
-		r.confirmLocked(h, sent, r.cfg.Watchdog)
+		r.confirmLocked(h, sent, now, r.cfg.Watchdog)
 		// A hold renewed early (to fill a batch: at most period/4 early)
 		// keeps its phase, so calls stay one per period; but the next
 		// renewal is never more than 5/4 of a period after this send, so

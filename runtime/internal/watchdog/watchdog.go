@@ -3,6 +3,7 @@ package watchdog
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -55,6 +56,9 @@ type Watchdog struct {
 	// last read it. They make the backlog the admission gate reads
 	// (overload.go).
 	busy [Workers]atomic.Int64
+	// args[i] are the argument slices of the calls worker slot i sends,
+	// reused by its next call (used by the slot's holder only).
+	args [Workers][][]any
 	late atomic.Int64
 	gate *renew.Admission
 	// dials and dialsRead: the caller's pool's count of new connections,
@@ -64,6 +68,10 @@ type Watchdog struct {
 	// lastDue is how many holds the last round (not of every hold) took:
 	// the next one's room (used by the loop only).
 	lastDue int
+	// rounds keeps the Due slices of rounds whose calls are all done, for
+	// later rounds to fill: a round's holds were most of what the
+	// watchdog allocated, and so of the collector's work.
+	rounds chan *round
 	// labelNext is when the owner label is next due (label.go; used by
 	// the loop only).
 	labelNext time.Time
@@ -115,6 +123,7 @@ func New(cfg Config) *Watchdog {
 	}
 	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing()}
 	w.workers = make(chan int, Workers)
+	w.rounds = make(chan *round, Workers+1)
 	for i := range Workers {
 		w.workers <- i
 	}
@@ -178,7 +187,10 @@ func (w *Watchdog) loop(done chan struct{}) {
 // watchdog hold not in flight) and returns without waiting for replies.
 func (w *Watchdog) renewDue(now time.Time, all bool) {
 	reg := w.cfg.Registry
-	due := reg.TakeDue(now, all, lua.MaxBatch, make([]holds.Due, 0, w.lastDue+w.lastDue/4))
+	r := w.newRound(all)
+	defer w.roundDone(r)
+	due := reg.TakeDue(now, all, lua.MaxBatch, r.due[:0])
+	r.due = due
 	if !all {
 		w.lastDue = len(due)
 	}
@@ -203,16 +215,57 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 		oldest := oldestDue(call)
 		w.busy[slot].Store(oldest)
 		w.jobs.Add(1)
+		r.refs.Add(1)
 		go func() {
-			defer func() { w.busy[slot].Store(0); w.workers <- slot; w.jobs.Done() }()
-			w.renewJob(call)
+			defer func() { w.busy[slot].Store(0); w.workers <- slot; w.roundDone(r); w.jobs.Done() }()
+			w.renewJob(call, slot)
 			w.replied(time.Now(), oldest)
 		}()
 	}
 }
 
-// renewJob sends one pipeline of batches and applies the replies.
-func (w *Watchdog) renewJob(batches [][]holds.Due) {
+// A round is the holds one renewDue took, shared by the calls it sends
+// them in: refs counts renewDue and each call still using them.
+type round struct {
+	due  []holds.Due
+	refs atomic.Int32
+	keep bool // kept for a later round once done
+}
+
+// newRound returns a round to fill: a done one's, or for a round of every
+// hold (rare, and as large as the registry) a new one that is not kept.
+func (w *Watchdog) newRound(all bool) *round {
+	var r *round
+	if !all {
+		select {
+		case r = <-w.rounds:
+		default:
+		}
+	}
+	if r == nil {
+		r = &round{due: make([]holds.Due, 0, w.lastDue+w.lastDue/4), keep: !all}
+	}
+	r.refs.Store(1)
+	return r
+}
+
+// roundDone drops a reference to r; the last one keeps r for a later
+// round, its holds cleared so that it keeps none of them alive.
+func (w *Watchdog) roundDone(r *round) {
+	if r.refs.Add(-1) != 0 || !r.keep {
+		return
+	}
+	clear(r.due)
+	r.due = r.due[:0]
+	select {
+	case w.rounds <- r:
+	default:
+	}
+}
+
+// renewJob sends one pipeline of batches from worker slot and applies
+// the replies.
+func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 	cfg := &w.cfg
 	// The call serves holds whose deadline may pass: it must end by the
 	// earliest, so that no reply (or retry) arrives for a hold already
@@ -220,7 +273,12 @@ func (w *Watchdog) renewJob(batches [][]holds.Due) {
 	ctx, cancel := context.WithDeadline(cfg.Life, holds.Deadline(batches)) // Close ends it too
 	defer cancel()
 	sent := time.Now()
-	cmds, err := w.runRenewals(ctx, batches, w.lease)
+	cmds, err := w.runRenewals(ctx, batches, w.lease, &w.args[slot])
+	defer func() {
+		for _, b := range w.args[slot][:len(batches)] {
+			clear(b) // they point into holds: keep none alive
+		}
+	}()
 	cfg.Slots.Failed(err) // a dead master: its replica may serve the slots by now
 
 	renewed, n := 0, 0
@@ -251,8 +309,9 @@ func (w *Watchdog) renewJob(batches [][]holds.Due) {
 // renew_batch.lua): with no extra keys and no permits in b, one per hold.
 // A hold's key and field are passed as pointers to its own strings, which
 // never change: boxing a pointer allocates nothing, and the string
-// headers sit in the lines of the hold a round reads anyway.
-func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
+// headers sit in the lines of the hold a round reads anyway. The
+// arguments are appended to buf[:0].
+func renewArgs(b []holds.Due, lease any, buf []any) (args []any, numKeys int) {
 	paired := false
 	keys := 0
 	for _, u := range b {
@@ -264,7 +323,7 @@ func renewArgs(b []holds.Due, lease any) (args []any, numKeys int) {
 	if paired {
 		per, layout = 2, "x"
 	}
-	args = make([]any, 3, 3+keys+2+per*len(b))
+	args = slices.Grow(buf[:0], 3+keys+2+per*len(b))[:3]
 	for i, u := range b {
 		args = append(args, renewKey(u.H, i == 0))
 		for _, k := range u.Extra {
@@ -299,12 +358,18 @@ func renewKey(h *holds.Hold, first bool) any {
 // runRenewals sends one RenewBatch per batch in a single pipeline. When
 // the server's script cache lacks the script (first round, restart, SCRIPT
 // FLUSH), it is loaded once (on every master of a cluster) and the refused
-// batches are sent again by SHA, rather than each as a full EVAL.
-func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any) ([]*redis.Cmd, error) {
+// batches are sent again by SHA, rather than each as a full EVAL. The
+// calls' arguments are built in *bufs, one slice per batch, for the
+// caller to clear once it has read the replies and to reuse.
+func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any, bufs *[][]any) ([]*redis.Cmd, error) {
 	rdb := w.cfg.Renewal
 	cmds := make([]*redis.Cmd, len(batches))
+	for len(*bufs) < len(batches) {
+		*bufs = append(*bufs, nil)
+	}
 	build := func(i int) *redis.Cmd {
-		args, numKeys := renewArgs(batches[i], lease)
+		args, numKeys := renewArgs(batches[i], lease, (*bufs)[i])
+		(*bufs)[i] = args
 		return scripts.RenewBatch.Cmd(ctx, numKeys, args)
 	}
 	pipe := rdb.Pipeline()
