@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -58,9 +60,17 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 	})
 	s := redistest.Start(b, redistest.Arg("--maxmemory", "0"))
 	rdb := s.Client(b)
-	c := newClient(b, rdb, &runtime.Options{WatchdogTimeout: wd, Observer: obs})
+	opts := &runtime.Options{WatchdogTimeout: wd, Observer: obs}
+	trace := os.Getenv("LOCKGEN_OVERLOAD_TRACE") != ""
+	if trace {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	c := newClient(b, rdb, opts)
 	for b.Loop() {
 		hs := takeHolds(b, c, n)
+		if trace {
+			defer traceHolds(b, hs, &renewed)()
+		}
 		// The quiet phase: renewals only.
 		renewed.Store(0)
 		cpu0, rcpu0 := cpuTime(), redistest.CPU(b, rdb)
@@ -106,6 +116,29 @@ func profileCPU(b *testing.B, path string) (stop func()) {
 			b.Error(err)
 		}
 	}
+}
+
+// traceHolds logs, every second until the returned func is called, how
+// many of hs are lost and how many renewals were confirmed since the last
+// line (LOCKGEN_OVERLOAD_TRACE, with the Client's warnings).
+func traceHolds(b *testing.B, hs *heldLocks, renewed *atomic.Int64) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var last int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				r := renewed.Load()
+				fmt.Fprintf(os.Stderr, "%s lost=%d renewed=%d\n", time.Now().Format("15:04:05"), hs.lost(), r-last)
+				last = r
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // heldLocks are the holds a benchmark keeps.

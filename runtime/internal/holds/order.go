@@ -55,3 +55,32 @@ const (
 	idxMask = 1<<idxBits - 1
 	seqMask = 1<<seqBits - 1
 )
+
+// UrgentFirst moves the holds of due whose deadline (Valid) is before
+// by to its front, each part keeping its order, and returns how many
+// there are; scratch is its space, returned for the next call. A renewal
+// call must end by its earliest hold's deadline, so a hold about to be
+// lost (its renewals failed, and the retries ate its margin) sent with
+// holds that still have time would cut their call short too, and make
+// them the next round's urgent ones: sent apart, it cannot.
+func UrgentFirst(due []Due, by int64, scratch []Due) (int, []Due) {
+	n := 0
+	for n < len(due) && due[n].Valid < by {
+		n++
+	}
+	if !slices.ContainsFunc(due[n:], func(u Due) bool { return u.Valid < by }) {
+		return n, scratch // the common case: none, or all at the front
+	}
+	rest := scratch[:0]
+	for _, u := range due[n:] { // due[n] is written at or behind the read
+		if u.Valid < by {
+			due[n] = u
+			n++
+		} else {
+			rest = append(rest, u)
+		}
+	}
+	copy(due[n:], rest)
+	clear(rest) // it keeps no hold alive
+	return n, rest[:0]
+}

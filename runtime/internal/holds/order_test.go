@@ -39,3 +39,25 @@ func TestSortDuePutsARoundInSlotThenWriteOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestUrgentFirstKeepsEachPartsOrder(t *testing.T) {
+	valid := []int64{50, 5, 60, 7, 70, 1}
+	due := make([]Due, len(valid))
+	for i, v := range valid {
+		due[i] = Due{Valid: v, Seq: uint64(i)}
+	}
+	n, scratch := UrgentFirst(due, 10, nil)
+	var got []uint64
+	for _, u := range due {
+		got = append(got, u.Seq)
+	}
+	if want := []uint64{1, 3, 5, 0, 2, 4}; n != 3 || !slices.Equal(got, want) {
+		t.Fatalf("n=%d order %v, want 3 %v", n, got, want)
+	}
+	if len(scratch) != 0 {
+		t.Fatalf("scratch returned with %d holds", len(scratch))
+	}
+	if n, _ := UrgentFirst(due[3:], 10, scratch); n != 0 {
+		t.Fatalf("%d urgent among holds with time", n)
+	}
+}

@@ -75,8 +75,10 @@ type Watchdog struct {
 	// labelNext is when the owner label is next due (label.go; used by
 	// the loop only).
 	labelNext time.Time
-	// order is SortDue's scratch space (used by the loop only).
-	order []uint64
+	// order and scratch are SortDue's and UrgentFirst's scratch space
+	// (used by the loop only).
+	order   []uint64
+	scratch []holds.Due
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -198,8 +200,15 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 		return
 	}
 	w.order = holds.SortDue(due, w.order)
+	// Holds with less than a period left (their renewals failed) go in
+	// calls of their own, first: a call ends at its earliest deadline.
+	var urgent int
+	urgent, w.scratch = holds.UrgentFirst(due, now.Add(w.timing.Period).UnixNano(), w.scratch)
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
-	calls := renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
+	plan := func(due []holds.Due) [][][]holds.Due {
+		return renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
+	}
+	calls := append(plan(due[:urgent]), plan(due[urgent:])...)
 	for i, call := range calls {
 		slot, ok := w.worker(calls[i:])
 		if !ok {
