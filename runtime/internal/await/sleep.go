@@ -1,7 +1,6 @@
 package await
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -43,7 +42,7 @@ func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
 	case <-wt.l.Closed:
 		return errs.Closed
 	case <-wt.drain:
-		return fmt.Errorf("%w: Shutdown began", errs.Draining)
+		return errShutdown
 	}
 	if d >= 0 {
 		wt.timer.Stop() // Go 1.23+: no stale value is left in C
