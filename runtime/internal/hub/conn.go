@@ -90,11 +90,11 @@ type links struct {
 	log     *slog.Logger
 	failed  func(error) // Config.Failed
 	sharded bool
-	cluster bool // the client is a cluster's: a moved slot is looked up again
-	// byNode: sharded on a cluster, so channels are placed on the
-	// connection of their slot's master (route.go); cc is that cluster.
-	byNode bool
+	// cc is the caller's client if it is a cluster's (a moved slot is
+	// looked up again); byNode: sharded on a cluster, so channels are
+	// placed on the connection of their slot's master (route.go).
 	cc     *redis.ClusterClient
+	byNode bool
 	// sub is the client the hub subscribes with (track.go), closeSub
 	// closes it if it is the hub's own; track says whether key tracking
 	// works with it.
@@ -125,14 +125,27 @@ type links struct {
 	wg        sync.WaitGroup
 }
 
-// init sets l up for rdb (nil: a hub that never connects).
-func (l *links) init(rdb redis.UniversalClient) {
+// init sets l up for h as cfg says (no Client: a hub that never connects).
+func (l *links) init(h *Hub, cfg Config) {
+	*l = links{
+		hub:       h,
+		log:       cfg.Log,
+		failed:    cfg.Failed,
+		sharded:   cfg.Sharded,
+		conns:     make(map[string]*subConn),
+		failures:  make(map[string]failure),
+		routeKick: make(chan struct{}, 1),
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	rdb := cfg.Client
 	l.connClosed = rdb == nil
 	if rdb == nil {
 		return
 	}
-	l.cc, l.cluster = rdb.(*redis.ClusterClient)
-	l.byNode = l.cluster && l.sharded
+	l.cc, _ = rdb.(*redis.ClusterClient)
+	l.byNode = l.cc != nil && l.sharded
 	l.sub, l.closeSub, l.track = subClient(rdb)
 	if l.byNode {
 		l.nodes = make(map[string]*redis.Client)
@@ -334,12 +347,10 @@ func (l *links) dropLocked(sc *subConn) {
 
 // failLocked drops sc and subscribes its channels again on a new
 // connection (on a cluster with sharded pub/sub, each on its slot's
-// master's, which may be another node by now). wake says whether to wake
-// their waiters now (the connection was found half-open: the server may
-// well be fine): it appends their entries to woken, for the caller to
-// wake once it released l.mu. Either way the new subscription's
-// confirmation wakes them.
-func (l *links) failLocked(sc *subConn, why string, err error, wake bool, woken []*entry) []*entry {
+// master's, which may be another node by now). It appends their entries
+// to woken, for a caller that wakes them now to do so once it released
+// l.mu; either way the new subscription's confirmation wakes them.
+func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) []*entry {
 	if sc.dead || l.connClosed {
 		return woken
 	}
@@ -354,39 +365,47 @@ func (l *links) failLocked(sc *subConn, why string, err error, wake bool, woken 
 	// A connection that never worked (the server is down) or that the
 	// server refused something on (a channel it will refuse again) is not
 	// replaced at once, or a persistent fault would make a reconnect loop.
-	backoff := time.Duration(0)
 	if !sc.heard.Load() || scripts.IsReply(err) {
-		backoff = min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
-	}
-	if backoff > 0 {
+		backoff := min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
 		l.failures[sc.node] = failure{backoff, time.Now()}
 	} else {
 		delete(l.failures, sc.node)
 	}
 	// A slot that moved (the server dropped the channel, or refused it)
 	// is looked up again before the new connection dials.
-	reload := l.cluster && (err == nil || scripts.IsReply(err))
-	if l.byNode {
-		for _, e := range sc.entries {
-			l.placeLocked(placement{e: e, reload: reload})
-			if wake {
-				woken = append(woken, e)
-			}
+	reload := l.cc != nil && (err == nil || scripts.IsReply(err))
+	var nc *subConn
+	if !l.byNode {
+		if nc = l.conns[sc.node]; nc == nil {
+			nc = l.newConnLocked(sc.node, l.sub)
 		}
-		return woken
+		nc.reload = reload
 	}
-	nc := l.conns[sc.node]
-	if nc == nil {
-		nc = l.newConnLocked(sc.node, l.sub)
-	}
-	nc.reload = reload
 	for _, e := range sc.entries {
-		nc.addLocked(e)
-		if wake {
-			woken = append(woken, e)
+		if nc != nil {
+			nc.addLocked(e)
+		} else {
+			l.placeLocked(placement{e: e, reload: reload})
 		}
+		woken = append(woken, e)
 	}
 	return woken
+}
+
+// fail replaces sc (failLocked). With wake its waiters are woken at once,
+// for a connection found half-open or whose invalidations may be lost
+// (the server may well be fine); after a read or write error (the server
+// closed the connection, or is restarting) they wait for the new
+// subscription's confirmation, and do not spend their tries on a server
+// that is down.
+func (sc *subConn) fail(why string, err error, wake bool) {
+	l := sc.l
+	l.mu.Lock()
+	woken := l.failLocked(sc, why, err, nil)
+	l.mu.Unlock()
+	if wake {
+		wakeEntries(woken, false)
+	}
 }
 
 // writeLoop sends what is queued for sc until sc is dropped.
@@ -403,10 +422,10 @@ func (sc *subConn) writeLoop() {
 		}
 	}
 	l.mu.Lock()
-	reload := sc.reload
+	reload := sc.reload // only ever set on a cluster
 	l.mu.Unlock()
-	if cc, ok := l.sub.(*redis.ClusterClient); ok && reload {
-		cc.ReloadState(sc.ctx)
+	if reload {
+		l.cc.ReloadState(sc.ctx)
 	}
 	for {
 		select {
@@ -420,9 +439,7 @@ func (sc *subConn) writeLoop() {
 				break
 			}
 			if err := sc.send(op); err != nil {
-				l.mu.Lock()
-				l.failLocked(sc, "send failed", err, false, nil)
-				l.mu.Unlock()
+				sc.fail("send failed", err, false)
 				return
 			}
 		}
@@ -512,12 +529,12 @@ func (sc *subConn) readLoop() {
 				continue // the monitor decides whether the silence is death
 			}
 			if slot, to, ok := movedSlot(err); ok && l.byNode {
-				l.moved(sc, slot, to)
+				if sc.hear() {
+					l.slotsMoved(sc, slotMove{slot, to})
+				}
 				continue
 			}
-			l.mu.Lock()
-			l.failLocked(sc, "receive failed", err, false, nil)
-			l.mu.Unlock()
+			sc.fail("receive failed", err, false)
 			return
 		}
 		l.received(sc, msg)
@@ -619,9 +636,9 @@ func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
 		if e == nil {
 			return nil // its slot moved on already
 		}
-		return l.moveSlotLocked(sc, e.slot, "", true, nil)
+		return l.moveSlotLocked(sc, e.slot, "", nil)
 	}
-	return l.failLocked(sc, "unsubscribed by the server", nil, true, nil)
+	return l.failLocked(sc, "unsubscribed by the server", nil, nil)
 }
 
 // monitorLoop checks the health of every connection each healthTick.
@@ -658,7 +675,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			}
 			switch {
 			case awaiting != 0 && time.Duration(now-awaiting) > limit:
-				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, true, woken)
+				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, woken)
 			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > pingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.

@@ -78,7 +78,6 @@ type Hub struct {
 	aliases map[string]*entry
 	waiters sync.Pool // of *Waiter, reset
 
-	log *slog.Logger
 	// links are the hub's pub/sub connections, their placement on a
 	// cluster's masters and its clients of them (conn.go, route.go,
 	// track.go): what subscribes the channels of the table above.
@@ -190,27 +189,11 @@ const (
 
 // New returns a hub. It connects only when a waiter first joins.
 func New(cfg Config) *Hub {
-	h := &Hub{
-		seed:    maphash.MakeSeed(),
-		aliases: make(map[string]*entry),
-		log:     cfg.Log,
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	h.links = links{
-		hub:       h,
-		log:       h.log,
-		conns:     make(map[string]*subConn),
-		failures:  make(map[string]failure),
-		routeKick: make(chan struct{}, 1),
-		failed:    cfg.Failed,
-		sharded:   cfg.Sharded,
-	}
+	h := &Hub{seed: maphash.MakeSeed(), aliases: make(map[string]*entry)}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*entry)
 	}
-	h.links.init(cfg.Client)
+	h.links.init(h, cfg)
 	h.waiters.New = func() any { return &Waiter{c: make(chan struct{}, 1)} }
 	return h
 }

@@ -114,10 +114,10 @@ func (l *links) placeLocked(p placement) {
 }
 
 // moveSlotLocked takes every channel of slot off sc and queues it to be
-// placed where the slot went (to, when a MOVED reply said so). With wake
-// it appends their entries to woken. sc is closed if it carries nothing
-// else. l.mu is held.
-func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken []*entry) []*entry {
+// placed where the slot went (to, when a MOVED reply said so), appending
+// their entries to woken. sc is closed if it carries nothing else. l.mu is
+// held.
+func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry) []*entry {
 	if sc.dead || l.connClosed {
 		return woken
 	}
@@ -133,9 +133,7 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woke
 			sc.track.unwatch(e) // watched again where it goes
 		}
 		l.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
-		if wake {
-			woken = append(woken, e)
-		}
+		woken = append(woken, e)
 		n++
 	}
 	// An unsubscribe of the slot's channels gets a MOVED reply now, or
@@ -154,15 +152,25 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woke
 	return woken
 }
 
-// moved handles a MOVED reply read on sc: a subscribe sent for slot,
-// which to serves now.
-func (l *links) moved(sc *subConn, slot int, to string) {
-	if !sc.hear() {
+// A slotMove is a cluster slot and the master a MOVED reply named for it.
+type slotMove struct {
+	slot int
+	to   string
+}
+
+// slotsMoved places the channels of the slots a MOVED reply found gone
+// from sc's master (to a subscribe, or to a tracking read) on their new
+// master; the new subscriptions' confirmations wake their waiters, and
+// their keys are watched there.
+func (l *links) slotsMoved(sc *subConn, moves ...slotMove) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.byNode {
 		return
 	}
-	l.mu.Lock()
-	l.moveSlotLocked(sc, slot, to, false, nil)
-	l.mu.Unlock()
+	for _, m := range moves {
+		l.moveSlotLocked(sc, m.slot, m.to, nil)
+	}
 }
 
 // movedSlot reads a MOVED reply: the slot and the node that serves it.

@@ -250,7 +250,8 @@ func (t *tracker) gone(key string, into []*entry) []*entry {
 // one when a tracking client goes away (CLIENT KILL, a server timeout, a
 // dropped NAT entry), and its invalidations would just stop. So it is
 // pinged after trackPingIdle without I/O, and a failed read or ping
-// replaces sc (and with it this connection), waking every waiter.
+// replaces sc (and with it this connection), waking every waiter: the
+// invalidations it should have caused may be lost.
 func (sc *subConn) trackLoop() {
 	l := sc.l
 	defer l.wg.Done()
@@ -259,10 +260,7 @@ func (sc *subConn) trackLoop() {
 		l.log.Debug("key tracking off: CLIENT ID was refused or not read", "node", sc.node)
 		return
 	}
-	conn := sc.trackingConn()
-	if conn == nil {
-		return
-	}
+	conn := sc.client.Conn() // sc.track is set only with sc.client
 	// The tracking connection's I/O ends with sc, but its ctx does not say
 	// it is for sc: its dial must not record its id as sc's.
 	tctx, stop := context.WithCancel(context.Background())
@@ -281,20 +279,22 @@ func (sc *subConn) trackLoop() {
 	ctx, cancel := context.WithTimeout(tctx, connectTimeout)
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
-	switch {
-	case scripts.IsReply(err):
+	if scripts.IsReply(err) {
 		l.log.Debug("key tracking off: CLIENT TRACKING refused", "node", sc.node, "err", err)
-	case err != nil:
-		sc.trackFailed(err)
-	default:
-		sc.trackKeys(tctx, conn)
+		return
+	}
+	if err == nil {
+		err = sc.trackKeys(tctx, conn)
+	}
+	if err != nil {
+		sc.fail("key tracking connection failed", err, true)
 	}
 }
 
 // trackKeys reads the keys due on conn, whose tracking is on, until sc is
-// dropped or conn fails; it pings conn when it goes trackPingIdle without
-// I/O.
-func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) {
+// dropped (nil) or conn fails; it pings conn when it goes trackPingIdle
+// without I/O.
+func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 	t := sc.track
 	var r keyReader
 	gather := time.NewTimer(time.Hour)
@@ -316,30 +316,28 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) {
 			err := conn.Ping(ctx).Err()
 			cancel()
 			if err != nil {
-				sc.trackFailed(err)
-				return
+				return err
 			}
 			used = time.Now()
 			continue
 		case <-sc.done:
-			return
+			return nil
 		}
 		gather.Reset(trackQuiet)
 		select {
 		case <-gather.C:
 		case <-sc.done:
-			return
+			return nil
 		}
 		read, putOff, err := r.read(tctx, t, conn)
 		if putOff {
 			later.Reset(trackQuiet)
 		}
 		if err != nil {
-			sc.trackFailed(err)
-			return
+			return err
 		}
 		if len(r.moved) > 0 {
-			sc.slotsMoved(r.moved)
+			sc.l.slotsMoved(sc, r.moved...)
 		}
 		if read {
 			used = time.Now()
@@ -355,12 +353,6 @@ type keyReader struct {
 	// moved are the slots (and where to) of keys a cluster master answered
 	// MOVED for: they moved away from it.
 	moved []slotMove
-}
-
-// A slotMove is a cluster slot and the master a MOVED reply named for it.
-type slotMove struct {
-	slot int
-	to   string
 }
 
 // read reads the keys due on conn, but those whose locks are busy (put
@@ -411,44 +403,4 @@ func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (re
 	wakeEntries(r.woken, true)
 	clear(r.cmds)
 	return true, putOff, nil
-}
-
-// slotsMoved places the channels of slots that a tracking read found gone
-// from sc's master on their new master, as a MOVED reply to a subscribe
-// does (route.go); the new subscriptions' confirmations wake their
-// waiters, and the keys are read there.
-func (sc *subConn) slotsMoved(moves []slotMove) {
-	l := sc.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.byNode {
-		return
-	}
-	for _, m := range moves {
-		l.moveSlotLocked(sc, m.slot, m.to, false, nil)
-	}
-}
-
-// trackFailed replaces sc after its tracking connection failed: the
-// invalidations it should have caused may be lost, so every waiter of sc
-// tries again.
-func (sc *subConn) trackFailed(err error) {
-	select {
-	case <-sc.done:
-		return // dropped already: that is why the I/O failed
-	default:
-	}
-	l := sc.l
-	l.mu.Lock()
-	woken := l.failLocked(sc, "key tracking connection failed", err, true, nil)
-	l.mu.Unlock()
-	wakeEntries(woken, false)
-}
-
-// trackingConn returns a connection to sc's server for tracking, or nil.
-func (sc *subConn) trackingConn() *redis.Conn {
-	if sc.client != nil {
-		return sc.client.Conn()
-	}
-	return nil
 }
