@@ -20,32 +20,24 @@ import (
 // carried is subscribed again on a fresh one.
 //
 // Every connection has two goroutines, so no I/O ever runs under the hub's
-// lock and a hung dial or write stalls nobody but that connection:
-//
-//   - the writer sends the (un)subscribes and pings queued for it, one at
-//     a time, in order; it starts the reader after its first send;
-//   - the reader receives, and hands what it read to the hub.
+// lock and a hung dial or write stalls nobody but that connection: the
+// writer sends the (un)subscribes and pings queued for it, one at a time,
+// in order, and starts the reader after its first send; the reader
+// receives, and hands what it read to the hub.
 //
 // Health: a half-open connection (the peer or the path is gone, nothing
-// says so) neither delivers messages nor fails. So the hub's monitor
-// pings a connection that carries channels after pingIdle without any
-// message from it, and declares it dead when nothing at all (a PONG, a
-// message, a confirmation: anything counts) arrives within pingTimeout
-// of a ping, a subscribe or an unsubscribe being started (connectTimeout
-// while the connection has not received anything yet: that includes the
-// dial and, with TLS, its handshake). A frozen connection is therefore
-// found within pingIdle + pingTimeout + healthTick (550 ms) of
-// its last message, and a first subscribe that hangs (a dial to an
-// unreachable node) within connectTimeout + healthTick.
-// A dead connection is closed (a dial in progress on it is cancelled; any
-// other I/O stuck on it ends with go-redis' own timeouts, owning nothing)
-// and its channels move to a new connection. Unlocks may have been lost
-// meanwhile, so the waiters are woken: at once when the connection was
-// found half-open (the server may be fine), and by the new subscription's
-// confirmation in every case; after a read or write error (the server
-// closed the connection, or is restarting) only by the latter, so they do
-// not spend their tries on a server that is down. A connection that fails
-// before it ever received
+// says so) neither delivers messages nor fails. So the monitor pings a
+// connection that carries channels after pingIdle without a message, and
+// declares it dead when nothing at all (anything counts) arrives within
+// pingTimeout of a ping, subscribe or unsubscribe being started
+// (connectTimeout before it received anything: that covers the dial and a
+// TLS handshake). A frozen connection is found within pingIdle +
+// pingTimeout + healthTick (550 ms) of its last message, a first subscribe
+// that hangs (a dial to an unreachable node) within connectTimeout +
+// healthTick. A dead connection is closed (a dial in progress on it is
+// cancelled; other I/O stuck on it ends with go-redis' own timeouts,
+// owning nothing), its channels move to a new connection, and its waiters
+// are woken (fail says when). One that fails before it ever received
 // anything (the server is down), or on an error reply (a refusal that
 // would come again), is replaced after a backoff that doubles from 20 ms
 // to maxBackoff.
@@ -106,7 +98,7 @@ type links struct {
 	// Guarded by mu; closed by Close.
 	nodes map[string]*redis.Client
 
-	// mu guards the connections (conn.go): conns, every subConn's state,
+	// mu guards the connections: conns, every subConn's state,
 	// each entry's conn and placing, and the placements (route.go).
 	mu sync.Mutex
 	// conns are the connections by node address (byNode), or the one
@@ -115,7 +107,7 @@ type links struct {
 	connClosed bool
 	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
 	// failures remembers, by node, the backoff of a connection that
-	// failed young, for the next one to the node (conn.go).
+	// failed young, for the next one to the node.
 	failures map[string]failure
 	// unplaced are the channels waiting for their node (route.go); the
 	// router runs from the first one until Close (routeStop).

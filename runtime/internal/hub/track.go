@@ -30,30 +30,27 @@ import (
 //     client (every reader with it, as a write unlock would).
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
-// that EXISTS, so no deletion is missed. While a lock changes hands, its
-// unlock messages wake its waiters and the key is not read at all: it is
-// read once no message came for trackQuiet, which is also how much later a
-// deletion is seen. A quiet lock costs one EXISTS per change (a renewal),
-// not one per waiter; one wake-up per key, not per waiter, keeps a fair
-// lock's queue (a channel per waiter) from a herd: each client wakes its
-// longest waiter, and the queue's head is one of them. FLUSHALL sends an
-// invalidation without keys, which go-redis cannot parse: the connection is
-// replaced, and its new subscriptions wake every waiter. Tracking needs the
-// hub's own client (a copy of the caller's options speaking RESP2, whose
-// OnConnect reads each pub/sub connection's id).
+// that EXISTS, so no deletion is missed. While a lock changes hands its
+// unlock messages wake its waiters and the key is not read at all; a
+// deletion is seen trackQuiet after the last message. A quiet lock costs
+// one EXISTS per change (a renewal), not one per waiter; and one wake-up
+// per key, not per waiter, keeps a fair lock's queue (a channel per
+// waiter) from a herd: each client wakes its longest waiter, and the
+// queue's head is one of them. FLUSHALL sends an invalidation without
+// keys, which go-redis cannot parse: the connection is replaced, and its
+// new subscriptions wake every waiter. Tracking needs a client of the
+// hub's own (ownClient).
 //
 // On Redis Cluster with sharded pub/sub the hub has such a client per
-// master (a copy of the cluster's options for that node:
-// nodeClientLocked), and each master's pub/sub connection (route.go) its
-// tracking connection to that master: a lock's key is watched on the
-// master that serves its slot, where its channel is, and its watch moves
-// with the channel when the slot moves (moveSlotLocked). A key read on the
-// old master after the move is answered MOVED: its slot's channels are
-// placed again, as when the server drops them. One tracking connection
-// per master, whatever the number of slots, as for pub/sub.
+// master, and each master's pub/sub connection (route.go) its tracking
+// connection to that master: a lock's key is watched where its channel
+// is, and the watch moves with the channel when the slot moves
+// (moveSlotLocked). A key read on the old master after the move is
+// answered MOVED: its slot's channels are placed again, as when the
+// server drops them.
 //
 // Tracking is off, and waiters wake on unlock messages and the holder's
-// TTL as before, for Sentinel failover clients (their options cannot be
+// TTL alone, for Sentinel failover clients (their options cannot be
 // copied), where the server refuses CLIENT ID or CLIENT TRACKING (an ACL),
 // and on Redis Cluster with classic pub/sub (one connection, on one node,
 // for every slot's channel).
@@ -71,21 +68,17 @@ const trackQuiet = 20 * time.Millisecond
 // before it is pinged (it also keeps a server's idle timeout away).
 const trackPingIdle = 500 * time.Millisecond
 
+// subConnKey, as a dial's ctx value, is the subConn it dials for
+// (recordClientID).
 type subConnKey struct{}
 
 // subClient returns the client the hub subscribes with and whether key
-// tracking works with it: for a single server, a copy of rdb's options
-// speaking RESP2 (the invalidations come as pub/sub messages) whose
-// OnConnect records the CLIENT ID of each pub/sub connection; otherwise
-// rdb itself.
+// tracking works with it: for a single server the hub's own (ownClient);
+// for a cluster (whose masters get their own: nodeClientLocked) or a
+// Sentinel failover client (whose options cannot be copied), rdb itself.
 func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
-	switch r := rdb.(type) {
-	case *redis.Client:
-		o := r.Options()
-		if o.Addr == "FailoverClient" {
-			return rdb, nil, false
-		}
-		c := ownClient(o)
+	if r, ok := rdb.(*redis.Client); ok && r.Options().Addr != "FailoverClient" {
+		c := ownClient(r.Options())
 		return c, c.Close, true
 	}
 	return rdb, nil, false
