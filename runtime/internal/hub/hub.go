@@ -202,6 +202,14 @@ func (h *Hub) shard(channel string) *shard {
 	return &h.shards[maphash.String(h.seed, channel)%nShards]
 }
 
+// lock locks channel's shard and returns it with channel's entry (nil:
+// none); the caller unlocks sh.mu.
+func (h *Hub) lock(channel string) (sh *shard, e *entry) {
+	sh = h.shard(channel)
+	sh.mu.Lock()
+	return sh, sh.entries[channel]
+}
+
 // Active reports whether any channel is subscribed or being subscribed:
 // when none is, no waiter can attach before its first try, and the
 // uncontended path skips the hub.
@@ -225,9 +233,7 @@ func (h *Hub) release(w *Waiter) {
 // Undefer). w is nil when the channel is not subscribed yet (the caller
 // tries, then joins).
 func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	e := sh.entries[channel]
+	sh, e := h.lock(channel)
 	if h.closed.Load() || e == nil || !e.ready() {
 		sh.mu.Unlock()
 		return nil, false
@@ -278,13 +284,11 @@ type Sub struct {
 // try may have gone to nobody, and the caller tries again at once;
 // otherwise the confirmation wakes it. w is nil after Close.
 func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
 	if h.closed.Load() {
 		return nil, false
 	}
-	e := sh.entries[channel]
 	if e == nil {
 		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
 		if h.links.byNode {
@@ -311,10 +315,8 @@ func (h *Hub) Subscribed(channel string, grants bool) bool {
 	if !h.Active() {
 		return false
 	}
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
-	e := sh.entries[channel]
 	return e != nil && e.ready() && (!grants || e.also != "")
 }
 
@@ -439,9 +441,7 @@ func (h *Hub) expire(e *entry) {
 
 // deliver handles a message published on channel.
 func (h *Hub) deliver(channel, payload string) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	e := sh.entries[channel]
+	sh, e := h.lock(channel)
 	if e == nil {
 		sh.mu.Unlock()
 		h.deliverGrant(channel, payload) // a companion channel's, if any
@@ -588,10 +588,8 @@ func wakeAll(e *entry) {
 // that cannot be offered the lock either: a probe for tests, which wait
 // for it before they release.
 func (h *Hub) Idle(channel string, parkedOnly bool) int {
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
-	e := sh.entries[channel]
 	if e == nil || !e.ready() {
 		return 0
 	}
