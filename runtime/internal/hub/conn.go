@@ -220,11 +220,7 @@ func (l *links) subscribeLocked(e *entry) {
 		l.placeLocked(placement{e: e})
 		return
 	}
-	sc := l.conns[""]
-	if sc == nil {
-		sc = l.newConnLocked("", l.sub)
-	}
-	sc.addLocked(e)
+	l.connLocked("", l.sub).addLocked(e)
 }
 
 func (sc *subConn) addLocked(e *entry) {
@@ -277,12 +273,15 @@ type failure struct {
 	at      time.Time
 }
 
-// newConnLocked starts a connection to node through client: the hub's own
-// client of a cluster master (byNode), or its one client. An empty
-// subscription does not connect: the writer's first subscribe dials. If
-// the node's last connection failed young, the first send waits out its
-// backoff.
-func (l *links) newConnLocked(node string, client redis.UniversalClient) *subConn {
+// connLocked returns the connection to node, starting one through client
+// (the hub's own client of a cluster master, byNode, or its one client)
+// if there is none. An empty subscription does not connect: the writer's
+// first subscribe dials. If the node's last connection failed young, the
+// first send waits out its backoff.
+func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
+	if sc := l.conns[node]; sc != nil {
+		return sc
+	}
 	sc := &subConn{
 		l:             l,
 		node:          node,
@@ -368,9 +367,7 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 	reload := l.cc != nil && (err == nil || scripts.IsReply(err))
 	var nc *subConn
 	if !l.byNode {
-		if nc = l.conns[sc.node]; nc == nil {
-			nc = l.newConnLocked(sc.node, l.sub)
-		}
+		nc = l.connLocked(sc.node, l.sub)
 		nc.reload = reload
 	}
 	for _, e := range sc.entries {

@@ -272,11 +272,7 @@ func (l *links) attach(todo []placement, placed []placedOn) []placement {
 		if !p.e.placing || l.connClosed {
 			continue // unsubscribed meanwhile
 		}
-		sc := l.conns[p.addr]
-		if sc == nil {
-			sc = l.newConnLocked(p.addr, l.nodeClientLocked(p.addr, p.node))
-		}
-		sc.addLocked(p.e)
+		l.connLocked(p.addr, l.nodeClientLocked(p.addr, p.node)).addLocked(p.e)
 	}
 	n := 0
 	for _, p := range todo {
