@@ -70,8 +70,8 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 // by now, so the slot maps are re-read, now and once the failures stop.
 // It does not block.
 func (s *SlotMaps) Failed(err error) {
-	if s != nil && len(s.clients) > 0 && scripts.Unreachable(err) {
-		s.Reload()
+	if scripts.Unreachable(err) {
+		s.Reload() // which does nothing without cluster clients
 	}
 }
 
