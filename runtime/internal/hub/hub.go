@@ -109,7 +109,7 @@ type entry struct {
 	readyGen uint64
 	linger   *time.Timer // pending unsubscribe once no one waits
 	// inflight counts the waiters that were woken and have not finished
-	// the try that followed: a hand-off in flight (see Hub).
+	// the try that followed: a hand-off in flight (FIFO in the package doc).
 	inflight int
 	// handOffs counts the local hand-offs since the last unlock message
 	// (offer.go).
@@ -229,9 +229,9 @@ func (h *Hub) release(w *Waiter) {
 // channel's subscription is confirmed: a wake-up published during that try
 // then reaches it, so it need not try a second time after joining. With
 // fifo, a newcomer that finds a hand-off in flight, or other waiters, is
-// deferred: it should wait on C before trying (see Hub, InFlight and
-// Undefer). w is nil when the channel is not subscribed yet (the caller
-// tries, then joins).
+// deferred: it should wait on C before trying (FIFO in the package doc;
+// InFlight, Undefer). w is nil when the channel is not subscribed yet (the
+// caller tries, then joins).
 func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
 	sh, e := h.lock(channel)
 	if h.closed.Load() || e == nil || !e.ready() {
