@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -274,15 +275,7 @@ func (l *links) attach(todo []placement, placed []placedOn) []placement {
 		}
 		l.connLocked(p.addr, l.nodeClientLocked(p.addr, p.node)).addLocked(p.e)
 	}
-	n := 0
-	for _, p := range todo {
-		if p.e.placing && !l.connClosed {
-			todo[n] = p
-			n++
-		}
-	}
-	clear(todo[n:])
-	return todo[:n]
+	return slices.DeleteFunc(todo, func(p placement) bool { return !p.e.placing || l.connClosed })
 }
 
 // placedOn is a channel and the master it goes to.
