@@ -553,11 +553,9 @@ func (l *links) received(sc *subConn, msg any) {
 	switch m := msg.(type) {
 	case *redis.Message:
 		if m.Channel == invalidateChannel {
-			if sc.track != nil {
-				if m.Payload != "" {
-					sc.track.invalidated([]string{m.Payload})
-				}
-				sc.track.invalidated(m.PayloadSlice)
+			if sc.track != nil { // one key in Payload, or several in PayloadSlice
+				sc.track.invalidated(m.Payload)
+				sc.track.invalidated(m.PayloadSlice...)
 			}
 			return
 		}

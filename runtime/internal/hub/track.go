@@ -178,8 +178,8 @@ func (t *tracker) unwatch(e *entry) {
 	t.watched[e.key] = es
 }
 
-// invalidated handles an invalidation of keys.
-func (t *tracker) invalidated(keys []string) {
+// invalidated handles an invalidation of keys ("" is never watched).
+func (t *tracker) invalidated(keys ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, k := range keys {
