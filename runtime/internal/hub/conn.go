@@ -381,12 +381,12 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 	return woken
 }
 
-// fail replaces sc (failLocked). With wake its waiters are woken at once,
-// for a connection found half-open or whose invalidations may be lost
-// (the server may well be fine); after a read or write error (the server
-// closed the connection, or is restarting) they wait for the new
-// subscription's confirmation, and do not spend their tries on a server
-// that is down.
+// fail replaces sc (failLocked). Unlocks may have been lost, so its
+// waiters are woken by the new subscription's confirmation, and with wake
+// at once too: for a connection found half-open or whose tracking failed,
+// where the server may well be fine. After a read or write error (the
+// server closed the connection, or is restarting) they wait for the
+// confirmation, and do not spend their tries on a server that is down.
 func (sc *subConn) fail(why string, err error, wake bool) {
 	l := sc.l
 	l.mu.Lock()

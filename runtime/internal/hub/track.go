@@ -42,12 +42,12 @@ import (
 // hub's own (ownClient).
 //
 // On Redis Cluster with sharded pub/sub the hub has such a client per
-// master, and each master's pub/sub connection (route.go) its tracking
-// connection to that master: a lock's key is watched where its channel
-// is, and the watch moves with the channel when the slot moves
-// (moveSlotLocked). A key read on the old master after the move is
-// answered MOVED: its slot's channels are placed again, as when the
-// server drops them.
+// master, and each master's pub/sub connection (route.go) one tracking
+// connection to that master, whatever the number of slots: a lock's key
+// is watched where its channel is, and the watch moves with the channel
+// when the slot moves (moveSlotLocked). A key read on the old master after
+// the move is answered MOVED: its slot's channels are placed again, as
+// when the server drops them.
 //
 // Tracking is off, and waiters wake on unlock messages and the holder's
 // TTL alone, for Sentinel failover clients (their options cannot be
