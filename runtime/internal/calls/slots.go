@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SlotMaps has a Redis Cluster's failovers followed.
+// SlotMaps follows a Redis Cluster's failovers for the Client's calls.
 //
 // When a master dies, the cluster promotes its replica within a few
 // seconds. go-redis learns of it only when it re-reads the slot map: on a
