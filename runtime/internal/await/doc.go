@@ -23,7 +23,8 @@
 //   - a call returns by its bound: the end of its wait plus a round trip
 //     (LastTryGrace), the caller's own bound (Spec.Until), or, for a single
 //     try, Loop.SingleTry. Every try runs under a ctx that ends there and
-//     carries it (scripts.WithCallBound), so what a try does detached ends there too;
+//     carries it (scripts.WithCallBound), so what a try does detached ends
+//     there too;
 //   - while Redis does not answer, a waiter tries again with a backoff
 //     until its bound, and then reports errs.Unavailable, not
 //     errs.NotAcquired.

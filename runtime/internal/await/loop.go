@@ -73,7 +73,7 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 	}
 	running := l.Running(ctx)
 	if !running && closed(l.Draining) {
-		return fmt.Errorf("%w: Shutdown began", errs.Draining)
+		return errShutdown
 	}
 	var wt waiting
 	wt.init(l, ctx, s, try, running)
@@ -100,6 +100,9 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 		}
 	}
 }
+
+// errShutdown ends the wait of a fresh acquisition once Shutdown began.
+var errShutdown = fmt.Errorf("%w: Shutdown began", errs.Draining)
 
 func closed(ch <-chan struct{}) bool {
 	select {
@@ -145,15 +148,13 @@ func (wt *waiting) init(l *Loop, ctx context.Context, s Spec, try Try, running b
 	if !running {
 		wt.drain = l.Draining
 	}
-	if s.Wait >= 0 {
-		wt.deadline = time.Now().Add(s.Wait)
-	}
-	wt.bound = wt.deadline
+	now := time.Now()
 	switch {
 	case s.Wait == 0:
-		wt.bound = time.Now().Add(l.SingleTry)
+		wt.deadline, wt.bound = now, now.Add(l.SingleTry)
 	case s.Wait > 0:
 		// The last try, at the end of the wait, gets a round trip.
+		wt.deadline = now.Add(s.Wait)
 		wt.bound = wt.deadline.Add(LastTryGrace)
 	}
 	if u := s.Until.Add(LastTryGrace); !s.Until.IsZero() && (wt.bound.IsZero() || u.Before(wt.bound)) {
@@ -330,8 +331,8 @@ func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 }
 
 // boundedTry runs try under a ctx that ends at by (none if zero) and
-// carries it (scripts.WithCallBound), so that what the try does detached ends there
-// too.
+// carries it (scripts.WithCallBound), so that what the try does detached
+// ends there too.
 func boundedTry(ctx context.Context, by time.Time, try Try) (bool, time.Duration, error) {
 	if by.IsZero() {
 		return try(ctx)

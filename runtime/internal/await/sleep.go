@@ -1,7 +1,6 @@
 package await
 
 import (
-	"fmt"
 	"sync"
 	"time"
 
@@ -43,7 +42,7 @@ func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
 	case <-wt.l.Closed:
 		return errs.Closed
 	case <-wt.drain:
-		return fmt.Errorf("%w: Shutdown began", errs.Draining)
+		return errShutdown
 	}
 	if d >= 0 {
 		wt.timer.Stop() // Go 1.23+: no stale value is left in C
@@ -51,7 +50,7 @@ func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
 	return nil
 }
 
-// deferFirstTry is the in-process FIFO of a newcomer (see hub.Hub): it
+// deferFirstTry is the in-process FIFO of a newcomer (package hub: FIFO within a client): it
 // waits hub.UnlockGrace for an unlock message in transit, then, if a
 // hand-off is in flight, until it is over, hub.HandoffWait in all, never
 // past the end of the wait.

@@ -23,7 +23,7 @@ type Spec struct {
 	MaxSleep time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
 	// Queue makes a newcomer let a hand-off in flight in this client
 	// finish before its first try (exclusive locks, not a re-entry):
-	// in-process FIFO, see hub.Hub.
+	// in-process FIFO (package hub).
 	Queue bool
 	// Wake is what a message on the channel wakes (see hub.Mode); the
 	// zero value is a lock's.

@@ -19,18 +19,14 @@ type Limits struct {
 }
 
 // Detached returns a ctx that survives the caller's cancellation and ends
-// after the release timeout: releases and settlements must finish even when
-// the caller has given up.
-//
-// Within a call with a wait time (see scripts.WithCallBound) it ends at the call's
-// bound instead, if that comes first: what is left over then is settled
-// in the background.
+// at Limit: releases and settlements must finish even when the caller has
+// given up. What is left at a call's bound is settled in the background.
 func (k *Limits) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return k.DetachedUntil(ctx, k.Limit(ctx))
 }
 
-// Limit is when detached work started now must end: after the
-// release timeout, or at the call's bound (scripts.WithCallBound) if sooner.
+// Limit is when detached work started now must end: after the release
+// timeout, or at the call's bound (scripts.WithCallBound) if sooner.
 func (k *Limits) Limit(ctx context.Context) time.Time {
 	limit := time.Now().Add(k.Timeout)
 	if b, ok := scripts.CallBoundOf(ctx); ok && b.Before(limit) {
@@ -59,10 +55,10 @@ func StayAttached(ctx context.Context) context.Context {
 }
 
 // Retry runs op, and again while it fails without a reply from Redis (a
-// transport error), on a ctx detached from ctx's cancellation that ends at
-// the release limit (releaseLimit), until it succeeds, Redis replies with
-// an error (which a resend would not change), or the limit passes. op
-// must be idempotent.
+// transport error, which has the slot maps re-read: SlotMaps), on a ctx
+// detached from ctx's cancellation that ends at Limit, until it succeeds,
+// Redis replies with an error (which a resend would not change), or the
+// limit passes (errs.OutcomeUnknown). op must be idempotent.
 //
 // Even the first attempt is detached: one cut short by the caller's
 // cancellation may still run in Redis (on a client that does not honour
@@ -70,15 +66,8 @@ func StayAttached(ctx context.Context) context.Context {
 // a resend racing it would find its work done (a release: the hold gone)
 // and report it lost. An attempt abandoned at the limit is the last.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	dctx, cancel := k.DetachedUntil(ctx, k.Limit(ctx))
+	ctx, cancel := k.Detached(ctx)
 	defer cancel()
-	return k.retryDetached(dctx, op)
-}
-
-// retryDetached runs op until it succeeds, Redis replies with an error, or
-// ctx ends (errs.OutcomeUnknown). A failure without a reply has the slot
-// maps re-read before the next attempt (SlotMaps).
-func (k *Limits) retryDetached(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	backoff := 5 * time.Millisecond
 	for {
 		v, err := op(ctx)
@@ -97,10 +86,8 @@ func (k *Limits) retryDetached(ctx context.Context, op func(context.Context) (in
 	}
 }
 
-// Settle runs op as retryDetached does, on a ctx detached from ctx (see
-// Detached): a settlement that must finish even when its caller gave up.
+// Settle is Retry, for a settlement: it must finish even when its caller
+// gave up.
 func (k *Limits) Settle(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	dctx, cancel := k.Detached(ctx)
-	defer cancel()
-	return k.retryDetached(dctx, op)
+	return k.Retry(ctx, op)
 }

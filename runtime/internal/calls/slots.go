@@ -10,41 +10,37 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Following a Redis Cluster failover.
+// SlotMaps follows a Redis Cluster's failovers for the Client's calls.
 //
 // When a master dies, the cluster promotes its replica within a few
-// seconds (cluster-node-timeout and an election). go-redis learns of it
-// only when it re-reads the slot map: on a MOVED or READONLY reply, or
-// every ClusterStateReloadInterval (10 s by default). A dead master
-// answers nothing, so until then every call for its slots goes on failing
-// against it: renewals, acquisitions, releases and settlements, and the
-// hub's subscriptions. A hold whose lock survived the promotion would be
-// lost at its deadline, and a lock the failover freed would sit unused.
+// seconds. go-redis learns of it only when it re-reads the slot map: on a
+// MOVED or READONLY reply, or every ClusterStateReloadInterval (10 s by
+// default). A dead master answers nothing, so until then every call for
+// its slots fails against it (renewals, acquisitions, releases,
+// settlements, the hub's subscriptions): a hold whose lock survived the
+// promotion would be lost at its deadline, and a lock the failover freed
+// would sit unused.
 //
-// So every place where a call fails without a reply from Redis tells
-// SlotMaps, which has each cluster client of the Client re-read its slot
-// map at once (ReloadState), and those places retry as they do anyway:
-// the watchdog's renewal within the hold's deadline (package watchdog), a
-// waiter's tries within its wait (package await), releases and settlements
-// within their bound (client.go, package settle), the hub's subscriptions
-// (internal/hub, through its Config.Failed). go-redis coalesces the
-// reloads: one runs at a time, and those asked for meanwhile make one
-// more after a 200 ms cooldown. While a node stays dead the slot map is
-// therefore re-read about every 200 ms, and a promotion is seen within
-// about that much.
+// So every call that fails without a reply tells SlotMaps, which has each
+// cluster client of the Client re-read its slot map at once (ReloadState),
+// and the callers retry as they do anyway (the watchdog within the hold's
+// deadline, a waiter within its wait, releases and settlements within
+// their bound, the hub's subscriptions through its Config.Failed).
+// go-redis coalesces reloads (one at a time, then one more after a 200 ms
+// cooldown), so while a node stays dead the map is re-read about every
+// 200 ms, and a promotion is seen within about that much.
 //
 // The failures stop as soon as the client whose calls failed has the new
-// map, which may be before another client of the Client re-read it after
-// the promotion (the watchdog's renewals find the new master while the
-// caller's client, idle, last re-read its map just before the
-// promotion). So the maps are re-read once more when no failure came for
-// trailingReload: a client's next call then goes to the new master rather
-// than spend go-redis' retries on the dead one first.
+// map, which may be before another client of the Client re-read it (the
+// watchdog's renewals find the new master while the caller's idle client
+// last re-read its map just before the promotion). So the maps are re-read
+// once more when no failure came for trailingReload: a client's next call
+// then goes to the new master rather than spend go-redis' retries on the
+// dead one first.
 //
-// A nil *SlotMaps does nothing. The Client has up to two cluster
-// clients: the caller's (which the hub subscribes with too, see the hub's
-// subClient) and the watchdog's own renewal client (deadlineClient), which
-// keeps a slot map of its own.
+// A nil *SlotMaps does nothing. The Client has up to two cluster clients:
+// the caller's (which the hub subscribes with too) and the watchdog's own
+// renewal client, which keeps a slot map of its own.
 type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
@@ -74,8 +70,8 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 // by now, so the slot maps are re-read, now and once the failures stop.
 // It does not block.
 func (s *SlotMaps) Failed(err error) {
-	if s != nil && len(s.clients) > 0 && scripts.Unreachable(err) {
-		s.Reload()
+	if scripts.Unreachable(err) {
+		s.Reload() // which does nothing without cluster clients
 	}
 }
 

@@ -20,32 +20,24 @@ import (
 // carried is subscribed again on a fresh one.
 //
 // Every connection has two goroutines, so no I/O ever runs under the hub's
-// lock and a hung dial or write stalls nobody but that connection:
-//
-//   - the writer sends the (un)subscribes and pings queued for it, one at
-//     a time, in order; it starts the reader after its first send;
-//   - the reader receives, and hands what it read to the hub.
+// lock and a hung dial or write stalls nobody but that connection: the
+// writer sends the (un)subscribes and pings queued for it, one at a time,
+// in order, and starts the reader after its first send; the reader
+// receives, and hands what it read to the hub.
 //
 // Health: a half-open connection (the peer or the path is gone, nothing
-// says so) neither delivers messages nor fails. So the hub's monitor
-// pings a connection that carries channels after pingIdle without any
-// message from it, and declares it dead when nothing at all (a PONG, a
-// message, a confirmation: anything counts) arrives within pingTimeout
-// of a ping, a subscribe or an unsubscribe being started (connectTimeout
-// while the connection has not received anything yet: that includes the
-// dial and, with TLS, its handshake). A frozen connection is therefore
-// found within pingIdle + pingTimeout + healthTick (550 ms) of
-// its last message, and a first subscribe that hangs (a dial to an
-// unreachable node) within connectTimeout + healthTick.
-// A dead connection is closed (a dial in progress on it is cancelled; any
-// other I/O stuck on it ends with go-redis' own timeouts, owning nothing)
-// and its channels move to a new connection. Unlocks may have been lost
-// meanwhile, so the waiters are woken: at once when the connection was
-// found half-open (the server may be fine), and by the new subscription's
-// confirmation in every case; after a read or write error (the server
-// closed the connection, or is restarting) only by the latter, so they do
-// not spend their tries on a server that is down. A connection that fails
-// before it ever received
+// says so) neither delivers messages nor fails. So the monitor pings a
+// connection that carries channels after pingIdle without a message, and
+// declares it dead when nothing at all (anything counts) arrives within
+// pingTimeout of a ping, subscribe or unsubscribe being started
+// (connectTimeout before it received anything: that covers the dial and a
+// TLS handshake). A frozen connection is found within pingIdle +
+// pingTimeout + healthTick (550 ms) of its last message, a first subscribe
+// that hangs (a dial to an unreachable node) within connectTimeout +
+// healthTick. A dead connection is closed (a dial in progress on it is
+// cancelled; other I/O stuck on it ends with go-redis' own timeouts,
+// owning nothing), its channels move to a new connection, and its waiters
+// are woken (fail says when). One that fails before it ever received
 // anything (the server is down), or on an error reply (a refusal that
 // would come again), is replaced after a backoff that doubles from 20 ms
 // to maxBackoff.
@@ -90,11 +82,11 @@ type links struct {
 	log     *slog.Logger
 	failed  func(error) // Config.Failed
 	sharded bool
-	cluster bool // the client is a cluster's: a moved slot is looked up again
-	// byNode: sharded on a cluster, so channels are placed on the
-	// connection of their slot's master (route.go); cc is that cluster.
-	byNode bool
+	// cc is the caller's client if it is a cluster's (a moved slot is
+	// looked up again); byNode: sharded on a cluster, so channels are
+	// placed on the connection of their slot's master (route.go).
 	cc     *redis.ClusterClient
+	byNode bool
 	// sub is the client the hub subscribes with (track.go), closeSub
 	// closes it if it is the hub's own; track says whether key tracking
 	// works with it.
@@ -106,7 +98,7 @@ type links struct {
 	// Guarded by mu; closed by Close.
 	nodes map[string]*redis.Client
 
-	// mu guards the connections (conn.go): conns, every subConn's state,
+	// mu guards the connections: conns, every subConn's state,
 	// each entry's conn and placing, and the placements (route.go).
 	mu sync.Mutex
 	// conns are the connections by node address (byNode), or the one
@@ -115,7 +107,7 @@ type links struct {
 	connClosed bool
 	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
 	// failures remembers, by node, the backoff of a connection that
-	// failed young, for the next one to the node (conn.go).
+	// failed young, for the next one to the node.
 	failures map[string]failure
 	// unplaced are the channels waiting for their node (route.go); the
 	// router runs from the first one until Close (routeStop).
@@ -125,14 +117,27 @@ type links struct {
 	wg        sync.WaitGroup
 }
 
-// init sets l up for rdb (nil: a hub that never connects).
-func (l *links) init(rdb redis.UniversalClient) {
+// init sets l up for h as cfg says (no Client: a hub that never connects).
+func (l *links) init(h *Hub, cfg Config) {
+	*l = links{
+		hub:       h,
+		log:       cfg.Log,
+		failed:    cfg.Failed,
+		sharded:   cfg.Sharded,
+		conns:     make(map[string]*subConn),
+		failures:  make(map[string]failure),
+		routeKick: make(chan struct{}, 1),
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	rdb := cfg.Client
 	l.connClosed = rdb == nil
 	if rdb == nil {
 		return
 	}
-	l.cc, l.cluster = rdb.(*redis.ClusterClient)
-	l.byNode = l.cluster && l.sharded
+	l.cc, _ = rdb.(*redis.ClusterClient)
+	l.byNode = l.cc != nil && l.sharded
 	l.sub, l.closeSub, l.track = subClient(rdb)
 	if l.byNode {
 		l.nodes = make(map[string]*redis.Client)
@@ -215,11 +220,7 @@ func (l *links) subscribeLocked(e *entry) {
 		l.placeLocked(placement{e: e})
 		return
 	}
-	sc := l.conns[""]
-	if sc == nil {
-		sc = l.newConnLocked("", l.sub)
-	}
-	sc.addLocked(e)
+	l.connLocked("", l.sub).addLocked(e)
 }
 
 func (sc *subConn) addLocked(e *entry) {
@@ -272,12 +273,15 @@ type failure struct {
 	at      time.Time
 }
 
-// newConnLocked starts a connection to node through client: the hub's own
-// client of a cluster master (byNode), or its one client. An empty
-// subscription does not connect: the writer's first subscribe dials. If
-// the node's last connection failed young, the first send waits out its
-// backoff.
-func (l *links) newConnLocked(node string, client redis.UniversalClient) *subConn {
+// connLocked returns the connection to node, starting one through client
+// (the hub's own client of a cluster master, byNode, or its one client)
+// if there is none. An empty subscription does not connect: the writer's
+// first subscribe dials. If the node's last connection failed young, the
+// first send waits out its backoff.
+func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
+	if sc := l.conns[node]; sc != nil {
+		return sc
+	}
 	sc := &subConn{
 		l:             l,
 		node:          node,
@@ -334,12 +338,10 @@ func (l *links) dropLocked(sc *subConn) {
 
 // failLocked drops sc and subscribes its channels again on a new
 // connection (on a cluster with sharded pub/sub, each on its slot's
-// master's, which may be another node by now). wake says whether to wake
-// their waiters now (the connection was found half-open: the server may
-// well be fine): it appends their entries to woken, for the caller to
-// wake once it released l.mu. Either way the new subscription's
-// confirmation wakes them.
-func (l *links) failLocked(sc *subConn, why string, err error, wake bool, woken []*entry) []*entry {
+// master's, which may be another node by now). It appends their entries
+// to woken, for a caller that wakes them now to do so once it released
+// l.mu; either way the new subscription's confirmation wakes them.
+func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) []*entry {
 	if sc.dead || l.connClosed {
 		return woken
 	}
@@ -354,39 +356,45 @@ func (l *links) failLocked(sc *subConn, why string, err error, wake bool, woken 
 	// A connection that never worked (the server is down) or that the
 	// server refused something on (a channel it will refuse again) is not
 	// replaced at once, or a persistent fault would make a reconnect loop.
-	backoff := time.Duration(0)
 	if !sc.heard.Load() || scripts.IsReply(err) {
-		backoff = min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
-	}
-	if backoff > 0 {
+		backoff := min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
 		l.failures[sc.node] = failure{backoff, time.Now()}
 	} else {
 		delete(l.failures, sc.node)
 	}
 	// A slot that moved (the server dropped the channel, or refused it)
 	// is looked up again before the new connection dials.
-	reload := l.cluster && (err == nil || scripts.IsReply(err))
-	if l.byNode {
-		for _, e := range sc.entries {
-			l.placeLocked(placement{e: e, reload: reload})
-			if wake {
-				woken = append(woken, e)
-			}
-		}
-		return woken
+	reload := l.cc != nil && (err == nil || scripts.IsReply(err))
+	var nc *subConn
+	if !l.byNode {
+		nc = l.connLocked(sc.node, l.sub)
+		nc.reload = reload
 	}
-	nc := l.conns[sc.node]
-	if nc == nil {
-		nc = l.newConnLocked(sc.node, l.sub)
-	}
-	nc.reload = reload
 	for _, e := range sc.entries {
-		nc.addLocked(e)
-		if wake {
-			woken = append(woken, e)
+		if nc != nil {
+			nc.addLocked(e)
+		} else {
+			l.placeLocked(placement{e: e, reload: reload})
 		}
+		woken = append(woken, e)
 	}
 	return woken
+}
+
+// fail replaces sc (failLocked). Unlocks may have been lost, so its
+// waiters are woken by the new subscription's confirmation, and with wake
+// at once too: for a connection found half-open or whose tracking failed,
+// where the server may well be fine. After a read or write error (the
+// server closed the connection, or is restarting) they wait for the
+// confirmation, and do not spend their tries on a server that is down.
+func (sc *subConn) fail(why string, err error, wake bool) {
+	l := sc.l
+	l.mu.Lock()
+	woken := l.failLocked(sc, why, err, nil)
+	l.mu.Unlock()
+	if wake {
+		wakeEntries(woken, false)
+	}
 }
 
 // writeLoop sends what is queued for sc until sc is dropped.
@@ -403,10 +411,10 @@ func (sc *subConn) writeLoop() {
 		}
 	}
 	l.mu.Lock()
-	reload := sc.reload
+	reload := sc.reload // only ever set on a cluster
 	l.mu.Unlock()
-	if cc, ok := l.sub.(*redis.ClusterClient); ok && reload {
-		cc.ReloadState(sc.ctx)
+	if reload {
+		l.cc.ReloadState(sc.ctx)
 	}
 	for {
 		select {
@@ -420,9 +428,7 @@ func (sc *subConn) writeLoop() {
 				break
 			}
 			if err := sc.send(op); err != nil {
-				l.mu.Lock()
-				l.failLocked(sc, "send failed", err, false, nil)
-				l.mu.Unlock()
+				sc.fail("send failed", err, false)
 				return
 			}
 		}
@@ -512,12 +518,12 @@ func (sc *subConn) readLoop() {
 				continue // the monitor decides whether the silence is death
 			}
 			if slot, to, ok := movedSlot(err); ok && l.byNode {
-				l.moved(sc, slot, to)
+				if sc.hear() {
+					l.slotsMoved(sc, slotMove{slot, to})
+				}
 				continue
 			}
-			l.mu.Lock()
-			l.failLocked(sc, "receive failed", err, false, nil)
-			l.mu.Unlock()
+			sc.fail("receive failed", err, false)
 			return
 		}
 		l.received(sc, msg)
@@ -547,11 +553,9 @@ func (l *links) received(sc *subConn, msg any) {
 	switch m := msg.(type) {
 	case *redis.Message:
 		if m.Channel == invalidateChannel {
-			if sc.track != nil {
-				if m.Payload != "" {
-					sc.track.invalidated([]string{m.Payload})
-				}
-				sc.track.invalidated(m.PayloadSlice)
+			if sc.track != nil { // one key in Payload, or several in PayloadSlice
+				sc.track.invalidated(m.Payload)
+				sc.track.invalidated(m.PayloadSlice...)
 			}
 			return
 		}
@@ -619,9 +623,9 @@ func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
 		if e == nil {
 			return nil // its slot moved on already
 		}
-		return l.moveSlotLocked(sc, e.slot, "", true, nil)
+		return l.moveSlotLocked(sc, e.slot, "", nil)
 	}
-	return l.failLocked(sc, "unsubscribed by the server", nil, true, nil)
+	return l.failLocked(sc, "unsubscribed by the server", nil, nil)
 }
 
 // monitorLoop checks the health of every connection each healthTick.
@@ -658,7 +662,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			}
 			switch {
 			case awaiting != 0 && time.Duration(now-awaiting) > limit:
-				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, true, woken)
+				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, woken)
 			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > pingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.

@@ -48,14 +48,12 @@
 //
 // # What it owns
 //
-// Every Waiter (pooled: Leave takes it back), the pub/sub connections (one,
-// or with sharded pub/sub on a cluster one per master: route.go) and their
-// goroutines (a writer and a reader each, a key tracker beside each one
-// but a classic cluster subscription's, one health monitor, and on a
-// cluster the router that places channels on their master's connection),
-// the timers that unsubscribe a channel a while after its last waiter
-// left, and go-redis clients of its own built from the caller's options
-// (for a single server one, for a cluster with sharded pub/sub one per
-// master: track.go), closed by Close. The caller's client is only read
-// from.
+// Every Waiter (pooled: Leave takes it back); the pub/sub connections
+// (one, or with sharded pub/sub on a cluster one per master: route.go) and
+// their goroutines (a writer, a reader and, where tracking works, a key
+// tracker each; one health monitor; on such a cluster the router that
+// places channels on their master's connection); the timers that
+// unsubscribe a channel a while after its last waiter left; and the
+// go-redis clients it builds from the caller's options (track.go). Close
+// ends them all. The caller's client is only read from.
 package hub

@@ -78,7 +78,6 @@ type Hub struct {
 	aliases map[string]*entry
 	waiters sync.Pool // of *Waiter, reset
 
-	log *slog.Logger
 	// links are the hub's pub/sub connections, their placement on a
 	// cluster's masters and its clients of them (conn.go, route.go,
 	// track.go): what subscribes the channels of the table above.
@@ -110,7 +109,7 @@ type entry struct {
 	readyGen uint64
 	linger   *time.Timer // pending unsubscribe once no one waits
 	// inflight counts the waiters that were woken and have not finished
-	// the try that followed: a hand-off in flight (see Hub).
+	// the try that followed: a hand-off in flight (FIFO in the package doc).
 	inflight int
 	// handOffs counts the local hand-offs since the last unlock message
 	// (offer.go).
@@ -190,33 +189,25 @@ const (
 
 // New returns a hub. It connects only when a waiter first joins.
 func New(cfg Config) *Hub {
-	h := &Hub{
-		seed:    maphash.MakeSeed(),
-		aliases: make(map[string]*entry),
-		log:     cfg.Log,
-	}
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	h.links = links{
-		hub:       h,
-		log:       h.log,
-		conns:     make(map[string]*subConn),
-		failures:  make(map[string]failure),
-		routeKick: make(chan struct{}, 1),
-		failed:    cfg.Failed,
-		sharded:   cfg.Sharded,
-	}
+	h := &Hub{seed: maphash.MakeSeed(), aliases: make(map[string]*entry)}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*entry)
 	}
-	h.links.init(cfg.Client)
+	h.links.init(h, cfg)
 	h.waiters.New = func() any { return &Waiter{c: make(chan struct{}, 1)} }
 	return h
 }
 
 func (h *Hub) shard(channel string) *shard {
 	return &h.shards[maphash.String(h.seed, channel)%nShards]
+}
+
+// lock locks channel's shard and returns it with channel's entry (nil:
+// none); the caller unlocks sh.mu.
+func (h *Hub) lock(channel string) (sh *shard, e *entry) {
+	sh = h.shard(channel)
+	sh.mu.Lock()
+	return sh, sh.entries[channel]
 }
 
 // Active reports whether any channel is subscribed or being subscribed:
@@ -238,13 +229,11 @@ func (h *Hub) release(w *Waiter) {
 // channel's subscription is confirmed: a wake-up published during that try
 // then reaches it, so it need not try a second time after joining. With
 // fifo, a newcomer that finds a hand-off in flight, or other waiters, is
-// deferred: it should wait on C before trying (see Hub, InFlight and
-// Undefer). w is nil when the channel is not subscribed yet (the caller
-// tries, then joins).
+// deferred: it should wait on C before trying (FIFO in the package doc;
+// InFlight, Undefer). w is nil when the channel is not subscribed yet (the
+// caller tries, then joins).
 func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	e := sh.entries[channel]
+	sh, e := h.lock(channel)
 	if h.closed.Load() || e == nil || !e.ready() {
 		sh.mu.Unlock()
 		return nil, false
@@ -295,13 +284,11 @@ type Sub struct {
 // try may have gone to nobody, and the caller tries again at once;
 // otherwise the confirmation wakes it. w is nil after Close.
 func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
 	if h.closed.Load() {
 		return nil, false
 	}
-	e := sh.entries[channel]
 	if e == nil {
 		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
 		if h.links.byNode {
@@ -328,10 +315,8 @@ func (h *Hub) Subscribed(channel string, grants bool) bool {
 	if !h.Active() {
 		return false
 	}
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
-	e := sh.entries[channel]
 	return e != nil && e.ready() && (!grants || e.also != "")
 }
 
@@ -456,9 +441,7 @@ func (h *Hub) expire(e *entry) {
 
 // deliver handles a message published on channel.
 func (h *Hub) deliver(channel, payload string) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	e := sh.entries[channel]
+	sh, e := h.lock(channel)
 	if e == nil {
 		sh.mu.Unlock()
 		h.deliverGrant(channel, payload) // a companion channel's, if any
@@ -605,10 +588,8 @@ func wakeAll(e *entry) {
 // that cannot be offered the lock either: a probe for tests, which wait
 // for it before they release.
 func (h *Hub) Idle(channel string, parkedOnly bool) int {
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
-	e := sh.entries[channel]
 	if e == nil || !e.ready() {
 		return 0
 	}

@@ -65,10 +65,8 @@ func (h *Hub) Grantee(w *Waiter, grantee func() (field string, px any)) bool {
 // longest waiting one without a wake-up pending, if it is parked and
 // grantable. When there is none (!o.Made()) the release publishes.
 func (h *Hub) Offer(channel string) (o Offer) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
-	e := sh.entries[channel]
 	o.Known = e != nil
 	if h.closed.Load() || e == nil || !e.ready() || e.handOffs >= HandoffStreak {
 		return o
@@ -165,19 +163,15 @@ func (h *Hub) Unpark(w *Waiter) (state OfferState, marker string, sent time.Time
 // that slept without a try (behind this client's own, see Undefer) try
 // now; otherwise they do on their next wake-up.
 func (h *Hub) Remote(channel string, held bool) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
+	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
-	if e := sh.entries[channel]; e != nil {
+	if e != nil {
 		remoteLocked(e, held)
 	}
 }
 
 // remoteLocked: see Remote. e.sh.mu is held.
 func remoteLocked(e *entry, held bool) {
-	if e.remote && !held {
-		return
-	}
 	e.remote = true
 	if !held {
 		return

@@ -17,9 +17,7 @@ func memHub(t *testing.T) *Hub {
 }
 
 func confirm(h *Hub, channel string) {
-	sh := h.shard(channel)
-	sh.mu.Lock()
-	e := sh.entries[channel]
+	sh, e := h.lock(channel)
 	sh.mu.Unlock()
 	h.confirmed(e, e.gen.Add(1))
 }

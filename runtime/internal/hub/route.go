@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,29 +15,22 @@ import (
 // Sharded pub/sub on a Redis Cluster: one connection per master.
 //
 // A shard channel lives on the master of its slot, and one connection may
-// carry shard channels of any number of slots as long as its node serves
-// them; only one SSUBSCRIBE may not name channels of two slots (CROSSSLOT).
-// The hub sends one channel per SSUBSCRIBE anyway, so it keeps a single
-// connection per master, whatever the number of slots waited on: a Client
-// waiting on locks in every slot of a 3-master cluster holds 3 pub/sub
-// connections, not one per slot (docs/scale-out.md has the budget).
-//
-// One, not a pool: the node serves the connection's commands one at a
-// time whatever their number, a message costs the reader a shard's mutex
-// and no I/O, and a lock's wake-ups cannot overtake each other when
-// they share a connection. A pool would add dials, pings and a choice of
-// connection per slot for no throughput the node could deliver.
+// carry shard channels of any number of slots its node serves; only one
+// SSUBSCRIBE may not name channels of two slots (CROSSSLOT). So the hub
+// keeps a single connection per master however many slots are waited on
+// (docs/scale-out.md has the budget), and not a pool: the node serves a
+// connection's commands one at a time anyway, a message costs the reader a
+// shard's mutex and no I/O, and a lock's wake-ups cannot overtake each
+// other on one connection.
 //
 // The connection is a go-redis PubSub of a client of the hub's own for
-// that master (a RESP2 copy of the options of the cluster's client of it,
-// ClusterClient.MasterForKey, which also gives the master's key tracking
-// connection: track.go), not of the ClusterClient: the latter's
-// PubSub picks its node once, from the first channel, and both, after a
-// reconnect of their own, send every channel in one SSUBSCRIBE, which a
-// cluster refuses when they span slots. The hub never relies on that
-// reconnect: any error on a connection drops it and its channels are
-// subscribed again one by one (conn.go), each on the connection of its
-// slot's master as the slot map then says.
+// that master (nodeClientLocked, track.go), not of the ClusterClient: the
+// latter's PubSub picks its node once, from the first channel, and both,
+// after a reconnect of their own, send every channel in one SSUBSCRIBE,
+// which a cluster refuses when they span slots. The hub never relies on
+// that reconnect: any error drops the connection and its channels are
+// subscribed again one by one (conn.go), each on its slot's master as the
+// slot map then says.
 //
 // Placement. Which master serves a slot is read from the ClusterClient's
 // slot map, which may have to be loaded, so it is not looked up under
@@ -44,19 +38,18 @@ import (
 // goroutine places it. Its waiters are not ready meanwhile (no
 // confirmation), as for any subscribe in flight.
 //
-// Moved slots. When a slot leaves a master (a migration's CLUSTER SETSLOT
-// … NODE, or a failover), the master unsubscribes every client from the
-// slot's shard channels (sunsubscribe notices the hub did not ask for);
-// a subscribe the map sent to the old master is refused with MOVED <slot>
-// <new master>. Either way every channel of that slot on the connection
-// is placed again, and the other slots' stay where they are. The router
-// has the slot map re-read and waits (mapWait at most) for it to show the
-// move before it places them: a map re-read just before the move would
-// send them back to the old master. A server-dropped channel's waiters
-// are woken at once (a release on the new master meanwhile published to
-// no one), and again by the new subscription's confirmation, as after any
-// reconnect. A master that dies is a failed connection (conn.go): its
-// channels are placed again once Config.Failed has had the map re-read.
+// Moved slots. When a slot leaves a master (a migration or a failover),
+// the master unsubscribes every client from the slot's shard channels
+// (sunsubscribe notices the hub did not ask for), and a subscribe sent to
+// the old master is refused with MOVED <slot> <new master>. Either way
+// every channel of that slot on the connection is placed again; the other
+// slots' stay. The router has the slot map re-read and waits (mapWait at
+// most) for it to show the move: a map re-read just before the move would
+// send them back to the old master. A server-dropped channel's waiters are
+// woken at once (a release on the new master meanwhile published to no
+// one), and again by the new subscription's confirmation. A master that
+// dies is a failed connection (conn.go): its channels are placed again
+// once Config.Failed has had the map re-read.
 
 // mapWait bounds how long a channel whose slot moved waits for the slot
 // map to show the move before it is placed where the map says anyway (a
@@ -114,10 +107,10 @@ func (l *links) placeLocked(p placement) {
 }
 
 // moveSlotLocked takes every channel of slot off sc and queues it to be
-// placed where the slot went (to, when a MOVED reply said so). With wake
-// it appends their entries to woken. sc is closed if it carries nothing
-// else. l.mu is held.
-func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woken []*entry) []*entry {
+// placed where the slot went (to, when a MOVED reply said so), appending
+// their entries to woken. sc is closed if it carries nothing else. l.mu is
+// held.
+func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry) []*entry {
 	if sc.dead || l.connClosed {
 		return woken
 	}
@@ -133,9 +126,7 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woke
 			sc.track.unwatch(e) // watched again where it goes
 		}
 		l.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
-		if wake {
-			woken = append(woken, e)
-		}
+		woken = append(woken, e)
 		n++
 	}
 	// An unsubscribe of the slot's channels gets a MOVED reply now, or
@@ -154,15 +145,25 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, wake bool, woke
 	return woken
 }
 
-// moved handles a MOVED reply read on sc: a subscribe sent for slot,
-// which to serves now.
-func (l *links) moved(sc *subConn, slot int, to string) {
-	if !sc.hear() {
+// A slotMove is a cluster slot and the master a MOVED reply named for it.
+type slotMove struct {
+	slot int
+	to   string
+}
+
+// slotsMoved places the channels of the slots a MOVED reply found gone
+// from sc's master (to a subscribe, or to a tracking read) on their new
+// master; the new subscriptions' confirmations wake their waiters, and
+// their keys are watched there.
+func (l *links) slotsMoved(sc *subConn, moves ...slotMove) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.byNode {
 		return
 	}
-	l.mu.Lock()
-	l.moveSlotLocked(sc, slot, to, false, nil)
-	l.mu.Unlock()
+	for _, m := range moves {
+		l.moveSlotLocked(sc, m.slot, m.to, nil)
+	}
 }
 
 // movedSlot reads a MOVED reply: the slot and the node that serves it.
@@ -272,21 +273,9 @@ func (l *links) attach(todo []placement, placed []placedOn) []placement {
 		if !p.e.placing || l.connClosed {
 			continue // unsubscribed meanwhile
 		}
-		sc := l.conns[p.addr]
-		if sc == nil {
-			sc = l.newConnLocked(p.addr, l.nodeClientLocked(p.addr, p.node))
-		}
-		sc.addLocked(p.e)
+		l.connLocked(p.addr, l.nodeClientLocked(p.addr, p.node)).addLocked(p.e)
 	}
-	n := 0
-	for _, p := range todo {
-		if p.e.placing && !l.connClosed {
-			todo[n] = p
-			n++
-		}
-	}
-	clear(todo[n:])
-	return todo[:n]
+	return slices.DeleteFunc(todo, func(p placement) bool { return !p.e.placing || l.connClosed })
 }
 
 // placedOn is a channel and the master it goes to.

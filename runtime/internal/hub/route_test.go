@@ -31,14 +31,7 @@ func TestShardedSubscriptionFollowsMovedReply(t *testing.T) {
 	if _, err := cc.MasterForKey(ctx, channel); err != nil {
 		t.Fatal(err)
 	}
-	src := cl.MasterForKey(channel)
-	var dst *redistest.Server
-	for _, m := range cl.Masters() {
-		if m != src {
-			dst = m
-			break
-		}
-	}
+	dst := otherMaster(cl, channel)
 	cl.MigrateSlot(t, scripts.KeySlot(channel), dst)
 
 	var log logBuffer
@@ -71,6 +64,17 @@ func TestShardedSubscriptionFollowsMovedReply(t *testing.T) {
 	h.Leave(w, true)
 }
 
+// otherMaster returns a master of cl that does not serve key.
+func otherMaster(cl *redistest.Cluster, key string) *redistest.Server {
+	src := cl.MasterForKey(key)
+	for _, m := range cl.Masters() {
+		if m != src {
+			return m
+		}
+	}
+	return nil
+}
+
 type logBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -96,14 +100,7 @@ func TestTrackingReadOfAMovedKeyReportsItsSlot(t *testing.T) {
 	ctx := context.Background()
 	const key = "tracked:{elsewhere}"
 	owner := cl.MasterForKey(key)
-	var other *redistest.Server
-	for _, m := range cl.Masters() {
-		if m != owner {
-			other = m
-			break
-		}
-	}
-	conn := other.Client(t).Conn()
+	conn := otherMaster(cl, key).Client(t).Conn()
 	t.Cleanup(func() { _ = conn.Close() })
 	tr := newTracker()
 	e := &entry{name: "redisson_lock__channel:{elsewhere}", key: key, sh: &shard{entries: map[string]*entry{}}}

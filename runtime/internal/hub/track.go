@@ -30,30 +30,27 @@ import (
 //     client (every reader with it, as a write unlock would).
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
-// that EXISTS, so no deletion is missed. While a lock changes hands, its
-// unlock messages wake its waiters and the key is not read at all: it is
-// read once no message came for trackQuiet, which is also how much later a
-// deletion is seen. A quiet lock costs one EXISTS per change (a renewal),
-// not one per waiter; one wake-up per key, not per waiter, keeps a fair
-// lock's queue (a channel per waiter) from a herd: each client wakes its
-// longest waiter, and the queue's head is one of them. FLUSHALL sends an
-// invalidation without keys, which go-redis cannot parse: the connection is
-// replaced, and its new subscriptions wake every waiter. Tracking needs the
-// hub's own client (a copy of the caller's options speaking RESP2, whose
-// OnConnect reads each pub/sub connection's id).
+// that EXISTS, so no deletion is missed. While a lock changes hands its
+// unlock messages wake its waiters and the key is not read at all; a
+// deletion is seen trackQuiet after the last message. A quiet lock costs
+// one EXISTS per change (a renewal), not one per waiter; and one wake-up
+// per key, not per waiter, keeps a fair lock's queue (a channel per
+// waiter) from a herd: each client wakes its longest waiter, and the
+// queue's head is one of them. FLUSHALL sends an invalidation without
+// keys, which go-redis cannot parse: the connection is replaced, and its
+// new subscriptions wake every waiter. Tracking needs a client of the
+// hub's own (ownClient).
 //
 // On Redis Cluster with sharded pub/sub the hub has such a client per
-// master (a copy of the cluster's options for that node:
-// nodeClientLocked), and each master's pub/sub connection (route.go) its
-// tracking connection to that master: a lock's key is watched on the
-// master that serves its slot, where its channel is, and its watch moves
-// with the channel when the slot moves (moveSlotLocked). A key read on the
-// old master after the move is answered MOVED: its slot's channels are
-// placed again, as when the server drops them. One tracking connection
-// per master, whatever the number of slots, as for pub/sub.
+// master, and each master's pub/sub connection (route.go) one tracking
+// connection to that master, whatever the number of slots: a lock's key
+// is watched where its channel is, and the watch moves with the channel
+// when the slot moves (moveSlotLocked). A key read on the old master after
+// the move is answered MOVED: its slot's channels are placed again, as
+// when the server drops them.
 //
 // Tracking is off, and waiters wake on unlock messages and the holder's
-// TTL as before, for Sentinel failover clients (their options cannot be
+// TTL alone, for Sentinel failover clients (their options cannot be
 // copied), where the server refuses CLIENT ID or CLIENT TRACKING (an ACL),
 // and on Redis Cluster with classic pub/sub (one connection, on one node,
 // for every slot's channel).
@@ -71,21 +68,17 @@ const trackQuiet = 20 * time.Millisecond
 // before it is pinged (it also keeps a server's idle timeout away).
 const trackPingIdle = 500 * time.Millisecond
 
+// subConnKey, as a dial's ctx value, is the subConn it dials for
+// (recordClientID).
 type subConnKey struct{}
 
 // subClient returns the client the hub subscribes with and whether key
-// tracking works with it: for a single server, a copy of rdb's options
-// speaking RESP2 (the invalidations come as pub/sub messages) whose
-// OnConnect records the CLIENT ID of each pub/sub connection; otherwise
-// rdb itself.
+// tracking works with it: for a single server the hub's own (ownClient);
+// for a cluster (whose masters get their own: nodeClientLocked) or a
+// Sentinel failover client (whose options cannot be copied), rdb itself.
 func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
-	switch r := rdb.(type) {
-	case *redis.Client:
-		o := r.Options()
-		if o.Addr == "FailoverClient" {
-			return rdb, nil, false
-		}
-		c := ownClient(o)
+	if r, ok := rdb.(*redis.Client); ok && r.Options().Addr != "FailoverClient" {
+		c := ownClient(r.Options())
 		return c, c.Close, true
 	}
 	return rdb, nil, false
@@ -185,8 +178,8 @@ func (t *tracker) unwatch(e *entry) {
 	t.watched[e.key] = es
 }
 
-// invalidated handles an invalidation of keys.
-func (t *tracker) invalidated(keys []string) {
+// invalidated handles an invalidation of keys ("" is never watched).
+func (t *tracker) invalidated(keys ...string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, k := range keys {
@@ -250,7 +243,8 @@ func (t *tracker) gone(key string, into []*entry) []*entry {
 // one when a tracking client goes away (CLIENT KILL, a server timeout, a
 // dropped NAT entry), and its invalidations would just stop. So it is
 // pinged after trackPingIdle without I/O, and a failed read or ping
-// replaces sc (and with it this connection), waking every waiter.
+// replaces sc (and with it this connection), waking every waiter: the
+// invalidations it should have caused may be lost.
 func (sc *subConn) trackLoop() {
 	l := sc.l
 	defer l.wg.Done()
@@ -259,10 +253,7 @@ func (sc *subConn) trackLoop() {
 		l.log.Debug("key tracking off: CLIENT ID was refused or not read", "node", sc.node)
 		return
 	}
-	conn := sc.trackingConn()
-	if conn == nil {
-		return
-	}
+	conn := sc.client.Conn() // sc.track is set only with sc.client
 	// The tracking connection's I/O ends with sc, but its ctx does not say
 	// it is for sc: its dial must not record its id as sc's.
 	tctx, stop := context.WithCancel(context.Background())
@@ -281,20 +272,22 @@ func (sc *subConn) trackLoop() {
 	ctx, cancel := context.WithTimeout(tctx, connectTimeout)
 	err := conn.Do(ctx, "client", "tracking", "on", "redirect", strconv.FormatInt(id, 10)).Err()
 	cancel()
-	switch {
-	case scripts.IsReply(err):
+	if scripts.IsReply(err) {
 		l.log.Debug("key tracking off: CLIENT TRACKING refused", "node", sc.node, "err", err)
-	case err != nil:
-		sc.trackFailed(err)
-	default:
-		sc.trackKeys(tctx, conn)
+		return
+	}
+	if err == nil {
+		err = sc.trackKeys(tctx, conn)
+	}
+	if err != nil {
+		sc.fail("key tracking connection failed", err, true)
 	}
 }
 
 // trackKeys reads the keys due on conn, whose tracking is on, until sc is
-// dropped or conn fails; it pings conn when it goes trackPingIdle without
-// I/O.
-func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) {
+// dropped (nil) or conn fails; it pings conn when it goes trackPingIdle
+// without I/O.
+func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 	t := sc.track
 	var r keyReader
 	gather := time.NewTimer(time.Hour)
@@ -316,30 +309,28 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) {
 			err := conn.Ping(ctx).Err()
 			cancel()
 			if err != nil {
-				sc.trackFailed(err)
-				return
+				return err
 			}
 			used = time.Now()
 			continue
 		case <-sc.done:
-			return
+			return nil
 		}
 		gather.Reset(trackQuiet)
 		select {
 		case <-gather.C:
 		case <-sc.done:
-			return
+			return nil
 		}
 		read, putOff, err := r.read(tctx, t, conn)
 		if putOff {
 			later.Reset(trackQuiet)
 		}
 		if err != nil {
-			sc.trackFailed(err)
-			return
+			return err
 		}
 		if len(r.moved) > 0 {
-			sc.slotsMoved(r.moved)
+			sc.l.slotsMoved(sc, r.moved...)
 		}
 		if read {
 			used = time.Now()
@@ -355,12 +346,6 @@ type keyReader struct {
 	// moved are the slots (and where to) of keys a cluster master answered
 	// MOVED for: they moved away from it.
 	moved []slotMove
-}
-
-// A slotMove is a cluster slot and the master a MOVED reply named for it.
-type slotMove struct {
-	slot int
-	to   string
 }
 
 // read reads the keys due on conn, but those whose locks are busy (put
@@ -411,44 +396,4 @@ func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (re
 	wakeEntries(r.woken, true)
 	clear(r.cmds)
 	return true, putOff, nil
-}
-
-// slotsMoved places the channels of slots that a tracking read found gone
-// from sc's master on their new master, as a MOVED reply to a subscribe
-// does (route.go); the new subscriptions' confirmations wake their
-// waiters, and the keys are read there.
-func (sc *subConn) slotsMoved(moves []slotMove) {
-	l := sc.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.byNode {
-		return
-	}
-	for _, m := range moves {
-		l.moveSlotLocked(sc, m.slot, m.to, false, nil)
-	}
-}
-
-// trackFailed replaces sc after its tracking connection failed: the
-// invalidations it should have caused may be lost, so every waiter of sc
-// tries again.
-func (sc *subConn) trackFailed(err error) {
-	select {
-	case <-sc.done:
-		return // dropped already: that is why the I/O failed
-	default:
-	}
-	l := sc.l
-	l.mu.Lock()
-	woken := l.failLocked(sc, "key tracking connection failed", err, true, nil)
-	l.mu.Unlock()
-	wakeEntries(woken, false)
-}
-
-// trackingConn returns a connection to sc's server for tracking, or nil.
-func (sc *subConn) trackingConn() *redis.Conn {
-	if sc.client != nil {
-		return sc.client.Conn()
-	}
-	return nil
 }

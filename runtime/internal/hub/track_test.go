@@ -22,7 +22,7 @@ func TestTrackerReadsQuietKeysAndPutsOffBusyOnes(t *testing.T) {
 	if keys, _ := tr.dueKeys(nil, now+int64(trackQuiet)); !slices.Equal(keys, []string{"b"}) {
 		t.Fatalf("due %v: the busy key is due once its lock was quiet for trackQuiet", keys)
 	}
-	tr.invalidated([]string{"q", "unwatched"})
+	tr.invalidated("q", "unwatched")
 	if keys, _ := tr.dueKeys(nil, now); !slices.Equal(keys, []string{"q"}) {
 		t.Fatalf("due %v: an invalidation makes a watched key due, and only a watched one", keys)
 	}
@@ -30,7 +30,7 @@ func TestTrackerReadsQuietKeysAndPutsOffBusyOnes(t *testing.T) {
 		t.Fatal("a gone key wakes its entry")
 	}
 	tr.unwatch(quiet)
-	tr.invalidated([]string{"q"})
+	tr.invalidated("q")
 	if keys, _ := tr.dueKeys(nil, now); len(keys) != 0 || tr.gone("q", nil) != nil {
 		t.Fatal("an unwatched key is read no more")
 	}

@@ -13,18 +13,18 @@ import (
 //
 // go-redis honours a ctx while it waits for a pool connection, dials, and
 // between its retries, but on a socket read only when the client was built
-// with ContextTimeoutEnabled: with go-redis' default options it reads with
-// ReadTimeout alone (3 s), so a call stuck on a connection to a server
-// that stopped answering (a blackhole, a paused server) outlives its
-// deadline by that much. On such a client a call whose ctx has a deadline
-// runs on a goroutine of its own, and its caller stops waiting at the
-// ctx's deadline (or at its call's bound, if later; a cancellation before then is
-// not a bound, and is waited out): the call is abandoned, not cancelled. It goes on to its reply or to its read's timeout (go-redis
-// resends nothing then: its ctx is done before its retry's pause ends),
-// and the caller decides (Pending.Then) what is done with that outcome
-// when it comes. A late reply is a real one: what the call took is taken,
-// and only its caller knows how to give it back. A caller that does not
-// look (Abandoned) sees a reply lost in transit.
+// with ContextTimeoutEnabled: with default options it reads with
+// ReadTimeout alone (3 s), so a call stuck on a server that stopped
+// answering (a blackhole, a paused server) outlives its deadline by that
+// much. On such a client a call whose ctx has a deadline runs on a
+// goroutine of its own, and its caller stops waiting at the ctx's deadline
+// (or at its call's bound, if later; a cancellation before then is waited
+// out): the call is abandoned, not cancelled. It goes on to its reply or
+// its read's timeout (go-redis resends nothing then: its ctx is done
+// before its retry's pause ends), and the caller decides (Pending.Then)
+// what is done with that outcome. A late reply is a real one: what the
+// call took is taken, and only its caller knows how to give it back. A
+// caller that does not look (Abandoned) sees a reply lost in transit.
 //
 // A client that honours deadlines (ContextTimeoutEnabled, the watchdog's
 // own client) runs every call inline: no goroutine, no allocation.
@@ -103,11 +103,11 @@ func aside(ctx context.Context, rdb Runner) bool {
 // callBound, as a ctx value (a time.Time: WithCallBound), is when the
 // call a command is part of must return (a waiter's try: package await).
 // Detached work within it (settling a lost reply, leaving a queue) ends
-// there too (package runtime's calls). A command whose ctx ends before that (cancelled,
-// or at the deadline of a hold's ctx that ended meanwhile) is abandoned
-// only then: a reply on its way is worth having, as a client that waits
-// for its reads would have it; abandoned, its outcome is unknown, and the
-// caller may have to settle it.
+// there too (package calls). A command whose ctx ends before that
+// (cancelled, or at the deadline of a hold's ctx that ended meanwhile) is
+// abandoned only then: a reply on its way is worth having, as a client
+// that waits for its reads would have it; abandoned, its outcome is
+// unknown, and the caller may have to settle it.
 type callBound struct{}
 
 // WithCallBound returns ctx carrying by as the bound of the call its
@@ -139,11 +139,10 @@ func patience(ctx context.Context) time.Time {
 type call struct {
 	ctx     context.Context
 	rdb     Runner
-	sc      Script
+	sc      Script // zero: args is a plain command (Do)
 	numKeys int
 	args    []any
 	once    bool // sc.run's
-	plain   bool // args is a plain command (Do), not a script's
 
 	mu        sync.Mutex
 	cmd       *redis.Cmd
@@ -153,12 +152,13 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// runAside runs sc (or, plain, the command args) on a goroutine and
-// returns its outcome, or an abandoned call's error if ctx ends first.
-// The goroutine keeps args: the caller must not reuse them.
-func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []any, once, plain bool) *redis.Cmd {
+// runAside runs sc (zero: the plain command args) on a goroutine and
+// returns its outcome, or an abandoned call's error once ctx ended and its
+// patience ran out. The goroutine keeps args: the caller must not reuse
+// them.
+func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []any, once bool) *redis.Cmd {
 	c := callPool.Get().(*call)
-	c.ctx, c.rdb, c.sc, c.numKeys, c.args, c.once, c.plain = ctx, rdb, sc, numKeys, args, once, plain
+	c.ctx, c.rdb, c.sc, c.numKeys, c.args, c.once = ctx, rdb, sc, numKeys, args, once
 	go c.run()
 	select {
 	case <-c.done:
@@ -190,7 +190,7 @@ func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []an
 
 func (c *call) run() {
 	var cmd *redis.Cmd
-	if c.plain {
+	if c.sc.s == nil {
 		cmd = redis.NewCmd(c.ctx, c.args...)
 		_ = c.rdb.Process(c.ctx, cmd)
 	} else {
@@ -220,7 +220,7 @@ func (c *call) recycle() *redis.Cmd {
 // the caller asks for it (Abandoned).
 func Do(ctx context.Context, rdb Runner, args ...any) *redis.Cmd {
 	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, Script{}, 0, args, false, true)
+		return runAside(ctx, rdb, Script{}, 0, args, false)
 	}
 	cmd := redis.NewCmd(ctx, args...)
 	_ = rdb.Process(ctx, cmd)

@@ -45,7 +45,7 @@ type Runner interface {
 // stay with the call, so the caller must not reuse them.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, sc, numKeys, args, false, false)
+		return runAside(ctx, rdb, sc, numKeys, args, false)
 	}
 	return sc.run(ctx, rdb, numKeys, args, false)
 }
@@ -60,14 +60,14 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 // as Run does.
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, sc, numKeys, args, true, false)
+		return runAside(ctx, rdb, sc, numKeys, args, true)
 	}
 	return sc.run(ctx, rdb, numKeys, args, true)
 }
 
 func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
 	cmd := sc.evalsha(ctx, rdb, numKeys, args, once)
-	if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+	if !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		return cmd
 	}
 	if err := sc.load(ctx, rdb, numKeys, args); err != nil && !IsReply(err) {
@@ -75,14 +75,15 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 		return cmd
 	} else if err == nil {
 		cmd = sc.evalsha(ctx, rdb, numKeys, args, once)
-		if err := cmd.Err(); err == nil || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 			return cmd
 		}
 	}
+	var eval redis.Scripter = rdb
 	if once {
-		return sc.Eval(ctx, onceEval{rdb}, numKeys, args)
+		eval = onceEval{rdb}
 	}
-	return sc.Eval(ctx, rdb, numKeys, args)
+	return sc.Eval(ctx, eval, numKeys, args)
 }
 
 // onceCmd is a command go-redis sends at most once: its retry loops (the
@@ -103,11 +104,11 @@ func (sc Script) load(ctx context.Context, rdb Runner, numKeys int, args []any) 
 	if cc, ok := rdb.(*redis.ClusterClient); ok && numKeys > 0 {
 		if key, ok := args[Header].(string); ok {
 			if node, err := cc.MasterForKey(ctx, key); err == nil {
-				return sc.s.Load(ctx, node).Err()
+				return sc.Load(ctx, node)
 			}
 		}
 	}
-	return sc.s.Load(ctx, rdb).Err()
+	return sc.Load(ctx, rdb)
 }
 
 // Load puts the script in the server's script cache.
