@@ -6,31 +6,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Late replies.
-//
-// On a go-redis client that does not honour a ctx's deadline on socket
-// reads (default options), a call that has not had its reply by its
-// deadline is abandoned (scripts.Abandoned): its caller returns on time,
-// and the command goes on to its reply. On a server that is only slow,
-// the reply comes, and it is real: an acquire may have taken the lock for
-// an owner whose caller was told it did not. Handing that to settlement
-// would leave a request marker for each such call and turn every slow
-// reply into an unknown outcome, so the call resolves its own outcome from
-// what actually happened: what it took is given back, a waiter it queued
-// withdrawn. Only a call whose reply never comes (its connection failed)
-// is settled like any lost reply, with its request marker. Until the
-// outcome comes, the registry counts the call late (holds.Registry.Abandon):
-// the owner's next call waits for it before it re-reads the count.
-
-// replied reports whether a call that failed with err (or succeeded) had
-// its outcome decided in Redis: it has a reply, or it provably never left.
-func replied(err error) bool {
-	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
-}
+// Late replies of the other kinds' calls abandoned at their deadline
+// (see mutex.Replied for why a late reply resolves its own outcome).
 
 // resolveLate takes over a Semaphore's acquire attempt that its caller
 // abandoned. Permits the late reply says it took are given back; when no
@@ -40,15 +22,15 @@ func replied(err error) bool {
 func (s *Semaphore) resolveLate(p *scripts.Pending, a lockArgs, marker string) {
 	c := s.c
 	p.Then(func(cmd *redis.Cmd) {
-		if ttl, err := cmd.Int64(); replied(err) && (err != nil || ttl != 0) {
+		if ttl, err := cmd.Int64(); mutex.Replied(err) && (err != nil || ttl != 0) {
 			return // not taken
 		}
-		c.settler.Add(settle.Job{
+		c.env.Settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
-				_, err := s.releaseOnce(ctx, c.renewal, a, marker)
+				_, err := s.releaseOnce(ctx, c.env.Renewal, a, marker)
 				return err == nil
 			},
-			Until: time.Now().Add(giveBackFor(c.opts.WatchdogTimeout)),
+			Until: time.Now().Add(c.env.GiveBackFor()),
 		})
 	})
 }
@@ -64,23 +46,23 @@ func (p *PlainSemaphore) resolveLate(pd *scripts.Pending, n int) {
 	pd.Then(func(cmd *redis.Cmd) {
 		took, err := cmd.Int64()
 		switch {
-		case !replied(err):
-			c.warn("an acquire abandoned at its deadline had no reply: its permits may be taken", "semaphore", p.name, "key", p.key, "permits", n)
+		case !mutex.Replied(err):
+			c.env.Warn("an acquire abandoned at its deadline had no reply: its permits may be taken", "semaphore", p.name, "key", p.key, "permits", n)
 			return
 		case err != nil || took != 1:
 			return
 		}
-		c.settler.Add(settle.Job{
+		c.env.Settler.Add(settle.Job{
 			// Sent once, as every change of the count (a resend could add
 			// the permits twice): tried again only when it never left.
 			Try: func(ctx context.Context) bool {
-				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.renewal, 2, []any{3: p.key, p.channel, n, c.publish}).Err()
+				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.env.Renewal, 2, []any{3: p.key, p.channel, n, c.env.Publish}).Err()
 				if err != nil && !scripts.NotSent(err) && !scripts.IsReply(err) {
-					c.warn("giving back the permits of an abandoned acquire failed: Redis did not answer", "semaphore", p.name, "key", p.key, "permits", n)
+					c.env.Warn("giving back the permits of an abandoned acquire failed: Redis did not answer", "semaphore", p.name, "key", p.key, "permits", n)
 				}
 				return !scripts.NotSent(err)
 			},
-			Until: time.Now().Add(giveBackFor(c.opts.WatchdogTimeout)),
+			Until: time.Now().Add(c.env.GiveBackFor()),
 		})
 	})
 }
@@ -97,26 +79,25 @@ func (l *MultiLock) resolveLate(p *scripts.Pending, args []lockArgs, ids []holdI
 	c := l.c
 	gens := make([]uint64, len(ids))
 	for i, id := range ids {
-		gens[i] = c.reg.Abandon(id)
+		gens[i] = c.env.Reg.Abandon(id)
 	}
 	p.Then(func(cmd *redis.Cmd) {
 		defer func() {
 			for _, id := range ids {
-				c.reg.Landed(id)
+				c.env.Reg.Landed(id)
 			}
 		}()
-		settled := replied(cmd.Err())
-		c.settler.Add(settle.Job{
+		settled := mutex.Replied(cmd.Err())
+		c.env.Settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
 				if !settled {
-					at := attempt{via: c.renewal, marker: marker, count: count0}
-					if _, err := (reentrant{}).settle(ctx, l.members[0], args[0], at); err != nil {
+					if _, err := l.members[0].e.SettleRequest(ctx, c.env.Renewal, args[0], marker, count0); err != nil {
 						return false
 					}
 					settled = true
 				}
 				for i, m := range l.members {
-					if !m.settleOnce(ctx, ids[i], args[i], nil, gens[i]) {
+					if !m.e.SettleOnce(ctx, ids[i], args[i], gens[i]) {
 						return false
 					}
 				}
@@ -125,9 +106,9 @@ func (l *MultiLock) resolveLate(p *scripts.Pending, args []lockArgs, ids []holdI
 			Until: time.Now().Add(px),
 			Quit: func() {
 				for i, id := range ids {
-					_, _, _ = c.reg.Enter(context.Background(), id, 0)
-					c.reg.DropMark(id, gens[i])
-					c.reg.Exit(id)
+					_, _, _ = c.env.Reg.Enter(context.Background(), id, 0)
+					c.env.Reg.DropMark(id, gens[i])
+					c.env.Reg.Exit(id)
 				}
 			},
 		})

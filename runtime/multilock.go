@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -45,7 +46,7 @@ type MultiLock struct {
 func (l *MultiLock) Keys() []string {
 	keys := make([]string, len(l.members))
 	for i, m := range l.members {
-		keys[i] = m.key
+		keys[i] = m.Key()
 	}
 	return keys
 }
@@ -72,20 +73,20 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
 	for _, m := range l.members {
-		if err := m.validate(lease); err != nil {
+		if err := validate(m.Key(), lease); err != nil {
 			return nil, l.fail("acquire", err)
 		}
 	}
 	c := l.c
-	if hc := c.reg.Of(ctx); hc != nil {
-		owner = hc.Owner()
+	if c.env.Reg.Of(ctx) == nil {
+		owner = c.env.NewOwner()
+	} else {
 		for _, m := range l.members {
-			if err := m.k.check(m, hc, owner); err != nil {
+			var err error
+			if owner, err = m.e.Owner(ctx); err != nil { // a re-entry: checked per member
 				return nil, l.fail("acquire", err)
 			}
 		}
-	} else {
-		owner = c.newOwner()
 	}
 	if l.atomic {
 		return l.acquireAtomic(ctx, owner, wait, lease)
@@ -128,18 +129,18 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.c
 	mw := l.newMultiWait(owner, lease)
-	if err := c.waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
+	if err := c.env.Waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
 		return nil, l.fail("acquire", err)
 	}
-	defer c.reg.ExitAll(mw.ids)
+	defer c.env.Reg.ExitAll(mw.ids)
 	hctx := ctx
 	for i, m := range l.members {
-		h, err := addHold(c.reg, hctx, m.holdSpec(), mw.args[i], lease, mw.sent)
+		h, err := c.env.AddHold(hctx, m.e.Spec(), mw.args[i], lease, mw.sent)
 		if err != nil {
 			// Closed while acquiring: forget the members recorded so far
 			// and give every member back.
-			for hc := c.reg.Of(hctx); hc != nil && hc != c.reg.Of(ctx); hc = hc.Parent() {
-				_, _ = c.reg.Drop(hc.Acquisition())
+			for hc := c.env.Reg.Of(hctx); hc != nil && hc != c.env.Reg.Of(ctx); hc = hc.Parent() {
+				_, _ = c.env.Reg.Drop(hc.Acquisition())
 				hc.Acquisition().End(ErrClosed)
 			}
 			taken := make([]int, len(mw.counts))
@@ -170,50 +171,50 @@ func (l *MultiLock) newMultiWait(owner string, lease time.Duration) *multiWait {
 	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]lockArgs, len(l.members)),
 		ids: make([]holdID, len(l.members)), counts: make([]int, len(l.members))}
 	for i, m := range l.members {
-		w.args[i] = newLockArgs(m.key, owner, owner)
-		w.ids[i] = holdID{Key: m.key, Field: owner}
+		w.args[i] = holds.NewArgs(m.Key(), owner, owner)
+		w.ids[i] = holdID{Key: m.Key(), Field: owner}
 	}
 	return w
 }
 
-func (w *multiWait) WaitChannel() string { return lockChannel(w.l.members[w.blocking].key) }
-func (w *multiWait) WaitKey() string     { return w.l.members[w.blocking].key }
+func (w *multiWait) WaitChannel() string { return mutex.LockChannel(w.l.members[w.blocking].Key()) }
+func (w *multiWait) WaitKey() string     { return w.l.members[w.blocking].Key() }
 
 // try makes one attempt, in the owner's turn on every member (in key
 // order), kept on success until the holds are recorded, as
 // Mutex.tryAcquire does.
 func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
 	l, c := w.l, w.l.c
-	px, err := c.reg.EnterAll(ctx, w.ids, w.lease, w.counts)
+	px, err := c.env.Reg.EnterAll(ctx, w.ids, w.lease, w.counts)
 	if err != nil {
 		return false, 0, err
 	}
 	defer func() {
 		if !took {
-			c.reg.ExitAll(w.ids)
+			c.env.Reg.ExitAll(w.ids)
 		}
 	}()
 	for i, m := range l.members {
-		if err := m.reconcile(ctx, w.args[i]); err != nil {
+		if err := m.e.Reconcile(ctx, w.args[i]); err != nil {
 			return false, 0, err
 		}
 	}
 	w.sent = time.Now()
-	marker := requestMarker(l.members[0].key, c.newRequestID())
+	marker := mutex.RequestMarker(l.members[0].Key(), c.env.NewRequestID())
 	cmdArgs := make([]any, 3, 3+2*len(w.args)+4)
 	for _, a := range w.args {
 		cmdArgs = append(cmdArgs, a.Key)
 	}
-	cmdArgs = append(cmdArgs, marker, c.leaseArg(px), w.owner, c.markerTTL)
+	cmdArgs = append(cmdArgs, marker, c.env.LeaseArg(px), w.owner, c.env.MarkerTTL)
 	for _, n := range w.counts {
 		cmdArgs = append(cmdArgs, n)
 	}
-	res, err := scripts.MultiAcquire.Run(ctx, c.rdb, len(w.args)+1, cmdArgs).Int64Slice()
+	res, err := scripts.MultiAcquire.Run(ctx, c.env.RDB, len(w.args)+1, cmdArgs).Int64Slice()
 	switch {
 	case err == nil && res[0] == 0 && res[1] == 0:
 		return true, 0, nil
-	case err == nil && res[1] == replyHoldGone:
-		return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost, l.members[res[0]-1].key)
+	case err == nil && res[1] == mutex.ReplyHoldGone:
+		return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost, l.members[res[0]-1].Key())
 	case err == nil && res[0] > 0:
 		w.blocking = int(res[0]) - 1
 		return false, time.Duration(res[1]) * time.Millisecond, nil
@@ -228,10 +229,10 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	}
 	// The script takes all members or none: the first one's count tells
 	// (no other call of this owner on them runs meanwhile).
-	settled, serr := reentrant{}.settle(ctx, l.members[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
+	settled, serr := l.members[0].e.SettleRequest(ctx, nil, w.args[0], marker, w.counts[0])
 	if serr != nil {
 		for _, id := range w.ids {
-			markUnknown(c.reg, id, serr)
+			c.env.MarkUnknown(id, serr)
 		}
 		return false, 0, serr
 	}
@@ -243,7 +244,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 
 // Unlock releases every member held through ctx.
 func (l *MultiLock) Unlock(ctx context.Context) error {
-	hc := l.c.reg.Of(ctx)
+	hc := l.c.env.Reg.Of(ctx)
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
@@ -265,7 +266,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	}
 	args := make([]lockArgs, len(l.members))
 	for i, m := range l.members {
-		args[i] = newLockArgs(m.key, hc.Owner(), hc.Owner())
+		args[i] = holds.NewArgs(m.Key(), hc.Owner(), hc.Owner())
 	}
 	return l.releaseAtomic(ctx, args, ctx)
 }
@@ -275,11 +276,11 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 // hold them anew by now.
 func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx context.Context) error {
 	c := l.c
-	hc := c.reg.Of(holdCtx)
+	hc := c.env.Reg.Of(holdCtx)
 	acqs := make([]*acquisition, len(l.members))
 	for i, m := range l.members {
-		if acqs[i] = holds.Find(hc, holdID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
-			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.key))
+		if acqs[i] = holds.Find(hc, holdID{Key: m.Key(), Field: args[i].FieldID()}); acqs[i] == nil {
+			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.Key()))
 		}
 	}
 	var lost error
@@ -291,7 +292,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 			live = append(live, i)
 			continue
 		}
-		err := dropLost(c.reg, acq)
+		err := c.env.DropLost(acq)
 		if errors.Is(err, ErrNotHeld) {
 			return l.fail("release", err)
 		}
@@ -302,18 +303,18 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		ids[j] = holdID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
 	}
 	counts := make([]int, len(ids))
-	_, _ = c.reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
-	defer c.reg.ExitAll(ids)
+	_, _ = c.env.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
+	defer c.env.Reg.ExitAll(ids)
 	rel := l.reconcileLive(acqs, args, live, ids)
 	// Members that stay held keep what their holds count on (the longest
 	// of them: one lease goes to all); nothing more, so a fixed lease is
 	// not stretched to the watchdog's.
-	lease := minLease
+	lease := mutex.MinLease
 	var send []lockArgs
 	var sendCounts []int
 	for _, i := range live {
 		acq := acqs[i]
-		d, ok := c.reg.Drop(acq)
+		d, ok := c.env.Reg.Drop(acq)
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 		}
@@ -329,7 +330,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	res, err := l.sendRelease(rel, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
-			markUnknown(c.reg, holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
+			c.env.MarkUnknown(holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
 		}
 	}
 	switch {
@@ -353,16 +354,16 @@ func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []i
 	var limit time.Time
 	for j, id := range ids {
 		i := live[j]
-		if !c.reg.Unknown(id) {
+		if !c.env.Reg.Unknown(id) {
 			continue
 		}
 		if limit.IsZero() {
-			limit = c.calls.Limit(rel)
+			limit = c.env.Calls.Limit(rel)
 			rel = scripts.WithCallBound(rel, limit)
 		}
-		rctx, cancel := c.calls.DetachedUntil(acqs[i].Parent, limit)
-		c.reg.WaitLate(rctx, id)
-		_ = l.members[i].reconcile(rctx, args[i])
+		rctx, cancel := c.env.Calls.DetachedUntil(acqs[i].Parent, limit)
+		c.env.Reg.WaitLate(rctx, id)
+		_ = l.members[i].e.Reconcile(rctx, args[i])
 		cancel()
 	}
 	return rel
@@ -378,16 +379,16 @@ func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts 
 	c := l.c
 	cmdArgs := make([]any, 3, 3+3*len(members)+3)
 	for _, a := range members {
-		cmdArgs = append(cmdArgs, a.Key, lockChannel(a.Key.(string)))
+		cmdArgs = append(cmdArgs, a.Key, mutex.LockChannel(a.Key.(string)))
 	}
-	cmdArgs = append(cmdArgs, c.leaseArg(lease), members[0].Owner, c.publish)
+	cmdArgs = append(cmdArgs, c.env.LeaseArg(lease), members[0].Owner, c.env.Publish)
 	for _, n := range counts {
 		cmdArgs = append(cmdArgs, n)
 	}
 	var res []int64
-	_, err := c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+	_, err := c.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		var err error
-		res, err = scripts.MultiRelease.Run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
+		res, err = scripts.MultiRelease.Run(ctx, c.env.RDB, 2*len(members), cmdArgs).Int64Slice()
 		return 0, err
 	})
 	return res, err

@@ -2,9 +2,9 @@ package runtime
 
 import "github.com/lockgen/lockgen/internal/redisnames"
 
-// Key and channel names follow Redisson's helpers exactly, so that Redisson
-// and lockgen find the same keys and channels for the same lock name, and so
-// that every key of one lock hashes to the same cluster slot.
+// Key and channel names follow Redisson's helpers exactly (package
+// redisnames), so that Redisson and lockgen find the same keys and
+// channels for the same lock name.
 
 // prefixName is Redisson's prefixName: "p:{name}", or "p:name" when name
 // already carries a hash tag.
@@ -13,21 +13,3 @@ func prefixName(prefix, name string) string { return redisnames.Prefix(prefix, n
 // suffixName is Redisson's suffixName: "{name}:s", or "name:s" when name
 // already carries a hash tag.
 func suffixName(name, suffix string) string { return redisnames.Suffix(name, suffix) }
-
-// lockChannel is the channel a reentrant lock publishes its unlock message on.
-func lockChannel(key string) string { return prefixName("redisson_lock__channel", key) }
-
-// prefixNameWith is prefixName(prefix, name) + ":" + tail, built in one allocation.
-func prefixNameWith(prefix, name, tail string) string {
-	return redisnames.PrefixWith(prefix, name, tail)
-}
-
-// requestMarker names the marker key of one acquire request. The scripts
-// write it only off the hot path: when a lost reply is settled (settle.lua),
-// or when a resent copy finds its first copy done. It makes the outcome of
-// that request final, so no copy of it arriving later takes the lock. One
-// key per request: a later request of the same owner can never overwrite
-// the proof an earlier one still needs.
-func requestMarker(key, requestID string) string {
-	return prefixNameWith("lockgen_latch", key, requestID)
-}

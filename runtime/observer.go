@@ -84,20 +84,15 @@ type ObserverFunc func(Event)
 // ObserveLock calls f(e).
 func (f ObserverFunc) ObserveLock(e Event) { f(e) }
 
-// kindName is the Event.Lock of a lock kind: a constant per kind, so an
-// event costs no allocation for it.
-func kindName(k kind) string {
-	switch k.(type) {
-	case reentrant:
-		return "reentrant"
-	case fair:
-		return "fair"
-	case readSide:
-		return "read"
-	case writeSide:
-		return "write"
+// waitStarted is what reports EventWaitStarted to o (mutex.Env.WaitStarted):
+// nil without an observer.
+func waitStarted(o Observer) func(ctx context.Context, name, key, lock string, wait time.Duration) {
+	if o == nil {
+		return nil
 	}
-	return "lock"
+	return func(ctx context.Context, name, key, lock string, wait time.Duration) {
+		o.ObserveLock(Event{Kind: EventWaitStarted, Name: name, Key: key, Lock: lock, Ctx: ctx, Wait: wait})
+	}
 }
 
 // observeTry reports the outcome of an acquisition of a multi-lock or a

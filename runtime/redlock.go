@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
 // RedLock is a lock over independent Redis masters (Options.RedLockNodes),
@@ -187,10 +188,10 @@ func (l *RedLock) ownerOf(ctx context.Context) string {
 	if h := l.holdIn(ctx); h != nil {
 		return h.owner
 	}
-	if hc := l.c.reg.Of(ctx); hc != nil {
+	if hc := l.c.env.Reg.Of(ctx); hc != nil {
 		return hc.Owner()
 	}
-	return l.c.newOwner()
+	return l.c.env.NewOwner()
 }
 
 // redSleepBound bounds a RedLock waiter's sleep on the nodes' channels: a
@@ -236,7 +237,7 @@ type redWait struct {
 func (l *RedLock) join() (rw *redWait, ready bool) {
 	rw = &redWait{nodes: l.c.redNodes}
 	for _, n := range rw.nodes {
-		w, r := n.hub.Join(lockChannel(l.key), false, hub.Sub{Key: l.key})
+		w, r := n.env.Hub.Join(mutex.LockChannel(l.key), false, hub.Sub{Key: l.key})
 		if w == nil {
 			rw.leave(false)
 			return nil, false
@@ -250,7 +251,7 @@ func (l *RedLock) join() (rw *redWait, ready bool) {
 // tried reports a round of tries to every node's hub.
 func (rw *redWait) tried() {
 	for i, w := range rw.ws {
-		rw.nodes[i].hub.Tried(w, false, false)
+		rw.nodes[i].env.Hub.Tried(w, false, false)
 	}
 }
 
@@ -258,7 +259,7 @@ func (rw *redWait) tried() {
 // wake-ups are dropped rather than passed on).
 func (rw *redWait) leave(acquired bool) {
 	for i, w := range rw.ws {
-		rw.nodes[i].hub.Leave(w, acquired)
+		rw.nodes[i].env.Hub.Leave(w, acquired)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -130,7 +131,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	c := s.c
 	start := time.Now()
 	ids := newPermitIDs(&c.idPrefix, n)
-	a := lockArgs{Key: s.timeouts, Owner: c.newOwner(), Field: string(ids)}
+	a := lockArgs{Key: s.timeouts, Owner: c.env.NewOwner(), Field: string(ids)}
 	marker := s.marker(string(ids))
 	px := lease
 	if px == Watchdog {
@@ -139,7 +140,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	var sent time.Time
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		sent = time.Now()
-		took, ttl, err := s.tryAcquire(ctx, a, marker, c.leaseArg(px))
+		took, ttl, err := s.tryAcquire(ctx, a, marker, c.env.LeaseArg(px))
 		if errors.Is(err, errTryAborted) {
 			// Its marker now refuses every copy of this request: the
 			// next try is a new request, with new permit ids.
@@ -156,12 +157,12 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		Wait: wait,
 		Wake: hub.WakeCount,
 	}
-	if err := c.waits.Await(ctx, w, try); err != nil {
+	if err := c.env.Waits.Await(ctx, w, try); err != nil {
 		err = s.fail("acquire", err)
 		c.observe(Event{Kind: EventAcquireFailed, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Ctx: ctx, Wait: time.Since(start), Err: err})
 		return nil, err
 	}
-	hctx, err := addHold(c.reg, ctx, holds.Spec{Name: s.opts.Name, Key: s.key, Kind: "semaphore", Permit: true, From: (*semaphoreTaker)(s)}, a, lease, sent)
+	hctx, err := c.env.AddHold(ctx, holds.Spec{Name: s.opts.Name, Key: s.key, Kind: "semaphore", Permit: true, From: (*semaphoreTaker)(s)}, a, lease, sent)
 	if err != nil {
 		// Closed while acquiring: give the permits back rather than leave them.
 		_, _ = s.release(ctx, a, marker)
@@ -178,14 +179,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 // deadlines on reads) resolves its late reply itself (late.go).
 func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, px any) (bool, time.Duration, error) {
 	c := s.c
-	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.rdb, 4, []any{
+	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.env.RDB, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
-		px, c.publish, s.opts.Permits, a.Field,
+		px, c.env.Publish, s.opts.Permits, a.Field,
 	}).Int64()
 	switch {
 	case err == nil && ttl == 0:
 		return true, 0, nil
-	case err == nil && ttl == replyAborted:
+	case err == nil && ttl == mutex.ReplyAborted:
 		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
@@ -196,10 +197,10 @@ func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, p
 		s.resolveLate(p, a, marker) // gives back what a late reply took
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
-	took, serr := c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
-		return scripts.SemaphoreSettle.Run(ctx, c.rdb, 2, []any{
+	took, serr := c.env.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.SemaphoreSettle.Run(ctx, c.env.RDB, 2, []any{
 			3: s.timeouts, marker,
-			a.FieldID()[:permitIDLen], c.markerTTL,
+			a.FieldID()[:permitIDLen], c.env.MarkerTTL,
 		}).Int64()
 	})
 	if serr != nil {
@@ -225,7 +226,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	if acq == nil {
 		return s.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this semaphore", ErrNotHeld))
 	}
-	d, ok := s.c.reg.Drop(acq)
+	d, ok := s.c.env.Reg.Drop(acq)
 	if !ok {
 		return s.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
 	}
@@ -241,7 +242,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	}
 	if err != nil {
 		err = s.fail("release", err)
-		s.c.warn("release failed", "semaphore", s.opts.Name, "key", s.key, "err", err)
+		s.c.env.Warn("release failed", "semaphore", s.opts.Name, "key", s.key, "err", err)
 		return err
 	}
 	s.c.observe(Event{Kind: EventReleased, Name: s.opts.Name, Key: s.key, Lock: "semaphore", Owner: h.Owner, Ctx: ctx, Held: time.Since(acq.Start)})
@@ -251,7 +252,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 // acquisitionOf returns the innermost acquisition of this semaphore in
 // ctx's chain, or nil.
 func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
-	for hc := s.c.reg.Of(ctx); hc != nil; hc = hc.Parent() {
+	for hc := s.c.env.Reg.Of(ctx); hc != nil; hc = hc.Parent() {
 		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
 			return hc.Acquisition()
 		}
@@ -263,8 +264,8 @@ func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
 // resend finds the ids gone and changes nothing). It returns the number of
 // permits freed.
 func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int64, error) {
-	return s.c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return s.releaseOnce(ctx, s.c.rdb, a, marker)
+	return s.c.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		return s.releaseOnce(ctx, s.c.env.RDB, a, marker)
 	})
 }
 
@@ -272,14 +273,14 @@ func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int
 func (s *Semaphore) releaseOnce(ctx context.Context, via scripts.Runner, a lockArgs, marker string) (int64, error) {
 	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
-		s.c.publish, a.Field, s.c.markerTTL,
+		s.c.env.Publish, a.Field, s.c.env.MarkerTTL,
 	}).Int64()
 }
 
 // marker names the request marker of the acquisition of ids: one key per
 // acquisition, in the semaphore's slot.
 func (s *Semaphore) marker(ids string) string {
-	return prefixNameWith("lockgen_latch", s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
+	return mutex.RequestMarker(s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
 }
 
 // Do acquires one permit with the Semaphore's options (waiting up to
@@ -323,9 +324,9 @@ func (s *Semaphore) Drain(ctx context.Context) (int, error) {
 }
 
 func (s *Semaphore) drain(ctx context.Context, mode string) (int64, error) {
-	return scripts.SemaphoreDrain.Run(ctx, s.c.rdb, 3, []any{
+	return scripts.SemaphoreDrain.Run(ctx, s.c.env.RDB, 3, []any{
 		3: s.key, s.timeouts, s.channel,
-		s.c.publish, mode,
+		s.c.env.Publish, mode,
 	}).Int64()
 }
 
@@ -342,9 +343,9 @@ func trySetPermits(ctx context.Context, c *Client, key, channel string, n int, f
 	}
 	// Not resent by go-redis: a copy after a lost reply would find the
 	// count this call set and report that it did not.
-	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.rdb, 2, []any{
+	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.env.RDB, 2, []any{
 		3: key, channel,
-		n, c.publish,
+		n, c.env.Publish,
 	}).Int64()
 	if err != nil {
 		return false, fail("set-permits", err)
@@ -376,9 +377,9 @@ func (s *Semaphore) add(ctx context.Context, mode string, n int) error {
 	if mode == "add" {
 		run = scripts.SemaphoreAdd.RunOnce
 	}
-	err := run(ctx, s.c.rdb, 3, []any{
+	err := run(ctx, s.c.env.RDB, 3, []any{
 		3: s.key, s.timeouts, s.channel,
-		s.c.publish, mode, n,
+		s.c.env.Publish, mode, n,
 	}).Err()
 	switch {
 	case err == nil:

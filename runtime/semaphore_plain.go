@@ -65,7 +65,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		return p.fail("acquire", err)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
+		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.c.env.RDB, 1, []any{3: p.key, n}).Int64()
 		switch {
 		case err == nil:
 			return took == 1, -1, nil // no leases: sleep until a release
@@ -78,7 +78,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
-	if err := p.c.waits.Await(ctx, w, try); err != nil {
+	if err := p.c.env.Waits.Await(ctx, w, try); err != nil {
 		return p.fail("acquire", err)
 	}
 	return nil
@@ -90,9 +90,9 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	if n < 1 {
 		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
 	}
-	dctx, cancel := p.c.calls.Detached(ctx)
+	dctx, cancel := p.c.env.Calls.Detached(ctx)
 	defer cancel()
-	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.c.env.RDB, 2, []any{3: p.key, p.channel, n, p.c.env.Publish}).Err()
 	switch {
 	case err == nil:
 		return nil
@@ -108,7 +108,7 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
+	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.c.env.RDB, 2, []any{3: p.key, p.channel, n, p.c.env.Publish}).Err()
 	if err != nil {
 		return p.fail("set-permits", err)
 	}
@@ -117,7 +117,7 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
-	n, err := scripts.Do(ctx, p.c.rdb, "get", p.key).Int()
+	n, err := scripts.Do(ctx, p.c.env.RDB, "get", p.key).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

@@ -1,4 +1,4 @@
-package runtime
+package mutex
 
 import (
 	"context"
@@ -15,15 +15,15 @@ type kind interface {
 	field(owner string) string
 	// check refuses, before any round trip, an acquisition by an owner
 	// whose existing holds (in ctx hc) make it wrong (an upgrade).
-	check(m *Mutex, hc *holdContext, owner string) error
+	check(m *Lock, hc *holdContext, owner string) error
 	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
 	// -1 no expiry, replyAborted, replyUpgrade.
-	acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
+	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
 	// settle decides an acquire attempt whose reply was lost: it either
 	// took the lock (true) or never will.
-	settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error)
+	settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
-	release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error)
+	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
 	// channel is the channel a waiter of owner sleeps on.
 	channel(key, owner string) string
 	// shared reports whether holds of this kind coexist (readers).
@@ -33,13 +33,13 @@ type kind interface {
 	// flight), so it does not jump the in-process queue (see await.Spec.Queue).
 	queues() bool
 	// waits reports whether a waiter leaves traces to withdraw when it gives up.
-	waits(m *Mutex) bool
+	waits(m *Lock) bool
 	// leave withdraws a waiter that gave up.
-	leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error)
+	leave(ctx context.Context, m *Lock, a lockArgs) (int64, error)
 	// refreshEvery bounds a waiter's sleep so it can refresh its place (0: no bound).
-	refreshEvery(m *Mutex) time.Duration
+	refreshEvery(m *Lock) time.Duration
 	// forceUnlock deletes the lock whoever holds it.
-	forceUnlock(ctx context.Context, m *Mutex) (int64, error)
+	forceUnlock(ctx context.Context, m *Lock) (int64, error)
 	// extraKeys are the keys renewed with a hold besides the lock hash.
 	extraKeys(key, owner string, count int) []string
 }
@@ -62,19 +62,19 @@ type attempt struct {
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
-func (reentrant) field(owner string) string                { return owner }
-func (reentrant) check(*Mutex, *holdContext, string) error { return nil }
-func (reentrant) channel(key, _ string) string             { return lockChannel(key) }
-func (reentrant) waits(m *Mutex) bool                      { return m.handsOff() }
-func (reentrant) shared() bool                             { return false }
-func (reentrant) queues() bool                             { return true }
-func (reentrant) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
+func (reentrant) field(owner string) string               { return owner }
+func (reentrant) check(*Lock, *holdContext, string) error { return nil }
+func (reentrant) channel(key, _ string) string            { return LockChannel(key) }
+func (reentrant) waits(m *Lock) bool                      { return m.handsOff() }
+func (reentrant) shared() bool                            { return false }
+func (reentrant) queues() bool                            { return true }
+func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	return m.grantLeave(ctx, a)
 }
 
 // refreshEvery: a waiter queued for grants tries again before its record
 // runs out (grant.go).
-func (reentrant) refreshEvery(m *Mutex) time.Duration {
+func (reentrant) refreshEvery(m *Lock) time.Duration {
 	if m.handsOff() {
 		return grantRecordLife / 2
 	}
@@ -85,50 +85,50 @@ func (reentrant) extraKeys(string, string, int) []string { return nil }
 // The scripts are sent the hold count the owner has before the call, which
 // makes a resend harmless: see acquire.lua and release.lua.
 
-func (reentrant) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	if m.fenced {
+func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+	if m.opts.Fenced {
 		return fencedAcquire(ctx, m, a, at)
 	}
-	c := m.c
+	c := m.env
 	if at.queued {
 		n := m.grantNames()
 		return scripts.Acquire.Run(ctx, at.via, 5, []any{
 			3: a.Key, at.marker, n.queue, n.records, n.hubs,
-			at.px, a.Owner, at.count, c.markerTTL, at.grantPx, grantRecordLifeArg, c.idArg,
+			at.px, a.Owner, at.count, c.MarkerTTL, at.grantPx, grantRecordLifeArg, c.IDArg,
 		}).Int64()
 	}
 	return scripts.Acquire.Run(ctx, at.via, 2, []any{
 		3: a.Key, at.marker,
-		at.px, a.Owner, at.count, c.markerTTL,
+		at.px, a.Owner, at.count, c.MarkerTTL,
 	}).Int64()
 }
 
-func (reentrant) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
-	c := m.c
+func (reentrant) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
+	c := m.env
 	// The settler's attempts go through the watchdog's client (package settle):
 	// the caller's may not honour their deadline.
-	var via scripts.Runner = c.rdb
+	var via scripts.Runner = c.RDB
 	if at.via != nil {
 		via = at.via
 	}
-	n, err := c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Settle.Run(ctx, via, 2, []any{
 			3: a.Key, at.marker,
-			a.Field, at.count, c.markerTTL,
+			a.Field, at.count, c.MarkerTTL,
 		}).Int64()
 	})
 	return n == 1, err
 }
 
-func (reentrant) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+func (reentrant) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	return scripts.Release.Run(ctx, at.via, 2, []any{
-		3: a.Key, lockChannel(m.key),
-		at.px, a.Owner, m.c.publish, at.count,
+		3: a.Key, LockChannel(m.key),
+		at.px, a.Owner, m.env.Publish, at.count,
 	}).Int64()
 }
 
-func (reentrant) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
-	return scripts.ForceUnlock.Run(ctx, m.c.rdb, 2, []any{
-		3: m.key, lockChannel(m.key), hub.UnlockMessage, m.c.publish,
+func (reentrant) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
+	return scripts.ForceUnlock.Run(ctx, m.env.RDB, 2, []any{
+		3: m.key, LockChannel(m.key), hub.UnlockMessage, m.env.Publish,
 	}).Int64()
 }

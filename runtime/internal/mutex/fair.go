@@ -1,4 +1,4 @@
-package runtime
+package mutex
 
 import (
 	"context"
@@ -23,16 +23,16 @@ func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout"
 // Redisson's, whose acquisitions lower every score behind them.
 func fairWaiters(key string) string { return prefixName("lockgen_fair_waiters", key) }
 
-func (fair) channel(key, owner string) string { return lockChannel(key) + ":" + owner }
-func (fair) waits(*Mutex) bool                { return true }
+func (fair) channel(key, owner string) string { return LockChannel(key) + ":" + owner }
+func (fair) waits(*Lock) bool                 { return true }
 
 // queues: each fair waiter has its own channel, and Redis keeps the order.
 func (fair) queues() bool { return false }
 
-func (fair) refreshEvery(m *Mutex) time.Duration { return m.opts.QueueTimeout / 3 }
+func (fair) refreshEvery(m *Lock) time.Duration { return m.opts.QueueTimeout / 3 }
 
-func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	c := m.c
+func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+	c := m.env
 	join := "0"
 	if at.waiting {
 		join = "1"
@@ -45,8 +45,8 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	}
 	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
-		lockChannel(m.key), c.publish, grant,
+		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, join,
+		LockChannel(m.key), c.Publish, grant,
 	}).Int64()
 }
 
@@ -54,7 +54,7 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 // (settle.lua), then confirms a new acquisition found taken with a copy of
 // the try (Mutex.reapply): the release may have granted the waiter the
 // lock (fair_next.lua) before the try was sent.
-func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
+func (f fair) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
 	took, err := f.reentrant.settle(ctx, m, a, at)
 	if err != nil || !took || at.count != 0 || !m.takesGrants() {
 		return took, err
@@ -62,27 +62,27 @@ func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (boo
 	return m.reapply(ctx, a, at, f.acquire)
 }
 
-func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	return scripts.FairRelease.Run(ctx, at.via, 5, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.Owner, m.c.publish, at.count, lockChannel(m.key),
+		at.px, a.Owner, m.env.Publish, at.count, LockChannel(m.key),
 	}).Int64()
 }
 
 // leave also gives back a lock granted to a waiter that gave up as the
 // grant was on its way: only for an owner of its own holding nothing of
 // the lock here, since then a hold in Redis can only be that grant.
-func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
-	c := m.c
-	return scripts.FairLeave.Run(ctx, c.rdb, 5, []any{
+func (fair) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
+	c := m.env
+	return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		a.Owner, lockChannel(m.key), c.publish, m.untakenGrant(ctx, a),
+		a.Owner, LockChannel(m.key), c.Publish, m.untakenGrant(ctx, a),
 	}).Int64()
 }
 
-func (fair) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
-	return scripts.FairForceUnlock.Run(ctx, m.c.rdb, 2, []any{
+func (fair) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
+	return scripts.FairForceUnlock.Run(ctx, m.env.RDB, 2, []any{
 		3: m.key, fairQueue(m.key),
-		hub.UnlockMessage, m.c.publish, lockChannel(m.key),
+		hub.UnlockMessage, m.env.Publish, LockChannel(m.key),
 	}).Int64()
 }

@@ -1,4 +1,4 @@
-package runtime
+package mutex
 
 import (
 	"hash/maphash"
@@ -56,7 +56,7 @@ func grantHubs(key string) string    { return prefixName("lockgen_lock_hubs", ke
 // Redisson's channels (&redisson_*) grants it too. It cannot be a Redisson
 // fair waiter's (lock channel:<client id>:<thread id>), nor one of
 // lockgen's (lock channel:<owner>).
-func grantChannel(key, clientID string) string { return lockChannel(key) + ":" + clientID }
+func grantChannel(key, clientID string) string { return LockChannel(key) + ":" + clientID }
 
 // grantStreaks counts, per lock (hashed), the releases that may grant
 // since the last one that published.
@@ -64,6 +64,8 @@ type grantStreaks struct {
 	seed maphash.Seed
 	n    [64]atomic.Uint32
 }
+
+func (g *grantStreaks) init() { g.seed = maphash.MakeSeed() }
 
 // allow reports whether this release of key may grant across processes:
 // all but every grantStreak-th.
