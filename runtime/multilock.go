@@ -73,7 +73,7 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
 	for _, m := range l.members {
-		if err := validate(m.Key(), lease); err != nil {
+		if err := mutex.Validate(m.Key(), lease); err != nil {
 			return nil, l.fail("acquire", err)
 		}
 	}

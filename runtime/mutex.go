@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
@@ -67,7 +66,7 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // the ctx of the hold, or an error wrapping ErrNotAcquired, the ctx's error,
 // ErrClosed, ErrUpgrade or a Redis error.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := validate(m.e.Key(), lease); err != nil {
+	if err := mutex.Validate(m.e.Key(), lease); err != nil {
 		return nil, m.fail("acquire", err)
 	}
 	owner, err := m.e.Owner(ctx)
@@ -170,30 +169,3 @@ func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) { return m
 // can go next. It reports whether there was a lock. Local holds of the key
 // end as lost.
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.e.ForceUnlock(ctx) }
-
-// validate checks a lock key and a lease.
-func validate(key string, lease time.Duration) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty key", ErrInvalidKey)
-	case !wellTagged(key):
-		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", ErrInvalidKey, key)
-	case lease < 0:
-		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", ErrInvalidLease, lease)
-	case lease > 0 && lease < minLease:
-		return fmt.Errorf("%w: lease %v is shorter than %v", ErrInvalidLease, lease, minLease)
-	}
-	return nil
-}
-
-// wellTagged reports whether key either has no "{" or has a hash tag as
-// Redis reads one (the first "{" and the next "}" with text between):
-// Redisson's name helpers leave a key with "{" alone, so its marker, channel
-// and queue keys share its slot only when that "{" opens a real tag.
-func wellTagged(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return true
-	}
-	return strings.IndexByte(key[open+1:], '}') > 0
-}

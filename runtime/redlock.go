@@ -172,7 +172,7 @@ func (l *RedLock) check(lease time.Duration) error {
 	case l.quorum > len(c.redNodes):
 		return l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
 	}
-	if err := validate(l.key, lease); err != nil {
+	if err := mutex.Validate(l.key, lease); err != nil {
 		return l.fail("acquire", err)
 	}
 	if c.isClosed() {

@@ -122,7 +122,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	case s.opts.Permits < 0:
 		return nil, s.fail("acquire", fmt.Errorf("%w: negative Permits %d", ErrInvalidArgument, s.opts.Permits))
 	}
-	if err := validate(s.key, lease); err != nil {
+	if err := mutex.Validate(s.key, lease); err != nil {
 		return nil, s.fail("acquire", err)
 	}
 	if ctx.Err() != nil {

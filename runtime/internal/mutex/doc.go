@@ -1,0 +1,56 @@
+// Package mutex is the engine behind runtime's Mutex handles: the
+// reentrant lock (Client.Mutex, FencedLock), the fair lock and the two
+// sides of a read-write lock, with Redisson's layouts (design.md §4). A
+// handle validates its arguments, calls a Lock and reports the events it
+// returns; everything between the call and Redis is here.
+//
+// What it owns:
+//
+//   - the kinds (kind.go, fair.go, rwlock.go, fence.go): each kind's
+//     scripts, the hash field that proves a hold, the channel its waiters
+//     sleep on, and what a waiter leaves in Redis;
+//   - one acquisition (Lock.Acquire, Acquiring): its tries in the owner's
+//     turn, how it waits (an await.Spec and the three interfaces of
+//     package await it implements), replica sync, and the record of the
+//     hold it took (Acquiring.Record);
+//   - releases (Lock.Release), and the hand-offs and grants a release
+//     makes: to a waiter of the same Client (handoff.go, with the hub's
+//     Offer/Settle/Unpark), to the head of the lockgen queue of any
+//     process (grant.go, grant_next.lua), to the head of a fair queue
+//     (fair_next.lua); and a waiter's claim of what it was handed;
+//   - settlement of unknown outcomes (reconcile.go): the settlement of a
+//     lost reply, the owner's count re-read before its next call, the
+//     settlement that goes on in the background, the late replies of
+//     calls abandoned at their deadline, and the give-back of a hold lost
+//     at its deadline (the registry's holds.Taker).
+//
+// What it does not own: the hold registry and its turns (package holds),
+// waiting and waking (await, hub), bounded and retried calls (calls), the
+// background queue (settle), renewal (watchdog), and the public names:
+// runtime's *LockError and Event reach it only through the two functions
+// of Env it is given (Fail, WaitStarted), so nothing here imports runtime.
+//
+// Env is the Client's parts, built once by runtime.NewClient and shared
+// by every Lock of the Client; the other kinds in runtime (semaphores,
+// latch, multi-lock, RedLock) use it too, with the few helpers exported
+// for them (AddHold, DropLost, MarkUnknown, Reconcile, SettleOnce,
+// SettleRequest, Validate, the names).
+//
+// Invariants:
+//
+//   - every script call of an owner on a lock is made in the owner's turn
+//     (holds.Registry.Enter/Exit), with the hold count the client expects:
+//     that count is what tells a resent request from a new one;
+//   - a successful try, hand-off or grant claim keeps the turn until
+//     Record has recorded the hold, so the owner's next call reads a count
+//     that includes it;
+//   - an acquire whose reply is lost is settled before the call returns
+//     (it took the lock, or a request marker makes sure it never will),
+//     and when even that is lost, the outcome is marked unknown and the
+//     owner's next call re-reads its count first;
+//   - a hold's ctx is done before its release is sent: no other owner can
+//     be granted the lock while it still runs (design.md §7);
+//   - a waiter is handed a lock by a release of its Client only when it
+//     is parked with an owner of its own, and it never tries while an
+//     offer to it is in flight.
+package mutex
