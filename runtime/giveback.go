@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
@@ -14,11 +15,11 @@ import (
 type semaphoreTaker Semaphore
 
 // ExtraKeys: none, renew_batch.lua finds the permit ids in the hold's field.
-func (*semaphoreTaker) ExtraKeys(*hold) []string { return nil }
+func (*semaphoreTaker) ExtraKeys(*holds.Hold) []string { return nil }
 
 // GiveBackLost releases the permit ids of h, resending until Redis
 // answers: a resend finds the ids gone and frees nothing twice.
-func (t *semaphoreTaker) GiveBackLost(h *hold) {
+func (t *semaphoreTaker) GiveBackLost(h *holds.Hold) {
 	s := (*Semaphore)(t)
 	c := s.c
 	a, marker := h.Args, s.marker(h.Field)

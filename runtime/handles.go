@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -84,7 +85,7 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 // Semaphore returns the permit-expirable semaphore at key.
 func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
 	return &Semaphore{c: c, key: key, opts: opts,
-		timeouts: suffixName(key, "timeout"), channel: semaphoreChannel(key)}
+		timeouts: redisnames.Suffix(key, "timeout"), channel: semaphoreChannel(key)}
 }
 
 // PlainSemaphore returns the plain semaphore at key; name is used in errors.

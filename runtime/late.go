@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
@@ -19,7 +20,7 @@ import (
 // reply comes, the permits are released all the same: the release marks
 // the request done, so no copy of it still on its way takes them later,
 // and frees them if it did take them.
-func (s *Semaphore) resolveLate(p *scripts.Pending, a lockArgs, marker string) {
+func (s *Semaphore) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
 	c := s.c
 	p.Then(func(cmd *redis.Cmd) {
 		if ttl, err := cmd.Int64(); mutex.Replied(err) && (err != nil || ttl != 0) {
@@ -75,7 +76,7 @@ func (p *PlainSemaphore) resolveLate(pd *scripts.Pending, n int) {
 // nothing of the request can still arrive (after the first member's
 // settlement, which decides them all, when no reply comes: count0 is the
 // owner's count of it before the attempt).
-func (l *MultiLock) resolveLate(p *scripts.Pending, args []lockArgs, ids []holdID, count0 int, marker string, px time.Duration) {
+func (l *MultiLock) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.ID, count0 int, marker string, px time.Duration) {
 	c := l.c
 	gens := make([]uint64, len(ids))
 	for i, id := range ids {

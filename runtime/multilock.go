@@ -160,19 +160,19 @@ type multiWait struct {
 	l        *MultiLock
 	owner    string
 	lease    time.Duration
-	args     []lockArgs
-	ids      []holdID
+	args     []holds.Args
+	ids      []holds.ID
 	counts   []int // the owner's hold counts before the attempt
 	blocking int   // the member that blocked the last try
 	sent     time.Time
 }
 
 func (l *MultiLock) newMultiWait(owner string, lease time.Duration) *multiWait {
-	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]lockArgs, len(l.members)),
-		ids: make([]holdID, len(l.members)), counts: make([]int, len(l.members))}
+	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, len(l.members)),
+		ids: make([]holds.ID, len(l.members)), counts: make([]int, len(l.members))}
 	for i, m := range l.members {
 		w.args[i] = holds.NewArgs(m.Key(), owner, owner)
-		w.ids[i] = holdID{Key: m.Key(), Field: owner}
+		w.ids[i] = holds.ID{Key: m.Key(), Field: owner}
 	}
 	return w
 }
@@ -264,7 +264,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	args := make([]lockArgs, len(l.members))
+	args := make([]holds.Args, len(l.members))
 	for i, m := range l.members {
 		args[i] = holds.NewArgs(m.Key(), hc.Owner(), hc.Owner())
 	}
@@ -274,12 +274,12 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 // releaseAtomic drops one hold of every member held through holdCtx with
 // one script call. Members whose hold was lost are not sent: the owner may
 // hold them anew by now.
-func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx context.Context) error {
+func (l *MultiLock) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx context.Context) error {
 	c := l.c
 	hc := c.env.Reg.Of(holdCtx)
-	acqs := make([]*acquisition, len(l.members))
+	acqs := make([]*holds.Acquisition, len(l.members))
 	for i, m := range l.members {
-		if acqs[i] = holds.Find(hc, holdID{Key: m.Key(), Field: args[i].FieldID()}); acqs[i] == nil {
+		if acqs[i] = holds.Find(hc, holds.ID{Key: m.Key(), Field: args[i].FieldID()}); acqs[i] == nil {
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.Key()))
 		}
 	}
@@ -298,9 +298,9 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 		}
 		lost = cmp.Or(lost, err)
 	}
-	ids := make([]holdID, len(live))
+	ids := make([]holds.ID, len(live))
 	for j, i := range live {
-		ids[j] = holdID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
+		ids[j] = holds.ID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
 	}
 	counts := make([]int, len(ids))
 	_, _ = c.env.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
@@ -310,7 +310,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	// of them: one lease goes to all); nothing more, so a fixed lease is
 	// not stretched to the watchdog's.
 	lease := mutex.MinLease
-	var send []lockArgs
+	var send []holds.Args
 	var sendCounts []int
 	for _, i := range live {
 		acq := acqs[i]
@@ -330,7 +330,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 	res, err := l.sendRelease(rel, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
-			c.env.MarkUnknown(holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
+			c.env.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
 		}
 	}
 	switch {
@@ -349,7 +349,7 @@ func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx 
 // was unknown, in their turns, and returns the ctx of the release that
 // follows: the re-reads and the release share one ReleaseTimeout, so an
 // Unlock returns within one whatever Redis does.
-func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []int, ids []holdID) context.Context {
+func (l *MultiLock) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live []int, ids []holds.ID) context.Context {
 	c, rel := l.c, acqs[0].Parent
 	var limit time.Time
 	for j, id := range ids {
@@ -372,7 +372,7 @@ func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []i
 // sendRelease runs multi_release.lua for members, whose owner holds them
 // counts times each, resending it on transport errors (the counts make
 // resends harmless).
-func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts []int, lease time.Duration) ([]int64, error) {
+func (l *MultiLock) sendRelease(ctx context.Context, members []holds.Args, counts []int, lease time.Duration) ([]int64, error) {
 	if len(members) == 0 {
 		return nil, nil
 	}

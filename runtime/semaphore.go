@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
@@ -76,7 +77,7 @@ func (s *Semaphore) Key() string { return s.key }
 func (s *Semaphore) Name() string { return s.opts.Name }
 
 // semaphoreChannel is Redisson's channel of a semaphore of either layout.
-func semaphoreChannel(key string) string { return prefixName("redisson_sc", key) }
+func semaphoreChannel(key string) string { return redisnames.Prefix("redisson_sc", key) }
 
 // permitIDLen is the length of a permit id, stored raw: 16 bytes, as
 // Redisson's. A lockgen permit id starts with the first PermitOwnerLen
@@ -131,7 +132,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	c := s.c
 	start := time.Now()
 	ids := newPermitIDs(&c.idPrefix, n)
-	a := lockArgs{Key: s.timeouts, Owner: c.env.NewOwner(), Field: string(ids)}
+	a := holds.Args{Key: s.timeouts, Owner: c.env.NewOwner(), Field: string(ids)}
 	marker := s.marker(string(ids))
 	px := lease
 	if px == Watchdog {
@@ -177,7 +178,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 // or the attempt is marked aborted so that no copy of it takes them later.
 // An attempt abandoned at its deadline (a client that does not honour
 // deadlines on reads) resolves its late reply itself (late.go).
-func (s *Semaphore) tryAcquire(ctx context.Context, a lockArgs, marker string, px any) (bool, time.Duration, error) {
+func (s *Semaphore) tryAcquire(ctx context.Context, a holds.Args, marker string, px any) (bool, time.Duration, error) {
 	c := s.c
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.env.RDB, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
@@ -251,7 +252,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 
 // acquisitionOf returns the innermost acquisition of this semaphore in
 // ctx's chain, or nil.
-func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
+func (s *Semaphore) acquisitionOf(ctx context.Context) *holds.Acquisition {
 	for hc := s.c.env.Reg.Of(ctx); hc != nil; hc = hc.Parent() {
 		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
 			return hc.Acquisition()
@@ -263,14 +264,14 @@ func (s *Semaphore) acquisitionOf(ctx context.Context) *acquisition {
 // release runs the release script, resending it on transport errors (a
 // resend finds the ids gone and changes nothing). It returns the number of
 // permits freed.
-func (s *Semaphore) release(ctx context.Context, a lockArgs, marker string) (int64, error) {
+func (s *Semaphore) release(ctx context.Context, a holds.Args, marker string) (int64, error) {
 	return s.c.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return s.releaseOnce(ctx, s.c.env.RDB, a, marker)
 	})
 }
 
 // releaseOnce runs the release script once, through via.
-func (s *Semaphore) releaseOnce(ctx context.Context, via scripts.Runner, a lockArgs, marker string) (int64, error) {
+func (s *Semaphore) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args, marker string) (int64, error) {
 	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
 		s.c.env.Publish, a.Field, s.c.env.MarkerTTL,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -13,15 +14,15 @@ type fair struct{ reentrant }
 
 // fairGrants holds lockgen's waiters that take grants, with the lease a
 // release grants them the lock with (see fair_next.lua).
-func fairGrants(key string) string { return prefixName("lockgen_fair_grants", key) }
+func fairGrants(key string) string { return redisnames.Prefix("lockgen_fair_grants", key) }
 
-func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }
-func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout", key) }
+func fairQueue(key string) string    { return redisnames.Prefix("redisson_lock_queue", key) }
+func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_timeout", key) }
 
 // fairWaiters is lockgen's own record of its waiters in the queue, with
 // their liveness deadlines (see fair_acquire.lua): it tells them from
 // Redisson's, whose acquisitions lower every score behind them.
-func fairWaiters(key string) string { return prefixName("lockgen_fair_waiters", key) }
+func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
 
 func (fair) channel(key, owner string) string { return LockChannel(key) + ":" + owner }
 func (fair) waits(*Lock) bool                 { return true }

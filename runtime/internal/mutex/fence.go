@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -11,8 +12,8 @@ import (
 // acquisition also increments a token counter in the same script call.
 
 // tokenKey names a fenced lock's token counter (Redisson's
-// getTokenName: prefixName("redisson_lock_token", name)).
-func tokenKey(key string) string { return prefixName("redisson_lock_token", key) }
+// getTokenName: redisnames.Prefix("redisson_lock_token", name)).
+func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
 
 // fencedAcquire is reentrant.acquire for a fenced lock: the same reply,
 // with the token written to *at.fence when taken.

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
@@ -47,9 +48,9 @@ var grantRecordLifeArg any = grantRecordLife.Milliseconds()
 // grantStreak: see above.
 const grantStreak = hub.HandoffStreak
 
-func grantQueue(key string) string   { return prefixName("lockgen_lock_queue", key) }
-func grantRecords(key string) string { return prefixName("lockgen_lock_grants", key) }
-func grantHubs(key string) string    { return prefixName("lockgen_lock_hubs", key) }
+func grantQueue(key string) string   { return redisnames.Prefix("lockgen_lock_queue", key) }
+func grantRecords(key string) string { return redisnames.Prefix("lockgen_lock_grants", key) }
+func grantHubs(key string) string    { return redisnames.Prefix("lockgen_lock_hubs", key) }
 
 // grantChannel is this client's grant channel for key: the lock's channel
 // and the client's id, under Redisson's prefix so that an ACL granting

@@ -18,7 +18,6 @@ type (
 	holdID      = holds.ID
 	lockArgs    = holds.Args
 	acquisition = holds.Acquisition
-	holdContext = holds.Context
 )
 
 // LostError is the cause of the loss of h, found by a renewal, the lease

@@ -14,8 +14,8 @@ type kind interface {
 	// field is the hash field that proves owner's hold.
 	field(owner string) string
 	// check refuses, before any round trip, an acquisition by an owner
-	// whose existing holds (in ctx hc) make it wrong (an upgrade).
-	check(m *Lock, hc *holdContext, owner string) error
+	// whose existing holds (in the registry) make it wrong (an upgrade).
+	check(m *Lock, owner string) error
 	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
 	// -1 no expiry, replyAborted, replyUpgrade.
 	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
@@ -62,12 +62,12 @@ type attempt struct {
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
-func (reentrant) field(owner string) string               { return owner }
-func (reentrant) check(*Lock, *holdContext, string) error { return nil }
-func (reentrant) channel(key, _ string) string            { return LockChannel(key) }
-func (reentrant) waits(m *Lock) bool                      { return m.handsOff() }
-func (reentrant) shared() bool                            { return false }
-func (reentrant) queues() bool                            { return true }
+func (reentrant) field(owner string) string    { return owner }
+func (reentrant) check(*Lock, string) error    { return nil }
+func (reentrant) channel(key, _ string) string { return LockChannel(key) }
+func (reentrant) waits(m *Lock) bool           { return m.handsOff() }
+func (reentrant) shared() bool                 { return false }
+func (reentrant) queues() bool                 { return true }
 func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	return m.grantLeave(ctx, a)
 }

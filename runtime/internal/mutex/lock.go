@@ -94,7 +94,7 @@ func (m *Lock) Owner(ctx context.Context) (string, error) {
 	if hc == nil {
 		return m.env.NewOwner(), nil
 	}
-	return hc.Owner(), m.k.check(m, hc, hc.Owner())
+	return hc.Owner(), m.k.check(m, hc.Owner())
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the

@@ -14,16 +14,8 @@ import (
 // channels for the same lock name, and every key of one lock hashes to
 // the same cluster slot.
 
-// prefixName is Redisson's prefixName: "p:{name}", or "p:name" when name
-// already carries a hash tag.
-func prefixName(prefix, name string) string { return redisnames.Prefix(prefix, name) }
-
-// suffixName is Redisson's suffixName: "{name}:s", or "name:s" when name
-// already carries a hash tag.
-func suffixName(name, suffix string) string { return redisnames.Suffix(name, suffix) }
-
 // LockChannel is the channel a reentrant lock publishes its unlock message on.
-func LockChannel(key string) string { return prefixName("redisson_lock__channel", key) }
+func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__channel", key) }
 
 // RequestMarker names the marker key of one acquire request. The scripts
 // write it only off the hot path: when a lost reply is settled (settle.lua),

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -17,18 +18,18 @@ import (
 // "<owner>:write" for the writer; each read hold n also has its own key
 // {key}:<owner>:rwlock_timeout:<n>, renewed with the hash.
 
-func rwChannel(key string) string { return prefixName("redisson_rwlock", key) }
+func rwChannel(key string) string { return redisnames.Prefix("redisson_rwlock", key) }
 
 // rwWriters is the set of waiting writers (writers first).
-func rwWriters(key string) string { return prefixName("lockgen_rwlock_writers", key) }
+func rwWriters(key string) string { return redisnames.Prefix("lockgen_rwlock_writers", key) }
 
 // readTimeoutKey is the key of read hold n of owner.
 func readTimeoutKey(key, owner string, n int) string {
-	return suffixName(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
+	return redisnames.Suffix(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
 }
 
 // readTimeoutPrefix is what every read hold's timeout key of the lock at
-// key starts with, before ":<owner>:rwlock_timeout:<n>": suffixName(key,
+// key starts with, before ":<owner>:rwlock_timeout:<n>": redisnames.Suffix(key,
 // owner) is readTimeoutPrefix(key) + ":" + owner. read_release.lua builds
 // the other readers' keys from it, as Redisson's read unlock does.
 func readTimeoutPrefix(key string) string {
@@ -68,10 +69,10 @@ func (rwSide) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool
 
 type readSide struct{ rwSide }
 
-func (readSide) field(owner string) string               { return owner }
-func (readSide) shared() bool                            { return true }
-func (readSide) check(*Lock, *holdContext, string) error { return nil }
-func (readSide) waits(*Lock) bool                        { return false }
+func (readSide) field(owner string) string { return owner }
+func (readSide) shared() bool              { return true }
+func (readSide) check(*Lock, string) error { return nil }
+func (readSide) waits(*Lock) bool          { return false }
 
 // refreshEvery bounds a reader's sleep behind a waiting writer (writers
 // first) by how long the writer's record lives without a refresh.
@@ -129,7 +130,7 @@ func (writeSide) refreshEvery(m *Lock) time.Duration {
 // to write again re-enters its write hold, as in Redisson, whichever of
 // its ctxs it asks through. The registry of holds is the truth here, not
 // the ctx chain: a read acquisition in the chain may be released already.
-func (writeSide) check(m *Lock, _ *holdContext, owner string) error {
+func (writeSide) check(m *Lock, owner string) error {
 	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, Watchdog); reads == 0 {
 		return nil
 	}
