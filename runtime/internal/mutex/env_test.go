@@ -1,0 +1,92 @@
+package mutex
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+)
+
+// Owner tokens and request ids start with the Client's id and never
+// repeat; the watchdog's lease is boxed once and other leases are sent in
+// milliseconds.
+func TestEnvOwnerTokensAndLeaseArgs(t *testing.T) {
+	e := &Env{ID: "c0ffee", Watchdog: 30 * time.Second}
+	e.Init()
+	if a, b := e.NewOwner(), e.NewOwner(); a != "c0ffee:1" || b != "c0ffee:2" {
+		t.Errorf("owners %q %q, want c0ffee:1 c0ffee:2", a, b)
+	}
+	if a, b := e.NewRequestID(), e.NewRequestID(); a == b || !strings.HasPrefix(a, "c0ffee:r") {
+		t.Errorf("request ids %q %q: want distinct ids after c0ffee:r", a, b)
+	}
+	if got := e.LeaseArg(30 * time.Second); got != "30000" {
+		t.Errorf("LeaseArg(watchdog) = %v, want 30000", got)
+	}
+	if got := e.LeaseArg(1500 * time.Millisecond); got != "1500" {
+		t.Errorf("LeaseArg(1.5s) = %v, want 1500", got)
+	}
+	if e.GiveBackFor() != time.Minute {
+		t.Errorf("GiveBackFor = %v, want two watchdog leases", e.GiveBackFor())
+	}
+}
+
+// Every grantStreak-th release of one lock publishes instead of granting.
+func TestGrantStreakPublishesEveryStreakth(t *testing.T) {
+	var g grantStreaks
+	g.init()
+	published := 0
+	for range 4 * grantStreak {
+		if !g.allow("order:1") {
+			published++
+		}
+	}
+	if published != 4 {
+		t.Errorf("%d of %d releases published, want 4", published, 4*grantStreak)
+	}
+}
+
+// Keys are refused before any round trip when empty or with a brace that
+// opens no hash tag; leases when negative or too short to be useful.
+func TestValidate(t *testing.T) {
+	for _, c := range []struct {
+		key   string
+		lease time.Duration
+		want  error
+	}{
+		{"order:1", Watchdog, nil},
+		{"{tenant}:order", time.Second, nil},
+		{"", Watchdog, errs.InvalidKey},
+		{"order:{", Watchdog, errs.InvalidKey},
+		{"order:{}", Watchdog, errs.InvalidKey},
+		{"order:1", -time.Second, errs.InvalidLease},
+		{"order:1", MinLease / 2, errs.InvalidLease},
+	} {
+		if err := Validate(c.key, c.lease); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+			t.Errorf("Validate(%q, %v) = %v, want %v", c.key, c.lease, err, c.want)
+		}
+	}
+}
+
+// Only an error that says the server will never run the hand-off script
+// turns hand-offs off: ACL refusals as each Redis version words them, or
+// PUBSUB barred in scripts.
+func TestRefusesHandoff(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"NOPERM this user has no permissions to run the 'pubsub' command":        true,
+		"ERR The user executing the script can't run this command or subcommand": true,
+		"ERR This Redis command is not allowed from script":                      true,
+		"LOADING Redis is loading the dataset in memory":                         false,
+		"READONLY You can't write against a read only replica.":                  false,
+	} {
+		if got := refusesHandoff(redisError(msg)); got != want {
+			t.Errorf("refusesHandoff(%q) = %v, want %v", msg, got, want)
+		}
+	}
+}
+
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (e redisError) RedisError()   {}
