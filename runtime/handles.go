@@ -69,6 +69,13 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 			l.atomic = false
 		}
 	}
+	if l.atomic {
+		locks := make([]*mutex.Lock, len(ms))
+		for i, m := range ms {
+			locks[i] = &m.e
+		}
+		l.multi = mutex.NewMulti(c.env, opts.Name, locks)
+	}
 	return l
 }
 

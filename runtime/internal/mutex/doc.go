@@ -30,11 +30,15 @@
 // runtime's *LockError and Event reach it only through the two functions
 // of Env it is given (Fail, WaitStarted), so nothing here imports runtime.
 //
+// It also holds the engine of an atomic multi-lock (Multi, multi.go):
+// reentrant members in one slot taken and released by one script call,
+// whose tries, settlement and late replies are the Lock's, member by
+// member.
+//
 // Env is the Client's parts, built once by runtime.NewClient and shared
 // by every Lock of the Client; the other kinds in runtime (semaphores,
-// latch, multi-lock, RedLock) use it too, with the few helpers exported
-// for them (AddHold, DropLost, MarkUnknown, Reconcile, SettleOnce,
-// SettleRequest, Validate, the names).
+// latch, RedLock) use it too, with the few helpers exported for them
+// (AddHold, LostError, GiveBackFor, Replied, Validate, the names).
 //
 // Invariants:
 //

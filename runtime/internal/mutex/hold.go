@@ -40,11 +40,11 @@ func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, 
 	return hc, nil
 }
 
-// DropLost releases acq of a lost hold, and returns why it was lost (or
+// dropLost releases acq of a lost hold, and returns why it was lost (or
 // that it was released already). It sends nothing and does not wait for
 // the owner's turn: a give-back under way may hold that turn for as long
 // as Redis is cut off, and it alone gives back what Redis may still have.
-func (e *Env) DropLost(acq *holds.Acquisition) error {
+func (e *Env) dropLost(acq *holds.Acquisition) error {
 	d, ok := e.Reg.Drop(acq)
 	if !ok {
 		return fmt.Errorf("%w: already released", errs.NotHeld)
@@ -53,10 +53,10 @@ func (e *Env) DropLost(acq *holds.Acquisition) error {
 	return d.Lost
 }
 
-// MarkUnknown records that the outcome of the call in id's turn is
+// markUnknown records that the outcome of the call in id's turn is
 // unknown, and returns the mark's generation (0: err is no unknown
 // outcome). The caller has the turn.
-func (e *Env) MarkUnknown(id holds.ID, err error) uint64 {
+func (e *Env) markUnknown(id holds.ID, err error) uint64 {
 	if !errors.Is(err, errs.OutcomeUnknown) {
 		return 0
 	}

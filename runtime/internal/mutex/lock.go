@@ -134,8 +134,8 @@ func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await
 	return ws
 }
 
-// Spec is what a new acquisition of m is of, for the registry.
-func (m *Lock) Spec() holds.Spec {
+// spec is what a new acquisition of m is of, for the registry.
+func (m *Lock) spec() holds.Spec {
 	// only a read hold renews keys besides its own
 	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
 }
@@ -217,7 +217,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		// no one else can acquire, and so increment it, while this owner
 		// holds the lock (see fenced_acquire.lua).
 		if err := m.readFence(ctx, fence); err != nil {
-			c.MarkUnknown(id, err)
+			c.markUnknown(id, err)
 			return false, 0, err
 		}
 	}
@@ -239,7 +239,7 @@ func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.D
 		settled, err = m.reapply(ctx, a, at, m.k.acquire)
 	}
 	if err != nil {
-		if gen := m.env.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
+		if gen := m.env.markUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
 			m.settleLater(a, &at, px, gen)
 		}
 	}
@@ -253,10 +253,8 @@ const (
 	replyWriterFirst = -5 // read not taken: a waiting writer goes first
 	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
 
-	// ReplyAborted and ReplyHoldGone are the codes the other kinds'
-	// scripts share (a semaphore's acquire, the multi-lock's).
-	ReplyAborted  = replyAborted
-	ReplyHoldGone = replyHoldGone
+	// ReplyAborted is replyAborted, for a semaphore's acquire.
+	ReplyAborted = replyAborted
 )
 
 // leave withdraws a waiter that gave up from the kind's waiting structures
@@ -321,7 +319,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
 	}
 	if acq.Hold().Lost() {
-		return "", time.Time{}, m.fail("release", m.env.DropLost(acq))
+		return "", time.Time{}, m.fail("release", m.env.dropLost(acq))
 	}
 	h := acq.Hold()
 	id := holdID{Key: h.Key, Field: h.Field}
@@ -373,7 +371,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		res, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
 	}
 	if !d.Last {
-		m.env.MarkUnknown(id, err)
+		m.env.markUnknown(id, err)
 	}
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", errs.LockLost)

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
-	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
@@ -203,25 +202,4 @@ func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, 
 // the owner's next call waits for it before it re-reads the count.
 func Replied(err error) bool {
 	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
-}
-
-// Reconcile is reconcile for a member of a multi-lock (its calls through
-// the Client's client), in the owner's turn on it.
-func (m *Lock) Reconcile(ctx context.Context, a holds.Args) error {
-	return m.reconcile(ctx, m.env.RDB, a)
-}
-
-// SettleOnce is one attempt to bring the owner's count of a back to the
-// client's in the background, for a multi-lock's member (see settleLater):
-// whether there is nothing left to do.
-func (m *Lock) SettleOnce(ctx context.Context, id holds.ID, a holds.Args, gen uint64) bool {
-	return m.settleOnce(ctx, id, a, nil, gen)
-}
-
-// SettleRequest decides a reentrant acquire request (marker) of the owner
-// of a, whose count before it was count, sent through via (nil: the
-// Client's client), whose reply was lost: it took the lock (true) or
-// never will (settle.lua).
-func (m *Lock) SettleRequest(ctx context.Context, via scripts.Runner, a holds.Args, marker string, count int) (bool, error) {
-	return reentrant{}.settle(ctx, m, a, attempt{via: via, marker: marker, count: count})
 }

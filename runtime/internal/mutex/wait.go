@@ -39,7 +39,7 @@ type Acquiring struct {
 func (w *Acquiring) Record() (context.Context, error) {
 	m, c := w.m, w.m.env
 	id := holdID{Key: m.key, Field: w.a.FieldID()}
-	spec := m.Spec()
+	spec := m.spec()
 	spec.Confirmed, spec.Queued, spec.Fence = w.ts.confirmed, w.ts.queued, w.fence
 	hctx, err := c.AddHold(w.ctx, spec, w.a, w.lease, w.sent)
 	if err != nil {
