@@ -46,9 +46,8 @@ type Client struct {
 	// env is what every lock of the Client works through (package
 	// mutex): the Redis clients, the hold registry, the hub, the wait
 	// loop, the call limits, the settler and the owner tokens' ids.
-	env      *mutex.Env
-	opts     Options
-	idPrefix [PermitOwnerLen]byte // the uuid's first bytes, raw: they start its permit ids
+	env  *mutex.Env
+	opts Options
 
 	closeCh      chan struct{}
 	drainCh      chan struct{} // closed when Shutdown begins
@@ -108,7 +107,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	env := c.env
 	env.IDArg = env.ID
 	env.Init()
-	_, _ = hex.Decode(c.idPrefix[:], []byte(strings.ReplaceAll(env.ID, "-", "")[:2*PermitOwnerLen]))
+	_, _ = hex.Decode(env.IDPrefix[:], []byte(strings.ReplaceAll(env.ID, "-", "")[:2*PermitOwnerLen]))
 	c.life, c.endLife = context.WithCancel(context.Background())
 	_, env.Cluster = rdb.(*redis.ClusterClient)
 	env.Reg = c.newRegistry()

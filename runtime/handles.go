@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
 // The constructors of the lock handles. A handle is cheap: make one per
@@ -91,13 +91,14 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 
 // Semaphore returns the permit-expirable semaphore at key.
 func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
-	return &Semaphore{c: c, key: key, opts: opts,
-		timeouts: redisnames.Suffix(key, "timeout"), channel: semaphoreChannel(key)}
+	s := &Semaphore{c: c, opts: opts}
+	s.e.Init(c.env, key, opts.Name, opts.Permits)
+	return s
 }
 
 // PlainSemaphore returns the plain semaphore at key; name is used in errors.
 func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
-	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphoreChannel(key)}
+	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphore.Channel(key)}
 }
 
 // Latch returns the count-down latch at key. On a cluster, key must not

@@ -6,7 +6,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
@@ -14,27 +13,6 @@ import (
 
 // Late replies of the other kinds' calls abandoned at their deadline
 // (see mutex.Replied for why a late reply resolves its own outcome).
-
-// resolveLate takes over a Semaphore's acquire attempt that its caller
-// abandoned. Permits the late reply says it took are given back; when no
-// reply comes, the permits are released all the same: the release marks
-// the request done, so no copy of it still on its way takes them later,
-// and frees them if it did take them.
-func (s *Semaphore) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
-	c := s.c
-	p.Then(func(cmd *redis.Cmd) {
-		if ttl, err := cmd.Int64(); mutex.Replied(err) && (err != nil || ttl != 0) {
-			return // not taken
-		}
-		c.env.Settler.Add(settle.Job{
-			Try: func(ctx context.Context) bool {
-				_, err := s.releaseOnce(ctx, c.env.Renewal, a, marker)
-				return err == nil
-			},
-			Until: time.Now().Add(c.env.GiveBackFor()),
-		})
-	})
-}
 
 // resolveLate takes over a PlainSemaphore's acquire attempt of n permits
 // that its caller abandoned (and was told ErrOutcomeUnknown: the permits

@@ -12,6 +12,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
 // PlainSemaphore is a handle on a semaphore in the layout of Redisson's
@@ -43,7 +44,7 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 
 // TrySetPermits sets the free count to n only when it is absent.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	return trySetPermits(ctx, p.c, p.key, p.channel, n, p.fail)
+	return semaphore.TrySetPermits(ctx, p.c.env, p.key, n, p.fail)
 }
 
 // Acquire waits until it took n permits or ctx is done.

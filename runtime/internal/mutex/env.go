@@ -21,6 +21,10 @@ import (
 // before a round trip and its drift margin.
 const MinLease = 10 * time.Millisecond
 
+// PermitOwnerLen is how many bytes of a lockgen permit id are the start
+// of its Client's uuid (runtime.PermitOwnerLen).
+const PermitOwnerLen = 8
+
 // Env is what a Client's locks work through: its parts, built once by
 // runtime.NewClient and shared by every handle of the Client. The
 // exported fields are set before first use and never changed; the
@@ -38,12 +42,15 @@ type Env struct {
 	Calls   calls.Limits    // bounds releases and settlements
 	Settler *settle.Settler // background settlements
 
-	ID        string // the Client's uuid: the first half of every owner token
-	IDArg     any    // ID, boxed once as a script argument
-	Publish   any    // "publish" or "spublish", boxed once
-	MarkerTTL any    // lifetime of request markers in ms, boxed once
-	Cluster   bool   // keys are grouped by slot
-	Sharded   bool   // sharded pub/sub
+	ID string // the Client's uuid: the first half of every owner token
+	// IDPrefix is the uuid's first bytes, raw: they start the Client's
+	// permit ids (package semaphore).
+	IDPrefix  [PermitOwnerLen]byte
+	IDArg     any  // ID, boxed once as a script argument
+	Publish   any  // "publish" or "spublish", boxed once
+	MarkerTTL any  // lifetime of request markers in ms, boxed once
+	Cluster   bool // keys are grouped by slot
+	Sharded   bool // sharded pub/sub
 
 	Watchdog  time.Duration // Options.WatchdogTimeout
 	Replicas  time.Duration // Options.ReplicaTimeout
