@@ -326,7 +326,8 @@ func (c *Client) waitIdle(ctx context.Context) bool {
 }
 
 // cutHolds ends every hold left, gives their locks back in the background
-// (giveback.go) and waits for that up to ReleaseTimeout.
+// (the engines' give-back of lost holds) and waits for that up to
+// ReleaseTimeout.
 func (c *Client) cutHolds() {
 	c.env.Reg.LoseAll(func(h *holds.Hold) error {
 		return &LockError{Op: "shutdown", Name: h.Name, Key: h.Key,

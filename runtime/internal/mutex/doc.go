@@ -36,9 +36,10 @@
 // member.
 //
 // Env is the Client's parts, built once by runtime.NewClient and shared
-// by every Lock of the Client; the other kinds in runtime (semaphores,
-// latch, RedLock) use it too, with the few helpers exported for them
-// (AddHold, LostError, GiveBackFor, Replied, Validate, the names).
+// by every Lock of the Client; the other kinds' engines (package
+// semaphore; the plain semaphore, latch and RedLock still in runtime) use
+// it too, with the few helpers exported for them (AddHold, LostError,
+// GiveBackFor, Replied, Validate, the names).
 //
 // Invariants:
 //
