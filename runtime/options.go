@@ -105,10 +105,10 @@ type Options struct {
 	// only lockgen Clients that queue their waiters are, a fair lock's to
 	// the head of the queue when it is a lockgen waiter (handoff.go,
 	// grant.go and fair.go of runtime/internal/mutex). Turn the reentrant
-	// hand-off off
-	// when Redisson clients that subscribe on replicas (subscriptionMode
-	// SLAVE) wait for the same locks: Redis does not count them, so they
-	// may wait up to 16 hand-offs for an unlock message.
+	// hand-off off when Redisson clients that subscribe on replicas
+	// (subscriptionMode SLAVE) wait for the same locks: Redis does not
+	// count them, so they may wait up to 16 hand-offs for an unlock
+	// message.
 	NoHandoff bool
 }
 
