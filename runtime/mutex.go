@@ -87,14 +87,14 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 	start := time.Now()
 	a, err := m.e.Acquire(ctx, owner, wait, lease, until)
 	if err != nil {
-		m.c.observe(Event{Kind: EventAcquireFailed, Name: m.opts.Name, Key: m.e.Key(), Lock: m.e.KindName(), Ctx: ctx, Wait: time.Since(start), Err: err})
+		observeTry(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start, err)
 		return nil, err
 	}
 	hctx, err := a.Record()
 	if err != nil {
 		return nil, err
 	}
-	m.c.observe(Event{Kind: EventAcquired, Name: m.opts.Name, Key: m.e.Key(), Lock: m.e.KindName(), Owner: owner, Ctx: ctx, Wait: time.Since(start)})
+	observeTry(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start, nil)
 	return hctx, nil
 }
 
@@ -110,7 +110,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.c.observe(Event{Kind: EventReleased, Name: m.opts.Name, Key: m.e.Key(), Lock: m.e.KindName(), Owner: owner, Ctx: ctx, Held: time.Since(start)})
+	observeRelease(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start)
 	return nil
 }
 

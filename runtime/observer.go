@@ -95,9 +95,8 @@ func waitStarted(o Observer) func(ctx context.Context, name, key, lock string, w
 	}
 }
 
-// observeTry reports the outcome of an acquisition of a multi-lock or a
-// RedLock, whose attempts are not a single Mutex's: their TryLock defers
-// it with its results.
+// observeTry reports the outcome of an acquisition begun at start by
+// owner: EventAcquired, or EventAcquireFailed with err (and no owner).
 func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time, err error) {
 	if o == nil {
 		return
@@ -109,8 +108,7 @@ func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, 
 	o.ObserveLock(e)
 }
 
-// observeRelease reports the release of a multi-lock's or a RedLock's hold
-// taken at start.
+// observeRelease reports the release of owner's hold taken at start.
 func observeRelease(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time) {
 	if o != nil {
 		o.ObserveLock(Event{Kind: EventReleased, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Held: time.Since(start)})

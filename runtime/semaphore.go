@@ -100,14 +100,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	start := time.Now()
 	w, err := s.e.Acquire(ctx, n, wait, lease)
 	if err != nil {
-		s.c.observe(Event{Kind: EventAcquireFailed, Name: s.opts.Name, Key: s.e.Key(), Lock: "semaphore", Ctx: ctx, Wait: time.Since(start), Err: err})
+		observeTry(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", "", start, err)
 		return nil, err
 	}
 	hctx, err := w.Record()
 	if err != nil {
 		return nil, err
 	}
-	s.c.observe(Event{Kind: EventAcquired, Name: s.opts.Name, Key: s.e.Key(), Lock: "semaphore", Owner: w.Owner(), Ctx: ctx, Wait: time.Since(start)})
+	observeTry(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", w.Owner(), start, nil)
 	return hctx, nil
 }
 
@@ -122,7 +122,7 @@ func (s *Semaphore) Release(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.c.observe(Event{Kind: EventReleased, Name: s.opts.Name, Key: s.e.Key(), Lock: "semaphore", Owner: owner, Ctx: ctx, Held: time.Since(start)})
+	observeRelease(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", owner, start)
 	return nil
 }
 

@@ -71,9 +71,6 @@ func (l *Lock) Init(env *Env, key string, kind Kind, o Options) {
 // Key is the Redis key of the lock.
 func (m *Lock) Key() string { return m.key }
 
-// Kind is the lock's kind.
-func (m *Lock) Kind() Kind { return m.kind }
-
 // KindName is the lock's kind as events name it.
 func (m *Lock) KindName() string { return kindNames[m.kind] }
 
