@@ -17,6 +17,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
@@ -27,7 +28,7 @@ const (
 	defaultReleaseTimeout  = 5 * time.Second
 	// minLease is the shortest lease accepted: anything shorter expires
 	// before a round trip and its drift margin.
-	minLease = mutex.MinLease
+	minLease = lockenv.MinLease
 )
 
 // Client is the shared runtime every lock handle works through: one per
@@ -44,10 +45,13 @@ const (
 // is reachable from it.
 type Client struct {
 	// env is what every lock of the Client works through (package
-	// mutex): the Redis clients, the hold registry, the hub, the wait
+	// lockenv): the Redis clients, the hold registry, the hub, the wait
 	// loop, the call limits, the settler and the owner tokens' ids.
-	env  *mutex.Env
-	opts Options
+	env *lockenv.Env
+	// mutexes is env with the state the Mutex engine keeps per Client
+	// (package mutex): its Locks work through it.
+	mutexes *mutex.Env
+	opts    Options
 
 	closeCh      chan struct{}
 	drainCh      chan struct{} // closed when Shutdown begins
@@ -98,7 +102,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 		o.ReplicaTimeout = time.Second
 	}
 	c := &Client{opts: o, closeCh: make(chan struct{}), drainCh: make(chan struct{})}
-	c.env = &mutex.Env{
+	c.env = &lockenv.Env{
 		RDB: rdb, ID: newUUID(), Publish: "publish", Log: newLogger(o.Logger),
 		MarkerTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
 		Watchdog:  o.WatchdogTimeout, Replicas: o.ReplicaTimeout, NoHandoff: o.NoHandoff,
@@ -107,6 +111,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	env := c.env
 	env.IDArg = env.ID
 	env.Init()
+	c.mutexes = mutex.NewEnv(env)
 	_, _ = hex.Decode(env.IDPrefix[:], []byte(strings.ReplaceAll(env.ID, "-", "")[:2*PermitOwnerLen]))
 	c.life, c.endLife = context.WithCancel(context.Background())
 	_, env.Cluster = rdb.(*redis.ClusterClient)

@@ -74,7 +74,7 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 		for i, m := range ms {
 			locks[i] = &m.e
 		}
-		l.multi = mutex.NewMulti(c.env, opts.Name, locks)
+		l.multi = mutex.NewMulti(c.mutexes, opts.Name, locks)
 	}
 	return l
 }

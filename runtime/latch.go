@@ -11,7 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -68,7 +68,7 @@ func (l *Latch) fail(op string, err error) error {
 
 // check refuses what the latch cannot do where it is.
 func (l *Latch) check() error {
-	if err := mutex.Validate(l.key, Watchdog); err != nil {
+	if err := lockenv.Validate(l.key, Watchdog); err != nil {
 		return err
 	}
 	if l.c.env.Cluster && strings.Contains(l.key, "{") {

@@ -6,13 +6,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
 // Late replies of the other kinds' calls abandoned at their deadline
-// (see mutex.Replied for why a late reply resolves its own outcome).
+// (see lockenv.Replied for why a late reply resolves its own outcome).
 
 // resolveLate takes over a PlainSemaphore's acquire attempt of n permits
 // that its caller abandoned (and was told ErrOutcomeUnknown: the permits
@@ -25,7 +25,7 @@ func (p *PlainSemaphore) resolveLate(pd *scripts.Pending, n int) {
 	pd.Then(func(cmd *redis.Cmd) {
 		took, err := cmd.Int64()
 		switch {
-		case !mutex.Replied(err):
+		case !lockenv.Replied(err):
 			c.env.Warn("an acquire abandoned at its deadline had no reply: its permits may be taken", "semaphore", p.name, "key", p.key, "permits", n)
 			return
 		case err != nil || took != 1:

@@ -10,7 +10,7 @@ import (
 // Client without Options.Logger logs to slog.Default() at Debug level
 // only (off unless the program turned debug logging on), and a Client
 // with one logs its warnings there as they are.
-// Warnings of one kind are rate-limited (mutex.Env.Warn).
+// Warnings of one kind are rate-limited (lockenv.Env.Warn).
 
 // debugOnly is a handler that passes every record on at Debug level.
 type debugOnly struct{ h slog.Handler }

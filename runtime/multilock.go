@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
@@ -69,7 +70,7 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
 	for _, m := range l.members {
-		if err := mutex.Validate(m.Key(), lease); err != nil {
+		if err := lockenv.Validate(m.Key(), lease); err != nil {
 			return nil, l.fail("acquire", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
@@ -43,7 +44,7 @@ func newMutex(c *Client, key string, opts LockOptions, kind mutex.Kind, fenced b
 func (m *Mutex) init(c *Client, key string, kind mutex.Kind, fenced bool) {
 	o := m.opts
 	m.c = c
-	m.e.Init(c.env, key, kind, mutex.Options{Name: o.Name, QueueTimeout: o.QueueTimeout,
+	m.e.Init(c.mutexes, key, kind, mutex.Options{Name: o.Name, QueueTimeout: o.QueueTimeout,
 		WritersFirst: o.WritersFirst, SyncReplicas: o.SyncReplicas, Fenced: fenced})
 }
 
@@ -66,7 +67,7 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // the ctx of the hold, or an error wrapping ErrNotAcquired, the ctx's error,
 // ErrClosed, ErrUpgrade or a Redis error.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := mutex.Validate(m.e.Key(), lease); err != nil {
+	if err := lockenv.Validate(m.e.Key(), lease); err != nil {
 		return nil, m.fail("acquire", err)
 	}
 	owner, err := m.e.Owner(ctx)

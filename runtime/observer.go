@@ -84,7 +84,7 @@ type ObserverFunc func(Event)
 // ObserveLock calls f(e).
 func (f ObserverFunc) ObserveLock(e Event) { f(e) }
 
-// waitStarted is what reports EventWaitStarted to o (mutex.Env.WaitStarted):
+// waitStarted is what reports EventWaitStarted to o (lockenv.Env.WaitStarted):
 // nil without an observer.
 func waitStarted(o Observer) func(ctx context.Context, name, key, lock string, wait time.Duration) {
 	if o == nil {

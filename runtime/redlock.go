@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
@@ -172,7 +173,7 @@ func (l *RedLock) check(lease time.Duration) error {
 	case l.quorum > len(c.redNodes):
 		return l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
 	}
-	if err := mutex.Validate(l.key, lease); err != nil {
+	if err := lockenv.Validate(l.key, lease); err != nil {
 		return l.fail("acquire", err)
 	}
 	if c.isClosed() {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
@@ -69,7 +69,7 @@ func (s *Semaphore) Name() string { return s.opts.Name }
 
 // PermitOwnerLen is how many bytes of a lockgen permit id are the start of
 // its Client's uuid (the rest are random).
-const PermitOwnerLen = mutex.PermitOwnerLen
+const PermitOwnerLen = lockenv.PermitOwnerLen
 
 func (s *Semaphore) fail(op string, err error) error { return fail(op, s.opts.Name, s.e.Key(), err) }
 
@@ -91,7 +91,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 	case s.opts.Permits < 0:
 		return nil, s.fail("acquire", fmt.Errorf("%w: negative Permits %d", ErrInvalidArgument, s.opts.Permits))
 	}
-	if err := mutex.Validate(s.e.Key(), lease); err != nil {
+	if err := lockenv.Validate(s.e.Key(), lease); err != nil {
 		return nil, s.fail("acquire", err)
 	}
 	if ctx.Err() != nil {

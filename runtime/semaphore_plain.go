@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
@@ -63,7 +63,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 	if n < 1 {
 		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
 	}
-	if err := mutex.Validate(p.key, Watchdog); err != nil {
+	if err := lockenv.Validate(p.key, Watchdog); err != nil {
 		return p.fail("acquire", err)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {

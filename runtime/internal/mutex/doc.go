@@ -28,18 +28,17 @@
 // waiting and waking (await, hub), bounded and retried calls (calls), the
 // background queue (settle), renewal (watchdog), and the public names:
 // runtime's *LockError and Event reach it only through the two functions
-// of Env it is given (Fail, WaitStarted), so nothing here imports runtime.
+// of lockenv.Env it is given (Fail, WaitStarted), so nothing here imports
+// runtime.
 //
 // It also holds the engine of an atomic multi-lock (Multi, multi.go):
 // reentrant members in one slot taken and released by one script call,
 // whose tries, settlement and late replies are the Lock's, member by
 // member.
 //
-// Env is the Client's parts, built once by runtime.NewClient and shared
-// by every Lock of the Client; the other kinds' engines (package
-// semaphore; the plain semaphore, latch and RedLock still in runtime) use
-// it too, with the few helpers exported for them (AddHold, LostError,
-// GiveBackFor, Replied, Validate, the names).
+// It works through Env: the Client's parts (lockenv.Env, shared with the
+// other kinds' engines) and the state the engine keeps per Client
+// (whether the server refused hand-offs, the grant streaks).
 //
 // Invariants:
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -93,7 +94,7 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	marker := names.queue // unused without a local grantee: any key of the slot
 	field, px := o.Field, o.Px
 	if o.Made() {
-		o.Marker = RequestMarker(m.key, c.NewRequestID())
+		o.Marker = lockenv.RequestMarker(m.key, c.NewRequestID())
 		marker = o.Marker
 	} else {
 		field, px = "", "0"
@@ -214,7 +215,7 @@ func (m *Lock) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ou
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	_, px, _ := c.Reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
-	took, confirmed = grantClaimable(lease == Watchdog, px, cut, time.Since(lastTry), c.Reg.Timing().Tick)
+	took, confirmed = grantClaimable(lease == lockenv.Watchdog, px, cut, time.Since(lastTry), c.Reg.Timing().Tick)
 	if !took {
 		c.Reg.Exit(id)
 	}

@@ -1,12 +1,6 @@
 package mutex
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-
-	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 )
 
@@ -19,54 +13,6 @@ type (
 	lockArgs    = holds.Args
 	acquisition = holds.Acquisition
 )
-
-// LostError is the cause of the loss of h, found by a renewal, the lease
-// clock or a re-read: a LockError (Env.Fail) wrapping errs.LockLost.
-func (e *Env) LostError(h *hold, why string) error {
-	return e.Fail("renew", h.Name, h.Key, fmt.Errorf("%w: %s", errs.LockLost, why))
-}
-
-// AddHold records a successful acquisition (sent at start with the given
-// lease) and returns the ctx for the caller, or errs.Closed once the
-// registry is closed.
-func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, lease time.Duration, start time.Time) (context.Context, error) {
-	if lease != Watchdog {
-		spec.LeaseEnd = e.Fail("lease", spec.Name, spec.Key, fmt.Errorf("%w: fixed lease of %v ran out", errs.LockLost, lease))
-	}
-	hc := e.Reg.Add(parent, spec, args, lease, start)
-	if hc == nil {
-		return nil, errs.Closed
-	}
-	return hc, nil
-}
-
-// dropLost releases acq of a lost hold, and returns why it was lost (or
-// that it was released already). It sends nothing and does not wait for
-// the owner's turn: a give-back under way may hold that turn for as long
-// as Redis is cut off, and it alone gives back what Redis may still have.
-func (e *Env) dropLost(acq *holds.Acquisition) error {
-	d, ok := e.Reg.Drop(acq)
-	if !ok {
-		return fmt.Errorf("%w: already released", errs.NotHeld)
-	}
-	acq.End(context.Canceled)
-	return d.Lost
-}
-
-// markUnknown records that the outcome of the call in id's turn is
-// unknown, and returns the mark's generation (0: err is no unknown
-// outcome). The caller has the turn.
-func (e *Env) markUnknown(id holds.ID, err error) uint64 {
-	if !errors.Is(err, errs.OutcomeUnknown) {
-		return 0
-	}
-	return e.Reg.MarkUnknown(id)
-}
-
-// GiveBackFor bounds a give-back: by then Redis has expired what a renewal
-// sent before the loss set, unless the network held that renewal back for
-// more than a lease.
-func (e *Env) GiveBackFor() time.Duration { return 2 * e.Watchdog }
 
 // taker is a Lock as the registry sees it (holds.Taker): the handle that
 // took a hold, which renews its extra keys and gives back what it lost.

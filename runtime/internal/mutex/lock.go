@@ -13,12 +13,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
-
-// Watchdog is the lease of a hold the watchdog renews (runtime.Watchdog).
-const Watchdog time.Duration = 0
 
 // Kind names the flavour of a lock (see kind.go).
 type Kind uint8
@@ -160,7 +158,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 	if err := m.reconcile(ctx, c.RDB, a); err != nil {
 		return false, 0, err
 	}
-	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: RequestMarker(m.key, c.NewRequestID()), count: count, waiting: waiting, fence: fence}
+	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: waiting, fence: fence}
 	// A fair waiter of an owner of its own may be granted the lock by a
 	// release (see takesGrants), once the grant's message cannot miss it:
 	// its channel's subscription is confirmed.
@@ -214,7 +212,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		// no one else can acquire, and so increment it, while this owner
 		// holds the lock (see fenced_acquire.lua).
 		if err := m.readFence(ctx, fence); err != nil {
-			c.markUnknown(id, err)
+			c.MarkUnknown(id, err)
 			return false, 0, err
 		}
 	}
@@ -236,7 +234,7 @@ func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.D
 		settled, err = m.reapply(ctx, a, at, m.k.acquire)
 	}
 	if err != nil {
-		if gen := m.env.markUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
+		if gen := m.env.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
 			m.settleLater(a, &at, px, gen)
 		}
 	}
@@ -250,8 +248,6 @@ const (
 	replyWriterFirst = -5 // read not taken: a waiting writer goes first
 	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
 
-	// ReplyAborted is replyAborted, for a semaphore's acquire.
-	ReplyAborted = replyAborted
 )
 
 // leave withdraws a waiter that gave up from the kind's waiting structures
@@ -316,7 +312,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
 	}
 	if acq.Hold().Lost() {
-		return "", time.Time{}, m.fail("release", m.env.dropLost(acq))
+		return "", time.Time{}, m.fail("release", m.env.DropLost(acq))
 	}
 	h := acq.Hold()
 	id := holdID{Key: h.Key, Field: h.Field}
@@ -368,7 +364,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		res, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
 	}
 	if !d.Last {
-		m.env.markUnknown(id, err)
+		m.env.MarkUnknown(id, err)
 	}
 	if err == nil && res == releaseNotOwner {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", errs.LockLost)
@@ -397,7 +393,7 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 	if last {
 		lease = c.Watchdog // not applied: the last hold deletes the key
 	}
-	r := attempt{via: via, px: c.LeaseArg(max(lease, MinLease)), count: count}
+	r := attempt{via: via, px: c.LeaseArg(max(lease, lockenv.MinLease)), count: count}
 	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.k.release(ctx, m, a, r)
 	})

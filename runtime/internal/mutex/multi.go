@@ -14,6 +14,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
@@ -117,7 +118,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 		}
 	}
 	w.sent = time.Now()
-	marker := RequestMarker(l.locks[0].key, c.NewRequestID())
+	marker := lockenv.RequestMarker(l.locks[0].key, c.NewRequestID())
 	cmdArgs := make([]any, 3, 3+2*len(w.args)+4)
 	for _, a := range w.args {
 		cmdArgs = append(cmdArgs, a.Key)
@@ -149,7 +150,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	settled, serr := reentrant{}.settle(ctx, l.locks[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
 	if serr != nil {
 		for _, id := range w.ids {
-			c.markUnknown(id, serr)
+			c.MarkUnknown(id, serr)
 		}
 		return false, 0, serr
 	}
@@ -190,7 +191,7 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 			live = append(live, i)
 			continue
 		}
-		err := c.dropLost(acq)
+		err := c.DropLost(acq)
 		if errors.Is(err, errs.NotHeld) {
 			return l.fail("release", err)
 		}
@@ -207,7 +208,7 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 	// Members that stay held keep what their holds count on (the longest
 	// of them: one lease goes to all); nothing more, so a fixed lease is
 	// not stretched to the watchdog's.
-	lease := MinLease
+	lease := lockenv.MinLease
 	var send []holds.Args
 	var sendCounts []int
 	for _, i := range live {
@@ -228,7 +229,7 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 	res, err := l.sendRelease(rel, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
-			c.markUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
+			c.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
 		}
 	}
 	switch {
@@ -312,7 +313,7 @@ func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.I
 				c.Reg.Landed(id)
 			}
 		}()
-		settled := Replied(cmd.Err())
+		settled := lockenv.Replied(cmd.Err())
 		c.Settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
 				if !settled {

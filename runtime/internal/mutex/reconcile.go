@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
@@ -172,7 +173,7 @@ func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, 
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	gen := m.env.Reg.Abandon(id)
 	p.Then(func(cmd *redis.Cmd) {
-		if Replied(cmd.Err()) {
+		if lockenv.Replied(cmd.Err()) {
 			m.settleLater(a, nil, px, gen)
 		} else {
 			m.settleLater(a, &at, px, gen)
@@ -182,24 +183,4 @@ func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, 
 			m.leave(ctx, a)
 		}
 	})
-}
-
-// Replied reports whether a call that failed with err (or succeeded) had
-// its outcome decided in Redis: it has a reply, or it provably never left.
-//
-// On a go-redis client that does not honour a ctx's deadline on socket
-// reads (default options), a call that has not had its reply by its
-// deadline is abandoned (scripts.Abandoned): its caller returns on time,
-// and the command goes on to its reply. On a server that is only slow,
-// the reply comes, and it is real: an acquire may have taken the lock for
-// an owner whose caller was told it did not. Handing that to settlement
-// would leave a request marker for each such call and turn every slow
-// reply into an unknown outcome, so the call resolves its own outcome from
-// what actually happened: what it took is given back, a waiter it queued
-// withdrawn. Only a call whose reply never comes (its connection failed)
-// is settled like any lost reply, with its request marker. Until the
-// outcome comes, the registry counts the call late (holds.Registry.Abandon):
-// the owner's next call waits for it before it re-reads the count.
-func Replied(err error) bool {
-	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
 }

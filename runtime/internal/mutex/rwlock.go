@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -131,10 +132,10 @@ func (writeSide) refreshEvery(m *Lock) time.Duration {
 // its ctxs it asks through. The registry of holds is the truth here, not
 // the ctx chain: a read acquisition in the chain may be released already.
 func (writeSide) check(m *Lock, owner string) error {
-	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, Watchdog); reads == 0 {
+	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, lockenv.Watchdog); reads == 0 {
 		return nil
 	}
-	if writes, _ := m.env.Reg.State(holdID{Key: m.key, Field: writeField(owner)}, Watchdog); writes > 0 {
+	if writes, _ := m.env.Reg.State(holdID{Key: m.key, Field: writeField(owner)}, lockenv.Watchdog); writes > 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: the owner holds a read hold of this lock and not its write side", errs.Upgrade)

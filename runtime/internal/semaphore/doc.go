@@ -7,7 +7,7 @@
 // settlement of a lost reply, releases, the count's changes, late replies
 // and the give-back of permits lost at their deadline are here.
 //
-// It works through the Client's mutex.Env (the Redis clients, the hold
+// It works through the Client's lockenv.Env (the Redis clients, the hold
 // registry, the wait loop, the call limits, the settler); its errors are
 // made by Env.Fail (runtime's *LockError). It owns no state of its own:
 // a Sem is a value made per handle.

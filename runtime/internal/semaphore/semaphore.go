@@ -15,7 +15,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
@@ -23,7 +23,7 @@ import (
 // Sem is the engine of one semaphore handle: one key on one Client. Its
 // methods return errors made by Env.Fail.
 type Sem struct {
-	env      *mutex.Env
+	env      *lockenv.Env
 	key      string
 	timeouts string
 	channel  string
@@ -33,7 +33,7 @@ type Sem struct {
 
 // Init makes s the semaphore at key, named name, that starts with
 // permits when its count is absent.
-func (s *Sem) Init(env *mutex.Env, key, name string, permits int) {
+func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
 	*s = Sem{env: env, key: key, timeouts: redisnames.Suffix(key, "timeout"), channel: Channel(key), name: name, permits: permits}
 }
 
@@ -47,18 +47,18 @@ func (s *Sem) fail(op string, err error) error { return s.env.Fail(op, s.name, s
 
 // permitIDLen is the length of a permit id, stored raw: 16 bytes, as
 // Redisson's. A lockgen permit id starts with the first
-// mutex.PermitOwnerLen bytes of its Client's uuid (so lockgen inspect can find the owner label
+// lockenv.PermitOwnerLen bytes of its Client's uuid (so lockgen inspect can find the owner label
 // of a permit, which nothing else in Redis names) and ends with random
 // bytes, which keep ids unique.
 const permitIDLen = 16
 
 // newPermitIDs returns n permit ids of the Client whose uuid starts with
 // prefix, back to back.
-func newPermitIDs(prefix *[mutex.PermitOwnerLen]byte, n int) []byte {
+func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
 	ids := make([]byte, n*permitIDLen)
 	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
 	for i := 0; i < len(ids); i += permitIDLen {
-		copy(ids[i:i+mutex.PermitOwnerLen], prefix[:])
+		copy(ids[i:i+lockenv.PermitOwnerLen], prefix[:])
 	}
 	return ids
 }
@@ -78,11 +78,11 @@ type Acquiring struct {
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for n
-// permits held with lease (mutex.Watchdog, or fixed).
+// permits held with lease (lockenv.Watchdog, or fixed).
 func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*Acquiring, error) {
 	c := s.env
 	px := lease
-	if px == mutex.Watchdog {
+	if px == lockenv.Watchdog {
 		px = c.Watchdog
 	}
 	w := &Acquiring{s: s, ctx: ctx, n: n, ids: newPermitIDs(&c.IDPrefix, n), lease: lease, px: c.LeaseArg(px)}
@@ -143,7 +143,7 @@ func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px an
 	switch {
 	case err == nil && ttl == 0:
 		return true, 0, nil
-	case err == nil && ttl == mutex.ReplyAborted:
+	case err == nil && ttl == replyAborted:
 		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
 	case err == nil:
 		return false, time.Duration(ttl) * time.Millisecond, nil
@@ -168,6 +168,10 @@ func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px an
 	}
 	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
 }
+
+// replyAborted is semaphore_acquire.lua's reply to a copy of a request
+// already settled as aborted.
+const replyAborted = -3
 
 // errTryAborted: a try whose reply was lost was settled as not taken.
 var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
@@ -232,7 +236,7 @@ func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args,
 // marker names the request marker of the acquisition of ids: one key per
 // acquisition, in the semaphore's slot.
 func (s *Sem) marker(ids string) string {
-	return mutex.RequestMarker(s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
+	return lockenv.RequestMarker(s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
 }
 
 // Available is the number of free permits, after the expired ones were
@@ -270,7 +274,7 @@ func (s *Sem) TrySetPermits(ctx context.Context, n int) (bool, error) {
 
 // TrySetPermits sets the free count at key to n when it is absent, for a
 // semaphore of either layout; fail makes its errors.
-func TrySetPermits(ctx context.Context, c *mutex.Env, key string, n int, fail func(string, error) error) (bool, error) {
+func TrySetPermits(ctx context.Context, c *lockenv.Env, key string, n int, fail func(string, error) error) (bool, error) {
 	if n < 0 {
 		return false, fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
 	}
@@ -352,13 +356,13 @@ func (s *Sem) giveBack(a holds.Args, marker string) {
 }
 
 // resolveLate takes over an acquire attempt that its caller abandoned
-// (see mutex.Replied). Permits the late reply says it took are given
+// (see lockenv.Replied). Permits the late reply says it took are given
 // back; when no reply comes, the permits are released all the same: the
 // release marks the request done, so no copy of it still on its way takes
 // them later, and frees them if it did take them.
 func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
 	p.Then(func(cmd *redis.Cmd) {
-		if ttl, err := cmd.Int64(); mutex.Replied(err) && (err != nil || ttl != 0) {
+		if ttl, err := cmd.Int64(); lockenv.Replied(err) && (err != nil || ttl != 0) {
 			return // not taken
 		}
 		s.giveBack(a, marker)
