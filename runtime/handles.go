@@ -98,7 +98,7 @@ func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
 
 // PlainSemaphore returns the plain semaphore at key; name is used in errors.
 func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
-	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphore.Channel(key)}
+	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphore.ChannelName(key)}
 }
 
 // Latch returns the count-down latch at key. On a cluster, key must not

@@ -76,8 +76,8 @@ func (m *Lock) KindName() string { return kindNames[m.kind] }
 // multi-lock script: a reentrant lock without replica sync.
 func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
 
-// Channel is the channel a waiter of owner sleeps on.
-func (m *Lock) Channel(owner string) string { return m.k.channel(m.key, owner) }
+// WaitChannel is the channel a waiter of owner sleeps on.
+func (m *Lock) WaitChannel(owner string) string { return m.k.channel(m.key, owner) }
 
 func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.Name, m.key, err) }
 

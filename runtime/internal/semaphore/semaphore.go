@@ -34,11 +34,11 @@ type Sem struct {
 // Init makes s the semaphore at key, named name, that starts with
 // permits when its count is absent.
 func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
-	*s = Sem{env: env, key: key, timeouts: redisnames.Suffix(key, "timeout"), channel: Channel(key), name: name, permits: permits}
+	*s = Sem{env: env, key: key, timeouts: redisnames.Suffix(key, "timeout"), channel: ChannelName(key), name: name, permits: permits}
 }
 
-// Channel is Redisson's channel of a semaphore of either layout.
-func Channel(key string) string { return redisnames.Prefix("redisson_sc", key) }
+// ChannelName is Redisson's channel of a semaphore of either layout.
+func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
 
 // Key is the Redis key of the free count.
 func (s *Sem) Key() string { return s.key }
@@ -281,7 +281,7 @@ func TrySetPermits(ctx context.Context, c *lockenv.Env, key string, n int, fail 
 	// Not resent by go-redis: a copy after a lost reply would find the
 	// count this call set and report that it did not.
 	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.RDB, 2, []any{
-		3: key, Channel(key),
+		3: key, ChannelName(key),
 		n, c.Publish,
 	}).Int64()
 	if err != nil {
