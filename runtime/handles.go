@@ -6,7 +6,6 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
-	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
 // The constructors of the lock handles. A handle is cheap: make one per
@@ -98,7 +97,9 @@ func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
 
 // PlainSemaphore returns the plain semaphore at key; name is used in errors.
 func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
-	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphore.ChannelName(key)}
+	p := &PlainSemaphore{}
+	p.e.Init(c.env, key, name)
+	return p
 }
 
 // Latch returns the count-down latch at key. On a cluster, key must not
