@@ -49,7 +49,7 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // taken; it tries no more then, nor does go-redis resend the try), the
 // ctx's error or a Redis error. On a client that does not honour deadlines
 // on reads, a try abandoned at its deadline whose reply comes after all
-// gives back the permits it took (late.go).
+// gives back the permits it took (package semaphore).
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
 	if n < 1 {
 		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))

@@ -53,7 +53,7 @@ func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64
 
 // settle decides a try whose reply was lost, as a reentrant lock's
 // (settle.lua), then confirms a new acquisition found taken with a copy of
-// the try (Mutex.reapply): the release may have granted the waiter the
+// the try (Lock.reapply): the release may have granted the waiter the
 // lock (fair_next.lua) before the try was sent.
 func (f fair) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
 	took, err := f.reentrant.settle(ctx, m, a, at)

@@ -74,7 +74,7 @@ func (g *grantStreaks) allow(key string) bool {
 	return g.n[maphash.String(g.seed, key)%64].Add(1)%grantStreak != 0
 }
 
-// tryState is what an acquisition's tries told of grants (see acquireAs):
+// tryState is what an acquisition's tries told of grants (see Lock.Acquire):
 // the nonce of the last try that registered for grants, whether any try
 // queued the waiter in Redis, and the part of the lease a claimed grant
 // confirmed when shorter than the lease (claimGrant; 0: all of it).

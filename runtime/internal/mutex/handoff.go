@@ -187,7 +187,7 @@ func refusesHandoff(err error) bool {
 // waiter, holds the lock one message after the release, without an
 // acquire of its own, whichever process released it. Not with replica
 // sync (a grant waits for no replica), nor with Options.NoHandoff. Only a
-// waiter with an owner of its own takes grants (see acquireAs).
+// waiter with an owner of its own takes grants (see Lock.waitSpec).
 func (m *Lock) takesGrants() bool {
 	_, ok := m.k.(fair)
 	return ok && m.opts.SyncReplicas == 0 && !m.env.NoHandoff

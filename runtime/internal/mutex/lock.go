@@ -61,9 +61,9 @@ type Lock struct {
 	names atomic.Pointer[grantNames]
 }
 
-// Init makes l the lock of kind at key, in env.
-func (l *Lock) Init(env *Env, key string, kind Kind, o Options) {
-	l.env, l.key, l.kind, l.k, l.opts = env, key, kind, kinds[kind], o
+// Init makes m the lock of kind at key, in env.
+func (m *Lock) Init(env *Env, key string, kind Kind, o Options) {
+	m.env, m.key, m.kind, m.k, m.opts = env, key, kind, kinds[kind], o
 }
 
 // Key is the Redis key of the lock.
@@ -96,7 +96,8 @@ func (m *Lock) Owner(ctx context.Context) (string, error) {
 // lock as owner, as part of a call that must return by until (zero: no
 // bound but wait's). When the lock is taken, the acquisition still has
 // the owner's turn: Record records the hold. A waiter that gives up
-// leaves what it left in Redis (the fair queue, the waiting writers).
+// withdraws what it left in Redis (its place in the fair queue, in the
+// waiting writers, in the grant queue).
 func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
 	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.k.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
@@ -136,13 +137,13 @@ func (m *Lock) spec() holds.Spec {
 }
 
 // tryAcquire runs the kind's acquire script once, in the owner's turn on
-// this lock (see turn). A reply lost to a transport error or a cancelled ctx
+// this lock (holds.Registry.Enter). A reply lost to a transport error or a cancelled ctx
 // is settled: the attempt either took the lock (then it is held) or is
 // marked aborted so it never will. When it took the lock, the turn is still
 // held on return: the caller records the hold, then exits. For a fenced
 // lock, *fence is set to the acquisition's token when it took the lock.
 // An attempt abandoned at its deadline (a client that does not honour
-// deadlines on reads) resolves its late reply itself (late.go).
+// deadlines on reads) resolves its late reply itself (resolveLate).
 func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -247,7 +248,6 @@ const (
 	replyUpgrade     = -4 // write refused: the owner holds a read hold
 	replyWriterFirst = -5 // read not taken: a waiting writer goes first
 	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
-
 )
 
 // leave withdraws a waiter that gave up from the kind's waiting structures

@@ -100,7 +100,7 @@ func (w *multiWait) WaitKey() string     { return w.l.locks[w.blocking].key }
 
 // try makes one attempt, in the owner's turn on every member (in key
 // order), kept on success until the holds are recorded, as
-// Mutex.tryAcquire does.
+// Lock.tryAcquire does.
 func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
 	l, c := w.l, w.l.env
 	px, err := c.Reg.EnterAll(ctx, w.ids, w.lease, w.counts)
@@ -184,7 +184,7 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 	}
 	var lost error
 	// Lost members are dropped without their owner's turn, which a
-	// give-back may hold while Redis is cut off (giveback.go).
+	// give-back may hold while Redis is cut off (taker.GiveBackLost).
 	var live []int
 	for i, acq := range acqs {
 		if !acq.Hold().Lost() {
@@ -217,7 +217,7 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 		}
-		acq.End(context.Canceled) // before the release is sent (see Mutex.Unlock)
+		acq.End(context.Canceled) // before the release is sent (see Lock.Release)
 		if d.Lost != nil {
 			lost = cmp.Or(lost, d.Lost)
 			continue
@@ -295,7 +295,7 @@ func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []
 
 // resolveLate takes over an atomic MultiLock's attempt on every member
 // (args, ids) that its caller abandoned, in the owner's turns, as
-// Mutex.resolveLate does for one lock: the members' outcomes are unknown
+// Lock.resolveLate does for one lock: the members' outcomes are unknown
 // until the call's comes (no call of the owner reconciles them before:
 // holds.Registry.Abandon); then what it took is given back, member by member, once
 // nothing of the request can still arrive (after the first member's

@@ -79,7 +79,7 @@ func (m *Lock) loseHold(id holdID, n, count int) {
 // settleLater goes on settling, in the background (package settle), an
 // acquire whose reply and settlement were both lost (at; nil: no acquire,
 // only the owner's count to bring back to the client's, after a hold was
-// lost at its deadline: giveback.go), when its owner holds nothing of the
+// lost at its deadline: taker.GiveBackLost), when its owner holds nothing of the
 // lock (a fresh owner: typically a top-level Lock whose caller got the
 // error and will never call with that owner again). Without it, a lock
 // that the lost request took would stay taken until its lease ran out, and
@@ -159,7 +159,7 @@ func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt, acquire func
 }
 
 // resolveLate takes over an acquire attempt at that its caller abandoned
-// (late.go: late replies), in the owner's turn. The caller gets no hold
+// (see lockenv.Replied), in the owner's turn. The caller gets no hold
 // from it, so the owner's outcome on the lock is unknown until the call's
 // outcome comes, and no call of the owner reconciles before then
 // (holds.Registry.Abandon): a copy still on its way may change the owner's count. Then

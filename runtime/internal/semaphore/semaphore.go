@@ -133,7 +133,7 @@ func (w *Acquiring) Record() (context.Context, error) {
 // error or a cancelled ctx is settled: the permits are either held (taken)
 // or the attempt is marked aborted so that no copy of it takes them later.
 // An attempt abandoned at its deadline (a client that does not honour
-// deadlines on reads) resolves its late reply itself (late.go).
+// deadlines on reads) resolves its late reply itself (resolveLate).
 func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px any) (bool, time.Duration, error) {
 	c := s.env
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.RDB, 4, []any{
@@ -187,7 +187,7 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	if !ok {
 		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 	}
-	acq.End(context.Canceled) // before the release is sent (see Mutex.Unlock)
+	acq.End(context.Canceled) // before the release is sent (see runtime.Mutex.Unlock)
 	if d.Lost != nil {
 		return "", time.Time{}, s.fail("release", d.Lost)
 	}
