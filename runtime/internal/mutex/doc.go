@@ -6,9 +6,10 @@
 //
 // What it owns:
 //
-//   - the kinds (kind.go, fair.go, rwlock.go, fence.go): each kind's
-//     scripts, the hash field that proves a hold, the channel its waiters
-//     sleep on, and what a waiter leaves in Redis;
+//   - the kinds (kind.go, fair.go, rwlock.go, fence.go): a Kind's hash
+//     field that proves a hold, the channel its waiters sleep on, how they
+//     wait and what a waiter leaves in Redis (methods of Kind), and its
+//     scripts (the kind interface: five script bindings per flavour);
 //   - one acquisition (Lock.Acquire, Acquiring): its tries in the owner's
 //     turn, how it waits (an await.Spec and the three interfaces of
 //     package await it implements), replica sync, and the record of the

@@ -3,7 +3,6 @@ package mutex
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
@@ -23,14 +22,6 @@ func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_t
 // their liveness deadlines (see fair_acquire.lua): it tells them from
 // Redisson's, whose acquisitions lower every score behind them.
 func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
-
-func (fair) channel(key, owner string) string { return LockChannel(key) + ":" + owner }
-func (fair) waits(*Lock) bool                 { return true }
-
-// queues: each fair waiter has its own channel, and Redis keeps the order.
-func (fair) queues() bool { return false }
-
-func (fair) refreshEvery(m *Lock) time.Duration { return m.opts.QueueTimeout / 3 }
 
 func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c := m.env

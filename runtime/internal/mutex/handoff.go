@@ -60,11 +60,8 @@ import (
 // one node's subscribers only, so a release would not see the other
 // Clients' waiters.
 func (m *Lock) handsOff() bool {
-	if _, ok := m.k.(reentrant); !ok {
-		return false
-	}
 	c := m.env
-	return !m.opts.Fenced && m.opts.SyncReplicas == 0 && (!c.Cluster || c.Sharded) && !c.NoHandoff && !c.handoffRefused.Load()
+	return m.kind == Reentrant && !m.opts.Fenced && m.opts.SyncReplicas == 0 && (!c.Cluster || c.Sharded) && !c.NoHandoff && !c.handoffRefused.Load()
 }
 
 // releaseHandingOff is the last release of a hold of m (count 1) that
@@ -189,8 +186,7 @@ func refusesHandoff(err error) bool {
 // sync (a grant waits for no replica), nor with Options.NoHandoff. Only a
 // waiter with an owner of its own takes grants (see Lock.waitSpec).
 func (m *Lock) takesGrants() bool {
-	_, ok := m.k.(fair)
-	return ok && m.opts.SyncReplicas == 0 && !m.env.NoHandoff
+	return m.kind == Fair && m.opts.SyncReplicas == 0 && !m.env.NoHandoff
 }
 
 // claimGrant takes the lock a release granted this waiter, in the owner's

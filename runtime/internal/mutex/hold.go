@@ -19,7 +19,7 @@ type (
 type taker Lock
 
 func (t *taker) ExtraKeys(h *hold) []string {
-	return t.k.extraKeys(h.Key, h.Owner, h.Count())
+	return t.kind.extraKeys(h.Key, h.Owner, h.Count())
 }
 
 // GiveBackLost marks the outcome of the owner's holds unknown, so its

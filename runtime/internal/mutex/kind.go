@@ -8,40 +8,111 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// A kind is what distinguishes the lock flavours behind a Mutex handle:
-// their scripts, the hash field that proves a hold, and how waiters wait.
+// A kind is the scripts of a lock flavour behind a Mutex handle: a
+// plain value per Kind (kinds), whose methods bind the flavour's Lua
+// scripts to a lock's keys and arguments. Everything else that sets the
+// flavours apart (the field that proves a hold, the channel, how waiters
+// wait) is a method of Kind.
 type kind interface {
-	// field is the hash field that proves owner's hold.
-	field(owner string) string
-	// check refuses, before any round trip, an acquisition by an owner
-	// whose existing holds (in the registry) make it wrong (an upgrade).
-	check(m *Lock, owner string) error
 	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
-	// -1 no expiry, replyAborted, replyUpgrade.
+	// -1 no expiry, replyAborted, replyUpgrade, replyWriterFirst,
+	// replyHoldGone.
 	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
 	// settle decides an acquire attempt whose reply was lost: it either
 	// took the lock (true) or never will.
 	settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
 	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// channel is the channel a waiter of owner sleeps on.
-	channel(key, owner string) string
-	// shared reports whether holds of this kind coexist (readers).
-	shared() bool
-	// queues reports whether a newcomer defers its first try briefly
-	// while this client has waiters (an unlock in transit, a hand-off in
-	// flight), so it does not jump the in-process queue (see await.Spec.Queue).
-	queues() bool
-	// waits reports whether a waiter leaves traces to withdraw when it gives up.
-	waits(m *Lock) bool
-	// leave withdraws a waiter that gave up.
+	// leave withdraws a waiter that gave up (when Kind.waits says it
+	// left traces).
 	leave(ctx context.Context, m *Lock, a lockArgs) (int64, error)
-	// refreshEvery bounds a waiter's sleep so it can refresh its place (0: no bound).
-	refreshEvery(m *Lock) time.Duration
 	// forceUnlock deletes the lock whoever holds it.
 	forceUnlock(ctx context.Context, m *Lock) (int64, error)
-	// extraKeys are the keys renewed with a hold besides the lock hash.
-	extraKeys(key, owner string, count int) []string
+}
+
+// field is the hash field that proves owner's hold.
+func (k Kind) field(owner string) string {
+	if k == Write {
+		return writeField(owner)
+	}
+	return owner
+}
+
+// channel is the channel a waiter of owner sleeps on: a fair waiter has
+// its own; the sides of a read-write lock share one.
+func (k Kind) channel(key, owner string) string {
+	switch k {
+	case Fair:
+		return LockChannel(key) + ":" + owner
+	case Read, Write:
+		return rwChannel(key)
+	}
+	return LockChannel(key)
+}
+
+// shared reports whether holds of the kind coexist (readers).
+func (k Kind) shared() bool { return k == Read }
+
+// queues reports whether a newcomer defers its first try briefly while
+// this client has waiters (an unlock in transit, a hand-off in flight),
+// so it does not jump the in-process queue (see await.Spec.Queue). Not a
+// fair waiter (each has its own channel, and Redis keeps the order), nor
+// a read-write lock's (readers and writers share the channel).
+func (k Kind) queues() bool { return k == Reentrant }
+
+// extraKeys are the keys renewed with a hold besides the lock hash: a
+// read hold's timeout keys.
+func (k Kind) extraKeys(key, owner string, count int) []string {
+	if k != Read {
+		return nil
+	}
+	keys := make([]string, count)
+	for i := range keys {
+		keys[i] = readTimeoutKey(key, owner, i+1)
+	}
+	return keys
+}
+
+// check refuses, before any round trip, an acquisition by an owner whose
+// existing holds (in the registry) make it wrong: an upgrade
+// (writeSide.check).
+func (k Kind) check(m *Lock, owner string) error {
+	if k == Write {
+		return writeSide{}.check(m, owner)
+	}
+	return nil
+}
+
+// waits reports whether a waiter of m leaves traces in Redis to withdraw
+// when it gives up: a reentrant waiter queued for grants, a fair waiter's
+// place in the queue, a waiting writer (writers first).
+func (k Kind) waits(m *Lock) bool {
+	switch k {
+	case Reentrant:
+		return m.handsOff()
+	case Fair:
+		return true
+	case Write:
+		return m.opts.WritersFirst
+	}
+	return false
+}
+
+// refreshEvery bounds a waiter's sleep so it refreshes its place (0: no
+// bound): a reentrant waiter queued for grants tries again before its
+// record runs out (grant.go), a fair waiter refreshes its score, and with
+// writers first a waiting writer keeps its record alive and a reader
+// behind it looks again as often as the record could expire.
+func (k Kind) refreshEvery(m *Lock) time.Duration {
+	switch {
+	case k == Reentrant && m.handsOff():
+		return grantRecordLife / 2
+	case k == Fair:
+		return m.opts.QueueTimeout / 3
+	case (k == Read || k == Write) && m.opts.WritersFirst:
+		return m.env.Watchdog / 3
+	}
+	return 0
 }
 
 // attempt is one acquire or release call.
@@ -62,25 +133,9 @@ type attempt struct {
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
-func (reentrant) field(owner string) string    { return owner }
-func (reentrant) check(*Lock, string) error    { return nil }
-func (reentrant) channel(key, _ string) string { return LockChannel(key) }
-func (reentrant) waits(m *Lock) bool           { return m.handsOff() }
-func (reentrant) shared() bool                 { return false }
-func (reentrant) queues() bool                 { return true }
 func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	return m.grantLeave(ctx, a)
 }
-
-// refreshEvery: a waiter queued for grants tries again before its record
-// runs out (grant.go).
-func (reentrant) refreshEvery(m *Lock) time.Duration {
-	if m.handsOff() {
-		return grantRecordLife / 2
-	}
-	return 0
-}
-func (reentrant) extraKeys(string, string, int) []string { return nil }
 
 // The scripts are sent the hold count the owner has before the call, which
 // makes a resend harmless: see acquire.lua and release.lua.

@@ -77,7 +77,7 @@ func (m *Lock) KindName() string { return kindNames[m.kind] }
 func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
 
 // WaitChannel is the channel a waiter of owner sleeps on.
-func (m *Lock) WaitChannel(owner string) string { return m.k.channel(m.key, owner) }
+func (m *Lock) WaitChannel(owner string) string { return m.kind.channel(m.key, owner) }
 
 func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.Name, m.key, err) }
 
@@ -89,7 +89,7 @@ func (m *Lock) Owner(ctx context.Context) (string, error) {
 	if hc == nil {
 		return m.env.NewOwner(), nil
 	}
-	return hc.Owner(), m.k.check(m, hc.Owner())
+	return hc.Owner(), m.kind.check(m, hc.Owner())
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
@@ -99,7 +99,7 @@ func (m *Lock) Owner(ctx context.Context) (string, error) {
 // withdraws what it left in Redis (its place in the fair queue, in the
 // waiting writers, in the grant queue).
 func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
-	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.k.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
+	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.kind.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
 		if w.waiting {
 			m.leave(ctx, w.a)
@@ -112,7 +112,7 @@ func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 // waitSpec is how w waits (package await).
 func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await.Spec {
 	own := m.env.Reg.Of(w.ctx) == nil
-	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.k.refreshEvery(m), Shared: m.k.shared(), Queue: m.k.queues() && own}
+	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind.shared(), Queue: m.kind.queues() && own}
 	switch {
 	case !w.waiting:
 	case m.handsOff() && own:
@@ -164,7 +164,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 	// release (see takesGrants), once the grant's message cannot miss it:
 	// its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
-		c.Hub.Subscribed(m.k.channel(m.key, a.OwnerID()), false)
+		c.Hub.Subscribed(m.kind.channel(m.key, a.OwnerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
 	ts.nonce = ""
 	if at.grant || (at.queued && at.grantPx != "0") {
@@ -256,7 +256,7 @@ const (
 // by then the settler goes on with it in the background, until the entry
 // would have timed out anyway.
 func (m *Lock) leave(ctx context.Context, a lockArgs) {
-	if !m.k.waits(m) {
+	if !m.kind.waits(m) {
 		return
 	}
 	c := m.env
@@ -306,7 +306,7 @@ const leaveWithin = 15 * time.Millisecond
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	var acq *acquisition
 	if hc := m.env.Reg.Of(ctx); hc != nil {
-		acq = holds.Find(hc, holdID{Key: m.key, Field: m.k.field(hc.Owner())})
+		acq = holds.Find(hc, holdID{Key: m.key, Field: m.kind.field(hc.Owner())})
 	}
 	if acq == nil {
 		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
@@ -473,7 +473,7 @@ func (m *Lock) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := scripts.Do(ctx, m.env.RDB, "hget", m.key, m.k.field(hc.Owner())).Int()
+	n, err := scripts.Do(ctx, m.env.RDB, "hget", m.key, m.kind.field(hc.Owner())).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}

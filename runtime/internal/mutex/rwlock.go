@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
@@ -51,12 +50,6 @@ func flag(b bool) string {
 
 type rwSide struct{}
 
-func (rwSide) channel(key, _ string) string { return rwChannel(key) }
-func (rwSide) shared() bool                 { return false }
-
-// queues: readers and writers share the channel, so no one queues blindly.
-func (rwSide) queues() bool { return false }
-
 func (rwSide) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
 	return scripts.RWForceUnlock.Run(ctx, m.env.RDB, 2, []any{3: m.key, rwChannel(m.key), m.env.Publish}).Int64()
 }
@@ -70,29 +63,9 @@ func (rwSide) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool
 
 type readSide struct{ rwSide }
 
-func (readSide) field(owner string) string { return owner }
-func (readSide) shared() bool              { return true }
-func (readSide) check(*Lock, string) error { return nil }
-func (readSide) waits(*Lock) bool          { return false }
-
-// refreshEvery bounds a reader's sleep behind a waiting writer (writers
-// first) by how long the writer's record lives without a refresh.
-func (readSide) refreshEvery(m *Lock) time.Duration {
-	if m.opts.WritersFirst {
-		return m.env.Watchdog / 3
-	}
-	return 0
-}
+// leave: a reader leaves nothing behind (Kind.waits).
 func (readSide) leave(context.Context, *Lock, lockArgs) (int64, error) {
 	return 0, nil
-}
-
-func (readSide) extraKeys(key, owner string, count int) []string {
-	keys := make([]string, count)
-	for i := range keys {
-		keys[i] = readTimeoutKey(key, owner, i+1)
-	}
-	return keys
 }
 
 func (readSide) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
@@ -113,18 +86,6 @@ func (readSide) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (i
 
 // writeSide is the write side of an RWLock.
 type writeSide struct{ rwSide }
-
-func (writeSide) field(owner string) string              { return writeField(owner) }
-func (writeSide) extraKeys(string, string, int) []string { return nil }
-func (writeSide) waits(m *Lock) bool                     { return m.opts.WritersFirst }
-
-// refreshEvery keeps a waiting writer's record alive (writers first).
-func (writeSide) refreshEvery(m *Lock) time.Duration {
-	if m.opts.WritersFirst {
-		return m.env.Watchdog / 3
-	}
-	return 0
-}
 
 // check refuses an upgrade: the owner holds a read hold of the lock and
 // not its write side. A writer that took read holds (downgrade) and asks

@@ -66,7 +66,7 @@ func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 	return took, ttl, err
 }
 
-func (w *Acquiring) WaitChannel() string { return w.m.k.channel(w.m.key, w.a.OwnerID()) }
+func (w *Acquiring) WaitChannel() string { return w.m.kind.channel(w.m.key, w.a.OwnerID()) }
 func (w *Acquiring) WaitKey() string     { return w.m.key }
 func (w *Acquiring) Also() string        { return w.m.grantNames().channel }
 func (w *Acquiring) Queued() bool        { return w.ts.queued }
