@@ -124,7 +124,7 @@ func (res *results) clusterTable(b *strings.Builder, rs, single []*run, slept bo
 		p(" CPU per acquisition, client + Redis: lockgen %.0f + %.0f µs, %s %.0f + %.0f µs.", lg.clientCPUPerAcq(), lg.redisCPUPerAcq(), best.Lib.Name, best.clientCPUPerAcq(), best.redisCPUPerAcq())
 	}
 	if lg, one := findRun(rs, "lockgen"), findRun(single, "lockgen"); lg != nil && one != nil && lg.clientPerAcq() >= 1.5*one.clientPerAcq() {
-		p(" lockgen sends %.1f client calls and runs %.1f Redis commands per acquisition here, against %.1f and %.1f on one server: on a cluster its releases published and its woken waiters sent acquires of their own more often than on one server (in-script hand-offs and grants need sharded pub/sub there: runtime/handoff.go).",
+		p(" lockgen sends %.1f client calls and runs %.1f Redis commands per acquisition here, against %.1f and %.1f on one server: on a cluster its releases published and its woken waiters sent acquires of their own more often than on one server (in-script hand-offs and grants need sharded pub/sub there: runtime/internal/mutex/handoff.go).",
 			lg.clientPerAcq(), lg.redisPerAcq(), one.clientPerAcq(), one.redisPerAcq())
 	}
 	p(" %s %s\n\n", connsVerdict(rs), byCommand(rs))

@@ -164,7 +164,7 @@ func (r *reader) fair(ctx context.Context, in *Instance) error {
 }
 
 // grantQueue adds the waiters of a reentrant lock that lockgen queued for
-// grants across processes (runtime/grant.go, lua/grant_next.lua): the
+// grants across processes (runtime/internal/mutex/grant.go, lua/grant_next.lua): the
 // queue's order and each waiter's first wait (its score), and from its
 // record ("<lease>:<alive until>:<nonce>") when a release will skip it.
 // A waiter without a record is skipped by the next release.

@@ -6,12 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/maphash"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +17,8 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
@@ -29,7 +28,7 @@ const (
 	defaultReleaseTimeout  = 5 * time.Second
 	// minLease is the shortest lease accepted: anything shorter expires
 	// before a round trip and its drift margin.
-	minLease = 10 * time.Millisecond
+	minLease = lockenv.MinLease
 )
 
 // Client is the shared runtime every lock handle works through: one per
@@ -45,47 +44,23 @@ const (
 // it and reads its pool statistics, and after Close nothing of the Client
 // is reachable from it.
 type Client struct {
-	rdb       redis.UniversalClient
-	opts      Options
-	id        string               // uuid of this client: the first half of every owner token
-	idArg     any                  // id, boxed once as a script argument
-	idPrefix  [PermitOwnerLen]byte // the uuid's first bytes, raw: they start its permit ids
-	cluster   bool                 // keys are grouped by slot for batched calls
-	sharded   bool                 // sharded pub/sub: one subscription connection per master
-	publish   any                  // "publish" or "spublish", boxed once for script args
-	markerTTL any                  // lifetime of request markers in ms, boxed once
-	wdLease   any                  // WatchdogTimeout in ms, boxed once
-	// renewal is the client that honours ctx deadlines (rdb itself, or
-	// one built from its options: watchdog.DeadlineClient): renewals and
-	// background settlements go through it.
-	renewal redis.UniversalClient
-	log     *slog.Logger
-	warned  warnings // rate-limits repeated warnings (logging.go)
-
-	ownerSeq   atomic.Uint64
-	requestSeq atomic.Uint64
-	// handoffRefused is set when the server refused the hand-off script
-	// (an ACL without PUBSUB, a server that bars it in scripts): releases
-	// publish from then on.
-	handoffRefused atomic.Bool
-	// grants spaces out the releases that publish rather than grant
-	// across processes (grant.go).
-	grants grantStreaks
-
-	reg *holds.Registry // holds, turns and unknown outcomes (package holds)
+	// env is what every lock of the Client works through (package
+	// lockenv): the Redis clients, the hold registry, the hub, the wait
+	// loop, the call limits, the settler and the owner tokens' ids.
+	env *lockenv.Env
+	// mutexes is env with the state the Mutex engine keeps per Client
+	// (package mutex): its Locks work through it.
+	mutexes *mutex.Env
+	opts    Options
 
 	closeCh      chan struct{}
 	drainCh      chan struct{} // closed when Shutdown begins
 	drainOnce    sync.Once
 	life         context.Context // cancelled by Close: ends renewals in flight
 	endLife      context.CancelFunc
-	hub          *hub.Hub
-	waits        await.Loop         // the wait loop every kind waits in (package await)
 	wd           *watchdog.Watchdog // renews watchdog holds (package watchdog)
 	closeRenewal func() error       // closes the watchdog's own client, if any
 	slots        *calls.SlotMaps    // re-reads the cluster's slot maps after a failure (package calls)
-	calls        calls.Limits       // bounds releases and settlements (package calls)
-	settler      *settle.Settler    // background settlements (package settle)
 	redNodes     []*Client          // one client per RedLock node
 }
 
@@ -126,52 +101,50 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	if o.ReplicaTimeout <= 0 {
 		o.ReplicaTimeout = time.Second
 	}
-	c := &Client{
-		rdb:       rdb,
-		opts:      o,
-		id:        newUUID(),
-		publish:   "publish",
-		markerTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
-		log:       newLogger(o.Logger),
-		closeCh:   make(chan struct{}),
-		drainCh:   make(chan struct{}),
+	c := &Client{opts: o, closeCh: make(chan struct{}), drainCh: make(chan struct{})}
+	c.env = &lockenv.Env{
+		RDB: rdb, ID: newUUID(), Publish: "publish", Log: newLogger(o.Logger),
+		MarkerTTL: strconv.FormatInt(max(10*time.Second, 2*o.ReleaseTimeout).Milliseconds(), 10),
+		Watchdog:  o.WatchdogTimeout, Replicas: o.ReplicaTimeout, NoHandoff: o.NoHandoff,
+		Fail: fail, WaitStarted: waitStarted(o.Observer),
 	}
-	c.idArg = c.id
-	_, _ = hex.Decode(c.idPrefix[:], []byte(strings.ReplaceAll(c.id, "-", "")[:2*PermitOwnerLen]))
-	c.grants.seed = maphash.MakeSeed()
+	env := c.env
+	env.IDArg = env.ID
+	env.Init()
+	c.mutexes = mutex.NewEnv(env)
+	_, _ = hex.Decode(env.IDPrefix[:], []byte(strings.ReplaceAll(env.ID, "-", "")[:2*PermitOwnerLen]))
 	c.life, c.endLife = context.WithCancel(context.Background())
-	c.wdLease = strconv.FormatInt(o.WatchdogTimeout.Milliseconds(), 10)
-	_, c.cluster = rdb.(*redis.ClusterClient)
-	c.reg = c.newRegistry()
+	_, env.Cluster = rdb.(*redis.ClusterClient)
+	env.Reg = c.newRegistry()
 	// A renewal must end by the deadline it serves: it goes through a
 	// client that honours ctx deadlines (package watchdog).
 	renewal, closeRenewal, bounded := watchdog.DeadlineClient(rdb, watchdog.Workers+1)
-	c.renewal = renewal
+	env.Renewal = renewal
 	c.slots = calls.NewSlotMaps(c.closeCh, rdb, renewal)
-	c.calls = calls.Limits{Timeout: o.ReleaseTimeout, Slots: c.slots}
-	c.settler = c.newSettler()
-	c.sharded = hub.ChooseSharded(rdb, c.cluster, o.PubSub.forced(), c.log)
-	if c.sharded {
-		c.publish = "spublish"
+	env.Calls = calls.Limits{Timeout: o.ReleaseTimeout, Slots: c.slots}
+	env.Settler = c.newSettler()
+	env.Sharded = hub.ChooseSharded(rdb, env.Cluster, o.PubSub.forced(), env.Log)
+	if env.Sharded {
+		env.Publish = "spublish"
 	}
-	c.hub = hub.New(hub.Config{Client: rdb, Sharded: c.sharded, Log: c.log, Failed: c.slots.Failed})
+	env.Hub = hub.New(hub.Config{Client: rdb, Sharded: env.Sharded, Log: env.Log, Failed: c.slots.Failed})
 	if !bounded {
 		if err := watchdog.CheckUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)
 		}
-		c.log.Warn("the Redis client does not honour ctx deadlines (ContextTimeoutEnabled is off) and lockgen cannot rebuild it: " +
+		env.Log.Warn("the Redis client does not honour ctx deadlines (ContextTimeoutEnabled is off) and lockgen cannot rebuild it: " +
 			"a renewal on a dead connection is bounded only by the client's timeouts and retries; hold deadlines are still enforced on time")
 	}
 	c.closeRenewal = closeRenewal
 	if labelID == "" {
-		labelID = c.id
+		labelID = env.ID
 	}
 	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
-	c.waits = c.newWaitLoop()
+	env.Waits = c.newWaitLoop()
 	for _, node := range o.RedLockNodes {
 		sub := o
 		sub.RedLockNodes, sub.Observer = nil, nil
-		n, err := newClient(node, &sub, c.id) // its holds carry this client's owner tokens
+		n, err := newClient(node, &sub, env.ID) // its holds carry this client's owner tokens
 		if err != nil {
 			_ = c.Close()
 			return nil, err
@@ -184,8 +157,8 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 // newWaitLoop makes the wait loop of c (package await).
 func (c *Client) newWaitLoop() await.Loop {
 	return await.Loop{
-		Hub: c.hub, SingleTry: c.opts.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
-		Running: func(ctx context.Context) bool { return c.reg.Of(ctx) != nil },
+		Hub: c.env.Hub, SingleTry: c.opts.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
+		Running: func(ctx context.Context) bool { return c.env.Reg.Of(ctx) != nil },
 		Failed:  c.slots.Failed,
 		// A Client that waits is named in Redis (its owner label: the
 		// watchdog loop writes it), so lockgen inspect can tell whose
@@ -199,13 +172,13 @@ func (c *Client) newWaitLoop() await.Loop {
 func (c *Client) newRegistry() *holds.Registry {
 	return holds.New(holds.Config{
 		Watchdog: c.opts.WatchdogTimeout,
-		Cluster:  c.cluster,
+		Cluster:  c.env.Cluster,
 		Started:  func() { c.wd.Start() }, // c.wd is made after the registry
-		Lost: func(h *hold, cause error) {
-			c.warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
+		Lost: func(h *holds.Hold, cause error) {
+			c.env.Warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
 			c.observe(Event{Kind: EventLost, Name: h.Name, Key: h.Key, Lock: h.Kind, Owner: h.Owner, Err: cause})
 		},
-		Expired: func(h *hold, why string) error { return lostError(h, why) },
+		Expired: func(h *holds.Hold, why string) error { return c.env.LostError(h, why) },
 	})
 }
 
@@ -213,27 +186,16 @@ func (c *Client) newRegistry() *holds.Registry {
 // through renewal and writes label.
 func (c *Client) newWatchdog(renewal redis.UniversalClient, label watchdog.Label) *watchdog.Watchdog {
 	return watchdog.New(watchdog.Config{
-		Registry: c.reg, Caller: c.rdb, Renewal: renewal,
-		Lease: c.opts.WatchdogTimeout, Cluster: c.cluster,
+		Registry: c.env.Reg, Caller: c.env.RDB, Renewal: renewal,
+		Lease: c.opts.WatchdogTimeout, Cluster: c.env.Cluster,
 		Life: c.life, Closed: c.closeCh, Slots: c.slots,
-		Label: label, Log: c.log, Warn: c.warn,
-		Gone: func(h *hold) error { return lostError(h, "the key no longer holds this owner") },
+		Label: label, Log: c.env.Log, Warn: c.env.Warn,
+		Gone: func(h *holds.Hold) error { return c.env.LostError(h, "the key no longer holds this owner") },
 		Renewed: func(renewed, batches int, took time.Duration, err error) {
 			c.observe(Event{Kind: EventRenewed, Renewed: renewed, Calls: batches, Took: took, Err: err})
 		},
 	})
 }
-
-// refuseHandoffs turns hand-offs off for good: the server refused PUBSUB
-// in a script (err).
-func (c *Client) refuseHandoffs(err error) {
-	if !c.handoffRefused.Swap(true) {
-		c.log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
-	}
-}
-
-// warn writes a warning, rate-limited by kind (logging.go).
-func (c *Client) warn(msg string, args ...any) { c.warned.warn(c.log, msg, args...) }
 
 // newSettler makes the settler of c (package settle). Its jobs' calls go
 // through the watchdog's client, which honours ctx deadlines (package watchdog),
@@ -250,7 +212,7 @@ func (c *Client) newSettler() *settle.Settler {
 }
 
 // ID is the uuid that starts every owner token of this client.
-func (c *Client) ID() string { return c.id }
+func (c *Client) ID() string { return c.env.ID }
 
 // Close stops the watchdog and the pub/sub hub. Waiters return ErrClosed;
 // the ctx of every hold is cancelled with a cause wrapping ErrClosed, since
@@ -258,18 +220,18 @@ func (c *Client) ID() string { return c.id }
 // Unlock (which still works after Close) or their lease runs out. Close
 // does not close the Redis client, which belongs to the caller.
 func (c *Client) Close() error {
-	if !c.reg.Close(func(h *hold) error { return &LockError{Op: "renew", Name: h.Name, Key: h.Key, Err: ErrClosed} }) {
+	if !c.env.Reg.Close(func(h *holds.Hold) error { return &LockError{Op: "renew", Name: h.Name, Key: h.Key, Err: ErrClosed} }) {
 		return nil
 	}
 	close(c.closeCh)
 	c.endLife() // every hold's ctx is already cancelled: renewals are moot
-	c.settler.Close()
+	c.env.Settler.Close()
 	c.wd.Wait()
 	if c.closeRenewal != nil {
 		_ = c.closeRenewal()
 	}
 	c.wd.WaitJobs()
-	c.hub.Close()
+	c.env.Hub.Close()
 	for _, n := range c.redNodes {
 		_ = n.Close()
 	}
@@ -285,31 +247,10 @@ func (c *Client) isClosed() bool {
 	}
 }
 
-// newOwner returns a new owner token "<client uuid>:<n>", Redisson's
-// "<uuid>:<thread id>" with a ctx chain in place of the thread.
-func (c *Client) newOwner() string {
-	var b [64]byte
-	return string(strconv.AppendUint(append(append(b[:0], c.id...), ':'), c.ownerSeq.Add(1), 10))
-}
-
-// newRequestID returns an id unique to one acquire attempt.
-func (c *Client) newRequestID() string {
-	var b [64]byte
-	return string(strconv.AppendUint(append(append(b[:0], c.id...), ":r"...), c.requestSeq.Add(1), 36))
-}
-
 func (c *Client) observe(e Event) {
 	if c.opts.Observer != nil {
 		c.opts.Observer.ObserveLock(e)
 	}
-}
-
-// leaseArg is lease in milliseconds as a script argument.
-func (c *Client) leaseArg(lease time.Duration) any {
-	if lease == c.opts.WatchdogTimeout {
-		return c.wdLease
-	}
-	return strconv.FormatInt(lease.Milliseconds(), 10)
 }
 
 func newUUID() string {
@@ -368,7 +309,7 @@ func (c *Client) drain() {
 
 // holdCount counts the holds of the Client and its RedLock nodes.
 func (c *Client) holdCount() int {
-	n := c.reg.Len()
+	n := c.env.Reg.Len()
 	for _, r := range c.redNodes {
 		n += r.holdCount()
 	}
@@ -390,9 +331,10 @@ func (c *Client) waitIdle(ctx context.Context) bool {
 }
 
 // cutHolds ends every hold left, gives their locks back in the background
-// (giveback.go) and waits for that up to ReleaseTimeout.
+// (the engines' give-back of lost holds) and waits for that up to
+// ReleaseTimeout.
 func (c *Client) cutHolds() {
-	c.reg.LoseAll(func(h *hold) error {
+	c.env.Reg.LoseAll(func(h *holds.Hold) error {
 		return &LockError{Op: "shutdown", Name: h.Name, Key: h.Key,
 			Err: fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", ErrDraining)}
 	})
@@ -400,7 +342,7 @@ func (c *Client) cutHolds() {
 		n.cutHolds()
 	}
 	deadline := time.Now().Add(c.opts.ReleaseTimeout)
-	for !c.settler.Idle() && time.Now().Before(deadline) {
+	for !c.env.Settler.Idle() && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -112,3 +112,9 @@ func wrapsLockError(err error, name, key string) bool {
 }
 
 func (e *LockError) Unwrap() error { return e.Err }
+
+// fail makes the *LockError of a failed op on the lock (name, key):
+// what the engine's errors are (lockenv.Env.Fail).
+func fail(op, name, key string, err error) error {
+	return &LockError{Op: op, Name: name, Key: key, Err: err}
+}

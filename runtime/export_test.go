@@ -4,14 +4,14 @@ package runtime
 // that a release could hand the lock to now (see hub.Offer: parked, no
 // wake-up pending, the subscription confirmed): tests wait for it before
 // they release.
-func ParkedWaiters(m *Mutex) int { return m.c.hub.Idle(m.k.channel(m.key, ""), true) }
+func ParkedWaiters(m *Mutex) int { return m.c.env.Hub.Idle(m.e.WaitChannel(""), true) }
 
 // IdleWaiters counts the goroutines of m's Client waiting for m with no
 // wake-up pending or in use: ParkedWaiters for waiters a release may hand
 // the lock to, and for the others (a nested owner's, or once hand-offs are
 // off) every such waiter registered on the confirmed channel, asleep or
 // about to be.
-func IdleWaiters(m *Mutex) int { return m.c.hub.Idle(m.k.channel(m.key, ""), false) }
+func IdleWaiters(m *Mutex) int { return m.c.env.Hub.Idle(m.e.WaitChannel(""), false) }
 
 // StallRenewals makes c's watchdog see a renewal call in flight whose
 // oldest hold was due long ago (see watchdog.Watchdog.Stall).

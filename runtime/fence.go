@@ -2,14 +2,10 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockgen/lockgen/runtime/internal/holds"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // FencedLock is a reentrant lock whose every acquisition (re-entries
@@ -61,16 +57,7 @@ func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, 
 
 // Token is the lock's token counter as it stands: the token of the latest
 // acquisition by anyone (0 before the first).
-func (f *FencedLock) Token(ctx context.Context) (int64, error) {
-	n, err := scripts.Do(ctx, f.c.rdb, "get", tokenKey(f.key)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, f.fail("inspect", err)
-	}
-	return n, nil
-}
+func (f *FencedLock) Token(ctx context.Context) (int64, error) { return f.e.Token(ctx) }
 
 // Fence returns the fencing token of the innermost fenced acquisition whose
 // hold ctx is, or is an ancestor of, ctx; false when there is none.
@@ -80,30 +67,4 @@ func Fence(ctx context.Context) (int64, bool) {
 	}
 	n, ok := ctx.Value(holds.FenceKey{}).(int64)
 	return n, ok
-}
-
-// tokenKey names a fenced lock's token counter (Redisson's
-// getTokenName: prefixName("redisson_lock_token", name)).
-func tokenKey(key string) string { return prefixName("redisson_lock_token", key) }
-
-// fencedAcquire is reentrant.acquire for a fenced lock: the same reply,
-// with the token written to *at.fence when taken.
-func fencedAcquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
-		3: a.Key, at.marker, tokenKey(m.key),
-		at.px, a.Owner, at.count, m.c.markerTTL,
-	}).Int64Slice()
-	if err != nil {
-		return 0, err
-	}
-	switch {
-	case len(res) == 2 && res[0] == 0:
-		if at.fence != nil {
-			*at.fence = res[1]
-		}
-		return 0, nil
-	case len(res) == 1 && res[0] != 0:
-		return res[0], nil
-	}
-	return 0, fmt.Errorf("lockgen: fenced_acquire.lua replied %v", res)
 }

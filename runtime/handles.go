@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -12,7 +13,7 @@ import (
 
 // Mutex returns the reentrant, non-fair lock at key.
 func (c *Client) Mutex(key string, opts LockOptions) *Mutex {
-	return &Mutex{c: c, key: key, opts: opts, k: reentrant{}}
+	return newMutex(c, key, opts, mutex.Reentrant, false)
 }
 
 // FairLock returns the fair lock at key: a reentrant lock granted in the
@@ -37,21 +38,21 @@ func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
 	if opts.QueueTimeout <= 0 {
 		opts.QueueTimeout = defaultQueueTimeout
 	}
-	return &Mutex{c: c, key: key, opts: opts, k: fair{}}
+	return newMutex(c, key, opts, mutex.Fair, false)
 }
 
 // ReadWrite returns the read-write lock at key. With opts.WritersFirst, a
 // waiting writer holds back new readers.
 func (c *Client) ReadWrite(key string, opts LockOptions) *RWLock {
-	return &RWLock{
-		read:  Mutex{c: c, key: key, opts: opts, k: readSide{}},
-		write: Mutex{c: c, key: key, opts: opts, k: writeSide{}},
-	}
+	l := &RWLock{read: Mutex{opts: opts}, write: Mutex{opts: opts}}
+	l.read.init(c, key, mutex.Read, false)
+	l.write.init(c, key, mutex.Write, false)
+	return l
 }
 
 // FencedLock returns the fenced reentrant lock at key.
 func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
-	return &FencedLock{&Mutex{c: c, key: key, opts: opts, k: reentrant{}, fenced: true}}
+	return &FencedLock{newMutex(c, key, opts, mutex.Reentrant, true)}
 }
 
 // MultiLock returns the multi-lock over members. opts gives the name, the
@@ -59,13 +60,20 @@ func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
 // time are not used.
 func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 	ms := slices.Clone(members)
-	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.key, b.key) })
-	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.key == b.key })
+	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.Key(), b.Key()) })
+	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.Key() == b.Key() })
 	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
 	for _, m := range ms {
-		if _, ok := m.k.(reentrant); !ok || m.opts.SyncReplicas > 0 || c.cluster && scripts.KeySlot(m.key) != scripts.KeySlot(ms[0].key) {
+		if !m.e.Batchable() || c.env.Cluster && scripts.KeySlot(m.Key()) != scripts.KeySlot(ms[0].Key()) {
 			l.atomic = false
 		}
+	}
+	if l.atomic {
+		locks := make([]*mutex.Lock, len(ms))
+		for i, m := range ms {
+			locks[i] = &m.e
+		}
+		l.multi = mutex.NewMulti(c.mutexes, opts.Name, locks)
 	}
 	return l
 }
@@ -82,13 +90,16 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 
 // Semaphore returns the permit-expirable semaphore at key.
 func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
-	return &Semaphore{c: c, key: key, opts: opts,
-		timeouts: suffixName(key, "timeout"), channel: semaphoreChannel(key)}
+	s := &Semaphore{c: c, opts: opts}
+	s.e.Init(c.env, key, opts.Name, opts.Permits)
+	return s
 }
 
 // PlainSemaphore returns the plain semaphore at key; name is used in errors.
 func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
-	return &PlainSemaphore{c: c, key: key, name: name, channel: semaphoreChannel(key)}
+	p := &PlainSemaphore{}
+	p.e.Init(c.env, key, name)
+	return p
 }
 
 // Latch returns the count-down latch at key. On a cluster, key must not

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -67,10 +68,10 @@ func (l *Latch) fail(op string, err error) error {
 
 // check refuses what the latch cannot do where it is.
 func (l *Latch) check() error {
-	if err := validate(l.key, Watchdog); err != nil {
+	if err := lockenv.Validate(l.key, Watchdog); err != nil {
 		return err
 	}
-	if l.c.cluster && strings.Contains(l.key, "{") {
+	if l.c.env.Cluster && strings.Contains(l.key, "{") {
 		return fmt.Errorf("%w: a latch's channel wraps its name in braces (Redisson's naming), so on a cluster a name with a hash tag puts the channel in another slot than %q: drop the tag", ErrInvalidKey, l.key)
 	}
 	return nil
@@ -87,9 +88,9 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	}
 	// Not resent by go-redis: a copy after a lost reply would find the
 	// latch this call armed and report that it did not.
-	set, err := scripts.LatchTrySet.RunOnce(ctx, l.c.rdb, 2, []any{
+	set, err := scripts.LatchTrySet.RunOnce(ctx, l.c.env.RDB, 2, []any{
 		3: l.key, l.channel,
-		n, l.c.publish,
+		n, l.c.env.Publish,
 	}).Int64()
 	if err != nil {
 		return false, l.fail("arm", err)
@@ -111,9 +112,9 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return l.fail("count-down", err)
 	}
-	err := scripts.LatchCountDown.RunOnce(ctx, l.c.rdb, 2, []any{
+	err := scripts.LatchCountDown.RunOnce(ctx, l.c.env.RDB, 2, []any{
 		3: l.key, l.channel,
-		l.c.publish,
+		l.c.env.Publish,
 	}).Err()
 	switch {
 	case err == nil:
@@ -126,7 +127,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 
 // Count is the latch's count: 0 when it is released or not armed.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	n, err := scripts.Do(ctx, l.c.rdb, "get", l.key).Int64()
+	n, err := scripts.Do(ctx, l.c.env.RDB, "get", l.key).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -139,9 +140,9 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // Delete deletes the latch without releasing its waiters (Redisson
 // publishes "1", which wakes none). It reports whether it existed.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	n, err := scripts.LatchDelete.Run(ctx, l.c.rdb, 2, []any{
+	n, err := scripts.LatchDelete.Run(ctx, l.c.env.RDB, 2, []any{
 		3: l.key, l.channel,
-		l.c.publish,
+		l.c.env.Publish,
 	}).Int64()
 	if err != nil {
 		return false, l.fail("delete", err)
@@ -166,7 +167,7 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 		return l.fail("await", err)
 	}
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		n, err := scripts.Do(ctx, l.c.rdb, "get", l.key).Int64()
+		n, err := scripts.Do(ctx, l.c.env.RDB, "get", l.key).Int64()
 		if errors.Is(err, redis.Nil) {
 			return true, 0, nil
 		}
@@ -180,7 +181,7 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 		Wait:    wait,
 		Wake:    hub.WakeZero,
 	}
-	if err := l.c.waits.Await(ctx, w, try); err != nil {
+	if err := l.c.env.Waits.Await(ctx, w, try); err != nil {
 		if errors.Is(err, ErrNotAcquired) {
 			err = fmt.Errorf("%w: the latch was not released within %v", ErrNotAcquired, wait)
 		}

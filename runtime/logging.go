@@ -3,8 +3,6 @@ package runtime
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"time"
 )
 
 // A library that writes to the process's default logger on its own speaks
@@ -12,14 +10,7 @@ import (
 // Client without Options.Logger logs to slog.Default() at Debug level
 // only (off unless the program turned debug logging on), and a Client
 // with one logs its warnings there as they are.
-//
-// Warnings of one kind (a failed renewal round, a lost hold, a failed
-// release) come in bursts when Redis is down: one per hold or per call.
-// Each kind is written at most once per logInterval; the next one says how
-// many were left out.
-
-// logInterval is the least time between two warnings of one kind.
-const logInterval = 10 * time.Second
+// Warnings of one kind are rate-limited (lockenv.Env.Warn).
 
 // debugOnly is a handler that passes every record on at Debug level.
 type debugOnly struct{ h slog.Handler }
@@ -43,38 +34,4 @@ func newLogger(l *slog.Logger) *slog.Logger {
 		l = slog.New(debugOnly{slog.Default().Handler()})
 	}
 	return l.With("component", "lockgen")
-}
-
-// warnings rate-limits warnings by kind (their message).
-type warnings struct {
-	mu   sync.Mutex
-	last map[string]warned
-}
-
-type warned struct {
-	at      time.Time
-	dropped int
-}
-
-// warn writes msg at Warn level unless a warning with the same message
-// was written less than logInterval ago; then it only counts it.
-func (w *warnings) warn(log *slog.Logger, msg string, args ...any) {
-	now := time.Now()
-	w.mu.Lock()
-	if w.last == nil {
-		w.last = make(map[string]warned)
-	}
-	prev, seen := w.last[msg]
-	if seen && now.Sub(prev.at) < logInterval {
-		prev.dropped++
-		w.last[msg] = prev
-		w.mu.Unlock()
-		return
-	}
-	w.last[msg] = warned{at: now}
-	w.mu.Unlock()
-	if prev.dropped > 0 {
-		args = append(args, "more since the last such warning", prev.dropped)
-	}
-	log.Warn(msg, args...)
 }

@@ -246,9 +246,9 @@ func backgroundGoroutines(t *testing.T) int {
 	n := 0
 	for _, g := range strings.Split(b.String(), "\n\n") {
 		if strings.Contains(g, "lockgen/runtime/internal/settle.(*Settler).run") ||
-			strings.Contains(g, "lockgen/runtime.(*Mutex).settleLater") ||
-			strings.Contains(g, "lockgen/runtime.(*mutexTaker).GiveBackLost") ||
-			strings.Contains(g, "lockgen/runtime.(*semaphoreTaker).GiveBackLost") {
+			strings.Contains(g, "lockgen/runtime/internal/mutex.(*Lock).settleLater") ||
+			strings.Contains(g, "lockgen/runtime/internal/mutex.(*taker).GiveBackLost") ||
+			strings.Contains(g, "lockgen/runtime/internal/semaphore.(*taker).GiveBackLost") {
 			n++
 		}
 	}

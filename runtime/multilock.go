@@ -1,18 +1,15 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/await"
-	"github.com/lockgen/lockgen/runtime/internal/holds"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
 // MultiLock holds several locks all-or-nothing (Redisson's RedissonMultiLock).
@@ -39,13 +36,14 @@ type MultiLock struct {
 	opts    LockOptions
 	members []*Mutex // sorted by key, no duplicates
 	atomic  bool
+	multi   *mutex.Multi // the engine of an atomic multi-lock (package mutex)
 }
 
 // Keys are the members' keys in acquisition order.
 func (l *MultiLock) Keys() []string {
 	keys := make([]string, len(l.members))
 	for i, m := range l.members {
-		keys[i] = m.key
+		keys[i] = m.Key()
 	}
 	return keys
 }
@@ -72,23 +70,23 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
 	for _, m := range l.members {
-		if err := m.validate(lease); err != nil {
+		if err := lockenv.Validate(m.Key(), lease); err != nil {
 			return nil, l.fail("acquire", err)
 		}
 	}
 	c := l.c
-	if hc := c.reg.Of(ctx); hc != nil {
-		owner = hc.Owner()
+	if c.env.Reg.Of(ctx) == nil {
+		owner = c.env.NewOwner()
+	} else {
 		for _, m := range l.members {
-			if err := m.k.check(m, hc, owner); err != nil {
+			var err error
+			if owner, err = m.e.Owner(ctx); err != nil { // a re-entry: checked per member
 				return nil, l.fail("acquire", err)
 			}
 		}
-	} else {
-		owner = c.newOwner()
 	}
 	if l.atomic {
-		return l.acquireAtomic(ctx, owner, wait, lease)
+		return l.multi.Acquire(ctx, owner, wait, lease)
 	}
 	return l.acquireInOrder(ctx, owner, wait, lease)
 }
@@ -123,127 +121,9 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 	return hctx, nil
 }
 
-// acquireAtomic takes every member with one script call per attempt, and
-// sleeps on the channel of the member that blocked it.
-func (l *MultiLock) acquireAtomic(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
-	c := l.c
-	mw := l.newMultiWait(owner, lease)
-	if err := c.waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
-		return nil, l.fail("acquire", err)
-	}
-	defer c.reg.ExitAll(mw.ids)
-	hctx := ctx
-	for i, m := range l.members {
-		h, err := addHold(c.reg, hctx, m.holdSpec(), mw.args[i], lease, mw.sent)
-		if err != nil {
-			// Closed while acquiring: forget the members recorded so far
-			// and give every member back.
-			for hc := c.reg.Of(hctx); hc != nil && hc != c.reg.Of(ctx); hc = hc.Parent() {
-				_, _ = c.reg.Drop(hc.Acquisition())
-				hc.Acquisition().End(ErrClosed)
-			}
-			taken := make([]int, len(mw.counts))
-			for i, n := range mw.counts {
-				taken[i] = n + 1
-			}
-			_, _ = l.sendRelease(ctx, mw.args, taken, c.opts.WatchdogTimeout)
-			return nil, l.fail("acquire", err)
-		}
-		hctx = h
-	}
-	return hctx, nil
-}
-
-// A multiWait is one atomic acquisition of a MultiLock in progress.
-type multiWait struct {
-	l        *MultiLock
-	owner    string
-	lease    time.Duration
-	args     []lockArgs
-	ids      []holdID
-	counts   []int // the owner's hold counts before the attempt
-	blocking int   // the member that blocked the last try
-	sent     time.Time
-}
-
-func (l *MultiLock) newMultiWait(owner string, lease time.Duration) *multiWait {
-	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]lockArgs, len(l.members)),
-		ids: make([]holdID, len(l.members)), counts: make([]int, len(l.members))}
-	for i, m := range l.members {
-		w.args[i] = newLockArgs(m.key, owner, owner)
-		w.ids[i] = holdID{Key: m.key, Field: owner}
-	}
-	return w
-}
-
-func (w *multiWait) WaitChannel() string { return lockChannel(w.l.members[w.blocking].key) }
-func (w *multiWait) WaitKey() string     { return w.l.members[w.blocking].key }
-
-// try makes one attempt, in the owner's turn on every member (in key
-// order), kept on success until the holds are recorded, as
-// Mutex.tryAcquire does.
-func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
-	l, c := w.l, w.l.c
-	px, err := c.reg.EnterAll(ctx, w.ids, w.lease, w.counts)
-	if err != nil {
-		return false, 0, err
-	}
-	defer func() {
-		if !took {
-			c.reg.ExitAll(w.ids)
-		}
-	}()
-	for i, m := range l.members {
-		if err := m.reconcile(ctx, w.args[i]); err != nil {
-			return false, 0, err
-		}
-	}
-	w.sent = time.Now()
-	marker := requestMarker(l.members[0].key, c.newRequestID())
-	cmdArgs := make([]any, 3, 3+2*len(w.args)+4)
-	for _, a := range w.args {
-		cmdArgs = append(cmdArgs, a.Key)
-	}
-	cmdArgs = append(cmdArgs, marker, c.leaseArg(px), w.owner, c.markerTTL)
-	for _, n := range w.counts {
-		cmdArgs = append(cmdArgs, n)
-	}
-	res, err := scripts.MultiAcquire.Run(ctx, c.rdb, len(w.args)+1, cmdArgs).Int64Slice()
-	switch {
-	case err == nil && res[0] == 0 && res[1] == 0:
-		return true, 0, nil
-	case err == nil && res[1] == replyHoldGone:
-		return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", ErrLockLost, l.members[res[0]-1].key)
-	case err == nil && res[0] > 0:
-		w.blocking = int(res[0]) - 1
-		return false, time.Duration(res[1]) * time.Millisecond, nil
-	case err == nil:
-		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", ErrNotAcquired)
-	case scripts.IsReply(err), scripts.NotSent(err):
-		return false, 0, err
-	}
-	if p := scripts.Abandoned(err); p != nil {
-		l.resolveLate(p, w.args, w.ids, w.counts[0], marker, px) // gives back what a late reply took
-		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	}
-	// The script takes all members or none: the first one's count tells
-	// (no other call of this owner on them runs meanwhile).
-	settled, serr := reentrant{}.settle(ctx, l.members[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
-	if serr != nil {
-		for _, id := range w.ids {
-			markUnknown(c.reg, id, serr)
-		}
-		return false, 0, serr
-	}
-	if settled {
-		return true, 0, nil
-	}
-	return false, 0, err
-}
-
 // Unlock releases every member held through ctx.
 func (l *MultiLock) Unlock(ctx context.Context) error {
-	hc := l.c.reg.Of(ctx)
+	hc := l.c.env.Reg.Of(ctx)
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
@@ -263,134 +143,7 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	args := make([]lockArgs, len(l.members))
-	for i, m := range l.members {
-		args[i] = newLockArgs(m.key, hc.Owner(), hc.Owner())
-	}
-	return l.releaseAtomic(ctx, args, ctx)
-}
-
-// releaseAtomic drops one hold of every member held through holdCtx with
-// one script call. Members whose hold was lost are not sent: the owner may
-// hold them anew by now.
-func (l *MultiLock) releaseAtomic(ctx context.Context, args []lockArgs, holdCtx context.Context) error {
-	c := l.c
-	hc := c.reg.Of(holdCtx)
-	acqs := make([]*acquisition, len(l.members))
-	for i, m := range l.members {
-		if acqs[i] = holds.Find(hc, holdID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
-			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", ErrNotHeld, m.key))
-		}
-	}
-	var lost error
-	// Lost members are dropped without their owner's turn, which a
-	// give-back may hold while Redis is cut off (giveback.go).
-	var live []int
-	for i, acq := range acqs {
-		if !acq.Hold().Lost() {
-			live = append(live, i)
-			continue
-		}
-		err := dropLost(c.reg, acq)
-		if errors.Is(err, ErrNotHeld) {
-			return l.fail("release", err)
-		}
-		lost = cmp.Or(lost, err)
-	}
-	ids := make([]holdID, len(live))
-	for j, i := range live {
-		ids[j] = holdID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
-	}
-	counts := make([]int, len(ids))
-	_, _ = c.reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
-	defer c.reg.ExitAll(ids)
-	rel := l.reconcileLive(acqs, args, live, ids)
-	// Members that stay held keep what their holds count on (the longest
-	// of them: one lease goes to all); nothing more, so a fixed lease is
-	// not stretched to the watchdog's.
-	lease := minLease
-	var send []lockArgs
-	var sendCounts []int
-	for _, i := range live {
-		acq := acqs[i]
-		d, ok := c.reg.Drop(acq)
-		if !ok {
-			return l.fail("release", fmt.Errorf("%w: already released", ErrNotHeld))
-		}
-		acq.End(context.Canceled) // before the release is sent (see Mutex.Unlock)
-		if d.Lost != nil {
-			lost = cmp.Or(lost, d.Lost)
-			continue
-		}
-		lease = max(lease, d.Lease)
-		send = append(send, args[i])
-		sendCounts = append(sendCounts, d.Count)
-	}
-	res, err := l.sendRelease(rel, send, sendCounts, lease)
-	for i, a := range send {
-		if sendCounts[i] > 1 {
-			markUnknown(c.reg, holdID{Key: a.Key.(string), Field: a.FieldID()}, err)
-		}
-	}
-	switch {
-	case err != nil:
-		return l.fail("release", err)
-	case lost != nil:
-		return l.fail("release", lost)
-	case slices.Contains(res, -1):
-		return l.fail("release", fmt.Errorf("%w: a member's lease ran out or its key was deleted before the release", ErrLockLost))
-	}
-	return nil
-}
-
-// reconcileLive brings back to the client's the counts in Redis of the
-// live members (live, ids: their indexes and hold ids) whose last outcome
-// was unknown, in their turns, and returns the ctx of the release that
-// follows: the re-reads and the release share one ReleaseTimeout, so an
-// Unlock returns within one whatever Redis does.
-func (l *MultiLock) reconcileLive(acqs []*acquisition, args []lockArgs, live []int, ids []holdID) context.Context {
-	c, rel := l.c, acqs[0].Parent
-	var limit time.Time
-	for j, id := range ids {
-		i := live[j]
-		if !c.reg.Unknown(id) {
-			continue
-		}
-		if limit.IsZero() {
-			limit = c.calls.Limit(rel)
-			rel = scripts.WithCallBound(rel, limit)
-		}
-		rctx, cancel := c.calls.DetachedUntil(acqs[i].Parent, limit)
-		c.reg.WaitLate(rctx, id)
-		_ = l.members[i].reconcile(rctx, args[i])
-		cancel()
-	}
-	return rel
-}
-
-// sendRelease runs multi_release.lua for members, whose owner holds them
-// counts times each, resending it on transport errors (the counts make
-// resends harmless).
-func (l *MultiLock) sendRelease(ctx context.Context, members []lockArgs, counts []int, lease time.Duration) ([]int64, error) {
-	if len(members) == 0 {
-		return nil, nil
-	}
-	c := l.c
-	cmdArgs := make([]any, 3, 3+3*len(members)+3)
-	for _, a := range members {
-		cmdArgs = append(cmdArgs, a.Key, lockChannel(a.Key.(string)))
-	}
-	cmdArgs = append(cmdArgs, c.leaseArg(lease), members[0].Owner, c.publish)
-	for _, n := range counts {
-		cmdArgs = append(cmdArgs, n)
-	}
-	var res []int64
-	_, err := c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		var err error
-		res, err = scripts.MultiRelease.Run(ctx, c.rdb, 2*len(members), cmdArgs).Int64Slice()
-		return 0, err
-	})
-	return res, err
+	return l.multi.Release(ctx, hc.Owner())
 }
 
 // Do acquires every member (waiting up to the multi-lock's WaitTime), runs

@@ -84,25 +84,19 @@ type ObserverFunc func(Event)
 // ObserveLock calls f(e).
 func (f ObserverFunc) ObserveLock(e Event) { f(e) }
 
-// kindName is the Event.Lock of a lock kind: a constant per kind, so an
-// event costs no allocation for it.
-func kindName(k kind) string {
-	switch k.(type) {
-	case reentrant:
-		return "reentrant"
-	case fair:
-		return "fair"
-	case readSide:
-		return "read"
-	case writeSide:
-		return "write"
+// waitStarted is what reports EventWaitStarted to o (lockenv.Env.WaitStarted):
+// nil without an observer.
+func waitStarted(o Observer) func(ctx context.Context, name, key, lock string, wait time.Duration) {
+	if o == nil {
+		return nil
 	}
-	return "lock"
+	return func(ctx context.Context, name, key, lock string, wait time.Duration) {
+		o.ObserveLock(Event{Kind: EventWaitStarted, Name: name, Key: key, Lock: lock, Ctx: ctx, Wait: wait})
+	}
 }
 
-// observeTry reports the outcome of an acquisition of a multi-lock or a
-// RedLock, whose attempts are not a single Mutex's: their TryLock defers
-// it with its results.
+// observeTry reports the outcome of an acquisition begun at start by
+// owner: EventAcquired, or EventAcquireFailed with err (and no owner).
 func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time, err error) {
 	if o == nil {
 		return
@@ -114,8 +108,7 @@ func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, 
 	o.ObserveLock(e)
 }
 
-// observeRelease reports the release of a multi-lock's or a RedLock's hold
-// taken at start.
+// observeRelease reports the release of owner's hold taken at start.
 func observeRelease(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time) {
 	if o != nil {
 		o.ObserveLock(Event{Kind: EventReleased, Name: name, Key: key, Lock: lock, Owner: owner, Ctx: ctx, Held: time.Since(start)})

@@ -101,13 +101,14 @@ type Options struct {
 	// do. By default a release hands the lock over in its own script call:
 	// a reentrant lock's last release to the longest waiter of the same
 	// Client when no other client is subscribed to the lock's channel on
-	// its server (handoff.go), or to the longest lockgen waiter of any
-	// Client when only lockgen Clients that queue their waiters are
-	// (grant.go), a fair lock's to the head of the queue when it is a
-	// lockgen waiter (fair.go). Turn the reentrant hand-off off
-	// when Redisson clients that subscribe on replicas (subscriptionMode
-	// SLAVE) wait for the same locks: Redis does not count them, so they
-	// may wait up to 16 hand-offs for an unlock message.
+	// its server, or to the longest lockgen waiter of any Client when
+	// only lockgen Clients that queue their waiters are, a fair lock's to
+	// the head of the queue when it is a lockgen waiter (handoff.go,
+	// grant.go and fair.go of runtime/internal/mutex). Turn the reentrant
+	// hand-off off when Redisson clients that subscribe on replicas
+	// (subscriptionMode SLAVE) wait for the same locks: Redis does not
+	// count them, so they may wait up to 16 hand-offs for an unlock
+	// message.
 	NoHandoff bool
 }
 

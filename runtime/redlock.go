@@ -11,6 +11,8 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
 // RedLock is a lock over independent Redis masters (Options.RedLockNodes),
@@ -171,7 +173,7 @@ func (l *RedLock) check(lease time.Duration) error {
 	case l.quorum > len(c.redNodes):
 		return l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.quorum, len(c.redNodes)))
 	}
-	if err := validate(l.key, lease); err != nil {
+	if err := lockenv.Validate(l.key, lease); err != nil {
 		return l.fail("acquire", err)
 	}
 	if c.isClosed() {
@@ -187,10 +189,10 @@ func (l *RedLock) ownerOf(ctx context.Context) string {
 	if h := l.holdIn(ctx); h != nil {
 		return h.owner
 	}
-	if hc := l.c.reg.Of(ctx); hc != nil {
+	if hc := l.c.env.Reg.Of(ctx); hc != nil {
 		return hc.Owner()
 	}
-	return l.c.newOwner()
+	return l.c.env.NewOwner()
 }
 
 // redSleepBound bounds a RedLock waiter's sleep on the nodes' channels: a
@@ -236,7 +238,7 @@ type redWait struct {
 func (l *RedLock) join() (rw *redWait, ready bool) {
 	rw = &redWait{nodes: l.c.redNodes}
 	for _, n := range rw.nodes {
-		w, r := n.hub.Join(lockChannel(l.key), false, hub.Sub{Key: l.key})
+		w, r := n.env.Hub.Join(mutex.LockChannel(l.key), false, hub.Sub{Key: l.key})
 		if w == nil {
 			rw.leave(false)
 			return nil, false
@@ -250,7 +252,7 @@ func (l *RedLock) join() (rw *redWait, ready bool) {
 // tried reports a round of tries to every node's hub.
 func (rw *redWait) tried() {
 	for i, w := range rw.ws {
-		rw.nodes[i].hub.Tried(w, false, false)
+		rw.nodes[i].env.Hub.Tried(w, false, false)
 	}
 }
 
@@ -258,7 +260,7 @@ func (rw *redWait) tried() {
 // wake-ups are dropped rather than passed on).
 func (rw *redWait) leave(acquired bool) {
 	for i, w := range rw.ws {
-		rw.nodes[i].hub.Leave(w, acquired)
+		rw.nodes[i].env.Hub.Leave(w, acquired)
 	}
 }
 

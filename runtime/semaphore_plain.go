@@ -2,15 +2,11 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/runtime/internal/await"
-	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
 // PlainSemaphore is a handle on a semaphore in the layout of Redisson's
@@ -27,22 +23,19 @@ import (
 //
 // A PlainSemaphore is a cheap handle, safe for concurrent use.
 type PlainSemaphore struct {
-	c       *Client
-	key     string
-	name    string
-	channel string
+	e semaphore.Plain // the engine (package semaphore)
 }
 
 // Key is the Redis key of the free count.
-func (p *PlainSemaphore) Key() string { return p.key }
+func (p *PlainSemaphore) Key() string { return p.e.Key() }
 
 func (p *PlainSemaphore) fail(op string, err error) error {
-	return &LockError{Op: op, Name: p.name, Key: p.key, Err: err}
+	return fail(op, p.e.Name(), p.e.Key(), err)
 }
 
 // TrySetPermits sets the free count to n only when it is absent.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	return trySetPermits(ctx, p.c, p.key, p.channel, n, p.fail)
+	return p.e.TrySetPermits(ctx, n)
 }
 
 // Acquire waits until it took n permits or ctx is done.
@@ -56,32 +49,15 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // taken; it tries no more then, nor does go-redis resend the try), the
 // ctx's error or a Redis error. On a client that does not honour deadlines
 // on reads, a try abandoned at its deadline whose reply comes after all
-// gives back the permits it took (late.go).
+// gives back the permits it took (package semaphore).
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
 	if n < 1 {
 		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
 	}
-	if err := validate(p.key, Watchdog); err != nil {
+	if err := lockenv.Validate(p.e.Key(), Watchdog); err != nil {
 		return p.fail("acquire", err)
 	}
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.c.rdb, 1, []any{3: p.key, n}).Int64()
-		switch {
-		case err == nil:
-			return took == 1, -1, nil // no leases: sleep until a release
-		case scripts.IsReply(err), scripts.NotSent(err):
-			return false, 0, err
-		}
-		if pd := scripts.Abandoned(err); pd != nil {
-			p.resolveLate(pd, n) // gives back what a late reply took
-		}
-		return false, 0, fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
-	}
-	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
-	if err := p.c.waits.Await(ctx, w, try); err != nil {
-		return p.fail("acquire", err)
-	}
-	return nil
+	return p.e.Acquire(ctx, n, wait)
 }
 
 // Release gives back n permits and wakes that many waiters. It runs
@@ -90,39 +66,16 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	if n < 1 {
 		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
 	}
-	dctx, cancel := p.c.calls.Detached(ctx)
-	defer cancel()
-	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
-	switch {
-	case err == nil:
-		return nil
-	case scripts.IsReply(err), scripts.NotSent(err):
-		return p.fail("release", err)
-	}
-	return p.fail("release", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
+	return p.e.Release(ctx, n)
 }
 
 // AddPermits adds n (which may be negative) to the free count, and wakes
 // waiters for the permits that came free.
 func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
-	if n == 0 {
-		return nil
-	}
-	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.c.rdb, 2, []any{3: p.key, p.channel, n, p.c.publish}).Err()
-	if err != nil {
-		return p.fail("set-permits", err)
-	}
-	return nil
+	return p.e.AddPermits(ctx, n)
 }
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
-	n, err := scripts.Do(ctx, p.c.rdb, "get", p.key).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, p.fail("inspect", err)
-	}
-	return n, nil
+	return p.e.Available(ctx)
 }

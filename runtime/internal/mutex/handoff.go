@@ -1,4 +1,4 @@
-package runtime
+package mutex
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -58,27 +59,24 @@ import (
 // SPUBLISH). Not on a cluster with classic pub/sub: PUBSUB NUMSUB counts
 // one node's subscribers only, so a release would not see the other
 // Clients' waiters.
-func (m *Mutex) handsOff() bool {
-	if _, ok := m.k.(reentrant); !ok {
-		return false
-	}
-	c := m.c
-	return !m.fenced && m.opts.SyncReplicas == 0 && (!c.cluster || c.sharded) && !c.opts.NoHandoff && !c.handoffRefused.Load()
+func (m *Lock) handsOff() bool {
+	c := m.env
+	return m.kind == Reentrant && !m.opts.Fenced && m.opts.SyncReplicas == 0 && (!c.Cluster || c.Sharded) && !c.NoHandoff && !c.handoffRefused.Load()
 }
 
 // releaseHandingOff is the last release of a hold of m (count 1) that
 // hands the lock to a parked waiter of this Client if one can take it.
 // The returned offer, if made, must be settled with hub.Settle once the
 // releasing hold's ctx is ended.
-func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (releaseResult, hub.Offer, error) {
-	c := m.c
-	channel := lockChannel(m.key)
-	o := c.hub.Offer(channel)
+func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (releaseResult, hub.Offer, error) {
+	c := m.env
+	channel := LockChannel(m.key)
+	o := c.Hub.Offer(channel)
 	known := o.Known
 	if !known && !queued {
 		// No waiter here, nor lately, and the hold did not come through
 		// the queue in Redis: most likely no one waits anywhere.
-		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
+		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)
 		return res, o, err
 	}
 	// Is one of the channel's subscribers this client? The script checks
@@ -93,7 +91,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	marker := names.queue // unused without a local grantee: any key of the slot
 	field, px := o.Field, o.Px
 	if o.Made() {
-		o.Marker = requestMarker(m.key, c.newRequestID())
+		o.Marker = lockenv.RequestMarker(m.key, c.NewRequestID())
 		marker = o.Marker
 	} else {
 		field, px = "", "0"
@@ -106,15 +104,15 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 	if queued || o.Queued {
 		records = "1"
 	}
-	n, err := c.calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return scripts.Handoff.Run(ctx, c.rdb, 6, []any{
+	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.Handoff.Run(ctx, c.RDB, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
-			a.Owner, c.publish, field, px, names.lockCh, across, own, records, names.channel,
+			a.Owner, c.Publish, field, px, names.lockCh, across, own, records, names.channel,
 		}).Int64()
 	})
 	if err == nil && n >= 3 {
 		// Other processes wait: this client's newcomers queue in Redis.
-		c.hub.Remote(channel, n == 3)
+		c.Hub.Remote(channel, n == 3)
 	}
 	switch {
 	case err == nil && n == 2:
@@ -133,7 +131,7 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 			c.refuseHandoffs(err)
 		}
 		o.State = hub.OfferDeclined
-		res, err := m.release(ctx, a, true, c.opts.WatchdogTimeout, 1)
+		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)
 		return res, o, err
 	}
 	o.State = hub.OfferUnknown
@@ -143,21 +141,21 @@ func (m *Mutex) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) 
 // claimOffer takes the lock a release handed to this waiter (granted), or
 // settles a grant whose outcome is unknown, in the owner's turn. When it
 // took the lock the turn is held on return, as after a successful try.
-func (m *Mutex) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, state hub.OfferState, marker string) (bool, error) {
-	c := m.c
+func (m *Lock) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, state hub.OfferState, marker string) (bool, error) {
+	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	// A waiter's owner has no hold of this lock: no other call of it on
 	// the lock is in flight, and the turn is free.
-	_, px, err := c.reg.Enter(context.WithoutCancel(ctx), id, lease)
+	_, px, err := c.Reg.Enter(context.WithoutCancel(ctx), id, lease)
 	if err != nil {
 		return false, err
 	}
 	if state == hub.OfferGranted {
 		return true, nil
 	}
-	took, err := m.settleLost(ctx, a, attempt{via: c.rdb, px: c.leaseArg(px), marker: marker}, px)
+	took, err := m.settleLost(ctx, a, attempt{via: c.RDB, px: c.LeaseArg(px), marker: marker}, px)
 	if !took {
-		c.reg.Exit(id)
+		c.Reg.Exit(id)
 	}
 	return took, err
 }
@@ -186,10 +184,9 @@ func refusesHandoff(err error) bool {
 // waiter, holds the lock one message after the release, without an
 // acquire of its own, whichever process released it. Not with replica
 // sync (a grant waits for no replica), nor with Options.NoHandoff. Only a
-// waiter with an owner of its own takes grants (see acquireAs).
-func (m *Mutex) takesGrants() bool {
-	_, ok := m.k.(fair)
-	return ok && m.opts.SyncReplicas == 0 && !m.c.opts.NoHandoff
+// waiter with an owner of its own takes grants (see Lock.waitSpec).
+func (m *Lock) takesGrants() bool {
+	return m.kind == Fair && m.opts.SyncReplicas == 0 && !m.env.NoHandoff
 }
 
 // claimGrant takes the lock a release granted this waiter, in the owner's
@@ -207,16 +204,16 @@ func (m *Mutex) takesGrants() bool {
 // a tick): the waiter's next try finds a live grant, and count.lua
 // counts it as the waiter's own acquisition with the lease applied anew
 // from that try.
-func (m *Mutex) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
+func (m *Lock) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
 	if !ours {
 		return false, 0
 	}
-	c := m.c
+	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	_, px, _ := c.reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
-	took, confirmed = grantClaimable(lease == Watchdog, px, cut, time.Since(lastTry), c.reg.Timing().Tick)
+	_, px, _ := c.Reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
+	took, confirmed = grantClaimable(lease == lockenv.Watchdog, px, cut, time.Since(lastTry), c.Reg.Timing().Tick)
 	if !took {
-		c.reg.Exit(id)
+		c.Reg.Exit(id)
 	}
 	return took, confirmed
 }
@@ -249,7 +246,7 @@ func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool,
 
 // grantNames returns m's, made on first use (concurrent first uses make
 // equal values; one is kept).
-func (m *Mutex) grantNames() *grantNames {
+func (m *Lock) grantNames() *grantNames {
 	if n := m.names.Load(); n != nil {
 		return n
 	}
@@ -257,8 +254,8 @@ func (m *Mutex) grantNames() *grantNames {
 		queue:   grantQueue(m.key),
 		records: grantRecords(m.key),
 		hubs:    grantHubs(m.key),
-		lockCh:  lockChannel(m.key),
-		channel: grantChannel(m.key, m.c.id),
+		lockCh:  LockChannel(m.key),
+		channel: grantChannel(m.key, m.env.ID),
 	}
 	m.names.Store(n)
 	return n
@@ -266,35 +263,35 @@ func (m *Mutex) grantNames() *grantNames {
 
 // queueTry says whether a try of m registers its waiter for grants, and
 // with which lease argument ("0": it takes none, but is in line).
-func (m *Mutex) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiting bool, count int) (bool, any) {
-	c := m.c
-	if !waiting || count != 0 || !m.handsOff() || !c.hub.Subscribed(lockChannel(m.key), true) {
+func (m *Lock) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiting bool, count int) (bool, any) {
+	c := m.env
+	if !waiting || count != 0 || !m.handsOff() || !c.Hub.Subscribed(LockChannel(m.key), true) {
 		return false, nil
 	}
-	if c.reg.Of(ctx) != nil || c.reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
+	if c.Reg.Of(ctx) != nil || c.Reg.Unknown(holdID{Key: m.key, Field: a.FieldID()}) {
 		return true, "0"
 	}
-	return true, c.leaseArg(px)
+	return true, c.LeaseArg(px)
 }
 
 // grantLeave takes a reentrant waiter that gave up out of the queue, and
 // gives back a grant it never took (see fair.leave).
-func (m *Mutex) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
-	c := m.c
+func (m *Lock) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
+	c := m.env
 	n := m.grantNames()
-	return scripts.MutexLeave.Run(ctx, c.rdb, 5, []any{
+	return scripts.MutexLeave.Run(ctx, c.RDB, 5, []any{
 		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
-		a.Owner, c.publish, m.untakenGrant(ctx, a), n.lockCh,
+		a.Owner, c.Publish, m.untakenGrant(ctx, a), n.lockCh,
 	}).Int64()
 }
 
 // untakenGrant is the leave scripts' "may a hold be a grant never taken"
 // argument: "1" only for an owner of its own holding nothing of the lock
 // here, since then a hold in Redis can only be a grant.
-func (m *Mutex) untakenGrant(ctx context.Context, a lockArgs) string {
-	c := m.c
-	if c.reg.Of(ctx) == nil {
-		if n, _ := c.reg.State(holdID{Key: m.key, Field: a.FieldID()}, 0); n == 0 {
+func (m *Lock) untakenGrant(ctx context.Context, a lockArgs) string {
+	c := m.env
+	if c.Reg.Of(ctx) == nil {
+		if n, _ := c.Reg.State(holdID{Key: m.key, Field: a.FieldID()}, 0); n == 0 {
 			return "1"
 		}
 	}

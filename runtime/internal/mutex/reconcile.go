@@ -1,4 +1,4 @@
-package runtime
+package mutex
 
 import (
 	"context"
@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
-	"github.com/redis/go-redis/v9"
 )
 
 // Settling what a lost reply left unknown: the owner's count re-read
@@ -26,36 +28,21 @@ import (
 // that lock, the client re-reads the count and gives back the holds Redis
 // has beyond its own (design.md §7).
 
-// markUnknown records that the outcome of the call in id's turn is
-// unknown, and returns the mark's generation (0: err is no unknown
-// outcome). The caller has the turn.
-func markUnknown(reg *holds.Registry, id holdID, err error) uint64 {
-	if !errors.Is(err, ErrOutcomeUnknown) {
-		return 0
-	}
-	return reg.MarkUnknown(id)
-}
-
 // reconcile brings the owner's count of a in Redis back to the client's,
 // if the last outcome of a call on it was unknown. The caller has the turn
 // of a on m. A hold that Redis has fewer counts of than the client is
 // lost; one with more counts gives the extra ones back (the last of them
-// with a full release, which wakes a waiter).
-func (m *Mutex) reconcile(ctx context.Context, a lockArgs) error {
-	return m.reconcileVia(ctx, m.c.rdb, a)
-}
-
-// reconcileVia is reconcile with its calls sent through via.
-func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
-	c := m.c
+// with a full release, which wakes a waiter). Its calls go through via.
+func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
+	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	if !c.reg.Unknown(id) {
+	if !c.Reg.Unknown(id) {
 		return nil
 	}
-	if c.reg.Late(id) {
-		return fmt.Errorf("%w: a call abandoned at its deadline has had no reply yet", ErrOutcomeUnknown)
+	if c.Reg.Late(id) {
+		return fmt.Errorf("%w: a call abandoned at its deadline has had no reply yet", errs.OutcomeUnknown)
 	}
-	count, px := c.reg.State(id, 0)
+	count, px := c.Reg.State(id, 0)
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
 		n, err := scripts.Do(ctx, via, "hget", m.key, a.FieldID()).Int()
@@ -63,7 +50,7 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 			n, err = 0, nil
 		}
 		if err != nil {
-			return fmt.Errorf("%w: re-reading the hold after an unknown outcome: %w", ErrOutcomeUnknown, err)
+			return fmt.Errorf("%w: re-reading the hold after an unknown outcome: %w", errs.OutcomeUnknown, err)
 		}
 		if n < keep {
 			// The hold is lost: its ctx ends, and what Redis has
@@ -74,25 +61,25 @@ func (m *Mutex) reconcileVia(ctx context.Context, via redis.UniversalClient, a l
 		if n <= keep {
 			break
 		}
-		if _, err := m.releaseVia(ctx, via, a, n == 1, px, n); err != nil {
-			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", ErrOutcomeUnknown, err)
+		if _, err := m.release(ctx, via, a, n == 1, px, n); err != nil {
+			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", errs.OutcomeUnknown, err)
 		}
 	}
-	c.reg.DropMark(id, 0)
+	c.Reg.DropMark(id, 0)
 	return nil
 }
 
 // loseHold ends the local hold id, of which Redis has n of count holds.
-func (m *Mutex) loseHold(id holdID, n, count int) {
-	m.c.reg.Lose(id, func(h *hold) error {
-		return lostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
+func (m *Lock) loseHold(id holdID, n, count int) {
+	m.env.Reg.Lose(id, func(h *hold) error {
+		return m.env.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
 	})
 }
 
 // settleLater goes on settling, in the background (package settle), an
 // acquire whose reply and settlement were both lost (at; nil: no acquire,
 // only the owner's count to bring back to the client's, after a hold was
-// lost at its deadline: giveback.go), when its owner holds nothing of the
+// lost at its deadline: taker.GiveBackLost), when its owner holds nothing of the
 // lock (a fresh owner: typically a top-level Lock whose caller got the
 // error and will never call with that owner again). Without it, a lock
 // that the lost request took would stay taken until its lease ran out, and
@@ -103,34 +90,34 @@ func (m *Mutex) loseHold(id holdID, n, count int) {
 // call of the owner replaced or cleared it (that call, or its own
 // settlement, takes over). It gives up after lease, when Redis has expired
 // whatever the request took, dropping its mark; Close stops it.
-func (m *Mutex) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
-	c := m.c
+func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
+	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	c.settler.Add(settle.Job{
+	c.Settler.Add(settle.Job{
 		Try:   func(ctx context.Context) bool { return m.settleOnce(ctx, id, a, at, gen) },
 		Until: time.Now().Add(lease),
 		Quit: func() {
 			// In the turn: a call of the owner in flight may be about
 			// to leave a newer mark, which is not ours.
-			_, _, _ = c.reg.Enter(context.Background(), id, 0)
-			c.reg.DropMark(id, gen)
-			c.reg.Exit(id)
+			_, _, _ = c.Reg.Enter(context.Background(), id, 0)
+			c.Reg.DropMark(id, gen)
+			c.Reg.Exit(id)
 		},
 	})
 }
 
 // settleOnce makes one attempt of settleLater, in id's turn, through the
 // watchdog's client. It reports whether there is nothing left to do.
-func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
-	c := m.c
-	if _, _, err := c.reg.Enter(ctx, id, 0); err != nil {
+func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
+	c := m.env
+	if _, _, err := c.Reg.Enter(ctx, id, 0); err != nil {
 		return false
 	}
-	defer c.reg.Exit(id)
-	if c.reg.Mark(id) != gen {
+	defer c.Reg.Exit(id)
+	if c.Reg.Mark(id) != gen {
 		return true // a later call of the owner reconciled it, or took over
 	}
-	via := c.renewal
+	via := c.Renewal
 	if at != nil {
 		at := *at
 		at.via = via
@@ -138,14 +125,14 @@ func (m *Mutex) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attem
 			return false
 		}
 	}
-	return m.reconcileVia(ctx, via, a) == nil
+	return m.reconcile(ctx, via, a) == nil
 }
 
 // readFence sets *fence to the token counter, for an acquisition settled as
 // taken after its reply (and token) was lost.
-func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
-	n, err := m.c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
-		return scripts.Do(ctx, m.c.rdb, "get", tokenKey(m.key)).Int64()
+func (m *Lock) readFence(ctx context.Context, fence *int64) error {
+	n, err := m.env.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {
 		*fence = n
@@ -162,17 +149,17 @@ func (m *Mutex) readFence(ctx context.Context, fence *int64) error {
 // and re-applies the lease (never shortening it) after the request was
 // sent, or refuses it (-3) when the hold is gone meanwhile. Only the
 // copy's reply confirms it.
-func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Mutex, lockArgs, attempt) (int64, error)) (bool, error) {
+func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Lock, lockArgs, attempt) (int64, error)) (bool, error) {
 	again := at
 	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
-	n, err := m.c.calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := m.env.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
 		return acquire(ctx, m, a, again)
 	})
 	return err == nil && n == 0, err
 }
 
 // resolveLate takes over an acquire attempt at that its caller abandoned
-// (late.go: late replies), in the owner's turn. The caller gets no hold
+// (see lockenv.Replied), in the owner's turn. The caller gets no hold
 // from it, so the owner's outcome on the lock is unknown until the call's
 // outcome comes, and no call of the owner reconciles before then
 // (holds.Registry.Abandon): a copy still on its way may change the owner's count. Then
@@ -182,16 +169,16 @@ func (m *Mutex) reapply(ctx context.Context, a lockArgs, at attempt, acquire fun
 // a reply, after its settlement (settle.lua) when no reply will come. A
 // waiter it queued is withdrawn (leave, with the values of ctx, the
 // try's: they tell whether its owner is one of its own).
-func (m *Mutex) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
+func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	gen := m.c.reg.Abandon(id)
+	gen := m.env.Reg.Abandon(id)
 	p.Then(func(cmd *redis.Cmd) {
-		if replied(cmd.Err()) {
+		if lockenv.Replied(cmd.Err()) {
 			m.settleLater(a, nil, px, gen)
 		} else {
 			m.settleLater(a, &at, px, gen)
 		}
-		m.c.reg.Landed(id)
+		m.env.Reg.Landed(id)
 		if at.waiting {
 			m.leave(ctx, a)
 		}

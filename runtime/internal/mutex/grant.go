@@ -1,10 +1,11 @@
-package runtime
+package mutex
 
 import (
 	"hash/maphash"
 	"sync/atomic"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
@@ -47,16 +48,16 @@ var grantRecordLifeArg any = grantRecordLife.Milliseconds()
 // grantStreak: see above.
 const grantStreak = hub.HandoffStreak
 
-func grantQueue(key string) string   { return prefixName("lockgen_lock_queue", key) }
-func grantRecords(key string) string { return prefixName("lockgen_lock_grants", key) }
-func grantHubs(key string) string    { return prefixName("lockgen_lock_hubs", key) }
+func grantQueue(key string) string   { return redisnames.Prefix("lockgen_lock_queue", key) }
+func grantRecords(key string) string { return redisnames.Prefix("lockgen_lock_grants", key) }
+func grantHubs(key string) string    { return redisnames.Prefix("lockgen_lock_hubs", key) }
 
 // grantChannel is this client's grant channel for key: the lock's channel
 // and the client's id, under Redisson's prefix so that an ACL granting
 // Redisson's channels (&redisson_*) grants it too. It cannot be a Redisson
 // fair waiter's (lock channel:<client id>:<thread id>), nor one of
 // lockgen's (lock channel:<owner>).
-func grantChannel(key, clientID string) string { return lockChannel(key) + ":" + clientID }
+func grantChannel(key, clientID string) string { return LockChannel(key) + ":" + clientID }
 
 // grantStreaks counts, per lock (hashed), the releases that may grant
 // since the last one that published.
@@ -65,13 +66,15 @@ type grantStreaks struct {
 	n    [64]atomic.Uint32
 }
 
+func (g *grantStreaks) init() { g.seed = maphash.MakeSeed() }
+
 // allow reports whether this release of key may grant across processes:
 // all but every grantStreak-th.
 func (g *grantStreaks) allow(key string) bool {
 	return g.n[maphash.String(g.seed, key)%64].Add(1)%grantStreak != 0
 }
 
-// tryState is what an acquisition's tries told of grants (see acquireAs):
+// tryState is what an acquisition's tries told of grants (see Lock.Acquire):
 // the nonce of the last try that registered for grants, whether any try
 // queued the waiter in Redis, and the part of the lease a claimed grant
 // confirmed when shorter than the lease (claimGrant; 0: all of it).

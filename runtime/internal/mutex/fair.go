@@ -1,10 +1,10 @@
-package runtime
+package mutex
 
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -13,26 +13,18 @@ type fair struct{ reentrant }
 
 // fairGrants holds lockgen's waiters that take grants, with the lease a
 // release grants them the lock with (see fair_next.lua).
-func fairGrants(key string) string { return prefixName("lockgen_fair_grants", key) }
+func fairGrants(key string) string { return redisnames.Prefix("lockgen_fair_grants", key) }
 
-func fairQueue(key string) string    { return prefixName("redisson_lock_queue", key) }
-func fairTimeouts(key string) string { return prefixName("redisson_lock_timeout", key) }
+func fairQueue(key string) string    { return redisnames.Prefix("redisson_lock_queue", key) }
+func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_timeout", key) }
 
 // fairWaiters is lockgen's own record of its waiters in the queue, with
 // their liveness deadlines (see fair_acquire.lua): it tells them from
 // Redisson's, whose acquisitions lower every score behind them.
-func fairWaiters(key string) string { return prefixName("lockgen_fair_waiters", key) }
+func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
 
-func (fair) channel(key, owner string) string { return lockChannel(key) + ":" + owner }
-func (fair) waits(*Mutex) bool                { return true }
-
-// queues: each fair waiter has its own channel, and Redis keeps the order.
-func (fair) queues() bool { return false }
-
-func (fair) refreshEvery(m *Mutex) time.Duration { return m.opts.QueueTimeout / 3 }
-
-func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
-	c := m.c
+func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+	c := m.env
 	join := "0"
 	if at.waiting {
 		join = "1"
@@ -45,16 +37,16 @@ func (fair) acquire(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int6
 	}
 	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.markerTTL, join,
-		lockChannel(m.key), c.publish, grant,
+		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, join,
+		LockChannel(m.key), c.Publish, grant,
 	}).Int64()
 }
 
 // settle decides a try whose reply was lost, as a reentrant lock's
 // (settle.lua), then confirms a new acquisition found taken with a copy of
-// the try (Mutex.reapply): the release may have granted the waiter the
+// the try (Lock.reapply): the release may have granted the waiter the
 // lock (fair_next.lua) before the try was sent.
-func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (bool, error) {
+func (f fair) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
 	took, err := f.reentrant.settle(ctx, m, a, at)
 	if err != nil || !took || at.count != 0 || !m.takesGrants() {
 		return took, err
@@ -62,27 +54,27 @@ func (f fair) settle(ctx context.Context, m *Mutex, a lockArgs, at attempt) (boo
 	return m.reapply(ctx, a, at, f.acquire)
 }
 
-func (fair) release(ctx context.Context, m *Mutex, a lockArgs, at attempt) (int64, error) {
+func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	return scripts.FairRelease.Run(ctx, at.via, 5, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.Owner, m.c.publish, at.count, lockChannel(m.key),
+		at.px, a.Owner, m.env.Publish, at.count, LockChannel(m.key),
 	}).Int64()
 }
 
 // leave also gives back a lock granted to a waiter that gave up as the
 // grant was on its way: only for an owner of its own holding nothing of
 // the lock here, since then a hold in Redis can only be that grant.
-func (fair) leave(ctx context.Context, m *Mutex, a lockArgs) (int64, error) {
-	c := m.c
-	return scripts.FairLeave.Run(ctx, c.rdb, 5, []any{
+func (fair) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
+	c := m.env
+	return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), fairWaiters(m.key), fairGrants(m.key),
-		a.Owner, lockChannel(m.key), c.publish, m.untakenGrant(ctx, a),
+		a.Owner, LockChannel(m.key), c.Publish, m.untakenGrant(ctx, a),
 	}).Int64()
 }
 
-func (fair) forceUnlock(ctx context.Context, m *Mutex) (int64, error) {
-	return scripts.FairForceUnlock.Run(ctx, m.c.rdb, 2, []any{
+func (fair) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
+	return scripts.FairForceUnlock.Run(ctx, m.env.RDB, 2, []any{
 		3: m.key, fairQueue(m.key),
-		hub.UnlockMessage, m.c.publish, lockChannel(m.key),
+		hub.UnlockMessage, m.env.Publish, LockChannel(m.key),
 	}).Int64()
 }

@@ -1,0 +1,24 @@
+// Package lockenv is what every lock engine of a Client works through:
+// Env, the Client's parts (the Redis clients, the hold registry, the hub,
+// the wait loop, the call limits, the settler, the ids and the boxed
+// script arguments), built once by runtime.NewClient; and the few rules
+// every kind shares: owner tokens and request ids (NewOwner,
+// NewRequestID), the request markers (RequestMarker), keys and leases
+// (Validate), recording and dropping holds (AddHold, DropLost,
+// MarkUnknown, LostError), and which replies decided an outcome
+// (Replied).
+//
+// It owns no mechanism of its own: the engines (packages mutex,
+// semaphore) do the work, and runtime's public names reach it only
+// through Env.Fail and Env.WaitStarted, so nothing here imports runtime.
+//
+// Invariants:
+//
+//   - the exported fields of an Env are set before its first use and
+//     never changed; owner tokens and request ids never repeat within a
+//     Client (atomic sequences after its uuid);
+//   - a warning of one kind (its message) is written at most once per
+//     10 s (Warn); the next one counts those left out;
+//   - a fixed-lease hold's ctx ends with a cause wrapping errs.LockLost
+//     when its lease runs out (AddHold).
+package lockenv

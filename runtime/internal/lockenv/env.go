@@ -1,0 +1,145 @@
+package lockenv
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
+	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
+)
+
+// Watchdog is the lease of a hold the watchdog renews (runtime.Watchdog).
+const Watchdog time.Duration = 0
+
+// MinLease is the shortest lease accepted: anything shorter expires
+// before a round trip and its drift margin.
+const MinLease = 10 * time.Millisecond
+
+// PermitOwnerLen is how many bytes of a lockgen permit id are the start
+// of its Client's uuid (runtime.PermitOwnerLen).
+const PermitOwnerLen = 8
+
+// Env is what a Client's locks work through: its parts, built once by
+// runtime.NewClient and shared by every handle of the Client. The
+// exported fields are set before first use and never changed; its own
+// state (owner and request sequences, rate-limited warnings) lives
+// behind them.
+type Env struct {
+	RDB redis.UniversalClient // the caller's client: tries and releases
+	// Renewal is the client that honours ctx deadlines (RDB itself, or
+	// one built from its options: watchdog.DeadlineClient): background
+	// settlements go through it.
+	Renewal redis.UniversalClient
+	Reg     *holds.Registry // holds, turns and unknown outcomes
+	Hub     *hub.Hub        // where waiters sleep, and hand-offs
+	Waits   await.Loop      // the wait loop every kind waits in
+	Calls   calls.Limits    // bounds releases and settlements
+	Settler *settle.Settler // background settlements
+
+	ID string // the Client's uuid: the first half of every owner token
+	// IDPrefix is the uuid's first bytes, raw: they start the Client's
+	// permit ids (package semaphore).
+	IDPrefix  [PermitOwnerLen]byte
+	IDArg     any  // ID, boxed once as a script argument
+	Publish   any  // "publish" or "spublish", boxed once
+	MarkerTTL any  // lifetime of request markers in ms, boxed once
+	Cluster   bool // keys are grouped by slot
+	Sharded   bool // sharded pub/sub
+
+	Watchdog  time.Duration // Options.WatchdogTimeout
+	Replicas  time.Duration // Options.ReplicaTimeout
+	NoHandoff bool          // Options.NoHandoff
+	Log       *slog.Logger
+
+	// Fail makes the error of a failed operation op on a lock (name,
+	// key), caused by err: runtime's *LockError. The engine returns its
+	// causes unwrapped; it makes a LockError itself only for the causes it
+	// hands to the registry (a loss, the end of a fixed lease).
+	Fail func(op, name, key string, err error) error
+	// WaitStarted reports that an acquisition starts waiting (the
+	// observer's EventWaitStarted); nil without an observer.
+	WaitStarted func(ctx context.Context, name, key, lock string, wait time.Duration)
+
+	wdLease    any // Watchdog in ms, boxed once
+	ownerSeq   atomic.Uint64
+	requestSeq atomic.Uint64
+	warned     warnings
+}
+
+// Init prepares e's own state once its fields are set.
+func (e *Env) Init() { e.wdLease = strconv.FormatInt(e.Watchdog.Milliseconds(), 10) }
+
+// NewOwner returns a new owner token "<client uuid>:<n>", Redisson's
+// "<uuid>:<thread id>" with a ctx chain in place of the thread.
+func (e *Env) NewOwner() string {
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], e.ID...), ':'), e.ownerSeq.Add(1), 10))
+}
+
+// NewRequestID returns an id unique to one acquire attempt.
+func (e *Env) NewRequestID() string {
+	var b [64]byte
+	return string(strconv.AppendUint(append(append(b[:0], e.ID...), ":r"...), e.requestSeq.Add(1), 36))
+}
+
+// LeaseArg is lease in milliseconds as a script argument.
+func (e *Env) LeaseArg(lease time.Duration) any {
+	if lease == e.Watchdog {
+		return e.wdLease
+	}
+	return strconv.FormatInt(lease.Milliseconds(), 10)
+}
+
+// Warn writes a warning, rate-limited by kind (its message).
+func (e *Env) Warn(msg string, args ...any) { e.warned.warn(e.Log, msg, args...) }
+
+// Warnings of one kind (a failed renewal round, a lost hold, a failed
+// release) come in bursts when Redis is down: one per hold or per call.
+// Each kind is written at most once per logInterval; the next one says
+// how many were left out.
+
+// logInterval is the least time between two warnings of one kind.
+const logInterval = 10 * time.Second
+
+// warnings rate-limits warnings by kind (their message).
+type warnings struct {
+	mu   sync.Mutex
+	last map[string]warned
+}
+
+type warned struct {
+	at      time.Time
+	dropped int
+}
+
+// warn writes msg at Warn level unless a warning with the same message
+// was written less than logInterval ago; then it only counts it.
+func (w *warnings) warn(log *slog.Logger, msg string, args ...any) {
+	now := time.Now()
+	w.mu.Lock()
+	if w.last == nil {
+		w.last = make(map[string]warned)
+	}
+	prev, seen := w.last[msg]
+	if seen && now.Sub(prev.at) < logInterval {
+		prev.dropped++
+		w.last[msg] = prev
+		w.mu.Unlock()
+		return
+	}
+	w.last[msg] = warned{at: now}
+	w.mu.Unlock()
+	if prev.dropped > 0 {
+		args = append(args, "more since the last such warning", prev.dropped)
+	}
+	log.Warn(msg, args...)
+}

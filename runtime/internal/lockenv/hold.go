@@ -1,0 +1,119 @@
+package lockenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockgen/lockgen/internal/redisnames"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// LostError is the cause of the loss of h, found by a renewal, the lease
+// clock or a re-read: a LockError (Env.Fail) wrapping errs.LockLost.
+func (e *Env) LostError(h *holds.Hold, why string) error {
+	return e.Fail("renew", h.Name, h.Key, fmt.Errorf("%w: %s", errs.LockLost, why))
+}
+
+// AddHold records a successful acquisition (sent at start with the given
+// lease) and returns the ctx for the caller, or errs.Closed once the
+// registry is closed.
+func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, lease time.Duration, start time.Time) (context.Context, error) {
+	if lease != Watchdog {
+		spec.LeaseEnd = e.Fail("lease", spec.Name, spec.Key, fmt.Errorf("%w: fixed lease of %v ran out", errs.LockLost, lease))
+	}
+	hc := e.Reg.Add(parent, spec, args, lease, start)
+	if hc == nil {
+		return nil, errs.Closed
+	}
+	return hc, nil
+}
+
+// DropLost releases acq of a lost hold, and returns why it was lost (or
+// that it was released already). It sends nothing and does not wait for
+// the owner's turn: a give-back under way may hold that turn for as long
+// as Redis is cut off, and it alone gives back what Redis may still have.
+func (e *Env) DropLost(acq *holds.Acquisition) error {
+	d, ok := e.Reg.Drop(acq)
+	if !ok {
+		return fmt.Errorf("%w: already released", errs.NotHeld)
+	}
+	acq.End(context.Canceled)
+	return d.Lost
+}
+
+// MarkUnknown records that the outcome of the call in id's turn is
+// unknown, and returns the mark's generation (0: err is no unknown
+// outcome). The caller has the turn.
+func (e *Env) MarkUnknown(id holds.ID, err error) uint64 {
+	if !errors.Is(err, errs.OutcomeUnknown) {
+		return 0
+	}
+	return e.Reg.MarkUnknown(id)
+}
+
+// GiveBackFor bounds a give-back: by then Redis has expired what a renewal
+// sent before the loss set, unless the network held that renewal back for
+// more than a lease.
+func (e *Env) GiveBackFor() time.Duration { return 2 * e.Watchdog }
+
+// RequestMarker names the marker key of one acquire request. The scripts
+// write it only off the hot path: when a lost reply is settled (settle.lua),
+// or when a resent copy finds its first copy done. It makes the outcome of
+// that request final, so no copy of it arriving later takes the lock. One
+// key per request: a later request of the same owner can never overwrite
+// the proof an earlier one still needs.
+func RequestMarker(key, requestID string) string {
+	return redisnames.PrefixWith("lockgen_latch", key, requestID)
+}
+
+// Validate checks a lock key and a lease, for every kind of lock.
+func Validate(key string, lease time.Duration) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", errs.InvalidKey)
+	case !wellTagged(key):
+		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", errs.InvalidKey, key)
+	case lease < 0:
+		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", errs.InvalidLease, lease)
+	case lease > 0 && lease < MinLease:
+		return fmt.Errorf("%w: lease %v is shorter than %v", errs.InvalidLease, lease, MinLease)
+	}
+	return nil
+}
+
+// wellTagged reports whether key either has no "{" or has a hash tag as
+// Redis reads one (the first "{" and the next "}" with text between):
+// Redisson's name helpers leave a key with "{" alone, so its marker, channel
+// and queue keys share its slot only when that "{" opens a real tag.
+func wellTagged(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return true
+	}
+	return strings.IndexByte(key[open+1:], '}') > 0
+}
+
+// Replied reports whether a call that failed with err (or succeeded) had
+// its outcome decided in Redis: it has a reply, or it provably never left.
+//
+// On a go-redis client that does not honour a ctx's deadline on socket
+// reads (default options), a call that has not had its reply by its
+// deadline is abandoned (scripts.Abandoned): its caller returns on time,
+// and the command goes on to its reply. On a server that is only slow,
+// the reply comes, and it is real: an acquire may have taken the lock for
+// an owner whose caller was told it did not. Handing that to settlement
+// would leave a request marker for each such call and turn every slow
+// reply into an unknown outcome, so the call resolves its own outcome from
+// what actually happened: what it took is given back, a waiter it queued
+// withdrawn. Only a call whose reply never comes (its connection failed)
+// is settled like any lost reply, with its request marker. Until the
+// outcome comes, the registry counts the call late (holds.Registry.Abandon):
+// the owner's next call waits for it before it re-reads the count.
+func Replied(err error) bool {
+	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
+}

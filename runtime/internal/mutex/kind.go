@@ -1,0 +1,189 @@
+package mutex
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// A kind is the scripts of a lock flavour behind a Mutex handle: a
+// plain value per Kind (kinds), whose methods bind the flavour's Lua
+// scripts to a lock's keys and arguments. Everything else that sets the
+// flavours apart (the field that proves a hold, the channel, how waiters
+// wait) is a method of Kind.
+type kind interface {
+	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
+	// -1 no expiry, replyAborted, replyUpgrade, replyWriterFirst,
+	// replyHoldGone.
+	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
+	// settle decides an acquire attempt whose reply was lost: it either
+	// took the lock (true) or never will.
+	settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error)
+	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
+	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
+	// leave withdraws a waiter that gave up (when Kind.waits says it
+	// left traces).
+	leave(ctx context.Context, m *Lock, a lockArgs) (int64, error)
+	// forceUnlock deletes the lock whoever holds it.
+	forceUnlock(ctx context.Context, m *Lock) (int64, error)
+}
+
+// field is the hash field that proves owner's hold.
+func (k Kind) field(owner string) string {
+	if k == Write {
+		return writeField(owner)
+	}
+	return owner
+}
+
+// channel is the channel a waiter of owner sleeps on: a fair waiter has
+// its own; the sides of a read-write lock share one.
+func (k Kind) channel(key, owner string) string {
+	switch k {
+	case Fair:
+		return LockChannel(key) + ":" + owner
+	case Read, Write:
+		return rwChannel(key)
+	}
+	return LockChannel(key)
+}
+
+// shared reports whether holds of the kind coexist (readers).
+func (k Kind) shared() bool { return k == Read }
+
+// queues reports whether a newcomer defers its first try briefly while
+// this client has waiters (an unlock in transit, a hand-off in flight),
+// so it does not jump the in-process queue (see await.Spec.Queue). Not a
+// fair waiter (each has its own channel, and Redis keeps the order), nor
+// a read-write lock's (readers and writers share the channel).
+func (k Kind) queues() bool { return k == Reentrant }
+
+// extraKeys are the keys renewed with a hold besides the lock hash: a
+// read hold's timeout keys.
+func (k Kind) extraKeys(key, owner string, count int) []string {
+	if k != Read {
+		return nil
+	}
+	keys := make([]string, count)
+	for i := range keys {
+		keys[i] = readTimeoutKey(key, owner, i+1)
+	}
+	return keys
+}
+
+// check refuses, before any round trip, an acquisition by an owner whose
+// existing holds (in the registry) make it wrong: an upgrade
+// (writeSide.check).
+func (k Kind) check(m *Lock, owner string) error {
+	if k == Write {
+		return writeSide{}.check(m, owner)
+	}
+	return nil
+}
+
+// waits reports whether a waiter of m leaves traces in Redis to withdraw
+// when it gives up: a reentrant waiter queued for grants, a fair waiter's
+// place in the queue, a waiting writer (writers first).
+func (k Kind) waits(m *Lock) bool {
+	switch k {
+	case Reentrant:
+		return m.handsOff()
+	case Fair:
+		return true
+	case Write:
+		return m.opts.WritersFirst
+	}
+	return false
+}
+
+// refreshEvery bounds a waiter's sleep so it refreshes its place (0: no
+// bound): a reentrant waiter queued for grants tries again before its
+// record runs out (grant.go), a fair waiter refreshes its score, and with
+// writers first a waiting writer keeps its record alive and a reader
+// behind it looks again as often as the record could expire.
+func (k Kind) refreshEvery(m *Lock) time.Duration {
+	switch {
+	case k == Reentrant && m.handsOff():
+		return grantRecordLife / 2
+	case k == Fair:
+		return m.opts.QueueTimeout / 3
+	case (k == Read || k == Write) && m.opts.WritersFirst:
+		return m.env.Watchdog / 3
+	}
+	return 0
+}
+
+// attempt is one acquire or release call.
+type attempt struct {
+	via     scripts.Runner // where the script runs
+	px      any            // lease in ms, as a script argument
+	marker  string         // acquire: the request's marker key (see requestMarker)
+	count   int            // the owner's hold count before the call
+	waiting bool           // acquire: the caller waits if not taken
+	fence   *int64         // acquire of a fenced lock: receives the token
+	grant   bool           // acquire of a fair lock: a release may grant it (fair.go)
+	// queued: a reentrant waiter's try registers it for grants across
+	// processes with lease argument grantPx ("0": it takes none; grant.go).
+	queued  bool
+	grantPx any
+}
+
+// reentrant is Redisson's RLock: Client.Mutex.
+type reentrant struct{}
+
+func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
+	return m.grantLeave(ctx, a)
+}
+
+// The scripts are sent the hold count the owner has before the call, which
+// makes a resend harmless: see acquire.lua and release.lua.
+
+func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+	if m.opts.Fenced {
+		return fencedAcquire(ctx, m, a, at)
+	}
+	c := m.env
+	if at.queued {
+		n := m.grantNames()
+		return scripts.Acquire.Run(ctx, at.via, 5, []any{
+			3: a.Key, at.marker, n.queue, n.records, n.hubs,
+			at.px, a.Owner, at.count, c.MarkerTTL, at.grantPx, grantRecordLifeArg, c.IDArg,
+		}).Int64()
+	}
+	return scripts.Acquire.Run(ctx, at.via, 2, []any{
+		3: a.Key, at.marker,
+		at.px, a.Owner, at.count, c.MarkerTTL,
+	}).Int64()
+}
+
+func (reentrant) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
+	c := m.env
+	// The settler's attempts go through the watchdog's client (package settle):
+	// the caller's may not honour their deadline.
+	var via scripts.Runner = c.RDB
+	if at.via != nil {
+		via = at.via
+	}
+	n, err := c.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.Settle.Run(ctx, via, 2, []any{
+			3: a.Key, at.marker,
+			a.Field, at.count, c.MarkerTTL,
+		}).Int64()
+	})
+	return n == 1, err
+}
+
+func (reentrant) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+	return scripts.Release.Run(ctx, at.via, 2, []any{
+		3: a.Key, LockChannel(m.key),
+		at.px, a.Owner, m.env.Publish, at.count,
+	}).Int64()
+}
+
+func (reentrant) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
+	return scripts.ForceUnlock.Run(ctx, m.env.RDB, 2, []any{
+		3: m.key, LockChannel(m.key), hub.UnlockMessage, m.env.Publish,
+	}).Int64()
+}

@@ -1,0 +1,525 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
+)
+
+// Kind names the flavour of a lock (see kind.go).
+type Kind uint8
+
+const (
+	Reentrant Kind = iota // Redisson's RLock (Client.Mutex, FencedLock)
+	Fair                  // RFairLock
+	Read                  // the read side of an RReadWriteLock
+	Write                 // its write side
+)
+
+// kinds are the behaviours of the Kinds, and kindNames their names in
+// events (a constant per kind: an event costs no allocation for it).
+var (
+	kinds     = [...]kind{Reentrant: reentrant{}, Fair: fair{}, Read: readSide{}, Write: writeSide{}}
+	kindNames = [...]string{Reentrant: "reentrant", Fair: "fair", Read: "read", Write: "write"}
+)
+
+// Options are a lock's settings the engine reads (runtime.LockOptions,
+// less what only the handle uses: its lease and wait time).
+type Options struct {
+	Name         string
+	QueueTimeout time.Duration // Fair: a queued waiter's silence before it is skipped
+	WritersFirst bool          // Read, Write: a waiting writer holds new readers back
+	SyncReplicas int           // replicas that must acknowledge an acquisition
+	// Fenced: every acquisition also increments the lock's token counter
+	// in the same script call (runtime.FencedLock; Reentrant only).
+	Fenced bool
+}
+
+// A Lock is the engine of one lock handle: one key of one Kind on one
+// Client. Its methods return errors made by Env.Fail (runtime's
+// *LockError). It is safe for concurrent use.
+type Lock struct {
+	env  *Env
+	key  string
+	kind Kind
+	k    kind
+	opts Options
+	// names holds the names of the lock's queue for grants, made on first
+	// use (grant.go).
+	names atomic.Pointer[grantNames]
+}
+
+// Init makes m the lock of kind at key, in env.
+func (m *Lock) Init(env *Env, key string, kind Kind, o Options) {
+	m.env, m.key, m.kind, m.k, m.opts = env, key, kind, kinds[kind], o
+}
+
+// Key is the Redis key of the lock.
+func (m *Lock) Key() string { return m.key }
+
+// KindName is the lock's kind as events name it.
+func (m *Lock) KindName() string { return kindNames[m.kind] }
+
+// Batchable reports whether the lock can be taken with others in one
+// multi-lock script: a reentrant lock without replica sync.
+func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
+
+// WaitChannel is the channel a waiter of owner sleeps on.
+func (m *Lock) WaitChannel(owner string) string { return m.kind.channel(m.key, owner) }
+
+func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.Name, m.key, err) }
+
+// Owner is the owner an acquisition with ctx takes the lock as: the one
+// of the hold of the Client that ctx carries (a re-entry, refused when
+// the owner's holds make it wrong: an upgrade), or a new one.
+func (m *Lock) Owner(ctx context.Context) (string, error) {
+	hc := m.env.Reg.Of(ctx)
+	if hc == nil {
+		return m.env.NewOwner(), nil
+	}
+	return hc.Owner(), m.kind.check(m, hc.Owner())
+}
+
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
+// lock as owner, as part of a call that must return by until (zero: no
+// bound but wait's). When the lock is taken, the acquisition still has
+// the owner's turn: Record records the hold. A waiter that gives up
+// withdraws what it left in Redis (its place in the fair queue, in the
+// waiting writers, in the grant queue).
+func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
+	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.kind.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
+	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
+		if w.waiting {
+			m.leave(ctx, w.a)
+		}
+		return nil, m.fail("acquire", err)
+	}
+	return w, nil
+}
+
+// waitSpec is how w waits (package await).
+func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await.Spec {
+	own := m.env.Reg.Of(w.ctx) == nil
+	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind.shared(), Queue: m.kind.queues() && own}
+	switch {
+	case !w.waiting:
+	case m.handsOff() && own:
+		// Only an owner of its own (a top-level Lock: no goroutine but
+		// this one can act for it) is handed a lock: the hand-off
+		// acquires for the owner outside its turn, so a call of another
+		// goroutine sharing the owner meanwhile would count the grant as
+		// its own (handoff.go).
+		ws.Handed, ws.Grants, w.handOffs = w, w, true
+	case m.handsOff():
+		ws.Grants = w // queued for grants from other processes (grant.go)
+	case m.takesGrants() && own:
+		ws.Handed = w // a fair lock's release may grant it the lock (fair.go)
+	}
+	return ws
+}
+
+// spec is what a new acquisition of m is of, for the registry.
+func (m *Lock) spec() holds.Spec {
+	// only a read hold renews keys besides its own
+	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
+}
+
+// tryAcquire runs the kind's acquire script once, in the owner's turn on
+// this lock (holds.Registry.Enter). A reply lost to a transport error or a cancelled ctx
+// is settled: the attempt either took the lock (then it is held) or is
+// marked aborted so it never will. When it took the lock, the turn is still
+// held on return: the caller records the hold, then exits. For a fenced
+// lock, *fence is set to the acquisition's token when it took the lock.
+// An attempt abandoned at its deadline (a client that does not honour
+// deadlines on reads) resolves its late reply itself (resolveLate).
+func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
+	c := m.env
+	id := holdID{Key: m.key, Field: a.FieldID()}
+	count, px, err := c.Reg.Enter(ctx, id, lease)
+	if err != nil {
+		return false, 0, err
+	}
+	defer func() {
+		if !took {
+			c.Reg.Exit(id)
+		}
+	}()
+	if err := m.reconcile(ctx, c.RDB, a); err != nil {
+		return false, 0, err
+	}
+	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: waiting, fence: fence}
+	// A fair waiter of an owner of its own may be granted the lock by a
+	// release (see takesGrants), once the grant's message cannot miss it:
+	// its channel's subscription is confirmed.
+	at.grant = waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
+		c.Hub.Subscribed(m.kind.channel(m.key, a.OwnerID()), false)
+	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
+	ts.nonce = ""
+	if at.grant || (at.queued && at.grantPx != "0") {
+		ts.nonce = at.marker
+	}
+	ts.queued = ts.queued || at.queued
+	var ttl int64
+	if m.opts.SyncReplicas > 0 {
+		ttl, err = m.acquireReplicated(ctx, a, at)
+	} else {
+		ttl, err = m.k.acquire(ctx, m, a, at)
+	}
+	switch {
+	case err == nil && ttl == 0:
+		return true, 0, nil
+	case err == nil && ttl == replyUpgrade:
+		return false, 0, fmt.Errorf("%w: the owner holds a read hold", errs.Upgrade)
+	case err == nil && ttl == replyWriterFirst:
+		return false, await.TTLWaiterFirst, nil
+	case err == nil && ttl == replyAborted:
+		// Only a copy of a request already settled gets this reply; a
+		// live attempt never should. Say so rather than sleep on it.
+		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
+	case err == nil && ttl == replyHoldGone:
+		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", errs.LockLost)
+	case err == nil:
+		return false, time.Duration(ttl) * time.Millisecond, nil
+	case scripts.IsReply(err), errors.Is(err, errs.NotReplicated), scripts.NotSent(err):
+		return false, 0, err
+	}
+	if p := scripts.Abandoned(err); p != nil {
+		m.resolveLate(ctx, p, a, at, px)
+		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+	}
+	settled, serr := m.settleLost(ctx, a, at, px)
+	if serr != nil {
+		return false, 0, serr
+	}
+	if settled && m.opts.SyncReplicas > 0 {
+		// Taken, but whether the replicas have it is unknown: undo it.
+		m.undo(ctx, a, at)
+		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", errs.NotReplicated, err)
+	}
+	if settled && m.opts.Fenced {
+		// The token the lost reply carried is the counter as it stands:
+		// no one else can acquire, and so increment it, while this owner
+		// holds the lock (see fenced_acquire.lua).
+		if err := m.readFence(ctx, fence); err != nil {
+			c.MarkUnknown(id, err)
+			return false, 0, err
+		}
+	}
+	if settled {
+		return true, 0, nil
+	}
+	return false, 0, err
+}
+
+// settleLost settles an acquire attempt at whose reply was lost, in the
+// owner's turn. If the settlement is lost too, the outcome is marked
+// unknown, and a fresh owner's (at.count 0: nobody will call again with
+// it) goes on being settled in the background.
+func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
+	settled, err := m.k.settle(ctx, m, a, at)
+	if err == nil && settled && at.count == 0 && m.handsOff() {
+		// The field may be a grant from another process's release, cut
+		// to the waiter's record (grant.go), not this request's lease.
+		settled, err = m.reapply(ctx, a, at, m.k.acquire)
+	}
+	if err != nil {
+		if gen := m.env.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
+			m.settleLater(a, &at, px, gen)
+		}
+	}
+	return settled, err
+}
+
+// Reply codes of the acquire scripts besides 0 (taken) and a TTL.
+const (
+	replyAborted     = -3 // the request was settled as aborted
+	replyUpgrade     = -4 // write refused: the owner holds a read hold
+	replyWriterFirst = -5 // read not taken: a waiting writer goes first
+	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
+)
+
+// leave withdraws a waiter that gave up from the kind's waiting structures
+// (the fair queue, the waiting-writer set), detached from ctx. The caller's
+// wait is over: it gets leaveWithin for it, and when Redis does not answer
+// by then the settler goes on with it in the background, until the entry
+// would have timed out anyway.
+func (m *Lock) leave(ctx context.Context, a lockArgs) {
+	if !m.kind.waits(m) {
+		return
+	}
+	c := m.env
+	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
+	if _, err := c.Calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
+		return
+	}
+	c.Settler.Add(settle.Job{
+		Try: func(sctx context.Context) bool {
+			// The caller's values: whether its owner is one of its own
+			// decides if a hold in Redis may be an untaken grant
+			// (untakenGrant); a nested owner may hold it again by now.
+			_, err := op(valuesOf{sctx, ctx})
+			return err == nil || scripts.IsReply(err)
+		},
+		Until: time.Now().Add(max(m.opts.QueueTimeout, c.GiveBackFor())),
+		Quit: func() {
+			c.Warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
+		},
+	})
+}
+
+// valuesOf is a ctx (its deadline and cancellation) that looks its values
+// up in values first: background work done for a caller that has
+// returned, which still speaks for the caller's owner.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(k any) any {
+	if x := v.values.Value(k); x != nil {
+		return x
+	}
+	return v.Context.Value(k)
+}
+
+// leaveWithin is how long a waiter that gave up spends leaving the queue
+// before it returns (see leave): a round trip when Redis answers.
+const leaveWithin = 15 * time.Millisecond
+
+// Release releases the acquisition that ctx carries, and returns its
+// owner and the start of the acquisition. The acquisition's ctx is done
+// before the release is sent, since from then on someone else may take
+// the lock. It runs detached from ctx's cancellation (with the Client's
+// ReleaseTimeout).
+func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
+	var acq *acquisition
+	if hc := m.env.Reg.Of(ctx); hc != nil {
+		acq = holds.Find(hc, holdID{Key: m.key, Field: m.kind.field(hc.Owner())})
+	}
+	if acq == nil {
+		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
+	}
+	if acq.Hold().Lost() {
+		return "", time.Time{}, m.fail("release", m.env.DropLost(acq))
+	}
+	h := acq.Hold()
+	id := holdID{Key: h.Key, Field: h.Field}
+	_, _, _ = m.env.Reg.Enter(context.Background(), id, 0) // never fails: no deadline
+	defer m.env.Reg.Exit(id)
+	rel := acq.Parent // the release's ctx
+	if m.env.Reg.Unknown(id) {
+		// The re-read, after the late outcome of an abandoned call of
+		// the owner, shares the release's ReleaseTimeout: an Unlock
+		// returns within one, whatever Redis does.
+		rel = scripts.WithCallBound(rel, m.env.Calls.Limit(rel))
+		rctx, cancel := m.env.Calls.Detached(rel)
+		m.env.Reg.WaitLate(rctx, id)
+		_ = m.reconcile(rctx, m.env.RDB, h.Args) // on failure the release below is refused or resent
+		cancel()
+	}
+	d, ok := m.env.Reg.Drop(acq)
+	if !ok {
+		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
+	}
+	// The hold left the registry (nothing renews it, nor ends it at its
+	// deadline): its ctx ends now, before the release reaches Redis and
+	// anyone else may take the lock.
+	acq.End(context.Canceled)
+	var offer hub.Offer
+	defer func() {
+		if offer.Made() {
+			// The grantee goes on only once this hold's ctx is done.
+			m.env.Hub.Settle(offer)
+		}
+	}()
+	if d.Lost != nil {
+		return "", time.Time{}, m.fail("release", d.Lost)
+	}
+	var (
+		res releaseResult
+		err error
+	)
+	// A last release may hand the lock on: to a waiter of this client, or
+	// one queued in Redis (a hold that came through the queue looks there
+	// even when this client no longer waits on the lock).
+	handOff := d.Last && d.Count == 1 && m.handsOff()
+	// The last acquisition was dropped under the hold's shard mutex, and
+	// no later one can write the hold: its flag is read without a lock.
+	queued := handOff && h.Queued()
+	if handOff && (queued || m.env.Hub.Active()) {
+		res, offer, err = m.releaseHandingOff(rel, h.Args, queued)
+	} else {
+		res, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
+	}
+	if !d.Last {
+		m.env.MarkUnknown(id, err)
+	}
+	if err == nil && res == releaseNotOwner {
+		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", errs.LockLost)
+	}
+	if err != nil {
+		err = m.fail("release", err)
+		m.env.Warn("release failed", "lock", m.opts.Name, "key", m.key, "err", err)
+		return "", time.Time{}, err
+	}
+	return h.Owner, acq.Start, nil
+}
+
+type releaseResult int8
+
+const (
+	releaseNotOwner releaseResult = iota - 1
+	releasePartial
+	releaseLast
+)
+
+// release runs the kind's release script through via, resending it on
+// transport errors (the expected hold count the scripts check makes a
+// resend harmless). count is the owner's hold count before the release.
+func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
+	c := m.env
+	if last {
+		lease = c.Watchdog // not applied: the last hold deletes the key
+	}
+	r := attempt{via: via, px: c.LeaseArg(max(lease, lockenv.MinLease)), count: count}
+	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		return m.k.release(ctx, m, a, r)
+	})
+	if errors.Is(err, redis.Nil) {
+		return releaseNotOwner, nil
+	}
+	return releaseResult(n), err
+}
+
+// acquireReplicated runs one acquire attempt on a single connection to the
+// key's master and, when it took the lock, WAITs there until
+// LockOptions.SyncReplicas replicas acknowledge it. WAIT counts the writes
+// of its own connection, which is why both run on one. An acquisition too
+// few replicas acknowledged is undone on the master and reported as
+// errs.NotReplicated: Redisson's checkLockSyncedSlaves, without leaving the
+// lock behind.
+func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+	conn, err := stickyConn(ctx, m.env.RDB, m.key)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	at.via = conn
+	ttl, err := m.k.acquire(ctx, m, a, at)
+	if err != nil || ttl != 0 {
+		return ttl, err
+	}
+	want := m.opts.SyncReplicas
+	acked, err := conn.Wait(ctx, want, m.env.Replicas).Result()
+	if err == nil && acked >= int64(want) {
+		return 0, nil
+	}
+	m.undo(ctx, a, at)
+	if err != nil {
+		return 0, fmt.Errorf("%w: WAIT %d: %w", errs.NotReplicated, want, err)
+	}
+	return 0, fmt.Errorf("%w: %d of %d replicas acknowledged within %v", errs.NotReplicated, acked, want, m.env.Replicas)
+}
+
+// undo drops the one count of the hold that attempt at took.
+func (m *Lock) undo(ctx context.Context, a lockArgs, at attempt) {
+	u := attempt{via: at.via, px: at.px, count: at.count + 1}
+	if _, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
+		m.env.Warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
+	}
+}
+
+// stickyConn returns one connection to the master serving key.
+func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*redis.Conn, error) {
+	switch rdb := rdb.(type) {
+	case *redis.Client:
+		return rdb.Conn(), nil
+	case *redis.ClusterClient:
+		node, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Conn(), nil
+	}
+	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", errs.InvalidArgument, rdb)
+}
+
+// IsLocked reports whether anyone holds the lock (for a read-write lock:
+// either side).
+func (m *Lock) IsLocked(ctx context.Context) (bool, error) {
+	n, err := scripts.Do(ctx, m.env.RDB, "exists", m.key).Int64()
+	if err != nil {
+		return false, m.fail("inspect", err)
+	}
+	return n == 1, nil
+}
+
+// HoldCount is the number of holds the owner carried by ctx has on the
+// lock (0 when ctx carries no owner or it does not hold the lock).
+func (m *Lock) HoldCount(ctx context.Context) (int, error) {
+	hc := m.env.Reg.Of(ctx)
+	if hc == nil {
+		return 0, nil
+	}
+	n, err := scripts.Do(ctx, m.env.RDB, "hget", m.key, m.kind.field(hc.Owner())).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, m.fail("inspect", err)
+	}
+	return n, nil
+}
+
+// RemainTTL is the time until the lock's lease runs out: 0 when the lock
+// is free, -1 when the key has no expiry.
+func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	ms, err := scripts.Do(ctx, m.env.RDB, "pttl", m.key).Int64()
+	if err != nil {
+		return 0, m.fail("inspect", err)
+	}
+	switch {
+	case ms == -2: // no key
+		return 0, nil
+	case ms < 0: // no expiry
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes the waiters
+// that can go next. It reports whether there was a lock. Local holds of
+// the key end as lost.
+func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	n, err := m.k.forceUnlock(ctx, m)
+	if err != nil {
+		return false, m.fail("force-unlock", err)
+	}
+	m.env.Reg.LoseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", errs.LockLost)))
+	return n == 1, nil
+}
+
+// Token is a fenced lock's token counter as it stands: the token of the
+// latest acquisition by anyone (0 before the first).
+func (m *Lock) Token(ctx context.Context) (int64, error) {
+	n, err := scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, m.fail("inspect", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,342 @@
+package mutex
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
+)
+
+// Multi is the engine of an atomic multi-lock (runtime.MultiLock): its
+// members are reentrant locks whose keys live in one cluster slot, taken
+// and released together by one script call each (multi_acquire.lua,
+// multi_release.lua): one round trip, all or nothing.
+type Multi struct {
+	env   *Env
+	name  string
+	locks []*Lock // sorted by key, no duplicates
+}
+
+// NewMulti returns the engine of the atomic multi-lock name over locks.
+func NewMulti(env *Env, name string, locks []*Lock) *Multi {
+	return &Multi{env: env, name: name, locks: locks}
+}
+
+func (l *Multi) fail(op string, err error) error {
+	keys := make([]string, len(l.locks))
+	for i, m := range l.locks {
+		keys[i] = m.key
+	}
+	return l.env.Fail(op, l.name, strings.Join(keys, ","), err)
+}
+
+// Acquire takes every member as owner with one script call per attempt,
+// and sleeps on the channel of the member that blocked it.
+func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
+	c := l.env
+	mw := l.newMultiWait(owner, lease)
+	if err := c.Waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
+		return nil, l.fail("acquire", err)
+	}
+	defer c.Reg.ExitAll(mw.ids)
+	hctx := ctx
+	for i, m := range l.locks {
+		h, err := c.AddHold(hctx, m.spec(), mw.args[i], lease, mw.sent)
+		if err != nil {
+			// Closed while acquiring: forget the members recorded so far
+			// and give every member back.
+			for hc := c.Reg.Of(hctx); hc != nil && hc != c.Reg.Of(ctx); hc = hc.Parent() {
+				_, _ = c.Reg.Drop(hc.Acquisition())
+				hc.Acquisition().End(errs.Closed)
+			}
+			taken := make([]int, len(mw.counts))
+			for i, n := range mw.counts {
+				taken[i] = n + 1
+			}
+			_, _ = l.sendRelease(ctx, mw.args, taken, c.Watchdog)
+			return nil, l.fail("acquire", err)
+		}
+		hctx = h
+	}
+	return hctx, nil
+}
+
+// A multiWait is one atomic acquisition of a MultiLock in progress.
+type multiWait struct {
+	l        *Multi
+	owner    string
+	lease    time.Duration
+	args     []holds.Args
+	ids      []holds.ID
+	counts   []int // the owner's hold counts before the attempt
+	blocking int   // the member that blocked the last try
+	sent     time.Time
+}
+
+func (l *Multi) newMultiWait(owner string, lease time.Duration) *multiWait {
+	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, len(l.locks)),
+		ids: make([]holds.ID, len(l.locks)), counts: make([]int, len(l.locks))}
+	for i, m := range l.locks {
+		w.args[i] = holds.NewArgs(m.key, owner, owner)
+		w.ids[i] = holds.ID{Key: m.key, Field: owner}
+	}
+	return w
+}
+
+func (w *multiWait) WaitChannel() string { return LockChannel(w.l.locks[w.blocking].key) }
+func (w *multiWait) WaitKey() string     { return w.l.locks[w.blocking].key }
+
+// try makes one attempt, in the owner's turn on every member (in key
+// order), kept on success until the holds are recorded, as
+// Lock.tryAcquire does.
+func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
+	l, c := w.l, w.l.env
+	px, err := c.Reg.EnterAll(ctx, w.ids, w.lease, w.counts)
+	if err != nil {
+		return false, 0, err
+	}
+	defer func() {
+		if !took {
+			c.Reg.ExitAll(w.ids)
+		}
+	}()
+	for i, m := range l.locks {
+		if err := m.reconcile(ctx, c.RDB, w.args[i]); err != nil {
+			return false, 0, err
+		}
+	}
+	w.sent = time.Now()
+	marker := lockenv.RequestMarker(l.locks[0].key, c.NewRequestID())
+	cmdArgs := make([]any, 3, 3+2*len(w.args)+4)
+	for _, a := range w.args {
+		cmdArgs = append(cmdArgs, a.Key)
+	}
+	cmdArgs = append(cmdArgs, marker, c.LeaseArg(px), w.owner, c.MarkerTTL)
+	for _, n := range w.counts {
+		cmdArgs = append(cmdArgs, n)
+	}
+	res, err := scripts.MultiAcquire.Run(ctx, c.RDB, len(w.args)+1, cmdArgs).Int64Slice()
+	switch {
+	case err == nil && res[0] == 0 && res[1] == 0:
+		return true, 0, nil
+	case err == nil && res[1] == replyHoldGone:
+		return false, 0, fmt.Errorf("%w: the hold of %s this re-entry counts on is gone (its lease ran out or the key was deleted)", errs.LockLost, l.locks[res[0]-1].key)
+	case err == nil && res[0] > 0:
+		w.blocking = int(res[0]) - 1
+		return false, time.Duration(res[1]) * time.Millisecond, nil
+	case err == nil:
+		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
+	case scripts.IsReply(err), scripts.NotSent(err):
+		return false, 0, err
+	}
+	if p := scripts.Abandoned(err); p != nil {
+		l.resolveLate(p, w.args, w.ids, w.counts[0], marker, px) // gives back what a late reply took
+		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+	}
+	// The script takes all members or none: the first one's count tells
+	// (no other call of this owner on them runs meanwhile).
+	settled, serr := reentrant{}.settle(ctx, l.locks[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
+	if serr != nil {
+		for _, id := range w.ids {
+			c.MarkUnknown(id, serr)
+		}
+		return false, 0, serr
+	}
+	if settled {
+		return true, 0, nil
+	}
+	return false, 0, err
+}
+
+// Release drops one hold of every member that owner holds through ctx,
+// with one script call.
+func (l *Multi) Release(ctx context.Context, owner string) error {
+	args := make([]holds.Args, len(l.locks))
+	for i, m := range l.locks {
+		args[i] = holds.NewArgs(m.key, owner, owner)
+	}
+	return l.releaseAtomic(ctx, args, ctx)
+}
+
+// releaseAtomic drops one hold of every member held through holdCtx with
+// one script call. Members whose hold was lost are not sent: the owner may
+// hold them anew by now.
+func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx context.Context) error {
+	c := l.env
+	hc := c.Reg.Of(holdCtx)
+	acqs := make([]*holds.Acquisition, len(l.locks))
+	for i, m := range l.locks {
+		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
+			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", errs.NotHeld, m.key))
+		}
+	}
+	var lost error
+	// Lost members are dropped without their owner's turn, which a
+	// give-back may hold while Redis is cut off (taker.GiveBackLost).
+	var live []int
+	for i, acq := range acqs {
+		if !acq.Hold().Lost() {
+			live = append(live, i)
+			continue
+		}
+		err := c.DropLost(acq)
+		if errors.Is(err, errs.NotHeld) {
+			return l.fail("release", err)
+		}
+		lost = cmp.Or(lost, err)
+	}
+	ids := make([]holds.ID, len(live))
+	for j, i := range live {
+		ids[j] = holds.ID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
+	}
+	counts := make([]int, len(ids))
+	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
+	defer c.Reg.ExitAll(ids)
+	rel := l.reconcileLive(acqs, args, live, ids)
+	// Members that stay held keep what their holds count on (the longest
+	// of them: one lease goes to all); nothing more, so a fixed lease is
+	// not stretched to the watchdog's.
+	lease := lockenv.MinLease
+	var send []holds.Args
+	var sendCounts []int
+	for _, i := range live {
+		acq := acqs[i]
+		d, ok := c.Reg.Drop(acq)
+		if !ok {
+			return l.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
+		}
+		acq.End(context.Canceled) // before the release is sent (see Lock.Release)
+		if d.Lost != nil {
+			lost = cmp.Or(lost, d.Lost)
+			continue
+		}
+		lease = max(lease, d.Lease)
+		send = append(send, args[i])
+		sendCounts = append(sendCounts, d.Count)
+	}
+	res, err := l.sendRelease(rel, send, sendCounts, lease)
+	for i, a := range send {
+		if sendCounts[i] > 1 {
+			c.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
+		}
+	}
+	switch {
+	case err != nil:
+		return l.fail("release", err)
+	case lost != nil:
+		return l.fail("release", lost)
+	case slices.Contains(res, -1):
+		return l.fail("release", fmt.Errorf("%w: a member's lease ran out or its key was deleted before the release", errs.LockLost))
+	}
+	return nil
+}
+
+// reconcileLive brings back to the client's the counts in Redis of the
+// live members (live, ids: their indexes and hold ids) whose last outcome
+// was unknown, in their turns, and returns the ctx of the release that
+// follows: the re-reads and the release share one ReleaseTimeout, so an
+// Unlock returns within one whatever Redis does.
+func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live []int, ids []holds.ID) context.Context {
+	c, rel := l.env, acqs[0].Parent
+	var limit time.Time
+	for j, id := range ids {
+		i := live[j]
+		if !c.Reg.Unknown(id) {
+			continue
+		}
+		if limit.IsZero() {
+			limit = c.Calls.Limit(rel)
+			rel = scripts.WithCallBound(rel, limit)
+		}
+		rctx, cancel := c.Calls.DetachedUntil(acqs[i].Parent, limit)
+		c.Reg.WaitLate(rctx, id)
+		_ = l.locks[i].reconcile(rctx, c.RDB, args[i])
+		cancel()
+	}
+	return rel
+}
+
+// sendRelease runs multi_release.lua for members, whose owner holds them
+// counts times each, resending it on transport errors (the counts make
+// resends harmless).
+func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []int, lease time.Duration) ([]int64, error) {
+	if len(members) == 0 {
+		return nil, nil
+	}
+	c := l.env
+	cmdArgs := make([]any, 3, 3+3*len(members)+3)
+	for _, a := range members {
+		cmdArgs = append(cmdArgs, a.Key, LockChannel(a.Key.(string)))
+	}
+	cmdArgs = append(cmdArgs, c.LeaseArg(lease), members[0].Owner, c.Publish)
+	for _, n := range counts {
+		cmdArgs = append(cmdArgs, n)
+	}
+	var res []int64
+	_, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		var err error
+		res, err = scripts.MultiRelease.Run(ctx, c.RDB, 2*len(members), cmdArgs).Int64Slice()
+		return 0, err
+	})
+	return res, err
+}
+
+// resolveLate takes over an atomic MultiLock's attempt on every member
+// (args, ids) that its caller abandoned, in the owner's turns, as
+// Lock.resolveLate does for one lock: the members' outcomes are unknown
+// until the call's comes (no call of the owner reconciles them before:
+// holds.Registry.Abandon); then what it took is given back, member by member, once
+// nothing of the request can still arrive (after the first member's
+// settlement, which decides them all, when no reply comes: count0 is the
+// owner's count of it before the attempt).
+func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.ID, count0 int, marker string, px time.Duration) {
+	c := l.env
+	gens := make([]uint64, len(ids))
+	for i, id := range ids {
+		gens[i] = c.Reg.Abandon(id)
+	}
+	p.Then(func(cmd *redis.Cmd) {
+		defer func() {
+			for _, id := range ids {
+				c.Reg.Landed(id)
+			}
+		}()
+		settled := lockenv.Replied(cmd.Err())
+		c.Settler.Add(settle.Job{
+			Try: func(ctx context.Context) bool {
+				if !settled {
+					if _, err := (reentrant{}).settle(ctx, l.locks[0], args[0], attempt{via: c.Renewal, marker: marker, count: count0}); err != nil {
+						return false
+					}
+					settled = true
+				}
+				for i, m := range l.locks {
+					if !m.settleOnce(ctx, ids[i], args[i], nil, gens[i]) {
+						return false
+					}
+				}
+				return true
+			},
+			Until: time.Now().Add(px),
+			Quit: func() {
+				for i, id := range ids {
+					_, _, _ = c.Reg.Enter(context.Background(), id, 0)
+					c.Reg.DropMark(id, gens[i])
+					c.Reg.Exit(id)
+				}
+			},
+		})
+	})
+}

@@ -1,0 +1,115 @@
+package mutex
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+)
+
+// Acquiring is one acquisition of a Lock in progress: what its tries
+// told, and what the wait loop asks of it (await.Waitee, await.Handee,
+// await.Queuer). Once the lock is taken, Record records the hold.
+type Acquiring struct {
+	m       *Lock
+	ctx     context.Context
+	a       lockArgs
+	lease   time.Duration
+	start   time.Time
+	sent    time.Time // when the last try (or the hand-off that took the lock) was sent
+	waiting bool      // it waits if the first try does not take the lock
+	// handOffs: a release of this Client may hand it the lock (handoff.go),
+	// or one of another process grant it from Redis (grant.go); otherwise
+	// only a fair lock's release grants it (fair.go).
+	handOffs bool
+	// ts is what the tries told of grants: the nonce of the last try if
+	// it registered for them ("" if not: only a grant carrying it is
+	// claimed, claimGrant), and whether any try queued the waiter in
+	// Redis (grant.go: its release then clears its record).
+	ts    tryState
+	fence int64 // a fenced lock's token, once taken
+	// started: EventWaitStarted was reported, by the first try that failed
+	// or by a waiter that sleeps without one (package await): once a wait.
+	started bool
+}
+
+// Record records the hold the acquisition took and returns its ctx. It
+// ends the turn the successful attempt kept (see tryAcquire): the hold is
+// recorded before the owner's next call on this lock reads its count.
+func (w *Acquiring) Record() (context.Context, error) {
+	m, c := w.m, w.m.env
+	id := holdID{Key: m.key, Field: w.a.FieldID()}
+	spec := m.spec()
+	spec.Confirmed, spec.Queued, spec.Fence = w.ts.confirmed, w.ts.queued, w.fence
+	hctx, err := c.AddHold(w.ctx, spec, w.a, w.lease, w.sent)
+	if err != nil {
+		// Closed while acquiring: give the lock back rather than leave it.
+		count, _ := c.Reg.State(id, w.lease)
+		_, _ = m.release(w.ctx, c.RDB, w.a, count == 0, c.Watchdog, count+1)
+		c.Reg.Exit(id)
+		return nil, m.fail("acquire", err)
+	}
+	c.Reg.Exit(id)
+	return hctx, nil
+}
+
+func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
+	w.sent = time.Now()
+	var fence *int64
+	if w.m.opts.Fenced {
+		fence = &w.fence
+	}
+	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, fence, &w.ts)
+	if w.waiting && !took && err == nil {
+		w.WaitStarted()
+	}
+	return took, ttl, err
+}
+
+func (w *Acquiring) WaitChannel() string { return w.m.kind.channel(w.m.key, w.a.OwnerID()) }
+func (w *Acquiring) WaitKey() string     { return w.m.key }
+func (w *Acquiring) Also() string        { return w.m.grantNames().channel }
+func (w *Acquiring) Queued() bool        { return w.ts.queued }
+
+func (w *Acquiring) WaitStarted() {
+	if report := w.m.env.WaitStarted; !w.started && report != nil {
+		report(w.ctx, w.m.opts.Name, w.m.key, kindNames[w.m.kind], time.Since(w.start))
+	}
+	w.started = true
+}
+
+func (w *Acquiring) Grantee() (string, any) {
+	c, id := w.m.env, holdID{Key: w.m.key, Field: w.a.FieldID()}
+	if !w.handOffs {
+		return id.Field, nil // a fair lock's: granted in Redis, nothing to pass
+	}
+	if c.Reg.Unknown(id) {
+		return "", nil // its next try reconciles first
+	}
+	_, px := c.Reg.State(id, w.lease)
+	return id.Field, c.LeaseArg(px)
+}
+
+func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
+	m := w.m
+	switch {
+	case !w.handOffs:
+		// A fair lock's release granted it the lock in Redis
+		// (fair_next.lua): its channel says so, and the hold's lease runs
+		// from its last try, sent before it joined the queue.
+		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, m.opts.QueueTimeout)
+		w.ts.confirmed = cut
+		return took, nil
+	case state == hub.OfferRemote:
+		// Granted by a release in Redis (grant.go): the lease runs from
+		// the try it was granted for, cut to its record.
+		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, grantRecordLife)
+		w.ts.confirmed = cut
+		return took, nil
+	}
+	took, err := m.claimOffer(w.ctx, w.a, w.lease, state, marker)
+	if took {
+		w.sent = at // the hold's lease runs from the hand-off's send
+	}
+	return took, err
+}

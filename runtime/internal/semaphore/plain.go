@@ -1,0 +1,142 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
+)
+
+// Plain is the engine of a plain semaphore (runtime.PlainSemaphore), in
+// the layout of Redisson's RSemaphore: the free count at the key and the
+// channel redisson_sc:{key}. Its permits have no ids and no leases: an
+// acquire or release whose reply was lost is not resent, and reports an
+// unknown outcome.
+type Plain struct {
+	env     *lockenv.Env
+	key     string
+	name    string
+	channel string
+}
+
+// Init makes p the plain semaphore at key, named name.
+func (p *Plain) Init(env *lockenv.Env, key, name string) {
+	*p = Plain{env: env, key: key, name: name, channel: ChannelName(key)}
+}
+
+// Key is the Redis key of the free count.
+func (p *Plain) Key() string { return p.key }
+
+// Name is the semaphore's name in errors.
+func (p *Plain) Name() string { return p.name }
+
+func (p *Plain) fail(op string, err error) error { return p.env.Fail(op, p.name, p.key, err) }
+
+// TrySetPermits sets the free count to n only when it is absent.
+func (p *Plain) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	return TrySetPermits(ctx, p.env, p.key, n, p.fail)
+}
+
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) to take
+// n permits (see runtime.PlainSemaphore.TryAcquire).
+func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.env.RDB, 1, []any{3: p.key, n}).Int64()
+		switch {
+		case err == nil:
+			return took == 1, -1, nil // no leases: sleep until a release
+		case scripts.IsReply(err), scripts.NotSent(err):
+			return false, 0, err
+		}
+		if pd := scripts.Abandoned(err); pd != nil {
+			p.resolveLate(pd, n) // gives back what a late reply took
+		}
+		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+	}
+	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
+	if err := p.env.Waits.Await(ctx, w, try); err != nil {
+		return p.fail("acquire", err)
+	}
+	return nil
+}
+
+// Release gives back n permits and wakes that many waiters, detached from
+// ctx's cancellation, with the Client's ReleaseTimeout.
+func (p *Plain) Release(ctx context.Context, n int) error {
+	dctx, cancel := p.env.Calls.Detached(ctx)
+	defer cancel()
+	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
+	switch {
+	case err == nil:
+		return nil
+	case scripts.IsReply(err), scripts.NotSent(err):
+		return p.fail("release", err)
+	}
+	return p.fail("release", fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
+}
+
+// AddPermits adds n (which may be negative) to the free count, and wakes
+// waiters for the permits that came free.
+func (p *Plain) AddPermits(ctx context.Context, n int) error {
+	if n == 0 {
+		return nil
+	}
+	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
+	if err != nil {
+		return p.fail("set-permits", err)
+	}
+	return nil
+}
+
+// Available is the free count (0 when absent).
+func (p *Plain) Available(ctx context.Context) (int, error) {
+	n, err := scripts.Do(ctx, p.env.RDB, "get", p.key).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, p.fail("inspect", err)
+	}
+	return n, nil
+}
+
+// resolveLate takes over a PlainSemaphore's acquire attempt of n permits
+// that its caller abandoned (and was told errs.OutcomeUnknown: the permits
+// may be taken). Permits the late reply says it took are given back. No
+// reply leaves the outcome unknown for good, as for any lost reply (a
+// plain semaphore's permits have no ids to settle by), and says so in a
+// warning.
+func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
+	c := p.env
+	pd.Then(func(cmd *redis.Cmd) {
+		took, err := cmd.Int64()
+		switch {
+		case !lockenv.Replied(err):
+			c.Warn("an acquire abandoned at its deadline had no reply: its permits may be taken", "semaphore", p.name, "key", p.key, "permits", n)
+			return
+		case err != nil || took != 1:
+			return
+		}
+		c.Settler.Add(settle.Job{
+			// Sent once, as every change of the count (a resend could add
+			// the permits twice): tried again only when it never left.
+			Try: func(ctx context.Context) bool {
+				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.Renewal, 2, []any{3: p.key, p.channel, n, c.Publish}).Err()
+				if err != nil && !scripts.NotSent(err) && !scripts.IsReply(err) {
+					c.Warn("giving back the permits of an abandoned acquire failed: Redis did not answer", "semaphore", p.name, "key", p.key, "permits", n)
+				}
+				return !scripts.NotSent(err)
+			},
+			Until: time.Now().Add(c.GiveBackFor()),
+		})
+	})
+}

@@ -1,0 +1,370 @@
+package semaphore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redisnames"
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/settle"
+)
+
+// Sem is the engine of one semaphore handle: one key on one Client. Its
+// methods return errors made by Env.Fail.
+type Sem struct {
+	env      *lockenv.Env
+	key      string
+	timeouts string
+	channel  string
+	name     string
+	permits  int // what a fresh semaphore starts with (0: none set)
+}
+
+// Init makes s the semaphore at key, named name, that starts with
+// permits when its count is absent.
+func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
+	*s = Sem{env: env, key: key, timeouts: redisnames.Suffix(key, "timeout"), channel: ChannelName(key), name: name, permits: permits}
+}
+
+// ChannelName is Redisson's channel of a semaphore of either layout.
+func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
+
+// Key is the Redis key of the free count.
+func (s *Sem) Key() string { return s.key }
+
+func (s *Sem) fail(op string, err error) error { return s.env.Fail(op, s.name, s.key, err) }
+
+// permitIDLen is the length of a permit id, stored raw: 16 bytes, as
+// Redisson's. A lockgen permit id starts with the first
+// lockenv.PermitOwnerLen bytes of its Client's uuid (so lockgen inspect can find the owner label
+// of a permit, which nothing else in Redis names) and ends with random
+// bytes, which keep ids unique.
+const permitIDLen = 16
+
+// newPermitIDs returns n permit ids of the Client whose uuid starts with
+// prefix, back to back.
+func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
+	ids := make([]byte, n*permitIDLen)
+	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
+	for i := 0; i < len(ids); i += permitIDLen {
+		copy(ids[i:i+lockenv.PermitOwnerLen], prefix[:])
+	}
+	return ids
+}
+
+// Acquiring is one acquisition of n permits in progress. Once taken,
+// Record records the hold.
+type Acquiring struct {
+	s      *Sem
+	ctx    context.Context
+	n      int
+	ids    []byte
+	a      holds.Args
+	marker string
+	lease  time.Duration
+	px     any // the lease as a script argument
+	sent   time.Time
+}
+
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) for n
+// permits held with lease (lockenv.Watchdog, or fixed).
+func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*Acquiring, error) {
+	c := s.env
+	px := lease
+	if px == lockenv.Watchdog {
+		px = c.Watchdog
+	}
+	w := &Acquiring{s: s, ctx: ctx, n: n, ids: newPermitIDs(&c.IDPrefix, n), lease: lease, px: c.LeaseArg(px)}
+	w.a = holds.Args{Key: s.timeouts, Owner: c.NewOwner(), Field: string(w.ids)}
+	w.marker = s.marker(string(w.ids))
+	spec := await.Spec{
+		Channel: s.channel,
+		// A deleted counter (an operator's DEL, FLUSHALL) is a fresh
+		// semaphore: its waiters try again at once (hub_track.go).
+		Key:  s.key,
+		Wait: wait,
+		Wake: hub.WakeCount,
+	}
+	if err := c.Waits.Await(ctx, spec, w.try); err != nil {
+		return nil, s.fail("acquire", err)
+	}
+	return w, nil
+}
+
+// Owner is the acquisition's owner token.
+func (w *Acquiring) Owner() string { return w.a.OwnerID() }
+
+func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
+	w.sent = time.Now()
+	took, ttl, err := w.s.tryAcquire(ctx, w.a, w.marker, w.px)
+	if errors.Is(err, errTryAborted) {
+		// Its marker now refuses every copy of this request: the
+		// next try is a new request, with new permit ids.
+		w.ids = newPermitIDs(&w.s.env.IDPrefix, w.n)
+		w.a.Field, w.marker = string(w.ids), w.s.marker(string(w.ids))
+	}
+	return took, ttl, err
+}
+
+// Record records the hold of the permits taken and returns its ctx.
+func (w *Acquiring) Record() (context.Context, error) {
+	s := w.s
+	hctx, err := s.env.AddHold(w.ctx, holds.Spec{Name: s.name, Key: s.key, Kind: "semaphore", Permit: true, From: (*taker)(s)}, w.a, w.lease, w.sent)
+	if err != nil {
+		// Closed while acquiring: give the permits back rather than leave them.
+		_, _ = s.release(w.ctx, w.a, w.marker)
+		return nil, s.fail("acquire", err)
+	}
+	return hctx, nil
+}
+
+// tryAcquire runs the acquire script once. A reply lost to a transport
+// error or a cancelled ctx is settled: the permits are either held (taken)
+// or the attempt is marked aborted so that no copy of it takes them later.
+// An attempt abandoned at its deadline (a client that does not honour
+// deadlines on reads) resolves its late reply itself (resolveLate).
+func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px any) (bool, time.Duration, error) {
+	c := s.env
+	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.RDB, 4, []any{
+		3: s.key, s.timeouts, s.channel, marker,
+		px, c.Publish, s.permits, a.Field,
+	}).Int64()
+	switch {
+	case err == nil && ttl == 0:
+		return true, 0, nil
+	case err == nil && ttl == replyAborted:
+		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
+	case err == nil:
+		return false, time.Duration(ttl) * time.Millisecond, nil
+	case scripts.IsReply(err), scripts.NotSent(err):
+		return false, 0, err
+	}
+	if p := scripts.Abandoned(err); p != nil {
+		s.resolveLate(p, a, marker) // gives back what a late reply took
+		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+	}
+	took, serr := c.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.SemaphoreSettle.Run(ctx, c.RDB, 2, []any{
+			3: s.timeouts, marker,
+			a.FieldID()[:permitIDLen], c.MarkerTTL,
+		}).Int64()
+	})
+	if serr != nil {
+		return false, 0, serr
+	}
+	if took == 1 {
+		return true, 0, nil
+	}
+	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
+}
+
+// replyAborted is semaphore_acquire.lua's reply to a copy of a request
+// already settled as aborted.
+const replyAborted = -3
+
+// errTryAborted: a try whose reply was lost was settled as not taken.
+var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
+
+// Release gives back the permits of the acquisition that ctx carries,
+// and returns its owner and start (see runtime.Semaphore.Release).
+func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ error) {
+	acq := s.acquisitionOf(ctx)
+	if acq == nil {
+		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this semaphore", errs.NotHeld))
+	}
+	d, ok := s.env.Reg.Drop(acq)
+	if !ok {
+		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
+	}
+	acq.End(context.Canceled) // before the release is sent (see runtime.Mutex.Unlock)
+	if d.Lost != nil {
+		return "", time.Time{}, s.fail("release", d.Lost)
+	}
+	h := acq.Hold()
+	freed, err := s.release(acq.Parent, h.Args, s.marker(h.Field))
+	n := int64(len(h.Field) / permitIDLen)
+	if err == nil && freed < n {
+		err = fmt.Errorf("%w: %d of %d permits ran out or were deleted before the release", errs.LockLost, n-freed, n)
+	}
+	if err != nil {
+		err = s.fail("release", err)
+		s.env.Warn("release failed", "semaphore", s.name, "key", s.key, "err", err)
+		return "", time.Time{}, err
+	}
+	return h.Owner, acq.Start, nil
+}
+
+// acquisitionOf returns the innermost acquisition of this semaphore in
+// ctx's chain, or nil.
+func (s *Sem) acquisitionOf(ctx context.Context) *holds.Acquisition {
+	for hc := s.env.Reg.Of(ctx); hc != nil; hc = hc.Parent() {
+		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
+			return hc.Acquisition()
+		}
+	}
+	return nil
+}
+
+// release runs the release script, resending it on transport errors (a
+// resend finds the ids gone and changes nothing). It returns the number of
+// permits freed.
+func (s *Sem) release(ctx context.Context, a holds.Args, marker string) (int64, error) {
+	return s.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		return s.releaseOnce(ctx, s.env.RDB, a, marker)
+	})
+}
+
+// releaseOnce runs the release script once, through via.
+func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args, marker string) (int64, error) {
+	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
+		3: s.key, s.timeouts, s.channel, marker,
+		s.env.Publish, a.Field, s.env.MarkerTTL,
+	}).Int64()
+}
+
+// marker names the request marker of the acquisition of ids: one key per
+// acquisition, in the semaphore's slot.
+func (s *Sem) marker(ids string) string {
+	return lockenv.RequestMarker(s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
+}
+
+// Available is the number of free permits, after the expired ones were
+// reclaimed (0 when the semaphore was never set).
+func (s *Sem) Available(ctx context.Context) (int, error) {
+	n, err := s.drain(ctx, "read")
+	if err != nil {
+		return 0, s.fail("inspect", err)
+	}
+	return int(n), nil
+}
+
+// Drain takes every free permit at once and returns how many there were.
+func (s *Sem) Drain(ctx context.Context) (int, error) {
+	n, err := s.drain(ctx, "drain")
+	if err != nil {
+		return 0, s.fail("drain", err)
+	}
+	return int(n), nil
+}
+
+func (s *Sem) drain(ctx context.Context, mode string) (int64, error) {
+	return scripts.SemaphoreDrain.Run(ctx, s.env.RDB, 3, []any{
+		3: s.key, s.timeouts, s.channel,
+		s.env.Publish, mode,
+	}).Int64()
+}
+
+// TrySetPermits sets the number of free permits to n only when the
+// semaphore has none set (Redisson trySetPermits). It reports whether it
+// did.
+func (s *Sem) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	return TrySetPermits(ctx, s.env, s.key, n, s.fail)
+}
+
+// TrySetPermits sets the free count at key to n when it is absent, for a
+// semaphore of either layout; fail makes its errors.
+func TrySetPermits(ctx context.Context, c *lockenv.Env, key string, n int, fail func(string, error) error) (bool, error) {
+	if n < 0 {
+		return false, fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
+	}
+	// Not resent by go-redis: a copy after a lost reply would find the
+	// count this call set and report that it did not.
+	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.RDB, 2, []any{
+		3: key, ChannelName(key),
+		n, c.Publish,
+	}).Int64()
+	if err != nil {
+		return false, fail("set-permits", err)
+	}
+	return set == 1, nil
+}
+
+// SetPermits makes n the semaphore's total: the free count becomes n minus
+// the permits held now (Redisson setPermits). Waiters are woken for the
+// permits that came free.
+func (s *Sem) SetPermits(ctx context.Context, n int) error {
+	if n < 0 {
+		return s.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
+	}
+	return s.add(ctx, "set", n)
+}
+
+// AddPermits adds n (which may be negative) to the free permits. Waiters
+// are woken for the permits that came free. It is never sent twice: when
+// its reply is lost it returns an error wrapping errs.OutcomeUnknown (the
+// permits may or may not have been added).
+func (s *Sem) AddPermits(ctx context.Context, n int) error { return s.add(ctx, "add", n) }
+
+// add runs SemaphoreAdd. Setting the count is idempotent, adding to it is
+// not: an add goes out once (RunOnce), and a lost reply is an unknown
+// outcome rather than a copy that adds the permits twice.
+func (s *Sem) add(ctx context.Context, mode string, n int) error {
+	run := scripts.SemaphoreAdd.Run
+	if mode == "add" {
+		run = scripts.SemaphoreAdd.RunOnce
+	}
+	err := run(ctx, s.env.RDB, 3, []any{
+		3: s.key, s.timeouts, s.channel,
+		s.env.Publish, mode, n,
+	}).Err()
+	switch {
+	case err == nil:
+		return nil
+	case mode == "add" && !scripts.IsReply(err) && !scripts.NotSent(err):
+		err = fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+	}
+	return s.fail("set-permits", err)
+}
+
+// taker is a Sem as the registry sees it (holds.Taker).
+type taker Sem
+
+// ExtraKeys: none, renew_batch.lua finds the permit ids in the hold's field.
+func (*taker) ExtraKeys(*holds.Hold) []string { return nil }
+
+// GiveBackLost releases the permit ids of h, lost at its deadline,
+// resending until Redis answers: a resend finds the ids gone and frees
+// nothing twice.
+func (t *taker) GiveBackLost(h *holds.Hold) {
+	s := (*Sem)(t)
+	s.giveBack(h.Args, s.marker(h.Field))
+}
+
+// giveBack releases the permit ids of a in the background (package
+// settle), through the client that honours deadlines, until Redis
+// answers. An error reply (READONLY, LOADING in a failover) is tried
+// again: the job goes behind the others meanwhile.
+func (s *Sem) giveBack(a holds.Args, marker string) {
+	s.env.Settler.Add(settle.Job{
+		Try: func(ctx context.Context) bool {
+			_, err := s.releaseOnce(ctx, s.env.Renewal, a, marker)
+			return err == nil
+		},
+		Until: time.Now().Add(s.env.GiveBackFor()),
+	})
+}
+
+// resolveLate takes over an acquire attempt that its caller abandoned
+// (see lockenv.Replied). Permits the late reply says it took are given
+// back; when no reply comes, the permits are released all the same: the
+// release marks the request done, so no copy of it still on its way takes
+// them later, and frees them if it did take them.
+func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
+	p.Then(func(cmd *redis.Cmd) {
+		if ttl, err := cmd.Int64(); lockenv.Replied(err) && (err != nil || ttl != 0) {
+			return // not taken
+		}
+		s.giveBack(a, marker)
+	})
+}
