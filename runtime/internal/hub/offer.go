@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Offers: the hub's side of the runtime's local hand-offs (handoff.go
-// there tells the protocol) and of grants made in Redis, announced on a
+// Offers: the hub's side of the runtime's local hand-offs (package
+// mutex's handoff.go tells the protocol) and of grants made in Redis, announced on a
 // fair waiter's own channel ("2:<nonce>": to the longest waiter that can
 // take one) or on the client's grant channel ("2:<owner> <nonce>").
 
