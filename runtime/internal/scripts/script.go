@@ -67,7 +67,7 @@ func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []an
 
 func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
 	cmd := sc.evalsha(ctx, rdb, numKeys, args, once)
-	if !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+	if !noScript(cmd.Err()) {
 		return cmd
 	}
 	if err := sc.load(ctx, rdb, numKeys, args); err != nil && !IsReply(err) {
@@ -75,7 +75,7 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 		return cmd
 	} else if err == nil {
 		cmd = sc.evalsha(ctx, rdb, numKeys, args, once)
-		if !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		if !noScript(cmd.Err()) {
 			return cmd
 		}
 	}
@@ -85,6 +85,11 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 	}
 	return sc.Eval(ctx, eval, numKeys, args)
 }
+
+// noScript reports whether err is a NOSCRIPT reply. redis.HasErrorPrefix
+// allocates even for a nil error (its errors.As target escapes): two
+// allocations on every call that succeeded, without the nil check.
+func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // onceCmd is a command go-redis sends at most once: its retry loops (the
 // client's and the cluster client's) resend a command after a transport
