@@ -14,7 +14,9 @@
 //   - a renewal call runs under a ctx that ends at the earliest deadline of
 //     the holds it serves, on a client that honours ctx deadlines
 //     (DeadlineClient): no renewal reaches Redis after its holder was told
-//     the hold is gone;
+//     the hold is gone; holds with less than a period left (their
+//     renewals failed) are sent in calls of their own, so that they cannot
+//     cut short the calls of holds that still have time;
 //   - a renewal only reports to the registry (confirmed, gone, or
 //     unconfirmed): it never ends a hold's ctx itself, the lease clock
 //     does, at the deadline;
