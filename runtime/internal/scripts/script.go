@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -169,11 +170,17 @@ func (o onceEval) Eval(ctx context.Context, script string, keys []string, args .
 }
 
 // Eval sends args (laid out as for Run) as a full EVAL on rdb, which may
-// be a pipeline.
+// be a pipeline. A key may be a string or, as the watchdog passes a
+// hold's, a *string.
 func (sc Script) Eval(ctx context.Context, rdb redis.Scripter, numKeys int, args []any) *redis.Cmd {
 	keys := make([]string, numKeys)
 	for i := range keys {
-		keys[i] = args[Header+i].(string)
+		switch k := args[Header+i].(type) {
+		case *string:
+			keys[i] = *k
+		default:
+			keys[i] = fmt.Sprint(k)
+		}
 	}
 	return sc.s.Eval(ctx, rdb, keys, args[Header+numKeys:]...)
 }

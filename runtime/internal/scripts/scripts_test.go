@@ -59,6 +59,28 @@ func TestRunSurvivesAFlushedScriptCache(t *testing.T) {
 	}
 }
 
+// Eval (the fallback when a forgotten script cannot be loaded) takes the
+// arguments as EVALSHA does: the watchdog passes keys and fields as
+// pointers to a hold's own strings (a key that was a *string panicked
+// here: a CI run, a server restarting under a renewal call).
+func TestEvalTakesKeysAsStringPointers(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	key, field := "renew:k", "owner:1"
+	if err := rdb.HSet(ctx, key, field, 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.PExpire(ctx, key, time.Second)
+	args := []any{scripts.Header: &key, "30000", "", &field}
+	res, err := scripts.RenewBatch.Eval(ctx, rdb, 1, args).Text()
+	if err != nil || res != "1" {
+		t.Fatalf("EVAL of a renewal with *string key and field: %q, %v; want \"1\"", res, err)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Second {
+		t.Fatalf("the key has TTL %v after its renewal to 30s", ttl)
+	}
+}
+
 // On a cluster, a script the key's master has forgotten (a promoted
 // replica never had it: script caches are not replicated) is loaded on
 // that master only: no other node is asked, so a dead one (the master the
