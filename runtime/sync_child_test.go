@@ -184,15 +184,8 @@ func startChildIO(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.R
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, bufio.NewReader(out), func(line string) { _, _ = in.Write([]byte(line + "\n")) }
+	out := runtimetest.Start(t, cmd)
+	return cmd, out, func(line string) { _, _ = in.Write([]byte(line + "\n")) }
 }
 
 // readResult reads a child's JSON result and waits for it to exit.

@@ -76,6 +76,13 @@ func SkipShortOutsideCI(t *testing.T) {
 func StartChild(t testing.TB, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd := ChildCmd(role, env...)
+	return cmd, Start(t, cmd)
+}
+
+// Start starts cmd (its other pipes set up by the caller) and returns its
+// stdout; the process is killed when the test ends.
+func Start(t testing.TB, cmd *exec.Cmd) *bufio.Reader {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +91,7 @@ func StartChild(t testing.TB, role string, env ...string) (*exec.Cmd, *bufio.Rea
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return cmd, bufio.NewReader(out)
+	return bufio.NewReader(out)
 }
 
 // ChildCmd is the command StartChild starts: the test binary, running no
