@@ -140,6 +140,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 		labelID = env.ID
 	}
 	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
+	env.Calls.Gate = c.wd.Gate()
 	env.Waits = c.newWaitLoop()
 	for _, node := range o.RedLockNodes {
 		sub := o

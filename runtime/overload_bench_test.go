@@ -27,6 +27,9 @@ import (
 // running, then runs the acquirers for a fixed time. It reports:
 //
 //   - lost: holds whose ctx ended, from the first acquisition to the end;
+//   - lost-releasing: holds lost while all of them are released at the
+//     end, from 64 goroutines (a release flood: the holds not yet
+//     released are still renewed);
 //   - acq/s: acquisitions (TryLock + Unlock of a fresh lock) per second
 //     over the run, and acq/s-last-half over its second half, the rate
 //     it settles at;
@@ -52,10 +55,13 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 	run := envDuration(b, "LOCKGEN_OVERLOAD_FOR", 10*time.Second)
 	wait := envDuration(b, "LOCKGEN_OVERLOAD_WAIT", time.Second)
 	acquirers := envInt("LOCKGEN_OVERLOAD_ACQUIRERS", 32)
-	var renewed atomic.Int64
+	var renewed, lostEvents atomic.Int64
 	obs := runtime.ObserverFunc(func(e runtime.Event) {
-		if e.Kind == runtime.EventRenewed {
+		switch e.Kind {
+		case runtime.EventRenewed:
 			renewed.Add(int64(e.Renewed))
+		case runtime.EventLost:
+			lostEvents.Add(1)
 		}
 	})
 	s := redistest.Start(b, redistest.Arg("--maxmemory", "0"))
@@ -92,7 +98,14 @@ func BenchmarkWatchdogOverload(b *testing.B) {
 		b.ReportMetric(float64(hs.lost()), "lost")
 		b.Logf("%d holds at %v, %d acquirers for %v: %d lost, %d acquisitions (%d in the second half), gate closed %.0f%% of the time",
 			n, wd, acquirers, run, hs.lost(), total, lastHalf, 100*closed)
-		hs.release()
+		// The release flood: every hold released at once, from 64
+		// goroutines. The holds not yet released must not be lost.
+		lostEvents.Store(0)
+		start := time.Now()
+		failed := hs.release()
+		b.ReportMetric(float64(lostEvents.Load()), "lost-releasing")
+		b.Logf("%d holds released in %v, %d of them lost before their release, %d releases failed",
+			n, time.Since(start).Round(time.Millisecond), lostEvents.Load(), failed)
 	}
 }
 
@@ -175,12 +188,16 @@ func (hs *heldLocks) lost() int {
 	return lost
 }
 
-func (hs *heldLocks) release() {
+// release releases every hold from 64 goroutines and returns how many
+// releases failed.
+func (hs *heldLocks) release() (failed int64) {
+	var n atomic.Int64
 	parallel(64, len(hs.ctxs), func(i int) {
-		if hs.ctxs[i] != nil {
-			_ = hs.mutexes[i].Unlock(hs.ctxs[i])
+		if hs.ctxs[i] != nil && hs.mutexes[i].Unlock(hs.ctxs[i]) != nil {
+			n.Add(1)
 		}
 	})
+	return n.Load()
 }
 
 // acquireFor has k goroutines take and release fresh locks for d, each

@@ -92,3 +92,34 @@ func TestFreshAcquisitionsWaitWhileRenewalsRunBehind(t *testing.T) {
 		t.Fatalf("the held lock lost: %v", context.Cause(hold))
 	}
 }
+
+// While the watchdog's renewals run behind, a release waits a little
+// (20ms, as a single try does) before it is sent, so that a flood of
+// releases does not take what the renewals of the holds not yet released
+// need; its hold's ctx ends first, and the release still goes through.
+func TestReleasesYieldWhileRenewalsRunBehind(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: 3 * time.Second})
+	ctx := ctxT(t)
+	m := c.Mutex("gate:release", runtime.LockOptions{})
+	hold, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := runtime.StallRenewals(c)
+	defer release()
+	eventually(t, 5*time.Second, "the gate closes", func() bool { return runtime.AdmissionClosed(c) })
+	start := time.Now()
+	if err := m.Unlock(hold); err != nil {
+		t.Fatalf("a release with the gate closed: %v", err)
+	}
+	if took := time.Since(start); took < 20*time.Millisecond {
+		t.Fatalf("the release was sent after %v: it did not yield to the renewals", took)
+	}
+	if hold.Err() == nil {
+		t.Fatal("the hold's ctx outlived its release")
+	}
+	if n, _ := rdb.Exists(ctx, "gate:release").Result(); n != 0 {
+		t.Fatal("the lock is still held after its release")
+	}
+}

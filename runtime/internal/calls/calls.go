@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -16,6 +17,25 @@ import (
 type Limits struct {
 	Timeout time.Duration // Options.ReleaseTimeout
 	Slots   *SlotMaps
+	// Gate, when set, is the watchdog's admission gate: releases yield
+	// to renewals while it is closed (Yield).
+	Gate *renew.Admission
+}
+
+// yieldFor bounds how long a release waits for the watchdog's renewals to
+// catch up (Yield): the pause a single try takes in a closed gate.
+const yieldFor = 20 * time.Millisecond
+
+// Yield holds a release back while the watchdog's renewals run behind
+// (the admission gate is closed), until the gate opens or yieldFor has
+// passed: held locks come before freed ones. A flood of releases would
+// take the Redis and client CPU that the renewals of the holds not yet
+// released need, and lose them. The released hold's ctx is done already;
+// the pause only delays when others may take the lock.
+func (k *Limits) Yield(ctx context.Context) {
+	if k.Gate != nil && k.Gate.Closed() {
+		_ = k.Gate.Wait(ctx, time.Now().Add(yieldFor), nil, nil)
+	}
 }
 
 // Detached returns a ctx that survives the caller's cancellation and ends

@@ -13,8 +13,9 @@
 // An Admission is the gate of new acquisitions: the watchdog tells it its
 // backlog (how long ago the oldest renewal without a reply was due), and
 // while that is more than a quarter of a period it is closed and fresh
-// acquisitions wait in it, each at most within its own wait; held locks
-// come before new ones.
+// acquisitions wait in it, each at most within its own wait, and releases
+// wait in it a little (calls.Limits.Yield); held locks come before new
+// ones and before freed ones.
 //
 // Invariants:
 //

@@ -74,6 +74,7 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 func (p *Plain) Release(ctx context.Context, n int) error {
 	dctx, cancel := p.env.Calls.Detached(ctx)
 	defer cancel()
+	p.env.Calls.Yield(dctx)
 	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 	switch {
 	case err == nil:

@@ -192,6 +192,7 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 		return "", time.Time{}, s.fail("release", d.Lost)
 	}
 	h := acq.Hold()
+	s.env.Calls.Yield(acq.Parent)
 	freed, err := s.release(acq.Parent, h.Args, s.marker(h.Field))
 	n := int64(len(h.Field) / permitIDLen)
 	if err == nil && freed < n {
