@@ -31,11 +31,20 @@ const yieldFor = 20 * time.Millisecond
 // passed: held locks come before freed ones. A flood of releases would
 // take the Redis and client CPU that the renewals of the holds not yet
 // released need, and lose them. The released hold's ctx is done already;
-// the pause only delays when others may take the lock.
-func (k *Limits) Yield(ctx context.Context) {
-	if k.Gate != nil && k.Gate.Closed() {
-		_ = k.Gate.Wait(ctx, time.Now().Add(yieldFor), nil, nil)
+// the pause only delays when others may take the lock. It counts in the
+// release's ReleaseTimeout: the ctx it returns carries the limit the
+// release had before it waited, as its call's bound.
+func (k *Limits) Yield(ctx context.Context) context.Context {
+	if k.Gate == nil || !k.Gate.Closed() {
+		return ctx
 	}
+	limit := k.Limit(ctx)
+	until := time.Now().Add(yieldFor)
+	if limit.Before(until) {
+		until = limit
+	}
+	_ = k.Gate.Wait(ctx, until, nil, nil)
+	return scripts.WithCallBound(ctx, limit)
 }
 
 // Detached returns a ctx that survives the caller's cancellation and ends

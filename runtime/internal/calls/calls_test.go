@@ -10,22 +10,30 @@ import (
 
 func TestReleasesYieldToRenewalsOnlyWhileTheGateIsClosed(t *testing.T) {
 	gate := renew.NewAdmission(renew.NewTiming(3 * time.Second))
-	k := Limits{Gate: gate}
+	k := Limits{Gate: gate, Timeout: time.Second}
 	ctx := context.Background()
 
 	start := time.Now()
-	k.Yield(ctx)
+	if got := k.Yield(ctx); got != ctx {
+		t.Fatal("an open gate changed the release's ctx")
+	}
 	if d := time.Since(start); d >= yieldFor {
 		t.Fatalf("an open gate held a release back for %v", d)
 	}
 
 	gate.Observe(time.Hour) // the renewals run an hour behind
 	start = time.Now()
-	k.Yield(ctx)
+	yielded := k.Yield(ctx)
 	if d := time.Since(start); d < yieldFor {
 		t.Fatalf("a closed gate held a release back for %v, less than %v", d, yieldFor)
 	}
+	// The wait counts in the release's timeout: its limit is unchanged.
+	if limit := k.Limit(yielded); limit.After(start.Add(k.Timeout + yieldFor/2)) {
+		t.Fatalf("after the wait the release may run until %v after it started, past its timeout %v", limit.Sub(start), k.Timeout)
+	}
 
 	var none Limits // a Client without a watchdog gate
-	none.Yield(ctx)
+	if none.Yield(ctx) != ctx {
+		t.Fatal("no gate changed the release's ctx")
+	}
 }

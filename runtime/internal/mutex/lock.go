@@ -351,7 +351,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		res releaseResult
 		err error
 	)
-	m.env.Calls.Yield(rel)
+	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (a hold that came through the queue looks there
 	// even when this client no longer waits on the lock).

@@ -226,7 +226,7 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 		send = append(send, args[i])
 		sendCounts = append(sendCounts, d.Count)
 	}
-	c.Calls.Yield(rel)
+	rel = c.Calls.Yield(rel)
 	res, err := l.sendRelease(rel, send, sendCounts, lease)
 	for i, a := range send {
 		if sendCounts[i] > 1 {

@@ -72,9 +72,8 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 // Release gives back n permits and wakes that many waiters, detached from
 // ctx's cancellation, with the Client's ReleaseTimeout.
 func (p *Plain) Release(ctx context.Context, n int) error {
-	dctx, cancel := p.env.Calls.Detached(ctx)
+	dctx, cancel := p.env.Calls.Detached(p.env.Calls.Yield(ctx))
 	defer cancel()
-	p.env.Calls.Yield(dctx)
 	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 	switch {
 	case err == nil:

@@ -192,8 +192,7 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 		return "", time.Time{}, s.fail("release", d.Lost)
 	}
 	h := acq.Hold()
-	s.env.Calls.Yield(acq.Parent)
-	freed, err := s.release(acq.Parent, h.Args, s.marker(h.Field))
+	freed, err := s.release(s.env.Calls.Yield(acq.Parent), h.Args, s.marker(h.Field))
 	n := int64(len(h.Field) / permitIDLen)
 	if err == nil && freed < n {
 		err = fmt.Errorf("%w: %d of %d permits ran out or were deleted before the release", errs.LockLost, n-freed, n)
