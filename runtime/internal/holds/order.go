@@ -1,6 +1,10 @@
 package holds
 
-import "slices"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // SortDue puts the holds of a round in the order a call sends them: by
 // cluster slot (a call serves one), then in the order the holds were
@@ -83,4 +87,39 @@ func UrgentFirst(due []Due, by int64, scratch []Due) (int, []Due) {
 	copy(due[n:], rest)
 	clear(rest) // it keeps no hold alive
 	return n, rest[:0]
+}
+
+// minBand is the least spread of deadlines ByTimeLeft puts in one group.
+const minBand = int64(time.Millisecond)
+
+// ByTimeLeft cuts the urgent holds of a round (UrgentFirst's front part)
+// into the groups that share calls, and returns where each group ends in
+// urgent. A renewal call ends at its earliest hold's deadline, so one
+// about to be lost would cut short the call of urgent holds that still
+// have time, and they would fail, come back more urgent and meet it
+// again: ByTimeLeft sorts urgent by deadline and groups holds whose time
+// left (from now) is at most twice the earliest's (or 1 ms more). The
+// first group, maybe empty, is the holds whose deadline has passed: no
+// reply can confirm them, and they are not to be sent. Each other group
+// is in SortDue's order. ends and keys are scratch space, returned for
+// the next call.
+func ByTimeLeft(urgent []Due, now int64, ends []int, keys []uint64) ([]int, []uint64) {
+	slices.SortFunc(urgent, func(a, b Due) int { return cmp.Compare(a.Valid, b.Valid) })
+	start := 0
+	for start < len(urgent) && urgent[start].Valid <= now {
+		start++
+	}
+	ends = append(ends[:0], start)
+	for start < len(urgent) {
+		first := urgent[start].Valid
+		band := first + max(first-now, minBand)
+		end := start + 1
+		for end < len(urgent) && urgent[end].Valid <= band {
+			end++
+		}
+		keys = SortDue(urgent[start:end], keys)
+		ends = append(ends, end)
+		start = end
+	}
+	return ends, keys
 }

@@ -16,7 +16,9 @@
 //     (DeadlineClient): no renewal reaches Redis after its holder was told
 //     the hold is gone; holds with less than a period left (their
 //     renewals failed) are sent in calls of their own, so that they cannot
-//     cut short the calls of holds that still have time;
+//     cut short the calls of holds that still have time, and among them
+//     a call serves holds with at most twice the time left of its
+//     earliest (holds.ByTimeLeft); a hold out of time is not sent;
 //   - a renewal only reports to the registry (confirmed, gone, or
 //     unconfirmed): it never ends a hold's ctx itself, the lease clock
 //     does, at the deadline;

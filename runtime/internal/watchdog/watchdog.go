@@ -75,10 +75,11 @@ type Watchdog struct {
 	// labelNext is when the owner label is next due (label.go; used by
 	// the loop only).
 	labelNext time.Time
-	// order and scratch are SortDue's and UrgentFirst's scratch space
-	// (used by the loop only).
+	// order, scratch and groups are SortDue's, UrgentFirst's and
+	// ByTimeLeft's scratch space (used by the loop only).
 	order   []uint64
 	scratch []holds.Due
+	groups  []int
 
 	// The wheel, holds by the tick their renewal is due in, lives in the
 	// registry's shards (package holds), under their mutexes: scheduling a
@@ -202,13 +203,26 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	w.order = holds.SortDue(due, w.order)
 	// Holds with less than a period left (their renewals failed) go in
 	// calls of their own, first: a call ends at its earliest deadline.
+	// Among them, holds with about as much time left share calls
+	// (ByTimeLeft), and those out of time are not sent.
 	var urgent int
 	urgent, w.scratch = holds.UrgentFirst(due, now.Add(w.timing.Period).UnixNano(), w.scratch)
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
 	plan := func(due []holds.Due) [][][]holds.Due {
 		return renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
 	}
-	calls := append(plan(due[:urgent]), plan(due[urgent:])...)
+	var calls [][][]holds.Due
+	if urgent > 0 {
+		// The urgent holds by time left, those out of time not sent.
+		w.groups, w.order = holds.ByTimeLeft(due[:urgent], now.UnixNano(), w.groups, w.order)
+		for _, u := range due[:w.groups[0]] {
+			reg.Report(u.H, holds.Unconfirmed, now, now, nil)
+		}
+		for i := 1; i < len(w.groups); i++ {
+			calls = append(calls, plan(due[w.groups[i-1]:w.groups[i]])...)
+		}
+	}
+	calls = append(calls, plan(due[urgent:])...)
 	for i, call := range calls {
 		slot, ok := w.worker(calls[i:])
 		if !ok {

@@ -42,7 +42,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	rdb := redistest.Start(t).Client(t)
+	return newFixtureOn(t, redistest.Start(t).Client(t))
+}
+
+// newFixtureOn is newFixture, the watchdog and the test reaching Redis
+// through rdb.
+func newFixtureOn(t *testing.T, rdb *redis.Client) *fixture {
+	t.Helper()
 	f := &fixture{rdb: rdb, closed: make(chan struct{})}
 	f.reg = holds.New(holds.Config{
 		Watchdog: lease,
