@@ -3,6 +3,7 @@ package holds
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -269,11 +270,8 @@ func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
 		h.wdAcqs--
 		h.watchdog = h.wdAcqs > 0
 	}
-	for i, a := range h.acqs {
-		if a == acq {
-			h.acqs = append(h.acqs[:i], h.acqs[i+1:]...)
-			break
-		}
+	if i := slices.Index(h.acqs, acq); i >= 0 {
+		h.acqs = slices.Delete(h.acqs, i, i+1) // clears the freed slot: a dead queue slot may keep h a while
 	}
 	if h.lostErr != nil {
 		return Dropped{Lost: h.lostErr}, true

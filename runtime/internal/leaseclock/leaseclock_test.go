@@ -270,3 +270,96 @@ func TestRemovedItemPutAgainIsEndedOnce(t *testing.T) {
 		t.Fatalf("Len %d, %d slots, head %d after every item ended", q.Len(), len(q.items), q.Head())
 	}
 }
+
+// A model check of the lazy queue: items put once, confirmed (Valid
+// moves forward), removed, expired at advancing times. Every item on the
+// queue is ended exactly once, in the first Expire whose now reaches its
+// Valid, never before it, and never after it was removed; dead slots
+// never outnumber live ones (their memory, and their items', is bounded).
+func TestQueueEndsEachItemOnceOnTimeAndKeepsFewDeadSlots(t *testing.T) {
+	for seed := uint64(0); seed < 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var q Queue[*item]
+		q.Init()
+		type st struct {
+			it      *item
+			removed bool
+			ended   int
+		}
+		var all []*st
+		byItem := map[*item]*st{}
+		now := 0
+		for step := 0; step < 3000; step++ {
+			switch op := rng.IntN(10); {
+			case op < 3: // a new hold, first confirmation
+				it := &item{}
+				it.Confirm(at(now), time.Duration(50+rng.IntN(500))*time.Millisecond, at(now))
+				q.Put(it)
+				s := &st{it: it}
+				all = append(all, s)
+				byItem[it] = s
+			case op < 6 && len(all) > 0: // a renewal confirmed
+				s := all[rng.IntN(len(all))]
+				s.it.Confirm(at(now-rng.IntN(5)), time.Duration(50+rng.IntN(500))*time.Millisecond, at(now))
+			case op < 8 && len(all) > 0: // a release
+				s := all[rng.IntN(len(all))]
+				if s.ended == 0 && !s.removed {
+					q.Remove(s.it)
+					s.removed = true
+				}
+			default: // the clock
+				now += rng.IntN(40)
+				q.Expire(at(now), func(it *item) {
+					s := byItem[it]
+					s.ended++
+					if s.removed {
+						t.Fatalf("seed %d: a removed item was ended", seed)
+					}
+					if it.Valid.After(at(now)) {
+						t.Fatalf("seed %d: ended before its deadline", seed)
+					}
+				})
+				for _, s := range all {
+					if !s.removed && s.ended == 0 && !s.it.Valid.After(at(now)) {
+						t.Fatalf("seed %d: an item due at %v not ended at %v", seed, s.it.Valid.Sub(t0), at(now).Sub(t0))
+					}
+					if s.ended > 1 {
+						t.Fatalf("seed %d: ended %d times", seed, s.ended)
+					}
+				}
+				if h := q.Head(); len(q.items) > 0 && h != q.items[0].at {
+					t.Fatalf("seed %d: head %d, slot 0 at %d", seed, h, q.items[0].at)
+				}
+			}
+			if q.dead < 0 || 2*q.dead > len(q.items) {
+				t.Fatalf("seed %d: %d dead of %d slots", seed, q.dead, len(q.items))
+			}
+		}
+	}
+}
+
+// Expiries that take the live slots leave the dead ones (and the removed
+// items they point to) behind no longer than a Remove does: not until
+// their old deadline, an hour away.
+func TestExpiriesDoNotLeaveMoreDeadSlotsThanLiveOnes(t *testing.T) {
+	var q Queue[*item]
+	q.Init()
+	var long []*item
+	for range 2 {
+		l, s := &item{}, &item{}
+		l.Valid, s.Valid = at(3600_000), at(1000) // a 1 h fixed lease, a 1 s one
+		q.Put(l)
+		q.Put(s)
+		long = append(long, l)
+	}
+	for _, l := range long {
+		q.Remove(l) // released early: 2 dead of 4, not more than half
+	}
+	q.Expire(at(2000), func(*item) {}) // the short ones end
+	if q.Len() == 0 && len(q.items) > 0 {
+		t.Fatalf("no live item, %d dead slots kept until their old deadline, 1 h away", len(q.items))
+	}
+	if q.Head() != None {
+		t.Fatalf("an empty queue's head is %d", q.Head())
+	}
+}

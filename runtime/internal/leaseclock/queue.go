@@ -119,6 +119,10 @@ func (q *Queue[T]) Expire(now time.Time, end func(T)) {
 			end(it)
 		}
 	}
+	if 2*q.dead > len(q.items) { // expiries took live slots: the bound holds
+		q.compact()
+		return
+	}
 	q.publish()
 }
 
