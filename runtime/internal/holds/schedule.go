@@ -35,7 +35,7 @@ func (r *Registry) confirmLocked(h *Hold, sent, replied time.Time, lease time.Du
 // clocked is the registry as the clock sees it.
 type clocked Registry
 
-// Earliest is the earliest deadline of any shard (Unix ns), or
+// Earliest is the earliest deadline of any shard (leaseclock.Nanos), or
 // leaseclock.None.
 func (c *clocked) Earliest() int64 {
 	m := int64(leaseclock.None)
@@ -49,7 +49,7 @@ func (c *clocked) Earliest() int64 {
 func (c *clocked) ExpireDue(now time.Time) {
 	r := (*Registry)(c)
 	for i := range c.shards {
-		if sh := &c.shards[i]; sh.due.Head() <= now.UnixNano() {
+		if sh := &c.shards[i]; sh.due.Head() <= leaseclock.Nanos(now) {
 			sh.mu.Lock()
 			sh.due.Expire(now, r.expire)
 			sh.mu.Unlock()
@@ -82,9 +82,9 @@ func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
 // sends for it.
 type Due struct {
 	H     *Hold
-	At    int64    // when its renewal was due (Unix ns)
+	At    int64    // when its renewal was due (leaseclock.Nanos)
 	Extra []string // its extra keys (nil: none), read when it was taken
-	// Valid is its deadline when it was taken (Unix ns): a renewal call
+	// Valid is its deadline when it was taken (leaseclock.Nanos): a renewal call
 	// must end by the earliest of its holds'. A confirmation may move the
 	// deadline later meanwhile, never earlier.
 	Valid int64
@@ -110,7 +110,7 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due 
 			return false // released, lost, or in flight
 		}
 		h.inFlight = true
-		u := Due{H: h, At: h.renew.Due, Valid: h.lease.Valid.UnixNano(), Seq: h.seq, Slot: h.Slot}
+		u := Due{H: h, At: h.renew.Due, Valid: leaseclock.Nanos(h.lease.Valid), Seq: h.seq, Slot: h.Slot}
 		if h.extra {
 			u.Extra = h.From.ExtraKeys(h)
 		}
@@ -148,7 +148,7 @@ func Deadline(batches [][]Due) time.Time {
 			d = min(d, u.Valid)
 		}
 	}
-	return time.Unix(0, d)
+	return leaseclock.Time(d)
 }
 
 // A Renewal is what one renewal found of a hold.
@@ -209,7 +209,7 @@ func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause
 		// renewal is never more than 5/4 of a period after this send, so
 		// repeated early renewals (reconnect rounds after new connections)
 		// cannot push it towards the deadline (3 periods).
-		h.sh.wheel.Put(h, r.timing.Next(sent, time.Unix(0, h.renew.Due)), r.timing)
+		h.sh.wheel.Put(h, r.timing.Next(sent, leaseclock.Time(h.renew.Due)), r.timing)
 		return true
 	case res == Gone:
 		r.loseLocked(h, cause(h))

@@ -17,7 +17,7 @@ const Horizon = time.Second
 // own.
 type Clock struct {
 	once sync.Once
-	// next is when the goroutine wakes next (Unix ns): a deadline put
+	// next is when the goroutine wakes next (Nanos): a deadline put
 	// before it wakes the goroutine early.
 	next atomic.Int64
 	wake chan struct{}
@@ -46,7 +46,7 @@ func (c *Clock) Start(qs Queues, stop <-chan struct{}) {
 // that reported earliest): it wakes the goroutine if that is before the
 // goroutine's next wake-up. The Clock must have been started.
 func (c *Clock) Due(at time.Time) {
-	t := at.UnixNano()
+	t := Nanos(at)
 	// The goroutine reads the heads after it publishes next (step), so a
 	// head it missed is one that sees its next here.
 	for {
@@ -97,7 +97,7 @@ func (c *Clock) run(qs Queues, stop <-chan struct{}) {
 // again at once).
 func (c *Clock) step(qs Queues, now func() time.Time) time.Duration {
 	t := now()
-	if qs.Earliest() <= t.UnixNano() {
+	if qs.Earliest() <= Nanos(t) {
 		qs.ExpireDue(t)
 	}
 	// Publish next, then read the heads again: a deadline put in between
@@ -105,10 +105,10 @@ func (c *Clock) step(qs Queues, now func() time.Time) time.Duration {
 	// again after Horizon in any case, so an item put on an empty clock
 	// (the common case: short holds come and go) wakes it only if its
 	// deadline is nearer than that.
-	next := min(qs.Earliest(), t.UnixNano()+int64(Horizon))
+	next := min(qs.Earliest(), Nanos(t)+int64(Horizon))
 	c.next.Store(next)
 	if again := qs.Earliest(); again < next {
 		return 0
 	}
-	return time.Duration(next - now().UnixNano())
+	return time.Duration(next - Nanos(now()))
 }

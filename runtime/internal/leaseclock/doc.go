@@ -29,6 +29,8 @@
 //   - an item on a Queue is ended no earlier than its Term's Valid, and no
 //     later than that plus the Clock's scheduling delay (the Clock wakes
 //     for a new earliest deadline; its longest sleep is Horizon);
+//   - deadlines are kept and compared on the monotonic clock (Nanos), as
+//     Go's timers and Redis' TTLs run: a step of the wall clock moves none;
 //   - Queue and Term are guarded by the caller's lock (the registry shard's
 //     mutex); Queue.Head and the Clock are safe without it.
 package leaseclock

@@ -92,7 +92,7 @@ func TestQueueKeepsDeadlineOrderThroughRemovals(t *testing.T) {
 		}
 		live := 0
 		for i, s := range q.items {
-			if s.at != s.it.Valid.UnixNano() {
+			if s.at != Nanos(s.it.Valid) {
 				t.Fatalf("slot %d is at %d, its item's deadline %v", i, s.at, s.it.Valid)
 			}
 			if i > 0 && s.at < q.items[(i-1)/arity].at {
@@ -140,14 +140,14 @@ func TestExpireMovesConfirmedItemsToTheirNewDeadline(t *testing.T) {
 		t.Fatal("Put misreported the earliest")
 	}
 	a.Confirm(at(500), time.Second, at(501)) // renewed: Valid moves, its place does not
-	if q.Head() != at(1000-15).UnixNano() {
+	if q.Head() != Nanos(at(1000-15)) {
 		t.Fatalf("the head moved without a clock operation")
 	}
 	var ended []string
 	end := func(it *item) { it.ended = true; ended = append(ended, it.name) }
 	q.Expire(at(1000), end)
-	if len(ended) != 0 || q.Head() != at(1500-15).UnixNano() {
-		t.Fatalf("at 1 s: ended %v, head %v; want none ended and a back at its new deadline", ended, time.Unix(0, q.Head()).Sub(t0))
+	if len(ended) != 0 || q.Head() != Nanos(at(1500-15)) {
+		t.Fatalf("at 1 s: ended %v, head %v; want none ended and a back at its new deadline", ended, Time(q.Head()).Sub(t0))
 	}
 	q.Expire(at(1500-15), end)
 	if !slices.Equal(ended, []string{"a"}) {
@@ -201,13 +201,13 @@ func TestClockSleepsUntilTheEarliestDeadlineOrTheHorizon(t *testing.T) {
 func TestDueWakesTheClockOnlyForAnEarlierDeadline(t *testing.T) {
 	var c Clock
 	c.wake = make(chan struct{}, 1)
-	c.next.Store(at(500).UnixNano())
+	c.next.Store(Nanos(at(500)))
 	c.Due(at(800))
 	if len(c.wake) != 0 {
 		t.Fatal("a later deadline woke the clock")
 	}
 	c.Due(at(200))
-	if len(c.wake) != 1 || c.next.Load() != at(200).UnixNano() {
+	if len(c.wake) != 1 || c.next.Load() != Nanos(at(200)) {
 		t.Fatal("an earlier deadline did not wake the clock")
 	}
 }

@@ -44,10 +44,10 @@ const None = math.MaxInt64
 type Queue[T Item] struct {
 	items []slot[T]
 	dead  int          // slots whose item was removed since
-	head  atomic.Int64 // Unix ns of items[0].at, or None
+	head  atomic.Int64 // items[0].at (Nanos), or None
 }
 
-// A slot is an item on the heap, the deadline (Unix ns) it is on it for,
+// A slot is an item on the heap, the deadline (Nanos) it is on it for,
 // and the Put it was made by (the entry's gen then).
 type slot[T Item] struct {
 	at  int64
@@ -67,7 +67,7 @@ func (q *Queue[T]) Init() { q.head.Store(None) }
 // Len is the number of items on the queue.
 func (q *Queue[T]) Len() int { return len(q.items) - q.dead }
 
-// Head is the earliest deadline on the queue in Unix ns (None: empty). It
+// Head is the earliest deadline on the queue (Nanos) (None: empty). It
 // may be read without the owner's lock, and may be a removed item's: the
 // Clock then wakes for nothing once.
 func (q *Queue[T]) Head() int64 { return q.head.Load() }
@@ -77,7 +77,7 @@ func (q *Queue[T]) Head() int64 { return q.head.Load() }
 func (q *Queue[T]) Put(it T) (earliest bool) {
 	e := it.LeaseEntry()
 	e.on, e.gen = true, e.gen+1
-	at := e.Valid.UnixNano()
+	at := Nanos(e.Valid)
 	q.items = append(q.items, slot[T]{at, it, e.gen})
 	if q.up(len(q.items)-1) != 0 {
 		return false
@@ -102,7 +102,7 @@ func (q *Queue[T]) Remove(it T) {
 // end for it, except an item confirmed since it was put (its Valid moved
 // past now), which is put back for its new deadline.
 func (q *Queue[T]) Expire(now time.Time, end func(T)) {
-	for len(q.items) > 0 && q.items[0].at <= now.UnixNano() {
+	for len(q.items) > 0 && q.items[0].at <= Nanos(now) {
 		s := &q.items[0]
 		e := s.it.LeaseEntry()
 		switch {
@@ -110,7 +110,7 @@ func (q *Queue[T]) Expire(now time.Time, end func(T)) {
 			q.pop()
 			q.dead--
 		case e.Valid.After(now):
-			s.at = e.Valid.UnixNano() // confirmed meanwhile
+			s.at = Nanos(e.Valid) // confirmed meanwhile
 			q.down(0)
 		default:
 			it := s.it

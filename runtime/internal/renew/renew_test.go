@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
 type hold struct {
@@ -18,7 +20,9 @@ type hold struct {
 
 func (h *hold) RenewEntry() *Entry { return &h.Entry }
 
-var t0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+// t0 is a whole hour on the lease clock's scale (leaseclock.Nanos), where
+// ticks fall: the tests' times are at known places in their ticks.
+var t0 = leaseclock.Time(int64(time.Hour))
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 

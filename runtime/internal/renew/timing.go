@@ -1,6 +1,10 @@
 package renew
 
-import "time"
+import (
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+)
 
 // Timing is the watchdog's clock arithmetic for one WatchdogTimeout.
 type Timing struct {
@@ -18,9 +22,9 @@ func NewTiming(watchdog time.Duration) Timing {
 }
 
 // TickOf is the wheel tick t falls in.
-func (t Timing) TickOf(at time.Time) int64 { return t.tick(at.UnixNano()) }
+func (t Timing) TickOf(at time.Time) int64 { return t.tick(leaseclock.Nanos(at)) }
 
-// tick is the wheel tick of ns (Unix ns).
+// tick is the wheel tick of ns (leaseclock.Nanos).
 func (t Timing) tick(ns int64) int64 { return ns / int64(t.Tick) }
 
 // Next is when a hold whose renewal sent at sent was confirmed is renewed

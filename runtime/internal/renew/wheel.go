@@ -1,10 +1,14 @@
 package renew
 
-import "time"
+import (
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+)
 
 // An Entry is an item's place on a wheel: embed it in the item.
 type Entry struct {
-	// Due is when the item's next renewal is due (Unix ns): 8 bytes, not
+	// Due is when the item's next renewal is due (leaseclock.Nanos): 8 bytes, not
 	// a time.Time's 24, so that what a round reads of a hold fits in few
 	// cache lines.
 	Due int64
@@ -38,7 +42,7 @@ type bucket[T Item] struct{ items []T }
 // Put schedules it for a renewal at due. An entry it had is stale from
 // then on.
 func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
-	it.RenewEntry().Due = due.UnixNano()
+	it.RenewEntry().Due = leaseclock.Nanos(due)
 	i := max(t.TickOf(due), w.next)
 	if w.last == nil || w.lastTick != i {
 		w.last, w.lastTick = w.bucket(i), i

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
 // Overload: held locks come before new ones (design.md §6). The watchdog
@@ -19,7 +20,7 @@ import (
 // worker is busy and a call waits for one, the age of that call's oldest
 // hold (worker).
 
-// oldestDue is the earliest time (Unix ns) a hold of batches was due.
+// oldestDue is the earliest time (leaseclock.Nanos) a hold of batches was due.
 func oldestDue(batches [][]holds.Due) int64 {
 	var at int64
 	for _, b := range batches {
@@ -35,7 +36,7 @@ func oldestDue(batches [][]holds.Due) int64 {
 // replied records that a call whose oldest hold was due at oldest got its
 // replies (or gave up) at now.
 func (w *Watchdog) replied(now time.Time, oldest int64) {
-	late := now.UnixNano() - oldest
+	late := leaseclock.Nanos(now) - oldest
 	for {
 		cur := w.late.Load()
 		if late <= cur || w.late.CompareAndSwap(cur, late) {
@@ -45,16 +46,16 @@ func (w *Watchdog) replied(now time.Time, oldest int64) {
 }
 
 // observe tells the gate the backlog at now; pending is the oldest due
-// time (Unix ns) of a call waiting for a worker (0: none).
+// time (leaseclock.Nanos) of a call waiting for a worker (0: none).
 func (w *Watchdog) observe(now time.Time, pending int64) {
 	backlog := time.Duration(w.late.Swap(0))
 	for i := range w.busy {
 		if at := w.busy[i].Load(); at != 0 {
-			backlog = max(backlog, time.Duration(now.UnixNano()-at))
+			backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-at))
 		}
 	}
 	if pending != 0 {
-		backlog = max(backlog, time.Duration(now.UnixNano()-pending))
+		backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-pending))
 	}
 	if !w.gate.Observe(backlog) {
 		return
@@ -98,7 +99,7 @@ func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
 // of the gate use it.
 func (w *Watchdog) Stall() (release func()) {
 	slot := <-w.workers
-	w.busy[slot].Store(time.Now().Add(-2 * w.timing.CloseLag()).UnixNano())
+	w.busy[slot].Store(leaseclock.Nanos(time.Now().Add(-2 * w.timing.CloseLag())))
 	return func() {
 		w.busy[slot].Store(0)
 		w.workers <- slot

@@ -14,6 +14,7 @@ import (
 	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
@@ -50,7 +51,7 @@ type Watchdog struct {
 	timing  renew.Timing // the registry's
 	workers chan int     // the free worker slots: one per renewal call in flight
 	jobs    sync.WaitGroup
-	// busy[i] is the earliest due time (Unix ns) of the holds of the call
+	// busy[i] is the earliest due time (leaseclock.Nanos) of the holds of the call
 	// that worker slot i sends, 0 while it is free; late is the most any
 	// call's replies came after its oldest hold was due, since the loop
 	// last read it. They make the backlog the admission gate reads
@@ -206,7 +207,7 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	// Among them, holds with about as much time left share calls
 	// (ByTimeLeft), and those out of time are not sent.
 	var urgent int
-	urgent, w.scratch = holds.UrgentFirst(due, now.Add(w.timing.Period).UnixNano(), w.scratch)
+	urgent, w.scratch = holds.UrgentFirst(due, leaseclock.Nanos(now.Add(w.timing.Period)), w.scratch)
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
 	plan := func(due []holds.Due) [][][]holds.Due {
 		return renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
@@ -214,7 +215,7 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	var calls [][][]holds.Due
 	if urgent > 0 {
 		// The urgent holds by time left, those out of time not sent.
-		w.groups, w.order = holds.ByTimeLeft(due[:urgent], now.UnixNano(), w.groups, w.order)
+		w.groups, w.order = holds.ByTimeLeft(due[:urgent], leaseclock.Nanos(now), w.groups, w.order)
 		for _, u := range due[:w.groups[0]] {
 			reg.Report(u.H, holds.Unconfirmed, now, now, nil)
 		}
