@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/latch"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
 // LatchOptions describes one count-down latch: what the generated code
@@ -40,7 +40,7 @@ type LatchOptions struct {
 type Latch struct {
 	c    *Client
 	opts LatchOptions
-	e    latch.Latch // the engine (package latch)
+	e    semaphore.Latch // the engine (package semaphore)
 }
 
 // Key is the Redis key of the count.

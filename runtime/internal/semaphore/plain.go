@@ -74,14 +74,10 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 func (p *Plain) Release(ctx context.Context, n int) error {
 	dctx, cancel := p.env.Calls.Detached(ctx)
 	defer cancel()
-	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
-	switch {
-	case err == nil:
-		return nil
-	case scripts.IsReply(err), scripts.NotSent(err):
-		return p.fail("release", err)
+	if err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err(); err != nil {
+		return p.fail("release", sentOnce(err))
 	}
-	return p.fail("release", fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
+	return nil
 }
 
 // AddPermits adds n (which may be negative) to the free count, and wakes
@@ -99,14 +95,30 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 
 // Available is the free count (0 when absent).
 func (p *Plain) Available(ctx context.Context) (int, error) {
-	n, err := scripts.Do(ctx, p.env.RDB, "get", p.key).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+	n, err := count(ctx, p.env, p.key)
 	if err != nil {
 		return 0, p.fail("inspect", err)
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// count reads the counter at key (a Plain's free count, a Latch's count):
+// 0 when it is absent.
+func count(ctx context.Context, env *lockenv.Env, key string) (int64, error) {
+	n, err := scripts.Do(ctx, env.RDB, "get", key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// sentOnce is the error of a change sent once (RunOnce) that failed: one
+// whose reply was lost may have run, and is an unknown outcome.
+func sentOnce(err error) error {
+	if lockenv.Replied(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 }
 
 // resolveLate takes over a PlainSemaphore's acquire attempt of n permits
