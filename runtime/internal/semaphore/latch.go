@@ -18,22 +18,12 @@ import (
 // channel redisson_countdownlatch__channel__{key} (the braces always
 // added), where "0" says the count reached zero. Like Plain, it takes no
 // holds and sends nothing twice.
-type Latch struct {
-	env     *lockenv.Env
-	key     string
-	name    string
-	channel string
-}
+type Latch struct{ counter }
 
 // Init makes l the latch at key, named name.
 func (l *Latch) Init(env *lockenv.Env, key, name string) {
-	*l = Latch{env: env, key: key, name: name, channel: "redisson_countdownlatch__channel__{" + key + "}"}
+	l.counter = counter{env: env, key: key, name: name, channel: "redisson_countdownlatch__channel__{" + key + "}"}
 }
-
-// Key is the Redis key of the count.
-func (l *Latch) Key() string { return l.key }
-
-func (l *Latch) fail(op string, err error) error { return l.env.Fail(op, l.name, l.key, err) }
 
 // TrySet arms the latch with count n if it is not armed, and reports
 // whether it did. A copy sent after a lost reply would find the latch
@@ -57,7 +47,7 @@ func (l *Latch) CountDown(ctx context.Context) error {
 
 // Count is the latch's count: 0 when it is released or not armed.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	n, err := count(ctx, l.env, l.key)
+	n, err := l.count(ctx)
 	if err != nil {
 		return 0, l.fail("inspect", err)
 	}
@@ -80,7 +70,7 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 // pub/sub connection was replaced.
 func (l *Latch) Await(ctx context.Context, wait time.Duration) error {
 	try := func(ctx context.Context) (bool, time.Duration, error) {
-		n, err := count(ctx, l.env, l.key)
+		n, err := l.count(ctx)
 		return err == nil && n <= 0, -1, err // -1: no expiry, sleep until the message
 	}
 	err := l.env.Waits.Await(ctx, await.Spec{Channel: l.channel, Wait: wait, Wake: hub.WakeZero}, try)
