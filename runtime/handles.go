@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/redlock"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -85,9 +86,7 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 	for i, n := range c.redNodes {
 		nodes[i] = n.mutexes
 	}
-	l := &RedLock{c: c, opts: opts}
-	l.e.Init(c.env, nodes, key, opts.Quorum, opts.engine(false))
-	return l
+	return &RedLock{c: c, opts: opts, e: redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))}
 }
 
 // Semaphore returns the permit-expirable semaphore at key.

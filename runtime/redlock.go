@@ -31,7 +31,7 @@ import (
 type RedLock struct {
 	c    *Client
 	opts LockOptions
-	e    redlock.Lock // the engine (package redlock)
+	e    *redlock.Lock // the engine (package redlock)
 }
 
 // Key is the Redis key of the lock on every node.

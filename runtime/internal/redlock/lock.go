@@ -35,18 +35,19 @@ type node struct {
 	lock mutex.Lock
 }
 
-// Init makes l the RedLock at key over nodes (each node Client's Env),
+// New returns the RedLock at key over nodes (each node Client's Env),
 // held on quorum of them (0: a majority); o are the options of the lock on
 // each node.
-func (l *Lock) Init(env *lockenv.Env, nodes []*mutex.Env, key string, quorum int, o mutex.Options) {
+func New(env *lockenv.Env, nodes []*mutex.Env, key string, quorum int, o mutex.Options) *Lock {
 	if quorum <= 0 {
 		quorum = len(nodes)/2 + 1
 	}
-	*l = Lock{env: env, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes))}
+	l := &Lock{env: env, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes))}
 	for i, n := range nodes {
 		l.nodes[i].hub = n.Hub
 		l.nodes[i].lock.Init(n, key, mutex.Reentrant, o)
 	}
+	return l
 }
 
 // Key is the Redis key of the lock on every node.
