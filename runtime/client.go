@@ -239,15 +239,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-func (c *Client) isClosed() bool {
-	select {
-	case <-c.closeCh:
-		return true
-	default:
-		return false
-	}
-}
-
 func (c *Client) observe(e Event) {
 	if c.opts.Observer != nil {
 		c.opts.Observer.ObserveLock(e)

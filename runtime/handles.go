@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/redlock"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -81,11 +82,11 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 // RedLock returns the RedLock at key over the Client's RedLock nodes.
 // opts.Quorum of 0 means a majority of the nodes.
 func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
-	q := opts.Quorum
-	if q <= 0 {
-		q = len(c.redNodes)/2 + 1
+	nodes := make([]*mutex.Env, len(c.redNodes))
+	for i, n := range c.redNodes {
+		nodes[i] = n.mutexes
 	}
-	return &RedLock{c: c, key: key, opts: opts, quorum: q}
+	return &RedLock{c: c, opts: opts, e: redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))}
 }
 
 // Semaphore returns the permit-expirable semaphore at key.
@@ -107,5 +108,7 @@ func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
 // the channel, which then hashes to another slot than the key, and a
 // sharded publish from the key's script would be refused.
 func (c *Client) Latch(key string, opts LatchOptions) *Latch {
-	return &Latch{c: c, key: key, opts: opts, channel: latchChannel(key)}
+	l := &Latch{c: c, opts: opts}
+	l.e.Init(c.env, key, opts.Name)
+	return l
 }

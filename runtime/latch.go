@@ -2,17 +2,12 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/runtime/internal/await"
-	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
+	"github.com/lockgen/lockgen/runtime/internal/semaphore"
 )
 
 // LatchOptions describes one count-down latch: what the generated code
@@ -43,36 +38,26 @@ type LatchOptions struct {
 //
 // A Latch is a cheap handle, safe for concurrent use.
 type Latch struct {
-	c       *Client
-	key     string
-	channel string
-	opts    LatchOptions
+	c    *Client
+	opts LatchOptions
+	e    semaphore.Latch // the engine (package semaphore)
 }
 
-// latchChannel is Redisson's RCountDownLatch channel: the braces are always
-// added, whatever the name holds.
-func latchChannel(key string) string { return "redisson_countdownlatch__channel__{" + key + "}" }
-
-// Messages on a latch's channel.
-const latchZeroMessage = "0" // the count reached zero: wakes every waiter
-
 // Key is the Redis key of the count.
-func (l *Latch) Key() string { return l.key }
+func (l *Latch) Key() string { return l.e.Key() }
 
 // Name is the logical name of the latch.
 func (l *Latch) Name() string { return l.opts.Name }
 
-func (l *Latch) fail(op string, err error) error {
-	return &LockError{Op: op, Name: l.opts.Name, Key: l.key, Err: err}
-}
+func (l *Latch) fail(op string, err error) error { return fail(op, l.opts.Name, l.e.Key(), err) }
 
 // check refuses what the latch cannot do where it is.
 func (l *Latch) check() error {
-	if err := lockenv.Validate(l.key, Watchdog); err != nil {
+	if err := lockenv.Validate(l.e.Key(), Watchdog); err != nil {
 		return err
 	}
-	if l.c.env.Cluster && strings.Contains(l.key, "{") {
-		return fmt.Errorf("%w: a latch's channel wraps its name in braces (Redisson's naming), so on a cluster a name with a hash tag puts the channel in another slot than %q: drop the tag", ErrInvalidKey, l.key)
+	if l.c.env.Cluster && strings.Contains(l.e.Key(), "{") {
+		return fmt.Errorf("%w: a latch's channel wraps its name in braces (Redisson's naming), so on a cluster a name with a hash tag puts the channel in another slot than %q: drop the tag", ErrInvalidKey, l.e.Key())
 	}
 	return nil
 }
@@ -86,16 +71,7 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if n < 1 {
 		return false, l.fail("arm", fmt.Errorf("%w: count %d (arm with at least 1)", ErrInvalidArgument, n))
 	}
-	// Not resent by go-redis: a copy after a lost reply would find the
-	// latch this call armed and report that it did not.
-	set, err := scripts.LatchTrySet.RunOnce(ctx, l.c.env.RDB, 2, []any{
-		3: l.key, l.channel,
-		n, l.c.env.Publish,
-	}).Int64()
-	if err != nil {
-		return false, l.fail("arm", err)
-	}
-	return set == 1, nil
+	return l.e.TrySet(ctx, n)
 }
 
 // Arm is TrySetCount with the latch's Count.
@@ -112,43 +88,15 @@ func (l *Latch) CountDown(ctx context.Context) error {
 	if err := l.check(); err != nil {
 		return l.fail("count-down", err)
 	}
-	err := scripts.LatchCountDown.RunOnce(ctx, l.c.env.RDB, 2, []any{
-		3: l.key, l.channel,
-		l.c.env.Publish,
-	}).Err()
-	switch {
-	case err == nil:
-		return nil
-	case scripts.IsReply(err), scripts.NotSent(err):
-		return l.fail("count-down", err)
-	}
-	return l.fail("count-down", fmt.Errorf("%w: %w", ErrOutcomeUnknown, err))
+	return l.e.CountDown(ctx)
 }
 
 // Count is the latch's count: 0 when it is released or not armed.
-func (l *Latch) Count(ctx context.Context) (int64, error) {
-	n, err := scripts.Do(ctx, l.c.env.RDB, "get", l.key).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, l.fail("inspect", err)
-	}
-	return max(n, 0), nil
-}
+func (l *Latch) Count(ctx context.Context) (int64, error) { return l.e.Count(ctx) }
 
 // Delete deletes the latch without releasing its waiters (Redisson
 // publishes "1", which wakes none). It reports whether it existed.
-func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	n, err := scripts.LatchDelete.Run(ctx, l.c.env.RDB, 2, []any{
-		3: l.key, l.channel,
-		l.c.env.Publish,
-	}).Int64()
-	if err != nil {
-		return false, l.fail("delete", err)
-	}
-	return n == 1, nil
-}
+func (l *Latch) Delete(ctx context.Context) (bool, error) { return l.e.Delete(ctx) }
 
 // Await blocks until the latch is released (its count reached zero, or it
 // is not armed) or ctx is done.
@@ -166,26 +114,5 @@ func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 	if err := l.check(); err != nil {
 		return l.fail("await", err)
 	}
-	try := func(ctx context.Context) (bool, time.Duration, error) {
-		n, err := scripts.Do(ctx, l.c.env.RDB, "get", l.key).Int64()
-		if errors.Is(err, redis.Nil) {
-			return true, 0, nil
-		}
-		if err != nil {
-			return false, 0, err
-		}
-		return n <= 0, -1, nil // -1: no expiry, sleep until the message
-	}
-	w := await.Spec{
-		Channel: l.channel,
-		Wait:    wait,
-		Wake:    hub.WakeZero,
-	}
-	if err := l.c.env.Waits.Await(ctx, w, try); err != nil {
-		if errors.Is(err, ErrNotAcquired) {
-			err = fmt.Errorf("%w: the latch was not released within %v", ErrNotAcquired, wait)
-		}
-		return l.fail("await", err)
-	}
-	return nil
+	return l.e.Await(ctx, wait)
 }

@@ -42,10 +42,13 @@ func newMutex(c *Client, key string, opts LockOptions, kind mutex.Kind, fenced b
 
 // init makes m the handle of the lock of kind at key, with m.opts.
 func (m *Mutex) init(c *Client, key string, kind mutex.Kind, fenced bool) {
-	o := m.opts
 	m.c = c
-	m.e.Init(c.mutexes, key, kind, mutex.Options{Name: o.Name, QueueTimeout: o.QueueTimeout,
-		WritersFirst: o.WritersFirst, SyncReplicas: o.SyncReplicas, Fenced: fenced})
+	m.e.Init(c.mutexes, key, kind, m.opts.engine(fenced))
+}
+
+// engine is what the engine of a lock reads of o (package mutex).
+func (o LockOptions) engine(fenced bool) mutex.Options {
+	return mutex.Options{Name: o.Name, QueueTimeout: o.QueueTimeout, WritersFirst: o.WritersFirst, SyncReplicas: o.SyncReplicas, Fenced: fenced}
 }
 
 // Key is the Redis key of the lock.

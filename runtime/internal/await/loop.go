@@ -68,11 +68,11 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if closed(l.Closed) {
+	if IsClosed(l.Closed) {
 		return errs.Closed
 	}
 	running := l.Running(ctx)
-	if !running && closed(l.Draining) {
+	if !running && IsClosed(l.Draining) {
 		return errShutdown
 	}
 	var wt waiting
@@ -104,7 +104,8 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 // errShutdown ends the wait of a fresh acquisition once Shutdown began.
 var errShutdown = fmt.Errorf("%w: Shutdown began", errs.Draining)
 
-func closed(ch <-chan struct{}) bool {
+// IsClosed reports whether ch (Loop.Closed, Loop.Draining) is closed.
+func IsClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true

@@ -114,9 +114,3 @@ func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, err
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}
 }
-
-// Settle is Retry, for a settlement: it must finish even when its caller
-// gave up.
-func (k *Limits) Settle(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
-	return k.Retry(ctx, op)
-}

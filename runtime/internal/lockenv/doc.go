@@ -9,7 +9,7 @@
 // (Replied).
 //
 // It owns no mechanism of its own: the engines (packages mutex,
-// semaphore) do the work, and runtime's public names reach it only
+// semaphore, redlock) do the work, and runtime's public names reach it only
 // through Env.Fail and Env.WaitStarted, so nothing here imports runtime.
 //
 // Invariants:

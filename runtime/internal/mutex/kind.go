@@ -166,7 +166,7 @@ func (reentrant) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (b
 	if at.via != nil {
 		via = at.via
 	}
-	n, err := c.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Settle.Run(ctx, via, 2, []any{
 			3: a.Key, at.marker,
 			a.Field, at.count, c.MarkerTTL,

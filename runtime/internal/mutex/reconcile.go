@@ -131,7 +131,7 @@ func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attemp
 // readFence sets *fence to the token counter, for an acquisition settled as
 // taken after its reply (and token) was lost.
 func (m *Lock) readFence(ctx context.Context, fence *int64) error {
-	n, err := m.env.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
 	})
 	if err == nil && fence != nil {
@@ -152,7 +152,7 @@ func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Lock, lockArgs, attempt) (int64, error)) (bool, error) {
 	again := at
 	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
-	n, err := m.env.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return acquire(ctx, m, a, again)
 	})
 	return err == nil && n == 0, err

@@ -16,30 +16,43 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Plain is the engine of a plain semaphore (runtime.PlainSemaphore), in
-// the layout of Redisson's RSemaphore: the free count at the key and the
-// channel redisson_sc:{key}. Its permits have no ids and no leases: an
-// acquire or release whose reply was lost is not resent, and reports an
-// unknown outcome.
-type Plain struct {
+// counter is what Plain and Latch are made of: a count at key, with its
+// channel, in a Client's Env; name is used in errors.
+type counter struct {
 	env     *lockenv.Env
 	key     string
 	name    string
 	channel string
 }
 
-// Init makes p the plain semaphore at key, named name.
-func (p *Plain) Init(env *lockenv.Env, key, name string) {
-	*p = Plain{env: env, key: key, name: name, channel: ChannelName(key)}
+// Key is the Redis key of the count.
+func (c *counter) Key() string { return c.key }
+
+// Name is the counter's name in errors.
+func (c *counter) Name() string { return c.name }
+
+func (c *counter) fail(op string, err error) error { return c.env.Fail(op, c.name, c.key, err) }
+
+// count reads the count: 0 when it is absent.
+func (c *counter) count(ctx context.Context) (int64, error) {
+	n, err := scripts.Do(ctx, c.env.RDB, "get", c.key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
 }
 
-// Key is the Redis key of the free count.
-func (p *Plain) Key() string { return p.key }
+// Plain is the engine of a plain semaphore (runtime.PlainSemaphore), in
+// the layout of Redisson's RSemaphore: the free count at the key and the
+// channel redisson_sc:{key}. Its permits have no ids and no leases: an
+// acquire or release whose reply was lost is not resent, and reports an
+// unknown outcome.
+type Plain struct{ counter }
 
-// Name is the semaphore's name in errors.
-func (p *Plain) Name() string { return p.name }
-
-func (p *Plain) fail(op string, err error) error { return p.env.Fail(op, p.name, p.key, err) }
+// Init makes p the plain semaphore at key, named name.
+func (p *Plain) Init(env *lockenv.Env, key, name string) {
+	p.counter = counter{env: env, key: key, name: name, channel: ChannelName(key)}
+}
 
 // TrySetPermits sets the free count to n only when it is absent.
 func (p *Plain) TrySetPermits(ctx context.Context, n int) (bool, error) {
@@ -74,14 +87,10 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 func (p *Plain) Release(ctx context.Context, n int) error {
 	dctx, cancel := p.env.Calls.Detached(p.env.Calls.Yield(ctx))
 	defer cancel()
-	err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
-	switch {
-	case err == nil:
-		return nil
-	case scripts.IsReply(err), scripts.NotSent(err):
-		return p.fail("release", err)
+	if err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err(); err != nil {
+		return p.fail("release", sentOnce(err))
 	}
-	return p.fail("release", fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
+	return nil
 }
 
 // AddPermits adds n (which may be negative) to the free count, and wakes
@@ -99,14 +108,20 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 
 // Available is the free count (0 when absent).
 func (p *Plain) Available(ctx context.Context) (int, error) {
-	n, err := scripts.Do(ctx, p.env.RDB, "get", p.key).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+	n, err := p.count(ctx)
 	if err != nil {
 		return 0, p.fail("inspect", err)
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// sentOnce is the error of a change sent once (RunOnce) that failed: one
+// whose reply was lost may have run, and is an unknown outcome.
+func sentOnce(err error) error {
+	if lockenv.Replied(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 }
 
 // resolveLate takes over a PlainSemaphore's acquire attempt of n permits

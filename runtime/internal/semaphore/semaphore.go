@@ -154,7 +154,7 @@ func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px an
 		s.resolveLate(p, a, marker) // gives back what a late reply took
 		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 	}
-	took, serr := c.Calls.Settle(ctx, func(ctx context.Context) (int64, error) {
+	took, serr := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.SemaphoreSettle.Run(ctx, c.RDB, 2, []any{
 			3: s.timeouts, marker,
 			a.FieldID()[:permitIDLen], c.MarkerTTL,

@@ -1,0 +1,323 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/mutex"
+)
+
+// A Lock is the engine of one RedLock handle: one key, a reentrant lock
+// on every node. Its methods return errors made by the Client's Env.Fail
+// (runtime's *LockError). It is safe for concurrent use.
+type Lock struct {
+	env    *lockenv.Env // the Client's own: owners, errors, Close
+	key    string
+	name   string
+	quorum int
+	nodes  []node
+}
+
+// node is the lock on one node, in that node's Client.
+type node struct {
+	hub  *hub.Hub
+	lock mutex.Lock
+}
+
+// New returns the RedLock at key over nodes (each node Client's Env),
+// held on quorum of them (0: a majority); o are the options of the lock on
+// each node.
+func New(env *lockenv.Env, nodes []*mutex.Env, key string, quorum int, o mutex.Options) *Lock {
+	if quorum <= 0 {
+		quorum = len(nodes)/2 + 1
+	}
+	l := &Lock{env: env, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes))}
+	for i, n := range nodes {
+		l.nodes[i].hub = n.Hub
+		l.nodes[i].lock.Init(n, key, mutex.Reentrant, o)
+	}
+	return l
+}
+
+// Key is the Redis key of the lock on every node.
+func (l *Lock) Key() string { return l.key }
+
+// Nodes is the number of nodes; Quorum how many must grant the lock.
+func (l *Lock) Nodes() int  { return len(l.nodes) }
+func (l *Lock) Quorum() int { return l.quorum }
+
+func (l *Lock) fail(op string, err error) error { return l.env.Fail(op, l.name, l.key, err) }
+
+// Owner is the owner an acquisition with ctx takes the lock as: the one
+// of a RedLock hold or another hold of the Client that ctx carries (a
+// re-entry), or a new one.
+func (l *Lock) Owner(ctx context.Context) string {
+	if h := l.holdIn(ctx); h != nil {
+		return h.owner
+	}
+	if hc := l.env.Reg.Of(ctx); hc != nil {
+		return hc.Owner()
+	}
+	return l.env.NewOwner()
+}
+
+// Acquire waits up to wait (0: one round of tries; < 0: until ctx is
+// done) for a quorum of nodes to grant the lock to owner, with lease, and
+// returns the hold's ctx. It fails with errs.Quorum when fewer than a
+// quorum of nodes answer a round at all.
+func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (_ context.Context, err error) {
+	if await.IsClosed(l.env.Waits.Closed) {
+		return nil, l.fail("acquire", errs.Closed)
+	}
+	effective := lease
+	if lease == lockenv.Watchdog {
+		effective = l.env.Watchdog
+	}
+	var deadline, until time.Time // until: zero makes each node's try a single one, bounded by the release timeout
+	if wait >= 0 {
+		deadline = time.Now().Add(wait)
+	}
+	if wait > 0 {
+		until = deadline
+	}
+	var ws []*hub.Waiter // its place on the nodes' channels, once it waited
+	defer func() { l.leave(ws, err == nil) }()
+	for {
+		start := time.Now()
+		parts, granted, answered := l.tryAll(ctx, owner, lease, until)
+		l.tried(ws)
+		// Every node's key expires no earlier than start + lease: the
+		// validity ends a drift before that, whatever the tries cost
+		// (that time is already inside the window, not to subtract again).
+		validUntil := start.Add(effective - leaseclock.Drift(effective))
+		if granted >= l.quorum && time.Now().Before(validUntil) {
+			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
+		}
+		l.releaseParts(parts)
+		switch {
+		case ctx.Err() != nil:
+			return nil, l.fail("acquire", ctx.Err())
+		case answered < l.quorum:
+			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum))
+		case wait == 0 || !deadline.IsZero() && !time.Now().Before(deadline):
+			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, len(parts), l.quorum))
+		}
+		if granted > 0 {
+			// A split vote: another waiter took some nodes. Back off a
+			// random while, as RedLock prescribes, so that two waiters do
+			// not split every round, and try again.
+			if err := l.pause(ctx, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// Held elsewhere: sleep on every node's lock channel until a
+		// release there (or the key's deletion or expiry: key tracking)
+		// wakes it, then try again.
+		if ws == nil {
+			var ready bool
+			if ws, ready = l.join(); ws == nil {
+				return nil, l.fail("acquire", errs.Closed)
+			}
+			if ready {
+				continue
+			}
+		}
+		if err := l.pause(ctx, sleepBound, deadline, ws...); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// tryAll tries every node once, in parallel. answered counts the nodes
+// that replied (granted or held by someone else), as opposed to failing.
+func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, granted, answered int) {
+	parts = make([]context.Context, len(l.nodes))
+	var took, replied atomic.Int32
+	var wg sync.WaitGroup
+	for i := range l.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := l.nodes[i].lock.Acquire(ctx, owner, 0, lease, until)
+			if err == nil {
+				parts[i], err = a.Record()
+			}
+			if err == nil {
+				took.Add(1)
+			}
+			if err == nil || errors.Is(err, errs.NotAcquired) {
+				replied.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return parts, int(took.Load()), int(replied.Load())
+}
+
+// releaseParts releases the parts taken, on their nodes, in parallel.
+func (l *Lock) releaseParts(parts []context.Context) {
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		if p != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, _ = l.nodes[i].lock.Release(p)
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// hold is one acquisition of a RedLock: its parts, each a hold in its
+// node Client's registry, which renews it and ends it when it is lost.
+type hold struct {
+	owner    string
+	start    time.Time
+	parts    []context.Context // the hold's ctx on each node; nil where not taken
+	spare    int32             // parts that may be lost before the quorum is
+	lost     atomic.Int32
+	released atomic.Bool
+	cancel   context.CancelCauseFunc
+}
+
+// holdKey is the ctx key of a RedLock's hold: its Client and key.
+type holdKey struct {
+	env *lockenv.Env
+	key string
+}
+
+func (l *Lock) holdIn(ctx context.Context) *hold {
+	h, _ := ctx.Value(holdKey{l.env, l.key}).(*hold)
+	return h
+}
+
+// hold makes the ctx of a granted acquisition. It is cancelled with
+// errs.LockLost once more parts are lost than the quorum can spare, or
+// (fixed lease) when the validity ends, and with errs.Closed when a node's
+// Client closes.
+func (l *Lock) hold(ctx context.Context, owner string, parts []context.Context, granted int, lease time.Duration, validUntil time.Time) context.Context {
+	h := &hold{owner: owner, start: time.Now(), parts: parts, spare: int32(granted - l.quorum)}
+	cctx, cancel := context.WithCancelCause(ctx)
+	h.cancel = cancel
+	var out context.Context = cctx
+	if lease != lockenv.Watchdog {
+		dctx, stop := context.WithDeadlineCause(cctx, validUntil, l.fail("lease", fmt.Errorf("%w: validity of the fixed lease ran out", errs.LockLost)))
+		out = dctx
+		h.cancel = func(err error) { cancel(err); stop() }
+	}
+	for _, p := range parts {
+		if p != nil {
+			// A part ends when it is released too (cause context.Canceled):
+			// by then the hold's ctx is done, and its first cause stays.
+			context.AfterFunc(p, func() { l.partEnded(h, context.Cause(p)) })
+		}
+	}
+	return context.WithValue(out, holdKey{l.env, l.key}, h)
+}
+
+// partEnded ends h when a part's end (cause) makes it lost.
+func (l *Lock) partEnded(h *hold, cause error) {
+	switch {
+	case errors.Is(cause, errs.Closed):
+		h.cancel(l.fail("renew", errs.Closed))
+	case errors.Is(cause, errs.LockLost) && h.lost.Add(1) > h.spare:
+		h.cancel(l.fail("renew", fmt.Errorf("%w: fewer than %d nodes still hold it", errs.LockLost, l.quorum)))
+	}
+}
+
+// Release releases the acquisition ctx carries on every node, and returns
+// its owner and start; with an error wrapping errs.LockLost when fewer
+// than a quorum of nodes still held it. The hold's ctx is done before the
+// releases are sent.
+func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
+	h := l.holdIn(ctx)
+	if h == nil {
+		return "", time.Time{}, l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
+	}
+	if h.released.Swap(true) {
+		return "", time.Time{}, l.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
+	}
+	lost := h.lost.Load() > h.spare
+	h.cancel(context.Canceled)
+	l.releaseParts(h.parts)
+	if lost {
+		return h.owner, h.start, l.fail("release", fmt.Errorf("%w: fewer than %d nodes held it", errs.LockLost, l.quorum))
+	}
+	return h.owner, h.start, nil
+}
+
+// sleepBound bounds a waiter's sleep on the nodes' channels: a lock freed
+// without a message (its holder crashed) is seen by key tracking, or
+// after this.
+const sleepBound = 500 * time.Millisecond
+
+// pause sleeps up to d, never past deadline (zero: none), until one of ws
+// is signalled, ctx is done or the Client closes.
+func (l *Lock) pause(ctx context.Context, d time.Duration, deadline time.Time, ws ...*hub.Waiter) error {
+	if !deadline.IsZero() {
+		d = max(min(d, time.Until(deadline)), 0)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.env.Waits.Closed)},
+	}
+	for _, w := range ws {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.C())})
+	}
+	switch i, _, _ := reflect.Select(cases); i {
+	case 1:
+		return l.fail("acquire", ctx.Err())
+	case 2:
+		return l.fail("acquire", errs.Closed)
+	}
+	return nil
+}
+
+// join puts a waiter on the lock's channel of every node, in the order of
+// l.nodes. ready: one of the channels was subscribed already, so an unlock
+// published since the last try may have reached no one: try again at
+// once. It returns no waiters once a node's Client is closed.
+func (l *Lock) join() (ws []*hub.Waiter, ready bool) {
+	channel := mutex.LockChannel(l.key)
+	for i := range l.nodes {
+		w, r := l.nodes[i].hub.Join(channel, false, hub.Sub{Key: l.key})
+		if w == nil {
+			l.leave(ws, false)
+			return nil, false
+		}
+		ws = append(ws, w)
+		ready = ready || r
+	}
+	return ws, ready
+}
+
+// tried reports a round of tries to the hub of every node waited on.
+func (l *Lock) tried(ws []*hub.Waiter) {
+	for i, w := range ws {
+		l.nodes[i].hub.Tried(w, false, false)
+	}
+}
+
+// leave takes the waiters off every node's channel (acquired: their unused
+// wake-ups are dropped rather than passed on).
+func (l *Lock) leave(ws []*hub.Waiter, acquired bool) {
+	for i, w := range ws {
+		l.nodes[i].hub.Leave(w, acquired)
+	}
+}

@@ -1,0 +1,84 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
+)
+
+// Latch is the engine of a count-down latch (runtime.Latch), in the
+// layout of Redisson's RCountDownLatch: the count at the key (no TTL), the
+// channel redisson_countdownlatch__channel__{key} (the braces always
+// added), where "0" says the count reached zero. Like Plain, it takes no
+// holds and sends nothing twice.
+type Latch struct{ counter }
+
+// Init makes l the latch at key, named name.
+func (l *Latch) Init(env *lockenv.Env, key, name string) {
+	l.counter = counter{env: env, key: key, name: name, channel: "redisson_countdownlatch__channel__{" + key + "}"}
+}
+
+// TrySet arms the latch with count n if it is not armed, and reports
+// whether it did. A copy sent after a lost reply would find the latch
+// this call armed and report that it did not: it is sent once.
+func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
+	set, err := scripts.LatchTrySet.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, n, l.env.Publish}).Int64()
+	if err != nil {
+		return false, l.fail("arm", err)
+	}
+	return set == 1, nil
+}
+
+// CountDown counts the latch down by one, once: a lost reply is an
+// unknown outcome.
+func (l *Latch) CountDown(ctx context.Context) error {
+	if err := scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err(); err != nil {
+		return l.fail("count-down", sentOnce(err))
+	}
+	return nil
+}
+
+// Count is the latch's count: 0 when it is released or not armed.
+func (l *Latch) Count(ctx context.Context) (int64, error) {
+	n, err := l.count(ctx)
+	if err != nil {
+		return 0, l.fail("inspect", err)
+	}
+	return max(n, 0), nil
+}
+
+// Delete deletes the latch, publishing "1", which wakes no waiter. It
+// reports whether it existed.
+func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	n, err := scripts.LatchDelete.Run(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Int64()
+	if err != nil {
+		return false, l.fail("delete", err)
+	}
+	return n == 1, nil
+}
+
+// Await waits up to wait (0: one check; < 0: until ctx is done) for the
+// count to reach zero, in the Client's wait loop: it wakes on "0"
+// (hub.WakeZero), and checks again once subscribed and whenever the
+// pub/sub connection was replaced.
+func (l *Latch) Await(ctx context.Context, wait time.Duration) error {
+	try := func(ctx context.Context) (bool, time.Duration, error) {
+		n, err := l.count(ctx)
+		return err == nil && n <= 0, -1, err // -1: no expiry, sleep until the message
+	}
+	err := l.env.Waits.Await(ctx, await.Spec{Channel: l.channel, Wait: wait, Wake: hub.WakeZero}, try)
+	if errors.Is(err, errs.NotAcquired) {
+		err = fmt.Errorf("%w: the latch was not released within %v", errs.NotAcquired, wait)
+	}
+	if err != nil {
+		return l.fail("await", err)
+	}
+	return nil
+}
