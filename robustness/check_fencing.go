@@ -20,8 +20,10 @@ package robustness
 //     paused and resumed meanwhile: its timer fires late), or the hold was
 //     released before; a ctx done earlier for another cause (the caller
 //     gave up) cannot report a later loss, so there the release must have
-//     found the lock lost. Fenced workers write without looking at their
-//     ctx, sometimes after it is done, to exercise refusals.
+//     found the lock lost, or the write came after the hold's fixed lease
+//     had run out in Redis (from the acquire's return on). Fenced workers
+//     write without looking at their ctx, sometimes after it is done, to
+//     exercise refusals.
 //
 // Documented limit: FLUSHALL resets the token counter, so after a flush
 // tokens start over: (a) is exempt for a pair of holds with a flush
@@ -69,6 +71,9 @@ func CheckFencing(h *History, lim Limits) Result {
 	if fc.closedRefusals > 0 {
 		c.note("%d refusals after the hold's ctx was done because its Client was closed", fc.closedRefusals)
 	}
+	if fc.expiredRefusals > 0 {
+		c.note("%d refusals after the hold's ctx was done for another cause, of writes made after its fixed lease ran out", fc.expiredRefusals)
+	}
 	if fc.earlyDoneRefusals > 0 {
 		c.note("%d refusals after the hold's ctx was done for another cause, of holds whose release found the lock lost", fc.earlyDoneRefusals)
 	}
@@ -84,6 +89,7 @@ type fencing struct {
 	releasedRefusals  int
 	closedRefusals    int
 	earlyDoneRefusals int
+	expiredRefusals   int
 }
 
 // lastLossBefore is when the last flush of the lock server that started
@@ -228,6 +234,15 @@ func (fc *fencing) refusals(key string, spans []span) {
 				// gave up), so it could not report the loss, which its
 				// release found.
 				fc.earlyDoneRefusals++
+				continue
+			}
+			if o.Done != Never && o.Done <= w.Return && o.Lease > 0 && w.Invoke >= o.Return+o.Lease {
+				// Its ctx was done for another cause first, and the
+				// write came after its fixed lease had run out in Redis
+				// (the lease counts from the try's send, before the
+				// return): the lock was free to be taken, whether or not
+				// a release could tell (its process may be gone first).
+				fc.expiredRefusals++
 				continue
 			}
 			why := "its hold's ctx was never done"

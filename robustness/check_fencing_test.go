@@ -121,6 +121,25 @@ func TestCheckFencingRefusalWithoutLoss(t *testing.T) {
 	r := CheckFencing(s.build(), synLimits())
 	synPass(t, r)
 	synNote(t, r, "release found the lock lost")
+
+	// Or unless the write came after its fixed lease ran out: no release
+	// may ever tell (seed 209073245: its process was killed before it).
+	for _, tc := range []struct {
+		write float64
+		pass  bool
+	}{{115, true}, {105, false}} {
+		s = newSynth(2)
+		o = s.fenced(0, 1, 0, 10, -1).synWrite(tc.write, tc.write+5, 1, OutFail).synDone(50, "context canceled")
+		o.Lease = tms(100)
+		s.fenced(1, 2, 0, 112, 200).synWrite(113, 114, 2, OutOK)
+		r = CheckFencing(s.build(), synLimits())
+		if !tc.pass {
+			synViolations(t, r, 1, "for another cause")
+			continue
+		}
+		synPass(t, r)
+		synNote(t, r, "made after its fixed lease ran out")
+	}
 }
 
 func TestCheckFencingRefusalPaused(t *testing.T) {
