@@ -62,6 +62,7 @@ type Client struct {
 	closeRenewal func() error       // closes the watchdog's own client, if any
 	slots        *calls.SlotMaps    // re-reads the cluster's slot maps after a failure (package calls)
 	redNodes     []*Client          // one client per RedLock node
+	redSleep     time.Duration      // a RedLock waiter's longest sleep: redSleepBound (tests set it)
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -140,6 +141,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 		labelID = env.ID
 	}
 	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
+	c.redSleep = redSleepBound
 	env.Waits = c.newWaitLoop()
 	for _, node := range o.RedLockNodes {
 		sub := o

@@ -157,7 +157,7 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 				continue
 			}
 		}
-		if err := l.pause(ctx, redSleepBound, deadline, rw.ws...); err != nil {
+		if err := l.pause(ctx, c.redSleep, deadline, rw.ws...); err != nil {
 			return nil, err
 		}
 	}
