@@ -1,5 +1,10 @@
 package runtime
 
+import (
+	"context"
+	"time"
+)
+
 // ParkedWaiters counts the goroutines of m's Client asleep on m's channel
 // that a release could hand the lock to now (see hub.Offer: parked, no
 // wake-up pending, the subscription confirmed): tests wait for it before
@@ -20,3 +25,17 @@ func StallRenewals(c *Client) (release func()) { return c.wd.Stall() }
 // AdmissionClosed reports whether c's admission gate holds fresh
 // acquisitions back.
 func AdmissionClosed(c *Client) bool { return c.wd.Gate().Closed() }
+
+// HoldDeadline is the lease clock's deadline of the hold whose ctx (of c)
+// is hctx: where the clock ends it unless a confirmation moves it on. A
+// test compares it with the key's expiry in Redis, which the time a test
+// goroutine sees the ctx done is not (it runs late on a loaded box).
+func HoldDeadline(c *Client, hctx context.Context) time.Time {
+	return c.env.Reg.Of(hctx).Acquisition().Hold().Deadline()
+}
+
+// SetRedSleepBound sets how long c's RedLock waiters sleep at most without
+// a wake-up (redSleepBound): a test makes it longer than its wait, so
+// that only a message or key tracking can wake them in time. Call it
+// before c's first RedLock TryLock.
+func SetRedSleepBound(c *Client, d time.Duration) { c.redSleep = d }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,7 +117,19 @@ type renewalCut struct {
 	mu    sync.Mutex
 	key   string        // armed: what the renewal to cut names
 	fired chan struct{} // closed at the cut
+	// setup: reads on its connections wait without the client's
+	// ReadTimeout (see setupReads).
+	setup atomic.Bool
 }
+
+// setupReads makes reads on the cut's connections wait without a deadline
+// while on: a test's holder takes its lock through them with a short
+// ReadTimeout (200 ms, for the cut and the heal), which a stall of the
+// loaded test process overran (a read whose deadline passed while the
+// process was descheduled fails though its reply is there), failing the
+// acquisition the test is about to cut. The call's own bound still ends
+// it.
+func (r *renewalCut) setupReads(on bool) { r.setup.Store(on) }
 
 func newRenewalCut(ps ...*faultproxy.Proxy) *renewalCut { return &renewalCut{ps: ps} }
 
@@ -144,6 +157,13 @@ type cutConn struct {
 func (c cutConn) Write(b []byte) (int, error) {
 	c.r.seen(b)
 	return c.Conn.Write(b)
+}
+
+func (c cutConn) SetReadDeadline(t time.Time) error {
+	if c.r.setup.Load() {
+		t = time.Time{}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // renewalScript is how a renewal is sent: EVALSHA of the renewal script
@@ -549,12 +569,17 @@ func TestGiveBackWithDefaultRedisOptions(t *testing.T) {
 	skipShortOutsideCI(t)
 	t.Parallel()
 	const wd = 9 * time.Second // renewals every 3 s: a read timeout of go-redis apart
+	// The lock is free: a wait only bounds the first acquisition by more
+	// than a single try's ReleaseTimeout (300 ms), which its first calls
+	// (dial, HELLO, NOSCRIPT, SCRIPT LOAD through the proxy) overran on a
+	// loaded box: "acquire: redis unavailable: outcome unknown".
+	const setupWait = 5 * time.Second
 	t.Run("healed", func(t *testing.T) {
 		t.Parallel()
 		e := newGBEnv(t, wd, &redis.Options{})
 		ctx := context.Background()
 		key := "gb:defaults:healed"
-		held, err := e.holder.Mutex(key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+		held, err := e.holder.Mutex(key, runtime.LockOptions{}).TryLock(ctx, setupWait, runtime.Watchdog)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -583,7 +608,7 @@ func TestGiveBackWithDefaultRedisOptions(t *testing.T) {
 		ctx := context.Background()
 		key := "gb:defaults:cut"
 		l := e.holder.Mutex(key, runtime.LockOptions{})
-		held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+		held, err := l.TryLock(ctx, setupWait, runtime.Watchdog)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,13 +214,16 @@ func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.
 	case <-time.After(5 * time.Second):
 		t.Fatal("B's hold lives on 5 s after the grant, its renewal lost")
 	}
-	ended := time.Now()
-	t.Logf("B's hold ended %v before the key's expiry (PTTL %v at the grant)", expiry.Sub(ended), pttl)
 	if !errors.Is(context.Cause(hb), runtime.ErrLockLost) {
 		t.Fatalf("B's hold ended with %v, want ErrLockLost", context.Cause(hb))
 	}
-	if ended.After(expiry.Add(2 * time.Millisecond)) {
-		t.Fatalf("B's hold ended %v after the key expired", ended.Sub(expiry))
+	// The order is judged by the deadline the lease clock ended the hold
+	// at, not by when this goroutine saw the ctx done: on a loaded box it
+	// ran tens of ms late, past the 25 ms of drift between the two.
+	deadline := runtime.HoldDeadline(b, hb)
+	t.Logf("B's hold's deadline %v before the key's expiry (PTTL %v at the grant)", expiry.Sub(deadline), pttl)
+	if deadline.IsZero() || deadline.After(expiry) {
+		t.Fatalf("B's hold's deadline %v after the key expired", deadline.Sub(expiry))
 	}
 	ha := wantLock(t, gotA, 5*time.Second, "A's waiter, once B's grant ran out")
 	p.Heal()

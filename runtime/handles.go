@@ -86,7 +86,9 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 	for i, n := range c.redNodes {
 		nodes[i] = n.mutexes
 	}
-	return &RedLock{c: c, opts: opts, e: redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))}
+	e := redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))
+	e.SleepBound = c.redSleep
+	return &RedLock{c: c, opts: opts, e: e}
 }
 
 // Semaphore returns the permit-expirable semaphore at key.

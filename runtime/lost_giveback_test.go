@@ -49,7 +49,9 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			ctx := context.Background()
 			key := "lost-" + k.Name
 			l := k.Holder(holder, key)
-			held, err := l.TryLock(ctx, time.Second, runtime.Watchdog)
+			cut.setupReads(true)
+			held, err := l.TryLock(ctx, 5*time.Second, runtime.Watchdog) // a free lock
+			cut.setupReads(false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,22 +73,26 @@ func TestLostHoldIsGivenBackOnceRedisAnswers(t *testing.T) {
 			if ttl <= 0 {
 				t.Fatalf("the hold's longest TTL in Redis %v at the loss: what the renewal that arrived set ran out before its ctx ended", ttl)
 			}
+			// What the hold has in Redis now lasts a minute: only a
+			// give-back frees the lock for the next owner within its wait,
+			// however late it comes. (The next owner had to get the lock
+			// within 4/5 of the TTL left, about 800 ms, which a loaded box
+			// overran with the give-back right.)
+			holdFor(ctx, direct, key, time.Minute)
 			for _, p := range proxies {
 				p.Heal()
 			}
 			healed := time.Now()
 			// The lost hold's fn may go on for a while: what it had is
 			// given back without waiting for its Unlock.
-			bound := ttl - ttl/5 // well before what Redis had expires
-			wctx, cancel := context.WithTimeout(ctx, bound)
-			defer cancel()
+			const wait = 10 * time.Second
 			w := k.Waiter(waiter, key)
-			h2, err := w.TryLock(wctx, bound, runtime.Watchdog)
+			h2, err := w.TryLock(ctx, wait, runtime.Watchdog)
 			if err != nil {
-				t.Fatalf("the next owner did not get the lock within %v of Redis answering again (longest TTL at the loss %v): %v",
-					bound, ttl, err)
+				t.Fatalf("the next owner did not get the lock within %v of Redis answering again (longest TTL at the loss %v, then a minute): %v",
+					wait, ttl, err)
 			}
-			t.Logf("the next owner got the lock %v after Redis answered again (longest TTL at the loss: %v)",
+			t.Logf("the next owner got the lock %v after Redis answered again (longest TTL at the loss: %v, then a minute)",
 				time.Since(healed).Round(time.Millisecond), ttl)
 			// The lost hold's Unlock, late, leaves the new owner's hold alone.
 			if err := l.Unlock(held); !errors.Is(err, runtime.ErrLockLost) {
@@ -233,6 +239,28 @@ func holdTTL(ctx context.Context, servers []redis.UniversalClient, key string) t
 		}
 	}
 	return ttl
+}
+
+// holdFor makes what holdTTL reads of key last d from now: every key
+// matching it with a TTL, and every zset member (a permit's lease is its
+// score) not yet expired.
+func holdFor(ctx context.Context, servers []redis.UniversalClient, key string, d time.Duration) {
+	for _, c := range servers {
+		until := c.Time(ctx).Val().Add(d).UnixMilli()
+		for _, k := range c.Keys(ctx, "*"+key+"*").Val() {
+			if c.PTTL(ctx, k).Val() > 0 {
+				c.PExpire(ctx, k, d)
+			}
+			if c.Type(ctx, k).Val() == "zset" {
+				now := c.Time(ctx).Val().UnixMilli()
+				for _, z := range c.ZRangeWithScores(ctx, k, 0, -1).Val() {
+					if int64(z.Score) > now {
+						c.ZAddXX(ctx, k, redis.Z{Score: float64(until), Member: z.Member})
+					}
+				}
+			}
+		}
+	}
 }
 
 // backgroundGoroutines counts the goroutines of the process that run

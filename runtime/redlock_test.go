@@ -225,9 +225,18 @@ func runRedWorker(rdb *redis.Client) int {
 // holder releases, not on a timer, and tries a handful of times rather
 // than every few milliseconds; a holder that dies is seen by key tracking
 // when its lease runs out.
+//
+// The waiter's sleep bound (500 ms) is made longer than its wait, so that
+// only the message (or key tracking) wakes it before the try at the end
+// of its wait: the test then bounds it by half the wait, not by 200 ms,
+// which a loaded box broke (the waiter took the lock 634 ms after the
+// release, woken by it), and a waiter that misses the message fails every
+// time, not only when its 500 ms timer fired late enough.
 func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 	e := newRedEnv(t, runtime.Options{WatchdogTimeout: time.Second})
 	other := newClient(t, e.rdbs[0], &runtime.Options{RedLockNodes: toUniversal(e.rdbs)})
+	const wait = 5 * time.Second
+	runtime.SetRedSleepBound(other, time.Minute)
 	ctx := ctxT(t)
 	calls := func() int64 {
 		var n int64
@@ -249,7 +258,7 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 	got := make(chan res, 1)
 	before := calls()
 	go func() {
-		hc, err := waiter.TryLock(ctx, 5*time.Second, runtime.Watchdog)
+		hc, err := waiter.TryLock(ctx, wait, runtime.Watchdog)
 		got <- res{time.Now(), err, hc}
 	}()
 	time.Sleep(400 * time.Millisecond)
@@ -259,7 +268,7 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 	}
 	r := <-got
 	if r.err != nil {
-		t.Fatal(r.err)
+		t.Fatalf("the waiter, asleep, missed the release: %v", r.err)
 	}
 	// A round is 5 calls, one per node. The waiter tries once, then once
 	// per node as each node's subscription is confirmed, and once after
@@ -269,13 +278,16 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 	if n := calls() - before; n > 100 {
 		t.Errorf("%d script calls on the nodes while one waiter waited 400 ms: it polls", n)
 	}
-	if d := r.at.Sub(released); d > 200*time.Millisecond {
-		t.Errorf("waiter took the lock %v after the release", d)
+	// Not woken, it would try last at the end of its wait (and take the
+	// lock then).
+	if d := r.at.Sub(released); d > wait/2 {
+		t.Errorf("waiter took the lock %v after the release: not woken by it", d)
+	} else {
+		t.Logf("the waiter took the lock %v after the release", d)
 	}
 
 	// A holder that dies without a release: its keys expire after the
-	// fixed lease, and key tracking wakes the waiter then, not after its
-	// 500 ms bound.
+	// fixed lease, and key tracking wakes the waiter then.
 	if err := waiter.Unlock(r.h); err != nil {
 		t.Fatal(err)
 	}
@@ -283,12 +295,14 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	hc, err := waiter.TryLock(ctx, 5*time.Second, runtime.Watchdog)
+	hc, err := waiter.TryLock(ctx, wait, runtime.Watchdog)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("the waiter, asleep, missed the expiry of the lock (lease 300ms): %v", err)
 	}
-	if d := time.Since(start); d > 300*time.Millisecond+250*time.Millisecond {
-		t.Errorf("waiter took an expired lock %v after it began waiting (lease 300ms)", d)
+	if d := time.Since(start); d > wait/2 {
+		t.Errorf("waiter took an expired lock %v after it began waiting (lease 300ms): not woken at the expiry", d)
+	} else {
+		t.Logf("the waiter took an expired lock %v after it began waiting (lease 300ms)", d)
 	}
 	_ = waiter.Unlock(hc)
 }

@@ -101,6 +101,15 @@ type Hold struct {
 // Lost reports whether h was lost. It takes no lock.
 func (h *Hold) Lost() bool { return h.lost.Load() }
 
+// Deadline is h's deadline on the lease clock (zero before its first
+// confirmation): where its ctx ends unless a confirmation moves it on.
+// Tests compare it with what Redis has; it takes h's shard mutex.
+func (h *Hold) Deadline() time.Time {
+	h.sh.mu.Lock()
+	defer h.sh.mu.Unlock()
+	return h.lease.Valid
+}
+
 // Count is the hold count. h's shard mutex is held.
 func (h *Hold) Count() int { return h.count }
 

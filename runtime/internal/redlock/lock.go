@@ -27,6 +27,11 @@ type Lock struct {
 	name   string
 	quorum int
 	nodes  []node
+	// SleepBound bounds a waiter's sleep on the nodes' channels: a lock
+	// freed without a message (its holder crashed) is seen by key
+	// tracking, or after this. New sets SleepBound; tests set it longer
+	// than their wait, so that only a wake-up can end the sleep in time.
+	SleepBound time.Duration
 }
 
 // node is the lock on one node, in that node's Client.
@@ -42,7 +47,7 @@ func New(env *lockenv.Env, nodes []*mutex.Env, key string, quorum int, o mutex.O
 	if quorum <= 0 {
 		quorum = len(nodes)/2 + 1
 	}
-	l := &Lock{env: env, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes))}
+	l := &Lock{env: env, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes)), SleepBound: SleepBound}
 	for i, n := range nodes {
 		l.nodes[i].hub = n.Hub
 		l.nodes[i].lock.Init(n, key, mutex.Reentrant, o)
@@ -134,7 +139,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 				continue
 			}
 		}
-		if err := l.pause(ctx, sleepBound, deadline, ws...); err != nil {
+		if err := l.pause(ctx, l.SleepBound, deadline, ws...); err != nil {
 			return nil, err
 		}
 	}
@@ -259,10 +264,8 @@ func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	return h.owner, h.start, nil
 }
 
-// sleepBound bounds a waiter's sleep on the nodes' channels: a lock freed
-// without a message (its holder crashed) is seen by key tracking, or
-// after this.
-const sleepBound = 500 * time.Millisecond
+// SleepBound is the default of Lock.SleepBound.
+const SleepBound = 500 * time.Millisecond
 
 // pause sleeps up to d, never past deadline (zero: none), until one of ws
 // is signalled, ctx is done or the Client closes.
