@@ -402,18 +402,25 @@ func TestGiveBackReturnsEveryNestedHold(t *testing.T) {
 // field and timeout key only. The other reader keeps the lock (a waiting
 // writer does not get it, the hash keeps a TTL), and the writer gets it
 // once that reader leaves.
+// setupWait is the wait of a test's first acquisitions of a free lock: a
+// wait only bounds them by more than a single try's ReleaseTimeout (300
+// ms), which their first calls (dial, HELLO, NOSCRIPT, SCRIPT LOAD
+// through the proxy) overran on a loaded box: "acquire: redis
+// unavailable: outcome unknown".
+const setupWait = 5 * time.Second
+
 func TestGiveBackOfAReaderLeavesTheOtherReaders(t *testing.T) {
 	skipShortOutsideCI(t)
 	t.Parallel()
 	e := newGBEnv(t, 3*time.Second, nil)
 	ctx := context.Background()
 	key := "gb:readers"
-	lost, err := e.holder.ReadWrite(key, runtime.LockOptions{}).Read().TryLock(ctx, 0, runtime.Watchdog)
+	lost, err := e.holder.ReadWrite(key, runtime.LockOptions{}).Read().TryLock(ctx, setupWait, runtime.Watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	alive := e.other.ReadWrite(key, runtime.LockOptions{}).Read()
-	actx, err := alive.TryLock(ctx, 0, runtime.Watchdog)
+	actx, err := alive.TryLock(ctx, setupWait, runtime.Watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +472,7 @@ func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 	key := "gb:permits"
 	opts := runtime.SemaphoreOptions{Permits: 3}
 	mine := e.holder.Semaphore(key, opts)
-	lost, err := mine.TryAcquire(ctx, 2, 0)
+	lost, err := mine.TryAcquire(ctx, 2, setupWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +486,7 @@ func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 		return time.UnixMilli(int64(zs[0].Score)).Sub(now)
 	})
 	theirs := e.other.Semaphore(key, opts)
-	tctx, err := theirs.TryAcquire(ctx, 1, 0)
+	tctx, err := theirs.TryAcquire(ctx, 1, setupWait)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,11 +576,6 @@ func TestGiveBackWithDefaultRedisOptions(t *testing.T) {
 	skipShortOutsideCI(t)
 	t.Parallel()
 	const wd = 9 * time.Second // renewals every 3 s: a read timeout of go-redis apart
-	// The lock is free: a wait only bounds the first acquisition by more
-	// than a single try's ReleaseTimeout (300 ms), which its first calls
-	// (dial, HELLO, NOSCRIPT, SCRIPT LOAD through the proxy) overran on a
-	// loaded box: "acquire: redis unavailable: outcome unknown".
-	const setupWait = 5 * time.Second
 	t.Run("healed", func(t *testing.T) {
 		t.Parallel()
 		e := newGBEnv(t, wd, &redis.Options{})
