@@ -201,24 +201,21 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	if len(due) == 0 {
 		return
 	}
-	w.order = holds.SortDue(due, w.order)
 	// Holds with less than a period left (their renewals failed) go in
 	// calls of their own, first: a call ends at its earliest deadline.
 	// Among them, holds with about as much time left share calls
 	// (ByTimeLeft), and those out of time are not sent.
 	var urgent int
 	urgent, w.scratch = holds.UrgentFirst(due, leaseclock.Nanos(now.Add(w.timing.Period)), w.scratch)
+	w.order = holds.SortDue(due[urgent:], w.order)
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
 	plan := func(due []holds.Due) [][][]holds.Due {
 		return renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
 	}
 	var calls [][][]holds.Due
 	if urgent > 0 {
-		// The urgent holds by time left, those out of time not sent.
 		w.groups, w.order = holds.ByTimeLeft(due[:urgent], leaseclock.Nanos(now), w.groups, w.order)
-		for _, u := range due[:w.groups[0]] {
-			reg.Report(u.H, holds.Unconfirmed, now, now, nil)
-		}
+		unsent(reg, due[:w.groups[0]], now)
 		for i := 1; i < len(w.groups); i++ {
 			calls = append(calls, plan(due[w.groups[i-1]:w.groups[i]])...)
 		}
@@ -229,9 +226,7 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 		if !ok {
 			for _, call := range calls[i:] {
 				for _, b := range call {
-					for _, u := range b {
-						reg.Report(u.H, holds.Unconfirmed, now, now, nil)
-					}
+					unsent(reg, b, now)
 				}
 			}
 			return
@@ -246,6 +241,12 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 			w.replied(time.Now(), oldest)
 		}()
 	}
+}
+
+// unsent reports the holds of b, taken at now, as not renewed: tried again
+// soon, their deadlines where they were.
+func unsent(reg *holds.Registry, b []holds.Due, now time.Time) {
+	reg.ReportAll(b, func(int) holds.Renewal { return holds.Unconfirmed }, now, now, nil)
 }
 
 // A round is the holds one renewDue took, shared by the calls it sends
