@@ -19,7 +19,6 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
-	"github.com/lockgen/lockgen/runtime/internal/redlock"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
@@ -63,7 +62,6 @@ type Client struct {
 	closeRenewal func() error       // closes the watchdog's own client, if any
 	slots        *calls.SlotMaps    // re-reads the cluster's slot maps after a failure (package calls)
 	redNodes     []*Client          // one client per RedLock node
-	redSleep     time.Duration      // a RedLock waiter's longest sleep: redlock.SleepBound (tests set it)
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -143,7 +141,6 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	}
 	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
 	env.Calls.Gate = c.wd.Gate()
-	c.redSleep = redlock.SleepBound
 	env.Waits = c.newWaitLoop()
 	for _, node := range o.RedLockNodes {
 		sub := o

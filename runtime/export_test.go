@@ -34,8 +34,7 @@ func HoldDeadline(c *Client, hctx context.Context) time.Time {
 	return c.env.Reg.Of(hctx).Acquisition().Hold().Deadline()
 }
 
-// SetRedSleepBound sets how long c's RedLock waiters sleep at most without
-// a wake-up (redSleepBound): a test makes it longer than its wait, so
-// that only a message or key tracking can wake them in time. Call it
-// before c's first RedLock TryLock.
-func SetRedSleepBound(c *Client, d time.Duration) { c.redSleep = d }
+// SetRedSleepBound sets how long l's waiters sleep at most without a
+// wake-up (redlock.SleepBound): a test makes it longer than its wait, so
+// that only a message or key tracking can wake them in time.
+func SetRedSleepBound(l *RedLock, d time.Duration) { l.e.SleepBound = d }

@@ -86,9 +86,7 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 	for i, n := range c.redNodes {
 		nodes[i] = n.mutexes
 	}
-	e := redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))
-	e.SleepBound = c.redSleep
-	return &RedLock{c: c, opts: opts, e: e}
+	return &RedLock{c: c, opts: opts, e: redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))}
 }
 
 // Semaphore returns the permit-expirable semaphore at key.

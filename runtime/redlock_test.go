@@ -236,7 +236,6 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 	e := newRedEnv(t, runtime.Options{WatchdogTimeout: time.Second})
 	other := newClient(t, e.rdbs[0], &runtime.Options{RedLockNodes: toUniversal(e.rdbs)})
 	const wait = 5 * time.Second
-	runtime.SetRedSleepBound(other, time.Minute)
 	ctx := ctxT(t)
 	calls := func() int64 {
 		var n int64
@@ -246,6 +245,7 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 		return n
 	}
 	holder, waiter := e.c.RedLock("red-sleep", runtime.LockOptions{}), other.RedLock("red-sleep", runtime.LockOptions{})
+	runtime.SetRedSleepBound(waiter, time.Minute)
 	h, err := holder.TryLock(ctx, 0, runtime.Watchdog)
 	if err != nil {
 		t.Fatal(err)
