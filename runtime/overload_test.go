@@ -94,7 +94,7 @@ func TestFreshAcquisitionsWaitWhileRenewalsRunBehind(t *testing.T) {
 }
 
 // While the watchdog's renewals run behind, a release waits a little
-// (20ms, as a single try does) before it is sent, so that a flood of
+// (20ms at most) before it is sent, so that a flood of
 // releases does not take what the renewals of the holds not yet released
 // need; its hold's ctx ends first, and the release still goes through.
 func TestReleasesYieldWhileRenewalsRunBehind(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -140,5 +141,53 @@ func TestClosedAndDrainingClientsRefuse(t *testing.T) {
 	cancel()
 	if err := newLoop(t).Await(ctx, await.Spec{}, try); !errors.Is(err, context.Canceled) || called {
 		t.Fatalf("done ctx: %v (tried %v)", err, called)
+	}
+}
+
+// A single try in a closed admission gate is held back until the gate
+// opens, for at most a quarter of the time it has (its SingleTry bound, or
+// its ctx's deadline if sooner), and then tries: it never fails for the
+// gate, and the rest of its time is left for the try.
+func TestASingleTryWaitsInAClosedGateForAQuarterOfItsTime(t *testing.T) {
+	l := newLoop(t)
+	l.SingleTry = 400 * time.Millisecond
+	l.Gate = renew.NewAdmission(renew.NewTiming(3 * time.Second))
+	l.Gate.Observe(time.Hour) // the renewals run an hour behind: closed
+	ctx := context.Background()
+	var triedAt time.Time
+	try := func(context.Context) (bool, time.Duration, error) { triedAt = time.Now(); return true, 0, nil }
+
+	start := time.Now()
+	if err := l.Await(ctx, await.Spec{}, try); err != nil {
+		t.Fatal(err)
+	}
+	if d := triedAt.Sub(start); d < l.SingleTry/4 || d >= l.SingleTry*3/4 {
+		t.Fatalf("tried %v after the call began, want after a quarter of its %v, with most of it left", d, l.SingleTry)
+	}
+
+	short, cancel := context.WithTimeout(ctx, 80*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	if err := l.Await(short, await.Spec{}, try); err != nil {
+		t.Fatalf("a single try whose ctx ends sooner failed in the gate: %v", err)
+	}
+	if d := triedAt.Sub(start); d < 20*time.Millisecond {
+		t.Fatalf("tried %v after the call began, want after a quarter of its ctx's 80ms", d)
+	}
+
+	// Opening the gate lets it through at once.
+	l.SingleTry = time.Minute
+	var opened atomic.Int64
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		opened.Store(time.Now().UnixNano())
+		l.Gate.Observe(0)
+	}()
+	start = time.Now()
+	if err := l.Await(ctx, await.Spec{}, try); err != nil {
+		t.Fatal(err)
+	}
+	if o := opened.Load(); o == 0 || triedAt.UnixNano() < o || triedAt.Sub(start) >= l.SingleTry/4 {
+		t.Fatalf("tried %v after the call began, want when the gate opened (30ms)", triedAt.Sub(start))
 	}
 }

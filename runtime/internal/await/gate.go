@@ -2,21 +2,22 @@ package await
 
 import "time"
 
-// singleTryGate bounds how long a single try (wait 0) waits in a closed
-// gate: it asked not to wait for the lock, but under overload a short
-// pause per try is what slows a loop of tries down.
-const singleTryGate = 20 * time.Millisecond
-
 // gateReserve is how much of its wait a waiter keeps for its try when the
 // gate held it back until the end.
 const gateReserve = 50 * time.Millisecond
 
 // admit holds a fresh acquisition back while the admission gate is closed
 // (Loop.Gate: the watchdog's renewals run behind), until it opens or the
-// wait leaves only the time its try needs; a single try waits at most
-// singleTryGate. Running work (a ctx carrying a hold of the Client) is
-// never held back: it may be what releases holds. No waiter fails for the
-// gate: once it is let through, it tries.
+// wait leaves only the time its try needs. A single try (wait 0) asked
+// not to wait for the lock, not to be sent while the Client cannot renew
+// what it holds: it waits until the gate opens, for at most a quarter of
+// the time it has (Loop.SingleTry, the ReleaseTimeout, or its ctx's
+// deadline if sooner), which leaves the rest for the try itself. Held
+// back only briefly, a flood of single tries (a loop taking many locks)
+// crowded out the renewals of the holds it had taken on a CPU-starved
+// box. Running work (a ctx carrying a hold of the Client) is never held
+// back: it may be what releases holds. No waiter fails for the gate: once
+// it is let through, it tries.
 func (wt *waiting) admit() error {
 	gate := wt.l.Gate
 	if gate == nil || wt.drain == nil || !gate.Closed() {
@@ -25,7 +26,11 @@ func (wt *waiting) admit() error {
 	var limit time.Time
 	switch {
 	case wt.s.Wait == 0:
-		limit = time.Now().Add(min(singleTryGate, time.Until(wt.bound)/4))
+		end := wt.bound
+		if d, ok := wt.ctx.Deadline(); ok && d.Before(end) {
+			end = d
+		}
+		limit = time.Now().Add(time.Until(end) / 4)
 	case !wt.deadline.IsZero():
 		limit = wt.deadline.Add(-min(wt.s.Wait/4, gateReserve))
 	default:
