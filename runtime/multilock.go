@@ -98,8 +98,12 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
-	if wait > 0 {
+	switch {
+	case wait > 0:
 		until = deadline // the whole call ends with the wait
+	case wait == 0:
+		// One bound for all the single tries, as for one lock's.
+		until = time.Now().Add(l.c.opts.ReleaseTimeout)
 	}
 	hctx := ctx
 	var held []context.Context
