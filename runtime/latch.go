@@ -63,7 +63,9 @@ func (l *Latch) check() error {
 }
 
 // TrySetCount arms the latch with count n if it is not armed (Redisson
-// trySetCount). It reports whether it did.
+// trySetCount). It reports whether it did. It is sent once: when its reply
+// is lost the error wraps ErrOutcomeUnknown, and Count tells whether it
+// ran.
 func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 	if err := l.check(); err != nil {
 		return false, l.fail("arm", err)

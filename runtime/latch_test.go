@@ -203,68 +203,90 @@ func TestLatchDeleteWakesNoWaiter(t *testing.T) {
 	}
 }
 
-// A latch's CountDown is not idempotent either: a copy go-redis resends
-// after a timed-out read counts down again, a latch re-armed meanwhile
-// too (the robustness suite's seed 437213379: a count-down sent under a
-// blackhole returned ok 3.02 s later, ReadTimeout + the resend, and the
-// latch armed with 3 in between read 2).
-func TestLatchCountDownWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
+// A change of a count is sent once: a copy go-redis resent after a
+// timed-out read would apply it twice (a latch's CountDown counts down
+// again, a latch re-armed meanwhile too: the robustness suite's seed
+// 437213379, a count-down sent under a blackhole returned ok 3.02 s later,
+// ReadTimeout + the resend, and the latch armed with 3 in between read 2;
+// an AddPermits adds the permits twice), or report a set-if-absent that
+// it made as not made. So a lost reply is an unknown outcome for each of
+// them, and the change lands once.
+func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 	t.Parallel()
-	s := redistest.Start(t)
-	p := faultproxy.Start(t, s.Addr())
-	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { _ = pc.Close() })
-	l := newClient(t, pc, nil).Latch("latch", runtime.LatchOptions{Count: 3})
-	direct := s.Client(t)
-	ctx := context.Background()
-	if ok, err := l.Arm(ctx); !ok || err != nil { // a connection open, the scripts cached
-		t.Fatal(ok, err)
+	type change struct {
+		name, key string
+		prepare   func(ctx context.Context, c *runtime.Client) error // warms the connection and the script cache
+		do        func(ctx context.Context, c *runtime.Client) error
+		want      string // the key's value once the change ran
 	}
-	if err := l.CountDown(ctx); err != nil {
-		t.Fatal(err)
+	latch := func(c *runtime.Client, key string) *runtime.Latch {
+		return c.Latch(key, runtime.LatchOptions{Count: 3})
 	}
-	p.Blackhole(faultproxy.Downstream)
-	done := make(chan error, 1)
-	go func() { done <- l.CountDown(ctx) }()
-	eventually(t, 2*time.Second, "the count-down ran", func() bool { return direct.Get(ctx, "latch").Val() == "1" })
-	time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
-	p.Heal()
-	err := <-done
-	time.Sleep(100 * time.Millisecond) // a copy in flight lands
-	if !errors.Is(err, runtime.ErrOutcomeUnknown) {
-		t.Errorf("CountDown = %v, want ErrOutcomeUnknown (its reply was lost)", err)
+	sem := func(c *runtime.Client, key string) *runtime.Semaphore {
+		return c.Semaphore(key, runtime.SemaphoreOptions{})
 	}
-	if n := direct.Get(ctx, "latch").Val(); n != "1" {
-		t.Errorf("latch count %q after one count-down from 2, want \"1\"", n)
-	}
-}
-
-// The same for a Semaphore's AddPermits, which adds to the count: a copy
-// go-redis resent after the lost reply would add the permits twice.
-func TestSemaphoreAddPermitsWhoseReplyIsLostIsNotSentAgain(t *testing.T) {
-	t.Parallel()
-	s := redistest.Start(t)
-	p := faultproxy.Start(t, s.Addr())
-	pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond})
-	t.Cleanup(func() { _ = pc.Close() })
-	sem := newClient(t, pc, nil).Semaphore("sem-add", runtime.SemaphoreOptions{})
-	direct := s.Client(t)
-	ctx := context.Background()
-	if err := sem.SetPermits(ctx, 1); err != nil { // a connection open, the scripts cached
-		t.Fatal(err)
-	}
-	p.Blackhole(faultproxy.Downstream)
-	done := make(chan error, 1)
-	go func() { done <- sem.AddPermits(ctx, 2) }()
-	eventually(t, 2*time.Second, "the add ran", func() bool { return direct.Get(ctx, "sem-add").Val() == "3" })
-	time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
-	p.Heal()
-	err := <-done
-	time.Sleep(100 * time.Millisecond) // a copy in flight lands
-	if err == nil {
-		t.Errorf("AddPermits succeeded with its reply lost")
-	}
-	if n := direct.Get(ctx, "sem-add").Val(); n != "3" {
-		t.Errorf("%s permits after adding 2 to 1, want 3", n)
+	ignore := func(_ bool, err error) error { return err }
+	for _, ch := range []change{
+		{"latch count-down", "latch",
+			func(ctx context.Context, c *runtime.Client) error {
+				if err := ignore(latch(c, "latch").Arm(ctx)); err != nil {
+					return err
+				}
+				return latch(c, "latch").CountDown(ctx)
+			},
+			func(ctx context.Context, c *runtime.Client) error { return latch(c, "latch").CountDown(ctx) }, "1"},
+		{"latch arm", "latch",
+			func(ctx context.Context, c *runtime.Client) error { return ignore(latch(c, "warm").Arm(ctx)) },
+			func(ctx context.Context, c *runtime.Client) error { return ignore(latch(c, "latch").Arm(ctx)) }, "3"},
+		{"semaphore add", "sem",
+			func(ctx context.Context, c *runtime.Client) error { return sem(c, "sem").SetPermits(ctx, 1) },
+			func(ctx context.Context, c *runtime.Client) error { return sem(c, "sem").AddPermits(ctx, 2) }, "3"},
+		{"semaphore set if absent", "sem",
+			func(ctx context.Context, c *runtime.Client) error {
+				return ignore(sem(c, "warm").TrySetPermits(ctx, 1))
+			},
+			func(ctx context.Context, c *runtime.Client) error { return ignore(sem(c, "sem").TrySetPermits(ctx, 5)) }, "5"},
+		{"plain semaphore add", "plain",
+			func(ctx context.Context, c *runtime.Client) error {
+				return c.PlainSemaphore("plain", "").AddPermits(ctx, 1)
+			},
+			func(ctx context.Context, c *runtime.Client) error {
+				return c.PlainSemaphore("plain", "").AddPermits(ctx, 2)
+			}, "3"},
+		{"plain semaphore set if absent", "plain",
+			func(ctx context.Context, c *runtime.Client) error {
+				return ignore(c.PlainSemaphore("warm", "").TrySetPermits(ctx, 1))
+			},
+			func(ctx context.Context, c *runtime.Client) error {
+				return ignore(c.PlainSemaphore("plain", "").TrySetPermits(ctx, 5))
+			}, "5"},
+	} {
+		t.Run(ch.name, func(t *testing.T) {
+			t.Parallel()
+			s := redistest.Start(t)
+			p := faultproxy.Start(t, s.Addr())
+			pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond})
+			t.Cleanup(func() { _ = pc.Close() })
+			c := newClient(t, pc, nil)
+			direct := s.Client(t)
+			ctx := context.Background()
+			if err := ch.prepare(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			p.Blackhole(faultproxy.Downstream)
+			done := make(chan error, 1)
+			go func() { done <- ch.do(ctx, c) }()
+			eventually(t, 2*time.Second, "the change ran", func() bool { return direct.Get(ctx, ch.key).Val() == ch.want })
+			time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
+			p.Heal()
+			err := <-done
+			time.Sleep(100 * time.Millisecond) // a copy in flight lands
+			if !errors.Is(err, runtime.ErrOutcomeUnknown) {
+				t.Errorf("%v, want ErrOutcomeUnknown (its reply was lost)", err)
+			}
+			if v := direct.Get(ctx, ch.key).Val(); v != ch.want {
+				t.Errorf("%s = %q after the change, want %q: it ran twice", ch.key, v, ch.want)
+			}
+		})
 	}
 }

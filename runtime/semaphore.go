@@ -156,7 +156,8 @@ func (s *Semaphore) Drain(ctx context.Context) (int, error) { return s.e.Drain(c
 
 // TrySetPermits sets the number of free permits to n only when the
 // semaphore has none set (Redisson trySetPermits). It reports whether it
-// did.
+// did. It is sent once: when its reply is lost the error wraps
+// ErrOutcomeUnknown (Available tells whether it ran).
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	return s.e.TrySetPermits(ctx, n)
 }

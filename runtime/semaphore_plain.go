@@ -33,7 +33,9 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 	return fail(op, p.e.Name(), p.e.Key(), err)
 }
 
-// TrySetPermits sets the free count to n only when it is absent.
+// TrySetPermits sets the free count to n only when it is absent. Like
+// AddPermits and Release, it is sent once: when its reply is lost the
+// error wraps ErrOutcomeUnknown.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	return p.e.TrySetPermits(ctx, n)
 }
@@ -70,7 +72,9 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 }
 
 // AddPermits adds n (which may be negative) to the free count, and wakes
-// waiters for the permits that came free.
+// waiters for the permits that came free. It is never sent twice: when its
+// reply is lost the error wraps ErrOutcomeUnknown (the permits may or may
+// not have been added).
 func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 	return p.e.AddPermits(ctx, n)
 }

@@ -27,11 +27,12 @@ func (l *Latch) Init(env *lockenv.Env, key, name string) {
 
 // TrySet arms the latch with count n if it is not armed, and reports
 // whether it did. A copy sent after a lost reply would find the latch
-// this call armed and report that it did not: it is sent once.
+// this call armed and report that it did not: it is sent once (a lost
+// reply is an unknown outcome).
 func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	set, err := scripts.LatchTrySet.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, n, l.env.Publish}).Int64()
 	if err != nil {
-		return false, l.fail("arm", err)
+		return false, l.fail("arm", sentOnce(err))
 	}
 	return set == 1, nil
 }

@@ -101,7 +101,7 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	}
 	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 	if err != nil {
-		return p.fail("set-permits", err)
+		return p.fail("set-permits", sentOnce(err))
 	}
 	return nil
 }

@@ -285,7 +285,7 @@ func TrySetPermits(ctx context.Context, c *lockenv.Env, key string, n int, fail 
 		n, c.Publish,
 	}).Int64()
 	if err != nil {
-		return false, fail("set-permits", err)
+		return false, fail("set-permits", sentOnce(err))
 	}
 	return set == 1, nil
 }
@@ -318,13 +318,13 @@ func (s *Sem) add(ctx context.Context, mode string, n int) error {
 		3: s.key, s.timeouts, s.channel,
 		s.env.Publish, mode, n,
 	}).Err()
-	switch {
-	case err == nil:
-		return nil
-	case mode == "add" && !scripts.IsReply(err) && !scripts.NotSent(err):
-		err = fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+	if err != nil && mode == "add" {
+		err = sentOnce(err)
 	}
-	return s.fail("set-permits", err)
+	if err != nil {
+		return s.fail("set-permits", err)
+	}
+	return nil
 }
 
 // taker is a Sem as the registry sees it (holds.Taker).
