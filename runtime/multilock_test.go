@@ -164,3 +164,39 @@ func TestMultiLockLosingOneMemberCancelsTheHold(t *testing.T) {
 		})
 	}
 }
+
+// A member taken one by one that is lost while the next members are
+// waited for ends the acquisition with the loss, not only with the
+// cancellation of the ctx the next member was waited for under: the
+// caller cancelled nothing.
+func TestMultiLockMemberLostWhileTheNextIsWaitedForReportsTheLoss(t *testing.T) {
+	t.Parallel()
+	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 600 * time.Millisecond})
+	ctx := ctxT(t)
+	other := newClient(t, rdb, nil)
+	b := other.FairLock("B", runtime.LockOptions{})
+	hb, err := b.TryLock(ctx, 0, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Unlock(hb) }()
+	l := c.MultiLock(runtime.LockOptions{}, c.Mutex("A", runtime.LockOptions{}), c.FairLock("B", runtime.LockOptions{}))
+	got := make(chan error, 1)
+	go func() {
+		h, err := l.TryLock(ctx, 5*time.Second, runtime.Watchdog)
+		if err == nil {
+			_ = l.Unlock(h)
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "A taken", func() bool { return rdb.Exists(ctx, "A").Val() == 1 })
+	rdb.Del(ctx, "A") // lost: the next renewal finds its field gone
+	select {
+	case err = <-got:
+	case <-time.After(4 * time.Second):
+		t.Fatal("the multi-lock went on waiting for B after A was lost")
+	}
+	if !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("TryLock = %v, want ErrLockLost (A was lost), not only a cancellation", err)
+	}
+}

@@ -65,6 +65,7 @@ const (
 // the wait time is over, errs.Unavailable when Redis did not answer,
 // errs.Closed, errs.Draining, or the ctx's error.
 func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
+	defer func() { err = withCause(ctx, err) }()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -99,6 +100,21 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 			return err
 		}
 	}
+}
+
+// withCause adds to err, when ctx is done, why it is (context.Cause) if
+// that is more than ctx's error: the ctx of a hold of the Client ends
+// with the hold's loss, which an acquisition waited for under it (a
+// nested lock, the next member of a multi-lock) reports, rather than a
+// bare cancellation its caller never asked for.
+func withCause(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	if c := context.Cause(ctx); c != nil && !errors.Is(err, c) {
+		return fmt.Errorf("%w: %w", err, c)
+	}
+	return err
 }
 
 // errShutdown ends the wait of a fresh acquisition once Shutdown began.
