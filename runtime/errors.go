@@ -15,7 +15,9 @@ var (
 	ErrNotAcquired = errs.NotAcquired
 	// ErrLockLost: a hold ended without being released: its key was deleted
 	// or expired, or the lease ran out before a renewal was confirmed. The
-	// ctx of the hold is cancelled with a cause that wraps ErrLockLost.
+	// ctx of the hold is cancelled with a cause that wraps ErrLockLost, and
+	// an acquisition waiting under that ctx (a nested lock, the next member
+	// of a multi-lock) returns an error that wraps both ctx's error and it.
 	ErrLockLost = errs.LockLost
 	// ErrNotHeld: the ctx given to Unlock holds no acquisition of this lock
 	// (never acquired, or already released). Redisson's IllegalMonitorStateException.
