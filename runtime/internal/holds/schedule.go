@@ -160,22 +160,14 @@ const (
 	Gone                       // the key no longer holds the owner
 )
 
-// Report applies what the renewal of h sent at sent, its reply read at
-// now, found (a reply read after the hold's deadline confirms nothing:
-// leaseclock.Term), and reports
-// whether it was confirmed. A hold gone is lost with cause(h); an
-// unconfirmed one is tried again soon, its deadline staying where the
-// last confirmation put it (the clock enforces it).
-func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
-	h.sh.mu.Lock()
-	defer h.sh.mu.Unlock()
-	return r.reportLocked(h, res, sent, now, cause)
-}
-
-// ReportAll is Report for each hold of b, res(j) being what the renewal
-// of b[j] found, and returns how many were confirmed. It takes a shard's
-// mutex once for each run of its holds in b (TakeDue takes holds shard by
-// shard, so a batch has long runs).
+// ReportAll applies what the renewal of each hold of b, sent at sent,
+// its reply read at now, found (res(j) for b[j]; a reply read after the
+// hold's deadline confirms nothing: leaseclock.Term), and returns how many
+// were confirmed. A hold gone is lost with cause(h); an unconfirmed one is
+// tried again soon, its deadline staying where the last confirmation put
+// it (the clock enforces it). It takes a shard's mutex once for each run
+// of its holds in b (TakeDue takes holds shard by shard, so a batch has
+// long runs).
 func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Time, cause func(h *Hold) error) int {
 	confirmed := 0
 	var sh *shard
@@ -197,7 +189,7 @@ func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Ti
 	return confirmed
 }
 
-// reportLocked is Report with h.sh.mu held.
+// reportLocked is ReportAll for one hold, h.sh.mu held.
 func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.inFlight = false
 	switch {
