@@ -14,9 +14,6 @@ type Entry struct {
 	gen uint32 // counts its Puts: a slot of an earlier Put is dead
 }
 
-// Queued reports whether the entry is on a queue.
-func (e *Entry) Queued() bool { return e.on }
-
 // An Item is what a Queue holds: a pointer type with an Entry.
 type Item interface {
 	comparable
