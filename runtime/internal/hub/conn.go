@@ -151,9 +151,8 @@ type subConn struct {
 	node string // its key in l.conns: the node's address (byNode), or ""
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
-	done chan struct{} // closed when the connection is dropped
 	// ctx is cancelled when the connection is dropped: it ends a dial in
-	// progress for it.
+	// progress for it, and its goroutines.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -286,7 +285,6 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		l:             l,
 		node:          node,
 		kick:          make(chan struct{}, 1),
-		done:          make(chan struct{}),
 		entries:       make(map[string]*entry),
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
@@ -324,7 +322,6 @@ func (l *links) dropLocked(sc *subConn) {
 		return
 	}
 	sc.dead = true
-	close(sc.done)
 	sc.cancel()
 	if l.conns[sc.node] == sc {
 		delete(l.conns, sc.node)
@@ -405,7 +402,7 @@ func (sc *subConn) writeLoop() {
 		t := time.NewTimer(sc.wait)
 		select {
 		case <-t.C:
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			t.Stop()
 			return
 		}
@@ -419,7 +416,7 @@ func (sc *subConn) writeLoop() {
 	for {
 		select {
 		case <-sc.kick:
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return
 		}
 		for {
@@ -508,7 +505,7 @@ func (sc *subConn) readLoop() {
 	for {
 		msg, err := sc.ps.ReceiveTimeout(ctx, receiveWait)
 		select {
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return
 		default:
 		}
@@ -534,7 +531,7 @@ func (sc *subConn) readLoop() {
 // monitorLoop), unless sc is done (false).
 func (sc *subConn) hear() bool {
 	select {
-	case <-sc.done:
+	case <-sc.ctx.Done():
 		return false
 	default:
 	}

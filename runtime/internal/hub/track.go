@@ -313,13 +313,13 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 			}
 			used = time.Now()
 			continue
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return nil
 		}
 		gather.Reset(trackQuiet)
 		select {
 		case <-gather.C:
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return nil
 		}
 		read, putOff, err := r.read(tctx, t, conn)
