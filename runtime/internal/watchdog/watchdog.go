@@ -62,10 +62,9 @@ type Watchdog struct {
 	args [Workers][][]any
 	late atomic.Int64
 	gate *renew.Admission
-	// dials and dialsRead: the caller's pool's count of new connections,
-	// and whether it was read yet (see dialled; used by the loop only).
-	dials     uint64
-	dialsRead bool
+	// dials is the caller's pool's count of new connections when the loop
+	// last read it (see dialled; used by the loop only).
+	dials uint64
 	// lastDue is how many holds the last round (not of every hold) took:
 	// the next one's room (used by the loop only).
 	lastDue int
@@ -168,7 +167,7 @@ func (w *Watchdog) loop(done chan struct{}) {
 	defer ticker.Stop()
 	var lastPoke time.Time
 	w.renewLabel(time.Now())
-	w.dialled(w.cfg.Caller)
+	w.dialled() // takes the count
 	for {
 		select {
 		case <-w.cfg.Closed:
@@ -177,7 +176,7 @@ func (w *Watchdog) loop(done chan struct{}) {
 		}
 		// A new connection of the caller's client: renew every hold now
 		// (see dialled), at most once per pokeInterval.
-		all := w.dialled(w.cfg.Caller) && time.Since(lastPoke) >= w.timing.PokeInterval()
+		all := w.dialled() && time.Since(lastPoke) >= w.timing.PokeInterval()
 		if all {
 			lastPoke = time.Now()
 		}
@@ -430,26 +429,22 @@ func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease
 	return cmds, err
 }
 
-// dialled reports whether rdb opened a connection since the last call
-// (the first call only takes the count). A new connection (after a
-// restart, a failover or a broken connection) is reason enough to check
-// every hold at once rather than at its next renewal: a server that
-// restarted without persistence has forgotten them.
-//
-// It reads the pool statistics of the caller's client, which is all it
-// does with it: go-redis counts a miss for every connection its pool
-// dials (a stale one found on the way counts too). A hook would see the
-// dials as they happen, but AddHook on a client that is in use races with
-// its dials, and go-redis cannot remove a hook: every Client ever created
-// would stay in the caller's dial path. Polled on the watchdog's tick, a
-// reconnect is noticed within a tick. Only the watchdog's loop calls it.
-func (w *Watchdog) dialled(rdb redis.UniversalClient) bool {
-	st := rdb.PoolStats()
+// dialled reports whether the caller's client opened a connection since
+// the last call (the loop ignores the first, which only takes the count).
+// After a restart, a failover or a broken connection every hold is checked
+// at once, not at its next renewal: a server that restarted without
+// persistence has forgotten them. go-redis counts a pool miss for every
+// connection it dials (a stale one found on the way counts too). A hook
+// would see the dials as they happen, but AddHook races with a client in
+// use, and a hook cannot be removed: every Client ever made would stay in
+// the caller's dial path. Polled each tick, a reconnect is seen within one.
+func (w *Watchdog) dialled() bool {
+	st := w.cfg.Caller.PoolStats()
 	if st == nil {
 		return false
 	}
 	n := uint64(st.Misses) + uint64(st.StaleConns)
-	seen := w.dials != n && w.dialsRead
-	w.dials, w.dialsRead = n, true
+	seen := w.dials != n
+	w.dials = n
 	return seen
 }
