@@ -2,7 +2,6 @@ package scripts
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -12,12 +11,27 @@ import (
 // for the lock hot path (one call to acquire, one to release) that was
 // most of the allocations per lock.
 type Script struct {
-	s   *redis.Script
-	sha any
+	s        *redis.Script
+	sha, src any // src: its text, for EVAL
 }
 
 // New binds s.
-func New(s *redis.Script) Script { return Script{s: s, sha: s.Hash()} }
+func New(s *redis.Script) Script {
+	var src srcOf
+	s.Eval(context.Background(), &src, nil) // go-redis hands its text to Eval alone
+	return Script{s: s, sha: s.Hash(), src: src.text}
+}
+
+// srcOf takes the text a redis.Script evaluates, and sends nothing.
+type srcOf struct {
+	redis.Scripter
+	text any
+}
+
+func (c *srcOf) Eval(_ context.Context, text string, _ []string, _ ...any) *redis.Cmd {
+	c.text = text
+	return nil
+}
 
 // Header is the number of argument slots Run fills before the keys.
 const Header = 3
@@ -80,11 +94,9 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 			return cmd
 		}
 	}
-	var eval redis.Scripter = rdb
-	if once {
-		eval = onceEval{rdb}
-	}
-	return sc.Eval(ctx, eval, numKeys, args)
+	cmd = sc.cmd(ctx, "eval", sc.src, numKeys, args)
+	process(ctx, rdb, cmd, once)
+	return cmd
 }
 
 // noScript reports whether err is a NOSCRIPT reply. redis.HasErrorPrefix
@@ -98,6 +110,15 @@ func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "
 type onceCmd struct{ *redis.Cmd }
 
 func (onceCmd) NoRetry() bool { return true }
+
+// process sends cmd on rdb; once: without go-redis' retries.
+func process(ctx context.Context, rdb Runner, cmd *redis.Cmd, once bool) {
+	if once {
+		_ = rdb.Process(ctx, onceCmd{cmd})
+	} else {
+		_ = rdb.Process(ctx, cmd)
+	}
+}
 
 // load puts the script in the script cache of the server that refused
 // the call with NOSCRIPT. On a cluster that is the master of the call's
@@ -128,11 +149,7 @@ func (sc Script) evalsha(ctx context.Context, rdb Runner, numKeys int, args []an
 	probe := newSendProbe(sc.sha.(string))
 	cmd := sc.Cmd(ctx, numKeys, args)
 	cmd.Args()[1] = probe
-	if once {
-		_ = rdb.Process(ctx, onceCmd{cmd})
-	} else {
-		_ = rdb.Process(ctx, cmd)
-	}
+	process(ctx, rdb, cmd, once)
 	args[1] = sc.sha
 	probe.finish(cmd)
 	return cmd
@@ -140,9 +157,13 @@ func (sc Script) evalsha(ctx context.Context, rdb Runner, numKeys int, args []an
 
 // Cmd is the EVALSHA command of args (laid out as for Run) without
 // sending it, for a pipeline: the caller handles NOSCRIPT (Load, then
-// EvalCmd if loading failed).
+// Eval if loading failed).
 func (sc Script) Cmd(ctx context.Context, numKeys int, args []any) *redis.Cmd {
-	args[0], args[1], args[2] = "evalsha", sc.sha, numKeys
+	return sc.cmd(ctx, "evalsha", sc.sha, numKeys, args)
+}
+
+func (sc Script) cmd(ctx context.Context, name string, body any, numKeys int, args []any) *redis.Cmd {
+	args[0], args[1], args[2] = name, body, numKeys
 	cmd := redis.NewCmd(ctx, args...)
 	if numKeys > 0 {
 		cmd.SetFirstKeyPos(Header)
@@ -150,37 +171,11 @@ func (sc Script) Cmd(ctx context.Context, numKeys int, args []any) *redis.Cmd {
 	return cmd
 }
 
-// onceEval sends EVAL without go-redis' retries, for redis.Script.Eval
-// (which holds the script's text).
-type onceEval struct{ Runner }
-
-func (o onceEval) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "eval", script, len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
-	}
-	cmdArgs = append(cmdArgs, args...)
-	cmd := redis.NewCmd(ctx, cmdArgs...)
-	if len(keys) > 0 {
-		cmd.SetFirstKeyPos(3)
-	}
-	_ = o.Process(ctx, onceCmd{cmd})
-	return cmd
-}
-
 // Eval sends args (laid out as for Run) as a full EVAL on rdb, which may
-// be a pipeline. A key may be a string or, as the watchdog passes a
-// hold's, a *string.
-func (sc Script) Eval(ctx context.Context, rdb redis.Scripter, numKeys int, args []any) *redis.Cmd {
-	keys := make([]string, numKeys)
-	for i := range keys {
-		switch k := args[Header+i].(type) {
-		case *string:
-			keys[i] = *k
-		default:
-			keys[i] = fmt.Sprint(k)
-		}
-	}
-	return sc.s.Eval(ctx, rdb, keys, args[Header+numKeys:]...)
+// be a pipeline. Keys go as they are: a string, or as the watchdog passes
+// a hold's, a *string.
+func (sc Script) Eval(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	cmd := sc.cmd(ctx, "eval", sc.src, numKeys, args)
+	_ = rdb.Process(ctx, cmd)
+	return cmd
 }
