@@ -3,20 +3,17 @@ package await
 import "time"
 
 // singleTryGate bounds how long a single try (wait 0) waits in a closed
-// gate: it asked not to wait for the lock, but under overload a short
-// pause per try is what slows a loop of tries down.
+// gate: a short pause slows a loop of tries down.
 const singleTryGate = 20 * time.Millisecond
 
 // gateReserve is how much of its wait a waiter keeps for its try when the
 // gate held it back until the end.
 const gateReserve = 50 * time.Millisecond
 
-// admit holds a fresh acquisition back while the admission gate is closed
-// (Loop.Gate: the watchdog's renewals run behind), until it opens or the
-// wait leaves only the time its try needs; a single try waits at most
-// singleTryGate. Running work (a ctx carrying a hold of the Client) is
-// never held back: it may be what releases holds. No waiter fails for the
-// gate: once it is let through, it tries.
+// admit holds a fresh acquisition back while the admission gate is closed,
+// until it opens or the wait leaves only the time its try needs (a single
+// try: singleTryGate at most); then it tries. Running work is never held
+// back: it may be what releases holds.
 func (wt *waiting) admit() error {
 	gate := wt.l.Gate
 	if gate == nil || wt.drain == nil || !gate.Closed() {
