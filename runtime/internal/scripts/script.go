@@ -6,10 +6,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A Script is a Lua script with its EVALSHA arguments boxed once. go-redis'
-// Script.Run boxes the command name, the SHA and every key on each call;
-// for the lock hot path (one call to acquire, one to release) that was
-// most of the allocations per lock.
+// A Script is a Lua script with its EVALSHA arguments boxed once (go-redis'
+// Script.Run boxes them on each call: most of the allocations per lock).
 type Script struct {
 	s        *redis.Script
 	sha, src any // src: its text, for EVAL
@@ -36,8 +34,8 @@ func (c *srcOf) Eval(_ context.Context, text string, _ []string, _ ...any) *redi
 // Header is the number of argument slots Run fills before the keys.
 const Header = 3
 
-// Runner is what scripts run on: a Client's redis client, or one
-// connection of it (replica sync needs WAIT on the connection that wrote).
+// Runner is what scripts run on: a redis client, a connection of one
+// (replica sync needs WAIT on the connection that wrote), or a pipeline.
 type Runner interface {
 	redis.Scripter
 	Process(ctx context.Context, cmd redis.Cmder) error
@@ -47,17 +45,10 @@ type Runner interface {
 //
 //	[Header slots] [numKeys keys] [ARGV...]
 //
-// filling the header itself. When the server's script cache has no such
-// script (restart, SCRIPT FLUSH) it loads it and sends EVALSHA again, and
-// falls back to EVAL only if the script is gone again by then.
-//
-// Loading first keeps the send proof (see NotSent) after a NOSCRIPT: a
-// failed load means the script never ran. Only the last-resort EVAL is not
-// probed, so its failures count as sent.
-//
-// It returns by ctx's deadline on any client: on one that does not honour
-// it on a socket read, the call may be abandoned (see Abandoned); args then
-// stay with the call, so the caller must not reuse them.
+// filling the header itself (package doc: NOSCRIPT recovery). Loading
+// first keeps the send proof; only the last-resort EVAL is not probed, so
+// its failures count as sent. It returns by ctx's deadline on any client:
+// an abandoned call (see Abandoned) keeps args.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	if aside(ctx, rdb) {
 		return runAside(ctx, rdb, sc, numKeys, args, false)
@@ -65,14 +56,9 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 	return sc.run(ctx, rdb, numKeys, args, false)
 }
 
-// RunOnce is Run for a script that must not run twice for one call (it
-// is not idempotent and nothing settles it): go-redis does not resend it
-// after a failed attempt, as it does other commands (MaxRetries) when the
-// connection breaks or a read times out after the command was written.
-// A failure without a reply is then the outcome of the only copy sent.
-// A NOSCRIPT reply is not a failed attempt (the script did not run):
-// loading and sending again is not a resend. It returns by ctx's deadline
-// as Run does.
+// RunOnce is Run for a script that must not run twice for one call: a
+// failure without a reply is the outcome of the only copy sent (after
+// NOSCRIPT, sending again is not a resend: the script did not run).
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	if aside(ctx, rdb) {
 		return runAside(ctx, rdb, sc, numKeys, args, true)
@@ -99,9 +85,8 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 	return cmd
 }
 
-// noScript reports whether err is a NOSCRIPT reply. redis.HasErrorPrefix
-// allocates even for a nil error (its errors.As target escapes): two
-// allocations on every call that succeeded, without the nil check.
+// noScript reports whether err is a NOSCRIPT reply (redis.HasErrorPrefix
+// allocates even for a nil error).
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // onceCmd is a command go-redis sends at most once: its retry loops (the
@@ -121,12 +106,10 @@ func process(ctx context.Context, rdb Runner, cmd *redis.Cmd, once bool) {
 }
 
 // load puts the script in the script cache of the server that refused
-// the call with NOSCRIPT. On a cluster that is the master of the call's
-// first key, as the client routes it now: go-redis' ScriptLoad on a
-// ClusterClient re-reads the slot map synchronously and loads the script
-// on every node, which after a failover (its promoted replica has no
-// scripts cached) puts a CLUSTER SLOTS that may try the dead master first,
-// and a load on every node, in the path of each script's first call.
+// the call with NOSCRIPT: on a cluster, the master of the call's first
+// key (go-redis' ScriptLoad on a ClusterClient re-reads the slot map and
+// loads on every node, in the path of each script's first call after a
+// failover).
 func (sc Script) load(ctx context.Context, rdb Runner, numKeys int, args []any) error {
 	if cc, ok := rdb.(*redis.ClusterClient); ok && numKeys > 0 {
 		if key, ok := args[Header].(string); ok {
