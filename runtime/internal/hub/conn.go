@@ -582,10 +582,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 	defer l.wg.Done()
 	t := time.NewTicker(healthTick)
 	defer t.Stop()
-	var (
-		conns []*subConn
-		woken []*entry
-	)
+	var woken []*entry
 	for {
 		select {
 		case <-t.C:
@@ -599,11 +596,9 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			l.mu.Unlock()
 			return
 		}
-		conns = conns[:0]
+		// A connection failLocked adds meanwhile has sent nothing: the
+		// range may visit it or not, to the same effect.
 		for _, sc := range l.conns {
-			conns = append(conns, sc)
-		}
-		for _, sc := range conns {
 			awaiting := sc.awaiting.Load()
 			limit := pingTimeout
 			if !sc.heard.Load() {
@@ -622,7 +617,6 @@ func (l *links) monitorLoop(stop chan struct{}) {
 		}
 		l.mu.Unlock()
 		wakeEntries(woken, false)
-		clear(conns)
 		clear(woken)
 		woken = woken[:0]
 	}

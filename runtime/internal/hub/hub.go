@@ -351,12 +351,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 	if i := slices.Index(e.waiters, w); i >= 0 {
 		e.waiters = slices.Delete(e.waiters, i, i+1)
 	}
-	unused := false
-	select {
-	case <-w.c:
-		unused = true
-	default:
-	}
+	unused := len(w.c) > 0 // stable under sh.mu; release drains it
 	if w.woken {
 		unused = true
 		spentLocked(w)
