@@ -281,10 +281,7 @@ func (wt *waiting) join(ttl time.Duration) (int, time.Duration, error) {
 // when the sleep ended it.
 func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 	h, s := wt.l.Hub, wt.s
-	d := time.Duration(-1) // until signalled
-	if ttl >= 0 {
-		d = ttl
-	}
+	d := ttl // < 0: until signalled
 	if s.MaxSleep > 0 && (d < 0 || d > s.MaxSleep) {
 		d = s.MaxSleep
 	}
