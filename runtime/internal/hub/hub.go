@@ -190,16 +190,6 @@ func (h *Hub) lock(channel string) (sh *shard, e *entry) {
 // if not, the uncontended path skips the hub.
 func (h *Hub) Active() bool { return h.nEntries.Load() > 0 }
 
-// release returns w, which no entry refers to any more, to the pool.
-func (h *Hub) release(w *Waiter) {
-	select {
-	case <-w.c:
-	default:
-	}
-	*w = Waiter{c: w.c}
-	h.waiters.Put(w)
-}
-
 // Attach registers a waiter on channel before its first try, if the
 // channel's subscription is confirmed (nil otherwise: the caller tries,
 // then joins). With fifo, a newcomer that finds a hand-off in flight, or
@@ -351,7 +341,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 	if i := slices.Index(e.waiters, w); i >= 0 {
 		e.waiters = slices.Delete(e.waiters, i, i+1)
 	}
-	unused := len(w.c) > 0 // stable under sh.mu; release drains it
+	unused := len(w.c) > 0 // stable under sh.mu; drained below
 	if w.woken {
 		unused = true
 		spentLocked(w)
@@ -371,7 +361,12 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 		}
 	}
 	sh.mu.Unlock()
-	h.release(w)
+	select { // back to the pool, reset
+	case <-w.c:
+	default:
+	}
+	*w = Waiter{c: w.c}
+	h.waiters.Put(w)
 }
 
 // expire unsubscribes e if still nobody waits on it.
