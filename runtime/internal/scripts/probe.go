@@ -1,11 +1,16 @@
 package scripts
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 )
 
 // Whether a command was sent.
@@ -76,4 +81,17 @@ func IsReply(err error) bool {
 func NotSent(err error) bool {
 	var ns *notSentError
 	return errors.As(err, &ns)
+}
+
+// Unreachable reports whether err says Redis could not be reached (no
+// reply: refused, reset, timed out, pool exhausted), as opposed to a reply
+// or an error of lockgen's own.
+func Unreachable(err error) bool {
+	if err == nil || IsReply(err) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errs.OutcomeUnknown) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
 }
