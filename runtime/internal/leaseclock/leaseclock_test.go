@@ -363,3 +363,6 @@ func TestExpiriesDoNotLeaveMoreDeadSlotsThanLiveOnes(t *testing.T) {
 		t.Fatalf("an empty queue's head is %d", q.Head())
 	}
 }
+
+// Len is the number of items on the queue.
+func (q *Queue[T]) Len() int { return len(q.items) - q.dead }

@@ -53,9 +53,6 @@ func (s *slot[T]) live() bool {
 // Init readies an empty queue (the zero Queue reads as due at once).
 func (q *Queue[T]) Init() { q.head.Store(None) }
 
-// Len is the number of items on the queue.
-func (q *Queue[T]) Len() int { return len(q.items) - q.dead }
-
 // Head is the earliest deadline on the queue (Nanos; None: empty), read
 // without the owner's lock; it may be a removed item's.
 func (q *Queue[T]) Head() int64 { return q.head.Load() }
