@@ -23,7 +23,8 @@ type Args struct {
 
 // NewArgs returns the Args of owner's hold of key, proved by field.
 func NewArgs(key, owner, field string) Args {
-	a := Args{Key: key, Owner: owner, Field: owner}
+	a := Args{Key: key, Owner: owner}
+	a.Field = a.Owner // one box for both
 	if field != owner {
 		a.Field = field
 	}
