@@ -382,15 +382,12 @@ func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease
 	return cmds, err
 }
 
-// dialled reports whether the caller's client opened a connection since
-// the last call (the loop ignores the first, which only takes the count).
-// After a restart, a failover or a broken connection every hold is checked
-// at once, not at its next renewal: a server that restarted without
-// persistence has forgotten them. go-redis counts a pool miss for every
-// connection it dials (a stale one found on the way counts too). A hook
-// would see the dials as they happen, but AddHook races with a client in
-// use, and a hook cannot be removed: every Client ever made would stay in
-// the caller's dial path. Polled each tick, a reconnect is seen within one.
+// dialled reports whether the caller's client dialled a connection since
+// the last call (the loop ignores the first): after a restart or a
+// failover every hold is checked at once, as a server that restarted
+// without persistence forgot them. It polls the pool's misses (one per
+// dial, stale ones too) each tick: a hook cannot be removed, and AddHook
+// races with a client in use.
 func (w *Watchdog) dialled() bool {
 	st := w.cfg.Caller.PoolStats()
 	if st == nil {
