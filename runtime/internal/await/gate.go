@@ -6,18 +6,13 @@ import "time"
 // gate held it back until the end.
 const gateReserve = 50 * time.Millisecond
 
-// admit holds a fresh acquisition back while the admission gate is closed
-// (Loop.Gate: the watchdog's renewals run behind), until it opens or the
-// wait leaves only the time its try needs. A single try (wait 0) asked
-// not to wait for the lock, not to be sent while the Client cannot renew
-// what it holds: it waits until the gate opens, for at most a quarter of
-// the time it has (Loop.SingleTry, the ReleaseTimeout, or its ctx's
-// deadline if sooner), which leaves the rest for the try itself. Held
-// back only briefly, a flood of single tries (a loop taking many locks)
-// crowded out the renewals of the holds it had taken on a CPU-starved
-// box. Running work (a ctx carrying a hold of the Client) is never held
-// back: it may be what releases holds. No waiter fails for the gate: once
-// it is let through, it tries.
+// admit holds a fresh acquisition back while the admission gate is closed,
+// until it opens or the wait leaves only the time its try needs; then it
+// tries. A single try waits at most a quarter of the time it has
+// (Loop.SingleTry, or its ctx's deadline if sooner): held back only 20 ms,
+// a flood of single tries crowded out the renewals of the holds it had
+// taken on a CPU-starved box. Running work is never held back: it may be
+// what releases holds.
 func (wt *waiting) admit() error {
 	gate := wt.l.Gate
 	if gate == nil || wt.drain == nil || !gate.Closed() {

@@ -12,29 +12,21 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Loop is a Client's side of waiting: the hub its waiters sleep in, and
-// what the wait asks of the rest of the Client. Its fields are set once,
-// before the first Await.
+// Loop is a Client's side of waiting. Its fields are set once, before the
+// first Await.
 type Loop struct {
-	Hub *hub.Hub
-	// SingleTry bounds a call of one try (wait 0): the Client's
-	// ReleaseTimeout.
-	SingleTry time.Duration
+	Hub       *hub.Hub
+	SingleTry time.Duration // bounds a call of one try (wait 0): ReleaseTimeout
 	// Closed is closed by the Client's Close; Draining when its Shutdown
 	// begins, which ends the waits of fresh acquisitions.
 	Closed, Draining <-chan struct{}
-	// Running reports whether ctx carries a hold of the Client: an
-	// acquisition of running work (a re-entry, a nested lock), which a
-	// Shutdown does not refuse.
-	Running func(ctx context.Context) bool
-	// Failed is told of every try that got no reply from Redis (the
-	// cluster's slot maps are re-read).
-	Failed func(error)
-	// Sleeping is called before a waiter sleeps (the watchdog loop then
-	// writes the Client's owner label, so lockgen inspect can name it).
-	Sleeping func()
-	// Gate, when set, is the admission gate a fresh acquisition waits in
-	// while the watchdog's renewals run behind (holds before admissions).
+	// Running reports whether ctx carries a hold of the Client: running
+	// work, which a Shutdown does not refuse.
+	Running  func(ctx context.Context) bool
+	Failed   func(error) // told of every try that got no reply from Redis
+	Sleeping func()      // called before a waiter sleeps: the watchdog starts, writing the owner label
+	// Gate, when set, is where a fresh acquisition waits while the
+	// watchdog's renewals run behind.
 	Gate *renew.Admission
 }
 
@@ -42,8 +34,8 @@ type Loop struct {
 // (see attach), in place of the holder's TTL a try would have returned.
 const skippedTryBound = 5 * time.Second
 
-// The pause between tries of a waiter while Redis does not answer: it
-// doubles from unreachableBackoff up to maxUnreachableBackoff.
+// The pause between tries while Redis does not answer doubles from
+// unreachableBackoff up to maxUnreachableBackoff.
 const (
 	unreachableBackoff    = 10 * time.Millisecond
 	maxUnreachableBackoff = 250 * time.Millisecond
@@ -137,20 +129,15 @@ type waiting struct {
 	s   Spec
 	try Try
 	// deadline is the end of the wait (zero: none); bound is when the
-	// call must return: the end of the wait, or the caller's (s.Until)
-	// if sooner; a single try gets Loop.SingleTry. Every try runs under
-	// it, and so does what a try does detached (settling a lost reply):
-	// what is left then goes on in the background.
+	// call must return (see the package doc), which every try runs under.
 	deadline, bound time.Time
-	// drain ends the wait when Shutdown begins: a fresh acquisition's,
-	// not one of running work.
-	drain   <-chan struct{}
-	backoff time.Duration // the next pause while Redis does not answer
-	replied bool          // a try got an answer from Redis
-	w       *hub.Waiter   // the waiter's place in the hub, once attached or joined
-	joined  string        // the channel w is on
-	timer   *time.Timer   // made on the first sleep: the uncontended path needs none
-	skipTry bool          // the next try is skipped: see attach
+	drain           <-chan struct{} // Loop.Draining, for a fresh acquisition (nil: running work)
+	backoff         time.Duration   // the next pause while Redis does not answer
+	replied         bool            // a try got an answer from Redis
+	w               *hub.Waiter     // once attached or joined
+	joined          string          // the channel w is on
+	timer           *time.Timer     // made on the first sleep
+	skipTry         bool            // the next try is skipped: see attach
 }
 
 // The next step of a wait, after a try.
@@ -192,10 +179,9 @@ func (wt *waiting) end(acquired bool) {
 
 // attach registers the waiter on its channel before the first try, if
 // the channel is subscribed already (step 1 of Await). Behind this
-// Client's own waiters on a lock its releases hand over, the waiter skips
-// its first try: its turn comes as a hand-off (or a wake-up), and a try
-// now could only fail or overtake them. Otherwise a newcomer lets an
-// unlock in transit or a hand-off in flight finish first.
+// Client's own waiters on a lock its releases hand over, it skips its
+// first try (which could only fail or overtake them); otherwise a
+// deferred newcomer lets a hand-off finish first.
 func (wt *waiting) attach() error {
 	h, s := wt.l.Hub, wt.s
 	if s.Wait == 0 || s.Dynamic || !h.Active() {
@@ -223,9 +209,7 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 		wt.skipTry = false
 		h.Undefer(wt.w)        // it waits in line now, for offers and wake-ups
 		s.Handed.WaitStarted() // only a handee skips its try
-		// No try of its own gave it the holder's TTL to sleep on: a lock
-		// freed without a message or a hand-off is seen by key tracking,
-		// or by this bound.
+		// No try gave it the holder's TTL: key tracking, or this bound.
 		return waitSleep, skippedTryBound, nil
 	}
 	acquired, ttl, err := boundedTry(wt.ctx, wt.bound, wt.try)
@@ -233,9 +217,8 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 	// Blocked by another lock now (a multi-lock): sleep on its channel.
 	moved := err == nil && !acquired && wt.w != nil && s.Dynamic && s.At.WaitChannel() != wt.joined
 	if wt.w != nil {
-		// A wake-up used for a lock another waiter goes first on, or that
-		// this waiter did not take because another member blocked it,
-		// goes on to the next waiter.
+		// A wake-up not used (another waiter first, or another member
+		// blocked) goes on to the next waiter.
 		h.Tried(wt.w, err == nil && !acquired && (ttl == TTLWaiterFirst || moved),
 			s.Grants != nil && !acquired && s.Grants.Queued())
 	}
@@ -263,11 +246,10 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 	return waitSleep, ttl, nil
 }
 
-// unreachable handles a try that Redis did not answer. A waiter tries
-// again within its wait (Redis may be back: a restart, a failover); the
-// call ends at its bound with errs.Unavailable, unless Redis answered an
-// earlier try and only the last one ran out of time (a slow reply at the
-// end of the wait): then the lock was held, as far as anyone knows.
+// unreachable handles a try that Redis did not answer: the waiter tries
+// again until its bound, then ends with errs.Unavailable, unless Redis
+// answered an earlier try and only the last one ran out of time (then
+// the lock was held, as far as anyone knows).
 func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
 	wt.l.Failed(err)
 	if wt.s.Wait == 0 || !wt.bound.IsZero() && !time.Now().Before(wt.bound) {
@@ -287,10 +269,8 @@ func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
 	return waitTryAgain, 0, nil
 }
 
-// join puts the waiter on its channel (subscribing on first use) after a
-// try that did not take the lock. If the channel was subscribed meanwhile
-// it tries again at once, since an unlock published between the try and
-// the join reached no one.
+// join puts the waiter on its channel after a try that did not take the
+// lock (step 3 of Await).
 func (wt *waiting) join(ttl time.Duration) (int, time.Duration, error) {
 	h, s := wt.l.Hub, wt.s
 	sub := hub.Sub{Mode: s.Wake}
@@ -312,16 +292,12 @@ func (wt *waiting) join(ttl time.Duration) (int, time.Duration, error) {
 }
 
 // sleepStep sleeps (step 4 of Await) until a signal, the holder's ttl
-// (< 0: none), the waiter's refresh bound, the end of the wait, or ctx
-// done. A release of this Client that handed the lock over (or may have)
-// while it slept was this waiter's try: done reports the wait over then,
-// or when the sleep ended it.
+// (< 0: none), s.MaxSleep, the end of the wait, or ctx done. A hand-off
+// to it while it slept was its try: done reports the wait over then, or
+// when the sleep ended it.
 func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 	h, s := wt.l.Hub, wt.s
-	d := time.Duration(-1) // until signalled
-	if ttl >= 0 {
-		d = ttl
-	}
+	d := ttl // < 0: until signalled
 	if s.MaxSleep > 0 && (d < 0 || d > s.MaxSleep) {
 		d = s.MaxSleep
 	}
@@ -348,8 +324,7 @@ func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 }
 
 // boundedTry runs try under a ctx that ends at by (none if zero) and
-// carries it (scripts.WithCallBound), so that what the try does detached
-// ends there too.
+// carries it (scripts.WithCallBound).
 func boundedTry(ctx context.Context, by time.Time, try Try) (bool, time.Duration, error) {
 	if by.IsZero() {
 		return try(ctx)

@@ -8,15 +8,12 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
-// sleepTimers holds stopped timers for waits: a wait that sleeps takes one
-// and gives it back when it ends, so a contended acquisition allocates
-// none. A stopped timer has nothing left in its channel (Go 1.23+).
+// sleepTimers holds stopped timers (empty channels, Go 1.23+) for waits,
+// so a contended acquisition allocates none.
 var sleepTimers sync.Pool
 
-// sleep waits up to d (< 0: no bound) for a signal to w (nil: none, a
-// pause between tries), on the wait's timer (made on first use). It
-// returns ctx's error, errs.Closed or (Shutdown began) errs.Draining if
-// one of them ends it.
+// sleep waits up to d (< 0: no bound) for a signal to w (nil: none). It
+// returns ctx's error, errs.Closed or errs.Draining if one of them ends it.
 func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
 	var signal <-chan struct{}
 	if w != nil {
@@ -50,10 +47,9 @@ func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
 	return nil
 }
 
-// deferFirstTry is the in-process FIFO of a newcomer (package hub: FIFO within a client): it
-// waits hub.UnlockGrace for an unlock message in transit, then, if a
-// hand-off is in flight, until it is over, hub.HandoffWait in all, never
-// past the end of the wait.
+// deferFirstTry is a newcomer's in-process FIFO (package hub): it waits
+// hub.UnlockGrace for an unlock message in transit, then, while a hand-off
+// is in flight, hub.HandoffWait in all, never past the end of the wait.
 func (wt *waiting) deferFirstTry() error {
 	w, deadline, h := wt.w, wt.deadline, wt.l.Hub
 	start := time.Now()

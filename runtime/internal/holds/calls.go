@@ -5,21 +5,15 @@ import (
 	"time"
 )
 
-// A turn is one owner's acquire or release call in flight on one lock.
-//
-// The lock scripts check the hold count the client expects (it is how they
-// tell a resent request from a new one without writing a key per request),
-// so the calls of one owner on one lock must not overlap: two goroutines
-// sharing a hold ctx take turns. Calls of different owners, or on
-// different locks, never wait for each other.
+// A turn is one owner's acquire or release call in flight on one lock
+// (see the package doc: the calls of one owner on one lock take turns).
 type turn struct {
 	next chan struct{} // made by the first call waiting behind this one
 }
 
-// Enter waits until no other call on id is in flight and makes this one
-// the call in flight; Exit ends it. It returns the hold count of id before
-// the call and the PEXPIRE an acquisition with lease applies (see State).
-// A ctx done while waiting ends the wait.
+// Enter waits until no other call on id is in flight (or ctx is done) and
+// makes this one the call in flight; Exit ends it. It returns the hold
+// count of id and the PEXPIRE an acquisition with lease applies (State).
 func (r *Registry) Enter(ctx context.Context, id ID, lease time.Duration) (int, time.Duration, error) {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
@@ -58,10 +52,9 @@ func (r *Registry) Exit(id ID) {
 	}
 }
 
-// EnterAll enters the turns of ids one by one, in their order (callers
-// sort them, so two calls never wait on each other crosswise). It fills
-// counts with the hold count of each and returns the longest PEXPIRE of
-// them (see State).
+// EnterAll enters the turns of ids in their order (callers sort them, so
+// two calls never wait on each other crosswise), fills counts with their
+// hold counts, and returns the longest PEXPIRE of them.
 func (r *Registry) EnterAll(ctx context.Context, ids []ID, lease time.Duration, counts []int) (time.Duration, error) {
 	var px time.Duration
 	for i, id := range ids {
@@ -83,13 +76,10 @@ func (r *Registry) ExitAll(ids []ID) {
 	}
 }
 
-// After an outcome that is unknown (an acquire whose reply and settlement
-// were both lost, or a release that could not be confirmed), the owner's
-// count in Redis may be one more than the client's. The scripts tell a
-// resent request from a new one by that count, so before that owner's next
-// call on that lock the client re-reads the count (design.md §7). A mark
-// says so; its generation tells a background settlement whether the mark
-// is still its own.
+// Unknown marks: after an unknown outcome the owner's count in Redis may
+// be one more than the client's, so its next call re-reads the count
+// (design.md §7). A mark's generation tells a background settlement
+// whether the mark is still its own.
 
 // MarkUnknown records that the outcome of the call in id's turn is
 // unknown, and returns the mark's generation. The caller has the turn.
@@ -100,9 +90,8 @@ func (r *Registry) MarkUnknown(id ID) uint64 {
 	return r.markLocked(sh, id)
 }
 
-// MarkLost marks the outcome of the calls on h unknown, h having been lost
-// at its deadline: the owner's next call re-reads the count. h's shard
-// mutex is held.
+// MarkLost marks the outcome of the calls on h, lost at its deadline,
+// unknown. h's shard mutex is held.
 func (r *Registry) MarkLost(h *Hold) uint64 { return r.markLocked(h.sh, ID{h.Key, h.Field}) }
 
 func (r *Registry) markLocked(sh *shard, id ID) uint64 {
@@ -140,16 +129,9 @@ func (r *Registry) DropMark(id ID, gen uint64) {
 	}
 }
 
-// Late calls.
-//
-// A call abandoned at its deadline (on a client that does not honour
-// deadlines on reads) goes on to its reply. Until that comes, a copy of
-// the request may still run in Redis and change the owner's count there
-// (a re-entry's copy counts one hold more), so nobody may re-read that
-// count and take it for settled: the owner's release that follows would
-// expect a count the copy changes under it. Abandon marks the outcome
-// unknown, as any lost reply does, and also counts the call as late until
-// Landed; Late and WaitLate let the owner's next call wait for it.
+// Late calls: a call abandoned at its deadline goes on to its reply, and
+// until then a copy of it may still change the owner's count in Redis, so
+// nobody may re-read that count and take it for settled (the package doc).
 
 // late is the abandoned calls on one ID whose outcome has not come.
 type late struct {

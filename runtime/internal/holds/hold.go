@@ -23,7 +23,8 @@ type Args struct {
 
 // NewArgs returns the Args of owner's hold of key, proved by field.
 func NewArgs(key, owner, field string) Args {
-	a := Args{Key: key, Owner: owner, Field: owner}
+	a := Args{Key: key, Owner: owner}
+	a.Field = a.Owner // one box for both
 	if field != owner {
 		a.Field = field
 	}
@@ -48,41 +49,29 @@ type Taker interface {
 }
 
 // A Hold is what one owner has of one lock: the local mirror of the
-// owner's field in the lock hash. Every acquisition by the owner (the
-// outer one and each re-entry) adds one to its count, as HINCRBY does in
-// Redis. It is renewed by the watchdog while any acquisition of it uses
-// the watchdog lease.
-//
-// The exported fields never change; the others are guarded by the mutex
-// of its key's shard.
+// owner's field in the lock hash, its count one per acquisition (as
+// HINCRBY in Redis), renewed while any acquisition uses the watchdog
+// lease. The exported fields never change; the others are guarded by its
+// shard's mutex.
 type Hold struct {
 	// What a renewal round reads and writes comes first, in the first two
-	// cache lines of the 320 bytes a Hold takes (a size class whose
-	// objects start on a line; see TestHoldKeepsWhatARoundReadsInTwoLines):
-	// a Client with many holds finds few of them in cache, and a round
-	// touches every hold it renews.
+	// cache lines (see TestHoldKeepsWhatARoundReadsInTwoLines): a round
+	// touches every hold it renews, few of them in cache.
 	sh       *shard
 	inFlight bool // a renewal of it is on the wire
 	gone     bool // released or lost: no longer in the registry
 	watchdog bool // renewed by the watchdog: wdAcqs > 0
 	extra    bool // see Spec.Extra
-	// Permit: the hold is the permits of one semaphore acquisition:
-	// Args.Key is the semaphore's timeout sorted set and Field the permit
-	// ids; the watchdog renews their scores.
+	// Permit: the permits of one semaphore acquisition: Args.Key is the
+	// semaphore's timeout set, Field the permit ids (renewals extend them).
 	Permit bool
-	// queued: an acquisition of it was queued in Redis for grants, or
-	// granted from there; its last release clears the record.
-	queued bool
+	queued bool             // see Spec.Queued; its last release clears the record
 	lease  leaseclock.Entry // its term and its place on the lease clock
 	renew  renew.Entry      // when its next renewal is due
-	// seq numbers the holds in the order they were made (their keys
-	// were written), the order a renewal round sends them in.
-	seq uint64
-	// Key is the lock key (for Permit, the semaphore's; Args.Key is then
-	// its timeout set, which renewals extend).
-	Key   string
-	Field string // hash field that proves the hold (renewal checks it)
-	Slot  int    // cluster slot of Key, for batching
+	seq    uint64           // the order holds were made in, which a round sends them in
+	Key    string           // the lock key (for Permit, the semaphore's)
+	Field  string           // hash field that proves the hold (renewal checks it)
+	Slot   int              // cluster slot of Key, for batching
 
 	Args  Args
 	Name  string // logical name
@@ -102,8 +91,7 @@ type Hold struct {
 func (h *Hold) Lost() bool { return h.lost.Load() }
 
 // Deadline is h's deadline on the lease clock (zero before its first
-// confirmation): where its ctx ends unless a confirmation moves it on.
-// Tests compare it with what Redis has; it takes h's shard mutex.
+// confirmation). It takes h's shard mutex.
 func (h *Hold) Deadline() time.Time {
 	h.sh.mu.Lock()
 	defer h.sh.mu.Unlock()
@@ -114,12 +102,11 @@ func (h *Hold) Deadline() time.Time {
 func (h *Hold) Count() int { return h.count }
 
 // Queued reports whether an acquisition of h was queued in Redis for
-// grants. Read it after the last acquisition was dropped (no later one can
-// write it) or with h's shard mutex held.
+// grants: after its last acquisition was dropped, or h's mutex held.
 func (h *Hold) Queued() bool { return h.queued }
 
 // An Acquisition is one successful Lock/TryLock/Do: it owns the ctx handed
-// to the caller and is released exactly once.
+// to the caller, and is released once.
 type Acquisition struct {
 	h        *Hold
 	Parent   context.Context // the caller's ctx: releases run on it, not on the hold's
@@ -148,9 +135,9 @@ func (h *Hold) cancelAll(cause error) {
 	}
 }
 
-// Context is the ctx an acquisition hands to its caller. It carries the
-// owner token (so a nested acquisition re-enters) and the acquisition (so
-// a release knows what to release), without an allocation per value.
+// Context is the ctx an acquisition hands to its caller: it carries the
+// owner token (a nested acquisition re-enters) and the acquisition,
+// without an allocation per value.
 type Context struct {
 	context.Context
 	acq    *Acquisition
@@ -171,8 +158,7 @@ func (hc *Context) Owner() string { return hc.acq.h.Owner }
 
 type ownerKey struct{ r *Registry }
 
-// FenceKey, as a ctx value key, finds the innermost fenced acquisition's
-// token (an int64).
+// FenceKey, as a ctx value key, finds the innermost fencing token (int64).
 type FenceKey struct{}
 
 // Value implements context.Context.
@@ -204,9 +190,10 @@ func Find(hc *Context, id ID) *Acquisition {
 // MinLease is the shortest lease a request applies.
 const MinLease = 10 * time.Millisecond
 
-// leaseToKeep is the PEXPIRE a request for h applies when it brings lease
-// of its own: the longest of that, what the hold counts on already, and
-// the watchdog's lease while it renews h. h.sh.mu is held.
+// leaseToKeep is the PEXPIRE a request for h with lease applies: the
+// longest of that, what the hold counts on already, and the watchdog's
+// lease while it renews h, so a nested or partial release never cuts the
+// outer one's. h.sh.mu is held.
 func (h *Hold) leaseToKeep(lease time.Duration) time.Duration {
 	px := max(lease, h.lease.Left(time.Now()), MinLease)
 	if h.watchdog {

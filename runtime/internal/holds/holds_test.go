@@ -189,7 +189,7 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 	}
 	before := Deadline([][]Due{due})
 	sent := time.Now().Add(50 * time.Millisecond)
-	if !f.r.Report(h, Renewed, sent, time.Now(), nil) {
+	if f.r.ReportAll(due, func(int) Renewal { return Renewed }, sent, time.Now(), nil) != 1 {
 		t.Fatal("a renewal not reported confirmed")
 	}
 	due = f.r.TakeDue(time.Now(), true, 100, nil)
@@ -197,7 +197,7 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 		t.Fatalf("deadline %v did not move past %v", after, before)
 	}
 	gone := errors.New("gone")
-	f.r.Report(due[0].H, Gone, time.Now(), time.Now(), func(*Hold) error { return gone })
+	f.r.ReportAll(due[:1], func(int) Renewal { return Gone }, time.Now(), time.Now(), func(*Hold) error { return gone })
 	if !errors.Is(context.Cause(hc), gone) || f.r.Len() != 0 {
 		t.Fatalf("cause %v, %d holds left; want the hold lost", context.Cause(hc), f.r.Len())
 	}

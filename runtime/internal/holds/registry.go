@@ -31,25 +31,18 @@ type Config struct {
 
 // A Registry is the holds of one Client. Make it with New.
 type Registry struct {
-	cfg    Config
-	timing renew.Timing
-	seed   maphash.Seed
-	shards [shardCount]shard
-	closed atomic.Bool
-	clock  leaseclock.Clock
-	stop   chan struct{} // closed by Close: ends the clock
-	// unknownN counts the entries of every shard's unknown set, so the hot
-	// path can skip the look-up while there are none.
-	unknownN atomic.Int32
-	// unknownGen numbers the unknown marks, so a background settlement
-	// only ever drops its own.
-	unknownGen atomic.Uint64
-	// seq numbers the holds made (Hold.seq).
-	seq atomic.Uint64
+	cfg        Config
+	timing     renew.Timing
+	seed       maphash.Seed
+	shards     [shardCount]shard
+	closed     atomic.Bool
+	clock      leaseclock.Clock
+	stop       chan struct{} // closed by Close: ends the clock
+	unknownN   atomic.Int32  // the marks in every shard: the hot path skips the look-up while 0
+	unknownGen atomic.Uint64 // numbers the unknown marks
+	seq        atomic.Uint64 // numbers the holds made (Hold.seq)
 }
 
-// shardCount is a power of two well above the number of cores: two busy
-// keys rarely share a shard.
 const shardCount = 512
 
 type shard struct {
@@ -106,16 +99,14 @@ func (r *Registry) each(f func(h *Hold)) {
 }
 
 // Close refuses new holds from now on, ends the clock, and cancels the ctx
-// of every hold with cause(h), forgetting none of them: they stay in Redis
-// until released or expired. It reports false when the Registry was closed
-// already.
+// of every hold with cause(h), forgetting none (they stay in Redis until
+// released or expired). It reports false when closed already.
 func (r *Registry) Close(cause func(h *Hold) error) bool {
 	if !r.closed.CompareAndSwap(false, true) {
 		return false
 	}
 	close(r.stop)
-	// A hold added meanwhile is either seen here or refused by Add, which
-	// checks closed under its shard's mutex.
+	// A hold added meanwhile is seen here or refused by Add.
 	r.each(func(h *Hold) {
 		h.sh.due.Remove(h)
 		h.cancelAll(cause(h))
@@ -141,9 +132,7 @@ func (r *Registry) Of(ctx context.Context) *Context {
 
 // State returns the hold count of id and the PEXPIRE an acquisition with
 // lease (0: the watchdog's) applies: never shorter than what the hold
-// already counts on (its lease end, and the watchdog's lease while it
-// renews), so a nested acquisition with a short lease cannot cut the
-// outer one's.
+// counts on already (leaseToKeep).
 func (r *Registry) State(id ID, lease time.Duration) (int, time.Duration) {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
@@ -167,28 +156,20 @@ type Spec struct {
 	Name, Key, Kind string
 	Permit          bool
 	From            Taker
-	// Extra: the hold may have keys renewed with it besides its key
-	// (From.ExtraKeys is asked at each renewal); false: it has none.
-	Extra bool
+	Extra           bool // it may have keys renewed with it (From.ExtraKeys)
 	// Confirmed, when > 0, is all of the lease Redis is known to have
 	// applied from start when it is shorter than the hold's lease (a
-	// watchdog hold taken by a grant cut to the waiter's record). The
-	// hold's deadline counts it, and its first renewal is due at the
-	// watchdog's next tick.
+	// grant cut to the waiter's record): the deadline counts it, and the
+	// first renewal is due at the next tick.
 	Confirmed time.Duration
-	// Queued: a try of the acquisition queued its waiter in Redis, or it
-	// was granted from there: the release clears its record.
-	Queued bool
-	// Fence is the acquisition's fencing token (0: none).
-	Fence int64
-	// LeaseEnd is the cause of the end of a fixed lease.
-	LeaseEnd error
+	Queued    bool  // a try queued its waiter in Redis, or it was granted from there
+	Fence     int64 // fencing token (0: none)
+	LeaseEnd  error // the cause of the end of a fixed lease
 }
 
 // Add records a successful acquisition of args (sent at start with lease:
 // 0 is the watchdog's) and returns the ctx for the caller, or nil once the
-// Registry is closed. The contexts are made before the shard is locked:
-// nothing is allocated under it.
+// Registry is closed. Nothing is allocated under the shard's mutex.
 func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.Duration, start time.Time) *Context {
 	hc := &Context{parent: r.Of(parent), fence: spec.Fence}
 	acq := &hc.own
@@ -247,7 +228,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 
 // Dropped is what Drop found of an acquisition.
 type Dropped struct {
-	Last  bool          // it was the owner's last hold: the key is released in Redis
+	Last  bool          // the owner's last hold: the key is released in Redis
 	Lease time.Duration // otherwise, the lease the holds left keep
 	Count int           // the hold count before
 	Lost  error         // why the hold was lost, if it was
@@ -265,13 +246,11 @@ func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
 	acq.released = true
 	h := acq.h
 	if acq.watchdog {
-		// Renewal stops with the last watchdog acquisition: the fixed
-		// leases left keep their own end.
 		h.wdAcqs--
 		h.watchdog = h.wdAcqs > 0
 	}
 	if i := slices.Index(h.acqs, acq); i >= 0 {
-		h.acqs = slices.Delete(h.acqs, i, i+1) // clears the freed slot: a dead queue slot may keep h a while
+		h.acqs = slices.Delete(h.acqs, i, i+1) // clears the slot: a dead queue slot may keep h a while
 	}
 	if h.lostErr != nil {
 		return Dropped{Lost: h.lostErr}, true
@@ -285,14 +264,12 @@ func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
 		d.Last = true
 		return d, true
 	}
-	// The holds left keep what they count on: a partial release never
-	// shortens the key's TTL below the hold's lease end.
 	d.Lease = h.leaseToKeep(0)
 	return d, true
 }
 
-// loseLocked ends h: it leaves the registry (so the watchdog forgets it)
-// and every ctx of it is cancelled with cause. h.sh.mu is held.
+// loseLocked ends h: it leaves the registry and every ctx of it is
+// cancelled with cause. h.sh.mu is held.
 func (r *Registry) loseLocked(h *Hold, cause error) {
 	if h.gone {
 		return

@@ -8,10 +8,8 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/renew"
 )
 
-// The holds' side of the lease clock (package leaseclock): each shard
-// keeps the queue of its own holds under its own mutex, so taking or
-// releasing a lock takes no lock shared with unrelated keys, and one clock
-// goroutine per Registry ends the holds whose deadline passed.
+// The lease clock: each shard keeps a queue of its holds under its own
+// mutex, and one clock goroutine per Registry ends those due.
 
 // LeaseEntry places h on the lease clock.
 func (h *Hold) LeaseEntry() *leaseclock.Entry { return &h.lease }
@@ -23,9 +21,7 @@ func (r *Registry) confirmLocked(h *Hold, sent, replied time.Time, lease time.Du
 	if h.gone || !h.lease.Confirm(sent, lease, replied) {
 		return
 	}
-	// The first confirmation puts h on the clock; later ones only move its
-	// deadline, and the clock, reaching the old one, puts it back for the
-	// new one: one clock operation per lease, not per renewal.
+	// Later confirmations only move the deadline (leaseclock.Queue.Expire).
 	r.clock.Start((*clocked)(r), r.stop)
 	if h.sh.due.Put(h) {
 		r.clock.Due(h.lease.Valid)
@@ -65,49 +61,40 @@ func (r *Registry) expire(h *Hold) {
 	}
 	r.loseLocked(h, r.cfg.Expired(h, why))
 	if h.watchdog {
-		// Renewals sent since the last confirmed one may have reached
-		// Redis and set a full lease there again.
+		// Renewals since the last confirmed one may have set a lease again.
 		h.From.GiveBackLost(h)
 	}
 }
 
-// The watchdog's side of the registry: it takes the holds due for renewal
-// off the shards' wheels and reports what each renewal found. The sending
-// is the watchdog's.
+// The watchdog's side: the holds due for renewal off the shards' wheels,
+// and what each renewal found.
 
 // RenewEntry places h on its shard's renewal wheel.
 func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
 
-// A Due is a hold taken off the wheel for a renewal: what the watchdog
-// sends for it.
+// A Due is a hold taken off the wheel for a renewal. Times are
+// leaseclock.Nanos; Seq and Slot are copied so that sorting and batching
+// read no hold.
 type Due struct {
 	H     *Hold
-	At    int64    // when its renewal was due (leaseclock.Nanos)
-	Extra []string // its extra keys (nil: none), read when it was taken
-	// Valid is its deadline when it was taken (leaseclock.Nanos): a renewal call
-	// must end by the earliest of its holds'. A confirmation may move the
-	// deadline later meanwhile, never earlier.
+	At    int64    // when its renewal was due
+	Extra []string // its extra keys (nil: none)
+	// Valid is its deadline when taken: a call must end by the earliest
+	// of its holds' (a confirmation may move it later, never earlier).
 	Valid int64
-	// Seq and Slot are the hold's order and cluster slot (see SortDue),
-	// copied so that sorting and batching read no hold.
-	Seq  uint64
-	Slot int
+	Seq   uint64
+	Slot  int
 }
 
-// TakeDue takes the holds due by now off the shards' wheels (all: every
-// watchdog hold) and marks them in flight. Holds due in the next
-// period/4 fill up the last batch of batch holds: renewing a little early
-// costs nothing, a call for a handful of holds does. Each hold's extra
-// keys and deadline are read here, under its shard's mutex, so the
-// watchdog need not take it again before the replies. The holds are
-// appended to due (pass one with room for about as many as last time:
-// growing it is most of what a round allocates).
+// TakeDue appends to due the holds due by now (all: every watchdog hold),
+// marked in flight, with their extra keys and deadlines; holds due in the
+// next period/4 fill up the last batch of batch holds (renewing a little
+// early costs nothing, a call for a handful of holds does). Pass a due
+// with room for about as many as last time.
 func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due {
-	// take marks h in flight if it is a watchdog hold not in flight. Its
-	// shard's mutex is held.
-	take := func(h *Hold) bool {
+	take := func(h *Hold) bool { // its shard's mutex is held
 		if h.gone || !h.watchdog || h.inFlight {
-			return false // released, lost, or in flight
+			return false
 		}
 		h.inFlight = true
 		u := Due{H: h, At: h.renew.Due, Valid: leaseclock.Nanos(h.lease.Valid), Seq: h.seq, Slot: h.Slot}
@@ -139,8 +126,7 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due 
 	return due
 }
 
-// Deadline is the earliest deadline of the holds of batches, as they were
-// taken: a renewal call for them must end by then.
+// Deadline is the earliest deadline of the holds of batches, as taken.
 func Deadline(batches [][]Due) time.Time {
 	d := int64(math.MaxInt64)
 	for _, b := range batches {
@@ -160,22 +146,14 @@ const (
 	Gone                       // the key no longer holds the owner
 )
 
-// Report applies what the renewal of h sent at sent, its reply read at
-// now, found (a reply read after the hold's deadline confirms nothing:
-// leaseclock.Term), and reports
-// whether it was confirmed. A hold gone is lost with cause(h); an
-// unconfirmed one is tried again soon, its deadline staying where the
-// last confirmation put it (the clock enforces it).
-func (r *Registry) Report(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
-	h.sh.mu.Lock()
-	defer h.sh.mu.Unlock()
-	return r.reportLocked(h, res, sent, now, cause)
-}
-
-// ReportAll is Report for each hold of b, res(j) being what the renewal
-// of b[j] found, and returns how many were confirmed. It takes a shard's
-// mutex once for each run of its holds in b (TakeDue takes holds shard by
-// shard, so a batch has long runs).
+// ReportAll applies what the renewal of each hold of b, sent at sent,
+// its reply read at now, found (res(j) for b[j]; a reply read after the
+// hold's deadline confirms nothing: leaseclock.Term), and returns how many
+// were confirmed. A hold gone is lost with cause(h); an unconfirmed one is
+// tried again soon, its deadline staying where the last confirmation put
+// it (the clock enforces it). It takes a shard's mutex once for each run
+// of its holds in b (TakeDue takes holds shard by shard, so a batch has
+// long runs).
 func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Time, cause func(h *Hold) error) int {
 	confirmed := 0
 	var sh *shard
@@ -197,18 +175,15 @@ func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Ti
 	return confirmed
 }
 
-// reportLocked is Report with h.sh.mu held.
+// reportLocked is ReportAll for one hold, h.sh.mu held.
 func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.inFlight = false
 	switch {
 	case h.gone || !h.watchdog:
 	case res == Renewed:
 		r.confirmLocked(h, sent, now, r.cfg.Watchdog)
-		// A hold renewed early (to fill a batch: at most period/4 early)
-		// keeps its phase, so calls stay one per period; but the next
-		// renewal is never more than 5/4 of a period after this send, so
-		// repeated early renewals (reconnect rounds after new connections)
-		// cannot push it towards the deadline (3 periods).
+		// A hold renewed early keeps its phase, within 5/4 of a period of
+		// this send (renew.Timing.Next).
 		h.sh.wheel.Put(h, r.timing.Next(sent, leaseclock.Time(h.renew.Due)), r.timing)
 		return true
 	case res == Gone:

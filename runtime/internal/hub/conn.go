@@ -14,100 +14,68 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// The hub's connections. As in go-redis' pubsub.go, the set of subscribed
-// channels is the truth (the hub's entries) and a connection is disposable:
-// when one fails, or is found dead, it is closed and every channel it
-// carried is subscribed again on a fresh one.
+// The hub's connections. As in go-redis' pubsub.go, the subscribed
+// channels (the hub's entries) are the truth and a connection is
+// disposable: one that fails, or is found dead, is closed and its channels
+// are subscribed again on a fresh one. Each has a writer, which sends the
+// (un)subscribes and pings queued for it in order and starts the reader
+// after its first send, and a reader: no I/O runs under the hub's locks.
 //
-// Every connection has two goroutines, so no I/O ever runs under the hub's
-// lock and a hung dial or write stalls nobody but that connection: the
-// writer sends the (un)subscribes and pings queued for it, one at a time,
-// in order, and starts the reader after its first send; the reader
-// receives, and hands what it read to the hub.
-//
-// Health: a half-open connection (the peer or the path is gone, nothing
-// says so) neither delivers messages nor fails. So the monitor pings a
-// connection that carries channels after pingIdle without a message, and
-// declares it dead when nothing at all (anything counts) arrives within
-// pingTimeout of a ping, subscribe or unsubscribe being started
-// (connectTimeout before it received anything: that covers the dial and a
-// TLS handshake). A frozen connection is found within pingIdle +
-// pingTimeout + healthTick (550 ms) of its last message, a first subscribe
-// that hangs (a dial to an unreachable node) within connectTimeout +
-// healthTick. A dead connection is closed (a dial in progress on it is
-// cancelled; other I/O stuck on it ends with go-redis' own timeouts,
-// owning nothing), its channels move to a new connection, and its waiters
-// are woken (fail says when). One that fails before it ever received
-// anything (the server is down), or on an error reply (a refusal that
-// would come again), is replaced after a backoff that doubles from 20 ms
-// to maxBackoff.
+// Health: a half-open connection neither delivers nor fails. The monitor
+// pings a connection with channels after pingIdle without a message, and
+// declares it dead when nothing arrives within pingTimeout of a ping,
+// subscribe or unsubscribe (connectTimeout before it received anything:
+// the dial and a TLS handshake). A dead connection is closed (a dial in
+// progress on it is cancelled), its channels move to a new one, and its
+// waiters are woken (fail says when). One that fails before it received
+// anything, or on an error reply (a refusal that would come again), is
+// replaced after a backoff doubling from 20 ms to maxBackoff.
 const (
-	// pingIdle is how long a connection with channels may go without a
-	// message before it is pinged: ten PINGs a second while someone waits
-	// (or a channel lingers), which costs the server next to nothing, and
-	// an idle connection without channels is never pinged.
+	// pingIdle: ten PINGs a second while someone waits (or a channel
+	// lingers); an idle connection without channels is never pinged.
 	pingIdle = 100 * time.Millisecond
-	// pingTimeout is how long a ping, subscribe or unsubscribe on a
-	// connection that works may go without anything arriving before the
-	// connection is declared dead. It must exceed a round trip and a
-	// loaded server's pause; a false alarm costs a reconnect and one extra
-	// try per waiter, nothing more.
-	pingTimeout = 400 * time.Millisecond
-	// connectTimeout is pingTimeout for a connection that has not
-	// received anything yet: its first send dials.
+	// pingTimeout must exceed a round trip and a loaded server's pause; a
+	// false alarm costs a reconnect and one extra try per waiter.
+	pingTimeout    = 400 * time.Millisecond
 	connectTimeout = 2 * time.Second
-	// healthTick is how often the monitor checks the connections.
-	healthTick = 50 * time.Millisecond
-	// ioTimeout bounds one (un)subscribe or ping call of a writer, so a
-	// connection that is replaced does not keep a goroutine for long.
+	healthTick     = 50 * time.Millisecond
+	// ioTimeout bounds one call of a writer, so a replaced connection
+	// does not keep a goroutine for long.
 	ioTimeout = 5 * time.Second
-	// maxBackoff bounds the wait before a connection replaces one that
-	// never worked: once the server is back, waiters are woken by the new
-	// subscription at most this much later (they try on their own when
-	// the lease they saw runs out in any case).
+	// maxBackoff: once the server is back, waiters are woken by the new
+	// subscription at most this much later.
 	maxBackoff = 250 * time.Millisecond
-	// receiveWait is the read timeout of a reader: it returns that often
-	// to see whether its connection was dropped.
+	// receiveWait is the reader's read timeout: it returns that often to
+	// see whether its connection was dropped.
 	receiveWait = time.Second
 )
 
 // links are a Hub's pub/sub connections: one per server, or per master
-// on a cluster with sharded pub/sub (byNode: channels are placed on their
-// slot's master's, route.go), with their health monitor and the hub's own
-// clients (track.go). They subscribe and unsubscribe the entries of the
-// hub's table, and hand it what the server sends (hub.deliver,
-// hub.confirmed).
+// on a cluster with sharded pub/sub (byNode, route.go), their health
+// monitor and the hub's own clients (track.go).
 type links struct {
-	hub     *Hub
-	log     *slog.Logger
-	failed  func(error) // Config.Failed
-	sharded bool
-	// cc is the caller's client if it is a cluster's (a moved slot is
-	// looked up again); byNode: sharded on a cluster, so channels are
-	// placed on the connection of their slot's master (route.go).
-	cc     *redis.ClusterClient
-	byNode bool
-	// sub is the client the hub subscribes with (track.go), closeSub
-	// closes it if it is the hub's own; track says whether key tracking
-	// works with it.
-	sub      redis.UniversalClient
-	closeSub func() error
-	track    bool
+	hub      *Hub
+	log      *slog.Logger
+	failed   func(error) // Config.Failed
+	sharded  bool
+	cc       *redis.ClusterClient  // the caller's client, if a cluster's
+	byNode   bool                  // sharded on a cluster: a connection per master (route.go)
+	sub      redis.UniversalClient // the client the hub subscribes with (track.go)
+	closeSub func() error          // closes sub if it is the hub's own
+	track    bool                  // key tracking works with sub
 	// nodes are the hub's own clients of the masters (byNode), by
-	// address: each one's pub/sub and tracking connections (track.go).
-	// Guarded by mu; closed by Close.
+	// address. Guarded by mu; closed by Close.
 	nodes map[string]*redis.Client
 
-	// mu guards the connections: conns, every subConn's state,
-	// each entry's conn and placing, and the placements (route.go).
+	// mu guards conns, every subConn's state, each entry's conn and
+	// placing, and the placements (route.go).
 	mu sync.Mutex
-	// conns are the connections by node address (byNode), or the one
-	// at "" (classic pub/sub, or a single server).
+	// conns are the connections by node address (byNode), or the one at "".
 	conns      map[string]*subConn
 	connClosed bool
 	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
-	// failures remembers, by node, the backoff of a connection that
-	// failed young, for the next one to the node.
+	// failures is, by node, the backoff of a connection that failed young,
+	// for the next one to the node.
 	failures map[string]failure
 	// unplaced are the channels waiting for their node (route.go); the
 	// router runs from the first one until Close (routeStop).
@@ -151,32 +119,28 @@ type subConn struct {
 	node string // its key in l.conns: the node's address (byNode), or ""
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
-	done chan struct{} // closed when the connection is dropped
 	// ctx is cancelled when the connection is dropped: it ends a dial in
-	// progress for it.
+	// progress for it, and its goroutines.
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see track.go
 	track    *tracker     // nil: no key tracking
 	// client is the hub's own client it subscribes through, whose pool
-	// also gives its tracking connection (track.go); nil: none.
+	// also gives its tracking connection; nil: none.
 	client *redis.Client
 
-	// Health, written by the reader without l.mu (a message costs no
-	// shared lock), in Unix nanoseconds.
+	// Health, written by the reader without l.mu, in Unix nanoseconds.
 	heard     atomic.Bool  // something was received on it
 	lastHeard atomic.Int64 // when something was last received (or the reader started)
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
 	// The rest is guarded by l.mu.
-	entries map[string]*entry // channels it carries
-	ops     []subOp           // sends queued for the writer
-	// pending lists, per channel, the subscribes awaiting their
-	// confirmation, in the order sent.
-	pending map[string][]pendingSub
-	// unsubscribing counts, per channel, the unsubscribes queued and not
-	// yet confirmed; any other unsubscribe comes from the server.
+	entries map[string]*entry       // channels it carries
+	ops     []subOp                 // sends queued for the writer
+	pending map[string][]pendingSub // by channel, the subscribes not yet confirmed, in order
+	// unsubscribing counts, by channel, the unsubscribes not yet
+	// confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
 	dead          bool
 	backoff       time.Duration // its predecessor on the node failed young: the backoff it was given
@@ -185,8 +149,7 @@ type subConn struct {
 	reading       bool          // the reader runs: the connection is up
 }
 
-// pendingSub is a subscribe of entry e, generation gen, sent and not yet
-// confirmed.
+// pendingSub is a subscribe of entry e, generation gen.
 type pendingSub struct {
 	e   *entry
 	gen uint64
@@ -203,15 +166,11 @@ const (
 type subOp struct {
 	kind    subOpKind
 	channel string
-	// also is the entry's companion channel (entry.also), sent in
-	// the same SUBSCRIBE or UNSUBSCRIBE; "" for none.
-	also string
+	also    string // entry.also, sent in the same command ("": none)
 }
 
-// subscribeLocked subscribes e: on the one connection, or, on a cluster
-// with sharded pub/sub, on its slot's master's once the router found it
-// (route.go). After Close it does nothing: the waiters' sleeps end with
-// the caller's close.
+// subscribeLocked subscribes e: on the one connection, or (byNode) on its
+// slot's master's once the router found it. After Close it does nothing.
 func (l *links) subscribeLocked(e *entry) {
 	if l.connClosed {
 		return
@@ -267,17 +226,15 @@ func (sc *subConn) queueLocked(op subOp) {
 }
 
 // A failure is the backoff a connection that failed young left for the
-// next one to its node, and when it failed.
+// next one to its node, and when.
 type failure struct {
 	backoff time.Duration
 	at      time.Time
 }
 
 // connLocked returns the connection to node, starting one through client
-// (the hub's own client of a cluster master, byNode, or its one client)
-// if there is none. An empty subscription does not connect: the writer's
-// first subscribe dials. If the node's last connection failed young, the
-// first send waits out its backoff.
+// if there is none; its first subscribe dials, after the backoff of the
+// node's last connection if that failed young.
 func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 	if sc := l.conns[node]; sc != nil {
 		return sc
@@ -286,7 +243,6 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		l:             l,
 		node:          node,
 		kick:          make(chan struct{}, 1),
-		done:          make(chan struct{}),
 		entries:       make(map[string]*entry),
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
@@ -324,7 +280,6 @@ func (l *links) dropLocked(sc *subConn) {
 		return
 	}
 	sc.dead = true
-	close(sc.done)
 	sc.cancel()
 	if l.conns[sc.node] == sc {
 		delete(l.conns, sc.node)
@@ -337,10 +292,10 @@ func (l *links) dropLocked(sc *subConn) {
 }
 
 // failLocked drops sc and subscribes its channels again on a new
-// connection (on a cluster with sharded pub/sub, each on its slot's
-// master's, which may be another node by now). It appends their entries
-// to woken, for a caller that wakes them now to do so once it released
-// l.mu; either way the new subscription's confirmation wakes them.
+// connection (byNode: each on its slot's master's, maybe another by now).
+// It appends their entries to woken, for a caller that wakes them at once
+// after releasing l.mu; the new subscription's confirmation wakes them
+// anyway.
 func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) []*entry {
 	if sc.dead || l.connClosed {
 		return woken
@@ -353,9 +308,8 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 	if len(sc.entries) == 0 {
 		return woken
 	}
-	// A connection that never worked (the server is down) or that the
-	// server refused something on (a channel it will refuse again) is not
-	// replaced at once, or a persistent fault would make a reconnect loop.
+	// No reconnect loop on a persistent fault: the server is down, or
+	// refuses what it will refuse again.
 	if !sc.heard.Load() || scripts.IsReply(err) {
 		backoff := min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
 		l.failures[sc.node] = failure{backoff, time.Now()}
@@ -381,12 +335,10 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 	return woken
 }
 
-// fail replaces sc (failLocked). Unlocks may have been lost, so its
-// waiters are woken by the new subscription's confirmation, and with wake
-// at once too: for a connection found half-open or whose tracking failed,
-// where the server may well be fine. After a read or write error (the
-// server closed the connection, or is restarting) they wait for the
-// confirmation, and do not spend their tries on a server that is down.
+// fail replaces sc (failLocked). Unlocks may have been lost: its waiters
+// are woken by the new subscription's confirmation, and with wake at once
+// too (half-open, or tracking failed: the server may be fine). After a
+// read or write error they do not spend tries on a server that is down.
 func (sc *subConn) fail(why string, err error, wake bool) {
 	l := sc.l
 	l.mu.Lock()
@@ -405,7 +357,7 @@ func (sc *subConn) writeLoop() {
 		t := time.NewTimer(sc.wait)
 		select {
 		case <-t.C:
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			t.Stop()
 			return
 		}
@@ -419,7 +371,7 @@ func (sc *subConn) writeLoop() {
 	for {
 		select {
 		case <-sc.kick:
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return
 		}
 		for {
@@ -508,7 +460,7 @@ func (sc *subConn) readLoop() {
 	for {
 		msg, err := sc.ps.ReceiveTimeout(ctx, receiveWait)
 		select {
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return
 		default:
 		}
@@ -530,11 +482,11 @@ func (sc *subConn) readLoop() {
 	}
 }
 
-// hear records that sc heard from its server now (its health: see
-// monitorLoop), unless sc is done (false).
+// hear records that sc heard from its server now, unless sc is dropped
+// (false).
 func (sc *subConn) hear() bool {
 	select {
-	case <-sc.done:
+	case <-sc.ctx.Done():
 		return false
 	default:
 	}
@@ -544,8 +496,7 @@ func (sc *subConn) hear() bool {
 	return true
 }
 
-// received handles one message read on sc. A message takes no shared
-// lock but the one of its channel's shard.
+// received handles one message read on sc.
 func (l *links) received(sc *subConn, msg any) {
 	if !sc.hear() {
 		return
@@ -582,9 +533,8 @@ func (l *links) received(sc *subConn, msg any) {
 	}
 }
 
-// confirmedLocked takes the subscribe of channel that the server
-// confirmed on sc off its pending list, and returns it if its entry is
-// still carried by sc.
+// confirmedLocked takes the confirmed subscribe of channel off sc's
+// pending list, and returns it if sc still carries its entry.
 func (sc *subConn) confirmedLocked(channel string) pendingSub {
 	q := sc.pending[channel]
 	if len(q) == 0 {
@@ -604,11 +554,10 @@ func (sc *subConn) confirmedLocked(channel string) pendingSub {
 }
 
 // unsubscribedLocked handles an unsubscribe notice for channel on sc. One
-// the hub did not ask for means the server dropped the channel (its slot
-// moved to another node): on a master's connection the channels of that
-// slot move to the slot's new master (route.go); otherwise sc's channels
-// move to a new connection, which go-redis dials to the slot's owner. It
-// returns the entries to wake.
+// the hub did not ask for means its slot moved: byNode, that slot's
+// channels move to its new master (route.go); otherwise sc's move to a
+// new connection, which go-redis dials to the slot's owner. It returns
+// the entries to wake.
 func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
 	if n := sc.unsubscribing[channel]; n > 0 {
 		if n == 1 {
@@ -633,10 +582,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 	defer l.wg.Done()
 	t := time.NewTicker(healthTick)
 	defer t.Stop()
-	var (
-		conns []*subConn
-		woken []*entry
-	)
+	var woken []*entry
 	for {
 		select {
 		case <-t.C:
@@ -650,11 +596,9 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			l.mu.Unlock()
 			return
 		}
-		conns = conns[:0]
+		// A connection failLocked adds meanwhile has sent nothing: the
+		// range may visit it or not, to the same effect.
 		for _, sc := range l.conns {
-			conns = append(conns, sc)
-		}
-		for _, sc := range conns {
 			awaiting := sc.awaiting.Load()
 			limit := pingTimeout
 			if !sc.heard.Load() {
@@ -673,7 +617,6 @@ func (l *links) monitorLoop(stop chan struct{}) {
 		}
 		l.mu.Unlock()
 		wakeEntries(woken, false)
-		clear(conns)
 		clear(woken)
 		woken = woken[:0]
 	}
@@ -693,9 +636,8 @@ func (l *links) close() {
 		l.routeStop()
 	}
 	l.mu.Unlock()
-	// Closing the hub's own client first ends any read stuck on one of its
-	// connections (a tracking read into a blackhole), which a cancelled
-	// ctx does not.
+	// Closing the hub's own clients ends a read stuck on one of their
+	// connections, which a cancelled ctx does not.
 	if l.closeSub != nil {
 		_ = l.closeSub()
 	}

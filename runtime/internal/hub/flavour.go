@@ -12,22 +12,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// pubSubProbeTimeout bounds the probe ChooseSharded runs to choose the pub/sub
-// flavour.
+// pubSubProbeTimeout bounds ChooseSharded's probe.
 const pubSubProbeTimeout = 3 * time.Second
 
 // ChooseSharded decides whether waiters use sharded pub/sub (forced: the
-// caller's choice, nil for auto), and logs the choice and its reason once
-// at Debug level.
+// caller's choice, nil for auto), and logs why at Debug level.
 //
 // Every client of one lock must use the same flavour, or neither side's
-// unlock wakes the other. So auto decides as Redisson's
-// ShardedSubscriptionMode.AUTO does: sharded on a Redis Cluster that
-// accepts PUBSUB SHARDNUMSUB, classic elsewhere. The server version is
-// only a hint, used when the probe gets no reply at all: reading it needs
-// INFO, which a common ACL (+@all -@dangerous) refuses while it allows the
-// probe, and a lockgen that fell back to classic there would not wake, nor
-// be woken by, Redisson on the same cluster.
+// unlock wakes the other: auto decides as Redisson's
+// ShardedSubscriptionMode.AUTO does, sharded on a Redis Cluster that
+// accepts PUBSUB SHARDNUMSUB, classic elsewhere. The server version is a
+// hint only when the probe gets no reply: INFO is refused by a common ACL
+// (+@all -@dangerous) that allows the probe.
 func ChooseSharded(rdb redis.UniversalClient, cluster bool, forced *bool, log *slog.Logger) bool {
 	sharded, why := decideSharded(rdb, cluster, forced)
 	flavour := "classic"

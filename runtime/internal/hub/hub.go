@@ -15,8 +15,8 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Messages on the channels waited on: the unlock messages of Redisson's
-// locks and lockgen's grant.
+// Messages on the channels waited on: Redisson's unlock messages and
+// lockgen's grant.
 const (
 	UnlockMessage     = "0" // wakes one waiter (a latch: every waiter)
 	ReadUnlockMessage = "1" // wakes every waiting reader and one other waiter
@@ -49,12 +49,11 @@ const (
 
 // Config is what a Hub is built from.
 type Config struct {
-	// Client is the caller's go-redis client: the hub subscribes with a
-	// copy of its options for a single server (key tracking, track.go),
-	// with Client itself otherwise. nil: the channel table alone (tests).
+	// Client is the caller's go-redis client (track.go says which the hub
+	// subscribes with). nil: the channel table alone (tests).
 	Client redis.UniversalClient
 	// Sharded: subscribe with SSUBSCRIBE; on a cluster, one connection
-	// per master carrying the channels of every slot it serves (route.go).
+	// per master (route.go).
 	Sharded bool
 	// Log gets the hub's debug records; nil: none.
 	Log *slog.Logger
@@ -77,15 +76,9 @@ type Hub struct {
 	aliasMu sync.RWMutex
 	aliases map[string]*entry
 	waiters sync.Pool // of *Waiter, reset
-
-	// links are the hub's pub/sub connections, their placement on a
-	// cluster's masters and its clients of them (conn.go, route.go,
-	// track.go): what subscribes the channels of the table above.
-	links links
+	links   links     // what subscribes the table's channels (conn.go)
 }
 
-// nShards is the number of channel-table shards: enough that 2 cores'
-// worth of goroutines on distinct locks rarely meet on one.
 const nShards = 64
 
 type shard struct {
@@ -108,29 +101,22 @@ type entry struct {
 	// entry is ready while it is the current one (gen).
 	readyGen uint64
 	linger   *time.Timer // pending unsubscribe once no one waits
-	// inflight counts the waiters that were woken and have not finished
-	// the try that followed: a hand-off in flight (FIFO in the package doc).
+	// inflight counts the waiters woken whose try has not finished: a
+	// hand-off in flight (FIFO in the package doc).
 	inflight int
-	// handOffs counts the local hand-offs since the last unlock message
-	// (offer.go).
-	handOffs int
-	// also is the client's own grant channel for the lock, subscribed
-	// with the lock's channel in one command ("": none; offer.go).
-	also string
-	// remote: other processes wait on the lock too (a grant came from
-	// one, or a release saw their subscriptions): a newcomer tries
+	handOffs int    // local hand-offs since the last unlock message (offer.go)
+	also     string // this client's grant channel for the lock ("": none; offer.go)
+	// remote: other processes wait on the lock too: a newcomer tries
 	// before it sleeps, so it is queued for grants.
 	remote bool
 
-	// gen counts the subscribes sent for the entry (a new connection sends
-	// another); written under links.mu.
+	// gen counts the subscribes sent for the entry; written under links.mu.
 	gen atomic.Uint64
 	// conn is the connection it is (being) subscribed on; placing says
 	// it waits for one (route.go). Both guarded by links.mu.
 	conn    *subConn
 	placing bool
-	// lastMsg is when a message last came on the channel (Unix ns): key
-	// tracking leaves a lock alone while its messages flow (track.go).
+	// lastMsg is when a message last came on the channel (Unix ns; track.go).
 	lastMsg atomic.Int64
 }
 
@@ -142,48 +128,38 @@ func (e *entry) ready() bool {
 
 // A Waiter is one goroutine waiting on a channel: it sleeps on C.
 type Waiter struct {
-	c      chan struct{} // receives a signal when the lock may be free
-	e      *entry
-	shared bool // a reader: woken with every other reader
-	// woken: signalled by the hub and not yet done with the try that
-	// followed (counted in e.inflight).
-	woken bool
-	// deferred: a newcomer letting a hand-off in flight finish before its
-	// first try; signalled when e.inflight drops to 0.
-	deferred bool
+	c        chan struct{} // receives a signal when the lock may be free
+	e        *entry
+	shared   bool // a reader: woken with every other reader
+	woken    bool // signalled, its try not finished (counted in e.inflight)
+	deferred bool // a newcomer behind a hand-off in flight: signalled when e.inflight drops to 0
 	// untried: it sleeps without a try of its own (see Undefer), so it
 	// knows no holder's TTL and counts on the waiters ahead of it.
 	untried bool
 
 	// Offers (offer.go). field and px are the owner token and lease a
-	// release hands the lock over with ("": the waiter cannot be handed
-	// it); set before the waiter first parks.
+	// release hands the lock over with ("": it cannot be handed it).
 	field  string
 	px     any
 	parked bool       // sleeping: a release may offer it the lock
 	offer  OfferState // where an offer to it stands
 	marker string     // the offer's request marker, or a grant's nonce
 	sent   time.Time  // when the offer's script was sent
-	// queued: a try queued it in Redis for grants.
-	queued bool
+	queued bool       // a try queued it in Redis for grants
 }
 
-// C receives a signal when the lock may be free (or an offer's outcome is
-// in): the waiter tries, or Unparks, then.
+// C receives a signal when the lock may be free or an offer's outcome is in.
 func (w *Waiter) C() <-chan struct{} { return w.c }
 
 const (
-	// subscriptionLinger keeps a channel subscribed a little after its last
-	// waiter left: under steady contention waiters come and go all the
-	// time, and re-subscribing for each would double the traffic.
+	// subscriptionLinger keeps a channel subscribed a while after its last
+	// waiter left: under contention waiters come and go all the time.
 	subscriptionLinger = 250 * time.Millisecond
 	// HandoffWait bounds how long a newcomer lets a hand-off in flight
 	// (a woken waiter's try, one round trip) finish before its own try.
 	HandoffWait = 50 * time.Millisecond
-	// UnlockGrace is how long a newcomer waits for an unlock message that
-	// may be in transit before its first try, when this client has
-	// waiters on the lock but none is woken: a message takes well under a
-	// millisecond from Redis to the hub on a healthy link.
+	// UnlockGrace is how long a newcomer waits for an unlock message in
+	// transit, when this client has waiters on the lock but none is woken.
 	UnlockGrace = 2 * time.Millisecond
 )
 
@@ -210,28 +186,15 @@ func (h *Hub) lock(channel string) (sh *shard, e *entry) {
 	return sh, sh.entries[channel]
 }
 
-// Active reports whether any channel is subscribed or being subscribed:
-// when none is, no waiter can attach before its first try, and the
-// uncontended path skips the hub.
+// Active reports whether any channel is subscribed or being subscribed;
+// if not, the uncontended path skips the hub.
 func (h *Hub) Active() bool { return h.nEntries.Load() > 0 }
 
-// release returns w, which no entry refers to any more, to the pool.
-func (h *Hub) release(w *Waiter) {
-	select {
-	case <-w.c:
-	default:
-	}
-	*w = Waiter{c: w.c}
-	h.waiters.Put(w)
-}
-
 // Attach registers a waiter on channel before its first try, if the
-// channel's subscription is confirmed: a wake-up published during that try
-// then reaches it, so it need not try a second time after joining. With
-// fifo, a newcomer that finds a hand-off in flight, or other waiters, is
-// deferred: it should wait on C before trying (FIFO in the package doc;
-// InFlight, Undefer). w is nil when the channel is not subscribed yet (the
-// caller tries, then joins).
+// channel's subscription is confirmed (nil otherwise: the caller tries,
+// then joins). With fifo, a newcomer that finds a hand-off in flight, or
+// other waiters, is deferred: it waits on C before trying (InFlight,
+// Undefer).
 func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
 	sh, e := h.lock(channel)
 	if h.closed.Load() || e == nil || !e.ready() {
@@ -278,11 +241,9 @@ type Sub struct {
 }
 
 // Join registers a waiter on channel, subscribing as s says if nobody
-// else waits on it (the subscribe itself runs on the connection's
-// goroutine, never here). ready reports whether the subscription is
-// already confirmed: if so, a wake-up published since the caller's last
-// try may have gone to nobody, and the caller tries again at once;
-// otherwise the confirmation wakes it. w is nil after Close.
+// else waits on it. ready reports whether the subscription is confirmed
+// already: then the caller tries again at once, else the confirmation
+// wakes it. w is nil after Close.
 func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
@@ -309,8 +270,7 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 }
 
 // Subscribed reports whether channel's subscription is confirmed (with
-// grants: together with a companion channel): a message published on it
-// from now on reaches this hub.
+// grants: with a companion channel).
 func (h *Hub) Subscribed(channel string, grants bool) bool {
 	if !h.Active() {
 		return false
@@ -320,8 +280,7 @@ func (h *Hub) Subscribed(channel string, grants bool) bool {
 	return e != nil && e.ready() && (!grants || e.also != "")
 }
 
-// addLocked adds a waiter to e's, from the pool (Leave gives it back).
-// e.sh.mu is held.
+// addLocked adds a pooled waiter to e's. e.sh.mu is held.
 func (h *Hub) addLocked(e *entry, shared bool) *Waiter {
 	if e.linger != nil {
 		e.linger.Stop()
@@ -333,11 +292,10 @@ func (h *Hub) addLocked(e *entry, shared bool) *Waiter {
 }
 
 // Tried tells the hub that w finished a try. A wake-up it used is spent,
-// unless handOn: then w was woken but another waiter goes first (a reader
-// behind a waiting writer), and the wake-up goes to the next waiter. A
-// signal still pending in C came after the try started: w will use it on
-// its next wait. queued says the try queued w in Redis for grants (a
-// release that hands it the lock clears its record there).
+// unless handOn: another waiter goes first (a reader behind a waiting
+// writer), and the wake-up goes to the next one. A signal pending in C
+// came after the try started: w uses it on its next wait. queued: the try
+// queued w in Redis for grants.
 func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 	e := w.e
 	e.sh.mu.Lock()
@@ -374,10 +332,8 @@ func spentLocked(w *Waiter) {
 	}
 }
 
-// Leave unregisters w and takes it back: the caller must not use it
-// again. acquired says whether the waiter got what it waited for; if it
-// did not and has a wake-up it did not use up, the wake-up goes to the
-// next waiter.
+// Leave unregisters w and takes it back. A waiter that did not acquire
+// passes a wake-up it did not use up to the next waiter.
 func (h *Hub) Leave(w *Waiter, acquired bool) {
 	e := w.e
 	sh := e.sh
@@ -385,12 +341,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 	if i := slices.Index(e.waiters, w); i >= 0 {
 		e.waiters = slices.Delete(e.waiters, i, i+1)
 	}
-	unused := false
-	select {
-	case <-w.c:
-		unused = true
-	default:
-	}
+	unused := len(w.c) > 0 // stable under sh.mu; drained below
 	if w.woken {
 		unused = true
 		spentLocked(w)
@@ -399,9 +350,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 		wakeOne(e, nil)
 	}
 	if !acquired && !w.untried {
-		// A waiter that never tried slept on this one's TTL: with it
-		// gone, a lock freed without a message (a lease run out, tracking
-		// off) would wake no one before the untried one's bound.
+		// A waiter that never tried slept on this one's TTL.
 		wakeUntried(e)
 	}
 	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
@@ -412,7 +361,12 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 		}
 	}
 	sh.mu.Unlock()
-	h.release(w)
+	select { // back to the pool, reset
+	case <-w.c:
+	default:
+	}
+	*w = Waiter{c: w.c}
+	h.waiters.Put(w)
 }
 
 // expire unsubscribes e if still nobody waits on it.
@@ -432,8 +386,7 @@ func (h *Hub) expire(e *entry) {
 		}
 		h.aliasMu.Unlock()
 	}
-	// Still under sh.mu: a join of the same channel waits, so its
-	// subscribe is queued after this unsubscribe.
+	// Under sh.mu: a join's subscribe is queued after this unsubscribe.
 	h.links.mu.Lock()
 	h.links.unsubscribeLocked(e)
 	h.links.mu.Unlock()
@@ -475,9 +428,8 @@ func (h *Hub) deliver(channel, payload string) {
 	}
 }
 
-// confirmed marks e's subscription of generation gen confirmed by the
-// server and wakes its waiters, unless e was dropped or subscribed again
-// meanwhile. h.links.mu is not held.
+// confirmed marks e's subscription of generation gen confirmed and wakes
+// its waiters, unless e was dropped or subscribed again meanwhile.
 func (h *Hub) confirmed(e *entry, gen uint64) {
 	sh := e.sh
 	sh.mu.Lock()
@@ -489,10 +441,9 @@ func (h *Hub) confirmed(e *entry, gen uint64) {
 	wakeAll(e)
 }
 
-// wakeEntries wakes the waiters of entries still in the table: every
-// waiter (their connection was found dead: messages may have been lost),
-// or with readers only the readers and one other (a key found gone, as a
-// write unlock would). h.links.mu is not held.
+// wakeEntries wakes the waiters of entries still in the table: all of
+// them (their connection died), or with readers the readers and one
+// other (a key found gone). h.links.mu is not held.
 func wakeEntries(entries []*entry, readers bool) {
 	for _, e := range entries {
 		e.sh.mu.Lock()
@@ -522,8 +473,7 @@ func signal(e *entry, w *Waiter) bool {
 	return true
 }
 
-// wakeReaders signals every reader and the longest-waiting other waiter:
-// the readers can all go together; of the writers only one can.
+// wakeReaders signals every reader and the longest-waiting other waiter.
 func wakeReaders(e *entry) {
 	writer := false
 	for _, w := range e.waiters {
@@ -538,9 +488,8 @@ func wakeReaders(e *entry) {
 }
 
 // wakeOne signals the longest-waiting waiter (other than skip) that has no
-// signal pending, an exclusive one (a writer) before a reader: a read
-// unlock that frees the lock matters to a writer; readers were not
-// blocked by readers.
+// signal pending, a writer before a reader (readers were not blocked by
+// readers).
 func wakeOne(e *entry, skip *Waiter) {
 	for _, exclusive := range []bool{true, false} {
 		for _, w := range e.waiters {
@@ -566,8 +515,7 @@ func wakeN(e *entry, n int) {
 	}
 }
 
-// wakeUntried signals the longest-waiting waiter that has not tried yet
-// (see Undefer), so it tries and learns the holder's TTL.
+// wakeUntried signals the longest-waiting waiter that has not tried yet.
 func wakeUntried(e *entry) {
 	for _, w := range e.waiters {
 		if w.untried {
@@ -584,9 +532,8 @@ func wakeAll(e *entry) {
 }
 
 // Idle counts the waiters on channel's confirmed subscription with no
-// wake-up pending or in use that are parked, or with parkedOnly false
-// that cannot be offered the lock either: a probe for tests, which wait
-// for it before they release.
+// wake-up pending or in use that are parked (or, with parkedOnly false,
+// cannot be offered the lock): a probe for tests.
 func (h *Hub) Idle(channel string, parkedOnly bool) int {
 	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Offers: the hub's side of the runtime's local hand-offs (package
-// mutex's handoff.go tells the protocol) and of grants made in Redis, announced on a
-// fair waiter's own channel ("2:<nonce>": to the longest waiter that can
-// take one) or on the client's grant channel ("2:<owner> <nonce>").
+// Offers: the hub's side of local hand-offs (package mutex's handoff.go
+// tells the protocol) and of grants made in Redis, announced on a fair
+// waiter's own channel ("2:<nonce>") or on the client's grant channel
+// ("2:<owner> <nonce>").
 
 // OfferState is where an offer of a lock to a waiter stands.
 type OfferState uint8
@@ -23,35 +23,29 @@ const (
 	OfferRemote               // a release in Redis granted it the lock
 )
 
-// HandoffStreak bounds the hand-offs in a row on one channel: then Offer
-// finds no one, and the release publishes, for listeners Redis does not
-// count (a Redisson client subscribed on a replica).
+// HandoffStreak bounds the hand-offs in a row on one channel: then the
+// release publishes, for listeners Redis does not count (a Redisson
+// client subscribed on a replica).
 const HandoffStreak = 16
 
 // An Offer is a release's offer of its lock to a parked waiter, and then
-// what the releaser learned of it.
+// what the releaser learned of it (for Settle).
 type Offer struct {
-	w *Waiter
-	// Field and Px are who the waiter takes the lock as (see Grantee);
-	// Queued, whether a try queued it in Redis (see Tried).
-	Field  string
+	w      *Waiter
+	Field  string // who the waiter takes the lock as (see Grantee)
 	Px     any
-	Queued bool
-	// Known: this client waits, or waited moments ago, on the channel.
-	Known bool
-	// The outcome, for Settle: Marker is the hand-off's request marker,
-	// Sent when its script was sent.
+	Queued bool // a try queued it in Redis (see Tried)
+	Known  bool // this client waits, or waited moments ago, on the channel
 	State  OfferState
-	Marker string
-	Sent   time.Time
+	Marker string    // the hand-off's request marker
+	Sent   time.Time // when its script was sent
 }
 
 // Made reports whether the offer went to a waiter: it must be settled.
 func (o Offer) Made() bool { return o.w != nil }
 
-// Grantee records who w takes a lock handed to it as: the owner token
-// and lease argument grantee returns (field "": it cannot be handed one);
-// it reports whether w can be handed one.
+// Grantee records the owner token and lease argument w takes a lock
+// handed to it with (field "": none), and reports whether it can be.
 func (h *Hub) Grantee(w *Waiter, grantee func() (field string, px any)) bool {
 	field, px := grantee()
 	sh := w.e.sh
@@ -87,9 +81,8 @@ func (h *Hub) Offer(channel string) (o Offer) {
 }
 
 // Settle records the outcome of an offer and wakes its waiter, unless
-// the release published the unlock message: then the waiter, if still
-// asleep, is woken by that message as every other listener is (waking it
-// from the release's reply would let this client's waiters beat other
+// the release published the unlock message: then that message wakes it,
+// as every other listener (so this client's waiters do not beat other
 // processes' to every lock it releases).
 func (h *Hub) Settle(o Offer) {
 	w := o.w
@@ -99,9 +92,8 @@ func (h *Hub) Settle(o Offer) {
 	if o.State == OfferPublished {
 		o.State = OfferNone
 		if w.parked {
-			// No hand-off: w is back where it was, asleep and next in
-			// line for offers and messages, unless the message woke it
-			// already (its signal is pending: it counts as woken).
+			// w is back asleep, first in line, unless the message
+			// woke it already (a pending signal counts as woken).
 			w.offer = OfferNone
 			if len(w.c) == 0 {
 				spentLocked(w)
@@ -113,8 +105,7 @@ func (h *Hub) Settle(o Offer) {
 	if o.State == OfferGranted {
 		e.handOffs++
 		if h.links.track && e.key != "" {
-			// The lock changed hands without a message: key tracking
-			// leaves it alone as it would after one (track.go).
+			// Changed hands without a message: tracking waits as after one.
 			e.lastMsg.Store(time.Now().UnixNano())
 		}
 	}
@@ -136,9 +127,8 @@ func (h *Hub) Park(w *Waiter) {
 }
 
 // Unpark ends w's sleep: no release offers it the lock from now on. An
-// offer in flight is waited for (it lasts one release call, bounded by
-// the releaser's timeout), and its outcome returned; OfferNone when there
-// was none. For OfferRemote, marker is the grant's nonce.
+// offer in flight (one release call) is waited for, and its outcome
+// returned (OfferNone: none). For OfferRemote, marker is the grant's nonce.
 func (h *Hub) Unpark(w *Waiter) (state OfferState, marker string, sent time.Time) {
 	if w.field == "" {
 		return OfferNone, "", time.Time{}
@@ -158,10 +148,9 @@ func (h *Hub) Unpark(w *Waiter) (state OfferState, marker string, sent time.Time
 }
 
 // Remote records that other processes wait on channel's lock: a newcomer
-// tries before it sleeps, so it is queued in Redis. With held (the lock
-// was granted to one of them, so a try cannot overtake anyone), waiters
-// that slept without a try (behind this client's own, see Undefer) try
-// now; otherwise they do on their next wake-up.
+// tries before it sleeps, so it is queued in Redis. With held (granted to
+// one of them: a try cannot overtake anyone), the waiters that slept
+// without a try (see Undefer) try now.
 func (h *Hub) Remote(channel string, held bool) {
 	sh, e := h.lock(channel)
 	defer sh.mu.Unlock()
@@ -184,9 +173,9 @@ func remoteLocked(e *entry, held bool) {
 }
 
 // grantFirst tells the longest waiter that can take grants that a release
-// gave it the lock for the try with nonce (a fair waiter's own channel)
-// and wakes it; it reports false when no waiter can take one (then one is
-// woken to try: its acquire counts the grant as its own).
+// gave it the lock for the try with nonce (a fair waiter's own channel),
+// and wakes it; false: none can (one is woken to try: its acquire counts
+// the grant as its own).
 func grantFirst(e *entry, nonce string) bool {
 	for _, w := range e.waiters {
 		if w.field != "" && w.offer == OfferNone {
@@ -198,10 +187,9 @@ func grantFirst(e *entry, nonce string) bool {
 	return false
 }
 
-// deliverGrant handles a message on a grant channel: "2:<owner> <nonce>",
-// a release gave the lock to owner for its try with nonce. The waiter is
-// woken to claim it; if it is gone or busy, its next try takes the grant
-// (or its leave gives it back).
+// deliverGrant handles "2:<owner> <nonce>" on a grant channel: the waiter
+// is woken to claim the lock; if it is gone or busy, its next try takes
+// the grant (or its leave gives it back).
 func (h *Hub) deliverGrant(channel, payload string) {
 	h.aliasMu.RLock()
 	e := h.aliases[channel]

@@ -14,62 +14,46 @@ import (
 
 // Sharded pub/sub on a Redis Cluster: one connection per master.
 //
-// A shard channel lives on the master of its slot, and one connection may
-// carry shard channels of any number of slots its node serves; only one
-// SSUBSCRIBE may not name channels of two slots (CROSSSLOT). So the hub
-// keeps a single connection per master however many slots are waited on
-// (docs/scale-out.md has the budget), and not a pool: the node serves a
-// connection's commands one at a time anyway, a message costs the reader a
-// shard's mutex and no I/O, and a lock's wake-ups cannot overtake each
-// other on one connection.
+// A shard channel lives on its slot's master, and one connection may carry
+// channels of any number of its slots (one SSUBSCRIBE must not name two:
+// CROSSSLOT). So the hub keeps one connection per master, not a pool: the
+// node serves a connection's commands one at a time anyway, and a lock's
+// wake-ups cannot overtake each other on one connection.
 //
-// The connection is a go-redis PubSub of a client of the hub's own for
-// that master (nodeClientLocked, track.go), not of the ClusterClient: the
-// latter's PubSub picks its node once, from the first channel, and both,
-// after a reconnect of their own, send every channel in one SSUBSCRIBE,
-// which a cluster refuses when they span slots. The hub never relies on
-// that reconnect: any error drops the connection and its channels are
-// subscribed again one by one (conn.go), each on its slot's master as the
-// slot map then says.
+// It is a PubSub of a client of the hub's own for that master
+// (nodeClientLocked), not of the ClusterClient, whose PubSub picks its
+// node once and, reconnecting, sends every channel in one SSUBSCRIBE. Any
+// error drops the connection, and its channels are subscribed again one by
+// one (conn.go), each on its slot's master as the slot map then says.
 //
-// Placement. Which master serves a slot is read from the ClusterClient's
-// slot map, which may have to be loaded, so it is not looked up under
-// l.mu: a channel to subscribe is queued (placeLocked) and the router
-// goroutine places it. Its waiters are not ready meanwhile (no
-// confirmation), as for any subscribe in flight.
+// Placement: which master serves a slot is read from the slot map, which
+// may have to be loaded, so not under l.mu: placeLocked queues a channel
+// and the router goroutine places it (its waiters are not ready
+// meanwhile).
 //
-// Moved slots. When a slot leaves a master (a migration or a failover),
-// the master unsubscribes every client from the slot's shard channels
-// (sunsubscribe notices the hub did not ask for), and a subscribe sent to
-// the old master is refused with MOVED <slot> <new master>. Either way
-// every channel of that slot on the connection is placed again; the other
-// slots' stay. The router has the slot map re-read and waits (mapWait at
-// most) for it to show the move: a map re-read just before the move would
-// send them back to the old master. A server-dropped channel's waiters are
-// woken at once (a release on the new master meanwhile published to no
-// one), and again by the new subscription's confirmation. A master that
-// dies is a failed connection (conn.go): its channels are placed again
-// once Config.Failed has had the map re-read.
+// Moved slots: when a slot leaves a master, the master unsubscribes its
+// shard channels (notices the hub did not ask for), and a subscribe sent
+// there is refused with MOVED. Either way that slot's channels on the
+// connection are placed again; the router has the slot map re-read and
+// waits (mapWait at most) for it to show the move, so as not to send them
+// back. Their waiters are woken at once (a release meanwhile published to
+// no one), and again by the new confirmation. A dead master is a failed
+// connection (conn.go).
 
 // mapWait bounds how long a channel whose slot moved waits for the slot
-// map to show the move before it is placed where the map says anyway (a
-// refusal then makes it wait again): the bound of the backoff of a
-// connection that fails young.
+// map to show the move before it is placed where the map says anyway.
 const mapWait = maxBackoff
 
 // mapPoll is how often the router looks at the slot map again while a
-// moved channel waits for it; go-redis re-reads the map at most every
-// 200 ms however often it is asked.
+// moved channel waits for it.
 const mapPoll = 10 * time.Millisecond
 
 // A placement is a channel waiting for its node.
 type placement struct {
-	e *entry
-	// reload: re-read the slot map before placing it (its connection
-	// failed in a way a moved slot explains).
-	reload bool
-	// from is the node its slot left (""), to the one a MOVED reply named
-	// (""), since when it waits for the map to show that.
+	e      *entry
+	reload bool // re-read the slot map first (its connection failed as a moved slot would make it)
+	// from is the node its slot left, to the one a MOVED reply named
+	// ("": none), since when it waits for the map to show that.
 	from, to string
 	since    time.Time
 }
@@ -86,8 +70,7 @@ func (p *placement) waits(addr string, now time.Time) bool {
 	return addr == p.from
 }
 
-// placeLocked queues e for the router, which subscribes it on its slot's
-// master. l.mu is held, and the hub is not closed.
+// placeLocked queues p for the router. l.mu is held, the hub not closed.
 func (l *links) placeLocked(p placement) {
 	e := p.e
 	e.conn = nil
@@ -107,9 +90,8 @@ func (l *links) placeLocked(p placement) {
 }
 
 // moveSlotLocked takes every channel of slot off sc and queues it to be
-// placed where the slot went (to, when a MOVED reply said so), appending
-// their entries to woken. sc is closed if it carries nothing else. l.mu is
-// held.
+// placed where the slot went (to, if a MOVED reply said), appending their
+// entries to woken; sc is closed if left empty. l.mu is held.
 func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry) []*entry {
 	if sc.dead || l.connClosed {
 		return woken
@@ -129,8 +111,7 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry)
 		woken = append(woken, e)
 		n++
 	}
-	// An unsubscribe of the slot's channels gets a MOVED reply now, or
-	// its confirmation finds no channel: either way it is not counted.
+	// Their unsubscribes get a MOVED reply, or no confirmation to count.
 	for ch := range sc.unsubscribing {
 		if scripts.KeySlot(ch) == slot {
 			delete(sc.unsubscribing, ch)
@@ -152,9 +133,7 @@ type slotMove struct {
 }
 
 // slotsMoved places the channels of the slots a MOVED reply found gone
-// from sc's master (to a subscribe, or to a tracking read) on their new
-// master; the new subscriptions' confirmations wake their waiters, and
-// their keys are watched there.
+// from sc's master on their new master.
 func (l *links) slotsMoved(sc *subConn, moves ...slotMove) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -236,9 +215,9 @@ func (l *links) routeLoop(ctx context.Context) {
 	}
 }
 
-// locate finds the master of each channel in todo: those it found (and
-// that need not wait for the slot map to show a move) are appended to
-// placed, the others kept in todo. lookupErr is the last failed lookup.
+// locate appends to placed the channels of todo whose master it found
+// (and need not wait for the map to show a move), and keeps the others;
+// lookupErr is the last failed lookup.
 func (l *links) locate(ctx context.Context, todo []placement, placed []placedOn) (_ []placement, _ []placedOn, lookupErr error) {
 	now := time.Now()
 	keep := todo[:0]
@@ -263,9 +242,8 @@ func (l *links) locate(ctx context.Context, todo []placement, placed []placedOn)
 	return keep, placed, lookupErr
 }
 
-// attach puts the placed channels on their master's connection (opening
-// it on first use), and returns what is left of todo once the channels
-// unsubscribed meanwhile are dropped.
+// attach puts the placed channels on their master's connection, and
+// returns todo without the channels unsubscribed meanwhile.
 func (l *links) attach(todo []placement, placed []placedOn) []placement {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -285,8 +263,8 @@ type placedOn struct {
 	node *redis.Client
 }
 
-// master returns the client of the master that serves channel's slot, as
-// the slot map says. It does I/O only if the map was never loaded.
+// master returns the client of the master of channel's slot, as the slot
+// map says (I/O only if the map was never loaded).
 func (l *links) master(ctx context.Context, channel string) (*redis.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()

@@ -13,59 +13,46 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Key tracking: a lock can become free without an unlock message. An
-// operator deletes a stuck key, FLUSHALL runs, a crashed holder's key
-// expires. A waiter would then sleep until the holder's TTL its own last
-// try saw (30 s for a watchdog hold). So the hub also watches the key of
-// every lock it has waiters for, with Redis' client-side-caching
-// invalidations (CLIENT TRACKING, Redis >= 6):
+// Key tracking: a lock can become free without an unlock message (a key
+// deleted by an operator or FLUSHALL, a crashed holder's key expired), and
+// its waiters would sleep until the holder's TTL their last try saw. So
+// the hub watches the key of every lock it has waiters for with Redis'
+// client-side-caching invalidations (CLIENT TRACKING, Redis >= 6):
 //
 //   - each pub/sub connection has a tracking connection to the same node,
 //     with CLIENT TRACKING ON REDIRECT <the pub/sub connection's id>;
-//   - reading a key on the tracking connection (EXISTS) makes Redis send
-//     one invalidation for it on its next change, deletion or expiry;
-//   - on an invalidation the hub reads the key again (which re-arms the
+//   - an EXISTS of a key there makes Redis send one invalidation on its
+//     next change, deletion or expiry;
+//   - on an invalidation the hub reads the key again (re-arming the
 //     tracking) once the lock's channels have been quiet for trackQuiet,
 //     and, if the key is gone, wakes the lock's longest waiter in this
 //     client (every reader with it, as a write unlock would).
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
-// that EXISTS, so no deletion is missed. While a lock changes hands its
-// unlock messages wake its waiters and the key is not read at all; a
-// deletion is seen trackQuiet after the last message. A quiet lock costs
-// one EXISTS per change (a renewal), not one per waiter; and one wake-up
-// per key, not per waiter, keeps a fair lock's queue (a channel per
-// waiter) from a herd: each client wakes its longest waiter, and the
-// queue's head is one of them. FLUSHALL sends an invalidation without
-// keys, which go-redis cannot parse: the connection is replaced, and its
-// new subscriptions wake every waiter. Tracking needs a client of the
-// hub's own (ownClient).
+// that EXISTS. A quiet lock costs one EXISTS per change (a renewal), and
+// one wake-up per key, not per waiter, keeps a fair lock's queue from a
+// herd. FLUSHALL's invalidation without keys, which go-redis cannot parse,
+// replaces the connection, which wakes every waiter.
 //
-// On Redis Cluster with sharded pub/sub the hub has such a client per
-// master, and each master's pub/sub connection (route.go) one tracking
-// connection to that master, whatever the number of slots: a lock's key
-// is watched where its channel is, and the watch moves with the channel
-// when the slot moves (moveSlotLocked). A key read on the old master after
-// the move is answered MOVED: its slot's channels are placed again, as
-// when the server drops them.
+// On a cluster with sharded pub/sub each master's pub/sub connection
+// (route.go) has one tracking connection to that master: a key is watched
+// where its channel is, and the watch moves with it (moveSlotLocked); a
+// read answered MOVED places its slot's channels again.
 //
-// Tracking is off, and waiters wake on unlock messages and the holder's
-// TTL alone, for Sentinel failover clients (their options cannot be
-// copied), where the server refuses CLIENT ID or CLIENT TRACKING (an ACL),
-// and on Redis Cluster with classic pub/sub (one connection, on one node,
-// for every slot's channel).
+// Tracking is off for Sentinel failover clients (their options cannot be
+// copied), where the server refuses CLIENT ID or CLIENT TRACKING, and on a
+// cluster with classic pub/sub.
 
 // invalidateChannel is where Redis sends invalidations to a RESP2 client.
 const invalidateChannel = "__redis__:invalidate"
 
 // trackQuiet is how long a lock's channels must go without a message, and
-// invalidations gather, before the hub reads its key again. Tracking is
-// one-shot (after an invalidation a key sends no more until it is read
-// again), so a lock that keeps changing hands costs no EXISTS at all.
+// invalidations gather, before the hub reads its key again: a lock that
+// keeps changing hands costs no EXISTS (tracking is one-shot).
 const trackQuiet = 20 * time.Millisecond
 
-// trackPingIdle is how long the tracking connection may go without I/O
-// before it is pinged (it also keeps a server's idle timeout away).
+// trackPingIdle is how long a tracking connection may go without I/O
+// before it is pinged.
 const trackPingIdle = 500 * time.Millisecond
 
 // subConnKey, as a dial's ctx value, is the subConn it dials for
@@ -73,9 +60,9 @@ const trackPingIdle = 500 * time.Millisecond
 type subConnKey struct{}
 
 // subClient returns the client the hub subscribes with and whether key
-// tracking works with it: for a single server the hub's own (ownClient);
+// tracking works with it: the hub's own for a single server; rdb itself
 // for a cluster (whose masters get their own: nodeClientLocked) or a
-// Sentinel failover client (whose options cannot be copied), rdb itself.
+// Sentinel failover client.
 func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
 	if r, ok := rdb.(*redis.Client); ok && r.Options().Addr != "FailoverClient" {
 		c := ownClient(r.Options())
@@ -84,10 +71,9 @@ func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn fu
 	return rdb, nil, false
 }
 
-// ownClient returns a client of the hub's own for the server of o: a copy
-// speaking RESP2 (the invalidations come as pub/sub messages) whose
-// OnConnect records the CLIENT ID of each pub/sub connection. It dials
-// nothing until used.
+// ownClient returns a client of the hub's own for the server of o,
+// speaking RESP2 (invalidations come as pub/sub messages), whose OnConnect
+// records the CLIENT ID of each pub/sub connection.
 func ownClient(o *redis.Options) *redis.Client {
 	own := *o
 	own.Protocol = 2
@@ -101,8 +87,7 @@ func ownClient(o *redis.Options) *redis.Client {
 }
 
 // nodeClientLocked returns the hub's own client for the cluster master at
-// addr (node is the cluster's client of it), made on first use and closed
-// by Close. l.mu is held, and the hub is not closed.
+// addr (node: the cluster's client of it), made on first use. l.mu is held.
 func (l *links) nodeClientLocked(addr string, node *redis.Client) *redis.Client {
 	c := l.nodes[addr]
 	if c == nil {
@@ -113,8 +98,8 @@ func (l *links) nodeClientLocked(addr string, node *redis.Client) *redis.Client 
 }
 
 // recordClientID wraps the caller's OnConnect: a connection dialled for a
-// subConn (its ctx says which) records its CLIENT ID there. A refusal
-// only turns tracking off for that connection.
+// subConn (its ctx says which) records its CLIENT ID there (a refusal
+// turns tracking off for it).
 func recordClientID(user func(context.Context, *redis.Conn) error) func(context.Context, *redis.Conn) error {
 	return func(ctx context.Context, cn *redis.Conn) error {
 		if user != nil {
@@ -197,17 +182,15 @@ func (t *tracker) markLocked(key string) {
 	}
 }
 
-// dueKeys takes the keys due off the due set and appends them to keys,
-// but for those with a message on one of their channels within trackQuiet
-// of now (Unix ns): those stay due, and putOff says so.
+// dueKeys appends the keys due to keys, but those with a message on a
+// channel within trackQuiet of now (Unix ns): they stay due (putOff).
 func (t *tracker) dueKeys(keys []string, now int64) (_ []string, putOff bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 next:
 	for k := range t.due {
 		if len(t.watched[k]) == 0 {
-			// No one waits for it here any more (its waiters left, or its
-			// slot moved to another master): nothing to read.
+			// No one waits for it here any more.
 			delete(t.due, k)
 			continue
 		}
@@ -234,17 +217,15 @@ func (t *tracker) gone(key string, into []*entry) []*entry {
 }
 
 // trackLoop turns tracking on for sc and reads the keys due until sc is
-// dropped. It runs once sc's connection is up (its id is known). The
-// redirect target needs no SUBSCRIBE to __redis__:invalidate: Redis sends
-// the invalidations of a RESP2 redirect to any connection in pub/sub mode,
-// and an ACL that limits channels would refuse that one.
+// dropped; it runs once sc's connection is up (its id is known). The
+// redirect target needs no SUBSCRIBE to __redis__:invalidate (an ACL that
+// limits channels would refuse it): Redis sends a RESP2 redirect's
+// invalidations to any connection in pub/sub mode.
 //
-// The tracking connection is watched like the pub/sub one: Redis tells no
-// one when a tracking client goes away (CLIENT KILL, a server timeout, a
-// dropped NAT entry), and its invalidations would just stop. So it is
-// pinged after trackPingIdle without I/O, and a failed read or ping
-// replaces sc (and with it this connection), waking every waiter: the
-// invalidations it should have caused may be lost.
+// Redis tells no one when a tracking client goes away, and its
+// invalidations just stop: so the connection is pinged after
+// trackPingIdle without I/O, and a failed read or ping replaces sc,
+// waking every waiter.
 func (sc *subConn) trackLoop() {
 	l := sc.l
 	defer l.wg.Done()
@@ -259,11 +240,8 @@ func (sc *subConn) trackLoop() {
 	tctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	defer context.AfterFunc(sc.ctx, stop)()
-	// Back to the hub client's pool, tracking still on: the next tracker
-	// that takes it redirects it to its own connection, and invalidations
-	// of keys no one watches any more are ignored. The pool's connections
-	// are closed with the hub (which also ends a read stuck on one); one
-	// closed that way is not handed back (go-redis would log it).
+	// Back to the pool, tracking still on: the next tracker redirects it.
+	// One closed with the hub is not handed back (go-redis would log it).
 	defer func() {
 		if !l.hub.closed.Load() {
 			_ = conn.Close()
@@ -313,13 +291,13 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 			}
 			used = time.Now()
 			continue
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return nil
 		}
 		gather.Reset(trackQuiet)
 		select {
 		case <-gather.C:
-		case <-sc.done:
+		case <-sc.ctx.Done():
 			return nil
 		}
 		read, putOff, err := r.read(tctx, t, conn)
@@ -343,18 +321,14 @@ type keyReader struct {
 	keys  []string
 	cmds  []*redis.IntCmd
 	woken []*entry
-	// moved are the slots (and where to) of keys a cluster master answered
-	// MOVED for: they moved away from it.
-	moved []slotMove
+	moved []slotMove // the slots of keys answered MOVED, and where to
 }
 
 // read reads the keys due on conn, but those whose locks are busy (put
-// off: due again later), and wakes the locks whose key is gone. It
-// reports whether it sent anything. A key answered MOVED (its slot left
-// this cluster master) goes to r.moved; one answered ASK (its slot is
-// migrating and the key is gone from here) is left alone: the slot's
-// channels, and its watch, move when the migration ends. Any other error
-// is err.
+// off), and wakes the locks whose key is gone; it reports whether it sent
+// anything. A key answered MOVED goes to r.moved; one answered ASK (its
+// slot is migrating) is left alone: its watch moves when the migration
+// ends.
 func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (read, putOff bool, err error) {
 	r.moved = r.moved[:0]
 	r.keys, putOff = t.dueKeys(r.keys[:0], time.Now().UnixNano())

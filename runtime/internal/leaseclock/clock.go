@@ -12,9 +12,7 @@ import (
 const Horizon = time.Second
 
 // A Clock is the goroutine that ends items at their deadlines, over the
-// Queues of its owner: one goroutine per owner however many items there
-// are, so an item costs no timer, no goroutine and no allocation of its
-// own.
+// Queues of its owner: an item costs no timer, goroutine or allocation.
 type Clock struct {
 	once sync.Once
 	// next is when the goroutine wakes next (Nanos): a deadline put
@@ -25,8 +23,8 @@ type Clock struct {
 }
 
 // Queues is what a Clock runs over: the earliest Head of the owner's
-// queues, and a call that expires those due by now (Queue.Expire, under
-// each queue's lock).
+// queues, and a call that expires those due (Queue.Expire, under each
+// queue's lock).
 type Queues interface {
 	Earliest() int64
 	ExpireDue(now time.Time)
@@ -101,10 +99,7 @@ func (c *Clock) step(qs Queues, now func() time.Time) time.Duration {
 		qs.ExpireDue(t)
 	}
 	// Publish next, then read the heads again: a deadline put in between
-	// is seen here or sees the new next (and wakes us). The clock looks
-	// again after Horizon in any case, so an item put on an empty clock
-	// (the common case: short holds come and go) wakes it only if its
-	// deadline is nearer than that.
+	// is seen here or sees the new next (and wakes us).
 	next := min(qs.Earliest(), Nanos(t)+int64(Horizon))
 	c.next.Store(next)
 	if again := qs.Earliest(); again < next {

@@ -85,7 +85,7 @@ func TestQueueKeepsDeadlineOrderThroughRemovals(t *testing.T) {
 		if rng.IntN(3) == 0 { // a release: leaves from anywhere
 			i := rng.IntN(len(in))
 			q.Remove(in[i])
-			if in[i].Queued() {
+			if in[i].on {
 				t.Fatal("a removed item says it is queued")
 			}
 			in = slices.Delete(in, i, i+1)
@@ -363,3 +363,6 @@ func TestExpiriesDoNotLeaveMoreDeadSlotsThanLiveOnes(t *testing.T) {
 		t.Fatalf("an empty queue's head is %d", q.Head())
 	}
 }
+
+// Len is the number of items on the queue.
+func (q *Queue[T]) Len() int { return len(q.items) - q.dead }

@@ -6,13 +6,9 @@ import "time"
 var base = time.Now()
 
 // Nanos is t on the lease clock's scale, the one its queues, the renewal
-// wheel and the watchdog's rounds keep deadlines and due times in:
-// nanoseconds since the process started, read on the monotonic clock
-// (every time derived from time.Now carries a reading of it). A step of
-// the wall clock (NTP, an operator) then moves no deadline: with Unix
-// time a step back of d kept every watchdog hold's ctx alive d past its
-// deadline, while Redis expired the key on time. Go's timers, and so the
-// deadlines of fixed-lease holds, run on the same clock.
+// wheel and the watchdog's rounds keep times in: nanoseconds since the
+// process started, on the monotonic clock (as Go's timers), so a step of
+// the wall clock moves no deadline.
 func Nanos(t time.Time) int64 { return int64(t.Sub(base)) }
 
 // Time is the time n stands for on the lease clock's scale (Nanos), with

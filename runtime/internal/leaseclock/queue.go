@@ -14,9 +14,6 @@ type Entry struct {
 	gen uint32 // counts its Puts: a slot of an earlier Put is dead
 }
 
-// Queued reports whether the entry is on a queue.
-func (e *Entry) Queued() bool { return e.on }
-
 // An Item is what a Queue holds: a pointer type with an Entry.
 type Item interface {
 	comparable
@@ -26,21 +23,13 @@ type Item interface {
 // None is the head of an empty queue.
 const None = math.MaxInt64
 
-// A Queue is a min-heap of items by the deadline they were put on it for,
-// guarded by its owner's lock, that publishes its earliest deadline (Head)
-// for lock-free readers. It is written out rather than used through
-// container/heap, whose interface boxes values.
-//
-// A sift reads and writes slots only, never an item: each slot carries
-// the deadline its item was put on it for, and items do not know their
-// index (a Client with many holds has them all over its heap: touching
-// one is a cache miss, and a sift would touch one per level). So Remove
-// cannot find an item's slot: it marks the entry off, and the dead slot
-// goes when it reaches the head, or when dead slots outnumber live ones
-// and the heap is rebuilt without them (the memory of dead slots, and of
-// the items they point to, is bounded by the live ones). The heap is
-// 4-ary: half the levels of a binary one, and a node's four children are
-// adjacent.
+// A Queue is a 4-ary min-heap of items by the deadline they were put on
+// it for, guarded by its owner's lock, that publishes its earliest
+// deadline (Head) for lock-free readers (the package doc tells its
+// slots). A sift touches slots only, never an item (one would be a cache
+// miss per level), so Remove cannot find an item's slot: it marks the
+// entry off, and the dead slot goes at the head, or when dead slots
+// outnumber live ones and the heap is rebuilt without them.
 type Queue[T Item] struct {
 	items []slot[T]
 	dead  int          // slots whose item was removed since
@@ -64,12 +53,8 @@ func (s *slot[T]) live() bool {
 // Init readies an empty queue (the zero Queue reads as due at once).
 func (q *Queue[T]) Init() { q.head.Store(None) }
 
-// Len is the number of items on the queue.
-func (q *Queue[T]) Len() int { return len(q.items) - q.dead }
-
-// Head is the earliest deadline on the queue (Nanos) (None: empty). It
-// may be read without the owner's lock, and may be a removed item's: the
-// Clock then wakes for nothing once.
+// Head is the earliest deadline on the queue (Nanos; None: empty), read
+// without the owner's lock; it may be a removed item's.
 func (q *Queue[T]) Head() int64 { return q.head.Load() }
 
 // Put puts it, not on the queue, on it at its Term's Valid. It reports

@@ -3,10 +3,9 @@ package leaseclock
 import "time"
 
 // Drift is the safety margin subtracted from a lease before the holder is
-// told its hold may be gone: clocks of client and server run at slightly
-// different rates (Redisson's 1%), and the clock goroutine that ends the
-// hold may run a few milliseconds late on a busy process (the fixed part:
-// Redisson's 2 ms, raised to 5 as headroom for that).
+// told its hold may be gone: clock rates differ (Redisson's 1%), and the
+// clock goroutine may run late on a busy process (Redisson's 2 ms, raised
+// to 5).
 func Drift(lease time.Duration) time.Duration {
 	return lease/100 + 5*time.Millisecond
 }
@@ -24,8 +23,7 @@ type Term struct {
 // Confirm records that a request sent at sent made Redis keep the key for
 // at least lease from then on; now is the time of the reply. It reports
 // whether this was the first confirmation (the caller then puts the hold
-// on the clock). A confirmation after the deadline has passed never
-// revives the hold: the clock is about to end it.
+// on the clock); one after the deadline passed never revives the hold.
 func (t *Term) Confirm(sent time.Time, lease time.Duration, now time.Time) (first bool) {
 	if end := sent.Add(lease); end.After(t.End) {
 		t.End = end

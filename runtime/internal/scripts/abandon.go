@@ -11,23 +11,17 @@ import (
 
 // Calls that return by their deadline on any client.
 //
-// go-redis honours a ctx while it waits for a pool connection, dials, and
-// between its retries, but on a socket read only when the client was built
-// with ContextTimeoutEnabled: with default options it reads with
-// ReadTimeout alone (3 s), so a call stuck on a server that stopped
-// answering (a blackhole, a paused server) outlives its deadline by that
-// much. On such a client a call whose ctx has a deadline runs on a
-// goroutine of its own, and its caller stops waiting at the ctx's deadline
-// (or at its call's bound, if later; a cancellation before then is waited
-// out): the call is abandoned, not cancelled. It goes on to its reply or
-// its read's timeout (go-redis resends nothing then: its ctx is done
-// before its retry's pause ends), and the caller decides (Pending.Then)
-// what is done with that outcome. A late reply is a real one: what the
-// call took is taken, and only its caller knows how to give it back. A
-// caller that does not look (Abandoned) sees a reply lost in transit.
-//
-// A client that honours deadlines (ContextTimeoutEnabled, the watchdog's
-// own client) runs every call inline: no goroutine, no allocation.
+// go-redis honours a ctx on a socket read only when the client was built
+// with ContextTimeoutEnabled; otherwise it reads with ReadTimeout alone
+// (3 s), and a call stuck on a server that stopped answering outlives its
+// deadline by that much. On such a client a call whose ctx has a deadline
+// runs on a goroutine of its own, and its caller stops waiting at the
+// deadline (or the call's bound, if later; a cancellation before then is
+// waited out): the call is abandoned, not cancelled. It goes on to its
+// reply or its read's timeout (go-redis resends nothing then), and the
+// caller decides (Pending.Then) what is done with that outcome: a late
+// reply is a real one. A caller that does not look sees a reply lost in
+// transit. A client that honours deadlines runs every call inline.
 
 // A Pending is the outcome of an abandoned call, still to come.
 type Pending struct {
@@ -101,13 +95,10 @@ func aside(ctx context.Context, rdb Runner) bool {
 }
 
 // callBound, as a ctx value (a time.Time: WithCallBound), is when the
-// call a command is part of must return (a waiter's try: package await).
-// Detached work within it (settling a lost reply, leaving a queue) ends
-// there too (package calls). A command whose ctx ends before that
-// (cancelled, or at the deadline of a hold's ctx that ended meanwhile) is
-// abandoned only then: a reply on its way is worth having, as a client
-// that waits for its reads would have it; abandoned, its outcome is
-// unknown, and the caller may have to settle it.
+// call a command is part of must return (a waiter's try: package await);
+// detached work within it ends there too (package calls). A command whose
+// ctx ends before that is abandoned only then: a reply on its way is
+// worth having, as a client that waits for its reads would have it.
 type callBound struct{}
 
 // WithCallBound returns ctx carrying by as the bound of the call its
@@ -123,8 +114,7 @@ func CallBoundOf(ctx context.Context) (time.Time, bool) {
 }
 
 // patience is when a command whose ctx is done is abandoned: at its
-// deadline (a cancellation before it is waited out, as a client that
-// waits for its reads would), or at its call's bound if that is later.
+// deadline, or at its call's bound if that is later.
 func patience(ctx context.Context) time.Time {
 	limit, _ := ctx.Deadline()
 	if b, ok := CallBoundOf(ctx); ok && b.After(limit) {
@@ -133,9 +123,7 @@ func patience(ctx context.Context) time.Time {
 	return limit
 }
 
-// A call is one command run aside. Calls are pooled: one that ended in
-// time goes back to the pool, so a call aside costs the goroutine alone;
-// an abandoned one stays with its goroutine.
+// A call is one command run aside, pooled unless abandoned.
 type call struct {
 	ctx     context.Context
 	rdb     Runner
@@ -154,8 +142,7 @@ var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}
 
 // runAside runs sc (zero: the plain command args) on a goroutine and
 // returns its outcome, or an abandoned call's error once ctx ended and its
-// patience ran out. The goroutine keeps args: the caller must not reuse
-// them.
+// patience ran out (the goroutine keeps args).
 func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []any, once bool) *redis.Cmd {
 	c := callPool.Get().(*call)
 	c.ctx, c.rdb, c.sc, c.numKeys, c.args, c.once = ctx, rdb, sc, numKeys, args, once

@@ -1,34 +1,31 @@
 package scripts
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 )
 
 // Whether a command was sent.
 //
 // A script call that fails without a reply has an unknown outcome only if
-// go-redis put the command on a connection. It often did not: the ctx was
-// done before a connection was free (the pool's wait returns ctx.Err()),
-// no connection could be made (a dial error, ErrPoolTimeout, a failed
-// HELLO on a fresh connection), or the client was closed. Those errors
-// alone do not prove it, though: go-redis retries a command whose
-// connection broke (MaxRetries, 3 by default, and the cluster client's own
-// retries), so the error it returns may come from a later attempt (a
-// dial error, or the ctx error of the backoff sleep) after an earlier one
-// wrote the command and lost its reply.
-//
-// So the proof is taken where the bytes are made: go-redis serializes an
-// argument that implements encoding.BinaryMarshaler by calling
-// MarshalBinary while it writes the command to a connection, in every
-// attempt, and nowhere else. Script.Run passes the script's SHA-1 as a
-// sendProbe, and a failure whose probe was never marshalled cannot have
-// reached Redis: its error is wrapped in notSentError, which NotSent
-// recognises. Marshalled means "maybe sent", even if the write then
-// failed: when in doubt, it was sent.
+// go-redis put the command on a connection, which it often did not (no
+// free connection in time, a failed dial, a closed client). The error
+// alone does not prove it: go-redis retries a command whose connection
+// broke, so the error may be a later attempt's after an earlier one wrote
+// the command. So the proof is taken where the bytes are made: go-redis
+// calls MarshalBinary on an encoding.BinaryMarshaler argument while it
+// writes the command, in every attempt, and nowhere else. Script.Run
+// passes the SHA-1 as a sendProbe; a failure whose probe was never
+// marshalled never reached Redis (notSentError). Marshalled means "maybe
+// sent", even if the write then failed.
 type sendProbe struct {
 	sha   string
 	buf   []byte
@@ -56,8 +53,7 @@ func (p *sendProbe) MarshalBinary() ([]byte, error) {
 func (p *sendProbe) String() string { return p.sha }
 
 // finish marks cmd's error as "not sent" if the probe was never written,
-// and recycles the probe: the caller has put the plain SHA back in the
-// command's arguments, so nothing refers to it any more.
+// and recycles the probe (the caller has put the plain SHA back).
 func (p *sendProbe) finish(cmd *redis.Cmd) {
 	if err := cmd.Err(); err != nil && !p.wrote.Load() && !IsReply(err) {
 		cmd.SetErr(&notSentError{err})
@@ -81,10 +77,21 @@ func IsReply(err error) bool {
 }
 
 // NotSent reports whether err is the error of a script call that provably
-// never left the client (go-redis never wrote it on any attempt), so there
-// is no outcome to settle. Anything else that is not a reply may have
-// reached Redis.
+// never left the client: there is no outcome to settle.
 func NotSent(err error) bool {
 	var ns *notSentError
 	return errors.As(err, &ns)
+}
+
+// Unreachable reports whether err says Redis could not be reached (no
+// reply: refused, reset, timed out, pool exhausted), as opposed to a reply
+// or an error of lockgen's own.
+func Unreachable(err error) bool {
+	if err == nil || IsReply(err) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errs.OutcomeUnknown) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
 }

@@ -14,19 +14,12 @@ import (
 // DeadlineClient returns a client that honours ctx deadlines for rdb's
 // server(s), and a func that closes it if it is lockgen's own: rdb itself
 // when it does (ContextTimeoutEnabled), else one built from rdb's options
-// with ContextTimeoutEnabled and poolSize connections. The watchdog renews
-// through it.
-//
-// A renewal must end by the deadline it serves, and go-redis honours a
-// ctx's deadline on socket reads and between retries only when the client
-// was built with ContextTimeoutEnabled; otherwise a renewal stuck on a dead
-// connection waits out ReadTimeout and is retried MaxRetries times, and a
-// retry may extend the key long after the holder was told the hold is
-// gone. A Sentinel failover client cannot be rebuilt from its options (the
-// failover state is not in them): it is used as it is (bounded false), and
-// NewClient checks that its timeouts fit the lease. The hold's deadline is
-// enforced by a timer either way (the lease clock, package holds). Building a client from
-// rdb's options changes nothing on rdb.
+// with ContextTimeoutEnabled and poolSize connections. go-redis honours a
+// deadline on socket reads and between retries only then: otherwise a
+// renewal stuck on a dead connection, retried, may extend the key long
+// after the holder was told the hold is gone. A Sentinel failover client
+// cannot be rebuilt from its options: it is used as it is (bounded false),
+// and CheckUnbounded checks its timeouts.
 func DeadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
 	switch r := rdb.(type) {
 	case *redis.Client:
@@ -40,8 +33,7 @@ func DeadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalC
 		own := *o
 		own.ContextTimeoutEnabled = true
 		own.PoolSize = poolSize
-		// Its own push-notification state: the one in o is rdb's, and
-		// maintenance notifications do not matter for renewals.
+		// Its own push-notification state: the one in o is rdb's.
 		own.PushNotificationProcessor = nil
 		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		c := redis.NewClient(&own)
@@ -54,11 +46,8 @@ func DeadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalC
 		own := *o
 		own.ContextTimeoutEnabled = true
 		own.PoolSize = poolSize
-		// One dial per attempt: a dead master refuses every dial, and
-		// go-redis' dial retries (5, 100 ms apart) would keep a renewal
-		// on it for 400 ms a try, past the promotion of its replica. The
-		// watchdog sends again soon, on the slot map as it is by then
-		// (package calls).
+		// One dial per attempt: go-redis' dial retries (5, 100 ms apart)
+		// would keep a renewal on a dead master past its replica's promotion.
 		own.DialerRetries = 1
 		own.PushNotificationProcessor = nil
 		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -70,10 +59,8 @@ func DeadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalC
 
 // CheckUnbounded refuses a WatchdogTimeout that a renewal on rdb cannot
 // keep when rdb does not honour ctx deadlines (a Sentinel failover client
-// without ContextTimeoutEnabled): a renewal sent at a third of the lease
-// may then take the client's DialTimeout + ReadTimeout, and land after the
-// holder was told the hold is gone, keeping the lock from everyone for
-// another lease. Other client types give no timeouts to check.
+// without ContextTimeoutEnabled): a renewal may take DialTimeout +
+// ReadTimeout, and land after the holder was told the hold is gone.
 func CheckUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
 	r, ok := rdb.(*redis.Client)
 	if !ok {

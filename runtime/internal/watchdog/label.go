@@ -16,9 +16,8 @@ type Label struct {
 	Fields []any
 }
 
-// renewLabel writes the label when it is due (every watchdog period), in a
-// renewal job of its own: the loop never waits for Redis. Called by the
-// loop only.
+// renewLabel writes the label when it is due (every period), in a job of
+// its own. Called by the loop only.
 func (w *Watchdog) renewLabel(now time.Time) {
 	if now.Before(w.labelNext) {
 		return
@@ -30,8 +29,6 @@ func (w *Watchdog) renewLabel(now time.Time) {
 		cfg := &w.cfg
 		ctx, cancel := context.WithTimeout(cfg.Life, w.timing.Period)
 		defer cancel()
-		// The watchdog's own client: it honours ctx, and Close closes it,
-		// so a write stuck in a blackhole never holds up Close.
 		_, err := cfg.Renewal.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, cfg.Label.Key, cfg.Label.Fields...)
 			p.PExpire(ctx, cfg.Label.Key, cfg.Lease)

@@ -7,18 +7,13 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
-// Overload: held locks come before new ones (design.md §6). The watchdog
-// measures its backlog, how long ago the oldest renewal it has no reply
-// to was due, and while that runs past a quarter of a period the
-// admission gate (renew.Admission) holds new acquisitions back in the wait
-// loop (await.Loop.Gate),
-// each within its own wait time. Holds are never released for it.
-//
-// The backlog is, at each tick, the largest of: the age of the oldest due
-// renewal of a call still in flight (busy), how late the replies since
-// the last tick came after their holds were due (late), and, while every
-// worker is busy and a call waits for one, the age of that call's oldest
-// hold (worker).
+// Overload: held locks come before new ones (design.md §6). While the
+// backlog runs past a quarter of a period the admission gate
+// (renew.Admission) holds new acquisitions back in the wait loop, each
+// within its own wait time. The backlog is, at each tick, the largest of:
+// the age of the oldest due renewal of a call in flight (busy), how late
+// the replies since the last tick came after their holds were due (late),
+// and the age of the oldest hold of a call waiting for a worker.
 
 // oldestDue is the earliest time (leaseclock.Nanos) a hold of batches was due.
 func oldestDue(batches [][]holds.Due) int64 {
@@ -92,11 +87,9 @@ func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
 	}
 }
 
-// Stall makes the loop see a renewal call in flight whose oldest hold was
-// due long ago, as if Redis had not answered it: one worker slot is taken
-// and marked so until the returned func is called. The loop's next tick
-// closes the admission gate; a tick after release opens it again. Tests
-// of the gate use it.
+// Stall takes a worker slot and marks its call as due long ago, as if
+// Redis had not answered it, until release: the next tick closes the gate.
+// For tests.
 func (w *Watchdog) Stall() (release func()) {
 	slot := <-w.workers
 	w.busy[slot].Store(leaseclock.Nanos(time.Now().Add(-2 * w.timing.CloseLag())))

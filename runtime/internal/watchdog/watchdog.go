@@ -21,28 +21,13 @@ import (
 
 // Watchdog is the one renewal loop of a Client. It renews each watchdog
 // hold a third of the lease after the send time of its last confirmed
-// renewal (or acquisition), with RenewBatch calls of at most lua.MaxBatch
-// keys of one cluster slot. The holds due in one tick are cut into such batches
-// and sent by a few workers in parallel, each a pipeline of a few batches
-// on its own connection, so a slow node or a dead connection holds up
-// only the holds it serves, and a million holds need no round that waits
-// for all of them.
+// renewal, with RenewBatch calls of at most lua.MaxBatch keys of one slot;
+// a tick's batches are sent by a few workers, each a pipeline on its own
+// connection, so a slow node holds up only the holds it serves.
 //
-// A renewal only reports: a confirmation moves the hold's deadline (lease
-// clock, package holds); a hold whose field is gone is lost at once; a failed
-// renewal is tried again soon, and if none is confirmed the hold's timer
-// ends it at its deadline. Every renewal call runs under a ctx that ends
-// at the earliest deadline it serves, on a client that honours it (see
-// DeadlineClient), so nothing is renewed after the holder was told the
-// hold is gone.
-//
-// After each round it tells the admission gate how far behind it runs
-// (overload.go): held locks come before new ones.
-//
-// Release removes a hold from the registry before the release is sent, so
-// no renewal is scheduled after an unlock; a renewal already in flight only
-// extends a key whose field still names the owner, which after the release
-// is never the case.
+// A release removes its hold from the registry before it is sent, so no
+// renewal is scheduled after an unlock; one in flight finds the field
+// gone.
 type Watchdog struct {
 	cfg     Config
 	lease   any // the lease in ms, a script argument
@@ -51,66 +36,46 @@ type Watchdog struct {
 	timing  renew.Timing // the registry's
 	workers chan int     // the free worker slots: one per renewal call in flight
 	jobs    sync.WaitGroup
-	// busy[i] is the earliest due time (leaseclock.Nanos) of the holds of the call
-	// that worker slot i sends, 0 while it is free; late is the most any
-	// call's replies came after its oldest hold was due, since the loop
-	// last read it. They make the backlog the admission gate reads
-	// (overload.go).
+	// busy[i] is the earliest due time (leaseclock.Nanos) of the call
+	// worker slot i sends, 0 while free; late is the most any call's
+	// replies came after its oldest hold was due, since the loop last
+	// read it: the backlog (overload.go).
 	busy [Workers]atomic.Int64
-	// args[i] are the argument slices of the calls worker slot i sends,
-	// reused by its next call (used by the slot's holder only).
-	args [Workers][][]any
 	late atomic.Int64
+	args [Workers][][]any // worker slot i's call arguments, reused
 	gate *renew.Admission
-	// dials and dialsRead: the caller's pool's count of new connections,
-	// and whether it was read yet (see dialled; used by the loop only).
-	dials     uint64
-	dialsRead bool
-	// lastDue is how many holds the last round (not of every hold) took:
-	// the next one's room (used by the loop only).
-	lastDue int
-	// rounds keeps the Due slices of rounds whose calls are all done, for
-	// later rounds to fill: a round's holds were most of what the
-	// watchdog allocated, and so of the collector's work.
-	rounds chan *round
-	// labelNext is when the owner label is next due (label.go; used by
-	// the loop only).
+	// dials is the caller's pool's count of new connections when the loop
+	// last read it (see dialled; used by the loop only).
+	dials uint64
+	// Used by the loop only: lastDue is how many holds the last round (not
+	// of every hold) took, the next one's room; labelNext is when the
+	// owner label is due (label.go); order, scratch and groups are
+	// SortDue's, UrgentFirst's and ByTimeLeft's scratch space.
+	lastDue   int
 	labelNext time.Time
-	// order, scratch and groups are SortDue's, UrgentFirst's and
-	// ByTimeLeft's scratch space (used by the loop only).
-	order   []uint64
-	scratch []holds.Due
-	groups  []int
-
-	// The wheel, holds by the tick their renewal is due in, lives in the
-	// registry's shards (package holds), under their mutexes: scheduling a
-	// renewal takes no lock shared by unrelated keys. Package renew plans
-	// the rounds; this file sends them.
+	order     []uint64
+	scratch   []holds.Due
+	groups    []int
+	// rounds keeps the Due slices of rounds whose calls are all done, for
+	// later rounds to fill (they were most of what the watchdog allocated).
+	rounds chan *round
 }
 
 // Config is what a Watchdog works with. Every field is required but Log.
 type Config struct {
-	Registry *holds.Registry // the holds it renews, and their timing
-	// Caller is the caller's client: its pool statistics tell of
-	// reconnects (see dialled), and nothing else is done with it.
-	Caller redis.UniversalClient
-	// Renewal is the client renewals and labels are sent through: one
-	// that honours ctx deadlines (DeadlineClient).
-	Renewal redis.UniversalClient
-	Lease   time.Duration   // the watchdog lease (Options.WatchdogTimeout)
-	Cluster bool            // keys are grouped by slot
-	Life    context.Context // ends with the Client: renewals in flight end with it
-	Closed  <-chan struct{} // closed when the Client closes: the loop stops
-	Slots   *calls.SlotMaps // told of failed calls: a dead master's slots move
-	Label   Label           // the Client's owner label, rewritten every period
-	Log     *slog.Logger
-	// Warn writes a rate-limited warning.
-	Warn func(msg string, args ...any)
-	// Gone is the cause of the loss of a hold a renewal found gone.
-	Gone func(h *holds.Hold) error
-	// Renewed reports a renewal call: the holds it confirmed, its batches,
-	// how long it took and its error.
-	Renewed func(renewed, batches int, took time.Duration, err error)
+	Registry *holds.Registry       // the holds it renews, and their timing
+	Caller   redis.UniversalClient // the caller's client: its pool statistics tell of reconnects (dialled)
+	Renewal  redis.UniversalClient // what renewals and labels are sent through (DeadlineClient)
+	Lease    time.Duration         // the watchdog lease (Options.WatchdogTimeout)
+	Cluster  bool                  // keys are grouped by slot
+	Life     context.Context       // ends with the Client: renewals in flight end with it
+	Closed   <-chan struct{}       // closed when the Client closes: the loop stops
+	Slots    *calls.SlotMaps       // told of failed calls: a dead master's slots move
+	Label    Label                 // the Client's owner label, rewritten every period
+	Log      *slog.Logger
+	Warn     func(msg string, args ...any)                             // a rate-limited warning
+	Gone     func(h *holds.Hold) error                                 // the cause of a hold a renewal found gone
+	Renewed  func(renewed, batches int, took time.Duration, err error) // reports a renewal call
 }
 
 const (
@@ -138,8 +103,7 @@ func New(cfg Config) *Watchdog {
 // Gate is the admission gate the watchdog's backlog opens and closes.
 func (w *Watchdog) Gate() *renew.Admission { return w.gate }
 
-// Start starts the loop on first use: at the first hold of any lease,
-// which also writes the owner label (label.go).
+// Start starts the loop on first use (the first hold of any lease).
 func (w *Watchdog) Start() {
 	w.once.Do(func() {
 		w.done = make(chan struct{})
@@ -156,10 +120,9 @@ func (w *Watchdog) Wait() {
 	}
 }
 
-// WaitJobs blocks until the renewal calls in flight have returned. Close
-// calls it after closing the watchdog's own client, which breaks a call
-// stuck on a dead connection at once (a socket read does not watch its
-// ctx, only its deadline).
+// WaitJobs blocks until the renewal calls in flight have returned (Close
+// calls it after closing the watchdog's own client, which ends a call
+// stuck on a dead connection).
 func (w *Watchdog) WaitJobs() { w.jobs.Wait() }
 
 func (w *Watchdog) loop(done chan struct{}) {
@@ -168,16 +131,14 @@ func (w *Watchdog) loop(done chan struct{}) {
 	defer ticker.Stop()
 	var lastPoke time.Time
 	w.renewLabel(time.Now())
-	w.dialled(w.cfg.Caller)
+	w.dialled() // takes the count
 	for {
 		select {
 		case <-w.cfg.Closed:
 			return
 		case <-ticker.C:
 		}
-		// A new connection of the caller's client: renew every hold now
-		// (see dialled), at most once per pokeInterval.
-		all := w.dialled(w.cfg.Caller) && time.Since(lastPoke) >= w.timing.PokeInterval()
+		all := w.dialled() && time.Since(lastPoke) >= w.timing.PokeInterval()
 		if all {
 			lastPoke = time.Now()
 		}
@@ -201,10 +162,8 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	if len(due) == 0 {
 		return
 	}
-	// Holds with less than a period left (their renewals failed) go in
-	// calls of their own, first: a call ends at its earliest deadline.
-	// Among them, holds with about as much time left share calls
-	// (ByTimeLeft), and those out of time are not sent.
+	// Urgent holds (less than a period left) go first, in calls of their
+	// own (see the package doc).
 	var urgent int
 	urgent, w.scratch = holds.UrgentFirst(due, leaseclock.Nanos(now.Add(w.timing.Period)), w.scratch)
 	w.order = holds.SortDue(due[urgent:], w.order)
@@ -292,9 +251,6 @@ func (w *Watchdog) roundDone(r *round) {
 // the replies.
 func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 	cfg := &w.cfg
-	// The call serves holds whose deadline may pass: it must end by the
-	// earliest, so that no reply (or retry) arrives for a hold already
-	// declared lost.
 	ctx, cancel := context.WithDeadline(cfg.Life, holds.Deadline(batches)) // Close ends it too
 	defer cancel()
 	sent := time.Now()
@@ -331,11 +287,9 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 }
 
 // renewArgs are the arguments of one RenewBatch call for b (see
-// renew_batch.lua): with no extra keys and no permits in b, one per hold.
-// A hold's key and field are passed as pointers to its own strings, which
-// never change: boxing a pointer allocates nothing, and the string
-// headers sit in the lines of the hold a round reads anyway. The
-// arguments are appended to buf[:0].
+// renew_batch.lua), appended to buf[:0]. A hold's key and field are passed
+// as pointers to its own strings, which never change: boxing a pointer
+// allocates nothing.
 func renewArgs(b []holds.Due, lease any, buf []any) (args []any, numKeys int) {
 	paired := false
 	keys := 0
@@ -370,9 +324,8 @@ func renewArgs(b []holds.Due, lease any, buf []any) (args []any, numKeys int) {
 }
 
 // renewKey is the key renewing h extends: its lock key, or for permits
-// the semaphore's timeout set (Args.Key). A call's first key is passed
-// as a string: go-redis' cluster client routes a command by it, and
-// reads any other type through fmt.
+// the semaphore's timeout set (Args.Key). A call's first key is a string:
+// go-redis routes by it, and reads any other type through fmt.
 func renewKey(h *holds.Hold, first bool) any {
 	if first || h.Permit {
 		return h.Args.Key
@@ -380,12 +333,11 @@ func renewKey(h *holds.Hold, first bool) any {
 	return &h.Key
 }
 
-// runRenewals sends one RenewBatch per batch in a single pipeline. When
-// the server's script cache lacks the script (first round, restart, SCRIPT
-// FLUSH), it is loaded once (on every master of a cluster) and the refused
-// batches are sent again by SHA, rather than each as a full EVAL. The
-// calls' arguments are built in *bufs, one slice per batch, for the
-// caller to clear once it has read the replies and to reuse.
+// runRenewals sends one RenewBatch per batch in a single pipeline. On
+// NOSCRIPT the script is loaded once (on every master of a cluster) and
+// the refused batches sent again by SHA, not each as a full EVAL. The
+// arguments are built in *bufs, one slice per batch, for the caller to
+// clear after the replies and reuse.
 func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any, bufs *[][]any) ([]*redis.Cmd, error) {
 	rdb := w.cfg.Renewal
 	cmds := make([]*redis.Cmd, len(batches))
@@ -430,26 +382,19 @@ func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease
 	return cmds, err
 }
 
-// dialled reports whether rdb opened a connection since the last call
-// (the first call only takes the count). A new connection (after a
-// restart, a failover or a broken connection) is reason enough to check
-// every hold at once rather than at its next renewal: a server that
-// restarted without persistence has forgotten them.
-//
-// It reads the pool statistics of the caller's client, which is all it
-// does with it: go-redis counts a miss for every connection its pool
-// dials (a stale one found on the way counts too). A hook would see the
-// dials as they happen, but AddHook on a client that is in use races with
-// its dials, and go-redis cannot remove a hook: every Client ever created
-// would stay in the caller's dial path. Polled on the watchdog's tick, a
-// reconnect is noticed within a tick. Only the watchdog's loop calls it.
-func (w *Watchdog) dialled(rdb redis.UniversalClient) bool {
-	st := rdb.PoolStats()
+// dialled reports whether the caller's client dialled a connection since
+// the last call (the loop ignores the first): after a restart or a
+// failover every hold is checked at once, as a server that restarted
+// without persistence forgot them. It polls the pool's misses (one per
+// dial, stale ones too) each tick: a hook cannot be removed, and AddHook
+// races with a client in use.
+func (w *Watchdog) dialled() bool {
+	st := w.cfg.Caller.PoolStats()
 	if st == nil {
 		return false
 	}
 	n := uint64(st.Misses) + uint64(st.StaleConns)
-	seen := w.dials != n && w.dialsRead
-	w.dials, w.dialsRead = n, true
+	seen := w.dials != n
+	w.dials = n
 	return seen
 }
