@@ -257,18 +257,44 @@ func testShortLeasesUnderContention(t *testing.T, lease, wd time.Duration) {
 }
 
 // A waiter whose ctx is cancelled as a grant comes to it (the release and
-// the cancel race) never keeps the lock: once its TryLock has returned an
-// error, no field of its Client is in the lock, and the next waiters get
-// the lock in turn.
+// the cancel race) never keeps the lock: the leave that ends its wait gives
+// back a grant it never took, and the next waiters get the lock in turn.
+//
+// The give-back is not always done when TryLock returns. The leave gets
+// leaveWithin (15 ms, package mutex) before the call returns; when its
+// reply is later (a slow server, or a loaded box: 16-87 ms at load 10-18,
+// even on the first round's NOSCRIPT and SCRIPT LOAD) the Client's settler
+// goes on with it in the background. So what is checked is that once the
+// leave is over (B's settler idle: at once when the leave was answered in
+// time), no field of B is in the lock, long before the grant's lease (cut
+// to the waiter's 2 s record) could have freed it. "slow" delays the
+// traffic between B's Client and Redis by 100 ms each way, so that every
+// leave overruns leaveWithin and the settler's give-back is what is
+// checked (the grant's message comes as late: B takes the grant only if
+// the cancel runs that late).
 func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
+	t.Run("fast", func(t *testing.T) { testCancelRacingAGrant(t, 0, 20) })
+	t.Run("slow", func(t *testing.T) { testCancelRacingAGrant(t, 100*time.Millisecond, 5) })
+}
+
+func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 	s := redistest.Start(t)
 	plain := s.Client(t)
 	ctx := ctxT(t)
 	const key = "review-cancel-race"
-	a, b, c := newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil), newClient(t, s.Client(t), nil)
+	rdbB := s.Client(t)
+	if latency > 0 {
+		p := faultproxy.Start(t, s.Addr())
+		p.Latency(faultproxy.Both, latency)
+		rdbB = redis.NewClient(&redis.Options{Addr: p.Addr()})
+		t.Cleanup(func() { _ = rdbB.Close() })
+	}
+	a, b, c := newClient(t, s.Client(t), nil), newClient(t, rdbB, nil), newClient(t, s.Client(t), nil)
 	ma, mb, mc := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{}), c.Mutex(key, runtime.LockOptions{})
-	var gaveBack, took int
-	for i := range 20 {
+	// later: B's leave was left to its settler; grantedLater: with a grant
+	// to give back in the lock when TryLock returned.
+	var gaveBack, later, grantedLater, took int
+	for i := range rounds {
 		held, err := ma.TryLock(ctx, 0, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -298,9 +324,18 @@ func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
 			}
 		} else {
 			gaveBack++
+			if !runtime.SettlerIdle(b) {
+				later++ // the leave overran leaveWithin: the settler has it
+				for _, f := range lockFields(t, plain, key) {
+					if strings.HasPrefix(f, b.ID()+":") {
+						grantedLater++ // and a grant to give back
+					}
+				}
+			}
+			eventually(t, 5*time.Second, "B's leave done", func() bool { return runtime.SettlerIdle(b) })
 			for _, f := range lockFields(t, plain, key) {
 				if strings.HasPrefix(f, b.ID()+":") {
-					t.Fatalf("round %d: B gave up (%v) yet its owner %s is in the lock", i, r.err, f)
+					t.Fatalf("round %d: B gave up (%v) and left, yet its owner %s is in the lock", i, r.err, f)
 				}
 			}
 		}
@@ -314,7 +349,10 @@ func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
 		}
 		cancelB()
 	}
-	t.Logf("B took the lock %d times, gave up %d times", took, gaveBack)
+	t.Logf("B took the lock %d times, gave up %d times (%d left in the background, %d with a grant)", took, gaveBack, later, grantedLater)
+	if latency > 0 && grantedLater == 0 {
+		t.Fatal("no leave of B with a grant to give back overran leaveWithin: the settler's give-back was not exercised")
+	}
 	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, plain)) == 0 })
 }
 
