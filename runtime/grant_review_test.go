@@ -293,7 +293,8 @@ func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 	ma, mb, mc := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{}), c.Mutex(key, runtime.LockOptions{})
 	// later: B's leave was left to its settler; grantedLater: with a grant
 	// to give back in the lock when TryLock returned.
-	var gaveBack, later, grantedLater, took int
+	// overtaken: A's waiter took the lock before C.
+	var gaveBack, later, grantedLater, took, overtaken int
 	for i := range rounds {
 		held, err := ma.TryLock(ctx, 0, 10*time.Second)
 		if err != nil {
@@ -339,17 +340,41 @@ func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 				}
 			}
 		}
-		hc := wantLock(t, gotC, 3*time.Second, "C")
-		if err := mc.Unlock(hc); err != nil {
-			t.Fatal(err)
-		}
-		ha := wantLock(t, gotA, 3*time.Second, "A's waiter")
-		if err := ma.Unlock(ha); err != nil {
-			t.Fatal(err)
+		// C and A's waiter get the lock one after the other. C, queued
+		// first, is granted it first, but not every time: every
+		// HandoffStreak-th release of a Client that may grant publishes
+		// instead, for listeners Redis does not count (hub.HandoffStreak,
+		// grant.go), and then the first waiter to try takes it. A's
+		// waiter did so in round 19 of 1 in 40 runs, B's 16th release.
+		for range 2 {
+			select {
+			case rc := <-gotC:
+				if rc.err != nil {
+					t.Fatalf("round %d: C: %v", i, rc.err)
+				}
+				if err := mc.Unlock(rc.hctx); err != nil {
+					t.Fatal(err)
+				}
+				gotC = nil
+			case ra := <-gotA:
+				if ra.err != nil {
+					t.Fatalf("round %d: A's waiter: %v", i, ra.err)
+				}
+				if gotC != nil {
+					overtaken++
+				}
+				if err := ma.Unlock(ra.hctx); err != nil {
+					t.Fatal(err)
+				}
+				gotA = nil
+			case <-time.After(3 * time.Second):
+				t.Fatalf("round %d: C (done: %v) or A's waiter (done: %v) did not get the lock within 3s", i, gotC == nil, gotA == nil)
+			}
 		}
 		cancelB()
 	}
-	t.Logf("B took the lock %d times, gave up %d times (%d left in the background, %d with a grant)", took, gaveBack, later, grantedLater)
+	t.Logf("B took the lock %d times, gave up %d times (%d left in the background, %d with a grant); A's waiter went before C %d times",
+		took, gaveBack, later, grantedLater, overtaken)
 	if latency > 0 && grantedLater == 0 {
 		t.Fatal("no leave of B with a grant to give back overran leaveWithin: the settler's give-back was not exercised")
 	}
