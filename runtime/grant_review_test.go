@@ -268,13 +268,13 @@ func testShortLeasesUnderContention(t *testing.T, lease, wd time.Duration) {
 // leave is over (B's settler idle: at once when the leave was answered in
 // time), no field of B is in the lock, long before the grant's lease (cut
 // to the waiter's 2 s record) could have freed it. "slow" delays the
-// traffic between B's Client and Redis by 100 ms each way, so that every
-// leave overruns leaveWithin and the settler's give-back is what is
-// checked (the grant's message comes as late: B takes the grant only if
-// the cancel runs that late).
+// traffic between B's Client and Redis by 100 ms each way from the release
+// until B's TryLock has returned, so that every leave overruns leaveWithin
+// and the settler's give-back is what is checked (the grant's message
+// comes as late: B takes the grant only if the cancel runs that late).
 func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
 	t.Run("fast", func(t *testing.T) { testCancelRacingAGrant(t, 0, 20) })
-	t.Run("slow", func(t *testing.T) { testCancelRacingAGrant(t, 100*time.Millisecond, 5) })
+	t.Run("slow", func(t *testing.T) { testCancelRacingAGrant(t, 100*time.Millisecond, 8) })
 }
 
 func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
@@ -282,13 +282,13 @@ func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 	plain := s.Client(t)
 	ctx := ctxT(t)
 	const key = "review-cancel-race"
-	rdbB := s.Client(t)
-	if latency > 0 {
-		p := faultproxy.Start(t, s.Addr())
-		p.Latency(faultproxy.Both, latency)
-		rdbB = redis.NewClient(&redis.Options{Addr: p.Addr()})
-		t.Cleanup(func() { _ = rdbB.Close() })
-	}
+	// B's link: through a proxy whose latency is set for the release and
+	// the leave only, so that the rounds queue their waiters as fast as
+	// without it (at load 23, B's first round took over 5 s to queue
+	// through 100 ms each way).
+	p := faultproxy.Start(t, s.Addr())
+	rdbB := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	t.Cleanup(func() { _ = rdbB.Close() })
 	a, b, c := newClient(t, s.Client(t), nil), newClient(t, rdbB, nil), newClient(t, s.Client(t), nil)
 	ma, mb, mc := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{}), c.Mutex(key, runtime.LockOptions{})
 	// later: B's leave was left to its settler; grantedLater: with a grant
@@ -310,6 +310,7 @@ func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 		gotA := queueBehind(t, ctx, plain, ma, key, 3)
 		time.Sleep(20 * time.Millisecond)
 
+		p.Latency(faultproxy.Both, latency)
 		go func() {
 			time.Sleep(time.Duration(i%5) * 200 * time.Microsecond)
 			cancelB()
@@ -320,6 +321,7 @@ func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 		r := <-gotB
 		if r.err == nil {
 			took++
+			p.Latency(faultproxy.Both, 0)
 			if err := mb.Unlock(r.hctx); err != nil {
 				t.Fatal(err)
 			}
@@ -333,6 +335,7 @@ func testCancelRacingAGrant(t *testing.T, latency time.Duration, rounds int) {
 					}
 				}
 			}
+			p.Latency(faultproxy.Both, 0)
 			eventually(t, 5*time.Second, "B's leave done", func() bool { return runtime.SettlerIdle(b) })
 			for _, f := range lockFields(t, plain, key) {
 				if strings.HasPrefix(f, b.ID()+":") {
