@@ -38,3 +38,7 @@ func HoldDeadline(c *Client, hctx context.Context) time.Time {
 // wake-up (redlock.SleepBound): a test makes it longer than its wait, so
 // that only a message or key tracking can wake them in time.
 func SetRedSleepBound(l *RedLock, d time.Duration) { l.e.SleepBound = d }
+
+// SettlerIdle reports whether c's settler has no background work left
+// (package settle): a waiter's leave that overran its bound, a give-back.
+func SettlerIdle(c *Client) bool { return c.env.Settler.Idle() }
