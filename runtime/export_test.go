@@ -38,3 +38,6 @@ func HoldDeadline(c *Client, hctx context.Context) time.Time {
 // wake-up (redlock.SleepBound): a test makes it longer than its wait, so
 // that only a message or key tracking can wake them in time.
 func SetRedSleepBound(l *RedLock, d time.Duration) { l.e.SleepBound = d }
+
+// RedNodes are the Clients of c's RedLock nodes, one per node.
+func RedNodes(c *Client) []*Client { return c.redNodes }
