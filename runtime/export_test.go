@@ -42,3 +42,6 @@ func SetRedSleepBound(l *RedLock, d time.Duration) { l.e.SleepBound = d }
 // SettlerIdle reports whether c's settler has no background work left
 // (package settle): a waiter's leave that overran its bound, a give-back.
 func SettlerIdle(c *Client) bool { return c.env.Settler.Idle() }
+
+// RedNodes are the Clients of c's RedLock nodes, one per node.
+func RedNodes(c *Client) []*Client { return c.redNodes }

@@ -97,7 +97,8 @@ func (l *Latch) CountDown(ctx context.Context) error {
 func (l *Latch) Count(ctx context.Context) (int64, error) { return l.e.Count(ctx) }
 
 // Delete deletes the latch without releasing its waiters (Redisson
-// publishes "1", which wakes none). It reports whether it existed.
+// publishes "1", which wakes none). It reports whether it existed. It is
+// sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
 func (l *Latch) Delete(ctx context.Context) (bool, error) { return l.e.Delete(ctx) }
 
 // Await blocks until the latch is released (its count reached zero, or it

@@ -151,7 +151,8 @@ func (p permitLocker) Unlock(ctx context.Context) error { return p.s.Release(ctx
 func (s *Semaphore) Available(ctx context.Context) (int, error) { return s.e.Available(ctx) }
 
 // Drain takes every free permit at once and returns how many there were.
-// The drained permits belong to no one: AddPermits gives them back.
+// The drained permits belong to no one: AddPermits gives them back. It is
+// sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
 func (s *Semaphore) Drain(ctx context.Context) (int, error) { return s.e.Drain(ctx) }
 
 // TrySetPermits sets the number of free permits to n only when the

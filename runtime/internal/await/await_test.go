@@ -191,3 +191,42 @@ func TestASingleTryWaitsInAClosedGateForAQuarterOfItsTime(t *testing.T) {
 		t.Fatalf("tried %v after the call began, want when the gate opened (30ms)", triedAt.Sub(start))
 	}
 }
+
+// A try that Redis answered "held" while the caller's ctx ended at the
+// same moment (cancelled, or its deadline passed during the round trip)
+// is a lock not acquired, as before: a plain ctx's cause is nothing more
+// than its error, so nothing is added (withCause: "if that is more than
+// ctx's error"), and the caller does not read a cancellation or timeout
+// of its own ctx into a lock held by someone else. A cause set with
+// WithCancelCause (a hold's loss) is still added.
+func TestANotAcquiredWhileTheCtxEndsIsNotReportedAsTheCtxsError(t *testing.T) {
+	l := newLoop(t)
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer dcancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		end  func() // ends ctx while the try's reply is on its way
+		not  error
+	}{
+		{"cancelled", cctx, cancel, context.Canceled},
+		{"deadline", dctx, func() { <-dctx.Done() }, context.DeadlineExceeded},
+	} {
+		held := func(context.Context) (bool, time.Duration, error) { tc.end(); return false, time.Second, nil }
+		err := l.Await(tc.ctx, await.Spec{}, held)
+		if !errors.Is(err, errs.NotAcquired) {
+			t.Fatalf("%s: Await = %v, want NotAcquired", tc.name, err)
+		}
+		if errors.Is(err, tc.not) {
+			t.Errorf("%s: Await = %v: a lock held elsewhere is reported as the ctx's own %v", tc.name, err, tc.not)
+		}
+	}
+	lost := errors.New("hold lost")
+	ctx, lose := context.WithCancelCause(context.Background())
+	held := func(context.Context) (bool, time.Duration, error) { lose(lost); return false, time.Second, nil }
+	if err := l.Await(ctx, await.Spec{}, held); !errors.Is(err, errs.NotAcquired) || !errors.Is(err, lost) {
+		t.Fatalf("Await = %v, want NotAcquired with the cause %v", err, lost)
+	}
+}

@@ -1,6 +1,10 @@
 package await
 
-import "time"
+import (
+	"time"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+)
 
 // gateReserve is how much of its wait a waiter keeps for its try when the
 // gate held it back until the end.
@@ -36,5 +40,16 @@ func (wt *waiting) admit() error {
 			limit = u
 		}
 	}
-	return gate.Wait(wt.ctx, limit, wt.drain, wt.l.Closed)
+	if err := gate.Wait(wt.ctx, limit, wt.drain, wt.l.Closed); err != nil {
+		return err
+	}
+	// The gate returns when the Client closes or its Shutdown begins:
+	// a fresh acquisition stops there, as it does in its sleeps.
+	switch {
+	case IsClosed(wt.l.Closed):
+		return errs.Closed
+	case IsClosed(wt.drain):
+		return errShutdown
+	}
+	return nil
 }

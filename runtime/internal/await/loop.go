@@ -103,7 +103,10 @@ func withCause(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
-	if c := context.Cause(ctx); c != nil && !errors.Is(err, c) {
+	// A ctx without a cause of its own has its error as its cause: that
+	// is not more, and added to a NotAcquired or Unavailable that came
+	// while ctx ended it would make them read as ctx's own end.
+	if c := context.Cause(ctx); c != nil && c != ctx.Err() && !errors.Is(err, c) {
 		return fmt.Errorf("%w: %w", err, c)
 	}
 	return err

@@ -144,6 +144,13 @@ var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}
 // returns its outcome, or an abandoned call's error once ctx ended and its
 // patience ran out (the goroutine keeps args).
 func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []any, once bool) *redis.Cmd {
+	if err := ctx.Err(); err != nil {
+		// go-redis refuses a done ctx before it writes (its pool checks
+		// it first): nothing is sent, and nothing is to be abandoned.
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(&notSentError{err})
+		return cmd
+	}
 	c := callPool.Get().(*call)
 	c.ctx, c.rdb, c.sc, c.numKeys, c.args, c.once = ctx, rdb, sc, numKeys, args, once
 	go c.run()

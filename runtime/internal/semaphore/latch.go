@@ -58,9 +58,11 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // Delete deletes the latch, publishing "1", which wakes no waiter. It
 // reports whether it existed.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	n, err := scripts.LatchDelete.Run(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Int64()
+	// Sent once: a copy resent after a lost reply would find the latch
+	// this call deleted gone and report that it deleted nothing.
+	n, err := scripts.LatchDelete.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Int64()
 	if err != nil {
-		return false, l.fail("delete", err)
+		return false, l.fail("delete", sentOnce(err))
 	}
 	return n == 1, nil
 }

@@ -258,11 +258,23 @@ func (s *Sem) Drain(ctx context.Context) (int, error) {
 	return int(n), nil
 }
 
+// drain runs SemaphoreDrain. Reading is idempotent, draining is not: a
+// copy resent after a lost reply would find no free permit and report 0,
+// and the permits the first copy took would be lost to the semaphore. So
+// a drain goes out once (RunOnce), and a lost reply is an unknown outcome.
 func (s *Sem) drain(ctx context.Context, mode string) (int64, error) {
-	return scripts.SemaphoreDrain.Run(ctx, s.env.RDB, 3, []any{
+	run := scripts.SemaphoreDrain.Run
+	if mode == "drain" {
+		run = scripts.SemaphoreDrain.RunOnce
+	}
+	n, err := run(ctx, s.env.RDB, 3, []any{
 		3: s.key, s.timeouts, s.channel,
 		s.env.Publish, mode,
 	}).Int64()
+	if err != nil && mode == "drain" {
+		err = sentOnce(err)
+	}
+	return n, err
 }
 
 // TrySetPermits sets the number of free permits to n only when the

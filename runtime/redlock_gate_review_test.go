@@ -1,0 +1,44 @@
+package runtime_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// A RedLock's single try with a fixed lease is valid for the lease less
+// the drift from the start of its round of tries: whatever a node's try
+// spends before it is sent comes off the validity. While the nodes'
+// admission gates are closed (their renewals run behind), a node's single
+// try waits up to a quarter of its ReleaseTimeout (1.25 s by default)
+// before it is sent: every node grants the lock, and the round still
+// fails for a validity spent in the gates, for any lease under that wait.
+// Held back only as long as the gate let a single try wait before (20 ms)
+// the lock is had.
+func TestRedLockSingleTryWithAFixedLeaseIsHadWhileTheNodesGatesAreClosed(t *testing.T) {
+	e := newRedEnv(t, runtime.Options{WatchdogTimeout: 3 * time.Second})
+	ctx := ctxT(t)
+	// A hold with the watchdog on every node: their watchdog loops run.
+	other := e.c.RedLock("gate:other", runtime.LockOptions{})
+	oh, err := other.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = other.Unlock(oh) }()
+	for _, n := range runtime.RedNodes(e.c) {
+		release := runtime.StallRenewals(n)
+		defer release()
+	}
+	for _, n := range runtime.RedNodes(e.c) {
+		eventually(t, 5*time.Second, "the node's gate closes", func() bool { return runtime.AdmissionClosed(n) })
+	}
+	const lease = 500 * time.Millisecond
+	l := e.c.RedLock("gate:fixed", runtime.LockOptions{})
+	start := time.Now()
+	h, err := l.TryLock(ctx, 0, lease)
+	if err != nil {
+		t.Fatalf("a free RedLock not had with its nodes' gates closed, after %v: %v", time.Since(start), err)
+	}
+	_ = l.Unlock(h)
+}
