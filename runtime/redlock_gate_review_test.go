@@ -7,15 +7,14 @@ import (
 	"github.com/lockgen/lockgen/runtime"
 )
 
-// A RedLock's single try with a fixed lease is valid for the lease less
-// the drift from the start of its round of tries: whatever a node's try
-// spends before it is sent comes off the validity. While the nodes'
-// admission gates are closed (their renewals run behind), a node's single
-// try waits up to a quarter of its ReleaseTimeout (1.25 s by default)
-// before it is sent: every node grants the lock, and the round still
-// fails for a validity spent in the gates, for any lease under that wait.
-// Held back only as long as the gate let a single try wait before (20 ms)
-// the lock is had.
+// A RedLock's fixed lease is valid for the lease less the drift from the
+// earliest send of a granted node's try, not from the start of the round:
+// while the nodes' admission gates are closed (their renewals run
+// behind), a node's single try waits up to a quarter of its
+// ReleaseTimeout (1.25 s by default) before it is sent, and counted from
+// the round's start that wait came off the validity: every node granted
+// the lock and the round still failed, for any lease under that wait (a
+// review's finding).
 func TestRedLockSingleTryWithAFixedLeaseIsHadWhileTheNodesGatesAreClosed(t *testing.T) {
 	e := newRedEnv(t, runtime.Options{WatchdogTimeout: 3 * time.Second})
 	ctx := ctxT(t)

@@ -53,6 +53,10 @@ func (w *Acquiring) Record() (context.Context, error) {
 	return hctx, nil
 }
 
+// Sent is when the try (or the hand-off) that took the lock was sent: the
+// lock's key expires no earlier than a lease after it.
+func (w *Acquiring) Sent() time.Time { return w.sent }
+
 func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 	w.sent = time.Now()
 	var fence *int64

@@ -17,8 +17,8 @@
 //     a round that did not win is released on every node it took before
 //     anything else happens;
 //   - a hold is handed out only while a quorum granted it and its
-//     validity (the round's start + lease − drift: leaseclock.Drift) is
-//     ahead; fewer than a quorum of answers ends the call with errs.Quorum,
+//     validity (a lease − drift, leaseclock.Drift, after the earliest
+//     send of a granted node's try) is ahead; fewer than a quorum of answers ends the call with errs.Quorum,
 //     a wait never turns that into errs.NotAcquired;
 //   - between rounds a waiter backs off a random 1–20 ms after a split
 //     vote, and otherwise sleeps on the lock's channel of every node

@@ -99,13 +99,15 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	var ws []*hub.Waiter // its place on the nodes' channels, once it waited
 	defer func() { l.leave(ws, err == nil) }()
 	for {
-		start := time.Now()
-		parts, granted, answered := l.tryAll(ctx, owner, lease, until)
+		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until)
 		l.tried(ws)
-		// Every node's key expires no earlier than start + lease: the
-		// validity ends a drift before that, whatever the tries cost
-		// (that time is already inside the window, not to subtract again).
-		validUntil := start.Add(effective - leaseclock.Drift(effective))
+		// Every granted node's key expires no earlier than a lease after
+		// its try was sent: the validity ends a drift before that, from
+		// the earliest of them, whatever the tries cost (that time is
+		// already inside the window, not to subtract again), and
+		// whatever a try spent before it was sent (a node's admission
+		// gate).
+		validUntil := first.Add(effective - leaseclock.Drift(effective))
 		if granted >= l.quorum && time.Now().Before(validUntil) {
 			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
 		}
@@ -146,10 +148,12 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 }
 
 // tryAll tries every node once, in parallel. answered counts the nodes
-// that replied (granted or held by someone else), as opposed to failing.
-func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, granted, answered int) {
+// that replied (granted or held by someone else), as opposed to failing;
+// first is when the earliest try of a granted node was sent.
+func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, granted, answered int, first time.Time) {
 	parts = make([]context.Context, len(l.nodes))
-	var took, replied atomic.Int32
+	sent := make([]time.Time, len(l.nodes))
+	var replied atomic.Int32
 	var wg sync.WaitGroup
 	for i := range l.nodes {
 		wg.Add(1)
@@ -157,10 +161,8 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 			defer wg.Done()
 			a, err := l.nodes[i].lock.Acquire(ctx, owner, 0, lease, until)
 			if err == nil {
+				sent[i] = a.Sent()
 				parts[i], err = a.Record()
-			}
-			if err == nil {
-				took.Add(1)
 			}
 			if err == nil || errors.Is(err, errs.NotAcquired) {
 				replied.Add(1)
@@ -168,7 +170,15 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 		}()
 	}
 	wg.Wait()
-	return parts, int(took.Load()), int(replied.Load())
+	for i, p := range parts {
+		if p != nil {
+			granted++
+			if first.IsZero() || sent[i].Before(first) {
+				first = sent[i]
+			}
+		}
+	}
+	return parts, granted, int(replied.Load()), first
 }
 
 // releaseParts releases the parts taken, on their nodes, in parallel.
