@@ -19,6 +19,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/redlock"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 	"github.com/lockgen/lockgen/runtime/internal/watchdog"
 )
@@ -150,16 +151,25 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 			_ = c.Close()
 			return nil, err
 		}
+		// A node's tries under a hold of this Client (a RedLock taken by
+		// running work) are running work too.
+		n.env.Waits.Running = func(ctx context.Context) bool { return n.running(ctx) || c.running(ctx) }
 		c.redNodes = append(c.redNodes, n)
 	}
 	return c, nil
+}
+
+// running reports whether ctx carries a hold of c: a lock's, or a
+// RedLock's (whose parts are held by the node Clients).
+func (c *Client) running(ctx context.Context) bool {
+	return c.env.Reg.Of(ctx) != nil || redlock.Running(ctx, c.env)
 }
 
 // newWaitLoop makes the wait loop of c (package await).
 func (c *Client) newWaitLoop() await.Loop {
 	return await.Loop{
 		Hub: c.env.Hub, SingleTry: c.opts.ReleaseTimeout, Closed: c.closeCh, Draining: c.drainCh,
-		Running: func(ctx context.Context) bool { return c.env.Reg.Of(ctx) != nil },
+		Running: c.running,
 		Failed:  c.slots.Failed,
 		// A Client that waits is named in Redis (its owner label: the
 		// watchdog loop writes it), so lockgen inspect can tell whose

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -40,4 +41,42 @@ func TestRedLockSingleTryWithAFixedLeaseIsHadWhileTheNodesGatesAreClosed(t *test
 		t.Fatalf("a free RedLock not had with its nodes' gates closed, after %v: %v", time.Since(start), err)
 	}
 	_ = l.Unlock(h)
+}
+
+// Work running under a RedLock hold is running work of its Client, as
+// under any other hold: once Shutdown began (which waits for RedLock holds
+// too), a lock it takes, on the Client or as another RedLock, is not
+// refused as a fresh acquisition.
+func TestWorkUnderARedLockHoldIsNotRefusedByShutdown(t *testing.T) {
+	e := newRedEnv(t, runtime.Options{})
+	ctx := ctxT(t)
+	outer := e.c.RedLock("run:outer", runtime.LockOptions{})
+	hold, err := outer.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shut := make(chan error, 1)
+	go func() { shut <- e.c.Shutdown(ctx) }()
+	eventually(t, 5*time.Second, "Shutdown refuses fresh acquisitions", func() bool {
+		_, err := e.c.Mutex("run:fresh", runtime.LockOptions{}).TryLock(ctx, 0, time.Second)
+		return errors.Is(err, runtime.ErrDraining)
+	})
+	nested := e.c.Mutex("run:nested", runtime.LockOptions{})
+	nh, err := nested.TryLock(hold, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("a lock taken under a RedLock hold during Shutdown: %v", err)
+	}
+	inner := e.c.RedLock("run:inner", runtime.LockOptions{})
+	ih, err := inner.TryLock(hold, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("a RedLock taken under a RedLock hold during Shutdown: %v", err)
+	}
+	for _, release := range []error{inner.Unlock(ih), nested.Unlock(nh), outer.Unlock(hold)} {
+		if release != nil {
+			t.Fatal(release)
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
 }

@@ -214,6 +214,13 @@ type holdKey struct {
 	key string
 }
 
+// runningKey marks the ctx of any RedLock hold of a Client (Running).
+type runningKey struct{ env *lockenv.Env }
+
+// Running reports whether ctx carries a RedLock hold of the Client of env:
+// work running under it, which acquires as running work, not as fresh.
+func Running(ctx context.Context, env *lockenv.Env) bool { return ctx.Value(runningKey{env}) != nil }
+
 func (l *Lock) holdIn(ctx context.Context) *hold {
 	h, _ := ctx.Value(holdKey{l.env, l.key}).(*hold)
 	return h
@@ -240,7 +247,7 @@ func (l *Lock) hold(ctx context.Context, owner string, parts []context.Context, 
 			context.AfterFunc(p, func() { l.partEnded(h, context.Cause(p)) })
 		}
 	}
-	return context.WithValue(out, holdKey{l.env, l.key}, h)
+	return context.WithValue(context.WithValue(out, runningKey{l.env}, true), holdKey{l.env, l.key}, h)
 }
 
 // partEnded ends h when a part's end (cause) makes it lost.
