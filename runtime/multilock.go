@@ -114,9 +114,7 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 		}
 		h, err := m.acquireAs(hctx, owner, left, lease, until)
 		if err != nil {
-			for i := len(held) - 1; i >= 0; i-- {
-				_ = l.members[i].Unlock(held[i])
-			}
+			_ = unlockEach(l.members[:len(held)], func(i int) context.Context { return held[i] })
 			return nil, err
 		}
 		held = append(held, h)
@@ -133,21 +131,26 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	}
 	defer observeRelease(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
 	if !l.atomic {
-		// The members are independent locks: released at once, so that
-		// the whole Unlock is bounded by one ReleaseTimeout.
-		errs := make([]error, len(l.members))
-		var wg sync.WaitGroup
-		for i, m := range l.members {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = m.Unlock(ctx)
-			}()
-		}
-		wg.Wait()
-		return errors.Join(errs...)
+		return unlockEach(l.members, func(int) context.Context { return ctx })
 	}
 	return l.multi.Release(ctx, hc.Owner())
+}
+
+// unlockEach releases members[i]'s hold hold(i), all at once: they are
+// independent locks, and released in parallel the whole release is
+// bounded by one ReleaseTimeout.
+func unlockEach(members []*Mutex, hold func(i int) context.Context) error {
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = m.Unlock(hold(i))
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Do acquires every member (waiting up to the multi-lock's WaitTime), runs

@@ -23,7 +23,8 @@ type Limits struct {
 }
 
 // yieldFor bounds how long a release waits for the watchdog's renewals to
-// catch up (Yield): the pause a single try takes in a closed gate.
+// catch up (Yield): short, since the lock it frees is held by no one
+// meanwhile.
 const yieldFor = 20 * time.Millisecond
 
 // Yield holds a release back while the watchdog's renewals run behind
