@@ -3,6 +3,7 @@ package holds
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -301,4 +302,24 @@ func TestALateCallKeepsItsOwnerWaitingUntilItLands(t *testing.T) {
 	f.r.Abandon(id)
 	cancel()
 	f.r.WaitLate(ctx, id) // returns at once: its ctx is done
+}
+
+// An acquisition recorded after its deadline (its process was frozen by
+// SIGSTOP between the try's send and its return, and the monotonic clock
+// ran on meanwhile) is handed out with its ctx already done: the caller
+// must not act on a hold whose lease ran out, as it would until the
+// clock's next wake-up (the robustness suite's seed 796733072: a worker
+// wrote 0.1 ms after such a return, while another process held the lock).
+func TestAnAcquisitionRecordedPastItsDeadlineIsDoneOnReturn(t *testing.T) {
+	f := newFixture(t, 300*time.Millisecond)
+	sent := time.Now().Add(-time.Second) // a second ago: past both leases
+	for _, lease := range []time.Duration{0, 200 * time.Millisecond} {
+		hc := f.r.Add(context.Background(), Spec{Name: "n", Key: fmt.Sprint("k", lease), Kind: "reentrant", From: f.from}, NewArgs("k", "o", "o"), lease, sent)
+		if hc.Err() == nil {
+			t.Fatalf("lease %v: a hold recorded past its deadline was handed out live", lease)
+		}
+		if !errors.Is(context.Cause(hc), errExpired) && lease == 0 {
+			t.Fatalf("lease %v: cause %v, want the Expired cause", lease, context.Cause(hc))
+		}
+	}
 }

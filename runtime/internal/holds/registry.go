@@ -220,9 +220,17 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	if spec.Confirmed > 0 {
 		effective = min(effective, spec.Confirmed)
 	}
-	r.confirmLocked(h, start, time.Now(), effective)
+	now := time.Now()
+	r.confirmLocked(h, start, now, effective)
 	h.acqs = append(h.acqs, acq)
+	// Recorded past its deadline (the process was frozen between the
+	// try's send and now): ended before it is handed out, not at the
+	// clock's next wake-up, so the caller never acts on it.
+	late := !h.gone && !now.Before(h.lease.Valid)
 	sh.mu.Unlock()
+	if late {
+		(*clocked)(r).ExpireDue(now)
+	}
 	return hc
 }
 
