@@ -11,11 +11,11 @@ import (
 // A RedLock's fixed lease is valid for the lease less the drift from the
 // earliest send of a granted node's try, not from the start of the round:
 // while the nodes' admission gates are closed (their renewals run
-// behind), a node's single try waits up to a quarter of its
-// ReleaseTimeout (1.25 s by default) before it is sent, and counted from
-// the round's start that wait came off the validity: every node granted
-// the lock and the round still failed, for any lease under that wait (a
-// review's finding).
+// behind), a node's single try waits in its gate before it is sent, and
+// counted from the round's start that wait came off the validity. With
+// the gate holding single tries up to a quarter of their ReleaseTimeout
+// (since reverted to 20 ms) every node granted the lock and the round
+// still failed, for any lease under that wait (a review's finding).
 func TestRedLockSingleTryWithAFixedLeaseIsHadWhileTheNodesGatesAreClosed(t *testing.T) {
 	e := newRedEnv(t, runtime.Options{WatchdogTimeout: 3 * time.Second})
 	ctx := ctxT(t)
