@@ -209,7 +209,8 @@ func TestLatchDeleteWakesNoWaiter(t *testing.T) {
 // 437213379, a count-down sent under a blackhole returned ok 3.02 s later,
 // ReadTimeout + the resend, and the latch armed with 3 in between read 2;
 // an AddPermits adds the permits twice), or report a set-if-absent that
-// it made as not made. So a lost reply is an unknown outcome for each of
+// it made as not made (a Drain, that it took nothing; a Delete, that it
+// deleted nothing). So a lost reply is an unknown outcome for each of
 // them, and the change lands once.
 func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 	t.Parallel()
@@ -246,6 +247,27 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 				return ignore(sem(c, "warm").TrySetPermits(ctx, 1))
 			},
 			func(ctx context.Context, c *runtime.Client) error { return ignore(sem(c, "sem").TrySetPermits(ctx, 5)) }, "5"},
+		// Drain reports what it took: a copy finding no free permit would
+		// report 0, and the 5 the first copy took would be lost to the
+		// semaphore.
+		{"semaphore drain", "sem",
+			func(ctx context.Context, c *runtime.Client) error {
+				if _, err := sem(c, "sem").Drain(ctx); err != nil { // the script cached
+					return err
+				}
+				return sem(c, "sem").SetPermits(ctx, 5)
+			},
+			func(ctx context.Context, c *runtime.Client) error { _, err := sem(c, "sem").Drain(ctx); return err }, "0"},
+		// Delete reports whether it deleted: a copy would find the latch
+		// gone.
+		{"latch delete", "latch",
+			func(ctx context.Context, c *runtime.Client) error {
+				if err := ignore(latch(c, "warm").Delete(ctx)); err != nil { // the script cached
+					return err
+				}
+				return ignore(latch(c, "latch").Arm(ctx))
+			},
+			func(ctx context.Context, c *runtime.Client) error { return ignore(latch(c, "latch").Delete(ctx)) }, ""},
 		{"plain semaphore add", "plain",
 			func(ctx context.Context, c *runtime.Client) error {
 				return c.PlainSemaphore("plain", "").AddPermits(ctx, 1)
