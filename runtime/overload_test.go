@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
+	"github.com/redis/go-redis/v9"
 )
 
 // While the watchdog's renewals run behind, a fresh acquisition waits in
@@ -16,16 +17,8 @@ import (
 // waits forever goes on when the gate opens. Work that already holds a
 // lock of the Client is never held back.
 func TestFreshAcquisitionsWaitWhileRenewalsRunBehind(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: 3 * time.Second})
+	rdb, c, _, hold, release := closedGate(t, "gate:held")
 	ctx := ctxT(t)
-	held := c.Mutex("gate:held", runtime.LockOptions{})
-	hold, err := held.TryLock(ctx, 0, runtime.Watchdog) // starts the watchdog loop
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := runtime.StallRenewals(c)
-	eventually(t, 5*time.Second, "the gate closes", func() bool { return runtime.AdmissionClosed(c) })
 
 	// Running work: a lock taken under a hold's ctx. Waiting forever in
 	// the gate, it would never return.
@@ -98,17 +91,9 @@ func TestFreshAcquisitionsWaitWhileRenewalsRunBehind(t *testing.T) {
 // releases does not take what the renewals of the holds not yet released
 // need; its hold's ctx ends first, and the release still goes through.
 func TestReleasesYieldWhileRenewalsRunBehind(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	c := newClient(t, rdb, &runtime.Options{WatchdogTimeout: 3 * time.Second})
-	ctx := ctxT(t)
-	m := c.Mutex("gate:release", runtime.LockOptions{})
-	hold, err := m.TryLock(ctx, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := runtime.StallRenewals(c)
+	rdb, _, m, hold, release := closedGate(t, "gate:release")
 	defer release()
-	eventually(t, 5*time.Second, "the gate closes", func() bool { return runtime.AdmissionClosed(c) })
+	ctx := ctxT(t)
 	start := time.Now()
 	if err := m.Unlock(hold); err != nil {
 		t.Fatalf("a release with the gate closed: %v", err)
@@ -122,4 +107,54 @@ func TestReleasesYieldWhileRenewalsRunBehind(t *testing.T) {
 	if n, _ := rdb.Exists(ctx, "gate:release").Result(); n != 0 {
 		t.Fatal("the lock is still held after its release")
 	}
+}
+
+// A fresh acquisition held back in a closed admission gate is a waiter
+// that is not part of running work: when Shutdown begins meanwhile it
+// stops with ErrDraining (Shutdown, step 1), rather than going on to take
+// the lock once the gate lets it through, a new hold that Shutdown then
+// has to wait for or cut (a review's finding; a wait with a wait time
+// waits in the gate until a little before its end, a single try 20 ms).
+func TestAnAcquisitionInAClosedGateStopsWhenShutdownBegins(t *testing.T) {
+	_, c, held, hold, release := closedGate(t, "drain:held")
+	ctx := ctxT(t)
+
+	fresh := c.Mutex("drain:fresh", runtime.LockOptions{})
+	got := make(chan error, 1)
+	go func() {
+		h, err := fresh.TryLock(ctx, 2*time.Second, runtime.Watchdog)
+		if err == nil {
+			_ = fresh.Unlock(h)
+		}
+		got <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // in the gate
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- c.Shutdown(sctx) }()
+	err := <-got
+	_ = held.Unlock(hold)
+	release()
+	<-shut
+	if !errors.Is(err, runtime.ErrDraining) {
+		t.Fatalf("an acquisition waiting in the gate when Shutdown began: %v, want ErrDraining", err)
+	}
+}
+
+// closedGate starts a Client with a watchdog hold on key and stalls its
+// renewals until its admission gate closes. It returns the Client, the
+// hold, and the function that lets the renewals go on.
+func closedGate(t *testing.T, key string) (rdb redis.UniversalClient, c *runtime.Client, m *runtime.Mutex, hold context.Context, release func()) {
+	t.Helper()
+	rdb = redistest.Start(t).Client(t)
+	c = newClient(t, rdb, &runtime.Options{WatchdogTimeout: 3 * time.Second})
+	m = c.Mutex(key, runtime.LockOptions{})
+	hold, err := m.TryLock(ctxT(t), 0, runtime.Watchdog) // starts the watchdog loop
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = runtime.StallRenewals(c)
+	eventually(t, 5*time.Second, "the gate closes", func() bool { return runtime.AdmissionClosed(c) })
+	return rdb, c, m, hold, release
 }
