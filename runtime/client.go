@@ -143,20 +143,29 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
 	env.Calls.Gate = c.wd.Gate()
 	env.Waits = c.newWaitLoop()
+	if err := c.addRedNodes(o); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// addRedNodes makes a Client for each RedLock node of o, whose holds
+// carry c's owner tokens.
+func (c *Client) addRedNodes(o Options) error {
 	for _, node := range o.RedLockNodes {
 		sub := o
 		sub.RedLockNodes, sub.Observer = nil, nil
-		n, err := newClient(node, &sub, env.ID) // its holds carry this client's owner tokens
+		n, err := newClient(node, &sub, c.env.ID)
 		if err != nil {
-			_ = c.Close()
-			return nil, err
+			return err
 		}
-		// A node's tries under a hold of this Client (a RedLock taken by
-		// running work) are running work too.
+		// A node's tries under a hold of c (a RedLock taken by running
+		// work) are running work too.
 		n.env.Waits.Running = func(ctx context.Context) bool { return n.running(ctx) || c.running(ctx) }
 		c.redNodes = append(c.redNodes, n)
 	}
-	return c, nil
+	return nil
 }
 
 // running reports whether ctx carries a hold of c: a lock's, or a
