@@ -209,8 +209,8 @@ func TestLatchDeleteWakesNoWaiter(t *testing.T) {
 // 437213379, a count-down sent under a blackhole returned ok 3.02 s later,
 // ReadTimeout + the resend, and the latch armed with 3 in between read 2;
 // an AddPermits adds the permits twice), or report a set-if-absent that
-// it made as not made (a Drain, that it took nothing; a Delete, that it
-// deleted nothing). So a lost reply is an unknown outcome for each of
+// it made as not made (a Drain, that it took nothing; a Delete or a
+// ForceUnlock, that there was nothing). So a lost reply is an unknown outcome for each of
 // them, and the change lands once.
 func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 	t.Parallel()
@@ -218,7 +218,7 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 		name, key string
 		prepare   func(ctx context.Context, c *runtime.Client) error // warms the connection and the script cache
 		do        func(ctx context.Context, c *runtime.Client) error
-		want      string // the key's value once the change ran
+		want      string // the key's value once the change ran (valueOf)
 	}
 	latch := func(c *runtime.Client, key string) *runtime.Latch {
 		return c.Latch(key, runtime.LatchOptions{Count: 3})
@@ -268,6 +268,19 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 				return ignore(latch(c, "latch").Arm(ctx))
 			},
 			func(ctx context.Context, c *runtime.Client) error { return ignore(latch(c, "latch").Delete(ctx)) }, ""},
+		// ForceUnlock reports whether there was a lock: a copy would find
+		// none. A lock of the forcing Client ends as lost either way.
+		{"force unlock", "forced",
+			func(ctx context.Context, c *runtime.Client) error {
+				if err := ignore(c.Mutex("warm", runtime.LockOptions{}).ForceUnlock(ctx)); err != nil { // the script cached
+					return err
+				}
+				_, err := c.Mutex("forced", runtime.LockOptions{}).TryLock(ctx, 0, time.Minute)
+				return err
+			},
+			func(ctx context.Context, c *runtime.Client) error {
+				return ignore(c.Mutex("forced", runtime.LockOptions{}).ForceUnlock(ctx))
+			}, ""},
 		{"plain semaphore add", "plain",
 			func(ctx context.Context, c *runtime.Client) error {
 				return c.PlainSemaphore("plain", "").AddPermits(ctx, 1)
@@ -298,7 +311,7 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 			p.Blackhole(faultproxy.Downstream)
 			done := make(chan error, 1)
 			go func() { done <- ch.do(ctx, c) }()
-			eventually(t, 2*time.Second, "the change ran", func() bool { return direct.Get(ctx, ch.key).Val() == ch.want })
+			eventually(t, 2*time.Second, "the change ran", func() bool { return valueOf(ctx, direct, ch.key) == ch.want })
 			time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
 			p.Heal()
 			err := <-done
@@ -306,9 +319,22 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 			if !errors.Is(err, runtime.ErrOutcomeUnknown) {
 				t.Errorf("%v, want ErrOutcomeUnknown (its reply was lost)", err)
 			}
-			if v := direct.Get(ctx, ch.key).Val(); v != ch.want {
+			if v := valueOf(ctx, direct, ch.key); v != ch.want {
 				t.Errorf("%s = %q after the change, want %q: it ran twice", ch.key, v, ch.want)
 			}
 		})
+	}
+}
+
+// valueOf is key's string value, "hash" for a hash (a lock), "" when it
+// is absent.
+func valueOf(ctx context.Context, rdb redis.UniversalClient, key string) string {
+	switch t := rdb.Type(ctx, key).Val(); t {
+	case "string":
+		return rdb.Get(ctx, key).Val()
+	case "none":
+		return ""
+	default:
+		return t
 	}
 }

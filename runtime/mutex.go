@@ -171,5 +171,6 @@ func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) { return m
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters that
 // can go next. It reports whether there was a lock. Local holds of the key
-// end as lost.
+// end as lost. It is sent once: when its reply is lost the error wraps
+// ErrOutcomeUnknown (the lock may be gone; local holds end then too).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.e.ForceUnlock(ctx) }

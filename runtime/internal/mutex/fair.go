@@ -73,7 +73,7 @@ func (fair) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 }
 
 func (fair) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
-	return scripts.FairForceUnlock.Run(ctx, m.env.RDB, 2, []any{
+	return scripts.FairForceUnlock.RunOnce(ctx, m.env.RDB, 2, []any{
 		3: m.key, fairQueue(m.key),
 		hub.UnlockMessage, m.env.Publish, LockChannel(m.key),
 	}).Int64()

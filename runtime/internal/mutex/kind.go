@@ -183,7 +183,7 @@ func (reentrant) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (
 }
 
 func (reentrant) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
-	return scripts.ForceUnlock.Run(ctx, m.env.RDB, 2, []any{
+	return scripts.ForceUnlock.RunOnce(ctx, m.env.RDB, 2, []any{
 		3: m.key, LockChannel(m.key), hub.UnlockMessage, m.env.Publish,
 	}).Int64()
 }

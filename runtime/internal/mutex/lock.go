@@ -502,13 +502,19 @@ func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters
 // that can go next. It reports whether there was a lock. Local holds of
-// the key end as lost.
+// the key end as lost. It is sent once: a copy resent after a lost reply
+// would find no lock and report none, so a lost reply is an unknown
+// outcome (errs.OutcomeUnknown), and the local holds end then too, since
+// the lock may be gone.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	n, err := m.k.forceUnlock(ctx, m)
-	if err != nil {
+	if err != nil && lockenv.Replied(err) {
 		return false, m.fail("force-unlock", err)
 	}
 	m.env.Reg.LoseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", errs.LockLost)))
+	if err != nil {
+		return false, m.fail("force-unlock", fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
+	}
 	return n == 1, nil
 }
 

@@ -51,7 +51,7 @@ func flag(b bool) string {
 type rwSide struct{}
 
 func (rwSide) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
-	return scripts.RWForceUnlock.Run(ctx, m.env.RDB, 2, []any{3: m.key, rwChannel(m.key), m.env.Publish}).Int64()
+	return scripts.RWForceUnlock.RunOnce(ctx, m.env.RDB, 2, []any{3: m.key, rwChannel(m.key), m.env.Publish}).Int64()
 }
 
 // readSide is the read side of an RWLock.
