@@ -87,10 +87,7 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 func (p *Plain) Release(ctx context.Context, n int) error {
 	dctx, cancel := p.env.Calls.Detached(p.env.Calls.Yield(ctx))
 	defer cancel()
-	if err := scripts.PlainSemaphoreRelease.RunOnce(dctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err(); err != nil {
-		return p.fail("release", sentOnce(err))
-	}
-	return nil
+	return p.add(dctx, "release", n)
 }
 
 // AddPermits adds n (which may be negative) to the free count, and wakes
@@ -99,9 +96,16 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
+	return p.add(ctx, "set-permits", n)
+}
+
+// add adds n to the free count and wakes waiters for what came free, sent
+// once (a copy would add the permits twice): a lost reply is an unknown
+// outcome.
+func (p *Plain) add(ctx context.Context, op string, n int) error {
 	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 	if err != nil {
-		return p.fail("set-permits", sentOnce(err))
+		return p.fail(op, sentOnce(err))
 	}
 	return nil
 }
