@@ -375,6 +375,7 @@ const (
 	FaultPauseServer   = "pause-server"   // SIGSTOP … SIGCONT of redis-server
 	FaultRestart       = "restart"        // redis-server killed and started again from its append-only file
 	FaultFlush         = "flushall"       // FLUSHALL: every lock forgotten (data loss)
+	FaultMigrate       = "migrate-slot"   // a lock's cluster slot moved to another master, keys and TTLs with it
 	// FaultStall is not injected: a worker records it when it did not run
 	// for longer than StallLimit (the OS gave its CPU to others, its own
 	// runtime stopped it), which holds it as a SIGSTOP would.

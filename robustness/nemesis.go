@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -16,6 +17,7 @@ type PlannedFault struct {
 	Server string
 	At     time.Duration
 	For    time.Duration
+	Pick   int // migrate-slot: chooses the key and the master it goes to
 }
 
 func (f PlannedFault) String() string {
@@ -35,6 +37,17 @@ var DefaultFaults = []string{
 	FaultBlackhole, FaultBlackholeUp, FaultBlackholeDown, FaultReset, FaultLatency,
 	FaultPauseProcess, FaultKillProcess, FaultClientPause, FaultKillPubSub,
 	FaultPauseServer, FaultRestart, FaultFlush,
+}
+
+// ClusterFaults are those drawn from when the lock server is a Redis
+// Cluster: a slot migration instead of pausing or restarting it (a master
+// down past the node timeout is failed over, and asynchronous replication
+// may lose a lock: no lock service keeps exclusion then). Pausing and
+// restarting still strike the RedLock nodes.
+var ClusterFaults = []string{
+	FaultBlackhole, FaultBlackholeUp, FaultBlackholeDown, FaultReset, FaultLatency,
+	FaultPauseProcess, FaultKillProcess, FaultClientPause, FaultKillPubSub,
+	FaultPauseServer, FaultRestart, FaultFlush, FaultMigrate,
 }
 
 // Plan draws a fault schedule from seed: faults start on average every
@@ -82,9 +95,13 @@ func Plan(seed int64, types []string, slots int, length, quiet, gap, maxFor time
 			if f.Type == FaultClientPause {
 				f.For = dur
 			}
+		case FaultMigrate:
+			f.Slot, f.Server, f.Pick = -1, "slots", rng.IntN(1<<30)
 		case FaultPauseServer, FaultRestart:
 			f.Slot, f.Server = -1, "lock"
-			if rng.IntN(3) == 0 {
+			// A schedule with slot migrations is a cluster's: its
+			// masters are not paused or restarted (ClusterFaults).
+			if rng.IntN(3) == 0 || slices.Contains(types, FaultMigrate) {
 				f.Server = fmt.Sprintf("red%d", rng.IntN(3))
 			}
 			if f.Type == FaultPauseServer {
@@ -93,7 +110,7 @@ func Plan(seed int64, types []string, slots int, length, quiet, gap, maxFor time
 		}
 		if f.Server != "" {
 			things = []string{f.Server}
-			if f.Server != "lock" {
+			if strings.HasPrefix(f.Server, "red") {
 				things = append(things, "red") // one RedLock node down at a time
 			}
 		}

@@ -51,7 +51,15 @@ func seedFromEnv(t *testing.T) int64 {
 // LOCKGEN_ROBUSTNESS=<duration> (e.g. 10m) runs of new seeds follow each
 // other for that long. LOCKGEN_ROBUSTNESS_SEED=<seed> reruns a seed's
 // schedule.
-func TestRobustness(t *testing.T) {
+func TestRobustness(t *testing.T) { robustness(t, false) }
+
+// TestRobustnessOnCluster is TestRobustness with the locks on a local
+// Redis Cluster (3 masters, each with a replica), whose slots migrate
+// between masters while the workers use them (ClusterFaults); the same
+// variables drive it. Its default run is shorter: 25 s of workload.
+func TestRobustnessOnCluster(t *testing.T) { robustness(t, true) }
+
+func robustness(t *testing.T, cluster bool) {
 	total, long := time.Duration(0), os.Getenv("LOCKGEN_ROBUSTNESS")
 	if long != "" {
 		d, err := time.ParseDuration(long)
@@ -65,7 +73,10 @@ func TestRobustness(t *testing.T) {
 	var runs, ops, faults int
 	var failed []int64 // seeds with a violation: the long mode goes on
 	for i := 0; ; i++ {
-		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second}
+		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second, Cluster: cluster}
+		if cluster {
+			cfg.Length = 25 * time.Second
+		}
 		if testing.Short() {
 			cfg.Length, cfg.Quiet = 12*time.Second, 4*time.Second
 		}
@@ -76,7 +87,7 @@ func TestRobustness(t *testing.T) {
 			o := Run(t, cfg)
 			ops += len(o.History.Ops)
 			faults += len(o.History.Faults)
-			report(t, cfg, o)
+			report(t, cfg, o, t.Name())
 		})
 		runs++
 		if !ok {
@@ -94,7 +105,7 @@ func TestRobustness(t *testing.T) {
 
 // report prints the table, and on a violation the seed, the window of the
 // history around it and the files to look at.
-func report(t *testing.T, cfg Config, o *Outcome) {
+func report(t *testing.T, cfg Config, o *Outcome, test string) {
 	t.Helper()
 	var b strings.Builder
 	Report(&b, o.History, o.Results)
@@ -128,6 +139,6 @@ func report(t *testing.T, cfg Config, o *Outcome) {
 			t.Errorf("%s: %s\n%s", r.Check, v.Msg, w.String())
 		}
 	}
-	t.Errorf("seed %d: %d violations; rerun with LOCKGEN_ROBUSTNESS_SEED=%d go test ./robustness -run 'TestRobustness$' -v; files: %s",
-		cfg.Seed, o.Violations(), cfg.Seed, strings.Join(paths, ", "))
+	t.Errorf("seed %d: %d violations; rerun with LOCKGEN_ROBUSTNESS_SEED=%d go test ./robustness -run '%s$' -v; files: %s",
+		cfg.Seed, o.Violations(), cfg.Seed, strings.SplitN(test, "/", 2)[0], strings.Join(paths, ", "))
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,9 +31,12 @@ type Config struct {
 	Goroutines int           // per process, each with its own Client
 	Watchdog   time.Duration
 	Kinds      []string // empty: AllKinds
-	Faults     []string // empty: DefaultFaults
-	FaultGap   time.Duration
-	MaxFault   time.Duration
+	Faults     []string // empty: DefaultFaults (ClusterFaults on a cluster)
+	// Cluster runs the lock server as a local Redis Cluster (3 masters,
+	// each with a replica); the RedLock nodes stay single servers.
+	Cluster  bool
+	FaultGap time.Duration
+	MaxFault time.Duration
 	// Quiet is the end of the workload that runs without faults (after
 	// the last one healed): LivenessBound + 2 s unless set.
 	Quiet time.Duration
@@ -57,6 +62,9 @@ func (c *Config) defaults() {
 	}
 	if len(c.Faults) == 0 {
 		c.Faults = DefaultFaults
+		if c.Cluster {
+			c.Faults = ClusterFaults
+		}
 	}
 	if c.FaultGap == 0 {
 		c.FaultGap = time.Second
@@ -108,18 +116,29 @@ func Run(t testing.TB, cfg Config) *Outcome {
 		cfg.Dir = t.TempDir()
 	}
 	aof := redistest.Arg("--appendonly", "yes", "--appendfsync", "always")
-	lock := redistest.Start(t, aof)
-	reds := redistest.StartN(t, 3, aof)
-	storage := redistest.Start(t)
-	servers := map[string]*redistest.Server{"lock": lock}
-	for i, s := range reds {
-		servers[fmt.Sprintf("red%d", i)] = s
+	r := &runner{t: t, cfg: cfg, servers: map[string]*redistest.Server{}}
+	if cfg.Cluster {
+		r.cluster = redistest.StartCluster(t)
+		r.masters = r.cluster.Masters()
+	} else {
+		r.servers["lock"] = redistest.Start(t, aof)
 	}
-
-	r := &runner{t: t, cfg: cfg, servers: servers, storage: storage.Addr()}
+	reds := redistest.StartN(t, 3, aof)
+	for i, s := range reds {
+		r.servers[fmt.Sprintf("red%d", i)] = s
+	}
+	r.storage = redistest.Start(t).Addr()
 	r.slots = make([]*slot, cfg.Procs)
 	for i := range r.slots {
-		sl := &slot{lock: faultproxy.Start(t, lock.Addr())}
+		sl := &slot{}
+		if r.cluster != nil {
+			sl.nodes = map[string]*faultproxy.Proxy{}
+			for _, n := range r.cluster.Nodes() {
+				sl.nodes[n.Addr()] = faultproxy.Start(t, n.Addr())
+			}
+		} else {
+			sl.lock = faultproxy.Start(t, r.servers["lock"].Addr())
+		}
 		for _, s := range reds {
 			sl.red = append(sl.red, faultproxy.Start(t, s.Addr()))
 		}
@@ -175,8 +194,12 @@ func Run(t testing.TB, cfg Config) *Outcome {
 	// but bookkeeping that expires.
 	time.Sleep(cfg.Watchdog + 500*time.Millisecond)
 	lim := RunLimits(cfg.Watchdog)
-	ctl := redis.NewClient(&redis.Options{Addr: lock.Addr()})
-	defer ctl.Close()
+	var ctl redis.UniversalClient
+	if r.cluster != nil {
+		ctl = r.cluster.Client(t)
+	} else {
+		ctl = r.servers["lock"].Client(t)
+	}
 	hyg := CheckHygiene(context.Background(), ctl, lim)
 
 	events := r.collect()
@@ -211,7 +234,9 @@ func IsDataKey(key string) bool {
 type runner struct {
 	t       testing.TB
 	cfg     Config
-	servers map[string]*redistest.Server
+	servers map[string]*redistest.Server // "lock" (one server), "red0".."red2"
+	cluster *redistest.Cluster           // the lock server on a cluster run
+	masters []*redistest.Server          // its masters (no fault fails one over)
 	storage string
 	begin   time.Time
 
@@ -227,9 +252,10 @@ type runner struct {
 // slot is one place for a worker process: its proxies stay, the process
 // in it is replaced when killed.
 type slot struct {
-	lock *faultproxy.Proxy
-	red  []*faultproxy.Proxy
-	proc *proc
+	lock  *faultproxy.Proxy
+	nodes map[string]*faultproxy.Proxy // on a cluster, instead of lock: by node address
+	red   []*faultproxy.Proxy
+	proc  *proc
 }
 
 type proc struct {
@@ -259,8 +285,16 @@ func (r *runner) spawn(i int) {
 	r.files = append(r.files, file)
 	r.mu.Unlock()
 	wc := WorkerConfig{
-		Proc: id, Seed: r.cfg.Seed, LockAddr: sl.lock.Addr(), StorageAddr: r.storage, History: file,
+		Proc: id, Seed: r.cfg.Seed, StorageAddr: r.storage, History: file,
 		Goroutines: r.cfg.Goroutines, Watchdog: r.cfg.Watchdog, Liveness: LivenessBound(r.cfg.Watchdog), Kinds: r.cfg.Kinds,
+	}
+	if sl.lock != nil {
+		wc.LockAddr = sl.lock.Addr()
+	} else {
+		wc.ClusterNodes = map[string]string{}
+		for node, p := range sl.nodes {
+			wc.ClusterNodes[node] = p.Addr()
+		}
 	}
 	for _, p := range sl.red {
 		wc.RedAddrs = append(wc.RedAddrs, p.Addr())
@@ -334,7 +368,12 @@ func (r *runner) inject(f PlannedFault) {
 		var ps []*faultproxy.Proxy
 		for i, sl := range r.slots {
 			if f.Slot < 0 || f.Slot == i {
-				ps = append(ps, sl.lock)
+				if sl.lock != nil {
+					ps = append(ps, sl.lock)
+				}
+				for _, p := range sl.nodes {
+					ps = append(ps, p)
+				}
 				ps = append(ps, sl.red...)
 			}
 		}
@@ -395,8 +434,16 @@ func (r *runner) inject(f PlannedFault) {
 		end()
 	case FaultFlush:
 		start()
-		if err := flushAll(r.servers["lock"].Addr(), 10*time.Second); err != nil {
-			r.t.Logf("robustness: FLUSHALL of the lock server failed, but is in the history: %v", err)
+		for _, addr := range r.addrs("lock") {
+			if err := flushAll(addr, 10*time.Second); err != nil {
+				r.t.Logf("robustness: FLUSHALL of the lock server %s failed, but is in the history: %v", addr, err)
+			}
+		}
+		end()
+	case FaultMigrate:
+		start()
+		if err := r.migrate(f.Pick); err != nil {
+			r.t.Logf("robustness: %v (the fault stays in the history)", err)
 		}
 		end()
 	case FaultPauseServer:
@@ -431,13 +478,57 @@ func flushAll(addr string, within time.Duration) error {
 	}
 }
 
-// control runs fn on a fresh connection to a server.
+// addrs are the addresses of server: on a cluster, "lock" is every master.
+func (r *runner) addrs(server string) []string {
+	if server == "lock" && r.cluster != nil {
+		var out []string
+		for _, m := range r.masters {
+			out = append(out, m.Addr())
+		}
+		return out
+	}
+	return []string{r.servers[server].Addr()}
+}
+
+// control runs fn on a fresh connection to each of server's addrs.
 func (r *runner) control(server string, fn func(context.Context, *redis.Client) error) error {
-	c := redis.NewClient(&redis.Options{Addr: r.servers[server].Addr(), MaxRetries: -1})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	return fn(ctx, c)
+	var errs []error
+	for _, addr := range r.addrs(server) {
+		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		errs = append(errs, fn(ctx, c))
+		cancel()
+		_ = c.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// migrate moves the slot of one of the run's lock keys to another master,
+// both chosen by pick, keys and all (their TTLs go with them), while the
+// workers use it.
+func (r *runner) migrate(pick int) error {
+	var keys []string
+	for _, k := range r.cfg.Kinds {
+		keys = append(keys, Keys(k)...)
+		keys = append(keys, multiMembers[k]...)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	key := keys[pick%len(keys)]
+	var slot int64
+	err := r.control("lock", func(ctx context.Context, c *redis.Client) (err error) {
+		slot, err = c.ClusterKeySlot(ctx, key).Result()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("CLUSTER KEYSLOT %s: %w", key, err)
+	}
+	dst := r.masters[(pick/len(keys))%len(r.masters)]
+	if err := r.cluster.Migrate(int(slot), dst); err != nil {
+		return err
+	}
+	r.t.Logf("robustness: slot %d (%s) is on %s", slot, key, dst)
+	return nil
 }
 
 // killSubscribers kills every pub/sub connection and every connection

@@ -9,7 +9,9 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,16 +24,20 @@ import (
 // WorkerConfig is what a worker process is told (as JSON in its
 // environment) by the harness.
 type WorkerConfig struct {
-	Proc        int           `json:"proc"`
-	Seed        int64         `json:"seed"`
-	LockAddr    string        `json:"lockAddr"`    // the lock server, through this process's fault proxy
-	RedAddrs    []string      `json:"redAddrs"`    // the RedLock nodes, through this process's fault proxies
-	StorageAddr string        `json:"storageAddr"` // the guarded state: never faulted
-	History     string        `json:"history"`     // the file the events go to
-	Goroutines  int           `json:"goroutines"`
-	Watchdog    time.Duration `json:"watchdog"`
-	Liveness    time.Duration `json:"liveness"` // the final sweep's wait time
-	Kinds       []string      `json:"kinds"`    // the kinds drawn from
+	Proc     int    `json:"proc"`
+	Seed     int64  `json:"seed"`
+	LockAddr string `json:"lockAddr"` // the lock server, through this process's fault proxy
+	// ClusterNodes, on a Redis Cluster (LockAddr is then empty): each
+	// node's address, as the cluster names it, to the address of this
+	// process's fault proxy in front of it.
+	ClusterNodes map[string]string `json:"clusterNodes,omitempty"`
+	RedAddrs     []string          `json:"redAddrs"`    // the RedLock nodes, through this process's fault proxies
+	StorageAddr  string            `json:"storageAddr"` // the guarded state: never faulted
+	History      string            `json:"history"`     // the file the events go to
+	Goroutines   int               `json:"goroutines"`
+	Watchdog     time.Duration     `json:"watchdog"`
+	Liveness     time.Duration     `json:"liveness"` // the final sweep's wait time
+	Kinds        []string          `json:"kinds"`    // the kinds drawn from
 }
 
 // The keys of each kind. They are few, so that operations contend. A
@@ -113,7 +119,7 @@ func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
 	}
 	defer rec.Close()
 	w := &worker{cfg: cfg, rec: rec}
-	w.rdb = redis.NewClient(&redis.Options{Addr: cfg.LockAddr})
+	w.rdb = lockClient(cfg)
 	defer w.rdb.Close()
 	for _, a := range cfg.RedAddrs {
 		n := redis.NewClient(&redis.Options{Addr: a})
@@ -155,9 +161,33 @@ func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
 type worker struct {
 	cfg     WorkerConfig
 	rec     *Recorder
-	rdb     *redis.Client
+	rdb     redis.UniversalClient
 	red     []redis.UniversalClient
 	storage *redis.Client
+}
+
+// lockClient is the worker's client of the lock server, or of the
+// cluster: every node is reached through the process's proxy for it, the
+// nodes it learns of from the cluster too.
+func lockClient(cfg WorkerConfig) redis.UniversalClient {
+	if len(cfg.ClusterNodes) == 0 {
+		return redis.NewClient(&redis.Options{Addr: cfg.LockAddr})
+	}
+	var seeds []string
+	for node := range cfg.ClusterNodes {
+		seeds = append(seeds, node)
+	}
+	slices.Sort(seeds)
+	var d net.Dialer
+	return redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: seeds,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p, ok := cfg.ClusterNodes[addr]; ok {
+				addr = p
+			}
+			return d.DialContext(ctx, network, addr)
+		},
+	})
 }
 
 // goroutine is one worker goroutine and its Client.

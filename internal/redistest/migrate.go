@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -14,25 +15,46 @@ import (
 // master.
 func (c *Cluster) MigrateSlot(tb testing.TB, slot int, dst *Server) {
 	tb.Helper()
+	if err := c.Migrate(slot, dst); err != nil {
+		tb.Fatalf("redistest: %v", err)
+	}
+}
+
+// Migrate is MigrateSlot for a caller that is not the test's goroutine
+// (a fault injected while a workload runs): it returns what failed.
+func (c *Cluster) Migrate(slot int, dst *Server) error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
+	var view []clusterNode
+	var err error
+	for _, s := range c.nodes {
+		if s.Running() {
+			if view, err = s.clusterNodes(ctx); err == nil {
+				break
+			}
+		}
+	}
+	if view == nil {
+		return fmt.Errorf("migrating slot %d: no node answers CLUSTER NODES: %v", slot, err)
+	}
 	var src *Server
-	for _, n := range c.view() {
+	for _, n := range view {
 		if !n.replica && n.serves(slot) {
 			src = c.node(n.port)
 		}
 	}
 	if src == nil {
-		tb.Fatalf("redistest: no master serves slot %d", slot)
+		return fmt.Errorf("migrating slot %d: no master serves it", slot)
 	}
 	if src == dst {
-		return
+		return nil
 	}
-	must := func(what string, err error) {
-		tb.Helper()
-		if err != nil {
-			tb.Fatalf("redistest: migrating slot %d from %s to %s: %s: %v", slot, src, dst, what, err)
+	var failed error
+	must := func(what string, err error) bool {
+		if err != nil && failed == nil {
+			failed = fmt.Errorf("migrating slot %d from %s to %s: %s: %w", slot, src, dst, what, err)
 		}
+		return failed == nil
 	}
 	id := func(s *Server) string {
 		v, err := s.control().Do(ctx, "CLUSTER", "MYID").Text()
@@ -40,11 +62,15 @@ func (c *Cluster) MigrateSlot(tb testing.TB, slot int, dst *Server) {
 		return v
 	}
 	srcID, dstID := id(src), id(dst)
-	must("IMPORTING", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
-	must("MIGRATING", src.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	if !must("IMPORTING", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err()) ||
+		!must("MIGRATING", src.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err()) {
+		return failed
+	}
 	for {
 		keys, err := src.control().ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		must("CLUSTER GETKEYSINSLOT", err)
+		if !must("CLUSTER GETKEYSINSLOT", err) {
+			return failed
+		}
 		if len(keys) == 0 {
 			break
 		}
@@ -52,13 +78,16 @@ func (c *Cluster) MigrateSlot(tb testing.TB, slot int, dst *Server) {
 		for _, k := range keys {
 			args = append(args, k)
 		}
-		must("MIGRATE", src.control().Do(ctx, args...).Err())
+		if !must("MIGRATE", src.control().Do(ctx, args...).Err()) {
+			return failed
+		}
 	}
 	must("NODE on the target", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
 	must("NODE on the source", src.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
-	for _, m := range c.Masters() {
-		if m != src && m != dst {
+	for _, n := range view {
+		if m := c.node(n.port); m != nil && !n.replica && len(n.slots) > 0 && m != src && m != dst {
 			must("NODE on "+m.Addr(), m.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
 		}
 	}
+	return failed
 }
