@@ -16,11 +16,7 @@ type Env struct {
 }
 
 // NewEnv returns the engine's Env over the Client's parts e.
-func NewEnv(e *lockenv.Env) *Env {
-	m := &Env{Env: e}
-	m.grants.init()
-	return m
-}
+func NewEnv(e *lockenv.Env) *Env { return &Env{Env: e} }
 
 // refuseHandoffs turns hand-offs off for good: the server refused PUBSUB
 // in a script (err).

@@ -25,10 +25,6 @@ func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_wai
 
 func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c := m.env
-	join := "0"
-	if at.waiting {
-		join = "1"
-	}
 	grant := "0"
 	if at.grant {
 		// The lease a release may grant it the lock with, and this try's
@@ -37,21 +33,9 @@ func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64
 	}
 	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, join,
+		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, flag(at.waiting),
 		LockChannel(m.key), c.Publish, grant,
 	}).Int64()
-}
-
-// settle decides a try whose reply was lost, as a reentrant lock's
-// (settle.lua), then confirms a new acquisition found taken with a copy of
-// the try (Lock.reapply): the release may have granted the waiter the
-// lock (fair_next.lua) before the try was sent.
-func (f fair) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
-	took, err := f.reentrant.settle(ctx, m, a, at)
-	if err != nil || !took || at.count != 0 || !m.takesGrants() {
-		return took, err
-	}
-	return m.reapply(ctx, a, at, f.acquire)
 }
 
 func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {

@@ -61,17 +61,14 @@ func grantChannel(key, clientID string) string { return LockChannel(key) + ":" +
 
 // grantStreaks counts, per lock (hashed), the releases that may grant
 // since the last one that published.
-type grantStreaks struct {
-	seed maphash.Seed
-	n    [64]atomic.Uint32
-}
+type grantStreaks [64]atomic.Uint32
 
-func (g *grantStreaks) init() { g.seed = maphash.MakeSeed() }
+var grantSeed = maphash.MakeSeed()
 
 // allow reports whether this release of key may grant across processes:
 // all but every grantStreak-th.
 func (g *grantStreaks) allow(key string) bool {
-	return g.n[maphash.String(g.seed, key)%64].Add(1)%grantStreak != 0
+	return g[maphash.String(grantSeed, key)%64].Add(1)%grantStreak != 0
 }
 
 // tryState is what an acquisition's tries told of grants (see Lock.Acquire):

@@ -79,13 +79,6 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)
 		return res, o, err
 	}
-	// Is one of the channel's subscribers this client? The script checks
-	// where it runs (its grant channel, subscribed with the lock's): the
-	// hub may not know yet that the server dropped its subscription.
-	own := "0"
-	if known {
-		own = "1"
-	}
 	o.Sent = time.Now()
 	names := m.grantNames()
 	marker := names.queue // unused without a local grantee: any key of the slot
@@ -96,14 +89,11 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	} else {
 		field, px = "", "0"
 	}
-	across := "0"
-	if c.grants.allow(m.key) {
-		across = "1"
-	}
-	records := "0" // the releaser's and the grantee's records in the queue
-	if queued || o.Queued {
-		records = "1"
-	}
+	// own: one of the channel's subscribers is this client, which the
+	// script checks where it runs (its grant channel, subscribed with the
+	// lock's): the hub may not know yet that the server dropped it.
+	// records: the releaser's or the grantee's record is in the queue.
+	own, across, records := flag(known), flag(c.grants.allow(m.key)), flag(queued || o.Queued)
 	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.RDB, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,

@@ -18,9 +18,6 @@ type kind interface {
 	// -1 no expiry, replyAborted, replyUpgrade, replyWriterFirst,
 	// replyHoldGone.
 	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// settle decides an acquire attempt whose reply was lost: it either
-	// took the lock (true) or never will.
-	settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
 	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
 	// leave withdraws a waiter that gave up (when Kind.waits says it
@@ -50,16 +47,6 @@ func (k Kind) channel(key, owner string) string {
 	return LockChannel(key)
 }
 
-// shared reports whether holds of the kind coexist (readers).
-func (k Kind) shared() bool { return k == Read }
-
-// queues reports whether a newcomer defers its first try briefly while
-// this client has waiters (an unlock in transit, a hand-off in flight),
-// so it does not jump the in-process queue (see await.Spec.Queue). Not a
-// fair waiter (each has its own channel, and Redis keeps the order), nor
-// a read-write lock's (readers and writers share the channel).
-func (k Kind) queues() bool { return k == Reentrant }
-
 // extraKeys are the keys renewed with a hold besides the lock hash: a
 // read hold's timeout keys.
 func (k Kind) extraKeys(key, owner string, count int) []string {
@@ -71,16 +58,6 @@ func (k Kind) extraKeys(key, owner string, count int) []string {
 		keys[i] = readTimeoutKey(key, owner, i+1)
 	}
 	return keys
-}
-
-// check refuses, before any round trip, an acquisition by an owner whose
-// existing holds (in the registry) make it wrong: an upgrade
-// (writeSide.check).
-func (k Kind) check(m *Lock, owner string) error {
-	if k == Write {
-		return writeSide{}.check(m, owner)
-	}
-	return nil
 }
 
 // waits reports whether a waiter of m leaves traces in Redis to withdraw
@@ -156,23 +133,6 @@ func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (
 		3: a.Key, at.marker,
 		at.px, a.Owner, at.count, c.MarkerTTL,
 	}).Int64()
-}
-
-func (reentrant) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
-	c := m.env
-	// The settler's attempts go through the watchdog's client (package settle):
-	// the caller's may not honour their deadline.
-	var via scripts.Runner = c.RDB
-	if at.via != nil {
-		via = at.via
-	}
-	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return scripts.Settle.Run(ctx, via, 2, []any{
-			3: a.Key, at.marker,
-			a.Field, at.count, c.MarkerTTL,
-		}).Int64()
-	})
-	return n == 1, err
 }
 
 func (reentrant) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {

@@ -86,10 +86,13 @@ func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.N
 // the owner's holds make it wrong: an upgrade), or a new one.
 func (m *Lock) Owner(ctx context.Context) (string, error) {
 	hc := m.env.Reg.Of(ctx)
-	if hc == nil {
+	switch {
+	case hc == nil:
 		return m.env.NewOwner(), nil
+	case m.kind == Write:
+		return hc.Owner(), checkUpgrade(m, hc.Owner())
 	}
-	return hc.Owner(), m.kind.check(m, hc.Owner())
+	return hc.Owner(), nil
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
@@ -112,7 +115,10 @@ func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 // waitSpec is how w waits (package await).
 func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await.Spec {
 	own := m.env.Reg.Of(w.ctx) == nil
-	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind.shared(), Queue: m.kind.queues() && own}
+	// Only a reentrant newcomer defers its first try while this Client
+	// has waiters (await.Spec.Queue): a fair waiter has its own channel
+	// and Redis keeps the order; readers and writers share a channel.
+	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind == Read, Queue: m.kind == Reentrant && own}
 	switch {
 	case !w.waiting:
 	case m.handsOff() && own:
@@ -228,11 +234,11 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 // unknown, and a fresh owner's (at.count 0: nobody will call again with
 // it) goes on being settled in the background.
 func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
-	settled, err := m.k.settle(ctx, m, a, at)
+	settled, err := m.settleTry(ctx, a, at)
 	if err == nil && settled && at.count == 0 && m.handsOff() {
 		// The field may be a grant from another process's release, cut
 		// to the waiter's record (grant.go), not this request's lease.
-		settled, err = m.reapply(ctx, a, at, m.k.acquire)
+		settled, err = m.reapply(ctx, a, at)
 	}
 	if err != nil {
 		if gen := m.env.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {

@@ -147,7 +147,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	}
 	// The script takes all members or none: the first one's count tells
 	// (no other call of this owner on them runs meanwhile).
-	settled, serr := reentrant{}.settle(ctx, l.locks[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
+	settled, serr := l.locks[0].settleTry(ctx, w.args[0], attempt{via: c.RDB, marker: marker, count: w.counts[0]})
 	if serr != nil {
 		for _, id := range w.ids {
 			c.MarkUnknown(id, serr)
@@ -161,24 +161,16 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 }
 
 // Release drops one hold of every member that owner holds through ctx,
-// with one script call.
+// with one script call. Members whose hold was lost are not sent: the
+// owner may hold them anew by now.
 func (l *Multi) Release(ctx context.Context, owner string) error {
-	args := make([]holds.Args, len(l.locks))
-	for i, m := range l.locks {
-		args[i] = holds.NewArgs(m.key, owner, owner)
-	}
-	return l.releaseAtomic(ctx, args, ctx)
-}
-
-// releaseAtomic drops one hold of every member held through holdCtx with
-// one script call. Members whose hold was lost are not sent: the owner may
-// hold them anew by now.
-func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx context.Context) error {
 	c := l.env
-	hc := c.Reg.Of(holdCtx)
+	hc := c.Reg.Of(ctx)
+	args := make([]holds.Args, len(l.locks))
 	acqs := make([]*holds.Acquisition, len(l.locks))
 	for i, m := range l.locks {
-		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
+		args[i] = holds.NewArgs(m.key, owner, owner)
+		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: owner}); acqs[i] == nil {
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", errs.NotHeld, m.key))
 		}
 	}
@@ -318,7 +310,7 @@ func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.I
 		c.Settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
 				if !settled {
-					if _, err := (reentrant{}).settle(ctx, l.locks[0], args[0], attempt{via: c.Renewal, marker: marker, count: count0}); err != nil {
+					if _, err := l.locks[0].settleTry(ctx, args[0], attempt{via: c.Renewal, marker: marker, count: count0}); err != nil {
 						return false
 					}
 					settled = true

@@ -121,7 +121,7 @@ func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attemp
 	if at != nil {
 		at := *at
 		at.via = via
-		if _, err := m.k.settle(ctx, m, a, at); err != nil {
+		if _, err := m.settleTry(ctx, a, at); err != nil {
 			return false
 		}
 	}
@@ -134,10 +134,29 @@ func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
 	})
-	if err == nil && fence != nil {
+	if err == nil {
 		*fence = n
 	}
 	return err
+}
+
+// settleTry decides an acquire attempt at whose reply was lost
+// (settle.lua, for every kind: each counts its holds in its own field):
+// it either took the lock (true) or never will. A fresh fair waiter found
+// taken is confirmed with a copy of the try (reapply): a release may have
+// granted it the lock (fair_next.lua) before the try was sent.
+func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, error) {
+	c := m.env
+	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.Settle.Run(ctx, at.via, 2, []any{
+			3: a.Key, at.marker,
+			a.Field, at.count, c.MarkerTTL,
+		}).Int64()
+	})
+	if err != nil || n != 1 || at.count != 0 || !m.takesGrants() {
+		return n == 1, err
+	}
+	return m.reapply(ctx, a, at)
 }
 
 // reapply confirms a new acquisition that settle.lua found taken, when the
@@ -149,11 +168,10 @@ func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 // and re-applies the lease (never shortening it) after the request was
 // sent, or refuses it (-3) when the hold is gone meanwhile. Only the
 // copy's reply confirms it.
-func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Lock, lockArgs, attempt) (int64, error)) (bool, error) {
-	again := at
-	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
+func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error) {
+	at.waiting, at.grant, at.queued = false, false, false // one try, never a join
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return acquire(ctx, m, a, again)
+		return m.k.acquire(ctx, m, a, at)
 	})
 	return err == nil && n == 0, err
 }

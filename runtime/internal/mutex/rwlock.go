@@ -55,12 +55,6 @@ func (rwSide) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
 }
 
 // readSide is the read side of an RWLock.
-// settle decides a lost reply from the hold count (settle.lua), as
-// for a reentrant lock: each side counts its holds in its own field.
-func (rwSide) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
-	return reentrant{}.settle(ctx, m, a, at)
-}
-
 type readSide struct{ rwSide }
 
 // leave: a reader leaves nothing behind (Kind.waits).
@@ -87,12 +81,13 @@ func (readSide) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (i
 // writeSide is the write side of an RWLock.
 type writeSide struct{ rwSide }
 
-// check refuses an upgrade: the owner holds a read hold of the lock and
-// not its write side. A writer that took read holds (downgrade) and asks
-// to write again re-enters its write hold, as in Redisson, whichever of
-// its ctxs it asks through. The registry of holds is the truth here, not
-// the ctx chain: a read acquisition in the chain may be released already.
-func (writeSide) check(m *Lock, owner string) error {
+// checkUpgrade refuses, before any round trip, a write by an owner that
+// holds a read hold of the lock and not its write side. A writer that took
+// read holds (downgrade) and asks to write again re-enters its write hold,
+// as in Redisson, whichever of its ctxs it asks through. The registry of
+// holds is the truth here, not the ctx chain: a read acquisition in the
+// chain may be released already.
+func checkUpgrade(m *Lock, owner string) error {
 	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, lockenv.Watchdog); reads == 0 {
 		return nil
 	}

@@ -59,11 +59,7 @@ func (w *Acquiring) Sent() time.Time { return w.sent }
 
 func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 	w.sent = time.Now()
-	var fence *int64
-	if w.m.opts.Fenced {
-		fence = &w.fence
-	}
-	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, fence, &w.ts)
+	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, &w.fence, &w.ts)
 	if w.waiting && !took && err == nil {
 		w.WaitStarted()
 	}
@@ -96,19 +92,16 @@ func (w *Acquiring) Grantee() (string, any) {
 
 func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
 	m := w.m
-	switch {
-	case !w.handOffs:
-		// A fair lock's release granted it the lock in Redis
-		// (fair_next.lua): its channel says so, and the hold's lease runs
-		// from its last try, sent before it joined the queue.
-		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, m.opts.QueueTimeout)
-		w.ts.confirmed = cut
-		return took, nil
-	case state == hub.OfferRemote:
-		// Granted by a release in Redis (grant.go): the lease runs from
-		// the try it was granted for, cut to its record.
-		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, grantRecordLife)
-		w.ts.confirmed = cut
+	if !w.handOffs || state == hub.OfferRemote {
+		// Granted in Redis, by a fair lock's release (fair_next.lua) or
+		// one of another process (grant.go): the hold's lease runs from
+		// the try it was granted for, cut to the waiter's record.
+		cut := grantRecordLife
+		if !w.handOffs {
+			cut = m.opts.QueueTimeout
+		}
+		var took bool
+		took, w.ts.confirmed = m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, cut)
 		return took, nil
 	}
 	took, err := m.claimOffer(w.ctx, w.a, w.lease, state, marker)
