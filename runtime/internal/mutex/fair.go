@@ -11,24 +11,21 @@ import (
 
 type fair struct{ reentrant }
 
-// fairGrants holds lockgen's waiters that take grants, with the lease a
-// release grants them the lock with (see fair_next.lua).
+// fairGrants holds lockgen's waiters that take grants, with their lease.
 func fairGrants(key string) string { return redisnames.Prefix("lockgen_fair_grants", key) }
 
 func fairQueue(key string) string    { return redisnames.Prefix("redisson_lock_queue", key) }
 func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_timeout", key) }
 
-// fairWaiters is lockgen's own record of its waiters in the queue, with
-// their liveness deadlines (see fair_acquire.lua): it tells them from
-// Redisson's, whose acquisitions lower every score behind them.
+// fairWaiters records lockgen's waiters in the queue with their liveness
+// deadlines: it tells them from Redisson's (fair_acquire.lua).
 func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
 
 func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c := m.env
 	grant := "0"
 	if at.grant {
-		// The lease a release may grant it the lock with, and this try's
-		// nonce (its marker), which the grant's message carries back.
+		// The lease to grant, and the try's nonce for the message.
 		grant = fmt.Sprint(at.px) + ":" + at.marker
 	}
 	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
@@ -45,9 +42,8 @@ func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64
 	}).Int64()
 }
 
-// leave also gives back a lock granted to a waiter that gave up as the
-// grant was on its way: only for an owner of its own holding nothing of
-// the lock here, since then a hold in Redis can only be that grant.
+// leave also gives back a grant that came as the waiter gave up
+// (untakenGrant).
 func (fair) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	c := m.env
 	return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{

@@ -8,11 +8,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// A fenced lock (runtime.FencedLock) is a reentrant lock whose every
-// acquisition also increments a token counter in the same script call.
-
-// tokenKey names a fenced lock's token counter (Redisson's
-// getTokenName: redisnames.Prefix("redisson_lock_token", name)).
+// tokenKey names a fenced lock's token counter (Redisson's getTokenName).
 func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
 
 // fencedAcquire is reentrant.acquire for a fenced lock: the same reply,

@@ -4,9 +4,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 )
 
-// The holds of a Client live in its registry (package holds): by (key,
-// field), with the turns of calls in flight and the marks of unknown
-// outcomes. These are the names the engine uses for it.
+// The engine's names for the registry's types (package holds).
 type (
 	hold        = holds.Hold
 	holdID      = holds.ID
@@ -22,19 +20,13 @@ func (t *taker) ExtraKeys(h *hold) []string {
 	return t.kind.extraKeys(h.Key, h.Owner, h.Count())
 }
 
-// GiveBackLost marks the outcome of the owner's holds unknown, so its
-// next call (an Unlock of the lost hold) re-reads them first, and settles
-// that in the background: reconcile gives back every hold Redis still has
-// of the owner, whose local count is now 0.
-//
-// The clock ends a watchdog hold at its deadline when no renewal of it
-// was confirmed in time. The renewals sent meanwhile may still have
-// reached Redis, each setting a full lease again: what was lost were the
-// replies (a one-way fault, replies delayed past the deadline). Redis then
-// keeps the lock for an owner whose ctx is done, and every other owner
-// waits out a lease that nobody uses. The scripts the give-back runs
-// check the owner: nothing of another owner is touched, and a renewal
-// arriving later finds the owner gone and extends nothing.
+// GiveBackLost marks the owner's outcome unknown, so its next call (an
+// Unlock of the lost hold) re-reads the count first, and settles that in
+// the background: reconcile gives back what Redis still has of the owner.
+// A hold ended at its deadline may have had its renewals reach Redis with
+// only their replies lost: Redis then keeps the lock for an owner whose
+// ctx is done. The scripts check the owner, so nothing of another owner is
+// touched, and a renewal arriving later extends nothing.
 func (t *taker) GiveBackLost(h *hold) {
 	m := (*Lock)(t)
 	m.settleLater(h.Args, nil, m.env.GiveBackFor(), m.env.Reg.MarkLost(h))

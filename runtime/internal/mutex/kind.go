@@ -8,11 +8,9 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// A kind is the scripts of a lock flavour behind a Mutex handle: a
-// plain value per Kind (kinds), whose methods bind the flavour's Lua
-// scripts to a lock's keys and arguments. Everything else that sets the
-// flavours apart (the field that proves a hold, the channel, how waiters
-// wait) is a method of Kind.
+// A kind binds a flavour's scripts to a lock's keys and arguments (one
+// plain value per Kind); what else sets the flavours apart is a method of
+// Kind.
 type kind interface {
 	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
 	// -1 no expiry, replyAborted, replyUpgrade, replyWriterFirst,
@@ -20,8 +18,7 @@ type kind interface {
 	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
 	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// leave withdraws a waiter that gave up (when Kind.waits says it
-	// left traces).
+	// leave withdraws a waiter that gave up (when Kind.waits).
 	leave(ctx context.Context, m *Lock, a lockArgs) (int64, error)
 	// forceUnlock deletes the lock whoever holds it.
 	forceUnlock(ctx context.Context, m *Lock) (int64, error)
@@ -61,8 +58,7 @@ func (k Kind) extraKeys(key, owner string, count int) []string {
 }
 
 // waits reports whether a waiter of m leaves traces in Redis to withdraw
-// when it gives up: a reentrant waiter queued for grants, a fair waiter's
-// place in the queue, a waiting writer (writers first).
+// when it gives up.
 func (k Kind) waits(m *Lock) bool {
 	switch k {
 	case Reentrant:
@@ -75,11 +71,9 @@ func (k Kind) waits(m *Lock) bool {
 	return false
 }
 
-// refreshEvery bounds a waiter's sleep so it refreshes its place (0: no
-// bound): a reentrant waiter queued for grants tries again before its
-// record runs out (grant.go), a fair waiter refreshes its score, and with
-// writers first a waiting writer keeps its record alive and a reader
-// behind it looks again as often as the record could expire.
+// refreshEvery bounds a waiter's sleep so it refreshes its place before
+// its record runs out (0: no bound); with writers first a reader behind
+// a writer looks again as often as the writer's record could expire.
 func (k Kind) refreshEvery(m *Lock) time.Duration {
 	switch {
 	case k == Reentrant && m.handsOff():
@@ -113,9 +107,6 @@ type reentrant struct{}
 func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	return m.grantLeave(ctx, a)
 }
-
-// The scripts are sent the hold count the owner has before the call, which
-// makes a resend harmless: see acquire.lua and release.lua.
 
 func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	if m.opts.Fenced {

@@ -28,37 +28,31 @@ const (
 	Write                 // its write side
 )
 
-// kinds are the behaviours of the Kinds, and kindNames their names in
-// events (a constant per kind: an event costs no allocation for it).
+// kinds are the Kinds' scripts, kindNames their names in events.
 var (
 	kinds     = [...]kind{Reentrant: reentrant{}, Fair: fair{}, Read: readSide{}, Write: writeSide{}}
 	kindNames = [...]string{Reentrant: "reentrant", Fair: "fair", Read: "read", Write: "write"}
 )
 
-// Options are a lock's settings the engine reads (runtime.LockOptions,
-// less what only the handle uses: its lease and wait time).
+// Options are the lock's settings the engine reads (of runtime.LockOptions).
 type Options struct {
 	Name         string
 	QueueTimeout time.Duration // Fair: a queued waiter's silence before it is skipped
 	WritersFirst bool          // Read, Write: a waiting writer holds new readers back
 	SyncReplicas int           // replicas that must acknowledge an acquisition
-	// Fenced: every acquisition also increments the lock's token counter
-	// in the same script call (runtime.FencedLock; Reentrant only).
-	Fenced bool
+	Fenced       bool          // Reentrant: every acquisition increments a token (FencedLock)
 }
 
 // A Lock is the engine of one lock handle: one key of one Kind on one
 // Client. Its methods return errors made by Env.Fail (runtime's
 // *LockError). It is safe for concurrent use.
 type Lock struct {
-	env  *Env
-	key  string
-	kind Kind
-	k    kind
-	opts Options
-	// names holds the names of the lock's queue for grants, made on first
-	// use (grant.go).
-	names atomic.Pointer[grantNames]
+	env   *Env
+	key   string
+	kind  Kind
+	k     kind
+	opts  Options
+	names atomic.Pointer[grantNames] // made on first use
 }
 
 // Init makes m the lock of kind at key, in env.
@@ -81,9 +75,8 @@ func (m *Lock) WaitChannel(owner string) string { return m.kind.channel(m.key, o
 
 func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.Name, m.key, err) }
 
-// Owner is the owner an acquisition with ctx takes the lock as: the one
-// of the hold of the Client that ctx carries (a re-entry, refused when
-// the owner's holds make it wrong: an upgrade), or a new one.
+// Owner is the owner an acquisition with ctx takes the lock as: that of
+// the hold ctx carries (a re-entry; an upgrade is refused), or a new one.
 func (m *Lock) Owner(ctx context.Context) (string, error) {
 	hc := m.env.Reg.Of(ctx)
 	switch {
@@ -122,11 +115,9 @@ func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await
 	switch {
 	case !w.waiting:
 	case m.handsOff() && own:
-		// Only an owner of its own (a top-level Lock: no goroutine but
-		// this one can act for it) is handed a lock: the hand-off
-		// acquires for the owner outside its turn, so a call of another
-		// goroutine sharing the owner meanwhile would count the grant as
-		// its own (handoff.go).
+		// Only an owner of its own (a top-level Lock) is handed a lock:
+		// the hand-off acquires outside the owner's turn, so a call of
+		// another goroutine sharing the owner would count it as its own.
 		ws.Handed, ws.Grants, w.handOffs = w, w, true
 	case m.handsOff():
 		ws.Grants = w // queued for grants from other processes (grant.go)
@@ -138,18 +129,15 @@ func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await
 
 // spec is what a new acquisition of m is of, for the registry.
 func (m *Lock) spec() holds.Spec {
-	// only a read hold renews keys besides its own
 	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
 }
 
 // tryAcquire runs the kind's acquire script once, in the owner's turn on
-// this lock (holds.Registry.Enter). A reply lost to a transport error or a cancelled ctx
-// is settled: the attempt either took the lock (then it is held) or is
-// marked aborted so it never will. When it took the lock, the turn is still
-// held on return: the caller records the hold, then exits. For a fenced
-// lock, *fence is set to the acquisition's token when it took the lock.
-// An attempt abandoned at its deadline (a client that does not honour
-// deadlines on reads) resolves its late reply itself (resolveLate).
+// the lock. A lost reply is settled: the attempt took the lock, or is
+// marked aborted so it never will. When it took the lock the turn is held
+// on return, for the caller to record the hold (and *fence is the token
+// of a fenced lock). One abandoned at its deadline resolves its late
+// reply itself (resolveLate).
 func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -166,9 +154,8 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		return false, 0, err
 	}
 	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: waiting, fence: fence}
-	// A fair waiter of an owner of its own may be granted the lock by a
-	// release (see takesGrants), once the grant's message cannot miss it:
-	// its channel's subscription is confirmed.
+	// A fair waiter may be granted the lock once the grant's message
+	// cannot miss it: its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
 		c.Hub.Subscribed(m.kind.channel(m.key, a.OwnerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
@@ -256,11 +243,10 @@ const (
 	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
 )
 
-// leave withdraws a waiter that gave up from the kind's waiting structures
-// (the fair queue, the waiting-writer set), detached from ctx. The caller's
-// wait is over: it gets leaveWithin for it, and when Redis does not answer
-// by then the settler goes on with it in the background, until the entry
-// would have timed out anyway.
+// leave withdraws a waiter that gave up from the kind's waiting structures,
+// detached from ctx, within leaveWithin: the caller's wait is over. When
+// Redis does not answer by then the settler goes on with it until the
+// entry would have timed out anyway.
 func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	if !m.kind.waits(m) {
 		return
@@ -272,9 +258,8 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	}
 	c.Settler.Add(settle.Job{
 		Try: func(sctx context.Context) bool {
-			// The caller's values: whether its owner is one of its own
-			// decides if a hold in Redis may be an untaken grant
-			// (untakenGrant); a nested owner may hold it again by now.
+			// The caller's values decide whether a hold in Redis may be
+			// an untaken grant (untakenGrant).
 			_, err := op(valuesOf{sctx, ctx})
 			return err == nil || scripts.IsReply(err)
 		},
@@ -300,15 +285,11 @@ func (v valuesOf) Value(k any) any {
 	return v.Context.Value(k)
 }
 
-// leaveWithin is how long a waiter that gave up spends leaving the queue
-// before it returns (see leave): a round trip when Redis answers.
 const leaveWithin = 15 * time.Millisecond
 
-// Release releases the acquisition that ctx carries, and returns its
-// owner and the start of the acquisition. The acquisition's ctx is done
-// before the release is sent, since from then on someone else may take
-// the lock. It runs detached from ctx's cancellation (with the Client's
-// ReleaseTimeout).
+// Release releases the acquisition that ctx carries, detached from ctx's
+// cancellation (within the Client's ReleaseTimeout), and returns its
+// owner and start.
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	var acq *acquisition
 	if hc := m.env.Reg.Of(ctx); hc != nil {
@@ -339,9 +320,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if !ok {
 		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 	}
-	// The hold left the registry (nothing renews it, nor ends it at its
-	// deadline): its ctx ends now, before the release reaches Redis and
-	// anyone else may take the lock.
+	// Before the release reaches Redis and anyone else may take the lock.
 	acq.End(context.Canceled)
 	var offer hub.Offer
 	defer func() {
@@ -392,9 +371,8 @@ const (
 	releaseLast
 )
 
-// release runs the kind's release script through via, resending it on
-// transport errors (the expected hold count the scripts check makes a
-// resend harmless). count is the owner's hold count before the release.
+// release runs the kind's release script through via, resent on transport
+// errors (the owner's hold count before it, count, makes that harmless).
 func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
 	c := m.env
 	if last {
@@ -410,13 +388,11 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 	return releaseResult(n), err
 }
 
-// acquireReplicated runs one acquire attempt on a single connection to the
-// key's master and, when it took the lock, WAITs there until
-// LockOptions.SyncReplicas replicas acknowledge it. WAIT counts the writes
-// of its own connection, which is why both run on one. An acquisition too
-// few replicas acknowledged is undone on the master and reported as
-// errs.NotReplicated: Redisson's checkLockSyncedSlaves, without leaving the
-// lock behind.
+// acquireReplicated runs one acquire attempt and, when it took the lock,
+// WAITs until SyncReplicas replicas acknowledge it, on one connection to
+// the key's master (WAIT counts its own connection's writes). Too few
+// acknowledgements undo it and report errs.NotReplicated: Redisson's
+// checkLockSyncedSlaves, without leaving the lock behind.
 func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
 	conn, err := stickyConn(ctx, m.env.RDB, m.key)
 	if err != nil {
@@ -506,12 +482,10 @@ func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// ForceUnlock deletes the lock whoever holds it and wakes the waiters
-// that can go next. It reports whether there was a lock. Local holds of
-// the key end as lost. It is sent once: a copy resent after a lost reply
-// would find no lock and report none, so a lost reply is an unknown
-// outcome (errs.OutcomeUnknown), and the local holds end then too, since
-// the lock may be gone.
+// ForceUnlock deletes the lock whoever holds it, wakes the waiters that
+// can go next, ends the local holds of the key as lost, and reports
+// whether there was a lock. It is sent once (a resent copy would find no
+// lock): a lost reply is errs.OutcomeUnknown, the local holds ended too.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	n, err := m.k.forceUnlock(ctx, m)
 	if err != nil && lockenv.Replied(err) {

@@ -20,9 +20,8 @@ import (
 )
 
 // Multi is the engine of an atomic multi-lock (runtime.MultiLock): its
-// members are reentrant locks whose keys live in one cluster slot, taken
-// and released together by one script call each (multi_acquire.lua,
-// multi_release.lua): one round trip, all or nothing.
+// members, reentrant locks in one cluster slot, are taken and released
+// together by one script call each: all or nothing.
 type Multi struct {
 	env   *Env
 	name  string
@@ -55,8 +54,7 @@ func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Dura
 	for i, m := range l.locks {
 		h, err := c.AddHold(hctx, m.spec(), mw.args[i], lease, mw.sent)
 		if err != nil {
-			// Closed while acquiring: forget the members recorded so far
-			// and give every member back.
+			// Closed while acquiring: forget and give back every member.
 			for hc := c.Reg.Of(hctx); hc != nil && hc != c.Reg.Of(ctx); hc = hc.Parent() {
 				_, _ = c.Reg.Drop(hc.Acquisition())
 				hc.Acquisition().End(errs.Closed)
@@ -98,9 +96,8 @@ func (l *Multi) newMultiWait(owner string, lease time.Duration) *multiWait {
 func (w *multiWait) WaitChannel() string { return LockChannel(w.l.locks[w.blocking].key) }
 func (w *multiWait) WaitKey() string     { return w.l.locks[w.blocking].key }
 
-// try makes one attempt, in the owner's turn on every member (in key
-// order), kept on success until the holds are recorded, as
-// Lock.tryAcquire does.
+// try makes one attempt in the owner's turn on every member (in key
+// order), kept on success until the holds are recorded (as tryAcquire).
 func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
 	l, c := w.l, w.l.env
 	px, err := c.Reg.EnterAll(ctx, w.ids, w.lease, w.counts)
@@ -175,8 +172,8 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 		}
 	}
 	var lost error
-	// Lost members are dropped without their owner's turn, which a
-	// give-back may hold while Redis is cut off (taker.GiveBackLost).
+	// Lost members are dropped without the turn, which a give-back may
+	// hold while Redis is cut off (DropLost).
 	var live []int
 	for i, acq := range acqs {
 		if !acq.Hold().Lost() {
@@ -197,9 +194,8 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
 	defer c.Reg.ExitAll(ids)
 	rel := l.reconcileLive(acqs, args, live, ids)
-	// Members that stay held keep what their holds count on (the longest
-	// of them: one lease goes to all); nothing more, so a fixed lease is
-	// not stretched to the watchdog's.
+	// Members that stay held keep the longest lease their holds count on
+	// (one goes to all), so a fixed lease is not stretched to the watchdog's.
 	lease := lockenv.MinLease
 	var send []holds.Args
 	var sendCounts []int
@@ -236,11 +232,10 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 	return nil
 }
 
-// reconcileLive brings back to the client's the counts in Redis of the
-// live members (live, ids: their indexes and hold ids) whose last outcome
-// was unknown, in their turns, and returns the ctx of the release that
-// follows: the re-reads and the release share one ReleaseTimeout, so an
-// Unlock returns within one whatever Redis does.
+// reconcileLive re-reads the counts of the live members (live, ids: their
+// indexes and hold ids) whose outcome was unknown, in their turns, and
+// returns the release's ctx: re-reads and release share one
+// ReleaseTimeout, so an Unlock returns within one whatever Redis does.
 func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live []int, ids []holds.ID) context.Context {
 	c, rel := l.env, acqs[0].Parent
 	var limit time.Time
@@ -261,9 +256,8 @@ func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live
 	return rel
 }
 
-// sendRelease runs multi_release.lua for members, whose owner holds them
-// counts times each, resending it on transport errors (the counts make
-// resends harmless).
+// sendRelease runs multi_release.lua for members held counts times each,
+// resent on transport errors (the counts make that harmless).
 func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []int, lease time.Duration) ([]int64, error) {
 	if len(members) == 0 {
 		return nil, nil
@@ -286,14 +280,10 @@ func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []
 	return res, err
 }
 
-// resolveLate takes over an atomic MultiLock's attempt on every member
-// (args, ids) that its caller abandoned, in the owner's turns, as
-// Lock.resolveLate does for one lock: the members' outcomes are unknown
-// until the call's comes (no call of the owner reconciles them before:
-// holds.Registry.Abandon); then what it took is given back, member by member, once
-// nothing of the request can still arrive (after the first member's
-// settlement, which decides them all, when no reply comes: count0 is the
-// owner's count of it before the attempt).
+// resolveLate is Lock.resolveLate for an attempt on every member (args,
+// ids): what it took is given back member by member, once nothing of the
+// request can still arrive (after the first member's settlement, which
+// decides them all, when no reply comes; count0 is its count before).
 func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.ID, count0 int, marker string, px time.Duration) {
 	c := l.env
 	gens := make([]uint64, len(ids))

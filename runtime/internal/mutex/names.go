@@ -4,10 +4,7 @@ import (
 	"github.com/lockgen/lockgen/internal/redisnames"
 )
 
-// Key and channel names follow Redisson's helpers exactly (package
-// redisnames), so that Redisson and lockgen find the same keys and
-// channels for the same lock name, and every key of one lock hashes to
-// the same cluster slot.
-
-// LockChannel is the channel a reentrant lock publishes its unlock message on.
+// LockChannel is the channel a reentrant lock publishes its unlock message
+// on. Names follow Redisson's helpers (package redisnames), so that both
+// find the same keys and channels, all in the lock's cluster slot.
 func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__channel", key) }

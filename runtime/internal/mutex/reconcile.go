@@ -14,25 +14,19 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Settling what a lost reply left unknown: the owner's count re-read
-// (reconcile), the settlement that goes on in the background when its
-// owner is gone (settleLater), a found acquisition confirmed with a copy
-// of its try (reapply), and a fenced lock's token read back (readFence).
-//
-// After an outcome that is unknown (an acquire whose reply and settlement
-// were both lost, or a release that could not be confirmed), the owner's
-// count in Redis may be one more than the client's. The scripts tell a
-// resent request from a new one by that count, so the next request would
-// be taken for a copy of the lost one: counted once, with the old TTL, while
+// After an unknown outcome (an acquire whose reply and settlement were
+// both lost, a release that could not be confirmed), the owner's count in
+// Redis may be one more than the client's. The scripts tell a resent
+// request from a new one by that count, so the next request would be
+// taken for a copy of the lost one: counted once, with the old TTL, while
 // the client starts a new deadline. So before that owner's next call on
-// that lock, the client re-reads the count and gives back the holds Redis
-// has beyond its own (design.md §7).
+// the lock, the client re-reads the count and gives back the holds Redis
+// has beyond its own (reconcile).
 
 // reconcile brings the owner's count of a in Redis back to the client's,
-// if the last outcome of a call on it was unknown. The caller has the turn
-// of a on m. A hold that Redis has fewer counts of than the client is
-// lost; one with more counts gives the extra ones back (the last of them
-// with a full release, which wakes a waiter). Its calls go through via.
+// if the last outcome of a call on it was unknown; the caller has the
+// turn. A hold Redis has fewer counts of is lost; extra counts are given
+// back (the last with a full release, which wakes a waiter).
 func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -76,20 +70,16 @@ func (m *Lock) loseHold(id holdID, n, count int) {
 	})
 }
 
-// settleLater goes on settling, in the background (package settle), an
-// acquire whose reply and settlement were both lost (at; nil: no acquire,
-// only the owner's count to bring back to the client's, after a hold was
-// lost at its deadline: taker.GiveBackLost), when its owner holds nothing of the
-// lock (a fresh owner: typically a top-level Lock whose caller got the
-// error and will never call with that owner again). Without it, a lock
-// that the lost request took would stay taken until its lease ran out, and
-// the unknown mark would stay in the registry for good. Once Redis
-// answers, the request is settled (an abort marker keeps any late copy
-// out, or it is found taken) and reconcile gives back what it took. gen is
-// the unknown mark the failed call left: the settlement stops when another
-// call of the owner replaced or cleared it (that call, or its own
-// settlement, takes over). It gives up after lease, when Redis has expired
-// whatever the request took, dropping its mark; Close stops it.
+// settleLater goes on settling in the background (package settle) an
+// acquire whose reply and settlement were both lost (at; nil: only the
+// owner's count to bring back, after a hold was lost at its deadline),
+// when its owner holds nothing of the lock and so will never call again:
+// else the lock the lost request took would stay taken until its lease
+// ran out, and the unknown mark would stay for good. Once Redis answers,
+// the request is settled and reconcile gives back what it took. gen is
+// the mark the failed call left: it stops when another call of the owner
+// replaced or cleared it. It gives up after lease, when Redis has expired
+// whatever the request took, dropping its mark.
 func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -107,7 +97,7 @@ func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uin
 }
 
 // settleOnce makes one attempt of settleLater, in id's turn, through the
-// watchdog's client. It reports whether there is nothing left to do.
+// client that honours deadlines; true: nothing is left to do.
 func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.env
 	if _, _, err := c.Reg.Enter(ctx, id, 0); err != nil {
@@ -159,15 +149,12 @@ func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, err
 	return m.reapply(ctx, a, at)
 }
 
-// reapply confirms a new acquisition that settle.lua found taken, when the
-// lock may have been granted to the waiter instead (fair_next.lua,
-// grant_next.lua): the grant's lease runs from the release, before the
-// request was sent, and is cut to the waiter's record, while the hold
-// counts its lease from the request. So the request is sent again with the
+// reapply confirms a new acquisition that settle.lua found taken when it
+// may be a grant instead (fair_next.lua, grant_next.lua), whose lease runs
+// from the release and is cut to the waiter's record, while the hold
+// counts its lease from the request. The request is sent again with the
 // same marker: count.lua takes the copy as a resend (or the grant taken)
-// and re-applies the lease (never shortening it) after the request was
-// sent, or refuses it (-3) when the hold is gone meanwhile. Only the
-// copy's reply confirms it.
+// and re-applies the lease, or refuses it (-3) when the hold is gone.
 func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error) {
 	at.waiting, at.grant, at.queued = false, false, false // one try, never a join
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
@@ -177,16 +164,13 @@ func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error
 }
 
 // resolveLate takes over an acquire attempt at that its caller abandoned
-// (see lockenv.Replied), in the owner's turn. The caller gets no hold
-// from it, so the owner's outcome on the lock is unknown until the call's
-// outcome comes, and no call of the owner reconciles before then
-// (holds.Registry.Abandon): a copy still on its way may change the owner's count. Then
-// the owner's count in Redis is brought back to the client's (reconcile:
-// what the call took is given back, a new acquisition or one more count of
-// a re-entry), once nothing of the request can still arrive: at once after
-// a reply, after its settlement (settle.lua) when no reply will come. A
-// waiter it queued is withdrawn (leave, with the values of ctx, the
-// try's: they tell whether its owner is one of its own).
+// (see lockenv.Replied), in the owner's turn. The owner's outcome on the
+// lock is unknown until the call's comes, and no call of the owner
+// reconciles before then (holds.Registry.Abandon): a copy on its way may
+// still change the count. Then what the call took is given back
+// (settleLater), at once after a reply, after its settlement when none
+// will come. A waiter it queued is withdrawn (leave, with the try's ctx
+// values: they tell whether its owner is one of its own).
 func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	gen := m.env.Reg.Abandon(id)

@@ -18,19 +18,12 @@ type Acquiring struct {
 	start   time.Time
 	sent    time.Time // when the last try (or the hand-off that took the lock) was sent
 	waiting bool      // it waits if the first try does not take the lock
-	// handOffs: a release of this Client may hand it the lock (handoff.go),
-	// or one of another process grant it from Redis (grant.go); otherwise
-	// only a fair lock's release grants it (fair.go).
+	// handOffs: a release of this Client may hand it the lock, or one of
+	// another process grant it; otherwise only a fair release grants it.
 	handOffs bool
-	// ts is what the tries told of grants: the nonce of the last try if
-	// it registered for them ("" if not: only a grant carrying it is
-	// claimed, claimGrant), and whether any try queued the waiter in
-	// Redis (grant.go: its release then clears its record).
-	ts    tryState
-	fence int64 // a fenced lock's token, once taken
-	// started: EventWaitStarted was reported, by the first try that failed
-	// or by a waiter that sleeps without one (package await): once a wait.
-	started bool
+	ts       tryState
+	fence    int64 // a fenced lock's token, once taken
+	started  bool  // EventWaitStarted was reported (once a wait)
 }
 
 // Record records the hold the acquisition took and returns its ctx. It
