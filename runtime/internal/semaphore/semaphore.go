@@ -20,36 +20,26 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Sem is the engine of one semaphore handle: one key on one Client. Its
-// methods return errors made by Env.Fail.
+// Sem is the engine of one semaphore handle: one key on one Client.
 type Sem struct {
-	env      *lockenv.Env
-	key      string
+	counter
 	timeouts string
-	channel  string
-	name     string
 	permits  int // what a fresh semaphore starts with (0: none set)
 }
 
 // Init makes s the semaphore at key, named name, that starts with
 // permits when its count is absent.
 func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
-	*s = Sem{env: env, key: key, timeouts: redisnames.Suffix(key, "timeout"), channel: ChannelName(key), name: name, permits: permits}
+	*s = Sem{counter: counter{env: env, key: key, name: name, channel: ChannelName(key)}, timeouts: redisnames.Suffix(key, "timeout"), permits: permits}
 }
 
 // ChannelName is Redisson's channel of a semaphore of either layout.
 func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
 
-// Key is the Redis key of the free count.
-func (s *Sem) Key() string { return s.key }
-
-func (s *Sem) fail(op string, err error) error { return s.env.Fail(op, s.name, s.key, err) }
-
-// permitIDLen is the length of a permit id, stored raw: 16 bytes, as
-// Redisson's. A lockgen permit id starts with the first
-// lockenv.PermitOwnerLen bytes of its Client's uuid (so lockgen inspect can find the owner label
-// of a permit, which nothing else in Redis names) and ends with random
-// bytes, which keep ids unique.
+// permitIDLen is the length of a raw permit id, as Redisson's. A lockgen
+// permit id starts with the first lockenv.PermitOwnerLen bytes of its
+// Client's uuid (so lockgen inspect can find the owner of a permit, which
+// nothing else in Redis names), then random bytes, which keep ids unique.
 const permitIDLen = 16
 
 // newPermitIDs returns n permit ids of the Client whose uuid starts with
@@ -88,14 +78,8 @@ func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*A
 	w := &Acquiring{s: s, ctx: ctx, n: n, ids: newPermitIDs(&c.IDPrefix, n), lease: lease, px: c.LeaseArg(px)}
 	w.a = holds.Args{Key: s.timeouts, Owner: c.NewOwner(), Field: string(w.ids)}
 	w.marker = s.marker(string(w.ids))
-	spec := await.Spec{
-		Channel: s.channel,
-		// A deleted counter (an operator's DEL, FLUSHALL) is a fresh
-		// semaphore: its waiters try again at once (hub_track.go).
-		Key:  s.key,
-		Wait: wait,
-		Wake: hub.WakeCount,
-	}
+	// Key: a deleted counter is a fresh semaphore, whose waiters try again.
+	spec := await.Spec{Channel: s.channel, Key: s.key, Wait: wait, Wake: hub.WakeCount}
 	if err := c.Waits.Await(ctx, spec, w.try); err != nil {
 		return nil, s.fail("acquire", err)
 	}
@@ -109,8 +93,7 @@ func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 	w.sent = time.Now()
 	took, ttl, err := w.s.tryAcquire(ctx, w.a, w.marker, w.px)
 	if errors.Is(err, errTryAborted) {
-		// Its marker now refuses every copy of this request: the
-		// next try is a new request, with new permit ids.
+		// Its marker refuses every copy: the next try is a new request.
 		w.ids = newPermitIDs(&w.s.env.IDPrefix, w.n)
 		w.a.Field, w.marker = string(w.ids), w.s.marker(string(w.ids))
 	}
@@ -129,11 +112,10 @@ func (w *Acquiring) Record() (context.Context, error) {
 	return hctx, nil
 }
 
-// tryAcquire runs the acquire script once. A reply lost to a transport
-// error or a cancelled ctx is settled: the permits are either held (taken)
-// or the attempt is marked aborted so that no copy of it takes them later.
-// An attempt abandoned at its deadline (a client that does not honour
-// deadlines on reads) resolves its late reply itself (resolveLate).
+// tryAcquire runs the acquire script once. A lost reply is settled: the
+// permits are held, or the attempt is marked aborted so no copy of it
+// takes them. One abandoned at its deadline resolves its late reply
+// itself (resolveLate).
 func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px any) (bool, time.Duration, error) {
 	c := s.env
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.RDB, 4, []any{
@@ -169,9 +151,7 @@ func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px an
 	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
 }
 
-// replyAborted is semaphore_acquire.lua's reply to a copy of a request
-// already settled as aborted.
-const replyAborted = -3
+const replyAborted = -3 // semaphore_acquire.lua: a copy of an aborted request
 
 // errTryAborted: a try whose reply was lost was settled as not taken.
 var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
@@ -187,7 +167,7 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	if !ok {
 		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 	}
-	acq.End(context.Canceled) // before the release is sent (see runtime.Mutex.Unlock)
+	acq.End(context.Canceled) // before the release is sent
 	if d.Lost != nil {
 		return "", time.Time{}, s.fail("release", d.Lost)
 	}
@@ -216,16 +196,14 @@ func (s *Sem) acquisitionOf(ctx context.Context) *holds.Acquisition {
 	return nil
 }
 
-// release runs the release script, resending it on transport errors (a
-// resend finds the ids gone and changes nothing). It returns the number of
-// permits freed.
+// release runs the release script, resent on transport errors (a resend
+// finds the ids gone), and returns the number of permits freed.
 func (s *Sem) release(ctx context.Context, a holds.Args, marker string) (int64, error) {
 	return s.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return s.releaseOnce(ctx, s.env.RDB, a, marker)
 	})
 }
 
-// releaseOnce runs the release script once, through via.
 func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args, marker string) (int64, error) {
 	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
@@ -241,28 +219,15 @@ func (s *Sem) marker(ids string) string {
 
 // Available is the number of free permits, after the expired ones were
 // reclaimed (0 when the semaphore was never set).
-func (s *Sem) Available(ctx context.Context) (int, error) {
-	n, err := s.drain(ctx, "read")
-	if err != nil {
-		return 0, s.fail("inspect", err)
-	}
-	return int(n), nil
-}
+func (s *Sem) Available(ctx context.Context) (int, error) { return s.drain(ctx, "read", "inspect") }
 
 // Drain takes every free permit at once and returns how many there were.
-func (s *Sem) Drain(ctx context.Context) (int, error) {
-	n, err := s.drain(ctx, "drain")
-	if err != nil {
-		return 0, s.fail("drain", err)
-	}
-	return int(n), nil
-}
+func (s *Sem) Drain(ctx context.Context) (int, error) { return s.drain(ctx, "drain", "drain") }
 
-// drain runs SemaphoreDrain. Reading is idempotent, draining is not: a
-// copy resent after a lost reply would find no free permit and report 0,
-// and the permits the first copy took would be lost to the semaphore. So
-// a drain goes out once (RunOnce), and a lost reply is an unknown outcome.
-func (s *Sem) drain(ctx context.Context, mode string) (int64, error) {
+// drain runs SemaphoreDrain. A drain is sent once (a resent copy would
+// find no free permit and report 0, the permits the first took lost): a
+// lost reply is an unknown outcome. A read may be resent.
+func (s *Sem) drain(ctx context.Context, mode, op string) (int, error) {
 	run := scripts.SemaphoreDrain.Run
 	if mode == "drain" {
 		run = scripts.SemaphoreDrain.RunOnce
@@ -274,32 +239,10 @@ func (s *Sem) drain(ctx context.Context, mode string) (int64, error) {
 	if err != nil && mode == "drain" {
 		err = sentOnce(err)
 	}
-	return n, err
-}
-
-// TrySetPermits sets the number of free permits to n only when the
-// semaphore has none set (Redisson trySetPermits). It reports whether it
-// did.
-func (s *Sem) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	return TrySetPermits(ctx, s.env, s.key, n, s.fail)
-}
-
-// TrySetPermits sets the free count at key to n when it is absent, for a
-// semaphore of either layout; fail makes its errors.
-func TrySetPermits(ctx context.Context, c *lockenv.Env, key string, n int, fail func(string, error) error) (bool, error) {
-	if n < 0 {
-		return false, fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
-	}
-	// Not resent by go-redis: a copy after a lost reply would find the
-	// count this call set and report that it did not.
-	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.RDB, 2, []any{
-		3: key, ChannelName(key),
-		n, c.Publish,
-	}).Int64()
 	if err != nil {
-		return false, fail("set-permits", sentOnce(err))
+		return 0, s.fail(op, err)
 	}
-	return set == 1, nil
+	return int(n), nil
 }
 
 // SetPermits makes n the semaphore's total: the free count becomes n minus
@@ -312,15 +255,12 @@ func (s *Sem) SetPermits(ctx context.Context, n int) error {
 	return s.add(ctx, "set", n)
 }
 
-// AddPermits adds n (which may be negative) to the free permits. Waiters
-// are woken for the permits that came free. It is never sent twice: when
-// its reply is lost it returns an error wrapping errs.OutcomeUnknown (the
-// permits may or may not have been added).
+// AddPermits adds n (which may be negative) to the free permits, waking
+// waiters for those that came free. It is sent once: a lost reply is
+// errs.OutcomeUnknown.
 func (s *Sem) AddPermits(ctx context.Context, n int) error { return s.add(ctx, "add", n) }
 
-// add runs SemaphoreAdd. Setting the count is idempotent, adding to it is
-// not: an add goes out once (RunOnce), and a lost reply is an unknown
-// outcome rather than a copy that adds the permits twice.
+// add runs SemaphoreAdd: a set may be resent, an add is sent once.
 func (s *Sem) add(ctx context.Context, mode string, n int) error {
 	run := scripts.SemaphoreAdd.Run
 	if mode == "add" {
@@ -345,18 +285,15 @@ type taker Sem
 // ExtraKeys: none, renew_batch.lua finds the permit ids in the hold's field.
 func (*taker) ExtraKeys(*holds.Hold) []string { return nil }
 
-// GiveBackLost releases the permit ids of h, lost at its deadline,
-// resending until Redis answers: a resend finds the ids gone and frees
-// nothing twice.
+// GiveBackLost releases the permit ids of h, lost at its deadline.
 func (t *taker) GiveBackLost(h *holds.Hold) {
 	s := (*Sem)(t)
 	s.giveBack(h.Args, s.marker(h.Field))
 }
 
 // giveBack releases the permit ids of a in the background (package
-// settle), through the client that honours deadlines, until Redis
-// answers. An error reply (READONLY, LOADING in a failover) is tried
-// again: the job goes behind the others meanwhile.
+// settle), through the client that honours deadlines, until Redis answers
+// without an error (READONLY, LOADING in a failover are tried again).
 func (s *Sem) giveBack(a holds.Args, marker string) {
 	s.env.Settler.Add(settle.Job{
 		Try: func(ctx context.Context) bool {
@@ -367,11 +304,10 @@ func (s *Sem) giveBack(a holds.Args, marker string) {
 	})
 }
 
-// resolveLate takes over an acquire attempt that its caller abandoned
-// (see lockenv.Replied). Permits the late reply says it took are given
-// back; when no reply comes, the permits are released all the same: the
-// release marks the request done, so no copy of it still on its way takes
-// them later, and frees them if it did take them.
+// resolveLate takes over an acquire attempt its caller abandoned (see
+// lockenv.Replied): permits the late reply took are given back, and so
+// are they when no reply comes: the release marks the request done, so
+// no copy on its way takes them later.
 func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
 	p.Then(func(cmd *redis.Cmd) {
 		if ttl, err := cmd.Int64(); lockenv.Replied(err) && (err != nil || ttl != 0) {
