@@ -12,35 +12,21 @@ import (
 
 // SlotMaps follows a Redis Cluster's failovers for the Client's calls.
 //
-// When a master dies, the cluster promotes its replica within a few
-// seconds. go-redis learns of it only when it re-reads the slot map: on a
-// MOVED or READONLY reply, or every ClusterStateReloadInterval (10 s by
-// default). A dead master answers nothing, so until then every call for
-// its slots fails against it (renewals, acquisitions, releases,
-// settlements, the hub's subscriptions): a hold whose lock survived the
-// promotion would be lost at its deadline, and a lock the failover freed
-// would sit unused.
-//
-// So every call that fails without a reply tells SlotMaps, which has each
-// cluster client of the Client re-read its slot map at once (ReloadState),
-// and the callers retry as they do anyway (the watchdog within the hold's
-// deadline, a waiter within its wait, releases and settlements within
-// their bound, the hub's subscriptions through its Config.Failed).
-// go-redis coalesces reloads (one at a time, then one more after a 200 ms
-// cooldown), so while a node stays dead the map is re-read about every
-// 200 ms, and a promotion is seen within about that much.
+// go-redis learns of a promoted replica only when it re-reads the slot
+// map: on a MOVED or READONLY reply, or every ClusterStateReloadInterval
+// (10 s). A dead master answers nothing, so until then every call for its
+// slots fails against it, and a hold whose lock survived the promotion
+// would be lost at its deadline. So every call that fails without a reply
+// tells SlotMaps, which has each cluster client of the Client (the
+// caller's and the watchdog's own) re-read its map at once; the callers
+// retry as they do anyway. go-redis coalesces reloads (one more after a
+// 200 ms cooldown), so while a node stays dead the map is re-read about
+// every 200 ms.
 //
 // The failures stop as soon as the client whose calls failed has the new
-// map, which may be before another client of the Client re-read it (the
-// watchdog's renewals find the new master while the caller's idle client
-// last re-read its map just before the promotion). So the maps are re-read
-// once more when no failure came for trailingReload: a client's next call
-// then goes to the new master rather than spend go-redis' retries on the
-// dead one first.
-//
-// A nil *SlotMaps does nothing. The Client has up to two cluster clients:
-// the caller's (which the hub subscribes with too) and the watchdog's own
-// renewal client, which keeps a slot map of its own.
+// map, which may be before another client re-read it: so the maps are
+// re-read once more when no failure came for trailingReload. A nil
+// *SlotMaps does nothing.
 type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
@@ -66,12 +52,10 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 }
 
 // Failed is told of a call that ended with err: when no reply came from
-// Redis (unreachable), the node may be dead and its slots served elsewhere
-// by now, so the slot maps are re-read, now and once the failures stop.
-// It does not block.
+// Redis, the slot maps are re-read (Reload). It does not block.
 func (s *SlotMaps) Failed(err error) {
 	if scripts.Unreachable(err) {
-		s.Reload() // which does nothing without cluster clients
+		s.Reload()
 	}
 }
 

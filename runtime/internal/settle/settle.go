@@ -19,19 +19,15 @@ type Job struct {
 
 // Config is what a Settler is told by its Client.
 type Config struct {
-	// Life ends every attempt and the Settler's goroutine (the Client's
-	// Close).
-	Life context.Context
-	// Try bounds one attempt.
-	Try time.Duration
+	Life context.Context // ends every attempt and the goroutine (Close)
+	Try  time.Duration   // bounds one attempt
 	// Failed is told when an attempt failed: its calls may have gone to a
-	// master that is dead (the job does not say why it failed).
+	// dead master (the job does not say why it failed).
 	Failed func()
 }
 
-// Backoff bounds the pause after a failed round: it doubles from
-// MinBackoff up to MaxBackoff, and starts again after a round that went
-// through.
+// The pause after a failed round doubles from MinBackoff up to
+// MaxBackoff, and starts again after a round that went through.
 const (
 	MinBackoff = 20 * time.Millisecond
 	MaxBackoff = time.Second
@@ -44,8 +40,7 @@ type Settler struct {
 	jobs    []Job
 	running bool
 	// closed is set by Close before it waits: a job queued after that
-	// would start the goroutine after the Wait, or while a Wait that saw
-	// it end wakes up (a WaitGroup reused under its Wait panics).
+	// would reuse the WaitGroup under its Wait (which panics).
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -70,8 +65,7 @@ func (s *Settler) Add(j Job) {
 }
 
 // Close refuses jobs from now on and waits until the goroutine has quit
-// those it has (Config.Life must be done, or their Until past, for that to
-// be soon).
+// those it has (soon once Config.Life is done or their Until past).
 func (s *Settler) Close() {
 	s.mu.Lock()
 	s.closed = true
