@@ -35,8 +35,8 @@ func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, 
 
 // DropLost releases acq of a lost hold, and returns why it was lost (or
 // that it was released already). It sends nothing and does not wait for
-// the owner's turn: a give-back under way may hold that turn for as long
-// as Redis is cut off, and it alone gives back what Redis may still have.
+// the owner's turn: a give-back under way may hold it while Redis is cut
+// off, and it alone gives back what Redis may still have.
 func (e *Env) DropLost(acq *holds.Acquisition) error {
 	d, ok := e.Reg.Drop(acq)
 	if !ok {
@@ -61,12 +61,11 @@ func (e *Env) MarkUnknown(id holds.ID, err error) uint64 {
 // more than a lease.
 func (e *Env) GiveBackFor() time.Duration { return 2 * e.Watchdog }
 
-// RequestMarker names the marker key of one acquire request. The scripts
-// write it only off the hot path: when a lost reply is settled (settle.lua),
-// or when a resent copy finds its first copy done. It makes the outcome of
-// that request final, so no copy of it arriving later takes the lock. One
-// key per request: a later request of the same owner can never overwrite
-// the proof an earlier one still needs.
+// RequestMarker names the marker key of one acquire request, written only
+// off the hot path (a settlement, a resent copy finding its first done):
+// it makes the request's outcome final, so no later copy takes the lock.
+// One key per request: a later request of the owner never overwrites the
+// proof an earlier one still needs.
 func RequestMarker(key, requestID string) string {
 	return redisnames.PrefixWith("lockgen_latch", key, requestID)
 }
@@ -86,10 +85,9 @@ func Validate(key string, lease time.Duration) error {
 	return nil
 }
 
-// wellTagged reports whether key either has no "{" or has a hash tag as
-// Redis reads one (the first "{" and the next "}" with text between):
-// Redisson's name helpers leave a key with "{" alone, so its marker, channel
-// and queue keys share its slot only when that "{" opens a real tag.
+// wellTagged reports whether key has no "{" or a hash tag as Redis reads
+// one: Redisson's name helpers leave a key with "{" alone, so its other
+// keys share its slot only when that "{" opens a real tag.
 func wellTagged(key string) bool {
 	open := strings.IndexByte(key, '{')
 	if open < 0 {
@@ -101,19 +99,15 @@ func wellTagged(key string) bool {
 // Replied reports whether a call that failed with err (or succeeded) had
 // its outcome decided in Redis: it has a reply, or it provably never left.
 //
-// On a go-redis client that does not honour a ctx's deadline on socket
-// reads (default options), a call that has not had its reply by its
-// deadline is abandoned (scripts.Abandoned): its caller returns on time,
-// and the command goes on to its reply. On a server that is only slow,
-// the reply comes, and it is real: an acquire may have taken the lock for
-// an owner whose caller was told it did not. Handing that to settlement
-// would leave a request marker for each such call and turn every slow
-// reply into an unknown outcome, so the call resolves its own outcome from
-// what actually happened: what it took is given back, a waiter it queued
-// withdrawn. Only a call whose reply never comes (its connection failed)
-// is settled like any lost reply, with its request marker. Until the
-// outcome comes, the registry counts the call late (holds.Registry.Abandon):
-// the owner's next call waits for it before it re-reads the count.
+// On a go-redis client that does not honour deadlines on socket reads
+// (default options), a call without its reply by its deadline is
+// abandoned (scripts.Abandoned): its caller returns on time, and the
+// command goes on to a reply that is real (an acquire may have taken the
+// lock). Settling each such call would turn every slow reply into an
+// unknown outcome, so the call resolves its own outcome from its late
+// reply: what it took is given back. Only a call whose reply never comes
+// is settled like any lost reply. Until then the registry counts the call
+// late (holds.Registry.Abandon).
 func Replied(err error) bool {
 	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
 }
