@@ -442,11 +442,8 @@ func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
 func (m *Lock) IsLocked(ctx context.Context) (bool, error) {
-	n, err := scripts.Do(ctx, m.env.RDB, "exists", m.key).Int64()
-	if err != nil {
-		return false, m.fail("inspect", err)
-	}
-	return n == 1, nil
+	n, err := m.inspect(ctx, "exists", m.key)
+	return n == 1, err
 }
 
 // HoldCount is the number of holds the owner carried by ctx has on the
@@ -456,7 +453,26 @@ func (m *Lock) HoldCount(ctx context.Context) (int, error) {
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := scripts.Do(ctx, m.env.RDB, "hget", m.key, m.kind.field(hc.Owner())).Int()
+	n, err := m.inspect(ctx, "hget", m.key, m.kind.field(hc.Owner()))
+	return int(n), err
+}
+
+// RemainTTL is the time until the lock's lease runs out: 0 when the lock
+// is free, -1 when the key has no expiry.
+func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	ms, err := m.inspect(ctx, "pttl", m.key)
+	switch {
+	case err != nil || ms == -2: // no key
+		return 0, err
+	case ms < 0: // no expiry
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// inspect runs a read command: a nil reply is 0.
+func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
+	n, err := scripts.Do(ctx, m.env.RDB, args...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -464,22 +480,6 @@ func (m *Lock) HoldCount(ctx context.Context) (int, error) {
 		return 0, m.fail("inspect", err)
 	}
 	return n, nil
-}
-
-// RemainTTL is the time until the lock's lease runs out: 0 when the lock
-// is free, -1 when the key has no expiry.
-func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	ms, err := scripts.Do(ctx, m.env.RDB, "pttl", m.key).Int64()
-	if err != nil {
-		return 0, m.fail("inspect", err)
-	}
-	switch {
-	case ms == -2: // no key
-		return 0, nil
-	case ms < 0: // no expiry
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
 }
 
 // ForceUnlock deletes the lock whoever holds it, wakes the waiters that
@@ -500,13 +500,4 @@ func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // Token is a fenced lock's token counter as it stands: the token of the
 // latest acquisition by anyone (0 before the first).
-func (m *Lock) Token(ctx context.Context) (int64, error) {
-	n, err := scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, m.fail("inspect", err)
-	}
-	return n, nil
-}
+func (m *Lock) Token(ctx context.Context) (int64, error) { return m.inspect(ctx, "get", tokenKey(m.key)) }
