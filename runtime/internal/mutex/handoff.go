@@ -240,17 +240,6 @@ func (m *Lock) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiti
 	return true, c.LeaseArg(px)
 }
 
-// grantLeave takes a reentrant waiter that gave up out of the queue, and
-// gives back a grant it never took (see fair.leave).
-func (m *Lock) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
-	c := m.env
-	n := m.grantNames()
-	return scripts.MutexLeave.Run(ctx, c.RDB, 5, []any{
-		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
-		a.Owner, c.Publish, m.untakenGrant(ctx, a), n.lockCh,
-	}).Int64()
-}
-
 // untakenGrant is the leave scripts' "may a hold be a grant never taken"
 // argument: "1" only for an owner of its own holding nothing of the lock
 // here, since then a hold in Redis can only be a grant.

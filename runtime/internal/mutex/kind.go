@@ -106,8 +106,14 @@ type attempt struct {
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
+// leave takes a waiter that gave up out of the grant queue, and gives
+// back a grant it never took (untakenGrant).
 func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
-	return m.grantLeave(ctx, a)
+	n := m.grantNames()
+	return scripts.MutexLeave.Run(ctx, m.env.RDB, 5, []any{
+		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
+		a.Owner, m.env.Publish, m.untakenGrant(ctx, a), n.lockCh,
+	}).Int64()
 }
 
 func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {

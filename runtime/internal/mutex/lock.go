@@ -500,4 +500,6 @@ func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // Token is a fenced lock's token counter as it stands: the token of the
 // latest acquisition by anyone (0 before the first).
-func (m *Lock) Token(ctx context.Context) (int64, error) { return m.inspect(ctx, "get", tokenKey(m.key)) }
+func (m *Lock) Token(ctx context.Context) (int64, error) {
+	return m.inspect(ctx, "get", tokenKey(m.key))
+}

@@ -314,10 +314,8 @@ func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.I
 			},
 			Until: time.Now().Add(px),
 			Quit: func() {
-				for i, id := range ids {
-					_, _, _ = c.Reg.Enter(context.Background(), id, 0)
-					c.Reg.DropMark(id, gens[i])
-					c.Reg.Exit(id)
+				for i, m := range l.locks {
+					m.dropMark(ids[i], gens[i])
 				}
 			},
 		})

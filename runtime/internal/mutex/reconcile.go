@@ -86,14 +86,16 @@ func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uin
 	c.Settler.Add(settle.Job{
 		Try:   func(ctx context.Context) bool { return m.settleOnce(ctx, id, a, at, gen) },
 		Until: time.Now().Add(lease),
-		Quit: func() {
-			// In the turn: a call of the owner in flight may be about
-			// to leave a newer mark, which is not ours.
-			_, _, _ = c.Reg.Enter(context.Background(), id, 0)
-			c.Reg.DropMark(id, gen)
-			c.Reg.Exit(id)
-		},
+		Quit:  func() { m.dropMark(id, gen) },
 	})
+}
+
+// dropMark drops the unknown mark gen of id in its turn: a call of the
+// owner in flight may be about to leave a newer mark, which is not ours.
+func (m *Lock) dropMark(id holdID, gen uint64) {
+	_, _, _ = m.env.Reg.Enter(context.Background(), id, 0)
+	m.env.Reg.DropMark(id, gen)
+	m.env.Reg.Exit(id)
 }
 
 // settleOnce makes one attempt of settleLater, in id's turn, through the

@@ -159,7 +159,12 @@ var errTryAborted = errors.New("the reply was lost and the attempt settled as no
 // Release gives back the permits of the acquisition that ctx carries,
 // and returns its owner and start (see runtime.Semaphore.Release).
 func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ error) {
-	acq := s.acquisitionOf(ctx)
+	var acq *holds.Acquisition // the innermost of this semaphore in ctx's chain
+	for hc := s.env.Reg.Of(ctx); hc != nil && acq == nil; hc = hc.Parent() {
+		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
+			acq = hc.Acquisition()
+		}
+	}
 	if acq == nil {
 		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this semaphore", errs.NotHeld))
 	}
@@ -183,17 +188,6 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 		return "", time.Time{}, err
 	}
 	return h.Owner, acq.Start, nil
-}
-
-// acquisitionOf returns the innermost acquisition of this semaphore in
-// ctx's chain, or nil.
-func (s *Sem) acquisitionOf(ctx context.Context) *holds.Acquisition {
-	for hc := s.env.Reg.Of(ctx); hc != nil; hc = hc.Parent() {
-		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
-			return hc.Acquisition()
-		}
-	}
-	return nil
 }
 
 // release runs the release script, resent on transport errors (a resend
