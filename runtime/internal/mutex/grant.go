@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
@@ -34,25 +33,12 @@ import (
 
 // grantRecordLife is how long a waiter's registration lives without a
 // try: a waiter whose process hangs or is cut off while its connection
-// stays open is skipped after that, and a grant made to it meanwhile is
-// cut to it.
+// stays open is skipped after that, and a grant made to it is cut to it.
 const grantRecordLife = 2 * time.Second
 
-// grantRecordLifeArg is grantRecordLife as a script argument.
 var grantRecordLifeArg any = grantRecordLife.Milliseconds()
 
 const grantStreak = hub.HandoffStreak
-
-func grantQueue(key string) string   { return redisnames.Prefix("lockgen_lock_queue", key) }
-func grantRecords(key string) string { return redisnames.Prefix("lockgen_lock_grants", key) }
-func grantHubs(key string) string    { return redisnames.Prefix("lockgen_lock_hubs", key) }
-
-// grantChannel is this client's grant channel for key: the lock's channel
-// and the client's id, under Redisson's prefix so that an ACL granting
-// Redisson's channels (&redisson_*) grants it too. It cannot be a Redisson
-// fair waiter's (lock channel:<client id>:<thread id>), nor one of
-// lockgen's (lock channel:<owner>).
-func grantChannel(key, clientID string) string { return LockChannel(key) + ":" + clientID }
 
 // grantStreaks counts, per lock (hashed), the releases that may grant
 // since the last one that published.
@@ -77,8 +63,7 @@ type tryState struct {
 	confirmed time.Duration
 }
 
-// grantNames are a lock's queue keys and this client's grant channel,
-// boxed once for the scripts.
+// grantNames are a lock's queue keys and this client's grant channel.
 type grantNames struct {
 	queue, records, hubs, lockCh any
 	channel                      string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -210,18 +211,21 @@ func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool,
 	return true, confirmed
 }
 
-// grantNames returns m's, made on first use (concurrent first uses make
-// equal values; one is kept).
+// grantNames returns m's, made on first use (racing first uses make equal
+// values).
 func (m *Lock) grantNames() *grantNames {
 	if n := m.names.Load(); n != nil {
 		return n
 	}
 	n := &grantNames{
-		queue:   grantQueue(m.key),
-		records: grantRecords(m.key),
-		hubs:    grantHubs(m.key),
+		queue:   redisnames.Prefix("lockgen_lock_queue", m.key),
+		records: redisnames.Prefix("lockgen_lock_grants", m.key),
+		hubs:    redisnames.Prefix("lockgen_lock_hubs", m.key),
 		lockCh:  LockChannel(m.key),
-		channel: grantChannel(m.key, m.env.ID),
+		// Under Redisson's prefix, so that an ACL granting &redisson_*
+		// grants it. It cannot be a Redisson fair waiter's channel
+		// (…:<client id>:<thread id>) nor a lockgen one's (…:<owner>).
+		channel: LockChannel(m.key) + ":" + m.env.ID,
 	}
 	m.names.Store(n)
 	return n
