@@ -44,8 +44,7 @@ type Options struct {
 }
 
 // A Lock is the engine of one lock handle: one key of one Kind on one
-// Client. Its methods return errors made by Env.Fail (runtime's
-// *LockError). It is safe for concurrent use.
+// Client. It is safe for concurrent use.
 type Lock struct {
 	env   *Env
 	key   string
@@ -67,7 +66,7 @@ func (m *Lock) Key() string { return m.key }
 func (m *Lock) KindName() string { return kindNames[m.kind] }
 
 // Batchable reports whether the lock can be taken with others in one
-// multi-lock script: a reentrant lock without replica sync.
+// multi-lock script.
 func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
 
 // WaitChannel is the channel a waiter of owner sleeps on.
@@ -89,11 +88,10 @@ func (m *Lock) Owner(ctx context.Context) (string, error) {
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
-// lock as owner, as part of a call that must return by until (zero: no
-// bound but wait's). When the lock is taken, the acquisition still has
-// the owner's turn: Record records the hold. A waiter that gives up
-// withdraws what it left in Redis (its place in the fair queue, in the
-// waiting writers, in the grant queue).
+// lock as owner, in a call that must return by until (zero: no bound but
+// wait's). When the lock is taken, the acquisition still has the owner's
+// turn: Record records the hold. A waiter that gives up withdraws what it
+// left in Redis.
 func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
 	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.kind.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
@@ -120,9 +118,9 @@ func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await
 		// another goroutine sharing the owner would count it as its own.
 		ws.Handed, ws.Grants, w.handOffs = w, w, true
 	case m.handsOff():
-		ws.Grants = w // queued for grants from other processes (grant.go)
+		ws.Grants = w // queued for grants from other processes
 	case m.takesGrants() && own:
-		ws.Handed = w // a fair lock's release may grant it the lock (fair.go)
+		ws.Handed = w // a fair lock's release may grant it the lock
 	}
 	return ws
 }
@@ -178,8 +176,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 	case err == nil && ttl == replyWriterFirst:
 		return false, await.TTLWaiterFirst, nil
 	case err == nil && ttl == replyAborted:
-		// Only a copy of a request already settled gets this reply; a
-		// live attempt never should. Say so rather than sleep on it.
+		// Only a copy of a request already settled gets this reply.
 		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
 	case err == nil && ttl == replyHoldGone:
 		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", errs.LockLost)
@@ -202,9 +199,8 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", errs.NotReplicated, err)
 	}
 	if settled && m.opts.Fenced {
-		// The token the lost reply carried is the counter as it stands:
-		// no one else can acquire, and so increment it, while this owner
-		// holds the lock (see fenced_acquire.lua).
+		// The lost token is the counter as it stands: no one else can
+		// increment it while this owner holds the lock.
 		if err := m.readFence(ctx, fence); err != nil {
 			c.MarkUnknown(id, err)
 			return false, 0, err
@@ -217,14 +213,13 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 }
 
 // settleLost settles an acquire attempt at whose reply was lost, in the
-// owner's turn. If the settlement is lost too, the outcome is marked
-// unknown, and a fresh owner's (at.count 0: nobody will call again with
-// it) goes on being settled in the background.
+// owner's turn. If that is lost too, the outcome is marked unknown, and a
+// fresh owner's (at.count 0) goes on being settled in the background.
 func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
 	settled, err := m.settleTry(ctx, a, at)
 	if err == nil && settled && at.count == 0 && m.handsOff() {
-		// The field may be a grant from another process's release, cut
-		// to the waiter's record (grant.go), not this request's lease.
+		// The field may be a grant of another process, cut to the
+		// waiter's record, not this request's lease.
 		settled, err = m.reapply(ctx, a, at)
 	}
 	if err != nil {
@@ -270,9 +265,8 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	})
 }
 
-// valuesOf is a ctx (its deadline and cancellation) that looks its values
-// up in values first: background work done for a caller that has
-// returned, which still speaks for the caller's owner.
+// valuesOf is a ctx that looks its values up in values first: background
+// work for a caller that returned, which still speaks for its owner.
 type valuesOf struct {
 	context.Context
 	values context.Context
@@ -307,8 +301,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	defer m.env.Reg.Exit(id)
 	rel := acq.Parent // the release's ctx
 	if m.env.Reg.Unknown(id) {
-		// The re-read, after the late outcome of an abandoned call of
-		// the owner, shares the release's ReleaseTimeout: an Unlock
+		// The re-read shares the release's ReleaseTimeout: an Unlock
 		// returns within one, whatever Redis does.
 		rel = scripts.WithCallBound(rel, m.env.Calls.Limit(rel))
 		rctx, cancel := m.env.Calls.Detached(rel)
@@ -338,11 +331,10 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	)
 	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
-	// one queued in Redis (a hold that came through the queue looks there
-	// even when this client no longer waits on the lock).
+	// one queued in Redis (looked for when the hold came through the
+	// queue, even when this client no longer waits).
 	handOff := d.Last && d.Count == 1 && m.handsOff()
-	// The last acquisition was dropped under the hold's shard mutex, and
-	// no later one can write the hold: its flag is read without a lock.
+	// Read without a lock: no acquisition can write the hold any more.
 	queued := handOff && h.Queued()
 	if handOff && (queued || m.env.Hub.Active()) {
 		res, offer, err = m.releaseHandingOff(rel, h.Args, queued)

@@ -7,9 +7,9 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
-// Acquiring is one acquisition of a Lock in progress: what its tries
-// told, and what the wait loop asks of it (await.Waitee, await.Handee,
-// await.Queuer). Once the lock is taken, Record records the hold.
+// Acquiring is one acquisition of a Lock in progress, as the wait loop
+// sees it (await.Waitee, Handee, Queuer). Once taken, Record records the
+// hold.
 type Acquiring struct {
 	m       *Lock
 	ctx     context.Context
@@ -26,9 +26,8 @@ type Acquiring struct {
 	started  bool  // EventWaitStarted was reported (once a wait)
 }
 
-// Record records the hold the acquisition took and returns its ctx. It
-// ends the turn the successful attempt kept (see tryAcquire): the hold is
-// recorded before the owner's next call on this lock reads its count.
+// Record records the hold the acquisition took and returns its ctx, then
+// ends the turn the successful attempt kept.
 func (w *Acquiring) Record() (context.Context, error) {
 	m, c := w.m, w.m.env
 	id := holdID{Key: m.key, Field: w.a.FieldID()}
@@ -46,8 +45,7 @@ func (w *Acquiring) Record() (context.Context, error) {
 	return hctx, nil
 }
 
-// Sent is when the try (or the hand-off) that took the lock was sent: the
-// lock's key expires no earlier than a lease after it.
+// Sent is when the try (or the hand-off) that took the lock was sent.
 func (w *Acquiring) Sent() time.Time { return w.sent }
 
 func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
