@@ -59,7 +59,6 @@ type Acquiring struct {
 	s      *Sem
 	ctx    context.Context
 	n      int
-	ids    []byte
 	a      holds.Args
 	marker string
 	lease  time.Duration
@@ -75,9 +74,8 @@ func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*A
 	if px == lockenv.Watchdog {
 		px = c.Watchdog
 	}
-	w := &Acquiring{s: s, ctx: ctx, n: n, ids: newPermitIDs(&c.IDPrefix, n), lease: lease, px: c.LeaseArg(px)}
-	w.a = holds.Args{Key: s.timeouts, Owner: c.NewOwner(), Field: string(w.ids)}
-	w.marker = s.marker(string(w.ids))
+	w := &Acquiring{s: s, ctx: ctx, n: n, a: holds.Args{Key: s.timeouts, Owner: c.NewOwner()}, lease: lease, px: c.LeaseArg(px)}
+	w.newIDs()
 	// Key: a deleted counter is a fresh semaphore, whose waiters try again.
 	spec := await.Spec{Channel: s.channel, Key: s.key, Wait: wait, Wake: hub.WakeCount}
 	if err := c.Waits.Await(ctx, spec, w.try); err != nil {
@@ -88,17 +86,6 @@ func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*A
 
 // Owner is the acquisition's owner token.
 func (w *Acquiring) Owner() string { return w.a.OwnerID() }
-
-func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
-	w.sent = time.Now()
-	took, ttl, err := w.s.tryAcquire(ctx, w.a, w.marker, w.px)
-	if errors.Is(err, errTryAborted) {
-		// Its marker refuses every copy: the next try is a new request.
-		w.ids = newPermitIDs(&w.s.env.IDPrefix, w.n)
-		w.a.Field, w.marker = string(w.ids), w.s.marker(string(w.ids))
-	}
-	return took, ttl, err
-}
 
 // Record records the hold of the permits taken and returns its ctx.
 func (w *Acquiring) Record() (context.Context, error) {
@@ -112,15 +99,16 @@ func (w *Acquiring) Record() (context.Context, error) {
 	return hctx, nil
 }
 
-// tryAcquire runs the acquire script once. A lost reply is settled: the
-// permits are held, or the attempt is marked aborted so no copy of it
-// takes them. One abandoned at its deadline resolves its late reply
-// itself (resolveLate).
-func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px any) (bool, time.Duration, error) {
-	c := s.env
+// try runs the acquire script once. A lost reply is settled: the permits
+// are held, or the attempt is marked aborted so no copy of it takes them,
+// and the next try is a new request with new ids. One abandoned at its
+// deadline resolves its late reply itself (resolveLate).
+func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
+	s, c, a, marker := w.s, w.s.env, w.a, w.marker
+	w.sent = time.Now()
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.RDB, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
-		px, c.Publish, s.permits, a.Field,
+		w.px, c.Publish, s.permits, a.Field,
 	}).Int64()
 	switch {
 	case err == nil && ttl == 0:
@@ -148,7 +136,14 @@ func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px an
 	if took == 1 {
 		return true, 0, nil
 	}
+	w.newIDs()
 	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
+}
+
+// newIDs makes the acquisition a new request, with new permit ids.
+func (w *Acquiring) newIDs() {
+	ids := string(newPermitIDs(&w.s.env.IDPrefix, w.n))
+	w.a.Field, w.marker = ids, w.s.marker(ids)
 }
 
 const replyAborted = -3 // semaphore_acquire.lua: a copy of an aborted request
