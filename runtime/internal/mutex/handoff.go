@@ -19,25 +19,15 @@ import (
 // hand-off, the grants across processes (grant.go) and a fair lock's
 // grants (fair_next.lua), which a waiter claims alike (claimGrant).
 //
-// Local hand-off: the last release of a reentrant lock gives the lock, in
-// its own script call, to the longest waiter of the same Client, when no
-// one else listens on the lock's channel (handoff.lua counts its
-// subscribers: one is this Client's hub). Nobody is overtaken: a waiter
-// of another process subscribes before it sleeps, and from then on the
-// release publishes; every hub.HandoffStreak hand-offs in a row it
-// publishes anyway, for a Redisson client subscribed on a replica, which
-// Redis cannot count.
-//
-// The protocol (hub.Offer, hub.Settle, hub.Unpark): a grantable waiter
-// (see Lock.waitSpec) is parked while it sleeps; the releaser takes the
-// offer, runs the hand-off script with the waiter's owner, lease and a
-// fresh request marker, and settles the offer once its own hold's ctx is
-// done. The waiter unparks first and waits for a pending offer's outcome:
-// it never tries while one is in flight (its try would count the grant as
-// its own resend). Granted: it holds the lock from the script's send.
-// Unknown: it settles the grant as a lost acquire (settle.lua marks it
-// aborted unless it took the lock, so a late copy never grants).
-// Declined: it tries at once.
+// A local hand-off (handoff.lua) gives the lock to the longest waiter of
+// the same Client when no one else listens on the lock's channel. The
+// waiter is parked while it sleeps (hub.Offer, Settle, Unpark); the
+// releaser runs the script with the waiter's owner, lease and a fresh
+// request marker, and settles the offer once its own hold's ctx is done.
+// The waiter never tries while an offer to it is in flight (its try would
+// count the grant as its own resend). Granted: it holds the lock from the
+// script's send. Unknown: it settles the grant as a lost acquire (so a
+// late copy never grants). Declined: it tries at once.
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: a reentrant, unfenced lock, without replica sync, on a
@@ -57,8 +47,7 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	c := m.env
 	channel := LockChannel(m.key)
 	o := c.Hub.Offer(channel)
-	known := o.Known
-	if !known && !queued {
+	if !o.Known && !queued {
 		// No waiter here, nor lately, and the hold did not come through
 		// the queue in Redis: most likely no one waits anywhere.
 		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)
@@ -78,7 +67,7 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	// script checks where it runs (its grant channel, subscribed with the
 	// lock's): the hub may not know yet that the server dropped it.
 	// records: the releaser's or the grantee's record is in the queue.
-	own, across, records := flag(known), flag(c.grants.allow(m.key)), flag(queued || o.Queued)
+	own, across, records := flag(o.Known), flag(c.grants.allow(m.key)), flag(queued || o.Queued)
 	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.RDB, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
@@ -119,8 +108,7 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 func (m *Lock) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, state hub.OfferState, marker string) (bool, error) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	// A waiter's owner has no hold of this lock: no other call of it on
-	// the lock is in flight, and the turn is free.
+	// A waiter's owner holds nothing of the lock: the turn is free.
 	_, px, err := c.Reg.Enter(context.WithoutCancel(ctx), id, lease)
 	if err != nil {
 		return false, err

@@ -14,9 +14,8 @@ import (
 // plain value per Kind); what else sets the flavours apart is a method of
 // Kind.
 type kind interface {
-	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
-	// -1 no expiry, replyAborted, replyUpgrade, replyWriterFirst,
-	// replyHoldGone.
+	// acquire runs one attempt: 0 taken, > 0 sleep bound in ms, -1 no
+	// expiry, or a reply code (replyAborted...).
 	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
 	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)

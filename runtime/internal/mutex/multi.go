@@ -45,7 +45,12 @@ func (l *Multi) fail(op string, err error) error {
 // and sleeps on the channel of the member that blocked it.
 func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.env
-	mw := l.newMultiWait(owner, lease)
+	n := len(l.locks)
+	mw := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, n), ids: make([]holds.ID, n), counts: make([]int, n)}
+	for i, m := range l.locks {
+		mw.args[i] = holds.NewArgs(m.key, owner, owner)
+		mw.ids[i] = holds.ID{Key: m.key, Field: owner}
+	}
 	if err := c.Waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
 		return nil, l.fail("acquire", err)
 	}
@@ -81,16 +86,6 @@ type multiWait struct {
 	counts   []int // the owner's hold counts before the attempt
 	blocking int   // the member that blocked the last try
 	sent     time.Time
-}
-
-func (l *Multi) newMultiWait(owner string, lease time.Duration) *multiWait {
-	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, len(l.locks)),
-		ids: make([]holds.ID, len(l.locks)), counts: make([]int, len(l.locks))}
-	for i, m := range l.locks {
-		w.args[i] = holds.NewArgs(m.key, owner, owner)
-		w.ids[i] = holds.ID{Key: m.key, Field: owner}
-	}
-	return w
 }
 
 func (w *multiWait) WaitChannel() string { return LockChannel(w.l.locks[w.blocking].key) }

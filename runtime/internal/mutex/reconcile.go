@@ -14,19 +14,13 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// After an unknown outcome (an acquire whose reply and settlement were
-// both lost, a release that could not be confirmed), the owner's count in
-// Redis may be one more than the client's. The scripts tell a resent
-// request from a new one by that count, so the next request would be
-// taken for a copy of the lost one: counted once, with the old TTL, while
-// the client starts a new deadline. So before that owner's next call on
-// the lock, the client re-reads the count and gives back the holds Redis
-// has beyond its own (reconcile).
-
 // reconcile brings the owner's count of a in Redis back to the client's,
 // if the last outcome of a call on it was unknown; the caller has the
-// turn. A hold Redis has fewer counts of is lost; extra counts are given
-// back (the last with a full release, which wakes a waiter).
+// turn. After an unknown outcome Redis may have one more count than the
+// client, and the scripts, which tell a resend from a new request by the
+// count, would take the owner's next request for a copy of the lost one.
+// A hold Redis has fewer counts of is lost; extra counts are given back
+// (the last with a full release, which wakes a waiter).
 func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -120,8 +114,8 @@ func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attemp
 	return m.reconcile(ctx, via, a) == nil
 }
 
-// readFence sets *fence to the token counter, for an acquisition settled as
-// taken after its reply (and token) was lost.
+// readFence sets *fence to the token counter, for an acquisition settled
+// as taken after its reply was lost.
 func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
