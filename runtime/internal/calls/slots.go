@@ -31,9 +31,8 @@ type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
 
-	mu      sync.Mutex
-	last    time.Time // the last failure told
-	pending bool      // a trailing reload is scheduled
+	mu    sync.Mutex
+	trail *time.Timer // the trailing reload, reset by every Reload
 }
 
 // trailingReload is how long after the last failure the maps are re-read
@@ -66,25 +65,11 @@ func (s *SlotMaps) Reload() {
 		return
 	}
 	s.mu.Lock()
-	s.last = time.Now()
-	trail := !s.pending
-	s.pending = true
-	s.mu.Unlock()
-	s.reloadNow()
-	if trail {
-		time.AfterFunc(trailingReload, s.trail)
+	if s.trail == nil {
+		s.trail = time.AfterFunc(trailingReload, s.reloadNow)
+	} else {
+		s.trail.Reset(trailingReload)
 	}
-}
-
-// trail runs the trailing reload once no failure came for trailingReload.
-func (s *SlotMaps) trail() {
-	s.mu.Lock()
-	if wait := trailingReload - time.Since(s.last); wait > 0 {
-		s.mu.Unlock()
-		time.AfterFunc(wait, s.trail)
-		return
-	}
-	s.pending = false
 	s.mu.Unlock()
 	s.reloadNow()
 }
