@@ -170,9 +170,10 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 	// Lost members are dropped without the turn, which a give-back may
 	// hold while Redis is cut off (DropLost).
 	var live []int
+	var ids []holds.ID
 	for i, acq := range acqs {
 		if !acq.Hold().Lost() {
-			live = append(live, i)
+			live, ids = append(live, i), append(ids, holds.ID{Key: l.locks[i].key, Field: owner})
 			continue
 		}
 		err := c.DropLost(acq)
@@ -180,10 +181,6 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 			return l.fail("release", err)
 		}
 		lost = cmp.Or(lost, err)
-	}
-	ids := make([]holds.ID, len(live))
-	for j, i := range live {
-		ids[j] = holds.ID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
 	}
 	counts := make([]int, len(ids))
 	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
