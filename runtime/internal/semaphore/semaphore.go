@@ -208,28 +208,21 @@ func (s *Sem) marker(ids string) string {
 
 // Available is the number of free permits, after the expired ones were
 // reclaimed (0 when the semaphore was never set).
-func (s *Sem) Available(ctx context.Context) (int, error) { return s.drain(ctx, "read", "inspect") }
+func (s *Sem) Available(ctx context.Context) (int, error) {
+	n, err := s.change(ctx, scripts.SemaphoreDrain, false, "read")
+	if err != nil {
+		return 0, s.fail("inspect", err)
+	}
+	return int(n), nil
+}
 
 // Drain takes every free permit at once and returns how many there were.
-func (s *Sem) Drain(ctx context.Context) (int, error) { return s.drain(ctx, "drain", "drain") }
-
-// drain runs SemaphoreDrain. A drain is sent once (a resent copy would
-// find no free permit and report 0, the permits the first took lost): a
-// lost reply is an unknown outcome. A read may be resent.
-func (s *Sem) drain(ctx context.Context, mode, op string) (int, error) {
-	run := scripts.SemaphoreDrain.Run
-	if mode == "drain" {
-		run = scripts.SemaphoreDrain.RunOnce
-	}
-	n, err := run(ctx, s.env.RDB, 3, []any{
-		3: s.key, s.timeouts, s.channel,
-		s.env.Publish, mode,
-	}).Int64()
-	if err != nil && mode == "drain" {
-		err = sentOnce(err)
-	}
+// It is sent once: a resent copy would find no free permit and report 0,
+// the permits the first took lost.
+func (s *Sem) Drain(ctx context.Context) (int, error) {
+	n, err := s.change(ctx, scripts.SemaphoreDrain, true, "drain")
 	if err != nil {
-		return 0, s.fail(op, err)
+		return 0, s.fail("drain", err)
 	}
 	return int(n), nil
 }
@@ -241,31 +234,34 @@ func (s *Sem) SetPermits(ctx context.Context, n int) error {
 	if n < 0 {
 		return s.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
 	}
-	return s.add(ctx, "set", n)
+	if _, err := s.change(ctx, scripts.SemaphoreAdd, false, "set", n); err != nil {
+		return s.fail("set-permits", err)
+	}
+	return nil
 }
 
 // AddPermits adds n (which may be negative) to the free permits, waking
 // waiters for those that came free. It is sent once: a lost reply is
 // errs.OutcomeUnknown.
-func (s *Sem) AddPermits(ctx context.Context, n int) error { return s.add(ctx, "add", n) }
-
-// add runs SemaphoreAdd: a set may be resent, an add is sent once.
-func (s *Sem) add(ctx context.Context, mode string, n int) error {
-	run := scripts.SemaphoreAdd.Run
-	if mode == "add" {
-		run = scripts.SemaphoreAdd.RunOnce
-	}
-	err := run(ctx, s.env.RDB, 3, []any{
-		3: s.key, s.timeouts, s.channel,
-		s.env.Publish, mode, n,
-	}).Err()
-	if err != nil && mode == "add" {
-		err = sentOnce(err)
-	}
-	if err != nil {
+func (s *Sem) AddPermits(ctx context.Context, n int) error {
+	if _, err := s.change(ctx, scripts.SemaphoreAdd, true, "add", n); err != nil {
 		return s.fail("set-permits", err)
 	}
 	return nil
+}
+
+// change runs sc on the semaphore's keys with args after Publish: when
+// once, sent once and a lost reply is an unknown outcome (sentOnce).
+func (s *Sem) change(ctx context.Context, sc scripts.Script, once bool, args ...any) (int64, error) {
+	run := sc.Run
+	if once {
+		run = sc.RunOnce
+	}
+	n, err := run(ctx, s.env.RDB, 3, append([]any{3: s.key, s.timeouts, s.channel, s.env.Publish}, args...)).Int64()
+	if err != nil && once {
+		err = sentOnce(err)
+	}
+	return n, err
 }
 
 // taker is a Sem as the registry sees it (holds.Taker).
