@@ -25,11 +25,9 @@ type Limits struct {
 const yieldFor = 20 * time.Millisecond
 
 // Yield holds a release back while the watchdog's renewals run behind
-// (the admission gate is closed), until the gate opens or yieldFor has
-// passed: a flood of releases would take the CPU that the renewals of
-// the holds not yet released need, and lose them. The released hold's ctx
-// is done already. The pause counts in the release's ReleaseTimeout: the
-// ctx returned carries the limit from before it, as its call's bound.
+// (the admission gate is closed), up to yieldFor: a flood of releases
+// would take the CPU the renewals of the held locks need. The pause counts
+// in the release's ReleaseTimeout (the ctx returned carries its bound).
 func (k *Limits) Yield(ctx context.Context) context.Context {
 	if k.Gate == nil || !k.Gate.Closed() {
 		return ctx
@@ -76,13 +74,11 @@ func StayAttached(ctx context.Context) context.Context {
 	return context.WithValue(ctx, stayAttached{}, true)
 }
 
-// Retry runs the idempotent op on a Detached ctx, and again while it fails
-// without a reply from Redis (which has the slot maps re-read), until it
-// succeeds, Redis replies with an error, or the limit passes
-// (errs.OutcomeUnknown). Even the first attempt is detached: one cut short
-// by the caller's cancellation may still run in Redis, and a resend racing
-// it would find its work done (a release: the hold gone) and report it
-// lost.
+// Retry runs the idempotent op on a Detached ctx, again while it fails
+// without a reply, until it succeeds, Redis replies with an error, or the
+// limit passes (errs.OutcomeUnknown). The first attempt is detached too:
+// one cut short may still run in Redis, and a resend racing it would find
+// its work done (a release: the hold gone) and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()

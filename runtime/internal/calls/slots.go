@@ -12,21 +12,14 @@ import (
 
 // SlotMaps follows a Redis Cluster's failovers for the Client's calls.
 //
-// go-redis learns of a promoted replica only when it re-reads the slot
-// map: on a MOVED or READONLY reply, or every ClusterStateReloadInterval
-// (10 s). A dead master answers nothing, so until then every call for its
-// slots fails against it, and a hold whose lock survived the promotion
-// would be lost at its deadline. So every call that fails without a reply
-// tells SlotMaps, which has each cluster client of the Client (the
-// caller's and the watchdog's own) re-read its map at once; the callers
-// retry as they do anyway. go-redis coalesces reloads (one more after a
-// 200 ms cooldown), so while a node stays dead the map is re-read about
-// every 200 ms.
-//
-// The failures stop as soon as the client whose calls failed has the new
-// map, which may be before another client re-read it: so the maps are
-// re-read once more when no failure came for trailingReload. A nil
-// *SlotMaps does nothing.
+// go-redis learns of a promoted replica only when it re-reads the slot map
+// (on MOVED or READONLY, or every 10 s), and a dead master answers
+// nothing: until then every call for its slots fails, and a hold whose
+// lock survived the promotion would be lost at its deadline. So a call
+// that fails without a reply has each cluster client of the Client (the
+// caller's and the watchdog's) re-read its map at once, and once more
+// when no failure came for trailingReload: the failures stop as soon as
+// one client has the new map. A nil *SlotMaps does nothing.
 type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close

@@ -99,15 +99,12 @@ func wellTagged(key string) bool {
 // Replied reports whether a call that failed with err (or succeeded) had
 // its outcome decided in Redis: it has a reply, or it provably never left.
 //
-// On a go-redis client that does not honour deadlines on socket reads
-// (default options), a call without its reply by its deadline is
-// abandoned (scripts.Abandoned): its caller returns on time, and the
-// command goes on to a reply that is real (an acquire may have taken the
-// lock). Settling each such call would turn every slow reply into an
-// unknown outcome, so the call resolves its own outcome from its late
-// reply: what it took is given back. Only a call whose reply never comes
-// is settled like any lost reply. Until then the registry counts the call
-// late (holds.Registry.Abandon).
+// A call abandoned at its deadline (scripts.Abandoned: a client that does
+// not honour deadlines on reads) goes on to a reply that is real (an
+// acquire may have taken the lock). Rather than turn every slow reply into
+// an unknown outcome, the call resolves its outcome from its late reply,
+// giving back what it took; only one whose reply never comes is settled
+// like any lost reply.
 func Replied(err error) bool {
 	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
 }

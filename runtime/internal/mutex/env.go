@@ -40,13 +40,11 @@ func (t *taker) ExtraKeys(h *hold) []string {
 	return t.kind.extraKeys(h.Key, h.Owner, h.Count())
 }
 
-// GiveBackLost marks the owner's outcome unknown, so its next call (an
-// Unlock of the lost hold) re-reads the count first, and settles that in
-// the background: reconcile gives back what Redis still has of the owner.
-// A hold ended at its deadline may have had its renewals reach Redis with
-// only their replies lost: Redis then keeps the lock for an owner whose
-// ctx is done. The scripts check the owner, so nothing of another owner is
-// touched, and a renewal arriving later extends nothing.
+// GiveBackLost gives back, in the background (reconcile), what Redis
+// still has of a hold ended at its deadline, whose renewals may have
+// reached Redis with only their replies lost; the owner's next call
+// re-reads its count first. The scripts check the owner: nothing of
+// another owner is touched.
 func (t *taker) GiveBackLost(h *hold) {
 	m := (*Lock)(t)
 	m.settleLater(h.Args, nil, m.env.GiveBackFor(), m.env.Reg.MarkLost(h))

@@ -10,26 +10,14 @@ import (
 
 // Grants across processes (docs/redisson.md, "Hand-offs"): a reentrant
 // lock's last release gives the lock to the longest waiting lockgen waiter
-// of any process and wakes that process only, instead of publishing to
-// every process with a waiter. The queue and its rule live in Redis
-// (grant_next.lua):
-//
-//   - a waiter's try, once its client is subscribed to the lock's channel
-//     together with its grant channel (hub.Sub.Also: one SUBSCRIBE, so one
-//     is never subscribed without the other), registers it in the queue
-//     with its lease and the try's nonce; its record lives
-//     grantRecordLife, and it tries again before that (refreshEvery);
-//   - a release grants the head only when every subscriber of the lock's
-//     channel is such a client (else a Redisson waiter could be passed
-//     over); a client whose grant channel has no subscriber is skipped;
-//   - the grant's message names the owner and the nonce; the waiter claims
-//     it (claimGrant), and a try of the grantee before that takes the
-//     grant as its own (count.lua);
-//   - a waiter that gives up leaves the queue and gives back a grant it
-//     never took (mutex_leave.lua).
-//
-// A local hand-off (handoff.go) goes first when only the releasing client
-// listens; every grantStreak-th release of a lock publishes instead.
+// of any process (grant_next.lua) and wakes that process only. A waiter's
+// try registers it in the queue with its lease and the try's nonce once
+// its client is subscribed to the lock's channel together with its grant
+// channel (hub.Sub.Also: one SUBSCRIBE, so never one without the other).
+// A release grants only when every subscriber of the lock's channel is
+// such a client (else a Redisson waiter could be passed over); the waiter
+// claims the grant (claimGrant), or its next try takes it (count.lua). A
+// local hand-off goes first; every grantStreak-th release publishes.
 
 // grantRecordLife is how long a waiter's registration lives without a
 // try: a waiter whose process hangs or is cut off while its connection

@@ -30,11 +30,9 @@ import (
 // late copy never grants). Declined: it tries at once.
 
 // handsOff reports whether m's releases and waits take part in local
-// hand-offs: a reentrant, unfenced lock, without replica sync, on a
-// Client that has not opted out and whose scripts can count the lock
-// channel's subscribers exactly: on one server, or on a cluster with
-// sharded pub/sub (SHARDNUMSUB counts every subscriber of the shard
-// channel; classic PUBSUB NUMSUB counts one node's only).
+// hand-offs: where the scripts can count the lock channel's subscribers
+// exactly, on one server or with sharded pub/sub (on a cluster, classic
+// PUBSUB NUMSUB counts one node's only).
 func (m *Lock) handsOff() bool {
 	c := m.env
 	return m.kind == Reentrant && !m.opts.Fenced && m.opts.SyncReplicas == 0 && (!c.Cluster || c.Sharded) && !c.NoHandoff && !c.handoffRefused.Load()
@@ -151,16 +149,12 @@ func (m *Lock) takesGrants() bool {
 
 // claimGrant takes the lock a release granted this waiter, in the owner's
 // turn (held on return when it took it). The grant's lease is the
-// waiter's own, cut to cut (its record in the queue), and the hold counts
-// it from the waiter's last try, sent before the grant. It claims only a
-// grant made for that try (ours: the message carried the try's nonce; a
-// delayed message may be of a grant whose lease ran out since). A cut
-// watchdog hold is claimed with the cut as all that is confirmed (it
-// returns it), renewed at the watchdog's next tick. It does not claim a
-// fixed lease longer than the cut, nor a grant whose last try is so old
-// that little of the lease is left (grantClaimable): the waiter's next try
-// finds the live grant, and count.lua counts it as its own acquisition
-// with the lease applied anew.
+// waiter's own, cut to cut (its record in the queue), counted from its
+// last try; only a grant made for that try is claimed (ours: a delayed
+// message may be of a grant whose lease ran out since). A cut watchdog
+// hold is claimed with the cut as all that is confirmed. A grant it does
+// not claim (grantClaimable) is taken by the waiter's next try, with the
+// lease applied anew (count.lua).
 func (m *Lock) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
 	if !ours {
 		return false, 0

@@ -64,16 +64,12 @@ func (m *Lock) loseHold(id holdID, n, count int) {
 	})
 }
 
-// settleLater goes on settling in the background (package settle) an
-// acquire whose reply and settlement were both lost (at; nil: only the
-// owner's count to bring back, after a hold was lost at its deadline),
-// when its owner holds nothing of the lock and so will never call again:
-// else the lock the lost request took would stay taken until its lease
-// ran out, and the unknown mark would stay for good. Once Redis answers,
-// the request is settled and reconcile gives back what it took. gen is
-// the mark the failed call left: it stops when another call of the owner
-// replaced or cleared it. It gives up after lease, when Redis has expired
-// whatever the request took, dropping its mark.
+// settleLater settles in the background an acquire whose reply and
+// settlement were both lost (at; nil: only the count to bring back), for
+// an owner that will never call again (else the lock would stay taken
+// until its lease ran out): the request is settled, and reconcile gives
+// back what it took. It stops when another call of the owner replaced or
+// cleared the mark gen, and gives up (dropping it) after lease.
 func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -160,13 +156,10 @@ func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error
 }
 
 // resolveLate takes over an acquire attempt at that its caller abandoned
-// (see lockenv.Replied), in the owner's turn. The owner's outcome on the
-// lock is unknown until the call's comes, and no call of the owner
-// reconciles before then (holds.Registry.Abandon): a copy on its way may
-// still change the count. Then what the call took is given back
-// (settleLater), at once after a reply, after its settlement when none
-// will come. A waiter it queued is withdrawn (leave, with the try's ctx
-// values: they tell whether its owner is one of its own).
+// (see lockenv.Replied). No call of the owner reconciles until its outcome
+// comes (holds.Registry.Abandon); then what it took is given back
+// (settleLater), after its settlement when no reply came. A waiter it
+// queued is withdrawn (leave, with the try's ctx values).
 func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	gen := m.env.Reg.Abandon(id)
