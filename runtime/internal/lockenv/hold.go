@@ -72,10 +72,14 @@ func RequestMarker(key, requestID string) string {
 
 // Validate checks a lock key and a lease, for every kind of lock.
 func Validate(key string, lease time.Duration) error {
+	// A "{" must open a hash tag as Redis reads one: Redisson's name
+	// helpers leave such a key alone, so its other keys share its slot
+	// only then.
+	open := strings.IndexByte(key, '{')
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", errs.InvalidKey)
-	case !wellTagged(key):
+	case open >= 0 && strings.IndexByte(key[open+1:], '}') <= 0:
 		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", errs.InvalidKey, key)
 	case lease < 0:
 		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", errs.InvalidLease, lease)
@@ -83,17 +87,6 @@ func Validate(key string, lease time.Duration) error {
 		return fmt.Errorf("%w: lease %v is shorter than %v", errs.InvalidLease, lease, MinLease)
 	}
 	return nil
-}
-
-// wellTagged reports whether key has no "{" or a hash tag as Redis reads
-// one: Redisson's name helpers leave a key with "{" alone, so its other
-// keys share its slot only when that "{" opens a real tag.
-func wellTagged(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return true
-	}
-	return strings.IndexByte(key[open+1:], '}') > 0
 }
 
 // Replied reports whether a call that failed with err (or succeeded) had

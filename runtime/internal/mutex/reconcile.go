@@ -43,7 +43,9 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 		if n < keep {
 			// The hold is lost: its ctx ends, and what Redis has
 			// left of it is given back too, not kept for no one.
-			m.loseHold(id, n, count)
+			m.env.Reg.Lose(id, func(h *hold) error {
+				return m.env.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
+			})
 			keep = 0
 		}
 		if n <= keep {
@@ -55,13 +57,6 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 	}
 	c.Reg.DropMark(id, 0)
 	return nil
-}
-
-// loseHold ends the local hold id, of which Redis has n of count holds.
-func (m *Lock) loseHold(id holdID, n, count int) {
-	m.env.Reg.Lose(id, func(h *hold) error {
-		return m.env.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
-	})
 }
 
 // settleLater settles in the background an acquire whose reply and
