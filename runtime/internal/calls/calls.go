@@ -89,12 +89,10 @@ func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, err
 			return v, err
 		}
 		k.Slots.Failed(err)
-		t := time.NewTimer(backoff)
-		select {
+		select { // time.After's timer needs no Stop (Go 1.23)
 		case <-ctx.Done():
-			t.Stop()
 			return v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
-		case <-t.C:
+		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}

@@ -76,7 +76,6 @@ func (s *Settler) Close() {
 // run tries the queued jobs in turn until none is left.
 func (s *Settler) run() {
 	defer s.wg.Done()
-	life := s.cfg.Life
 	backoff := MinBackoff
 	for {
 		s.mu.Lock()
@@ -99,11 +98,9 @@ func (s *Settler) run() {
 		if s.cfg.Failed != nil {
 			s.cfg.Failed()
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-life.Done():
-			t.Stop()
-		case <-t.C:
+		select { // time.After's timer needs no Stop (Go 1.23)
+		case <-s.cfg.Life.Done():
+		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, MaxBackoff)
 	}
