@@ -1,14 +1,8 @@
-// Package mutex is the engine behind runtime's Mutex handles: the
-// reentrant lock (Client.Mutex, FencedLock), the fair lock, the two sides
-// of a read-write lock, and the atomic multi-lock (Multi), in Redisson's
-// layouts. A handle validates its arguments, calls a Lock and reports the
-// events it returns; everything between the call and Redis is here: the
-// tries, waiting (an await.Spec), replica sync, releases and the
-// hand-offs and grants they make, and the settlement of unknown outcomes
-// and late replies (docs/architecture.md maps the files).
-//
-// It works through Env (the Client's lockenv.Env and the engine's state
-// per Client). runtime's *LockError and Event reach it only through
+// Package mutex is the engine behind runtime's Mutex handles (the
+// reentrant, fenced and fair locks, the sides of a read-write lock) and
+// atomic multi-locks, in Redisson's layouts: everything between a
+// handle's call and Redis (docs/architecture.md maps the files). It works
+// through Env; runtime's errors and events reach it only through
 // lockenv.Env's Fail and WaitStarted, so nothing here imports runtime.
 //
 // Invariants:

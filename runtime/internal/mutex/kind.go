@@ -95,11 +95,9 @@ type attempt struct {
 	count   int            // the owner's hold count before the call
 	waiting bool           // acquire: the caller waits if not taken
 	fence   *int64         // acquire of a fenced lock: receives the token
-	grant   bool           // acquire of a fair lock: a release may grant it (fair.go)
-	// queued: a reentrant waiter's try registers it for grants across
-	// processes with lease argument grantPx ("0": it takes none; grant.go).
-	queued  bool
-	grantPx any
+	grant   bool           // acquire of a fair lock: a release may grant it
+	queued  bool           // acquire: registers the waiter for grants (grant.go)
+	grantPx any            // the lease a grant takes with it ("0": none)
 }
 
 // reentrant is Redisson's RLock: Client.Mutex.

@@ -325,10 +325,8 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if d.Lost != nil {
 		return "", time.Time{}, m.fail("release", d.Lost)
 	}
-	var (
-		res releaseResult
-		err error
-	)
+	var res releaseResult
+	var err error
 	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (looked for when the hold came through the

@@ -1,16 +1,11 @@
-// Package semaphore is the engine behind runtime's counters; a handle
-// validates its arguments, calls the engine and reports the events.
-//
-// Sem is runtime.Semaphore's: a permit-expirable semaphore in the layout
-// of Redisson's RPermitExpirableSemaphore: the free count at the key, the
-// held permits in the sorted set {key}:timeout (member: a 16-byte permit
-// id, score: its expiry in epoch ms), the channel redisson_sc:{key}.
-// Plain is runtime.PlainSemaphore's, in the layout of RSemaphore: the same
-// count and channel, no permit ids and no leases. Latch is runtime.Latch's,
-// in the layout of RCountDownLatch: the count at the key, no TTL. Plain
-// and Latch are counters changed by scripts sent once (sentOnce), without
-// holds. All work through the Client's lockenv.Env and keep no state of
-// their own: each is a value made per handle.
+// Package semaphore is the engine behind runtime's counters, in Redisson's
+// layouts. Sem is runtime.Semaphore's (RPermitExpirableSemaphore: the
+// free count at the key, the held permits in the sorted set {key}:timeout,
+// member a 16-byte permit id, score its expiry in epoch ms, the channel
+// redisson_sc:{key}); Plain is runtime.PlainSemaphore's (RSemaphore: the
+// same count and channel, no permit ids, no leases); Latch is
+// runtime.Latch's (RCountDownLatch: the count at the key, no TTL). Each is
+// a value made per handle, with no state of its own.
 //
 // Invariants:
 //
