@@ -89,8 +89,8 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	case scripts.IsReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
-		if refusesHandoff(err) {
-			c.refuseHandoffs(err)
+		if refusesHandoff(err) && !c.handoffRefused.Swap(true) {
+			c.Log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
 		}
 		o.State = hub.OfferDeclined
 		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)

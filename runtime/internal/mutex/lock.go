@@ -285,7 +285,7 @@ const leaveWithin = 15 * time.Millisecond
 // cancellation (within the Client's ReleaseTimeout), and returns its
 // owner and start.
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
-	var acq *acquisition
+	var acq *holds.Acquisition
 	if hc := m.env.Reg.Of(ctx); hc != nil {
 		acq = holds.Find(hc, holdID{Key: m.key, Field: m.kind.field(hc.Owner())})
 	}
