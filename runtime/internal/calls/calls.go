@@ -10,8 +10,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Limits bounds the calls that must finish even when their caller gave
-// up (releases, settlements).
+// Limits bounds the calls that must finish after their caller gave up.
 type Limits struct {
 	Timeout time.Duration // Options.ReleaseTimeout
 	Slots   *SlotMaps
@@ -41,8 +40,7 @@ func (k *Limits) Yield(ctx context.Context) context.Context {
 	return scripts.WithCallBound(ctx, limit)
 }
 
-// Detached returns a ctx that survives the caller's cancellation and ends
-// at Limit.
+// Detached returns a ctx that survives the caller's cancellation and ends at Limit.
 func (k *Limits) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return k.DetachedUntil(ctx, k.Limit(ctx))
 }

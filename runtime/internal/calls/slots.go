@@ -51,8 +51,7 @@ func (s *SlotMaps) Failed(err error) {
 	}
 }
 
-// Reload has every cluster client re-read its slot map in the background,
-// now and trailingReload after the last call of Reload.
+// Reload has every cluster client re-read its slot map, now and trailingReload after the last Reload.
 func (s *SlotMaps) Reload() {
 	if s == nil || len(s.clients) == 0 {
 		return

@@ -28,8 +28,7 @@ const MinLease = 10 * time.Millisecond
 // of its Client's uuid (runtime.PermitOwnerLen).
 const PermitOwnerLen = 8
 
-// Env is what a Client's locks work through, shared by every handle of
-// the Client.
+// Env is what a Client's locks work through, shared by all its handles.
 type Env struct {
 	RDB redis.UniversalClient // the caller's client: tries and releases
 	// Renewal is the client that honours ctx deadlines (RDB, or
@@ -112,8 +111,7 @@ type warned struct {
 	dropped int
 }
 
-// warn writes msg unless one with the same message was written less than
-// logInterval ago; then it only counts it.
+// warn writes msg unless it was written less than logInterval ago; then it counts it.
 func (w *warnings) warn(log *slog.Logger, msg string, args ...any) {
 	now := time.Now()
 	w.mu.Lock()

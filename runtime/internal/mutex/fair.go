@@ -42,8 +42,7 @@ func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64
 	}).Int64()
 }
 
-// leave also gives back a grant that came as the waiter gave up
-// (untakenGrant).
+// leave also gives back a grant that came as the waiter gave up (untakenGrant).
 func (fair) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	c := m.env
 	return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{

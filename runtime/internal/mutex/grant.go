@@ -34,8 +34,7 @@ type grantStreaks [64]atomic.Uint32
 
 var grantSeed = maphash.MakeSeed()
 
-// allow reports whether this release of key may grant across processes:
-// all but every grantStreak-th.
+// allow reports whether this release of key may grant: all but every grantStreak-th.
 func (g *grantStreaks) allow(key string) bool {
 	return g[maphash.String(grantSeed, key)%64].Add(1)%grantStreak != 0
 }

@@ -193,8 +193,7 @@ func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool,
 	return true, confirmed
 }
 
-// grantNames returns m's, made on first use (racing first uses make equal
-// values).
+// grantNames returns m's, made on first use (racing first uses make equal values).
 func (m *Lock) grantNames() *grantNames {
 	if n := m.names.Load(); n != nil {
 		return n

@@ -45,8 +45,7 @@ func (k Kind) channel(key, owner string) string {
 	return LockChannel(key)
 }
 
-// extraKeys are the keys renewed with a hold besides the lock hash: a
-// read hold's timeout keys.
+// extraKeys are the keys renewed with a hold besides the hash: a read hold's timeout keys.
 func (k Kind) extraKeys(key, owner string, count int) []string {
 	if k != Read {
 		return nil
@@ -58,8 +57,7 @@ func (k Kind) extraKeys(key, owner string, count int) []string {
 	return keys
 }
 
-// waits reports whether a waiter of m leaves traces in Redis to withdraw
-// when it gives up.
+// waits reports whether a waiter of m leaves traces in Redis to withdraw when it gives up.
 func (k Kind) waits(m *Lock) bool {
 	switch k {
 	case Reentrant:
@@ -152,8 +150,7 @@ func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__c
 // tokenKey names a fenced lock's token counter (Redisson's getTokenName).
 func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
 
-// fencedAcquire is reentrant.acquire for a fenced lock: the same reply,
-// with the token written to *at.fence when taken.
+// fencedAcquire is reentrant.acquire for a fenced lock, writing the token to *at.fence.
 func fencedAcquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
 		3: a.Key, at.marker, tokenKey(m.key),

@@ -43,8 +43,7 @@ type Options struct {
 	Fenced       bool          // Reentrant: every acquisition increments a token (FencedLock)
 }
 
-// A Lock is the engine of one lock handle: one key of one Kind on one
-// Client. It is safe for concurrent use.
+// A Lock is the engine of one lock handle: one key of one Kind. It is safe for concurrent use.
 type Lock struct {
 	env   *Env
 	key   string
@@ -65,8 +64,7 @@ func (m *Lock) Key() string { return m.key }
 // KindName is the lock's kind as events name it.
 func (m *Lock) KindName() string { return kindNames[m.kind] }
 
-// Batchable reports whether the lock can be taken with others in one
-// multi-lock script.
+// Batchable reports whether the lock can be taken with others in one multi-lock script.
 func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
 
 // WaitChannel is the channel a waiter of owner sleeps on.
@@ -429,8 +427,7 @@ func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", errs.InvalidArgument, rdb)
 }
 
-// IsLocked reports whether anyone holds the lock (for a read-write lock:
-// either side).
+// IsLocked reports whether anyone holds the lock (for a read-write lock: either side).
 func (m *Lock) IsLocked(ctx context.Context) (bool, error) {
 	n, err := m.inspect(ctx, "exists", m.key)
 	return n == 1, err

@@ -41,8 +41,7 @@ func (l *Multi) fail(op string, err error) error {
 	return l.env.Fail(op, l.name, strings.Join(keys, ","), err)
 }
 
-// Acquire takes every member as owner with one script call per attempt,
-// and sleeps on the channel of the member that blocked it.
+// Acquire takes every member as owner, sleeping on the channel of the member that blocked it.
 func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.env
 	n := len(l.locks)

@@ -105,8 +105,7 @@ func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attemp
 	return m.reconcile(ctx, via, a) == nil
 }
 
-// readFence sets *fence to the token counter, for an acquisition settled
-// as taken after its reply was lost.
+// readFence sets *fence to the token counter, for an acquisition whose reply was lost.
 func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()

@@ -26,8 +26,7 @@ type Acquiring struct {
 	started  bool  // EventWaitStarted was reported (once a wait)
 }
 
-// Record records the hold the acquisition took and returns its ctx, then
-// ends the turn the successful attempt kept.
+// Record records the hold taken and returns its ctx, then ends the turn the try kept.
 func (w *Acquiring) Record() (context.Context, error) {
 	m, c := w.m, w.m.env
 	id := holdID{Key: m.key, Field: w.a.FieldID()}

@@ -18,8 +18,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
-// A Lock is the engine of one RedLock handle: one key, a reentrant lock
-// on every node. It is safe for concurrent use.
+// A Lock is the engine of one RedLock handle: a reentrant lock on every node. It is safe for concurrent use.
 type Lock struct {
 	env    *lockenv.Env // the Client's own: owners, errors, Close
 	key    string
@@ -191,8 +190,7 @@ func (l *Lock) releaseParts(parts []context.Context) {
 	wg.Wait()
 }
 
-// hold is one acquisition of a RedLock: its parts, each a hold in its
-// node Client's registry.
+// hold is one acquisition of a RedLock: its parts, each a hold in its node Client's registry.
 type hold struct {
 	owner    string
 	start    time.Time

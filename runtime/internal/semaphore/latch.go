@@ -34,8 +34,7 @@ func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	return set == 1, nil
 }
 
-// CountDown counts the latch down by one, once: a lost reply is an
-// unknown outcome.
+// CountDown counts the latch down by one, sent once: a lost reply is an unknown outcome.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err(); err != nil {
 		return l.fail("count-down", sentOnce(err))

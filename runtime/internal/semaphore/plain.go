@@ -70,8 +70,7 @@ func (c *counter) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	return set == 1, nil
 }
 
-// Acquire waits up to wait (0: one try; < 0: until ctx is done) to take
-// n permits (see runtime.PlainSemaphore.TryAcquire).
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) to take n permits.
 func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.env.RDB, 1, []any{3: p.key, n}).Int64()
@@ -101,8 +100,7 @@ func (p *Plain) Release(ctx context.Context, n int) error {
 	return p.add(dctx, "release", n)
 }
 
-// AddPermits adds n (which may be negative) to the free count, and wakes
-// waiters for the permits that came free.
+// AddPermits adds n (which may be negative) to the free count, waking waiters for those freed.
 func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil

@@ -42,8 +42,7 @@ func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", ke
 // nothing else in Redis names), then random bytes, which keep ids unique.
 const permitIDLen = 16
 
-// newPermitIDs returns n permit ids of the Client whose uuid starts with
-// prefix, back to back.
+// newPermitIDs returns n permit ids, back to back, of the Client whose uuid starts with prefix.
 func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
 	ids := make([]byte, n*permitIDLen)
 	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
@@ -53,8 +52,7 @@ func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
 	return ids
 }
 
-// Acquiring is one acquisition of n permits in progress. Once taken,
-// Record records the hold.
+// Acquiring is one acquisition of n permits in progress; once taken, Record records the hold.
 type Acquiring struct {
 	s      *Sem
 	ctx    context.Context
@@ -151,8 +149,7 @@ const replyAborted = -3 // semaphore_acquire.lua: a copy of an aborted request
 // errTryAborted: a try whose reply was lost was settled as not taken.
 var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
 
-// Release gives back the permits of the acquisition that ctx carries,
-// and returns its owner and start (see runtime.Semaphore.Release).
+// Release gives back the permits of the acquisition ctx carries, and returns its owner and start.
 func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	var acq *holds.Acquisition // the innermost of this semaphore in ctx's chain
 	for hc := s.env.Reg.Of(ctx); hc != nil && acq == nil; hc = hc.Parent() {
@@ -200,8 +197,7 @@ func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args,
 	}).Int64()
 }
 
-// marker names the request marker of the acquisition of ids: one key per
-// acquisition, in the semaphore's slot.
+// marker names the request marker of the acquisition of ids, in the semaphore's slot.
 func (s *Sem) marker(ids string) string {
 	return lockenv.RequestMarker(s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
 }

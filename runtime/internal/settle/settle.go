@@ -48,8 +48,7 @@ type Settler struct {
 // New returns an idle Settler.
 func New(cfg Config) *Settler { return &Settler{cfg: cfg} }
 
-// Add queues j, starting the goroutine if it is not running. After Close
-// it does nothing: Redis expires what the job was about.
+// Add queues j, starting the goroutine if needed; after Close it does nothing.
 func (s *Settler) Add(j Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
