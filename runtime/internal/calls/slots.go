@@ -43,8 +43,7 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 	return s
 }
 
-// Failed is told of a call that ended with err: when no reply came from
-// Redis, the slot maps are re-read (Reload). It does not block.
+// Failed is told of a call that ended with err: without a reply, it calls Reload. It does not block.
 func (s *SlotMaps) Failed(err error) {
 	if scripts.Unreachable(err) {
 		s.Reload()

@@ -13,8 +13,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// LostError is the cause of the loss of h, found by a renewal, the lease
-// clock or a re-read: a LockError (Env.Fail) wrapping errs.LockLost.
+// LostError is the cause of the loss of h: a LockError (Env.Fail) wrapping errs.LockLost.
 func (e *Env) LostError(h *holds.Hold, why string) error {
 	return e.Fail("renew", h.Name, h.Key, fmt.Errorf("%w: %s", errs.LockLost, why))
 }

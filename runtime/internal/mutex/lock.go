@@ -433,8 +433,7 @@ func (m *Lock) IsLocked(ctx context.Context) (bool, error) {
 	return n == 1, err
 }
 
-// HoldCount is the number of holds the owner carried by ctx has on the
-// lock (0 when ctx carries no owner or it does not hold the lock).
+// HoldCount is the number of holds on the lock of the owner ctx carries (0 without one).
 func (m *Lock) HoldCount(ctx context.Context) (int, error) {
 	hc := m.env.Reg.Of(ctx)
 	if hc == nil {
@@ -485,8 +484,7 @@ func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// Token is a fenced lock's token counter as it stands: the token of the
-// latest acquisition by anyone (0 before the first).
+// Token is a fenced lock's token counter: the latest acquisition's token (0 before the first).
 func (m *Lock) Token(ctx context.Context) (int64, error) {
 	return m.inspect(ctx, "get", tokenKey(m.key))
 }

@@ -83,8 +83,7 @@ func (m *Lock) dropMark(id holdID, gen uint64) {
 	m.env.Reg.Exit(id)
 }
 
-// settleOnce makes one attempt of settleLater, in id's turn, through the
-// client that honours deadlines; true: nothing is left to do.
+// settleOnce is one attempt of settleLater, in id's turn; true: nothing is left to do.
 func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.env
 	if _, _, err := c.Reg.Enter(ctx, id, 0); err != nil {

@@ -61,8 +61,7 @@ func (l *Lock) Quorum() int { return l.quorum }
 
 func (l *Lock) fail(op string, err error) error { return l.env.Fail(op, l.name, l.key, err) }
 
-// Owner is the owner an acquisition with ctx takes the lock as: that of a
-// hold of the Client ctx carries (a re-entry), or a new one.
+// Owner is the owner of the hold of the Client ctx carries (a re-entry), or a new one.
 func (l *Lock) Owner(ctx context.Context) string {
 	if h := l.holdIn(ctx); h != nil {
 		return h.owner
@@ -316,8 +315,7 @@ func (l *Lock) join() (ws []*hub.Waiter, ready bool) {
 	return ws, ready
 }
 
-// leave takes the waiters off every node's channel (acquired: their unused
-// wake-ups are dropped rather than passed on).
+// leave takes the waiters off every node's channel (acquired: unused wake-ups are dropped).
 func (l *Lock) leave(ws []*hub.Waiter, acquired bool) {
 	for i, w := range ws {
 		l.nodes[i].hub.Leave(w, acquired)

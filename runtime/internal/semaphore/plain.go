@@ -16,8 +16,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// counter is what Sem, Plain and Latch are made of: a count at key, with
-// its channel, in a Client's Env; name is used in errors.
+// counter is what Sem, Plain and Latch are made of: a count at key, with its channel.
 type counter struct {
 	env     *lockenv.Env
 	key     string

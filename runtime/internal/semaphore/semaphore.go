@@ -27,8 +27,7 @@ type Sem struct {
 	permits  int // what a fresh semaphore starts with (0: none set)
 }
 
-// Init makes s the semaphore at key, named name, that starts with
-// permits when its count is absent.
+// Init makes s the semaphore at key, named name, starting with permits when its count is absent.
 func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
 	*s = Sem{counter: counter{env: env, key: key, name: name, channel: ChannelName(key)}, timeouts: redisnames.Suffix(key, "timeout"), permits: permits}
 }
@@ -64,8 +63,7 @@ type Acquiring struct {
 	sent   time.Time
 }
 
-// Acquire waits up to wait (0: one try; < 0: until ctx is done) for n
-// permits held with lease (lockenv.Watchdog, or fixed).
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) for n permits held with lease.
 func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*Acquiring, error) {
 	c := s.env
 	px := lease

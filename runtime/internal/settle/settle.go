@@ -26,8 +26,7 @@ type Config struct {
 	Failed func()
 }
 
-// The pause after a failed round doubles from MinBackoff up to
-// MaxBackoff, and starts again after a round that went through.
+// The pause after a failed round doubles from MinBackoff up to MaxBackoff.
 const (
 	MinBackoff = 20 * time.Millisecond
 	MaxBackoff = time.Second
