@@ -32,10 +32,10 @@ func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, 
 	return hc, nil
 }
 
-// DropLost releases acq of a lost hold, and returns why it was lost (or
-// that it was released already). It sends nothing and does not wait for
-// the owner's turn: a give-back under way may hold it while Redis is cut
-// off, and it alone gives back what Redis may still have.
+// DropLost releases acq of a lost hold and returns why it was lost
+// (errs.NotHeld if released already). It sends nothing and takes no turn:
+// a give-back may hold it while Redis is cut off, and it alone gives back
+// what Redis may still have.
 func (e *Env) DropLost(acq *holds.Acquisition) error {
 	d, ok := e.Reg.Drop(acq)
 	if !ok {
@@ -60,11 +60,9 @@ func (e *Env) MarkUnknown(id holds.ID, err error) uint64 {
 // more than a lease.
 func (e *Env) GiveBackFor() time.Duration { return 2 * e.Watchdog }
 
-// RequestMarker names the marker key of one acquire request, written only
-// off the hot path (a settlement, a resent copy finding its first done):
-// it makes the request's outcome final, so no later copy takes the lock.
-// One key per request: a later request of the owner never overwrites the
-// proof an earlier one still needs.
+// RequestMarker names the marker key of one acquire request (written off
+// the hot path): it makes the request's outcome final, so no later copy
+// takes the lock. One key per request, so no later request overwrites it.
 func RequestMarker(key, requestID string) string {
 	return redisnames.PrefixWith("lockgen_latch", key, requestID)
 }

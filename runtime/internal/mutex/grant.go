@@ -39,11 +39,9 @@ func (g *grantStreaks) allow(key string) bool {
 	return g[maphash.String(grantSeed, key)%64].Add(1)%grantStreak != 0
 }
 
-// tryState is what an acquisition's tries told of grants: the nonce of the
-// last try that registered for them ("" if not: only a grant carrying it
-// is claimed), whether any try queued the waiter in Redis (its release
-// then clears its record), and the part of the lease a claimed grant
-// confirmed (claimGrant; 0: all of it).
+// tryState is what the tries told of grants: the nonce a grant must carry
+// to be claimed, whether a try queued the waiter in Redis (its release
+// then clears its record), and what a claimed grant confirmed (0: all).
 type tryState struct {
 	nonce     string
 	queued    bool

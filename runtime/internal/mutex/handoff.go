@@ -121,11 +121,9 @@ func (m *Lock) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, 
 	return took, err
 }
 
-// refusesHandoff reports whether a Redis error to the hand-off script says
-// the server will never run it: an ACL without PUBSUB (NOPERM, or an ERR
-// worded by the version: "can't run this command" before 7.2, "has no
-// permissions" from 7.2), or PUBSUB barred in scripts. Other errors (a
-// server loading, a replica turned read-only) pass.
+// refusesHandoff reports whether an error to the hand-off script says the
+// server will never run it: an ACL without PUBSUB (NOPERM, or an ERR worded
+// by version), or PUBSUB barred in scripts; not LOADING, READONLY...
 func refusesHandoff(err error) bool {
 	if redis.HasErrorPrefix(err, "NOPERM") {
 		return true

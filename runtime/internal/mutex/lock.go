@@ -128,12 +128,10 @@ func (m *Lock) spec() holds.Spec {
 	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
 }
 
-// tryAcquire runs the kind's acquire script once, in the owner's turn on
-// the lock. A lost reply is settled: the attempt took the lock, or is
-// marked aborted so it never will. When it took the lock the turn is held
-// on return, for the caller to record the hold (and *fence is the token
-// of a fenced lock). One abandoned at its deadline resolves its late
-// reply itself (resolveLate).
+// tryAcquire runs the kind's acquire script once, in the owner's turn
+// (held on return when it took the lock). A lost reply is settled: it took
+// the lock, or is marked aborted so it never will; one abandoned at its
+// deadline resolves its late reply itself (resolveLate).
 func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -376,11 +374,10 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 	return releaseResult(n), err
 }
 
-// acquireReplicated runs one acquire attempt and, when it took the lock,
-// WAITs until SyncReplicas replicas acknowledge it, on one connection to
-// the key's master (WAIT counts its own connection's writes). Too few
-// acknowledgements undo it and report errs.NotReplicated: Redisson's
-// checkLockSyncedSlaves, without leaving the lock behind.
+// acquireReplicated runs one attempt and WAITs for SyncReplicas replicas
+// on the same connection (WAIT counts its own connection's writes); too
+// few undo it (errs.NotReplicated): Redisson's checkLockSyncedSlaves,
+// without leaving the lock behind.
 func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
 	conn, err := stickyConn(ctx, m.env.RDB, m.key)
 	if err != nil {

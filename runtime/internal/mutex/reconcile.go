@@ -14,13 +14,11 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// reconcile brings the owner's count of a in Redis back to the client's,
-// if the last outcome of a call on it was unknown; the caller has the
-// turn. After an unknown outcome Redis may have one more count than the
-// client, and the scripts, which tell a resend from a new request by the
-// count, would take the owner's next request for a copy of the lost one.
-// A hold Redis has fewer counts of is lost; extra counts are given back
-// (the last with a full release, which wakes a waiter).
+// reconcile brings the owner's count of a in Redis back to the client's
+// after an unknown outcome (in the caller's turn): else the scripts, which
+// tell a resend by the count, would take the next request for a copy of
+// the lost one. A hold Redis has fewer counts of is lost; extra counts are
+// given back (the last with a full release, which wakes a waiter).
 func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -134,12 +132,10 @@ func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, err
 	return m.reapply(ctx, a, at)
 }
 
-// reapply confirms a new acquisition that settle.lua found taken when it
-// may be a grant instead (fair_next.lua, grant_next.lua), whose lease runs
-// from the release and is cut to the waiter's record, while the hold
-// counts its lease from the request. The request is sent again with the
-// same marker: count.lua takes the copy as a resend (or the grant taken)
-// and re-applies the lease, or refuses it (-3) when the hold is gone.
+// reapply confirms a new acquisition settle.lua found taken that may be a
+// grant, whose lease runs from the release, cut to the waiter's record: a
+// copy of the request (count.lua) re-applies the lease from the request,
+// or is refused (-3) when the hold is gone.
 func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error) {
 	at.waiting, at.grant, at.queued = false, false, false // one try, never a join
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {

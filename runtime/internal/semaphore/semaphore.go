@@ -35,10 +35,9 @@ func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
 // ChannelName is Redisson's channel of a semaphore of either layout.
 func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
 
-// permitIDLen is the length of a raw permit id, as Redisson's. A lockgen
-// permit id starts with the first lockenv.PermitOwnerLen bytes of its
-// Client's uuid (so lockgen inspect can find the owner of a permit, which
-// nothing else in Redis names), then random bytes, which keep ids unique.
+// permitIDLen is the length of a raw permit id, as Redisson's. Its first
+// lockenv.PermitOwnerLen bytes are the Client's uuid's (so lockgen inspect
+// can find a permit's owner), then random bytes keep ids unique.
 const permitIDLen = 16
 
 // newPermitIDs returns n permit ids, back to back, of the Client whose uuid starts with prefix.
