@@ -10,10 +10,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Limits bounds the calls that must finish even when their caller gave
-// up (releases, settlements): by the Client's ReleaseTimeout, or by the
-// call a try belongs to (scripts.WithCallBound). A failure without a reply
-// has the cluster's slot maps re-read (SlotMaps).
+// Limits bounds the calls that must finish after their caller gave up.
 type Limits struct {
 	Timeout time.Duration // Options.ReleaseTimeout
 	Slots   *SlotMaps
@@ -22,19 +19,14 @@ type Limits struct {
 	Gate *renew.Admission
 }
 
-// yieldFor bounds how long a release waits for the watchdog's renewals to
-// catch up (Yield): short, since the lock it frees is held by no one
-// meanwhile.
+// yieldFor bounds a release's Yield: short, since the lock it frees is
+// held by no one meanwhile.
 const yieldFor = 20 * time.Millisecond
 
 // Yield holds a release back while the watchdog's renewals run behind
-// (the admission gate is closed), until the gate opens or yieldFor has
-// passed: held locks come before freed ones. A flood of releases would
-// take the Redis and client CPU that the renewals of the holds not yet
-// released need, and lose them. The released hold's ctx is done already;
-// the pause only delays when others may take the lock. It counts in the
-// release's ReleaseTimeout: the ctx it returns carries the limit the
-// release had before it waited, as its call's bound.
+// (the admission gate is closed), up to yieldFor: a flood of releases
+// would take the CPU the renewals of the held locks need. The pause counts
+// in the release's ReleaseTimeout (the ctx returned carries its bound).
 func (k *Limits) Yield(ctx context.Context) context.Context {
 	if k.Gate == nil || !k.Gate.Closed() {
 		return ctx
@@ -48,9 +40,7 @@ func (k *Limits) Yield(ctx context.Context) context.Context {
 	return scripts.WithCallBound(ctx, limit)
 }
 
-// Detached returns a ctx that survives the caller's cancellation and ends
-// at Limit: releases and settlements must finish even when the caller has
-// given up. What is left at a call's bound is settled in the background.
+// Detached returns a ctx that survives the caller's cancellation and ends at Limit.
 func (k *Limits) Detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return k.DetachedUntil(ctx, k.Limit(ctx))
 }
@@ -73,28 +63,20 @@ func (k *Limits) DetachedUntil(ctx context.Context, limit time.Time) (context.Co
 	return context.WithDeadline(context.WithoutCancel(ctx), limit)
 }
 
-// stayAttached, as a ctx value (StayAttached), keeps Detached from
-// detaching: the Client's own background work (package settle) ends with
-// Close.
 type stayAttached struct{}
 
 // StayAttached returns ctx, whose cancellation the calls made under it
-// keep (see stayAttached).
+// keep (Detached does not detach them): the Client's own background work
+// ends with Close.
 func StayAttached(ctx context.Context) context.Context {
 	return context.WithValue(ctx, stayAttached{}, true)
 }
 
-// Retry runs op, and again while it fails without a reply from Redis (a
-// transport error, which has the slot maps re-read: SlotMaps), on a ctx
-// detached from ctx's cancellation that ends at Limit, until it succeeds,
-// Redis replies with an error (which a resend would not change), or the
-// limit passes (errs.OutcomeUnknown). op must be idempotent.
-//
-// Even the first attempt is detached: one cut short by the caller's
-// cancellation may still run in Redis (on a client that does not honour
-// deadlines on reads it is abandoned, not stopped: scripts.Abandoned), and
-// a resend racing it would find its work done (a release: the hold gone)
-// and report it lost. An attempt abandoned at the limit is the last.
+// Retry runs the idempotent op on a Detached ctx, again while it fails
+// without a reply, until it succeeds, Redis replies with an error, or the
+// limit passes (errs.OutcomeUnknown). The first attempt is detached too:
+// one cut short may still run in Redis, and a resend racing it would find
+// its work done (a release: the hold gone) and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
@@ -105,12 +87,10 @@ func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, err
 			return v, err
 		}
 		k.Slots.Failed(err)
-		t := time.NewTimer(backoff)
-		select {
+		select { // time.After's timer needs no Stop (Go 1.23)
 		case <-ctx.Done():
-			t.Stop()
 			return v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
-		case <-t.C:
+		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)
 	}

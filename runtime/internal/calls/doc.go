@@ -3,15 +3,10 @@
 //
 // Limits runs a release or a settlement on a ctx detached from its
 // caller's cancellation, ending at the Client's ReleaseTimeout or at the
-// bound of the call it is part of (scripts.WithCallBound), whichever comes
-// first, and sends it again while Redis does not answer. What a retry may
-// repeat must be idempotent: the scripts' expected hold counts and request
-// markers make a resend harmless.
-//
-// SlotMaps is told of every call that failed without a reply: on a
-// cluster the node may be dead and its slots served by a promoted replica,
-// so each of the Client's cluster clients re-reads its slot map at once,
-// and once more when the failures stop (see slots.go).
+// bound of the call it is part of, whichever comes first, and sends it
+// again while Redis does not answer (a retried op must be idempotent).
+// SlotMaps has the cluster clients re-read their slot maps when a call
+// failed without a reply.
 //
 // Invariants:
 //

@@ -12,42 +12,20 @@ import (
 
 // SlotMaps follows a Redis Cluster's failovers for the Client's calls.
 //
-// When a master dies, the cluster promotes its replica within a few
-// seconds. go-redis learns of it only when it re-reads the slot map: on a
-// MOVED or READONLY reply, or every ClusterStateReloadInterval (10 s by
-// default). A dead master answers nothing, so until then every call for
-// its slots fails against it (renewals, acquisitions, releases,
-// settlements, the hub's subscriptions): a hold whose lock survived the
-// promotion would be lost at its deadline, and a lock the failover freed
-// would sit unused.
-//
-// So every call that fails without a reply tells SlotMaps, which has each
-// cluster client of the Client re-read its slot map at once (ReloadState),
-// and the callers retry as they do anyway (the watchdog within the hold's
-// deadline, a waiter within its wait, releases and settlements within
-// their bound, the hub's subscriptions through its Config.Failed).
-// go-redis coalesces reloads (one at a time, then one more after a 200 ms
-// cooldown), so while a node stays dead the map is re-read about every
-// 200 ms, and a promotion is seen within about that much.
-//
-// The failures stop as soon as the client whose calls failed has the new
-// map, which may be before another client of the Client re-read it (the
-// watchdog's renewals find the new master while the caller's idle client
-// last re-read its map just before the promotion). So the maps are re-read
-// once more when no failure came for trailingReload: a client's next call
-// then goes to the new master rather than spend go-redis' retries on the
-// dead one first.
-//
-// A nil *SlotMaps does nothing. The Client has up to two cluster clients:
-// the caller's (which the hub subscribes with too) and the watchdog's own
-// renewal client, which keeps a slot map of its own.
+// go-redis learns of a promoted replica only when it re-reads the slot map
+// (on MOVED or READONLY, or every 10 s), and a dead master answers
+// nothing: until then every call for its slots fails, and a hold whose
+// lock survived the promotion would be lost at its deadline. So a call
+// that fails without a reply has each cluster client of the Client (the
+// caller's and the watchdog's) re-read its map at once, and once more
+// when no failure came for trailingReload: the failures stop as soon as
+// one client has the new map. A nil *SlotMaps does nothing.
 type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
 
-	mu      sync.Mutex
-	last    time.Time // the last failure told
-	pending bool      // a trailing reload is scheduled
+	mu    sync.Mutex
+	trail *time.Timer // the trailing reload, reset by every Reload
 }
 
 // trailingReload is how long after the last failure the maps are re-read
@@ -65,42 +43,24 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 	return s
 }
 
-// Failed is told of a call that ended with err: when no reply came from
-// Redis (unreachable), the node may be dead and its slots served elsewhere
-// by now, so the slot maps are re-read, now and once the failures stop.
-// It does not block.
+// Failed is told of a call that ended with err: without a reply, it calls Reload. It does not block.
 func (s *SlotMaps) Failed(err error) {
 	if scripts.Unreachable(err) {
-		s.Reload() // which does nothing without cluster clients
+		s.Reload()
 	}
 }
 
-// Reload has every cluster client re-read its slot map in the background,
-// now and trailingReload after the last call of Reload.
+// Reload has every cluster client re-read its slot map, now and trailingReload after the last Reload.
 func (s *SlotMaps) Reload() {
 	if s == nil || len(s.clients) == 0 {
 		return
 	}
 	s.mu.Lock()
-	s.last = time.Now()
-	trail := !s.pending
-	s.pending = true
-	s.mu.Unlock()
-	s.reloadNow()
-	if trail {
-		time.AfterFunc(trailingReload, s.trail)
+	if s.trail == nil {
+		s.trail = time.AfterFunc(trailingReload, s.reloadNow)
+	} else {
+		s.trail.Reset(trailingReload)
 	}
-}
-
-// trail runs the trailing reload once no failure came for trailingReload.
-func (s *SlotMaps) trail() {
-	s.mu.Lock()
-	if wait := trailingReload - time.Since(s.last); wait > 0 {
-		s.mu.Unlock()
-		time.AfterFunc(wait, s.trail)
-		return
-	}
-	s.pending = false
 	s.mu.Unlock()
 	s.reloadNow()
 }

@@ -1,16 +1,9 @@
 // Package lockenv is what every lock engine of a Client works through:
-// Env, the Client's parts (the Redis clients, the hold registry, the hub,
-// the wait loop, the call limits, the settler, the ids and the boxed
-// script arguments), built once by runtime.NewClient; and the few rules
-// every kind shares: owner tokens and request ids (NewOwner,
-// NewRequestID), the request markers (RequestMarker), keys and leases
-// (Validate), recording and dropping holds (AddHold, DropLost,
-// MarkUnknown, LostError), and which replies decided an outcome
-// (Replied).
-//
-// It owns no mechanism of its own: the engines (packages mutex,
-// semaphore, redlock) do the work, and runtime's public names reach it only
-// through Env.Fail and Env.WaitStarted, so nothing here imports runtime.
+// Env, the Client's parts, built once by runtime.NewClient, and the few
+// rules every kind shares (owner tokens, request markers, validation,
+// recording holds, which replies decided an outcome). runtime's public
+// names reach it only through Env.Fail and Env.WaitStarted, so nothing
+// here imports runtime.
 //
 // Invariants:
 //

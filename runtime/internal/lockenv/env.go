@@ -28,16 +28,11 @@ const MinLease = 10 * time.Millisecond
 // of its Client's uuid (runtime.PermitOwnerLen).
 const PermitOwnerLen = 8
 
-// Env is what a Client's locks work through: its parts, built once by
-// runtime.NewClient and shared by every handle of the Client. The
-// exported fields are set before first use and never changed; its own
-// state (owner and request sequences, rate-limited warnings) lives
-// behind them.
+// Env is what a Client's locks work through, shared by all its handles.
 type Env struct {
 	RDB redis.UniversalClient // the caller's client: tries and releases
-	// Renewal is the client that honours ctx deadlines (RDB itself, or
-	// one built from its options: watchdog.DeadlineClient): background
-	// settlements go through it.
+	// Renewal is the client that honours ctx deadlines (RDB, or
+	// watchdog.DeadlineClient): background settlements go through it.
 	Renewal redis.UniversalClient
 	Reg     *holds.Registry // holds, turns and unknown outcomes
 	Hub     *hub.Hub        // where waiters sleep, and hand-offs
@@ -61,9 +56,9 @@ type Env struct {
 	Log       *slog.Logger
 
 	// Fail makes the error of a failed operation op on a lock (name,
-	// key), caused by err: runtime's *LockError. The engine returns its
-	// causes unwrapped; it makes a LockError itself only for the causes it
-	// hands to the registry (a loss, the end of a fixed lease).
+	// key), caused by err: runtime's *LockError. Inside an engine causes
+	// stay unwrapped, but those handed to the registry (a loss, the end of
+	// a fixed lease).
 	Fail func(op, name, key string, err error) error
 	// WaitStarted reports that an acquisition starts waiting (the
 	// observer's EventWaitStarted); nil without an observer.
@@ -102,15 +97,10 @@ func (e *Env) LeaseArg(lease time.Duration) any {
 // Warn writes a warning, rate-limited by kind (its message).
 func (e *Env) Warn(msg string, args ...any) { e.warned.warn(e.Log, msg, args...) }
 
-// Warnings of one kind (a failed renewal round, a lost hold, a failed
-// release) come in bursts when Redis is down: one per hold or per call.
-// Each kind is written at most once per logInterval; the next one says
-// how many were left out.
-
-// logInterval is the least time between two warnings of one kind.
+// logInterval is the least time between two warnings of one kind, which
+// come in bursts when Redis is down (one per hold or per call).
 const logInterval = 10 * time.Second
 
-// warnings rate-limits warnings by kind (their message).
 type warnings struct {
 	mu   sync.Mutex
 	last map[string]warned
@@ -121,8 +111,7 @@ type warned struct {
 	dropped int
 }
 
-// warn writes msg at Warn level unless a warning with the same message
-// was written less than logInterval ago; then it only counts it.
+// warn writes msg unless it was written less than logInterval ago; then it counts it.
 func (w *warnings) warn(log *slog.Logger, msg string, args ...any) {
 	now := time.Now()
 	w.mu.Lock()

@@ -13,8 +13,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// LostError is the cause of the loss of h, found by a renewal, the lease
-// clock or a re-read: a LockError (Env.Fail) wrapping errs.LockLost.
+// LostError is the cause of the loss of h: a LockError (Env.Fail) wrapping errs.LockLost.
 func (e *Env) LostError(h *holds.Hold, why string) error {
 	return e.Fail("renew", h.Name, h.Key, fmt.Errorf("%w: %s", errs.LockLost, why))
 }
@@ -33,10 +32,10 @@ func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, 
 	return hc, nil
 }
 
-// DropLost releases acq of a lost hold, and returns why it was lost (or
-// that it was released already). It sends nothing and does not wait for
-// the owner's turn: a give-back under way may hold that turn for as long
-// as Redis is cut off, and it alone gives back what Redis may still have.
+// DropLost releases acq of a lost hold and returns why it was lost
+// (errs.NotHeld if released already). It sends nothing and takes no turn:
+// a give-back may hold it while Redis is cut off, and it alone gives back
+// what Redis may still have.
 func (e *Env) DropLost(acq *holds.Acquisition) error {
 	d, ok := e.Reg.Drop(acq)
 	if !ok {
@@ -61,22 +60,23 @@ func (e *Env) MarkUnknown(id holds.ID, err error) uint64 {
 // more than a lease.
 func (e *Env) GiveBackFor() time.Duration { return 2 * e.Watchdog }
 
-// RequestMarker names the marker key of one acquire request. The scripts
-// write it only off the hot path: when a lost reply is settled (settle.lua),
-// or when a resent copy finds its first copy done. It makes the outcome of
-// that request final, so no copy of it arriving later takes the lock. One
-// key per request: a later request of the same owner can never overwrite
-// the proof an earlier one still needs.
+// RequestMarker names the marker key of one acquire request (written off
+// the hot path): it makes the request's outcome final, so no later copy
+// takes the lock. One key per request, so no later request overwrites it.
 func RequestMarker(key, requestID string) string {
 	return redisnames.PrefixWith("lockgen_latch", key, requestID)
 }
 
 // Validate checks a lock key and a lease, for every kind of lock.
 func Validate(key string, lease time.Duration) error {
+	// A "{" must open a hash tag as Redis reads one: Redisson's name
+	// helpers leave such a key alone, so its other keys share its slot
+	// only then.
+	open := strings.IndexByte(key, '{')
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", errs.InvalidKey)
-	case !wellTagged(key):
+	case open >= 0 && strings.IndexByte(key[open+1:], '}') <= 0:
 		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", errs.InvalidKey, key)
 	case lease < 0:
 		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", errs.InvalidLease, lease)
@@ -86,34 +86,15 @@ func Validate(key string, lease time.Duration) error {
 	return nil
 }
 
-// wellTagged reports whether key either has no "{" or has a hash tag as
-// Redis reads one (the first "{" and the next "}" with text between):
-// Redisson's name helpers leave a key with "{" alone, so its marker, channel
-// and queue keys share its slot only when that "{" opens a real tag.
-func wellTagged(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return true
-	}
-	return strings.IndexByte(key[open+1:], '}') > 0
-}
-
 // Replied reports whether a call that failed with err (or succeeded) had
 // its outcome decided in Redis: it has a reply, or it provably never left.
 //
-// On a go-redis client that does not honour a ctx's deadline on socket
-// reads (default options), a call that has not had its reply by its
-// deadline is abandoned (scripts.Abandoned): its caller returns on time,
-// and the command goes on to its reply. On a server that is only slow,
-// the reply comes, and it is real: an acquire may have taken the lock for
-// an owner whose caller was told it did not. Handing that to settlement
-// would leave a request marker for each such call and turn every slow
-// reply into an unknown outcome, so the call resolves its own outcome from
-// what actually happened: what it took is given back, a waiter it queued
-// withdrawn. Only a call whose reply never comes (its connection failed)
-// is settled like any lost reply, with its request marker. Until the
-// outcome comes, the registry counts the call late (holds.Registry.Abandon):
-// the owner's next call waits for it before it re-reads the count.
+// A call abandoned at its deadline (scripts.Abandoned: a client that does
+// not honour deadlines on reads) goes on to a reply that is real (an
+// acquire may have taken the lock). Rather than turn every slow reply into
+// an unknown outcome, the call resolves its outcome from its late reply,
+// giving back what it took; only one whose reply never comes is settled
+// like any lost reply.
 func Replied(err error) bool {
 	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
 }

@@ -11,47 +11,28 @@ import (
 
 type fair struct{ reentrant }
 
-// fairGrants holds lockgen's waiters that take grants, with the lease a
-// release grants them the lock with (see fair_next.lua).
+// fairGrants holds lockgen's waiters that take grants, with their lease.
 func fairGrants(key string) string { return redisnames.Prefix("lockgen_fair_grants", key) }
 
 func fairQueue(key string) string    { return redisnames.Prefix("redisson_lock_queue", key) }
 func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_timeout", key) }
 
-// fairWaiters is lockgen's own record of its waiters in the queue, with
-// their liveness deadlines (see fair_acquire.lua): it tells them from
-// Redisson's, whose acquisitions lower every score behind them.
+// fairWaiters records lockgen's waiters in the queue with their liveness
+// deadlines: it tells them from Redisson's (fair_acquire.lua).
 func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
 
 func (fair) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c := m.env
-	join := "0"
-	if at.waiting {
-		join = "1"
-	}
 	grant := "0"
 	if at.grant {
-		// The lease a release may grant it the lock with, and this try's
-		// nonce (its marker), which the grant's message carries back.
+		// The lease to grant, and the try's nonce for the message.
 		grant = fmt.Sprint(at.px) + ":" + at.marker
 	}
 	return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
 		3: a.Key, fairQueue(m.key), fairTimeouts(m.key), at.marker, fairWaiters(m.key), fairGrants(m.key),
-		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, join,
+		at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, flag(at.waiting),
 		LockChannel(m.key), c.Publish, grant,
 	}).Int64()
-}
-
-// settle decides a try whose reply was lost, as a reentrant lock's
-// (settle.lua), then confirms a new acquisition found taken with a copy of
-// the try (Lock.reapply): the release may have granted the waiter the
-// lock (fair_next.lua) before the try was sent.
-func (f fair) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
-	took, err := f.reentrant.settle(ctx, m, a, at)
-	if err != nil || !took || at.count != 0 || !m.takesGrants() {
-		return took, err
-	}
-	return m.reapply(ctx, a, at, f.acquire)
 }
 
 func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
@@ -61,9 +42,7 @@ func (fair) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64
 	}).Int64()
 }
 
-// leave also gives back a lock granted to a waiter that gave up as the
-// grant was on its way: only for an owner of its own holding nothing of
-// the lock here, since then a hold in Redis can only be that grant.
+// leave also gives back a grant that came as the waiter gave up (untakenGrant).
 func (fair) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
 	c := m.env
 	return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{

@@ -8,83 +8,48 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Local hand-off: the last release of a reentrant lock gives the lock, in
-// its own script call, to the longest waiter of the same Client, when no
-// one else listens on the lock's channel (lua/handoff.lua asks Redis how
-// many subscribers it has: one is this Client's hub). The waiter then holds
-// the lock one round trip after the release started, instead of two (the
-// unlock message, then its own acquire), and without a pub/sub wake-up.
+// The Mutex's side of every way a release gives the lock to a waiter
+// without the waiter's own try (docs/redisson.md, "Hand-offs"): the local
+// hand-off, the grants across processes (grant.go) and a fair lock's
+// grants (fair_next.lua), which a waiter claims alike (claimGrant).
 //
-// Nobody is overtaken. A waiter of another process (lockgen or Redisson)
-// subscribes before it sleeps, and from then on the release publishes as
-// usual; within the Client the grantee is the waiter the unlock message
-// would have woken. Every hub.HandoffStreak hand-offs in a row the release
-// publishes anyway, for a waiter Redis cannot count: a Redisson client
-// subscribed on a replica (its subscriptionMode SLAVE).
-//
-// The protocol (the hub's side: hub.Offer, hub.Settle, hub.Unpark): a
-// waiter that may be handed the lock (grantable: a reentrant, unfenced lock
-// without replica sync, on one server or a cluster with sharded pub/sub,
-// waited for by an owner of its own, a top-level Lock: the hand-off
-// acquires for the owner outside the owner's turn, which another goroutine
-// sharing the owner's ctx could take meanwhile) is parked while it
-// sleeps; the releaser takes the offer, runs the hand-off script with the
-// waiter's owner token, lease and a fresh request marker, and settles the
-// offer once its own hold's ctx is done.
-// The waiter, woken or not, unparks first and waits for a pending offer's
-// outcome: it never tries while one is in flight (its try would count the
-// grant as its own resend). Granted: it holds the lock from the time the
-// script was sent. Unknown (no reply): it settles the grant as a lost
-// acquire (settle.lua marks it aborted unless it took the lock, so a late
-// copy never grants). Declined (released, or no longer the owner): it
-// tries at once.
-//
-// This file holds the Mutex's side of every way a release gives the lock
-// to a waiter without the waiter's own try: the local hand-off above, the
-// grants across processes (their queue's names and rules: grant.go) and a
-// fair lock's grants (fair_next.lua), which a waiter claims alike
-// (claimGrant).
+// A local hand-off (handoff.lua) gives the lock to the longest waiter of
+// the same Client when no one else listens on the lock's channel. The
+// waiter is parked while it sleeps (hub.Offer, Settle, Unpark); the
+// releaser runs the script with the waiter's owner, lease and a fresh
+// request marker, and settles the offer once its own hold's ctx is done.
+// The waiter never tries while an offer to it is in flight (its try would
+// count the grant as its own resend). Granted: it holds the lock from the
+// script's send. Unknown: it settles the grant as a lost acquire (so a
+// late copy never grants). Declined: it tries at once.
 
 // handsOff reports whether m's releases and waits take part in local
-// hand-offs: a reentrant, unfenced lock, without replica sync, on a
-// Client that has not opted out and whose scripts can count the lock
-// channel's subscribers exactly: on one server, or on Redis Cluster with
-// sharded pub/sub (SHARDNUMSUB on the slot's master counts every
-// subscriber of the shard channel; the scripts count with it when they
-// SPUBLISH). Not on a cluster with classic pub/sub: PUBSUB NUMSUB counts
-// one node's subscribers only, so a release would not see the other
-// Clients' waiters.
+// hand-offs: where the scripts can count the lock channel's subscribers
+// exactly, on one server or with sharded pub/sub (on a cluster, classic
+// PUBSUB NUMSUB counts one node's only).
 func (m *Lock) handsOff() bool {
 	c := m.env
 	return m.kind == Reentrant && !m.opts.Fenced && m.opts.SyncReplicas == 0 && (!c.Cluster || c.Sharded) && !c.NoHandoff && !c.handoffRefused.Load()
 }
 
-// releaseHandingOff is the last release of a hold of m (count 1) that
-// hands the lock to a parked waiter of this Client if one can take it.
-// The returned offer, if made, must be settled with hub.Settle once the
-// releasing hold's ctx is ended.
+// releaseHandingOff is the last release of a hold of m (count 1), handing
+// the lock to a parked waiter of this Client if one can take it. An offer
+// made must be settled (hub.Settle) once the releasing hold's ctx ended.
 func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (releaseResult, hub.Offer, error) {
 	c := m.env
 	channel := LockChannel(m.key)
 	o := c.Hub.Offer(channel)
-	known := o.Known
-	if !known && !queued {
+	if !o.Known && !queued {
 		// No waiter here, nor lately, and the hold did not come through
 		// the queue in Redis: most likely no one waits anywhere.
 		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)
 		return res, o, err
-	}
-	// Is one of the channel's subscribers this client? The script checks
-	// where it runs (its grant channel, subscribed with the lock's): the
-	// hub may not know yet that the server dropped its subscription.
-	own := "0"
-	if known {
-		own = "1"
 	}
 	o.Sent = time.Now()
 	names := m.grantNames()
@@ -96,14 +61,11 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	} else {
 		field, px = "", "0"
 	}
-	across := "0"
-	if c.grants.allow(m.key) {
-		across = "1"
-	}
-	records := "0" // the releaser's and the grantee's records in the queue
-	if queued || o.Queued {
-		records = "1"
-	}
+	// own: one of the channel's subscribers is this client, which the
+	// script checks where it runs (its grant channel, subscribed with the
+	// lock's): the hub may not know yet that the server dropped it.
+	// records: the releaser's or the grantee's record is in the queue.
+	own, across, records := flag(o.Known), flag(c.grants.allow(m.key)), flag(queued || o.Queued)
 	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Handoff.Run(ctx, c.RDB, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
@@ -127,8 +89,8 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	case scripts.IsReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
-		if refusesHandoff(err) {
-			c.refuseHandoffs(err)
+		if refusesHandoff(err) && !c.handoffRefused.Swap(true) {
+			c.Log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
 		}
 		o.State = hub.OfferDeclined
 		res, err := m.release(ctx, c.RDB, a, true, c.Watchdog, 1)
@@ -138,14 +100,13 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	return 0, o, err
 }
 
-// claimOffer takes the lock a release handed to this waiter (granted), or
-// settles a grant whose outcome is unknown, in the owner's turn. When it
-// took the lock the turn is held on return, as after a successful try.
+// claimOffer takes the lock a release handed to this waiter, or settles a
+// hand-off whose outcome is unknown, in the owner's turn (held on return
+// when it took the lock).
 func (m *Lock) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, state hub.OfferState, marker string) (bool, error) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	// A waiter's owner has no hold of this lock: no other call of it on
-	// the lock is in flight, and the turn is free.
+	// A waiter's owner holds nothing of the lock: the turn is free.
 	_, px, err := c.Reg.Enter(context.WithoutCancel(ctx), id, lease)
 	if err != nil {
 		return false, err
@@ -160,12 +121,9 @@ func (m *Lock) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, 
 	return took, err
 }
 
-// refusesHandoff reports whether a Redis error to the hand-off script says
-// the server will never run it: an ACL without PUBSUB, or PUBSUB barred in
-// scripts. Other errors (a server loading, a replica turned read-only)
-// pass. A script's ACL refusal is worded by the server's version: NOPERM,
-// or an ERR that says the user "can't run this command" (Redis 6.2, 7.0)
-// or "has no permissions" (7.2 on).
+// refusesHandoff reports whether an error to the hand-off script says the
+// server will never run it: an ACL without PUBSUB (NOPERM, or an ERR worded
+// by version), or PUBSUB barred in scripts; not LOADING, READONLY...
 func refusesHandoff(err error) bool {
 	if redis.HasErrorPrefix(err, "NOPERM") {
 		return true
@@ -180,30 +138,21 @@ func refusesHandoff(err error) bool {
 }
 
 // takesGrants reports whether m's waiters may be granted the lock by a
-// release (fair_next.lua): the head of the queue, if it is such a lockgen
-// waiter, holds the lock one message after the release, without an
-// acquire of its own, whichever process released it. Not with replica
-// sync (a grant waits for no replica), nor with Options.NoHandoff. Only a
-// waiter with an owner of its own takes grants (see Lock.waitSpec).
+// fair release of any process (fair_next.lua): not with replica sync (a
+// grant waits for no replica), nor with NoHandoff. Only a waiter with an
+// owner of its own takes grants (see Lock.waitSpec).
 func (m *Lock) takesGrants() bool {
 	return m.kind == Fair && m.opts.SyncReplicas == 0 && !m.env.NoHandoff
 }
 
 // claimGrant takes the lock a release granted this waiter, in the owner's
 // turn (held on return when it took it). The grant's lease is the
-// waiter's own, cut to cut (a fair waiter's queue record, fair_next.lua;
-// a reentrant waiter's record, grant_next.lua), and the hold counts it
-// from the waiter's last try, sent before the grant. It claims only a
-// grant made for that try (ours: the message carried the try's nonce; a
-// message delayed past a later try may be of a grant whose lease ran out
-// since). A watchdog hold whose lease was cut is claimed with the cut as
-// all that is confirmed (it returns it): the hold's deadline counts it, and
-// the watchdog renews it at its next tick. It does not claim a fixed lease
-// longer than the cut, nor when the last try is so old that little of the
-// lease would be left (for a cut watchdog hold, less than half of it after
-// a tick): the waiter's next try finds a live grant, and count.lua
-// counts it as the waiter's own acquisition with the lease applied anew
-// from that try.
+// waiter's own, cut to cut (its record in the queue), counted from its
+// last try; only a grant made for that try is claimed (ours: a delayed
+// message may be of a grant whose lease ran out since). A cut watchdog
+// hold is claimed with the cut as all that is confirmed. A grant it does
+// not claim (grantClaimable) is taken by the waiter's next try, with the
+// lease applied anew (count.lua).
 func (m *Lock) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
 	if !ours {
 		return false, 0
@@ -218,11 +167,9 @@ func (m *Lock) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ou
 	return took, confirmed
 }
 
-// grantClaimable is claimGrant's decision, for a hold of lease px (a
-// watchdog hold's: watchdog) granted with its lease cut to cut, whose
-// last try was sent age ago, on a watchdog that ticks every tick: whether
-// the grant is claimed, and what of its lease is confirmed when only the
-// cut is (0: all of it).
+// grantClaimable is claimGrant's decision for a hold of lease px granted
+// with its lease cut to cut, whose last try was sent age ago: whether it
+// is claimed, and what of its lease is confirmed (0: all of it).
 func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool, confirmed time.Duration) {
 	if cut < px {
 		if !watchdog {
@@ -244,18 +191,20 @@ func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool,
 	return true, confirmed
 }
 
-// grantNames returns m's, made on first use (concurrent first uses make
-// equal values; one is kept).
+// grantNames returns m's, made on first use (racing first uses make equal values).
 func (m *Lock) grantNames() *grantNames {
 	if n := m.names.Load(); n != nil {
 		return n
 	}
 	n := &grantNames{
-		queue:   grantQueue(m.key),
-		records: grantRecords(m.key),
-		hubs:    grantHubs(m.key),
+		queue:   redisnames.Prefix("lockgen_lock_queue", m.key),
+		records: redisnames.Prefix("lockgen_lock_grants", m.key),
+		hubs:    redisnames.Prefix("lockgen_lock_hubs", m.key),
 		lockCh:  LockChannel(m.key),
-		channel: grantChannel(m.key, m.env.ID),
+		// Under Redisson's prefix, so that an ACL granting &redisson_*
+		// grants it. It cannot be a Redisson fair waiter's channel
+		// (…:<client id>:<thread id>) nor a lockgen one's (…:<owner>).
+		channel: LockChannel(m.key) + ":" + m.env.ID,
 	}
 	m.names.Store(n)
 	return n
@@ -272,17 +221,6 @@ func (m *Lock) queueTry(ctx context.Context, a lockArgs, px time.Duration, waiti
 		return true, "0"
 	}
 	return true, c.LeaseArg(px)
-}
-
-// grantLeave takes a reentrant waiter that gave up out of the queue, and
-// gives back a grant it never took (see fair.leave).
-func (m *Lock) grantLeave(ctx context.Context, a lockArgs) (int64, error) {
-	c := m.env
-	n := m.grantNames()
-	return scripts.MutexLeave.Run(ctx, c.RDB, 5, []any{
-		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
-		a.Owner, c.Publish, m.untakenGrant(ctx, a), n.lockCh,
-	}).Int64()
 }
 
 // untakenGrant is the leave scripts' "may a hold be a grant never taken"

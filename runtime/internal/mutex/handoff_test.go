@@ -7,7 +7,6 @@ import (
 // Every grantStreak-th release of one lock publishes instead of granting.
 func TestGrantStreakPublishesEveryStreakth(t *testing.T) {
 	var g grantStreaks
-	g.init()
 	published := 0
 	for range 4 * grantStreak {
 		if !g.allow("order:1") {

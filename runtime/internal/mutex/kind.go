@@ -2,29 +2,24 @@ package mutex
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// A kind is the scripts of a lock flavour behind a Mutex handle: a
-// plain value per Kind (kinds), whose methods bind the flavour's Lua
-// scripts to a lock's keys and arguments. Everything else that sets the
-// flavours apart (the field that proves a hold, the channel, how waiters
-// wait) is a method of Kind.
+// A kind binds a flavour's scripts to a lock's keys and arguments (one
+// plain value per Kind); what else sets the flavours apart is a method of
+// Kind.
 type kind interface {
-	// acquire runs one acquire attempt: 0 taken, > 0 sleep bound in ms,
-	// -1 no expiry, replyAborted, replyUpgrade, replyWriterFirst,
-	// replyHoldGone.
+	// acquire runs one attempt: 0 taken, > 0 sleep bound in ms, -1 no
+	// expiry, or a reply code (replyAborted...).
 	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// settle decides an acquire attempt whose reply was lost: it either
-	// took the lock (true) or never will.
-	settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error)
 	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
 	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// leave withdraws a waiter that gave up (when Kind.waits says it
-	// left traces).
+	// leave withdraws a waiter that gave up (when Kind.waits).
 	leave(ctx context.Context, m *Lock, a lockArgs) (int64, error)
 	// forceUnlock deletes the lock whoever holds it.
 	forceUnlock(ctx context.Context, m *Lock) (int64, error)
@@ -50,18 +45,7 @@ func (k Kind) channel(key, owner string) string {
 	return LockChannel(key)
 }
 
-// shared reports whether holds of the kind coexist (readers).
-func (k Kind) shared() bool { return k == Read }
-
-// queues reports whether a newcomer defers its first try briefly while
-// this client has waiters (an unlock in transit, a hand-off in flight),
-// so it does not jump the in-process queue (see await.Spec.Queue). Not a
-// fair waiter (each has its own channel, and Redis keeps the order), nor
-// a read-write lock's (readers and writers share the channel).
-func (k Kind) queues() bool { return k == Reentrant }
-
-// extraKeys are the keys renewed with a hold besides the lock hash: a
-// read hold's timeout keys.
+// extraKeys are the keys renewed with a hold besides the hash: a read hold's timeout keys.
 func (k Kind) extraKeys(key, owner string, count int) []string {
 	if k != Read {
 		return nil
@@ -73,19 +57,7 @@ func (k Kind) extraKeys(key, owner string, count int) []string {
 	return keys
 }
 
-// check refuses, before any round trip, an acquisition by an owner whose
-// existing holds (in the registry) make it wrong: an upgrade
-// (writeSide.check).
-func (k Kind) check(m *Lock, owner string) error {
-	if k == Write {
-		return writeSide{}.check(m, owner)
-	}
-	return nil
-}
-
-// waits reports whether a waiter of m leaves traces in Redis to withdraw
-// when it gives up: a reentrant waiter queued for grants, a fair waiter's
-// place in the queue, a waiting writer (writers first).
+// waits reports whether a waiter of m leaves traces in Redis to withdraw when it gives up.
 func (k Kind) waits(m *Lock) bool {
 	switch k {
 	case Reentrant:
@@ -98,11 +70,9 @@ func (k Kind) waits(m *Lock) bool {
 	return false
 }
 
-// refreshEvery bounds a waiter's sleep so it refreshes its place (0: no
-// bound): a reentrant waiter queued for grants tries again before its
-// record runs out (grant.go), a fair waiter refreshes its score, and with
-// writers first a waiting writer keeps its record alive and a reader
-// behind it looks again as often as the record could expire.
+// refreshEvery bounds a waiter's sleep so it refreshes its place before
+// its record runs out (0: no bound); with writers first a reader behind
+// a writer looks again as often as the writer's record could expire.
 func (k Kind) refreshEvery(m *Lock) time.Duration {
 	switch {
 	case k == Reentrant && m.handsOff():
@@ -123,22 +93,23 @@ type attempt struct {
 	count   int            // the owner's hold count before the call
 	waiting bool           // acquire: the caller waits if not taken
 	fence   *int64         // acquire of a fenced lock: receives the token
-	grant   bool           // acquire of a fair lock: a release may grant it (fair.go)
-	// queued: a reentrant waiter's try registers it for grants across
-	// processes with lease argument grantPx ("0": it takes none; grant.go).
-	queued  bool
-	grantPx any
+	grant   bool           // acquire of a fair lock: a release may grant it
+	queued  bool           // acquire: registers the waiter for grants (grant.go)
+	grantPx any            // the lease a grant takes with it ("0": none)
 }
 
 // reentrant is Redisson's RLock: Client.Mutex.
 type reentrant struct{}
 
+// leave takes a waiter that gave up out of the grant queue, and gives
+// back a grant it never took (untakenGrant).
 func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
-	return m.grantLeave(ctx, a)
+	n := m.grantNames()
+	return scripts.MutexLeave.Run(ctx, m.env.RDB, 5, []any{
+		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
+		a.Owner, m.env.Publish, m.untakenGrant(ctx, a), n.lockCh,
+	}).Int64()
 }
-
-// The scripts are sent the hold count the owner has before the call, which
-// makes a resend harmless: see acquire.lua and release.lua.
 
 func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	if m.opts.Fenced {
@@ -158,23 +129,6 @@ func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (
 	}).Int64()
 }
 
-func (reentrant) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
-	c := m.env
-	// The settler's attempts go through the watchdog's client (package settle):
-	// the caller's may not honour their deadline.
-	var via scripts.Runner = c.RDB
-	if at.via != nil {
-		via = at.via
-	}
-	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return scripts.Settle.Run(ctx, via, 2, []any{
-			3: a.Key, at.marker,
-			a.Field, at.count, c.MarkerTTL,
-		}).Int64()
-	})
-	return n == 1, err
-}
-
 func (reentrant) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	return scripts.Release.Run(ctx, at.via, 2, []any{
 		3: a.Key, LockChannel(m.key),
@@ -186,4 +140,33 @@ func (reentrant) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
 	return scripts.ForceUnlock.RunOnce(ctx, m.env.RDB, 2, []any{
 		3: m.key, LockChannel(m.key), hub.UnlockMessage, m.env.Publish,
 	}).Int64()
+}
+
+// LockChannel is the channel a reentrant lock publishes its unlock message
+// on. Names follow Redisson's helpers (package redisnames), so that both
+// find the same keys and channels, all in the lock's cluster slot.
+func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__channel", key) }
+
+// tokenKey names a fenced lock's token counter (Redisson's getTokenName).
+func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
+
+// fencedAcquire is reentrant.acquire for a fenced lock, writing the token to *at.fence.
+func fencedAcquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
+		3: a.Key, at.marker, tokenKey(m.key),
+		at.px, a.Owner, at.count, m.env.MarkerTTL,
+	}).Int64Slice()
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case len(res) == 2 && res[0] == 0:
+		if at.fence != nil {
+			*at.fence = res[1]
+		}
+		return 0, nil
+	case len(res) == 1 && res[0] != 0:
+		return res[0], nil
+	}
+	return 0, fmt.Errorf("lockgen: fenced_acquire.lua replied %v", res)
 }

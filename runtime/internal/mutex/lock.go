@@ -28,37 +28,29 @@ const (
 	Write                 // its write side
 )
 
-// kinds are the behaviours of the Kinds, and kindNames their names in
-// events (a constant per kind: an event costs no allocation for it).
+// kinds are the Kinds' scripts, kindNames their names in events.
 var (
 	kinds     = [...]kind{Reentrant: reentrant{}, Fair: fair{}, Read: readSide{}, Write: writeSide{}}
 	kindNames = [...]string{Reentrant: "reentrant", Fair: "fair", Read: "read", Write: "write"}
 )
 
-// Options are a lock's settings the engine reads (runtime.LockOptions,
-// less what only the handle uses: its lease and wait time).
+// Options are the lock's settings the engine reads (of runtime.LockOptions).
 type Options struct {
 	Name         string
 	QueueTimeout time.Duration // Fair: a queued waiter's silence before it is skipped
 	WritersFirst bool          // Read, Write: a waiting writer holds new readers back
 	SyncReplicas int           // replicas that must acknowledge an acquisition
-	// Fenced: every acquisition also increments the lock's token counter
-	// in the same script call (runtime.FencedLock; Reentrant only).
-	Fenced bool
+	Fenced       bool          // Reentrant: every acquisition increments a token (FencedLock)
 }
 
-// A Lock is the engine of one lock handle: one key of one Kind on one
-// Client. Its methods return errors made by Env.Fail (runtime's
-// *LockError). It is safe for concurrent use.
+// A Lock is the engine of one lock handle: one key of one Kind. It is safe for concurrent use.
 type Lock struct {
-	env  *Env
-	key  string
-	kind Kind
-	k    kind
-	opts Options
-	// names holds the names of the lock's queue for grants, made on first
-	// use (grant.go).
-	names atomic.Pointer[grantNames]
+	env   *Env
+	key   string
+	kind  Kind
+	k     kind
+	opts  Options
+	names atomic.Pointer[grantNames] // made on first use
 }
 
 // Init makes m the lock of kind at key, in env.
@@ -72,8 +64,7 @@ func (m *Lock) Key() string { return m.key }
 // KindName is the lock's kind as events name it.
 func (m *Lock) KindName() string { return kindNames[m.kind] }
 
-// Batchable reports whether the lock can be taken with others in one
-// multi-lock script: a reentrant lock without replica sync.
+// Batchable reports whether the lock can be taken with others in one multi-lock script.
 func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
 
 // WaitChannel is the channel a waiter of owner sleeps on.
@@ -81,23 +72,24 @@ func (m *Lock) WaitChannel(owner string) string { return m.kind.channel(m.key, o
 
 func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.Name, m.key, err) }
 
-// Owner is the owner an acquisition with ctx takes the lock as: the one
-// of the hold of the Client that ctx carries (a re-entry, refused when
-// the owner's holds make it wrong: an upgrade), or a new one.
+// Owner is the owner an acquisition with ctx takes the lock as: that of
+// the hold ctx carries (a re-entry; an upgrade is refused), or a new one.
 func (m *Lock) Owner(ctx context.Context) (string, error) {
 	hc := m.env.Reg.Of(ctx)
-	if hc == nil {
+	switch {
+	case hc == nil:
 		return m.env.NewOwner(), nil
+	case m.kind == Write:
+		return hc.Owner(), checkUpgrade(m, hc.Owner())
 	}
-	return hc.Owner(), m.kind.check(m, hc.Owner())
+	return hc.Owner(), nil
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
-// lock as owner, as part of a call that must return by until (zero: no
-// bound but wait's). When the lock is taken, the acquisition still has
-// the owner's turn: Record records the hold. A waiter that gives up
-// withdraws what it left in Redis (its place in the fair queue, in the
-// waiting writers, in the grant queue).
+// lock as owner, in a call that must return by until (zero: no bound but
+// wait's). When the lock is taken, the acquisition still has the owner's
+// turn: Record records the hold. A waiter that gives up withdraws what it
+// left in Redis.
 func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
 	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.kind.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
@@ -112,38 +104,34 @@ func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 // waitSpec is how w waits (package await).
 func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await.Spec {
 	own := m.env.Reg.Of(w.ctx) == nil
-	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind.shared(), Queue: m.kind.queues() && own}
+	// Only a reentrant newcomer defers its first try while this Client
+	// has waiters (await.Spec.Queue): a fair waiter has its own channel
+	// and Redis keeps the order; readers and writers share a channel.
+	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind == Read, Queue: m.kind == Reentrant && own}
 	switch {
 	case !w.waiting:
 	case m.handsOff() && own:
-		// Only an owner of its own (a top-level Lock: no goroutine but
-		// this one can act for it) is handed a lock: the hand-off
-		// acquires for the owner outside its turn, so a call of another
-		// goroutine sharing the owner meanwhile would count the grant as
-		// its own (handoff.go).
+		// Only an owner of its own (a top-level Lock) is handed a lock:
+		// the hand-off acquires outside the owner's turn, so a call of
+		// another goroutine sharing the owner would count it as its own.
 		ws.Handed, ws.Grants, w.handOffs = w, w, true
 	case m.handsOff():
-		ws.Grants = w // queued for grants from other processes (grant.go)
+		ws.Grants = w // queued for grants from other processes
 	case m.takesGrants() && own:
-		ws.Handed = w // a fair lock's release may grant it the lock (fair.go)
+		ws.Handed = w // a fair lock's release may grant it the lock
 	}
 	return ws
 }
 
 // spec is what a new acquisition of m is of, for the registry.
 func (m *Lock) spec() holds.Spec {
-	// only a read hold renews keys besides its own
 	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
 }
 
-// tryAcquire runs the kind's acquire script once, in the owner's turn on
-// this lock (holds.Registry.Enter). A reply lost to a transport error or a cancelled ctx
-// is settled: the attempt either took the lock (then it is held) or is
-// marked aborted so it never will. When it took the lock, the turn is still
-// held on return: the caller records the hold, then exits. For a fenced
-// lock, *fence is set to the acquisition's token when it took the lock.
-// An attempt abandoned at its deadline (a client that does not honour
-// deadlines on reads) resolves its late reply itself (resolveLate).
+// tryAcquire runs the kind's acquire script once, in the owner's turn
+// (held on return when it took the lock). A lost reply is settled: it took
+// the lock, or is marked aborted so it never will; one abandoned at its
+// deadline resolves its late reply itself (resolveLate).
 func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -160,9 +148,8 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		return false, 0, err
 	}
 	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: waiting, fence: fence}
-	// A fair waiter of an owner of its own may be granted the lock by a
-	// release (see takesGrants), once the grant's message cannot miss it:
-	// its channel's subscription is confirmed.
+	// A fair waiter may be granted the lock once the grant's message
+	// cannot miss it: its channel's subscription is confirmed.
 	at.grant = waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
 		c.Hub.Subscribed(m.kind.channel(m.key, a.OwnerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
@@ -185,8 +172,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 	case err == nil && ttl == replyWriterFirst:
 		return false, await.TTLWaiterFirst, nil
 	case err == nil && ttl == replyAborted:
-		// Only a copy of a request already settled gets this reply; a
-		// live attempt never should. Say so rather than sleep on it.
+		// Only a copy of a request already settled gets this reply.
 		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
 	case err == nil && ttl == replyHoldGone:
 		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", errs.LockLost)
@@ -209,9 +195,8 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", errs.NotReplicated, err)
 	}
 	if settled && m.opts.Fenced {
-		// The token the lost reply carried is the counter as it stands:
-		// no one else can acquire, and so increment it, while this owner
-		// holds the lock (see fenced_acquire.lua).
+		// The lost token is the counter as it stands: no one else can
+		// increment it while this owner holds the lock.
 		if err := m.readFence(ctx, fence); err != nil {
 			c.MarkUnknown(id, err)
 			return false, 0, err
@@ -224,15 +209,14 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 }
 
 // settleLost settles an acquire attempt at whose reply was lost, in the
-// owner's turn. If the settlement is lost too, the outcome is marked
-// unknown, and a fresh owner's (at.count 0: nobody will call again with
-// it) goes on being settled in the background.
+// owner's turn. If that is lost too, the outcome is marked unknown, and a
+// fresh owner's (at.count 0) goes on being settled in the background.
 func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
-	settled, err := m.k.settle(ctx, m, a, at)
+	settled, err := m.settleTry(ctx, a, at)
 	if err == nil && settled && at.count == 0 && m.handsOff() {
-		// The field may be a grant from another process's release, cut
-		// to the waiter's record (grant.go), not this request's lease.
-		settled, err = m.reapply(ctx, a, at, m.k.acquire)
+		// The field may be a grant of another process, cut to the
+		// waiter's record, not this request's lease.
+		settled, err = m.reapply(ctx, a, at)
 	}
 	if err != nil {
 		if gen := m.env.MarkUnknown(holdID{Key: m.key, Field: a.FieldID()}, err); gen != 0 && at.count == 0 {
@@ -250,11 +234,10 @@ const (
 	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
 )
 
-// leave withdraws a waiter that gave up from the kind's waiting structures
-// (the fair queue, the waiting-writer set), detached from ctx. The caller's
-// wait is over: it gets leaveWithin for it, and when Redis does not answer
-// by then the settler goes on with it in the background, until the entry
-// would have timed out anyway.
+// leave withdraws a waiter that gave up from the kind's waiting structures,
+// detached from ctx, within leaveWithin: the caller's wait is over. When
+// Redis does not answer by then the settler goes on with it until the
+// entry would have timed out anyway.
 func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	if !m.kind.waits(m) {
 		return
@@ -266,9 +249,8 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	}
 	c.Settler.Add(settle.Job{
 		Try: func(sctx context.Context) bool {
-			// The caller's values: whether its owner is one of its own
-			// decides if a hold in Redis may be an untaken grant
-			// (untakenGrant); a nested owner may hold it again by now.
+			// The caller's values decide whether a hold in Redis may be
+			// an untaken grant (untakenGrant).
 			_, err := op(valuesOf{sctx, ctx})
 			return err == nil || scripts.IsReply(err)
 		},
@@ -279,9 +261,8 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	})
 }
 
-// valuesOf is a ctx (its deadline and cancellation) that looks its values
-// up in values first: background work done for a caller that has
-// returned, which still speaks for the caller's owner.
+// valuesOf is a ctx that looks its values up in values first: background
+// work for a caller that returned, which still speaks for its owner.
 type valuesOf struct {
 	context.Context
 	values context.Context
@@ -294,17 +275,13 @@ func (v valuesOf) Value(k any) any {
 	return v.Context.Value(k)
 }
 
-// leaveWithin is how long a waiter that gave up spends leaving the queue
-// before it returns (see leave): a round trip when Redis answers.
 const leaveWithin = 15 * time.Millisecond
 
-// Release releases the acquisition that ctx carries, and returns its
-// owner and the start of the acquisition. The acquisition's ctx is done
-// before the release is sent, since from then on someone else may take
-// the lock. It runs detached from ctx's cancellation (with the Client's
-// ReleaseTimeout).
+// Release releases the acquisition that ctx carries, detached from ctx's
+// cancellation (within the Client's ReleaseTimeout), and returns its
+// owner and start.
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
-	var acq *acquisition
+	var acq *holds.Acquisition
 	if hc := m.env.Reg.Of(ctx); hc != nil {
 		acq = holds.Find(hc, holdID{Key: m.key, Field: m.kind.field(hc.Owner())})
 	}
@@ -320,8 +297,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	defer m.env.Reg.Exit(id)
 	rel := acq.Parent // the release's ctx
 	if m.env.Reg.Unknown(id) {
-		// The re-read, after the late outcome of an abandoned call of
-		// the owner, shares the release's ReleaseTimeout: an Unlock
+		// The re-read shares the release's ReleaseTimeout: an Unlock
 		// returns within one, whatever Redis does.
 		rel = scripts.WithCallBound(rel, m.env.Calls.Limit(rel))
 		rctx, cancel := m.env.Calls.Detached(rel)
@@ -333,9 +309,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if !ok {
 		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 	}
-	// The hold left the registry (nothing renews it, nor ends it at its
-	// deadline): its ctx ends now, before the release reaches Redis and
-	// anyone else may take the lock.
+	// Before the release reaches Redis and anyone else may take the lock.
 	acq.End(context.Canceled)
 	var offer hub.Offer
 	defer func() {
@@ -347,17 +321,14 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if d.Lost != nil {
 		return "", time.Time{}, m.fail("release", d.Lost)
 	}
-	var (
-		res releaseResult
-		err error
-	)
+	var res releaseResult
+	var err error
 	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
-	// one queued in Redis (a hold that came through the queue looks there
-	// even when this client no longer waits on the lock).
+	// one queued in Redis (looked for when the hold came through the
+	// queue, even when this client no longer waits).
 	handOff := d.Last && d.Count == 1 && m.handsOff()
-	// The last acquisition was dropped under the hold's shard mutex, and
-	// no later one can write the hold: its flag is read without a lock.
+	// Read without a lock: no acquisition can write the hold any more.
 	queued := handOff && h.Queued()
 	if handOff && (queued || m.env.Hub.Active()) {
 		res, offer, err = m.releaseHandingOff(rel, h.Args, queued)
@@ -386,9 +357,8 @@ const (
 	releaseLast
 )
 
-// release runs the kind's release script through via, resending it on
-// transport errors (the expected hold count the scripts check makes a
-// resend harmless). count is the owner's hold count before the release.
+// release runs the kind's release script through via, resent on transport
+// errors (the owner's hold count before it, count, makes that harmless).
 func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
 	c := m.env
 	if last {
@@ -404,13 +374,10 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 	return releaseResult(n), err
 }
 
-// acquireReplicated runs one acquire attempt on a single connection to the
-// key's master and, when it took the lock, WAITs there until
-// LockOptions.SyncReplicas replicas acknowledge it. WAIT counts the writes
-// of its own connection, which is why both run on one. An acquisition too
-// few replicas acknowledged is undone on the master and reported as
-// errs.NotReplicated: Redisson's checkLockSyncedSlaves, without leaving the
-// lock behind.
+// acquireReplicated runs one attempt and WAITs for SyncReplicas replicas
+// on the same connection (WAIT counts its own connection's writes); too
+// few undo it (errs.NotReplicated): Redisson's checkLockSyncedSlaves,
+// without leaving the lock behind.
 func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
 	conn, err := stickyConn(ctx, m.env.RDB, m.key)
 	if err != nil {
@@ -457,24 +424,38 @@ func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", errs.InvalidArgument, rdb)
 }
 
-// IsLocked reports whether anyone holds the lock (for a read-write lock:
-// either side).
+// IsLocked reports whether anyone holds the lock (for a read-write lock: either side).
 func (m *Lock) IsLocked(ctx context.Context) (bool, error) {
-	n, err := scripts.Do(ctx, m.env.RDB, "exists", m.key).Int64()
-	if err != nil {
-		return false, m.fail("inspect", err)
-	}
-	return n == 1, nil
+	n, err := m.inspect(ctx, "exists", m.key)
+	return n == 1, err
 }
 
-// HoldCount is the number of holds the owner carried by ctx has on the
-// lock (0 when ctx carries no owner or it does not hold the lock).
+// HoldCount is the number of holds on the lock of the owner ctx carries (0 without one).
 func (m *Lock) HoldCount(ctx context.Context) (int, error) {
 	hc := m.env.Reg.Of(ctx)
 	if hc == nil {
 		return 0, nil
 	}
-	n, err := scripts.Do(ctx, m.env.RDB, "hget", m.key, m.kind.field(hc.Owner())).Int()
+	n, err := m.inspect(ctx, "hget", m.key, m.kind.field(hc.Owner()))
+	return int(n), err
+}
+
+// RemainTTL is the time until the lock's lease runs out: 0 when the lock
+// is free, -1 when the key has no expiry.
+func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
+	ms, err := m.inspect(ctx, "pttl", m.key)
+	switch {
+	case err != nil || ms == -2: // no key
+		return 0, err
+	case ms < 0: // no expiry
+		return -1, nil
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// inspect runs a read command: a nil reply is 0.
+func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
+	n, err := scripts.Do(ctx, m.env.RDB, args...).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -484,28 +465,10 @@ func (m *Lock) HoldCount(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// RemainTTL is the time until the lock's lease runs out: 0 when the lock
-// is free, -1 when the key has no expiry.
-func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
-	ms, err := scripts.Do(ctx, m.env.RDB, "pttl", m.key).Int64()
-	if err != nil {
-		return 0, m.fail("inspect", err)
-	}
-	switch {
-	case ms == -2: // no key
-		return 0, nil
-	case ms < 0: // no expiry
-		return -1, nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// ForceUnlock deletes the lock whoever holds it and wakes the waiters
-// that can go next. It reports whether there was a lock. Local holds of
-// the key end as lost. It is sent once: a copy resent after a lost reply
-// would find no lock and report none, so a lost reply is an unknown
-// outcome (errs.OutcomeUnknown), and the local holds end then too, since
-// the lock may be gone.
+// ForceUnlock deletes the lock whoever holds it, wakes the waiters that
+// can go next, ends the local holds of the key as lost, and reports
+// whether there was a lock. It is sent once (a resent copy would find no
+// lock): a lost reply is errs.OutcomeUnknown, the local holds ended too.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	n, err := m.k.forceUnlock(ctx, m)
 	if err != nil && lockenv.Replied(err) {
@@ -518,15 +481,7 @@ func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	return n == 1, nil
 }
 
-// Token is a fenced lock's token counter as it stands: the token of the
-// latest acquisition by anyone (0 before the first).
+// Token is a fenced lock's token counter: the latest acquisition's token (0 before the first).
 func (m *Lock) Token(ctx context.Context) (int64, error) {
-	n, err := scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, m.fail("inspect", err)
-	}
-	return n, nil
+	return m.inspect(ctx, "get", tokenKey(m.key))
 }

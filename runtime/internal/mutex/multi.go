@@ -20,9 +20,8 @@ import (
 )
 
 // Multi is the engine of an atomic multi-lock (runtime.MultiLock): its
-// members are reentrant locks whose keys live in one cluster slot, taken
-// and released together by one script call each (multi_acquire.lua,
-// multi_release.lua): one round trip, all or nothing.
+// members, reentrant locks in one cluster slot, are taken and released
+// together by one script call each: all or nothing.
 type Multi struct {
 	env   *Env
 	name  string
@@ -42,11 +41,15 @@ func (l *Multi) fail(op string, err error) error {
 	return l.env.Fail(op, l.name, strings.Join(keys, ","), err)
 }
 
-// Acquire takes every member as owner with one script call per attempt,
-// and sleeps on the channel of the member that blocked it.
+// Acquire takes every member as owner, sleeping on the channel of the member that blocked it.
 func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.env
-	mw := l.newMultiWait(owner, lease)
+	n := len(l.locks)
+	mw := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, n), ids: make([]holds.ID, n), counts: make([]int, n)}
+	for i, m := range l.locks {
+		mw.args[i] = holds.NewArgs(m.key, owner, owner)
+		mw.ids[i] = holds.ID{Key: m.key, Field: owner}
+	}
 	if err := c.Waits.Await(ctx, await.Spec{At: mw, Dynamic: true, Wait: wait}, mw.try); err != nil {
 		return nil, l.fail("acquire", err)
 	}
@@ -55,8 +58,7 @@ func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Dura
 	for i, m := range l.locks {
 		h, err := c.AddHold(hctx, m.spec(), mw.args[i], lease, mw.sent)
 		if err != nil {
-			// Closed while acquiring: forget the members recorded so far
-			// and give every member back.
+			// Closed while acquiring: forget and give back every member.
 			for hc := c.Reg.Of(hctx); hc != nil && hc != c.Reg.Of(ctx); hc = hc.Parent() {
 				_, _ = c.Reg.Drop(hc.Acquisition())
 				hc.Acquisition().End(errs.Closed)
@@ -85,22 +87,11 @@ type multiWait struct {
 	sent     time.Time
 }
 
-func (l *Multi) newMultiWait(owner string, lease time.Duration) *multiWait {
-	w := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, len(l.locks)),
-		ids: make([]holds.ID, len(l.locks)), counts: make([]int, len(l.locks))}
-	for i, m := range l.locks {
-		w.args[i] = holds.NewArgs(m.key, owner, owner)
-		w.ids[i] = holds.ID{Key: m.key, Field: owner}
-	}
-	return w
-}
-
 func (w *multiWait) WaitChannel() string { return LockChannel(w.l.locks[w.blocking].key) }
 func (w *multiWait) WaitKey() string     { return w.l.locks[w.blocking].key }
 
-// try makes one attempt, in the owner's turn on every member (in key
-// order), kept on success until the holds are recorded, as
-// Lock.tryAcquire does.
+// try makes one attempt in the owner's turn on every member (in key
+// order), kept on success until the holds are recorded (as tryAcquire).
 func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
 	l, c := w.l, w.l.env
 	px, err := c.Reg.EnterAll(ctx, w.ids, w.lease, w.counts)
@@ -147,7 +138,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	}
 	// The script takes all members or none: the first one's count tells
 	// (no other call of this owner on them runs meanwhile).
-	settled, serr := reentrant{}.settle(ctx, l.locks[0], w.args[0], attempt{marker: marker, count: w.counts[0]})
+	settled, serr := l.locks[0].settleTry(ctx, w.args[0], attempt{via: c.RDB, marker: marker, count: w.counts[0]})
 	if serr != nil {
 		for _, id := range w.ids {
 			c.MarkUnknown(id, serr)
@@ -161,34 +152,27 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 }
 
 // Release drops one hold of every member that owner holds through ctx,
-// with one script call.
+// with one script call. Members whose hold was lost are not sent: the
+// owner may hold them anew by now.
 func (l *Multi) Release(ctx context.Context, owner string) error {
-	args := make([]holds.Args, len(l.locks))
-	for i, m := range l.locks {
-		args[i] = holds.NewArgs(m.key, owner, owner)
-	}
-	return l.releaseAtomic(ctx, args, ctx)
-}
-
-// releaseAtomic drops one hold of every member held through holdCtx with
-// one script call. Members whose hold was lost are not sent: the owner may
-// hold them anew by now.
-func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx context.Context) error {
 	c := l.env
-	hc := c.Reg.Of(holdCtx)
+	hc := c.Reg.Of(ctx)
+	args := make([]holds.Args, len(l.locks))
 	acqs := make([]*holds.Acquisition, len(l.locks))
 	for i, m := range l.locks {
-		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: args[i].FieldID()}); acqs[i] == nil {
+		args[i] = holds.NewArgs(m.key, owner, owner)
+		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: owner}); acqs[i] == nil {
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", errs.NotHeld, m.key))
 		}
 	}
 	var lost error
-	// Lost members are dropped without their owner's turn, which a
-	// give-back may hold while Redis is cut off (taker.GiveBackLost).
+	// Lost members are dropped without the turn, which a give-back may
+	// hold while Redis is cut off (DropLost).
 	var live []int
+	var ids []holds.ID
 	for i, acq := range acqs {
 		if !acq.Hold().Lost() {
-			live = append(live, i)
+			live, ids = append(live, i), append(ids, holds.ID{Key: l.locks[i].key, Field: owner})
 			continue
 		}
 		err := c.DropLost(acq)
@@ -197,17 +181,12 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 		}
 		lost = cmp.Or(lost, err)
 	}
-	ids := make([]holds.ID, len(live))
-	for j, i := range live {
-		ids[j] = holds.ID{Key: acqs[i].Hold().Key, Field: acqs[i].Hold().Field}
-	}
 	counts := make([]int, len(ids))
 	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
 	defer c.Reg.ExitAll(ids)
 	rel := l.reconcileLive(acqs, args, live, ids)
-	// Members that stay held keep what their holds count on (the longest
-	// of them: one lease goes to all); nothing more, so a fixed lease is
-	// not stretched to the watchdog's.
+	// Members that stay held keep the longest lease their holds count on
+	// (one goes to all), so a fixed lease is not stretched to the watchdog's.
 	lease := lockenv.MinLease
 	var send []holds.Args
 	var sendCounts []int
@@ -244,11 +223,10 @@ func (l *Multi) releaseAtomic(ctx context.Context, args []holds.Args, holdCtx co
 	return nil
 }
 
-// reconcileLive brings back to the client's the counts in Redis of the
-// live members (live, ids: their indexes and hold ids) whose last outcome
-// was unknown, in their turns, and returns the ctx of the release that
-// follows: the re-reads and the release share one ReleaseTimeout, so an
-// Unlock returns within one whatever Redis does.
+// reconcileLive re-reads the counts of the live members (live, ids: their
+// indexes and hold ids) whose outcome was unknown, in their turns, and
+// returns the release's ctx: re-reads and release share one
+// ReleaseTimeout, so an Unlock returns within one whatever Redis does.
 func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live []int, ids []holds.ID) context.Context {
 	c, rel := l.env, acqs[0].Parent
 	var limit time.Time
@@ -269,9 +247,8 @@ func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live
 	return rel
 }
 
-// sendRelease runs multi_release.lua for members, whose owner holds them
-// counts times each, resending it on transport errors (the counts make
-// resends harmless).
+// sendRelease runs multi_release.lua for members held counts times each,
+// resent on transport errors (the counts make that harmless).
 func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []int, lease time.Duration) ([]int64, error) {
 	if len(members) == 0 {
 		return nil, nil
@@ -294,14 +271,10 @@ func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []
 	return res, err
 }
 
-// resolveLate takes over an atomic MultiLock's attempt on every member
-// (args, ids) that its caller abandoned, in the owner's turns, as
-// Lock.resolveLate does for one lock: the members' outcomes are unknown
-// until the call's comes (no call of the owner reconciles them before:
-// holds.Registry.Abandon); then what it took is given back, member by member, once
-// nothing of the request can still arrive (after the first member's
-// settlement, which decides them all, when no reply comes: count0 is the
-// owner's count of it before the attempt).
+// resolveLate is Lock.resolveLate for an attempt on every member (args,
+// ids): what it took is given back member by member, once nothing of the
+// request can still arrive (after the first member's settlement, which
+// decides them all, when no reply comes; count0 is its count before).
 func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.ID, count0 int, marker string, px time.Duration) {
 	c := l.env
 	gens := make([]uint64, len(ids))
@@ -318,7 +291,7 @@ func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.I
 		c.Settler.Add(settle.Job{
 			Try: func(ctx context.Context) bool {
 				if !settled {
-					if _, err := (reentrant{}).settle(ctx, l.locks[0], args[0], attempt{via: c.Renewal, marker: marker, count: count0}); err != nil {
+					if _, err := l.locks[0].settleTry(ctx, args[0], attempt{via: c.Renewal, marker: marker, count: count0}); err != nil {
 						return false
 					}
 					settled = true
@@ -332,10 +305,8 @@ func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.I
 			},
 			Until: time.Now().Add(px),
 			Quit: func() {
-				for i, id := range ids {
-					_, _, _ = c.Reg.Enter(context.Background(), id, 0)
-					c.Reg.DropMark(id, gens[i])
-					c.Reg.Exit(id)
+				for i, m := range l.locks {
+					m.dropMark(ids[i], gens[i])
 				}
 			},
 		})

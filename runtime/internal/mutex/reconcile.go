@@ -14,25 +14,11 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Settling what a lost reply left unknown: the owner's count re-read
-// (reconcile), the settlement that goes on in the background when its
-// owner is gone (settleLater), a found acquisition confirmed with a copy
-// of its try (reapply), and a fenced lock's token read back (readFence).
-//
-// After an outcome that is unknown (an acquire whose reply and settlement
-// were both lost, or a release that could not be confirmed), the owner's
-// count in Redis may be one more than the client's. The scripts tell a
-// resent request from a new one by that count, so the next request would
-// be taken for a copy of the lost one: counted once, with the old TTL, while
-// the client starts a new deadline. So before that owner's next call on
-// that lock, the client re-reads the count and gives back the holds Redis
-// has beyond its own (design.md §7).
-
-// reconcile brings the owner's count of a in Redis back to the client's,
-// if the last outcome of a call on it was unknown. The caller has the turn
-// of a on m. A hold that Redis has fewer counts of than the client is
-// lost; one with more counts gives the extra ones back (the last of them
-// with a full release, which wakes a waiter). Its calls go through via.
+// reconcile brings the owner's count of a in Redis back to the client's
+// after an unknown outcome (in the caller's turn): else the scripts, which
+// tell a resend by the count, would take the next request for a copy of
+// the lost one. A hold Redis has fewer counts of is lost; extra counts are
+// given back (the last with a full release, which wakes a waiter).
 func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -55,7 +41,9 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 		if n < keep {
 			// The hold is lost: its ctx ends, and what Redis has
 			// left of it is given back too, not kept for no one.
-			m.loseHold(id, n, count)
+			m.env.Reg.Lose(id, func(h *hold) error {
+				return m.env.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
+			})
 			keep = 0
 		}
 		if n <= keep {
@@ -69,45 +57,31 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 	return nil
 }
 
-// loseHold ends the local hold id, of which Redis has n of count holds.
-func (m *Lock) loseHold(id holdID, n, count int) {
-	m.env.Reg.Lose(id, func(h *hold) error {
-		return m.env.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
-	})
-}
-
-// settleLater goes on settling, in the background (package settle), an
-// acquire whose reply and settlement were both lost (at; nil: no acquire,
-// only the owner's count to bring back to the client's, after a hold was
-// lost at its deadline: taker.GiveBackLost), when its owner holds nothing of the
-// lock (a fresh owner: typically a top-level Lock whose caller got the
-// error and will never call with that owner again). Without it, a lock
-// that the lost request took would stay taken until its lease ran out, and
-// the unknown mark would stay in the registry for good. Once Redis
-// answers, the request is settled (an abort marker keeps any late copy
-// out, or it is found taken) and reconcile gives back what it took. gen is
-// the unknown mark the failed call left: the settlement stops when another
-// call of the owner replaced or cleared it (that call, or its own
-// settlement, takes over). It gives up after lease, when Redis has expired
-// whatever the request took, dropping its mark; Close stops it.
+// settleLater settles in the background an acquire whose reply and
+// settlement were both lost (at; nil: only the count to bring back), for
+// an owner that will never call again (else the lock would stay taken
+// until its lease ran out): the request is settled, and reconcile gives
+// back what it took. It stops when another call of the owner replaced or
+// cleared the mark gen, and gives up (dropping it) after lease.
 func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	c.Settler.Add(settle.Job{
 		Try:   func(ctx context.Context) bool { return m.settleOnce(ctx, id, a, at, gen) },
 		Until: time.Now().Add(lease),
-		Quit: func() {
-			// In the turn: a call of the owner in flight may be about
-			// to leave a newer mark, which is not ours.
-			_, _, _ = c.Reg.Enter(context.Background(), id, 0)
-			c.Reg.DropMark(id, gen)
-			c.Reg.Exit(id)
-		},
+		Quit:  func() { m.dropMark(id, gen) },
 	})
 }
 
-// settleOnce makes one attempt of settleLater, in id's turn, through the
-// watchdog's client. It reports whether there is nothing left to do.
+// dropMark drops the unknown mark gen of id in its turn: a call of the
+// owner in flight may be about to leave a newer mark, which is not ours.
+func (m *Lock) dropMark(id holdID, gen uint64) {
+	_, _, _ = m.env.Reg.Enter(context.Background(), id, 0)
+	m.env.Reg.DropMark(id, gen)
+	m.env.Reg.Exit(id)
+}
+
+// settleOnce is one attempt of settleLater, in id's turn; true: nothing is left to do.
 func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.env
 	if _, _, err := c.Reg.Enter(ctx, id, 0); err != nil {
@@ -121,54 +95,60 @@ func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attemp
 	if at != nil {
 		at := *at
 		at.via = via
-		if _, err := m.k.settle(ctx, m, a, at); err != nil {
+		if _, err := m.settleTry(ctx, a, at); err != nil {
 			return false
 		}
 	}
 	return m.reconcile(ctx, via, a) == nil
 }
 
-// readFence sets *fence to the token counter, for an acquisition settled as
-// taken after its reply (and token) was lost.
+// readFence sets *fence to the token counter, for an acquisition whose reply was lost.
 func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return scripts.Do(ctx, m.env.RDB, "get", tokenKey(m.key)).Int64()
 	})
-	if err == nil && fence != nil {
+	if err == nil {
 		*fence = n
 	}
 	return err
 }
 
-// reapply confirms a new acquisition that settle.lua found taken, when the
-// lock may have been granted to the waiter instead (fair_next.lua,
-// grant_next.lua): the grant's lease runs from the release, before the
-// request was sent, and is cut to the waiter's record, while the hold
-// counts its lease from the request. So the request is sent again with the
-// same marker: count.lua takes the copy as a resend (or the grant taken)
-// and re-applies the lease (never shortening it) after the request was
-// sent, or refuses it (-3) when the hold is gone meanwhile. Only the
-// copy's reply confirms it.
-func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt, acquire func(context.Context, *Lock, lockArgs, attempt) (int64, error)) (bool, error) {
-	again := at
-	again.waiting, again.grant, again.queued = false, false, false // one try, never a join
+// settleTry decides an acquire attempt at whose reply was lost
+// (settle.lua, for every kind: each counts its holds in its own field):
+// it either took the lock (true) or never will. A fresh fair waiter found
+// taken is confirmed with a copy of the try (reapply): a release may have
+// granted it the lock (fair_next.lua) before the try was sent.
+func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, error) {
+	c := m.env
+	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.Settle.Run(ctx, at.via, 2, []any{
+			3: a.Key, at.marker,
+			a.Field, at.count, c.MarkerTTL,
+		}).Int64()
+	})
+	if err != nil || n != 1 || at.count != 0 || !m.takesGrants() {
+		return n == 1, err
+	}
+	return m.reapply(ctx, a, at)
+}
+
+// reapply confirms a new acquisition settle.lua found taken that may be a
+// grant, whose lease runs from the release, cut to the waiter's record: a
+// copy of the request (count.lua) re-applies the lease from the request,
+// or is refused (-3) when the hold is gone.
+func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error) {
+	at.waiting, at.grant, at.queued = false, false, false // one try, never a join
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return acquire(ctx, m, a, again)
+		return m.k.acquire(ctx, m, a, at)
 	})
 	return err == nil && n == 0, err
 }
 
 // resolveLate takes over an acquire attempt at that its caller abandoned
-// (see lockenv.Replied), in the owner's turn. The caller gets no hold
-// from it, so the owner's outcome on the lock is unknown until the call's
-// outcome comes, and no call of the owner reconciles before then
-// (holds.Registry.Abandon): a copy still on its way may change the owner's count. Then
-// the owner's count in Redis is brought back to the client's (reconcile:
-// what the call took is given back, a new acquisition or one more count of
-// a re-entry), once nothing of the request can still arrive: at once after
-// a reply, after its settlement (settle.lua) when no reply will come. A
-// waiter it queued is withdrawn (leave, with the values of ctx, the
-// try's: they tell whether its owner is one of its own).
+// (see lockenv.Replied). No call of the owner reconciles until its outcome
+// comes (holds.Registry.Abandon); then what it took is given back
+// (settleLater), after its settlement when no reply came. A waiter it
+// queued is withdrawn (leave, with the try's ctx values).
 func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	gen := m.env.Reg.Abandon(id)

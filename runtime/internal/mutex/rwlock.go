@@ -28,10 +28,9 @@ func readTimeoutKey(key, owner string, n int) string {
 	return redisnames.Suffix(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
 }
 
-// readTimeoutPrefix is what every read hold's timeout key of the lock at
-// key starts with, before ":<owner>:rwlock_timeout:<n>": redisnames.Suffix(key,
-// owner) is readTimeoutPrefix(key) + ":" + owner. read_release.lua builds
-// the other readers' keys from it, as Redisson's read unlock does.
+// readTimeoutPrefix starts every read hold's timeout key of the lock
+// (before ":<owner>:rwlock_timeout:<n>"): read_release.lua builds the
+// other readers' keys from it, as Redisson's read unlock does.
 func readTimeoutPrefix(key string) string {
 	if strings.Contains(key, "{") {
 		return key
@@ -55,15 +54,8 @@ func (rwSide) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
 }
 
 // readSide is the read side of an RWLock.
-// settle decides a lost reply from the hold count (settle.lua), as
-// for a reentrant lock: each side counts its holds in its own field.
-func (rwSide) settle(ctx context.Context, m *Lock, a lockArgs, at attempt) (bool, error) {
-	return reentrant{}.settle(ctx, m, a, at)
-}
-
 type readSide struct{ rwSide }
 
-// leave: a reader leaves nothing behind (Kind.waits).
 func (readSide) leave(context.Context, *Lock, lockArgs) (int64, error) {
 	return 0, nil
 }
@@ -87,12 +79,11 @@ func (readSide) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (i
 // writeSide is the write side of an RWLock.
 type writeSide struct{ rwSide }
 
-// check refuses an upgrade: the owner holds a read hold of the lock and
-// not its write side. A writer that took read holds (downgrade) and asks
-// to write again re-enters its write hold, as in Redisson, whichever of
-// its ctxs it asks through. The registry of holds is the truth here, not
-// the ctx chain: a read acquisition in the chain may be released already.
-func (writeSide) check(m *Lock, owner string) error {
+// checkUpgrade refuses, before any round trip, a write by an owner that
+// holds a read hold and not the write side. A writer that took read holds
+// (downgrade) re-enters its write hold, as in Redisson. The registry is
+// the truth, not the ctx chain: a read in the chain may be released.
+func checkUpgrade(m *Lock, owner string) error {
 	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, lockenv.Watchdog); reads == 0 {
 		return nil
 	}

@@ -7,9 +7,9 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
-// Acquiring is one acquisition of a Lock in progress: what its tries
-// told, and what the wait loop asks of it (await.Waitee, await.Handee,
-// await.Queuer). Once the lock is taken, Record records the hold.
+// Acquiring is one acquisition of a Lock in progress, as the wait loop
+// sees it (await.Waitee, Handee, Queuer). Once taken, Record records the
+// hold.
 type Acquiring struct {
 	m       *Lock
 	ctx     context.Context
@@ -18,24 +18,15 @@ type Acquiring struct {
 	start   time.Time
 	sent    time.Time // when the last try (or the hand-off that took the lock) was sent
 	waiting bool      // it waits if the first try does not take the lock
-	// handOffs: a release of this Client may hand it the lock (handoff.go),
-	// or one of another process grant it from Redis (grant.go); otherwise
-	// only a fair lock's release grants it (fair.go).
+	// handOffs: a release of this Client may hand it the lock, or one of
+	// another process grant it; otherwise only a fair release grants it.
 	handOffs bool
-	// ts is what the tries told of grants: the nonce of the last try if
-	// it registered for them ("" if not: only a grant carrying it is
-	// claimed, claimGrant), and whether any try queued the waiter in
-	// Redis (grant.go: its release then clears its record).
-	ts    tryState
-	fence int64 // a fenced lock's token, once taken
-	// started: EventWaitStarted was reported, by the first try that failed
-	// or by a waiter that sleeps without one (package await): once a wait.
-	started bool
+	ts       tryState
+	fence    int64 // a fenced lock's token, once taken
+	started  bool  // EventWaitStarted was reported (once a wait)
 }
 
-// Record records the hold the acquisition took and returns its ctx. It
-// ends the turn the successful attempt kept (see tryAcquire): the hold is
-// recorded before the owner's next call on this lock reads its count.
+// Record records the hold taken and returns its ctx, then ends the turn the try kept.
 func (w *Acquiring) Record() (context.Context, error) {
 	m, c := w.m, w.m.env
 	id := holdID{Key: m.key, Field: w.a.FieldID()}
@@ -53,17 +44,12 @@ func (w *Acquiring) Record() (context.Context, error) {
 	return hctx, nil
 }
 
-// Sent is when the try (or the hand-off) that took the lock was sent: the
-// lock's key expires no earlier than a lease after it.
+// Sent is when the try (or the hand-off) that took the lock was sent.
 func (w *Acquiring) Sent() time.Time { return w.sent }
 
 func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 	w.sent = time.Now()
-	var fence *int64
-	if w.m.opts.Fenced {
-		fence = &w.fence
-	}
-	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, fence, &w.ts)
+	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, &w.fence, &w.ts)
 	if w.waiting && !took && err == nil {
 		w.WaitStarted()
 	}
@@ -96,19 +82,16 @@ func (w *Acquiring) Grantee() (string, any) {
 
 func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
 	m := w.m
-	switch {
-	case !w.handOffs:
-		// A fair lock's release granted it the lock in Redis
-		// (fair_next.lua): its channel says so, and the hold's lease runs
-		// from its last try, sent before it joined the queue.
-		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, m.opts.QueueTimeout)
-		w.ts.confirmed = cut
-		return took, nil
-	case state == hub.OfferRemote:
-		// Granted by a release in Redis (grant.go): the lease runs from
-		// the try it was granted for, cut to its record.
-		took, cut := m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, grantRecordLife)
-		w.ts.confirmed = cut
+	if !w.handOffs || state == hub.OfferRemote {
+		// Granted in Redis, by a fair lock's release (fair_next.lua) or
+		// one of another process (grant.go): the hold's lease runs from
+		// the try it was granted for, cut to the waiter's record.
+		cut := grantRecordLife
+		if !w.handOffs {
+			cut = m.opts.QueueTimeout
+		}
+		var took bool
+		took, w.ts.confirmed = m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, cut)
 		return took, nil
 	}
 	took, err := m.claimOffer(w.ctx, w.a, w.lease, state, marker)

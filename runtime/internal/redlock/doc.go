@@ -1,15 +1,9 @@
 // Package redlock is the engine behind runtime's RedLock: the RedLock
-// algorithm over independent Redis masters (design.md §6). On every node
-// the lock is a reentrant lock (a mutex.Lock in that node's Client: its
-// tries, releases, renewal and loss are the Mutex's), taken by every node
-// with the same owner token. The handle validates its arguments, calls a
-// Lock and reports the events; the rounds of tries, the quorum, the
-// waiting between rounds and the hold over the parts are here.
-//
-// It works through the Client's lockenv.Env (owner tokens, the registry
-// that tells a re-entry, Close, Fail) and each node Client's mutex.Env;
-// it owns no state of its own beyond a hold's: a Lock is a value made
-// per handle, a hold lives in the ctx it returns.
+// algorithm over independent Redis masters. On every node the lock is a
+// reentrant mutex.Lock in that node's Client (its tries, releases, renewal
+// and loss are the Mutex's), taken with one owner token. Here are the
+// rounds of tries, the quorum, the waiting between rounds and the hold
+// over the parts, which lives in the ctx Acquire returns.
 //
 // Invariants:
 //
@@ -18,8 +12,8 @@
 //     anything else happens;
 //   - a hold is handed out only while a quorum granted it and its
 //     validity (a lease − drift, leaseclock.Drift, after the earliest
-//     send of a granted node's try) is ahead; fewer than a quorum of answers ends the call with errs.Quorum,
-//     a wait never turns that into errs.NotAcquired;
+//     send of a granted node's try) is ahead; fewer than a quorum of
+//     answers ends the call with errs.Quorum, never errs.NotAcquired;
 //   - between rounds a waiter backs off a random 1–20 ms after a split
 //     vote, and otherwise sleeps on the lock's channel of every node
 //     (package hub, one waiter per node) up to sleepBound; a round after a

@@ -18,9 +18,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
-// A Lock is the engine of one RedLock handle: one key, a reentrant lock
-// on every node. Its methods return errors made by the Client's Env.Fail
-// (runtime's *LockError). It is safe for concurrent use.
+// A Lock is the engine of one RedLock handle: a reentrant lock on every node. It is safe for concurrent use.
 type Lock struct {
 	env    *lockenv.Env // the Client's own: owners, errors, Close
 	key    string
@@ -28,9 +26,8 @@ type Lock struct {
 	quorum int
 	nodes  []node
 	// SleepBound bounds a waiter's sleep on the nodes' channels: a lock
-	// freed without a message (its holder crashed) is seen by key
-	// tracking, or after this. New sets SleepBound; tests set it longer
-	// than their wait, so that only a wake-up can end the sleep in time.
+	// freed without a message is seen by key tracking, or after this
+	// (exported for tests, which set it past their wait).
 	SleepBound time.Duration
 }
 
@@ -64,9 +61,7 @@ func (l *Lock) Quorum() int { return l.quorum }
 
 func (l *Lock) fail(op string, err error) error { return l.env.Fail(op, l.name, l.key, err) }
 
-// Owner is the owner an acquisition with ctx takes the lock as: the one
-// of a RedLock hold or another hold of the Client that ctx carries (a
-// re-entry), or a new one.
+// Owner is the owner of the hold of the Client ctx carries (a re-entry), or a new one.
 func (l *Lock) Owner(ctx context.Context) string {
 	if h := l.holdIn(ctx); h != nil {
 		return h.owner
@@ -89,7 +84,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	if lease == lockenv.Watchdog {
 		effective = l.env.Watchdog
 	}
-	var deadline, until time.Time // until: zero makes each node's try a single one, bounded by the release timeout
+	var deadline, until time.Time // until zero: each node's try is single, bounded by the release timeout
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
@@ -100,13 +95,13 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	defer func() { l.leave(ws, err == nil) }()
 	for {
 		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until)
-		l.tried(ws)
+		for i, w := range ws {
+			l.nodes[i].hub.Tried(w, false, false)
+		}
 		// Every granted node's key expires no earlier than a lease after
 		// its try was sent: the validity ends a drift before that, from
-		// the earliest of them, whatever the tries cost (that time is
-		// already inside the window, not to subtract again), and
-		// whatever a try spent before it was sent (a node's admission
-		// gate).
+		// the earliest send (not the round's start: a try may wait in its
+		// node's admission gate first).
 		validUntil := first.Add(effective - leaseclock.Drift(effective))
 		if granted >= l.quorum && time.Now().Before(validUntil) {
 			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
@@ -121,17 +116,15 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, len(parts), l.quorum))
 		}
 		if granted > 0 {
-			// A split vote: another waiter took some nodes. Back off a
-			// random while, as RedLock prescribes, so that two waiters do
-			// not split every round, and try again.
+			// A split vote: back off a random while, as RedLock
+			// prescribes, so that two waiters do not split every round.
 			if err := l.pause(ctx, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
 				return nil, err
 			}
 			continue
 		}
 		// Held elsewhere: sleep on every node's lock channel until a
-		// release there (or the key's deletion or expiry: key tracking)
-		// wakes it, then try again.
+		// release, or the key's deletion or expiry, wakes it.
 		if ws == nil {
 			var ready bool
 			if ws, ready = l.join(); ws == nil {
@@ -148,8 +141,8 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 }
 
 // tryAll tries every node once, in parallel. answered counts the nodes
-// that replied (granted or held by someone else), as opposed to failing;
-// first is when the earliest try of a granted node was sent.
+// that replied (granted or held); first is when the earliest try of a
+// granted node was sent.
 func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, granted, answered int, first time.Time) {
 	parts = make([]context.Context, len(l.nodes))
 	sent := make([]time.Time, len(l.nodes))
@@ -196,8 +189,7 @@ func (l *Lock) releaseParts(parts []context.Context) {
 	wg.Wait()
 }
 
-// hold is one acquisition of a RedLock: its parts, each a hold in its
-// node Client's registry, which renews it and ends it when it is lost.
+// hold is one acquisition of a RedLock: its parts, each a hold in its node Client's registry.
 type hold struct {
 	owner    string
 	start    time.Time
@@ -226,10 +218,8 @@ func (l *Lock) holdIn(ctx context.Context) *hold {
 	return h
 }
 
-// hold makes the ctx of a granted acquisition. It is cancelled with
-// errs.LockLost once more parts are lost than the quorum can spare, or
-// (fixed lease) when the validity ends, and with errs.Closed when a node's
-// Client closes.
+// hold makes the ctx of a granted acquisition, ended as the package's
+// invariants say, or with errs.Closed when a node's Client closes.
 func (l *Lock) hold(ctx context.Context, owner string, parts []context.Context, granted int, lease time.Duration, validUntil time.Time) context.Context {
 	h := &hold{owner: owner, start: time.Now(), parts: parts, spare: int32(granted - l.quorum)}
 	cctx, cancel := context.WithCancelCause(ctx)
@@ -261,9 +251,8 @@ func (l *Lock) partEnded(h *hold, cause error) {
 }
 
 // Release releases the acquisition ctx carries on every node, and returns
-// its owner and start; with an error wrapping errs.LockLost when fewer
-// than a quorum of nodes still held it. The hold's ctx is done before the
-// releases are sent.
+// its owner and start; with errs.LockLost when fewer than a quorum of
+// nodes still held it.
 func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	h := l.holdIn(ctx)
 	if h == nil {
@@ -309,10 +298,9 @@ func (l *Lock) pause(ctx context.Context, d time.Duration, deadline time.Time, w
 	return nil
 }
 
-// join puts a waiter on the lock's channel of every node, in the order of
-// l.nodes. ready: one of the channels was subscribed already, so an unlock
-// published since the last try may have reached no one: try again at
-// once. It returns no waiters once a node's Client is closed.
+// join puts a waiter on the lock's channel of every node (nil once a
+// node's Client is closed). ready: a channel was subscribed already, so an
+// unlock published since the last try may have reached no one.
 func (l *Lock) join() (ws []*hub.Waiter, ready bool) {
 	channel := mutex.LockChannel(l.key)
 	for i := range l.nodes {
@@ -327,15 +315,7 @@ func (l *Lock) join() (ws []*hub.Waiter, ready bool) {
 	return ws, ready
 }
 
-// tried reports a round of tries to the hub of every node waited on.
-func (l *Lock) tried(ws []*hub.Waiter) {
-	for i, w := range ws {
-		l.nodes[i].hub.Tried(w, false, false)
-	}
-}
-
-// leave takes the waiters off every node's channel (acquired: their unused
-// wake-ups are dropped rather than passed on).
+// leave takes the waiters off every node's channel (acquired: unused wake-ups are dropped).
 func (l *Lock) leave(ws []*hub.Waiter, acquired bool) {
 	for i, w := range ws {
 		l.nodes[i].hub.Leave(w, acquired)

@@ -13,11 +13,9 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Latch is the engine of a count-down latch (runtime.Latch), in the
-// layout of Redisson's RCountDownLatch: the count at the key (no TTL), the
-// channel redisson_countdownlatch__channel__{key} (the braces always
-// added), where "0" says the count reached zero. Like Plain, it takes no
-// holds and sends nothing twice.
+// Latch is the engine of a count-down latch (runtime.Latch): its channel
+// is redisson_countdownlatch__channel__{key} (the braces always added),
+// where "0" says the count reached zero.
 type Latch struct{ counter }
 
 // Init makes l the latch at key, named name.
@@ -26,9 +24,8 @@ func (l *Latch) Init(env *lockenv.Env, key, name string) {
 }
 
 // TrySet arms the latch with count n if it is not armed, and reports
-// whether it did. A copy sent after a lost reply would find the latch
-// this call armed and report that it did not: it is sent once (a lost
-// reply is an unknown outcome).
+// whether it did. It is sent once: a copy would find the latch this call
+// armed and report that it did not.
 func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	set, err := scripts.LatchTrySet.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, n, l.env.Publish}).Int64()
 	if err != nil {
@@ -37,8 +34,7 @@ func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	return set == 1, nil
 }
 
-// CountDown counts the latch down by one, once: a lost reply is an
-// unknown outcome.
+// CountDown counts the latch down by one, sent once: a lost reply is an unknown outcome.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err(); err != nil {
 		return l.fail("count-down", sentOnce(err))
@@ -55,11 +51,10 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 	return max(n, 0), nil
 }
 
-// Delete deletes the latch, publishing "1", which wakes no waiter. It
-// reports whether it existed.
+// Delete deletes the latch, publishing "1", which wakes no waiter, and
+// reports whether it existed. It is sent once: a copy would find the latch
+// gone and report that it deleted nothing.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
-	// Sent once: a copy resent after a lost reply would find the latch
-	// this call deleted gone and report that it deleted nothing.
 	n, err := scripts.LatchDelete.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Int64()
 	if err != nil {
 		return false, l.fail("delete", sentOnce(err))
@@ -68,9 +63,8 @@ func (l *Latch) Delete(ctx context.Context) (bool, error) {
 }
 
 // Await waits up to wait (0: one check; < 0: until ctx is done) for the
-// count to reach zero, in the Client's wait loop: it wakes on "0"
-// (hub.WakeZero), and checks again once subscribed and whenever the
-// pub/sub connection was replaced.
+// count to reach zero: it wakes on "0" (hub.WakeZero), and checks again
+// once subscribed and whenever the pub/sub connection was replaced.
 func (l *Latch) Await(ctx context.Context, wait time.Duration) error {
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		n, err := l.count(ctx)

@@ -16,8 +16,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// counter is what Plain and Latch are made of: a count at key, with its
-// channel, in a Client's Env; name is used in errors.
+// counter is what Sem, Plain and Latch are made of: a count at key, with its channel.
 type counter struct {
 	env     *lockenv.Env
 	key     string
@@ -42,11 +41,9 @@ func (c *counter) count(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// Plain is the engine of a plain semaphore (runtime.PlainSemaphore), in
-// the layout of Redisson's RSemaphore: the free count at the key and the
-// channel redisson_sc:{key}. Its permits have no ids and no leases: an
-// acquire or release whose reply was lost is not resent, and reports an
-// unknown outcome.
+// Plain is the engine of a plain semaphore (runtime.PlainSemaphore): its
+// permits have no ids and no leases, so an acquire or release whose reply
+// was lost is not resent, and reports an unknown outcome.
 type Plain struct{ counter }
 
 // Init makes p the plain semaphore at key, named name.
@@ -54,13 +51,25 @@ func (p *Plain) Init(env *lockenv.Env, key, name string) {
 	p.counter = counter{env: env, key: key, name: name, channel: ChannelName(key)}
 }
 
-// TrySetPermits sets the free count to n only when it is absent.
-func (p *Plain) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	return TrySetPermits(ctx, p.env, p.key, n, p.fail)
+// TrySetPermits sets the free count to n only when it is absent
+// (Redisson trySetPermits), for a semaphore of either layout, and reports
+// whether it did. It is sent once: a copy after a lost reply would find
+// the count this call set and report that it did not.
+func (c *counter) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if n < 0 {
+		return false, c.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
+	}
+	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.env.RDB, 2, []any{
+		3: c.key, ChannelName(c.key),
+		n, c.env.Publish,
+	}).Int64()
+	if err != nil {
+		return false, c.fail("set-permits", sentOnce(err))
+	}
+	return set == 1, nil
 }
 
-// Acquire waits up to wait (0: one try; < 0: until ctx is done) to take
-// n permits (see runtime.PlainSemaphore.TryAcquire).
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) to take n permits.
 func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.env.RDB, 1, []any{3: p.key, n}).Int64()
@@ -90,8 +99,7 @@ func (p *Plain) Release(ctx context.Context, n int) error {
 	return p.add(dctx, "release", n)
 }
 
-// AddPermits adds n (which may be negative) to the free count, and wakes
-// waiters for the permits that came free.
+// AddPermits adds n (which may be negative) to the free count, waking waiters for those freed.
 func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
@@ -99,9 +107,8 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	return p.add(ctx, "set-permits", n)
 }
 
-// add adds n to the free count and wakes waiters for what came free, sent
-// once (a copy would add the permits twice): a lost reply is an unknown
-// outcome.
+// add adds n to the free count and wakes waiters for what came free,
+// sent once (a copy would add the permits twice).
 func (p *Plain) add(ctx context.Context, op string, n int) error {
 	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 	if err != nil {
@@ -128,12 +135,10 @@ func sentOnce(err error) error {
 	return fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 }
 
-// resolveLate takes over a PlainSemaphore's acquire attempt of n permits
-// that its caller abandoned (and was told errs.OutcomeUnknown: the permits
-// may be taken). Permits the late reply says it took are given back. No
-// reply leaves the outcome unknown for good, as for any lost reply (a
-// plain semaphore's permits have no ids to settle by), and says so in a
-// warning.
+// resolveLate takes over an acquire attempt of n permits that its caller
+// abandoned (told errs.OutcomeUnknown): permits the late reply took are
+// given back. No reply leaves the outcome unknown for good (the permits
+// have no ids to settle by), with a warning.
 func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 	c := p.env
 	pd.Then(func(cmd *redis.Cmd) {
@@ -146,8 +151,8 @@ func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 			return
 		}
 		c.Settler.Add(settle.Job{
-			// Sent once, as every change of the count (a resend could add
-			// the permits twice): tried again only when it never left.
+			// Sent once, as every change of the count: tried again only
+			// when it never left.
 			Try: func(ctx context.Context) bool {
 				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.Renewal, 2, []any{3: p.key, p.channel, n, c.Publish}).Err()
 				if err != nil && !scripts.NotSent(err) && !scripts.IsReply(err) {

@@ -20,40 +20,27 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Sem is the engine of one semaphore handle: one key on one Client. Its
-// methods return errors made by Env.Fail.
+// Sem is the engine of one semaphore handle: one key on one Client.
 type Sem struct {
-	env      *lockenv.Env
-	key      string
+	counter
 	timeouts string
-	channel  string
-	name     string
 	permits  int // what a fresh semaphore starts with (0: none set)
 }
 
-// Init makes s the semaphore at key, named name, that starts with
-// permits when its count is absent.
+// Init makes s the semaphore at key, named name, starting with permits when its count is absent.
 func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
-	*s = Sem{env: env, key: key, timeouts: redisnames.Suffix(key, "timeout"), channel: ChannelName(key), name: name, permits: permits}
+	*s = Sem{counter: counter{env: env, key: key, name: name, channel: ChannelName(key)}, timeouts: redisnames.Suffix(key, "timeout"), permits: permits}
 }
 
 // ChannelName is Redisson's channel of a semaphore of either layout.
 func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
 
-// Key is the Redis key of the free count.
-func (s *Sem) Key() string { return s.key }
-
-func (s *Sem) fail(op string, err error) error { return s.env.Fail(op, s.name, s.key, err) }
-
-// permitIDLen is the length of a permit id, stored raw: 16 bytes, as
-// Redisson's. A lockgen permit id starts with the first
-// lockenv.PermitOwnerLen bytes of its Client's uuid (so lockgen inspect can find the owner label
-// of a permit, which nothing else in Redis names) and ends with random
-// bytes, which keep ids unique.
+// permitIDLen is the length of a raw permit id, as Redisson's. Its first
+// lockenv.PermitOwnerLen bytes are the Client's uuid's (so lockgen inspect
+// can find a permit's owner), then random bytes keep ids unique.
 const permitIDLen = 16
 
-// newPermitIDs returns n permit ids of the Client whose uuid starts with
-// prefix, back to back.
+// newPermitIDs returns n permit ids, back to back, of the Client whose uuid starts with prefix.
 func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
 	ids := make([]byte, n*permitIDLen)
 	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
@@ -63,13 +50,11 @@ func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
 	return ids
 }
 
-// Acquiring is one acquisition of n permits in progress. Once taken,
-// Record records the hold.
+// Acquiring is one acquisition of n permits in progress; once taken, Record records the hold.
 type Acquiring struct {
 	s      *Sem
 	ctx    context.Context
 	n      int
-	ids    []byte
 	a      holds.Args
 	marker string
 	lease  time.Duration
@@ -77,25 +62,17 @@ type Acquiring struct {
 	sent   time.Time
 }
 
-// Acquire waits up to wait (0: one try; < 0: until ctx is done) for n
-// permits held with lease (lockenv.Watchdog, or fixed).
+// Acquire waits up to wait (0: one try; < 0: until ctx is done) for n permits held with lease.
 func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*Acquiring, error) {
 	c := s.env
 	px := lease
 	if px == lockenv.Watchdog {
 		px = c.Watchdog
 	}
-	w := &Acquiring{s: s, ctx: ctx, n: n, ids: newPermitIDs(&c.IDPrefix, n), lease: lease, px: c.LeaseArg(px)}
-	w.a = holds.Args{Key: s.timeouts, Owner: c.NewOwner(), Field: string(w.ids)}
-	w.marker = s.marker(string(w.ids))
-	spec := await.Spec{
-		Channel: s.channel,
-		// A deleted counter (an operator's DEL, FLUSHALL) is a fresh
-		// semaphore: its waiters try again at once (hub_track.go).
-		Key:  s.key,
-		Wait: wait,
-		Wake: hub.WakeCount,
-	}
+	w := &Acquiring{s: s, ctx: ctx, n: n, a: holds.Args{Key: s.timeouts, Owner: c.NewOwner()}, lease: lease, px: c.LeaseArg(px)}
+	w.newIDs()
+	// Key: a deleted counter is a fresh semaphore, whose waiters try again.
+	spec := await.Spec{Channel: s.channel, Key: s.key, Wait: wait, Wake: hub.WakeCount}
 	if err := c.Waits.Await(ctx, spec, w.try); err != nil {
 		return nil, s.fail("acquire", err)
 	}
@@ -104,18 +81,6 @@ func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*A
 
 // Owner is the acquisition's owner token.
 func (w *Acquiring) Owner() string { return w.a.OwnerID() }
-
-func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
-	w.sent = time.Now()
-	took, ttl, err := w.s.tryAcquire(ctx, w.a, w.marker, w.px)
-	if errors.Is(err, errTryAborted) {
-		// Its marker now refuses every copy of this request: the
-		// next try is a new request, with new permit ids.
-		w.ids = newPermitIDs(&w.s.env.IDPrefix, w.n)
-		w.a.Field, w.marker = string(w.ids), w.s.marker(string(w.ids))
-	}
-	return took, ttl, err
-}
 
 // Record records the hold of the permits taken and returns its ctx.
 func (w *Acquiring) Record() (context.Context, error) {
@@ -129,16 +94,16 @@ func (w *Acquiring) Record() (context.Context, error) {
 	return hctx, nil
 }
 
-// tryAcquire runs the acquire script once. A reply lost to a transport
-// error or a cancelled ctx is settled: the permits are either held (taken)
-// or the attempt is marked aborted so that no copy of it takes them later.
-// An attempt abandoned at its deadline (a client that does not honour
-// deadlines on reads) resolves its late reply itself (resolveLate).
-func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px any) (bool, time.Duration, error) {
-	c := s.env
+// try runs the acquire script once. A lost reply is settled: the permits
+// are held, or the attempt is marked aborted so no copy of it takes them,
+// and the next try is a new request with new ids. One abandoned at its
+// deadline resolves its late reply itself (resolveLate).
+func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
+	s, c, a, marker := w.s, w.s.env, w.a, w.marker
+	w.sent = time.Now()
 	ttl, err := scripts.SemaphoreAcquire.Run(ctx, c.RDB, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
-		px, c.Publish, s.permits, a.Field,
+		w.px, c.Publish, s.permits, a.Field,
 	}).Int64()
 	switch {
 	case err == nil && ttl == 0:
@@ -166,20 +131,29 @@ func (s *Sem) tryAcquire(ctx context.Context, a holds.Args, marker string, px an
 	if took == 1 {
 		return true, 0, nil
 	}
+	w.newIDs()
 	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
 }
 
-// replyAborted is semaphore_acquire.lua's reply to a copy of a request
-// already settled as aborted.
-const replyAborted = -3
+// newIDs makes the acquisition a new request, with new permit ids.
+func (w *Acquiring) newIDs() {
+	ids := string(newPermitIDs(&w.s.env.IDPrefix, w.n))
+	w.a.Field, w.marker = ids, w.s.marker(ids)
+}
+
+const replyAborted = -3 // semaphore_acquire.lua: a copy of an aborted request
 
 // errTryAborted: a try whose reply was lost was settled as not taken.
 var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
 
-// Release gives back the permits of the acquisition that ctx carries,
-// and returns its owner and start (see runtime.Semaphore.Release).
+// Release gives back the permits of the acquisition ctx carries, and returns its owner and start.
 func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ error) {
-	acq := s.acquisitionOf(ctx)
+	var acq *holds.Acquisition // the innermost of this semaphore in ctx's chain
+	for hc := s.env.Reg.Of(ctx); hc != nil && acq == nil; hc = hc.Parent() {
+		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
+			acq = hc.Acquisition()
+		}
+	}
 	if acq == nil {
 		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this semaphore", errs.NotHeld))
 	}
@@ -187,7 +161,7 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	if !ok {
 		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 	}
-	acq.End(context.Canceled) // before the release is sent (see runtime.Mutex.Unlock)
+	acq.End(context.Canceled) // before the release is sent
 	if d.Lost != nil {
 		return "", time.Time{}, s.fail("release", d.Lost)
 	}
@@ -205,27 +179,14 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	return h.Owner, acq.Start, nil
 }
 
-// acquisitionOf returns the innermost acquisition of this semaphore in
-// ctx's chain, or nil.
-func (s *Sem) acquisitionOf(ctx context.Context) *holds.Acquisition {
-	for hc := s.env.Reg.Of(ctx); hc != nil; hc = hc.Parent() {
-		if h := hc.Acquisition().Hold(); h.Permit && h.Key == s.key {
-			return hc.Acquisition()
-		}
-	}
-	return nil
-}
-
-// release runs the release script, resending it on transport errors (a
-// resend finds the ids gone and changes nothing). It returns the number of
-// permits freed.
+// release runs the release script, resent on transport errors (a resend
+// finds the ids gone), and returns the number of permits freed.
 func (s *Sem) release(ctx context.Context, a holds.Args, marker string) (int64, error) {
 	return s.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return s.releaseOnce(ctx, s.env.RDB, a, marker)
 	})
 }
 
-// releaseOnce runs the release script once, through via.
 func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args, marker string) (int64, error) {
 	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, marker,
@@ -233,8 +194,7 @@ func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args,
 	}).Int64()
 }
 
-// marker names the request marker of the acquisition of ids: one key per
-// acquisition, in the semaphore's slot.
+// marker names the request marker of the acquisition of ids, in the semaphore's slot.
 func (s *Sem) marker(ids string) string {
 	return lockenv.RequestMarker(s.key, hex.EncodeToString([]byte(ids[:permitIDLen])))
 }
@@ -242,7 +202,7 @@ func (s *Sem) marker(ids string) string {
 // Available is the number of free permits, after the expired ones were
 // reclaimed (0 when the semaphore was never set).
 func (s *Sem) Available(ctx context.Context) (int, error) {
-	n, err := s.drain(ctx, "read")
+	n, err := s.change(ctx, scripts.SemaphoreDrain, false, "read")
 	if err != nil {
 		return 0, s.fail("inspect", err)
 	}
@@ -250,56 +210,14 @@ func (s *Sem) Available(ctx context.Context) (int, error) {
 }
 
 // Drain takes every free permit at once and returns how many there were.
+// It is sent once: a resent copy would find no free permit and report 0,
+// the permits the first took lost.
 func (s *Sem) Drain(ctx context.Context) (int, error) {
-	n, err := s.drain(ctx, "drain")
+	n, err := s.change(ctx, scripts.SemaphoreDrain, true, "drain")
 	if err != nil {
 		return 0, s.fail("drain", err)
 	}
 	return int(n), nil
-}
-
-// drain runs SemaphoreDrain. Reading is idempotent, draining is not: a
-// copy resent after a lost reply would find no free permit and report 0,
-// and the permits the first copy took would be lost to the semaphore. So
-// a drain goes out once (RunOnce), and a lost reply is an unknown outcome.
-func (s *Sem) drain(ctx context.Context, mode string) (int64, error) {
-	run := scripts.SemaphoreDrain.Run
-	if mode == "drain" {
-		run = scripts.SemaphoreDrain.RunOnce
-	}
-	n, err := run(ctx, s.env.RDB, 3, []any{
-		3: s.key, s.timeouts, s.channel,
-		s.env.Publish, mode,
-	}).Int64()
-	if err != nil && mode == "drain" {
-		err = sentOnce(err)
-	}
-	return n, err
-}
-
-// TrySetPermits sets the number of free permits to n only when the
-// semaphore has none set (Redisson trySetPermits). It reports whether it
-// did.
-func (s *Sem) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	return TrySetPermits(ctx, s.env, s.key, n, s.fail)
-}
-
-// TrySetPermits sets the free count at key to n when it is absent, for a
-// semaphore of either layout; fail makes its errors.
-func TrySetPermits(ctx context.Context, c *lockenv.Env, key string, n int, fail func(string, error) error) (bool, error) {
-	if n < 0 {
-		return false, fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
-	}
-	// Not resent by go-redis: a copy after a lost reply would find the
-	// count this call set and report that it did not.
-	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.RDB, 2, []any{
-		3: key, ChannelName(key),
-		n, c.Publish,
-	}).Int64()
-	if err != nil {
-		return false, fail("set-permits", sentOnce(err))
-	}
-	return set == 1, nil
 }
 
 // SetPermits makes n the semaphore's total: the free count becomes n minus
@@ -309,34 +227,34 @@ func (s *Sem) SetPermits(ctx context.Context, n int) error {
 	if n < 0 {
 		return s.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
 	}
-	return s.add(ctx, "set", n)
-}
-
-// AddPermits adds n (which may be negative) to the free permits. Waiters
-// are woken for the permits that came free. It is never sent twice: when
-// its reply is lost it returns an error wrapping errs.OutcomeUnknown (the
-// permits may or may not have been added).
-func (s *Sem) AddPermits(ctx context.Context, n int) error { return s.add(ctx, "add", n) }
-
-// add runs SemaphoreAdd. Setting the count is idempotent, adding to it is
-// not: an add goes out once (RunOnce), and a lost reply is an unknown
-// outcome rather than a copy that adds the permits twice.
-func (s *Sem) add(ctx context.Context, mode string, n int) error {
-	run := scripts.SemaphoreAdd.Run
-	if mode == "add" {
-		run = scripts.SemaphoreAdd.RunOnce
-	}
-	err := run(ctx, s.env.RDB, 3, []any{
-		3: s.key, s.timeouts, s.channel,
-		s.env.Publish, mode, n,
-	}).Err()
-	if err != nil && mode == "add" {
-		err = sentOnce(err)
-	}
-	if err != nil {
+	if _, err := s.change(ctx, scripts.SemaphoreAdd, false, "set", n); err != nil {
 		return s.fail("set-permits", err)
 	}
 	return nil
+}
+
+// AddPermits adds n (which may be negative) to the free permits, waking
+// waiters for those that came free. It is sent once: a lost reply is
+// errs.OutcomeUnknown.
+func (s *Sem) AddPermits(ctx context.Context, n int) error {
+	if _, err := s.change(ctx, scripts.SemaphoreAdd, true, "add", n); err != nil {
+		return s.fail("set-permits", err)
+	}
+	return nil
+}
+
+// change runs sc on the semaphore's keys with args after Publish: when
+// once, sent once and a lost reply is an unknown outcome (sentOnce).
+func (s *Sem) change(ctx context.Context, sc scripts.Script, once bool, args ...any) (int64, error) {
+	run := sc.Run
+	if once {
+		run = sc.RunOnce
+	}
+	n, err := run(ctx, s.env.RDB, 3, append([]any{3: s.key, s.timeouts, s.channel, s.env.Publish}, args...)).Int64()
+	if err != nil && once {
+		err = sentOnce(err)
+	}
+	return n, err
 }
 
 // taker is a Sem as the registry sees it (holds.Taker).
@@ -345,18 +263,15 @@ type taker Sem
 // ExtraKeys: none, renew_batch.lua finds the permit ids in the hold's field.
 func (*taker) ExtraKeys(*holds.Hold) []string { return nil }
 
-// GiveBackLost releases the permit ids of h, lost at its deadline,
-// resending until Redis answers: a resend finds the ids gone and frees
-// nothing twice.
+// GiveBackLost releases the permit ids of h, lost at its deadline.
 func (t *taker) GiveBackLost(h *holds.Hold) {
 	s := (*Sem)(t)
 	s.giveBack(h.Args, s.marker(h.Field))
 }
 
 // giveBack releases the permit ids of a in the background (package
-// settle), through the client that honours deadlines, until Redis
-// answers. An error reply (READONLY, LOADING in a failover) is tried
-// again: the job goes behind the others meanwhile.
+// settle), through the client that honours deadlines, until Redis answers
+// without an error (READONLY, LOADING in a failover are tried again).
 func (s *Sem) giveBack(a holds.Args, marker string) {
 	s.env.Settler.Add(settle.Job{
 		Try: func(ctx context.Context) bool {
@@ -367,11 +282,10 @@ func (s *Sem) giveBack(a holds.Args, marker string) {
 	})
 }
 
-// resolveLate takes over an acquire attempt that its caller abandoned
-// (see lockenv.Replied). Permits the late reply says it took are given
-// back; when no reply comes, the permits are released all the same: the
-// release marks the request done, so no copy of it still on its way takes
-// them later, and frees them if it did take them.
+// resolveLate takes over an acquire attempt its caller abandoned (see
+// lockenv.Replied): permits the late reply took are given back, and so
+// are they when no reply comes: the release marks the request done, so
+// no copy on its way takes them later.
 func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
 	p.Then(func(cmd *redis.Cmd) {
 		if ttl, err := cmd.Int64(); lockenv.Replied(err) && (err != nil || ttl != 0) {

@@ -1,17 +1,14 @@
 // Package settle is the settler: one goroutine per Client that goes on, in
 // the background, with work that must reach Redis but could not in the
-// call that needed it (an acquire whose reply and settlement were both
-// lost, what a hold lost at its deadline may still have in Redis, a waiter
-// that could not leave its queue). It knows nothing of locks or Redis: a
-// Job is a function to try until it reports done, and a time after which
-// it is given up.
+// call that needed it. A Job is a function to try until it reports done,
+// and a time after which it is given up.
 //
 // Invariants:
 //
 //   - the goroutine runs only while there is work: a partition that ends
-//     thousands of holds at once makes one queue, tried one job at a time
-//     while Redis answers and paused with a backoff while it does not, not
-//     thousands of goroutines polling a pool of a few connections;
+//     thousands of holds makes one queue, tried one job at a time and
+//     paused with a backoff while Redis does not answer, not thousands of
+//     goroutines polling a pool of a few connections;
 //   - a failed attempt ends the round: the jobs after it wait with it for
 //     the backoff, and it goes behind them, so one job that always fails
 //     delays the others by a backoff, not by its lifetime;

@@ -19,19 +19,14 @@ type Job struct {
 
 // Config is what a Settler is told by its Client.
 type Config struct {
-	// Life ends every attempt and the Settler's goroutine (the Client's
-	// Close).
-	Life context.Context
-	// Try bounds one attempt.
-	Try time.Duration
+	Life context.Context // ends every attempt and the goroutine (Close)
+	Try  time.Duration   // bounds one attempt
 	// Failed is told when an attempt failed: its calls may have gone to a
-	// master that is dead (the job does not say why it failed).
+	// dead master (the job does not say why it failed).
 	Failed func()
 }
 
-// Backoff bounds the pause after a failed round: it doubles from
-// MinBackoff up to MaxBackoff, and starts again after a round that went
-// through.
+// The pause after a failed round doubles from MinBackoff up to MaxBackoff.
 const (
 	MinBackoff = 20 * time.Millisecond
 	MaxBackoff = time.Second
@@ -44,8 +39,7 @@ type Settler struct {
 	jobs    []Job
 	running bool
 	// closed is set by Close before it waits: a job queued after that
-	// would start the goroutine after the Wait, or while a Wait that saw
-	// it end wakes up (a WaitGroup reused under its Wait panics).
+	// would reuse the WaitGroup under its Wait (which panics).
 	closed bool
 	wg     sync.WaitGroup
 }
@@ -53,8 +47,7 @@ type Settler struct {
 // New returns an idle Settler.
 func New(cfg Config) *Settler { return &Settler{cfg: cfg} }
 
-// Add queues j, starting the goroutine if it is not running. After Close
-// it does nothing: Redis expires what the job was about.
+// Add queues j, starting the goroutine if needed; after Close it does nothing.
 func (s *Settler) Add(j Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -70,8 +63,7 @@ func (s *Settler) Add(j Job) {
 }
 
 // Close refuses jobs from now on and waits until the goroutine has quit
-// those it has (Config.Life must be done, or their Until past, for that to
-// be soon).
+// those it has (soon once Config.Life is done or their Until past).
 func (s *Settler) Close() {
 	s.mu.Lock()
 	s.closed = true
@@ -82,7 +74,6 @@ func (s *Settler) Close() {
 // run tries the queued jobs in turn until none is left.
 func (s *Settler) run() {
 	defer s.wg.Done()
-	life := s.cfg.Life
 	backoff := MinBackoff
 	for {
 		s.mu.Lock()
@@ -105,11 +96,9 @@ func (s *Settler) run() {
 		if s.cfg.Failed != nil {
 			s.cfg.Failed()
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-life.Done():
-			t.Stop()
-		case <-t.C:
+		select { // time.After's timer needs no Stop (Go 1.23)
+		case <-s.cfg.Life.Done():
+		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, MaxBackoff)
 	}
