@@ -476,7 +476,7 @@ func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	}
 	m.env.Reg.LoseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", errs.LockLost)))
 	if err != nil {
-		return false, m.fail("force-unlock", fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
+		return false, m.fail("force-unlock", err) // errs.OutcomeUnknown
 	}
 	return n == 1, nil
 }

@@ -2,7 +2,9 @@ package scripts
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,12 +60,21 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 
 // RunOnce is Run for a script that must not run twice for one call: a
 // failure without a reply is the outcome of the only copy sent (after
-// NOSCRIPT, sending again is not a resend: the script did not run).
+// NOSCRIPT, sending again is not a resend: the script did not run). Its
+// error then wraps errs.OutcomeUnknown: the script may have run, and a
+// resend cannot tell (a copy would find its work done and report
+// otherwise). An abandoned call's outcome still comes (Abandoned).
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
+	var cmd *redis.Cmd
 	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, sc, numKeys, args, true)
+		cmd = runAside(ctx, rdb, sc, numKeys, args, true)
+	} else {
+		cmd = sc.run(ctx, rdb, numKeys, args, true)
 	}
-	return sc.run(ctx, rdb, numKeys, args, true)
+	if err := cmd.Err(); err != nil && !IsReply(err) && !NotSent(err) {
+		cmd.SetErr(fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
+	}
+	return cmd
 }
 
 func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/lua"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -144,6 +145,49 @@ func TestNotSentOnlyForCallsThatNeverLeft(t *testing.T) {
 	err = scripts.LatchDelete.Run(ctx, slow, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
 	if err == nil || scripts.NotSent(err) || scripts.IsReply(err) {
 		t.Fatalf("a call the paused server read: %v, NotSent %v, want neither sent-proof nor reply", err, scripts.NotSent(err))
+	}
+}
+
+// A call sent once whose reply was lost may have run: its error wraps
+// errs.OutcomeUnknown. One refused (a reply) or never sent (a closed
+// client, a done ctx) does not.
+func TestRunOnceReportsOnlyALostReplyAsAnUnknownOutcome(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	del := func(ctx context.Context, rdb scripts.Runner) error {
+		return scripts.LatchCountDown.RunOnce(ctx, rdb, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
+	}
+	rdb := srv.Client(t)
+	closed := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	_ = closed.Close()
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	cte := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = cte.Close() })
+	if err := rdb.Set(ctx, "latch", "a string", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"a reply (not an integer)":            del(ctx, rdb),
+		"a closed client":                del(ctx, closed),
+		"a done ctx":                     del(done, rdb),
+		"a done ctx, deadlines honoured": del(done, cte),
+	} {
+		if err == nil || errors.Is(err, errs.OutcomeUnknown) {
+			t.Errorf("%s: %v, want an error that is not an unknown outcome", name, err)
+		}
+	}
+
+	slow := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = slow.Close() })
+	if err := slow.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "client", "pause", 1000, "all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := del(ctx, slow); !errors.Is(err, errs.OutcomeUnknown) || !scripts.Unreachable(err) {
+		t.Fatalf("a call the paused server read: %v, want an unknown outcome", err)
 	}
 }
 

@@ -29,7 +29,7 @@ func (l *Latch) Init(env *lockenv.Env, key, name string) {
 func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	set, err := scripts.LatchTrySet.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, n, l.env.Publish}).Int64()
 	if err != nil {
-		return false, l.fail("arm", sentOnce(err))
+		return false, l.fail("arm", err)
 	}
 	return set == 1, nil
 }
@@ -37,7 +37,7 @@ func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 // CountDown counts the latch down by one, sent once: a lost reply is an unknown outcome.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if err := scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err(); err != nil {
-		return l.fail("count-down", sentOnce(err))
+		return l.fail("count-down", err)
 	}
 	return nil
 }
@@ -57,7 +57,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	n, err := scripts.LatchDelete.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Int64()
 	if err != nil {
-		return false, l.fail("delete", sentOnce(err))
+		return false, l.fail("delete", err)
 	}
 	return n == 1, nil
 }

@@ -64,7 +64,7 @@ func (c *counter) TrySetPermits(ctx context.Context, n int) (bool, error) {
 		n, c.env.Publish,
 	}).Int64()
 	if err != nil {
-		return false, c.fail("set-permits", sentOnce(err))
+		return false, c.fail("set-permits", err)
 	}
 	return set == 1, nil
 }
@@ -82,7 +82,7 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 		if pd := scripts.Abandoned(err); pd != nil {
 			p.resolveLate(pd, n) // gives back what a late reply took
 		}
-		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+		return false, 0, err // errs.OutcomeUnknown
 	}
 	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
 	if err := p.env.Waits.Await(ctx, w, try); err != nil {
@@ -112,7 +112,7 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 func (p *Plain) add(ctx context.Context, op string, n int) error {
 	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 	if err != nil {
-		return p.fail(op, sentOnce(err))
+		return p.fail(op, err)
 	}
 	return nil
 }
@@ -124,15 +124,6 @@ func (p *Plain) Available(ctx context.Context) (int, error) {
 		return 0, p.fail("inspect", err)
 	}
 	return int(n), nil
-}
-
-// sentOnce is the error of a change sent once (RunOnce) that failed: one
-// whose reply was lost may have run, and is an unknown outcome.
-func sentOnce(err error) error {
-	if lockenv.Replied(err) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 }
 
 // resolveLate takes over an acquire attempt of n permits that its caller

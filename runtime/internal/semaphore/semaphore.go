@@ -244,17 +244,13 @@ func (s *Sem) AddPermits(ctx context.Context, n int) error {
 }
 
 // change runs sc on the semaphore's keys with args after Publish: when
-// once, sent once and a lost reply is an unknown outcome (sentOnce).
+// once, sent once (scripts.RunOnce: a lost reply is an unknown outcome).
 func (s *Sem) change(ctx context.Context, sc scripts.Script, once bool, args ...any) (int64, error) {
 	run := sc.Run
 	if once {
 		run = sc.RunOnce
 	}
-	n, err := run(ctx, s.env.RDB, 3, append([]any{3: s.key, s.timeouts, s.channel, s.env.Publish}, args...)).Int64()
-	if err != nil && once {
-		err = sentOnce(err)
-	}
-	return n, err
+	return run(ctx, s.env.RDB, 3, append([]any{3: s.key, s.timeouts, s.channel, s.env.Publish}, args...)).Int64()
 }
 
 // taker is a Sem as the registry sees it (holds.Taker).
