@@ -168,7 +168,7 @@ func TestRunOnceReportsOnlyALostReplyAsAnUnknownOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"a reply (not an integer)":            del(ctx, rdb),
+		"a reply (not an integer)":       del(ctx, rdb),
 		"a closed client":                del(ctx, closed),
 		"a done ctx":                     del(done, rdb),
 		"a done ctx, deadlines honoured": del(done, cte),
