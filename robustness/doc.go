@@ -43,6 +43,10 @@
 //     updates, fencing, linearizability (porcupine) of the latch, the plain
 //     semaphore and the fenced register, liveness, and hygiene.
 //
+// With Config.Cluster the lock server is a local Redis Cluster whose
+// slots migrate between masters while the workers use them (ClusterFaults;
+// docs/robustness.md).
+//
 // A failure prints the seed (a rerun with LOCKGEN_ROBUSTNESS_SEED draws
 // the same fault schedule and the same operations; their timing differs),
 // the window of the history around each violation, and leaves the whole
