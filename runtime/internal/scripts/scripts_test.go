@@ -134,14 +134,7 @@ func TestNotSentOnlyForCallsThatNeverLeft(t *testing.T) {
 
 	// A paused server reads the command and never answers: sent, with no
 	// reply.
-	slow := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
-	t.Cleanup(func() { _ = slow.Close() })
-	if err := slow.Ping(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Do(ctx, "client", "pause", 1000, "all").Err(); err != nil {
-		t.Fatal(err)
-	}
+	slow := pausedServer(t, srv)
 	err = scripts.LatchDelete.Run(ctx, slow, 2, []any{scripts.Header: "latch", "channel", "publish"}).Err()
 	if err == nil || scripts.NotSent(err) || scripts.IsReply(err) {
 		t.Fatalf("a call the paused server read: %v, NotSent %v, want neither sent-proof nor reply", err, scripts.NotSent(err))
@@ -178,17 +171,27 @@ func TestRunOnceReportsOnlyALostReplyAsAnUnknownOutcome(t *testing.T) {
 		}
 	}
 
+	slow := pausedServer(t, srv)
+	if err := del(ctx, slow); !errors.Is(err, errs.OutcomeUnknown) || !scripts.Unreachable(err) {
+		t.Fatalf("a call the paused server read: %v, want an unknown outcome", err)
+	}
+}
+
+// pausedServer returns a client of srv that has connected, and pauses srv
+// for a second (CLIENT PAUSE ALL): it reads commands and answers none,
+// and the client gives up on a reply after 200 ms.
+func pausedServer(t *testing.T, srv *redistest.Server) *redis.Client {
+	t.Helper()
+	ctx := context.Background()
 	slow := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = slow.Close() })
 	if err := slow.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.Do(ctx, "client", "pause", 1000, "all").Err(); err != nil {
+	if err := srv.Client(t).Do(ctx, "client", "pause", 1000, "all").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := del(ctx, slow); !errors.Is(err, errs.OutcomeUnknown) || !scripts.Unreachable(err) {
-		t.Fatalf("a call the paused server read: %v, want an unknown outcome", err)
-	}
+	return slow
 }
 
 // noRetryHook records, for each script command sent, its name and whether
