@@ -504,7 +504,7 @@ func (r *runner) control(server string, fn func(context.Context, *redis.Client) 
 }
 
 // migrate moves the slot of one of the run's lock keys to another master,
-// both chosen by pick, keys and all (their TTLs go with them), while the
+// both chosen by pick (the master after the chosen one if the slot is on it), keys and all (their TTLs go with them), while the
 // workers use it.
 func (r *runner) migrate(pick int) error {
 	var keys []string
@@ -524,10 +524,15 @@ func (r *runner) migrate(pick int) error {
 		return fmt.Errorf("CLUSTER KEYSLOT %s: %w", key, err)
 	}
 	dst := r.masters[(pick/len(keys))%len(r.masters)]
-	if err := r.cluster.Migrate(int(slot), dst); err != nil {
+	src, err := r.cluster.Migrate(int(slot), dst)
+	if err == nil && src == dst { // it is there: to the next one
+		dst = r.masters[(slices.Index(r.masters, dst)+1)%len(r.masters)]
+		src, err = r.cluster.Migrate(int(slot), dst)
+	}
+	if err != nil {
 		return err
 	}
-	r.t.Logf("robustness: slot %d (%s) is on %s", slot, key, dst)
+	r.t.Logf("robustness: slot %d (%s) moved from %s to %s", slot, key, src, dst)
 	return nil
 }
 

@@ -15,14 +15,15 @@ import (
 // master.
 func (c *Cluster) MigrateSlot(tb testing.TB, slot int, dst *Server) {
 	tb.Helper()
-	if err := c.Migrate(slot, dst); err != nil {
+	if _, err := c.Migrate(slot, dst); err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}
 }
 
 // Migrate is MigrateSlot for a caller that is not the test's goroutine
-// (a fault injected while a workload runs): it returns what failed.
-func (c *Cluster) Migrate(slot int, dst *Server) error {
+// (a fault injected while a workload runs): it returns the master the
+// slot was on (dst: nothing moved), or what failed.
+func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	var view []clusterNode
@@ -35,7 +36,7 @@ func (c *Cluster) Migrate(slot int, dst *Server) error {
 		}
 	}
 	if view == nil {
-		return fmt.Errorf("migrating slot %d: no node answers CLUSTER NODES: %v", slot, err)
+		return nil, fmt.Errorf("migrating slot %d: no node answers CLUSTER NODES: %v", slot, err)
 	}
 	var src *Server
 	for _, n := range view {
@@ -44,10 +45,10 @@ func (c *Cluster) Migrate(slot int, dst *Server) error {
 		}
 	}
 	if src == nil {
-		return fmt.Errorf("migrating slot %d: no master serves it", slot)
+		return nil, fmt.Errorf("migrating slot %d: no master serves it", slot)
 	}
 	if src == dst {
-		return nil
+		return src, nil
 	}
 	var failed error
 	must := func(what string, err error) bool {
@@ -64,12 +65,12 @@ func (c *Cluster) Migrate(slot int, dst *Server) error {
 	srcID, dstID := id(src), id(dst)
 	if !must("IMPORTING", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err()) ||
 		!must("MIGRATING", src.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err()) {
-		return failed
+		return src, failed
 	}
 	for {
 		keys, err := src.control().ClusterGetKeysInSlot(ctx, slot, 100).Result()
 		if !must("CLUSTER GETKEYSINSLOT", err) {
-			return failed
+			return src, failed
 		}
 		if len(keys) == 0 {
 			break
@@ -79,7 +80,7 @@ func (c *Cluster) Migrate(slot int, dst *Server) error {
 			args = append(args, k)
 		}
 		if !must("MIGRATE", src.control().Do(ctx, args...).Err()) {
-			return failed
+			return src, failed
 		}
 	}
 	must("NODE on the target", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
@@ -89,5 +90,5 @@ func (c *Cluster) Migrate(slot int, dst *Server) error {
 			must("NODE on "+m.Addr(), m.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
 		}
 	}
-	return failed
+	return src, failed
 }
