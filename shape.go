@@ -239,7 +239,7 @@ func buildSchema() (*schema, []prop) {
 			}},
 			{"quorum", &schema{
 				desc: "red locks only: how many of the client's Options.RedLockNodes must grant the lock: majority (default) or a number of nodes >= 1; becomes LockOptions.Quorum (0 for majority). " +
-					"A quorum larger than the number of nodes is refused by the runtime, which is the first to know the nodes.",
+					"A quorum larger than the number of nodes, or not a majority of them, is refused by the runtime, which is the first to know the nodes.",
 				anyOf: []*schema{{hasConst: true, constant: "majority"}, {types: []string{"integer"}, minimum: intp(1)}},
 				want:  "majority, or a number of nodes such as 3",
 			}},

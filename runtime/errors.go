@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
@@ -117,6 +119,18 @@ func (e *LockError) Unwrap() error { return e.Err }
 
 // fail makes the *LockError of a failed op on the lock (name, key):
 // what the engine's errors are (lockenv.Env.Fail).
+// errNotMade is the error of a call on a handle no Client made: a nil
+// pointer, or the zero value of a handle that has nothing to name it.
+var errNotMade = fmt.Errorf("%w: a handle not made by a Client (make it with Client.Mutex, Client.RedLock and the like)", ErrInvalidArgument)
+
+// checkCtx refuses a nil ctx.
+func checkCtx(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil ctx (use context.Background() or context.TODO())", ErrInvalidArgument)
+	}
+	return nil
+}
+
 func fail(op, name, key string, err error) error {
 	return &LockError{Op: op, Name: name, Key: key, Err: err}
 }

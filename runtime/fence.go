@@ -31,12 +31,15 @@ type FencedLock struct {
 // LockFenced waits until it holds the lock or ctx is done, with the lease
 // of the lock's options, and returns the ctx of the hold and its token.
 func (f *FencedLock) LockFenced(ctx context.Context) (context.Context, int64, error) {
+	if f.Mutex == nil {
+		return nil, 0, fail("acquire", "", "", errNotMade)
+	}
 	return f.TryLockFenced(ctx, Forever, f.opts.Lease)
 }
 
 // TryLockFenced is TryLock that also returns the acquisition's token.
 func (f *FencedLock) TryLockFenced(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
-	hctx, err := f.TryLock(ctx, wait, lease)
+	hctx, err := f.Mutex.TryLock(ctx, wait, lease) // a nil Mutex says so
 	if err != nil {
 		return nil, 0, err
 	}
@@ -46,6 +49,9 @@ func (f *FencedLock) TryLockFenced(ctx context.Context, wait, lease time.Duratio
 
 // DoFenced is Do with the acquisition's token passed to fn.
 func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, fence int64) error) error {
+	if f.Mutex == nil {
+		return fail("acquire", "", "", errNotMade)
+	}
 	if fn == nil {
 		return f.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}
@@ -57,7 +63,12 @@ func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, 
 
 // Token is the lock's token counter as it stands: the token of the latest
 // acquisition by anyone (0 before the first).
-func (f *FencedLock) Token(ctx context.Context) (int64, error) { return f.e.Token(ctx) }
+func (f *FencedLock) Token(ctx context.Context) (int64, error) {
+	if f.Mutex == nil {
+		return 0, fail("inspect", "", "", errNotMade)
+	}
+	return f.e.Token(ctx)
+}
 
 // Fence returns the fencing token of the innermost fenced acquisition whose
 // hold ctx is, or is an ancestor of, ctx; false when there is none.

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -60,10 +61,14 @@ func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
 // lease and the wait time of the whole; the members' own lease and wait
 // time are not used.
 func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
+	l := &MultiLock{c: c, opts: opts}
+	if l.invalid = membersOf(c, members); l.invalid != nil {
+		return l
+	}
 	ms := slices.Clone(members)
 	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.Key(), b.Key()) })
 	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.Key() == b.Key() })
-	l := &MultiLock{c: c, opts: opts, members: ms, atomic: len(ms) > 1}
+	l.members, l.atomic = ms, len(ms) > 1
 	for _, m := range ms {
 		if !m.e.Batchable() || c.env.Cluster && scripts.KeySlot(m.Key()) != scripts.KeySlot(ms[0].Key()) {
 			l.atomic = false
@@ -77,6 +82,26 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 		l.multi = mutex.NewMulti(c.mutexes, opts.Name, locks)
 	}
 	return l
+}
+
+// membersOf checks the members of a multi-lock of c: locks of c, and no
+// two different locks on one key (membersOf's caller keeps one handle of
+// each lock).
+func membersOf(c *Client, members []*Mutex) error {
+	seen := map[string]*Mutex{}
+	for _, m := range members {
+		if m == nil {
+			return fmt.Errorf("%w: a nil member", ErrInvalidArgument)
+		}
+		switch prev := seen[m.Key()]; {
+		case m.c != c:
+			return fmt.Errorf("%w: member %q is a lock of another Client (its holds would be that Client's, and this multi-lock could not release them)", ErrInvalidArgument, m.Key())
+		case prev != nil && !prev.e.Same(&m.e):
+			return fmt.Errorf("%w: two different locks on key %q (%s and %s): a multi-lock holds one lock per key", ErrInvalidArgument, m.Key(), prev.e.Describe(), m.e.Describe())
+		}
+		seen[m.Key()] = m
+	}
+	return nil
 }
 
 // RedLock returns the RedLock at key over the Client's RedLock nodes.

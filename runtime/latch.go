@@ -52,7 +52,10 @@ func (l *Latch) Name() string { return l.opts.Name }
 func (l *Latch) fail(op string, err error) error { return fail(op, l.opts.Name, l.e.Key(), err) }
 
 // check refuses what the latch cannot do where it is.
-func (l *Latch) check() error {
+func (l *Latch) check(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	if err := lockenv.Validate(l.e.Key(), Watchdog); err != nil {
 		return err
 	}
@@ -67,7 +70,7 @@ func (l *Latch) check() error {
 // is lost the error wraps ErrOutcomeUnknown, and Count tells whether it
 // ran.
 func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
-	if err := l.check(); err != nil {
+	if err := l.check(ctx); err != nil {
 		return false, l.fail("arm", err)
 	}
 	if n < 1 {
@@ -87,7 +90,7 @@ func (l *Latch) Arm(ctx context.Context) (bool, error) { return l.TrySetCount(ct
 // is not idempotent): the error wraps ErrOutcomeUnknown, and Count tells
 // whether it ran.
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := l.check(); err != nil {
+	if err := l.check(ctx); err != nil {
 		return l.fail("count-down", err)
 	}
 	return l.e.CountDown(ctx)
@@ -114,7 +117,7 @@ func (l *Latch) Await(ctx context.Context) error { return l.TryAwait(ctx, Foreve
 // whenever the pub/sub connection was replaced (messages published while
 // it was down are made up for).
 func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
-	if err := l.check(); err != nil {
+	if err := l.check(ctx); err != nil {
 		return l.fail("await", err)
 	}
 	return l.e.Await(ctx, wait)

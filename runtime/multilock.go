@@ -14,7 +14,8 @@ import (
 
 // MultiLock holds several locks all-or-nothing (Redisson's RedissonMultiLock).
 //
-// When every member is a reentrant lock and all their keys live in one
+// When every member is a reentrant lock (not fenced: a fenced member is
+// taken on its own, with its token) and all their keys live in one
 // cluster slot (always, on a single server), the members are taken and
 // released by one script call each: one round trip, atomic. Otherwise they
 // are taken one by one in a canonical order (sorted by key), each with its
@@ -27,6 +28,11 @@ import (
 // the watchdog (or has the fixed lease), and the ctx of the hold is
 // cancelled when any member is lost.
 //
+// Members are locks of the multi-lock's Client, one per key: two handles
+// of one lock count once, and two different locks on one key (the read
+// and write sides of a read-write lock, a fenced and a plain lock) are
+// refused (ErrInvalidArgument), as are members of another Client.
+//
 // The multi-lock's options give the name, the lease and the wait time; a
 // member's own options give its kind's settings (QueueTimeout,
 // WritersFirst) and SyncReplicas. Members with SyncReplicas are taken one
@@ -37,6 +43,7 @@ type MultiLock struct {
 	members []*Mutex // sorted by key, no duplicates
 	atomic  bool
 	multi   *mutex.Multi // the engine of an atomic multi-lock (package mutex)
+	invalid error        // why its members cannot be held together (membersOf)
 }
 
 // Keys are the members' keys in acquisition order.
@@ -62,6 +69,9 @@ func (l *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 
 // TryLock waits up to wait for all members and holds them with lease.
 func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
+	if err := l.usable(ctx); err != nil {
+		return nil, l.fail("acquire", err)
+	}
 	owner, start := "", time.Now()
 	defer func() {
 		observeTry(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", owner, start, err)
@@ -123,8 +133,22 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 	return hctx, nil
 }
 
+// usable refuses a call the multi-lock cannot serve.
+func (l *MultiLock) usable(ctx context.Context) error {
+	switch {
+	case l.c == nil:
+		return errNotMade
+	case l.invalid != nil:
+		return l.invalid
+	}
+	return checkCtx(ctx)
+}
+
 // Unlock releases every member held through ctx.
 func (l *MultiLock) Unlock(ctx context.Context) error {
+	if err := l.usable(ctx); err != nil {
+		return l.fail("release", err)
+	}
 	hc := l.c.env.Reg.Of(ctx)
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))

@@ -62,6 +62,9 @@ func (m *Mutex) fail(op string, err error) error { return fail(op, m.opts.Name, 
 // Lock waits until it holds the lock or ctx is done, with the lease of the
 // Mutex's options. It returns the ctx of the hold; pass it to Unlock.
 func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
+	if m == nil {
+		return m.TryLock(ctx, Forever, 0) // says what is wrong
+	}
 	return m.TryLock(ctx, Forever, m.opts.Lease)
 }
 
@@ -70,8 +73,18 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // the ctx of the hold, or an error wrapping ErrNotAcquired, the ctx's error,
 // ErrClosed, ErrUpgrade or a Redis error.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	if m == nil {
+		return nil, fail("acquire", "", "", errNotMade)
+	}
+	if err := checkCtx(ctx); err != nil {
+		return nil, m.fail("acquire", err)
+	}
 	if err := lockenv.Validate(m.e.Key(), lease); err != nil {
 		return nil, m.fail("acquire", err)
+	}
+	if q := m.opts.QueueTimeout; m.e.KindName() == "fair" && q < lockenv.MinLease {
+		// A waiter refreshes its place every QueueTimeout/3.
+		return nil, m.fail("acquire", fmt.Errorf("%w: QueueTimeout %v is shorter than %v", ErrInvalidArgument, q, lockenv.MinLease))
 	}
 	owner, err := m.e.Owner(ctx)
 	if err != nil {
@@ -110,6 +123,12 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 // no acquisition of this lock (or it was already released), and one
 // wrapping ErrLockLost when the hold was lost before the release.
 func (m *Mutex) Unlock(ctx context.Context) error {
+	if m == nil {
+		return fail("release", "", "", errNotMade)
+	}
+	if err := checkCtx(ctx); err != nil {
+		return m.fail("release", err)
+	}
 	owner, start, err := m.e.Release(ctx)
 	if err != nil {
 		return err

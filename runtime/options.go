@@ -22,7 +22,8 @@ type LockOptions struct {
 	WaitTime time.Duration
 	// QueueTimeout (fair locks) is how long a queued waiter may go silent
 	// before the others skip it. A live waiter refreshes its place every
-	// QueueTimeout/3 while it waits. Zero means 5m, as in Redisson.
+	// QueueTimeout/3 while it waits. Zero means 5m, as in Redisson; less
+	// than 10 ms is refused (ErrInvalidArgument).
 	QueueTimeout time.Duration
 	// WritersFirst (read-write locks): while a writer waits, new readers
 	// wait behind it, so a steady stream of readers cannot starve writers.
@@ -37,7 +38,8 @@ type LockOptions struct {
 	// second owner through a replica that never saw it.
 	SyncReplicas int
 	// Quorum (RedLock) is how many of the RedLock nodes must grant the
-	// lock. Zero means a majority.
+	// lock. Zero means a majority; less than a majority is refused
+	// (ErrInvalidArgument): two owners could each hold it.
 	Quorum int
 }
 

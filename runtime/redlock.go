@@ -49,6 +49,12 @@ func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
 // quorum of nodes answer at all, and with ErrNotAcquired when they answer
 // but others hold the lock for the whole wait.
 func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
+	if l.e == nil {
+		return nil, fail("acquire", l.opts.Name, "", errNotMade)
+	}
+	if err := checkCtx(ctx); err != nil {
+		return nil, l.fail("acquire", err)
+	}
 	owner, begin := "", time.Now()
 	defer func() { observeTry(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, begin, err) }()
 	switch {
@@ -56,6 +62,9 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
 	case l.e.Quorum() > l.e.Nodes():
 		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.e.Quorum(), l.e.Nodes()))
+	case l.e.Quorum() <= l.e.Nodes()/2:
+		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d of %d nodes is not a majority: two owners could each be granted the lock by as many nodes (set at least %d, or 0 for a majority)",
+			ErrInvalidArgument, l.e.Quorum(), l.e.Nodes(), l.e.Nodes()/2+1))
 	}
 	if err := lockenv.Validate(l.e.Key(), lease); err != nil {
 		return nil, l.fail("acquire", err)
@@ -66,6 +75,12 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 
 // Unlock releases the acquisition ctx carries on every node.
 func (l *RedLock) Unlock(ctx context.Context) error {
+	if l.e == nil {
+		return fail("release", l.opts.Name, "", errNotMade)
+	}
+	if err := checkCtx(ctx); err != nil {
+		return l.fail("release", err)
+	}
 	owner, start, err := l.e.Release(ctx)
 	if owner != "" {
 		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, start)

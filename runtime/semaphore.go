@@ -73,6 +73,11 @@ const PermitOwnerLen = lockenv.PermitOwnerLen
 
 func (s *Semaphore) fail(op string, err error) error { return fail(op, s.opts.Name, s.e.Key(), err) }
 
+// MaxPermits is the most permits one acquisition of a Semaphore takes:
+// each permit has an id of its own, made before the call (16 bytes) and
+// kept in Redis (a member of the semaphore's sorted set).
+const MaxPermits = 1 << 16
+
 // Acquire waits until it holds n permits or ctx is done, with the
 // Semaphore's lease. It returns the ctx of the hold; pass it to Release.
 func (s *Semaphore) Acquire(ctx context.Context, n int) (context.Context, error) {
@@ -86,8 +91,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) (context.Context, error)
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (context.Context, error) {
 	lease := s.opts.Lease
 	switch {
+	case ctx == nil:
+		return nil, s.fail("acquire", checkCtx(ctx))
 	case n < 1:
 		return nil, s.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
+	case n > MaxPermits:
+		return nil, s.fail("acquire", fmt.Errorf("%w: %d permits (at most MaxPermits, %d, at once)", ErrInvalidArgument, n, MaxPermits))
 	case s.opts.Permits < 0:
 		return nil, s.fail("acquire", fmt.Errorf("%w: negative Permits %d", ErrInvalidArgument, s.opts.Permits))
 	}
@@ -118,6 +127,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 // released already), and one wrapping ErrLockLost when the permits were
 // lost (ran out, or deleted) before the release.
 func (s *Semaphore) Release(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return s.fail("release", err)
+	}
 	owner, start, err := s.e.Release(ctx)
 	if err != nil {
 		return err

@@ -53,6 +53,9 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // on reads, a try abandoned at its deadline whose reply comes after all
 // gives back the permits it took (package semaphore).
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
+	if err := checkCtx(ctx); err != nil {
+		return p.fail("acquire", err)
+	}
 	if n < 1 {
 		return p.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
 	}
@@ -65,6 +68,9 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 // Release gives back n permits and wakes that many waiters. It runs
 // detached from ctx's cancellation, with the Client's ReleaseTimeout.
 func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
+	if err := checkCtx(ctx); err != nil {
+		return p.fail("release", err)
+	}
 	if n < 1 {
 		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
 	}

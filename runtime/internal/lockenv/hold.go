@@ -71,13 +71,18 @@ func RequestMarker(key, requestID string) string {
 func Validate(key string, lease time.Duration) error {
 	// A "{" must open a hash tag as Redis reads one: Redisson's name
 	// helpers leave such a key alone, so its other keys share its slot
-	// only then.
+	// only then; a key without one is wrapped in braces, so a "}" in it
+	// must not be there.
 	open := strings.IndexByte(key, '{')
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", errs.InvalidKey)
 	case open >= 0 && strings.IndexByte(key[open+1:], '}') <= 0:
 		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", errs.InvalidKey, key)
+	case open < 0 && strings.IndexByte(key, '}') >= 0:
+		// The helpers wrap such a key in braces, and its '}' ends
+		// that tag early.
+		return fmt.Errorf("%w: %q has a '}' that closes no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or drop the brace", errs.InvalidKey, key)
 	case lease < 0:
 		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", errs.InvalidLease, lease)
 	case lease > 0 && lease < MinLease:

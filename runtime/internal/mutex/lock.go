@@ -64,8 +64,30 @@ func (m *Lock) Key() string { return m.key }
 // KindName is the lock's kind as events name it.
 func (m *Lock) KindName() string { return kindNames[m.kind] }
 
-// Batchable reports whether the lock can be taken with others in one multi-lock script.
-func (m *Lock) Batchable() bool { return m.kind == Reentrant && m.opts.SyncReplicas == 0 }
+// Same reports whether o is a handle of the lock m is: the same key, kind
+// and fencing.
+func (m *Lock) Same(o *Lock) bool {
+	return m.key == o.key && m.kind == o.kind && m.opts.Fenced == o.opts.Fenced
+}
+
+// Describe names the lock's kind for an error: "a fair lock", "the read
+// side of a read-write lock", "a fenced lock".
+func (m *Lock) Describe() string {
+	if m.opts.Fenced {
+		return "a fenced lock"
+	}
+	return describe[m.kind]
+}
+
+var describe = map[Kind]string{Reentrant: "a reentrant lock", Fair: "a fair lock",
+	Read: "the read side of a read-write lock", Write: "the write side of a read-write lock"}
+
+// Batchable reports whether the lock can be taken with others in one
+// multi-lock script: a reentrant lock without replica sync or a fencing
+// token (multi_acquire.lua takes none).
+func (m *Lock) Batchable() bool {
+	return m.kind == Reentrant && m.opts.SyncReplicas == 0 && !m.opts.Fenced
+}
 
 // WaitChannel is the channel a waiter of owner sleeps on.
 func (m *Lock) WaitChannel(owner string) string { return m.kind.channel(m.key, owner) }
