@@ -6,6 +6,8 @@
 --
 -- KEYS[1]  lock hash
 -- KEYS[2]  channel: redisson_rwlock:{<lock>}
+-- KEYS[3]  prefix of the read holds' timeout keys: {<lock>} (as
+--          read_release.lua's KEYS[4]); absent: the hash keeps its TTL
 -- ARGV[1]  lease in milliseconds, re-applied while write holds remain
 -- ARGV[2]  "<owner>:write"
 -- ARGV[3]  publish command: "publish" or "spublish"
@@ -16,7 +18,11 @@
 --   0    one write hold dropped, the owner still writes
 --   1    the last write hold dropped: the lock is deleted, or left in read
 --        mode when the owner still holds read holds (downgrade); waiting
---        readers are woken either way (Redisson's read-unlock message "1")
+--        readers are woken either way (Redisson's read-unlock message "1").
+--        The read holds left keep the hash as long as their timeout keys
+--        live, not the write hold's lease (Redisson keeps the write hold's
+--        TTL: a read hold that ran out kept the lock for the rest of it);
+--        when none of them lives any more the hash goes too
 local expected = tonumber(ARGV[4])
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
 if expected > 1 then
@@ -40,6 +46,24 @@ if redis.call('hlen', KEYS[1]) == 1 then
     redis.call('del', KEYS[1])
 else
     redis.call('hset', KEYS[1], 'mode', 'read')
+    if KEYS[3] then
+        local longest = -2
+        local fields = redis.call('hgetall', KEYS[1])
+        for j = 1, #fields, 2 do
+            local count = tonumber(fields[j + 1])
+            if count and fields[j] ~= 'mode' then
+                for i = count, 1, -1 do
+                    local key = KEYS[3] .. ':' .. fields[j] .. ':rwlock_timeout:' .. i
+                    longest = math.max(longest, redis.call('pttl', key))
+                end
+            end
+        end
+        if longest > 0 then
+            redis.call('pexpire', KEYS[1], longest)
+        else
+            redis.call('del', KEYS[1])
+        end
+    end
 end
 redis.call(ARGV[3], KEYS[2], '1')
 return 1

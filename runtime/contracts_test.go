@@ -30,13 +30,9 @@ func noPanic(t *testing.T, what string, f func() error) (err error) {
 	return f()
 }
 
-// A FencedLock promises a token with every acquisition "by anyone", which
-// grows with each. Taken as a member of a MultiLock whose members share a
-// slot, it is taken by multi_acquire.lua, which does not INCR the token
-// counter: the hold has no token (Fence reports none) and the counter does
-// not move, so a paused holder's older token still passes the resource's
-// check while the multi-lock's holder works under the lock. The same
-// members in different slots (taken one by one) do get a token.
+// A fenced member of a multi-lock gets its token, as taken alone: a
+// multi-lock with one is not taken by multi_acquire.lua (which takes no
+// token), but member by member.
 func TestFencedMemberOfAnAtomicMultiLockGetsAToken(t *testing.T) {
 	_, _, c := setup(t, nil)
 	ctx := ctxT(t)
@@ -63,14 +59,10 @@ func TestFencedMemberOfAnAtomicMultiLockGetsAToken(t *testing.T) {
 	}
 }
 
-// MultiLock drops members with the same key (handles.go: CompactFunc on
-// Key), whatever their kind: over both sides of one read-write lock it
-// keeps only the one that sorts first, so MultiLock(rw.Read(), rw.Write())
-// takes a read hold only and another reader gets in beside the holder
-// that asked for the write side; over a Mutex and a FencedLock of one key
-// the fenced member may be the one dropped, and the hold has no token.
-// Either take every distinct member or refuse the combination with
-// ErrInvalidArgument; silently dropping one is neither.
+// Two different locks on one key (the sides of a read-write lock, a plain
+// and a fenced lock) in one multi-lock are refused, never one of them
+// dropped: the read side alone would let another reader in beside the
+// holder that asked for the write side, a plain lock alone has no token.
 func TestMultiLockDoesNotDropAMemberOfAnotherKindOnTheSameKey(t *testing.T) {
 	_, rdb, c := setup(t, nil)
 	other := newClient(t, rdb, nil)
@@ -121,13 +113,9 @@ func TestMultiLockDoesNotDropAMemberOfAnotherKindOnTheSameKey(t *testing.T) {
 	})
 }
 
-// A MultiLock made by one Client over members made by another is taken
-// (each member through its own Client's engine, which records the hold
-// in that Client's registry, renewed by its watchdog), but its Unlock
-// looks the hold up in the MultiLock's Client's registry, finds nothing
-// and returns ErrNotHeld: the members stay locked, renewed for as long as
-// the other Client lives, and no handle can release them. Refuse such
-// members (ErrInvalidArgument) or release through their own Client.
+// A multi-lock over another Client's members is refused: their holds
+// would be that Client's, renewed by it, and the multi-lock's Unlock
+// could not find them.
 func TestMultiLockOverAnotherClientsMembersIsReleasedOrRefused(t *testing.T) {
 	_, rdb, c := setup(t, nil)
 	other := newClient(t, rdb, nil)
@@ -148,11 +136,8 @@ func TestMultiLockOverAnotherClientsMembersIsReleasedOrRefused(t *testing.T) {
 	}
 }
 
-// Semaphore.TryAcquire checks n >= 1 but has no upper bound: the engine
-// allocates n*16 bytes of permit ids before any call (semaphore.go:58),
-// which panics (makeslice: len out of range) once n*16 overflows, and for
-// n around 1<<36 exhausts memory and kills the process, which no recover
-// catches. A count no semaphore can hold should be ErrInvalidArgument.
+// More permits at once than MaxPermits are refused: their ids are made
+// before any call (a count past MaxInt64/16 panicked in makeslice).
 func TestSemaphoreHugePermitCountIsAnError(t *testing.T) {
 	_, _, c := setup(t, nil)
 	ctx := ctxT(t)
@@ -169,10 +154,7 @@ func TestSemaphoreHugePermitCountIsAnError(t *testing.T) {
 	}
 }
 
-// A nil ctx is API misuse that every entry point turns into a nil
-// dereference (Mutex.TryLock: m.e.Owner -> Registry.Of, ctx.Value;
-// Unlock likewise; Semaphore.TryAcquire: ctx.Err()). A typed
-// ErrInvalidArgument, as for a nil fn, costs one comparison.
+// A nil ctx is ErrInvalidArgument, as a nil fn is, not a nil dereference.
 func TestNilContextIsATypedError(t *testing.T) {
 	_, _, c := setup(t, nil)
 	o := runtime.LockOptions{}
@@ -197,22 +179,9 @@ func TestNilContextIsATypedError(t *testing.T) {
 	}
 }
 
-// A writer may take read holds (downgrade) and "keeps them after releasing
-// the write side" (rwlock.go, docs/generated-api.md). It keeps them in
-// Redis and in the registry, which renews them, but the read hold's ctx
-// is a child of the write hold's (holds.Registry.Add: WithCancelCause of
-// the parent ctx), so Write().Unlock ends it with context.Canceled: the
-// reading the downgrade is for sees its ctx done, with no ErrLockLost
-// cause, and a re-entry of the read side through it fails, while the
-// lock is still read-held for that owner and renewed.
-// Validate (lockenv/hold.go:75) refuses a key whose '{' opens no hash tag,
-// because the names derived from it (redisnames.Prefix/Suffix: channel,
-// marker, queue, token, timeouts) would land in other slots. A key with a
-// '}' and no '{' has the same problem the other way round: the helpers
-// wrap it in braces, and its own '}' closes that tag early ("a}b" ->
-// "redisson_lock__channel:{a}b}", tag "a"; "}x" -> "{}x}", an empty tag),
-// while the key itself hashes whole. Every script then fails on a cluster
-// with a raw CROSSSLOT reply instead of ErrInvalidKey, for every kind.
+// A key with a '}' that closes no hash tag is ErrInvalidKey: the name
+// helpers wrap such a key in braces and its '}' ends that tag early, so
+// on a cluster every script failed with a raw CROSSSLOT.
 func TestKeyWithAStrayClosingBraceIsAnInvalidKeyOnCluster(t *testing.T) {
 	skipShortOutsideCI(t)
 	cl := redistest.StartCluster(t)
@@ -252,22 +221,10 @@ func TestKeyWithAStrayClosingBraceIsAnInvalidKeyOnCluster(t *testing.T) {
 	}
 }
 
-// A writer that downgrades to a read hold with a fixed lease, then
-// releases its write side, leaves the lock held for up to a watchdog
-// lease after that read hold ran out. write_release.lua, on the last write
-// hold with read holds left, sets mode "read" and keeps the hash's TTL,
-// which is the write hold's (30 s, renewed until the release), instead of
-// recomputing it from the readers' timeout keys as read_release.lua does.
-// The read hold's timeout key expires with its lease, its ctx ends (Unlock
-// reports it lost), yet the hash keeps its field in read mode: writers
-// wait out the write hold's old lease for a lock no one holds or tracks.
-// RedLock accepts any Quorum from 1 to the number of nodes (TryLock
-// refuses only Quorum > Nodes; the DSL's "quorum: 1" too), but a quorum
-// of at most half the nodes cannot exclude: two owners each granted a
-// disjoint set of nodes both hold the lock. Here a Mutex holds the key on
-// two of three nodes, so one RedLock owner wins the third; once that
-// Mutex lets go, a second owner wins the other two. A quorum <= N/2
-// should be ErrInvalidArgument (or documented as giving up exclusion).
+// A RedLock quorum of at most half the nodes is refused: two owners
+// granted disjoint sets of nodes would both hold it. Here a Mutex holds
+// the key on two of three nodes, so A wins the third; once the Mutex lets
+// go, B could win the other two.
 func TestRedLockQuorumOfAMinorityIsRefused(t *testing.T) {
 	servers := redistest.StartN(t, 3)
 	var nodes []redis.UniversalClient
@@ -313,27 +270,9 @@ func TestRedLockQuorumOfAMinorityIsRefused(t *testing.T) {
 	}
 }
 
-// An atomic MultiLock applies one lease to every member, the longest any
-// of them counts on: its acquire (holds.Registry.EnterAll returns the max
-// of the members' leases to keep, calls.go:67, sent to multi_acquire.lua
-// as one PX) and its release (multi.go releaseAtomic: "one lease goes to
-// all", multi_release.lua's PEXPIRE). A member whose hold has a short
-// fixed lease is stretched to another member's long one: its hold ends at
-// its own deadline on the client (no give-back: a fixed lease is left to
-// expire), while its key stays in Redis for the other member's lease,
-// held for an owner nobody tracks. Here the owner holds {ml}a for 300 ms
-// and {ml}b for a minute, re-enters both through the multi-lock, and
-// releases that: {ml}a then lives on for a minute.
-// LockOptions.QueueTimeout has no lower bound: FairLock replaces only
-// values <= 0 (handles.go), and a fair waiter's sleep is bounded by
-// QueueTimeout/3 (mutex/kind.go refreshEvery), which for a QueueTimeout
-// under 3 ns (an integer meant as seconds: QueueTimeout: 2) is 0, that is
-// no bound at all; fair_acquire.lua gets QueueTimeout.Milliseconds() = 0
-// as the queue timeout. The second waiter behind a release then sleeps
-// forever on a free lock. (Between 3 ns and 3 ms the bound is tiny instead:
-// a waiter polls Redis every QueueTimeout/3.) A QueueTimeout too short to
-// refresh should be ErrInvalidArgument, as a lease under MinLease is
-// ErrInvalidLease.
+// A fair lock's QueueTimeout under 10 ms is refused: its waiters refresh
+// every QueueTimeout/3, and under 3 ns that was no bound at all (the
+// second waiter behind a release slept on a free lock).
 func TestFairLockTinyQueueTimeoutIsRefusedOrWakesItsWaiters(t *testing.T) {
 	_, rdb, c := setup(t, nil)
 	other := newClient(t, rdb, nil)
@@ -373,12 +312,8 @@ func TestFairLockTinyQueueTimeoutIsRefusedOrWakesItsWaiters(t *testing.T) {
 	}
 }
 
-// The zero value of most handles fails with a typed error (a Mutex, an
-// RWLock's sides, a Semaphore, a PlainSemaphore, a Latch: ErrInvalidKey,
-// "empty key", from lockenv.Validate), but that of a FencedLock (its
-// embedded *Mutex is nil), a RedLock (nil engine: redlock.go TryLock's
-// l.e.Nodes()) and a MultiLock (nil Client: the deferred observeTry reads
-// l.c.opts) panics.
+// The zero value of every handle fails with a typed error; a FencedLock's,
+// a RedLock's and a MultiLock's panicked.
 func TestZeroValueHandlesFailWithATypedError(t *testing.T) {
 	ctx := ctxT(t)
 	calls := []struct {
@@ -398,17 +333,39 @@ func TestZeroValueHandlesFailWithATypedError(t *testing.T) {
 	}
 }
 
-// The mirror case of TestDowngradedReadHoldThatRanOutFreesTheLock:
-// a writer with a fixed lease downgrades to a watchdog read hold. The
-// write hold's lease runs out (its ctx ends with ErrLockLost; an Unlock
-// after the lease clock marked it lost sends nothing), but its
-// "<owner>:write" field
-// stays in the hash, in write mode, for as long as the read hold keeps
-// the hash alive: read_acquire.lua applied the read's lease to the whole
-// hash, and the watchdog's renewals of the read hold extend the hash
-// (renew_batch.lua), write field included. No one tracks that write hold
-// and no call can release it, yet it keeps every other reader and writer
-// out for the read hold's whole life and up to a watchdog lease after.
-// A fixed-lease hold that ends at its deadline while the key lives on
-// for other holds of its owner should be given back (HDEL of its field,
-// mode back to read), as a lost watchdog hold is.
+// A writer that took a read hold with a fixed lease (a downgrade) and
+// then released its write side leaves the lock in read mode for that read
+// hold only: once it runs out, the lock is free. write_release.lua kept
+// the write hold's TTL (up to a watchdog lease) as Redisson's does; it now
+// keeps the hash as long as the read holds' timeout keys.
+func TestDowngradedReadHoldThatRanOutFreesTheLock(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	other := newClient(t, rdb, nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{}
+	rw := c.ReadWrite("downgrade-ttl", o)
+	w, err := rw.Write().Lock(ctx) // watchdog lease
+	if err != nil {
+		t.Fatal(err)
+	}
+	const readLease = 200 * time.Millisecond
+	r, err := rw.Read().TryLock(w, 0, readLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Write().Unlock(w); err != nil {
+		t.Fatal(err)
+	}
+	// The read hold's own key runs out with its lease.
+	eventually(t, 5*time.Second, "the read hold's timeout key gone", func() bool {
+		return len(rdb.Keys(ctx, "{downgrade-ttl}:*rwlock_timeout*").Val()) == 0
+	})
+	start := time.Now()
+	wh, err := other.ReadWrite("downgrade-ttl", o).Write().TryLock(ctx, 3*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("a writer waited %v for a lock whose only hold ran out %v after the write release: %v (hash %v, PTTL %v)",
+			time.Since(start).Round(time.Millisecond), readLease, err, rdb.HGetAll(ctx, "downgrade-ttl").Val(), rdb.PTTL(ctx, "downgrade-ttl").Val())
+	}
+	_ = other.ReadWrite("downgrade-ttl", o).Write().Unlock(wh)
+	_ = rw.Read().Unlock(r)
+}

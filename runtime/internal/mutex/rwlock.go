@@ -103,8 +103,8 @@ func (writeSide) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (
 }
 
 func (writeSide) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
-	return scripts.WriteRelease.Run(ctx, at.via, 2, []any{
-		3: a.Key, rwChannel(m.key),
+	return scripts.WriteRelease.Run(ctx, at.via, 3, []any{
+		3: a.Key, rwChannel(m.key), readTimeoutPrefix(m.key),
 		at.px, a.Field, m.env.Publish, at.count,
 	}).Int64()
 }
