@@ -12,6 +12,9 @@
 -- ARGV[2]  owner token
 -- ARGV[3]  marker lifetime in milliseconds
 -- ARGV[3+i] the owner's hold count of member i before this request
+-- ARGV[3+n+i] member i's lease in milliseconds (absent: ARGV[1]): a
+--          re-entry keeps what the owner's holds of that member count on,
+--          not another member's longer lease
 --
 -- Returns an array {i, ttl}
 --   {0, 0}     every member is now held by ARGV[2] (taken or re-entered,
@@ -24,7 +27,9 @@
 --              is not the one sent (the hold a re-entry counts on is gone)
 local n = #KEYS - 1
 local marker = KEYS[n + 1]
-local lease = tonumber(ARGV[1])
+local function leaseOf(i)
+    return tonumber(ARGV[3 + n + i] or ARGV[1])
+end
 -- Classify every member before writing anything: all or nothing.
 local verdict, value = {}, {}
 local resent = true
@@ -37,7 +42,7 @@ end
 if resent then
     -- An earlier copy of this request took every member: count it once.
     for i = 1, n do
-        lockgen_resent(KEYS[i], marker, ARGV[3], lease, nil, value[i])
+        lockgen_resent(KEYS[i], marker, ARGV[3], leaseOf(i), nil, value[i])
     end
     return {0, 0}
 end
@@ -62,6 +67,6 @@ for i = 1, n do
     end
 end
 for i = 1, n do
-    lockgen_reenter(KEYS[i], ARGV[2], lease, nil)
+    lockgen_reenter(KEYS[i], ARGV[2], leaseOf(i), nil)
 end
 return {0, 0}

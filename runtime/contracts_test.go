@@ -369,3 +369,50 @@ func TestDowngradedReadHoldThatRanOutFreesTheLock(t *testing.T) {
 	_ = other.ReadWrite("downgrade-ttl", o).Write().Unlock(wh)
 	_ = rw.Read().Unlock(r)
 }
+
+// An atomic multi-lock keeps each member's own lease: its acquire and
+// its release applied the longest lease of any member to all of them, so
+// a member held with a short fixed lease outlived its hold in Redis by
+// another member's lease, held for an owner nobody tracked. Here the
+// owner holds {ml}a for 300 ms and {ml}b for a minute, re-enters both
+// through the multi-lock and releases that: {ml}a must go with its hold.
+func TestAtomicMultiLockKeepsEachMembersOwnLease(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	other := newClient(t, rdb, nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{}
+	a, b := c.Mutex("{ml}a", o), c.Mutex("{ml}b", o)
+	ha, err := a.TryLock(ctx, 0, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := b.TryLock(ha, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml := c.MultiLock(o, a, b)
+	if !ml.Atomic() {
+		t.Fatal("the multi-lock is not atomic")
+	}
+	hm, err := ml.TryLock(hb, 0, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("PTTL of {ml}a after the multi-lock's acquire: %v", rdb.PTTL(ctx, "{ml}a").Val())
+	if err := ml.Unlock(hm); err != nil {
+		t.Fatal(err)
+	}
+	// a's own hold runs out with its 300 ms lease.
+	select {
+	case <-ha.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the 300 ms hold of {ml}a did not end")
+	}
+	pttl := rdb.PTTL(ctx, "{ml}a").Val()
+	h, err := other.Mutex("{ml}a", o).TryLock(ctx, 2*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("{ml}a, whose only hold ran out, is still held in Redis (PTTL %v when its hold's ctx ended): %v", pttl, err)
+	}
+	_ = other.Mutex("{ml}a", o).Unlock(h)
+	_ = b.Unlock(hb)
+}

@@ -54,19 +54,23 @@ func (r *Registry) Exit(id ID) {
 
 // EnterAll enters the turns of ids in their order (callers sort them, so
 // two calls never wait on each other crosswise), fills counts with their
-// hold counts, and returns the longest PEXPIRE of them.
-func (r *Registry) EnterAll(ctx context.Context, ids []ID, lease time.Duration, counts []int) (time.Duration, error) {
-	var px time.Duration
+// hold counts and pxs (if not nil) with the PEXPIRE each applies, and
+// returns the longest.
+func (r *Registry) EnterAll(ctx context.Context, ids []ID, lease time.Duration, counts []int, pxs []time.Duration) (time.Duration, error) {
+	var longest time.Duration
 	for i, id := range ids {
-		n, p, err := r.Enter(ctx, id, lease)
+		n, px, err := r.Enter(ctx, id, lease)
 		if err != nil {
 			r.ExitAll(ids[:i])
 			return 0, err
 		}
 		counts[i] = n
-		px = max(px, p)
+		if pxs != nil {
+			pxs[i] = px
+		}
+		longest = max(longest, px)
 	}
-	return px, nil
+	return longest, nil
 }
 
 // ExitAll exits the turns of ids.

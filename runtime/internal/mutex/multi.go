@@ -64,10 +64,11 @@ func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Dura
 				hc.Acquisition().End(errs.Closed)
 			}
 			taken := make([]int, len(mw.counts))
+			leases := make([]time.Duration, len(mw.counts))
 			for i, n := range mw.counts {
-				taken[i] = n + 1
+				taken[i], leases[i] = n+1, c.Watchdog
 			}
-			_, _ = l.sendRelease(ctx, mw.args, taken, c.Watchdog)
+			_, _ = l.sendRelease(ctx, mw.args, taken, leases)
 			return nil, l.fail("acquire", err)
 		}
 		hctx = h
@@ -94,7 +95,8 @@ func (w *multiWait) WaitKey() string     { return w.l.locks[w.blocking].key }
 // order), kept on success until the holds are recorded (as tryAcquire).
 func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
 	l, c := w.l, w.l.env
-	px, err := c.Reg.EnterAll(ctx, w.ids, w.lease, w.counts)
+	pxs := make([]time.Duration, len(w.ids))
+	px, err := c.Reg.EnterAll(ctx, w.ids, w.lease, w.counts, pxs)
 	if err != nil {
 		return false, 0, err
 	}
@@ -110,13 +112,16 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 	}
 	w.sent = time.Now()
 	marker := lockenv.RequestMarker(l.locks[0].key, c.NewRequestID())
-	cmdArgs := make([]any, 3, 3+2*len(w.args)+4)
+	cmdArgs := make([]any, 3, 3+3*len(w.args)+4)
 	for _, a := range w.args {
 		cmdArgs = append(cmdArgs, a.Key)
 	}
 	cmdArgs = append(cmdArgs, marker, c.LeaseArg(px), w.owner, c.MarkerTTL)
 	for _, n := range w.counts {
 		cmdArgs = append(cmdArgs, n)
+	}
+	for _, p := range pxs { // each member keeps its own lease
+		cmdArgs = append(cmdArgs, c.LeaseArg(p))
 	}
 	res, err := scripts.MultiAcquire.Run(ctx, c.RDB, len(w.args)+1, cmdArgs).Int64Slice()
 	switch {
@@ -182,14 +187,13 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 		lost = cmp.Or(lost, err)
 	}
 	counts := make([]int, len(ids))
-	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts) // never fails: no deadline
+	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts, nil) // never fails: no deadline
 	defer c.Reg.ExitAll(ids)
 	rel := l.reconcileLive(acqs, args, live, ids)
-	// Members that stay held keep the longest lease their holds count on
-	// (one goes to all), so a fixed lease is not stretched to the watchdog's.
-	lease := lockenv.MinLease
+	// Members that stay held keep the lease their own holds count on.
 	var send []holds.Args
 	var sendCounts []int
+	var leases []time.Duration
 	for _, i := range live {
 		acq := acqs[i]
 		d, ok := c.Reg.Drop(acq)
@@ -201,12 +205,12 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 			lost = cmp.Or(lost, d.Lost)
 			continue
 		}
-		lease = max(lease, d.Lease)
 		send = append(send, args[i])
 		sendCounts = append(sendCounts, d.Count)
+		leases = append(leases, max(d.Lease, lockenv.MinLease))
 	}
 	rel = c.Calls.Yield(rel)
-	res, err := l.sendRelease(rel, send, sendCounts, lease)
+	res, err := l.sendRelease(rel, send, sendCounts, leases)
 	for i, a := range send {
 		if sendCounts[i] > 1 {
 			c.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
@@ -248,19 +252,23 @@ func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live
 }
 
 // sendRelease runs multi_release.lua for members held counts times each,
-// resent on transport errors (the counts make that harmless).
-func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []int, lease time.Duration) ([]int64, error) {
+// re-applying leases where holds remain, resent on transport errors (the
+// counts make that harmless).
+func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []int, leases []time.Duration) ([]int64, error) {
 	if len(members) == 0 {
 		return nil, nil
 	}
 	c := l.env
-	cmdArgs := make([]any, 3, 3+3*len(members)+3)
+	cmdArgs := make([]any, 3, 3+4*len(members)+3)
 	for _, a := range members {
 		cmdArgs = append(cmdArgs, a.Key, LockChannel(a.Key.(string)))
 	}
-	cmdArgs = append(cmdArgs, c.LeaseArg(lease), members[0].Owner, c.Publish)
+	cmdArgs = append(cmdArgs, c.LeaseArg(slices.Max(leases)), members[0].Owner, c.Publish)
 	for _, n := range counts {
 		cmdArgs = append(cmdArgs, n)
+	}
+	for _, p := range leases {
+		cmdArgs = append(cmdArgs, c.LeaseArg(p))
 	}
 	var res []int64
 	_, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
