@@ -416,3 +416,78 @@ func TestAtomicMultiLockKeepsEachMembersOwnLease(t *testing.T) {
 	_ = other.Mutex("{ml}a", o).Unlock(h)
 	_ = b.Unlock(hb)
 }
+
+// A writer that took a read hold (a downgrade) keeps it after releasing
+// the write side, as the docs promise: the read hold's ctx, a child of the
+// write hold's, used to end with the write release (context.Canceled)
+// while the read hold lived on in Redis. A hold taken under a hold of the
+// same lock by its owner now ends only with its own hold, or with what
+// the outer one was taken under.
+func TestDowngradedReadHoldOutlivesTheWriteRelease(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	rw := c.ReadWrite("downgrade", runtime.LockOptions{})
+	w, err := rw.Write().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.Read().TryLock(w, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rw.Read().Unlock(r) }()
+	if err := rw.Write().Unlock(w); err != nil {
+		t.Fatal(err)
+	}
+	if mode := rdb.HGet(ctx, "downgrade", "mode").Val(); mode != "read" {
+		t.Fatalf("after the write release: mode %q; want the downgraded read hold kept", mode)
+	}
+	if r.Err() != nil {
+		t.Errorf("the downgraded read hold is kept, yet its ctx is done: %v (cause %v)", r.Err(), context.Cause(r))
+	}
+	r2, err := rw.Read().TryLock(r, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("re-entering the kept read hold: %v", err)
+	}
+	_ = rw.Read().Unlock(r2)
+}
+
+// A write hold with a fixed lease that runs out while its owner's read
+// hold (a downgrade) keeps the hash alive is given back: its field stayed
+// in the hash, in write mode, renewed with the read hold, and kept every
+// other reader out with no call able to release it. A fixed lease is
+// left to expire in Redis, except when another hold of its owner keeps
+// the key.
+func TestWriteHoldThatRanOutUnderADowngradeIsGivenBack(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	other := newClient(t, rdb, nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{}
+	rw := c.ReadWrite("downgrade-write-ttl", o)
+	w, err := rw.Write().TryLock(ctx, 0, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.Read().TryLock(w, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rw.Read().Unlock(r) }()
+	select {
+	case <-w.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the 300 ms write hold did not end")
+	}
+	if !errors.Is(context.Cause(w), runtime.ErrLockLost) {
+		t.Fatalf("the write hold ended with %v, want its lease run out", context.Cause(w))
+	}
+	// Its holder is told the hold is lost; it does not Unlock (an Unlock
+	// once the lease clock marked it lost sends nothing anyway). Only a
+	// read hold is left, by any account but the hash's.
+	oh, err := other.ReadWrite("downgrade-write-ttl", o).Read().TryLock(ctx, 2*time.Second, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("another reader, with only a read hold left: %v (hash %v, PTTL %v)",
+			err, rdb.HGetAll(ctx, "downgrade-write-ttl").Val(), rdb.PTTL(ctx, "downgrade-write-ttl").Val())
+	}
+	_ = other.ReadWrite("downgrade-write-ttl", o).Read().Unlock(oh)
+}

@@ -18,6 +18,13 @@
 //   - a hold is lost at most once, and every ctx of it is cancelled before
 //     Lost reports it (the ctx ends before anyone else can be granted the
 //     lock: the clock ends it at its deadline, design.md §7);
+//   - an acquisition's ctx is a child of the ctx it was made with, except
+//     under an acquisition of the same key (a re-entry, a read hold taken
+//     by the writer): that one's release does not end it, only its own
+//     hold's end or the end of what the outer one was made with does;
+//   - a fixed-lease hold that runs out is given back when another hold of
+//     its owner keeps the key alive (a write hold beside a read hold);
+//     otherwise Redis expires it with the key;
 //   - the calls of one owner on one lock take turns (Enter/Exit): the lock
 //     scripts check the hold count the client expects, which is what tells
 //     a resent request from a new one, so those calls must not overlap;

@@ -113,6 +113,7 @@ type Acquisition struct {
 	Start    time.Time
 	cancel   context.CancelCauseFunc
 	stop     context.CancelFunc // stops the fixed-lease deadline; nil for watchdog
+	unfollow func() bool        // stops following the ctx an outer hold of the lock was taken under
 	watchdog bool               // has the watchdog lease
 	released bool               // guarded by h.sh.mu
 }
@@ -125,6 +126,9 @@ func (a *Acquisition) End(cause error) {
 	a.cancel(cause)
 	if a.stop != nil {
 		a.stop()
+	}
+	if a.unfollow != nil {
+		a.unfollow()
 	}
 }
 

@@ -175,8 +175,21 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	acq := &hc.own
 	hc.acq = acq
 	*acq = Acquisition{Parent: parent, Start: start, watchdog: lease == 0}
-	cctx, cancel := context.WithCancelCause(parent)
+	base := parent
+	outer := hc.parent
+	if outer != nil && outer.acq.h.Key == spec.Key {
+		// Taken under a hold of the same lock by its owner (a re-entry,
+		// a downgrade to the read side): it is not ended by that hold's
+		// release, only by its own hold's end or by what that hold was
+		// taken under.
+		base = context.WithoutCancel(parent)
+	}
+	cctx, cancel := context.WithCancelCause(base)
 	acq.cancel = cancel
+	if base != parent {
+		under := outer.acq.Parent
+		acq.unfollow = context.AfterFunc(under, func() { cancel(context.Cause(under)) })
+	}
 	hc.Context = cctx
 	if lease != 0 {
 		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-leaseclock.Drift(lease)), spec.LeaseEnd)

@@ -59,11 +59,28 @@ func (r *Registry) expire(h *Hold) {
 	if h.watchdog {
 		why = "lease ran out without a confirmed renewal"
 	}
+	// Asked before h leaves the registry: another hold of the owner on
+	// the key (a read hold beside its write hold, after a downgrade)
+	// keeps the key alive past h's fixed lease, and h's field with it.
+	shared := !h.watchdog && r.ownerSharesKeyLocked(h)
 	r.loseLocked(h, r.cfg.Expired(h, why))
-	if h.watchdog {
-		// Renewals since the last confirmed one may have set a lease again.
+	if h.watchdog || shared {
+		// Renewals since the last confirmed one may have set a lease
+		// again; or the key lives on for another hold.
 		h.From.GiveBackLost(h)
 	}
+}
+
+// ownerSharesKeyLocked reports whether h's owner has another hold of h's
+// key (a key's holds are all in its shard). h.sh.mu is held; a fixed
+// lease that runs out unreleased is rare enough for the walk.
+func (r *Registry) ownerSharesKeyLocked(h *Hold) bool {
+	for id, o := range h.sh.holds {
+		if o != h && id.Key == h.Key && o.Owner == h.Owner {
+			return true
+		}
+	}
+	return false
 }
 
 // The watchdog's side: the holds due for renewal off the shards' wheels,
