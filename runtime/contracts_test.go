@@ -343,16 +343,8 @@ func TestDowngradedReadHoldThatRanOutFreesTheLock(t *testing.T) {
 	other := newClient(t, rdb, nil)
 	ctx := ctxT(t)
 	o := runtime.LockOptions{}
-	rw := c.ReadWrite("downgrade-ttl", o)
-	w, err := rw.Write().Lock(ctx) // watchdog lease
-	if err != nil {
-		t.Fatal(err)
-	}
 	const readLease = 200 * time.Millisecond
-	r, err := rw.Read().TryLock(w, 0, readLease)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rw, w, r := downgrade(t, c, "downgrade-ttl", runtime.Watchdog, readLease)
 	if err := rw.Write().Unlock(w); err != nil {
 		t.Fatal(err)
 	}
@@ -426,15 +418,7 @@ func TestAtomicMultiLockKeepsEachMembersOwnLease(t *testing.T) {
 func TestDowngradedReadHoldOutlivesTheWriteRelease(t *testing.T) {
 	_, rdb, c := setup(t, nil)
 	ctx := ctxT(t)
-	rw := c.ReadWrite("downgrade", runtime.LockOptions{})
-	w, err := rw.Write().Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rw.Read().TryLock(w, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rw, w, r := downgrade(t, c, "downgrade", runtime.Watchdog, runtime.Watchdog)
 	defer func() { _ = rw.Read().Unlock(r) }()
 	if err := rw.Write().Unlock(w); err != nil {
 		t.Fatal(err)
@@ -463,15 +447,7 @@ func TestWriteHoldThatRanOutUnderADowngradeIsGivenBack(t *testing.T) {
 	other := newClient(t, rdb, nil)
 	ctx := ctxT(t)
 	o := runtime.LockOptions{}
-	rw := c.ReadWrite("downgrade-write-ttl", o)
-	w, err := rw.Write().TryLock(ctx, 0, 300*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := rw.Read().TryLock(w, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rw, w, r := downgrade(t, c, "downgrade-write-ttl", 300*time.Millisecond, runtime.Watchdog)
 	defer func() { _ = rw.Read().Unlock(r) }()
 	select {
 	case <-w.Done():
@@ -490,4 +466,19 @@ func TestWriteHoldThatRanOutUnderADowngradeIsGivenBack(t *testing.T) {
 			err, rdb.HGetAll(ctx, "downgrade-write-ttl").Val(), rdb.PTTL(ctx, "downgrade-write-ttl").Val())
 	}
 	_ = other.ReadWrite("downgrade-write-ttl", o).Read().Unlock(oh)
+}
+
+// downgrade takes the write side of the read-write lock at key with
+// writeLease, then a read hold under it with readLease.
+func downgrade(t *testing.T, c *runtime.Client, key string, writeLease, readLease time.Duration) (rw *runtime.RWLock, w, r context.Context) {
+	t.Helper()
+	rw = c.ReadWrite(key, runtime.LockOptions{})
+	w, err := rw.Write().TryLock(ctxT(t), 0, writeLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = rw.Read().TryLock(w, 0, readLease); err != nil {
+		t.Fatal(err)
+	}
+	return rw, w, r
 }
