@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
@@ -80,7 +79,7 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
 	}
 	for _, m := range l.members {
-		if err := lockenv.Validate(m.Key(), lease); err != nil {
+		if err := m.check(lease); err != nil {
 			return nil, l.fail("acquire", err)
 		}
 	}

@@ -79,12 +79,8 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 	if err := checkCtx(ctx); err != nil {
 		return nil, m.fail("acquire", err)
 	}
-	if err := lockenv.Validate(m.e.Key(), lease); err != nil {
+	if err := m.check(lease); err != nil {
 		return nil, m.fail("acquire", err)
-	}
-	if q := m.opts.QueueTimeout; m.e.KindName() == "fair" && q < lockenv.MinLease {
-		// A waiter refreshes its place every QueueTimeout/3.
-		return nil, m.fail("acquire", fmt.Errorf("%w: QueueTimeout %v is shorter than %v", ErrInvalidArgument, q, lockenv.MinLease))
 	}
 	owner, err := m.e.Owner(ctx)
 	if err != nil {
@@ -96,6 +92,19 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context
 		return nil, m.fail("acquire", context.Cause(ctx))
 	}
 	return m.acquireAs(ctx, owner, wait, lease, time.Time{})
+}
+
+// check refuses an acquisition of m with lease that cannot work: a bad
+// key or lease, or a fair lock's QueueTimeout too short to refresh its
+// waiters' places (every QueueTimeout/3).
+func (m *Mutex) check(lease time.Duration) error {
+	if err := lockenv.Validate(m.e.Key(), lease); err != nil {
+		return err
+	}
+	if q := m.opts.QueueTimeout; m.e.KindName() == "fair" && q < lockenv.MinLease {
+		return fmt.Errorf("%w: QueueTimeout %v is shorter than %v", ErrInvalidArgument, q, lockenv.MinLease)
+	}
+	return nil
 }
 
 // acquireAs is TryLock for a given owner token, as part of a call that

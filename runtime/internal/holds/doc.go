@@ -19,9 +19,10 @@
 //     Lost reports it (the ctx ends before anyone else can be granted the
 //     lock: the clock ends it at its deadline, design.md §7);
 //   - an acquisition's ctx is a child of the ctx it was made with, except
-//     under an acquisition of the same key (a re-entry, a read hold taken
-//     by the writer): that one's release does not end it, only its own
-//     hold's end or the end of what the outer one was made with does;
+//     under another hold of the same key by its owner (a read hold taken
+//     by the writer: a downgrade): that hold's release does not end it,
+//     its loss does, and so do its own hold's end and the end (or
+//     deadline) of what the first hold of the key was taken under;
 //   - a fixed-lease hold that runs out is given back when another hold of
 //     its owner keeps the key alive (a write hold beside a read hold);
 //     otherwise Redis expires it with the key;

@@ -2,12 +2,14 @@ package holds
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 	"github.com/lockgen/lockgen/runtime/internal/renew"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -175,26 +177,34 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	acq := &hc.own
 	hc.acq = acq
 	*acq = Acquisition{Parent: parent, Start: start, watchdog: lease == 0}
+	id := ID{spec.Key, args.FieldID()}
 	base := parent
 	outer := hc.parent
-	if outer != nil && outer.acq.h.Key == spec.Key {
-		// Taken under a hold of the same lock by its owner (a re-entry,
-		// a downgrade to the read side): it is not ended by that hold's
-		// release, only by its own hold's end or by what that hold was
-		// taken under.
-		base = context.WithoutCancel(parent)
+	if outer != nil && outer.acq.h.Key == spec.Key && outer.acq.h.Field != id.Field {
+		// Another hold of the same key by its owner (the read side taken
+		// by the writer: a downgrade) is not ended by that hold's
+		// release, only by its loss, or by the end of what the first hold
+		// of the key in the chain was taken under (its deadline too).
+		under := outer
+		for under.parent != nil && under.parent.acq.h.Key == spec.Key {
+			under = under.parent
+		}
+		base = valuesOf{Context: under.acq.Parent, values: parent}
 	}
 	cctx, cancel := context.WithCancelCause(base)
 	acq.cancel = cancel
 	if base != parent {
-		under := outer.acq.Parent
-		acq.unfollow = context.AfterFunc(under, func() { cancel(context.Cause(under)) })
+		o := outer.Context
+		acq.unfollow = context.AfterFunc(o, func() {
+			if cause := context.Cause(o); errors.Is(cause, errs.LockLost) {
+				cancel(cause) // lost, not released: so is the key
+			}
+		})
 	}
 	hc.Context = cctx
 	if lease != 0 {
 		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-leaseclock.Drift(lease)), spec.LeaseEnd)
 	}
-	id := ID{spec.Key, args.FieldID()}
 	sh := r.shard(spec.Key)
 	sh.mu.Lock()
 	if r.closed.Load() {
@@ -246,6 +256,15 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	}
 	return hc
 }
+
+// valuesOf is a ctx whose values are values' and whose end and deadline
+// are its Context's.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (c valuesOf) Value(key any) any { return c.values.Value(key) }
 
 // Dropped is what Drop found of an acquisition.
 type Dropped struct {

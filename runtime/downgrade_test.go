@@ -1,0 +1,234 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+// A downgrade (a read hold taken by the writer) and the hold ctxs around
+// it, and the checks a multi-lock shares with its members. Each test's
+// comment tells what went wrong before its fix.
+
+// A downgrade whose read hold is re-entered: W, then R1 under W (the
+// downgrade), then R2 under R1 (a read re-entry). The write release keeps
+// both read holds (one field, count 2), and TestDowngradedReadHold-
+// OutlivesTheWriteRelease's contract says the write release does not end
+// them. R1's ctx follows what W was taken under (ctx); R2's follows what
+// R1 was taken under, which is W's hold ctx: W's Unlock ends R2's ctx
+// while its hold is still counted in Redis and in the registry.
+func TestReenteredDowngradeOutlivesTheWriteRelease(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	rw := c.ReadWrite("downgrade3", runtime.LockOptions{})
+	w, err := rw.Write().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, err := rw.Read().TryLock(w, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := rw.Read().TryLock(r1, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Write().Unlock(w); err != nil {
+		t.Fatal(err)
+	}
+	if mode := rdb.HGet(ctx, "downgrade3", "mode").Val(); mode != "read" {
+		t.Fatalf("after the write release: mode %q; want the read holds kept", mode)
+	}
+	if r1.Err() != nil {
+		t.Errorf("R1 (taken under the write hold) is kept, yet its ctx is done: %v", context.Cause(r1))
+	}
+	if r2.Err() != nil {
+		t.Errorf("R2 (a re-entry of the downgraded read hold) is kept, yet the write release ended its ctx: %v", context.Cause(r2))
+	}
+	if err := rw.Read().Unlock(r2); err != nil {
+		t.Errorf("unlock R2: %v", err)
+	}
+	if err := rw.Read().Unlock(r1); err != nil {
+		t.Errorf("unlock R1: %v", err)
+	}
+}
+
+// The same with a re-entered write hold: W1, W2 under W1 (a write
+// re-entry), R under W2 (the downgrade). Releasing W2 then W1 leaves R,
+// yet R follows what W2 was taken under: W1's hold ctx, which W1's Unlock
+// ends.
+func TestDowngradeUnderAReenteredWriteHoldOutlivesTheWriteRelease(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	rw := c.ReadWrite("downgrade3w", runtime.LockOptions{})
+	w1, err := rw.Write().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := rw.Write().Lock(w1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.Read().TryLock(w2, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rw.Read().Unlock(r) }()
+	if err := rw.Write().Unlock(w2); err != nil {
+		t.Fatal(err)
+	}
+	if r.Err() != nil {
+		t.Fatalf("after the inner write release R's ctx is done: %v", context.Cause(r))
+	}
+	if err := rw.Write().Unlock(w1); err != nil {
+		t.Fatal(err)
+	}
+	if mode := rdb.HGet(ctx, "downgrade3w", "mode").Val(); mode != "read" {
+		t.Fatalf("after the write releases: mode %q; want the read hold kept", mode)
+	}
+	if r.Err() != nil {
+		t.Errorf("the downgraded read hold is kept, yet the outer write release ended its ctx: %v", context.Cause(r))
+	}
+}
+
+// A re-entry taken under the caller's own deadline keeps it: before the
+// change the nested hold's ctx was a child of the outer hold's, so
+// Deadline() reported the caller's deadline and, once it passed, Err() was
+// context.DeadlineExceeded. Now the nested ctx is built on
+// context.WithoutCancel (which drops the deadline) and only cancelled by
+// an AfterFunc: no Deadline(), and Err() is context.Canceled when the
+// caller's deadline passes (code that sets I/O deadlines from ctx, or
+// tells a timeout from a cancellation, no longer sees it).
+func TestReentryKeepsTheCallersDeadline(t *testing.T) {
+	_, _, c := setup(t, nil)
+	base, cancel := context.WithTimeout(ctxT(t), 400*time.Millisecond)
+	defer cancel()
+	want, _ := base.Deadline()
+	m := c.Mutex("reentry-deadline", runtime.LockOptions{})
+	h1, err := m.Lock(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Unlock(h1) }()
+	h2, err := m.Lock(h1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Unlock(h2) }()
+	if d, ok := h1.Deadline(); !ok || d.After(want) {
+		t.Fatalf("outer hold: Deadline() = %v, %v; want at most %v", d, ok, want)
+	}
+	if d, ok := h2.Deadline(); !ok || d.After(want) {
+		t.Errorf("re-entry: Deadline() = %v, %v; want at most the caller's %v", d, ok, want)
+	}
+	select {
+	case <-h2.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the re-entry's ctx did not end with the caller's deadline")
+	}
+	if !errors.Is(h1.Err(), context.DeadlineExceeded) {
+		t.Fatalf("outer hold: Err() = %v", h1.Err())
+	}
+	if !errors.Is(h2.Err(), context.DeadlineExceeded) {
+		t.Errorf("re-entry: Err() = %v (cause %v) once the caller's deadline passed; want context.DeadlineExceeded", h2.Err(), context.Cause(h2))
+	}
+}
+
+// A downgrade's read hold ends with the write hold when that one is lost:
+// the two are fields of one hash, and the write field is gone only when
+// the hash went (deleted, FLUSHALL, expired), taking the read field with
+// it. The watchdog found the write hold gone and ended it; the read hold
+// (a fixed lease, which nothing renews) used to end with it, as a child
+// of its ctx; now it follows only what the write hold was taken under,
+// and stays live while another Client holds the write lock.
+func TestDowngradedReadHoldEndsWhenTheWriteHoldIsFoundGone(t *testing.T) {
+	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 600 * time.Millisecond})
+	other := newClient(t, rdb, nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{}
+	rw := c.ReadWrite("downgrade-gone", o)
+	w, err := rw.Write().Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rw.Read().TryLock(w, 0, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rw.Read().Unlock(r) }()
+	defer func() { _ = rw.Write().Unlock(w) }()
+	// The hash and the read hold's timeout key go, as in a FLUSHALL.
+	keys := rdb.Keys(ctx, "*downgrade-gone*").Val()
+	if n := rdb.Del(ctx, keys...).Val(); n < 2 {
+		t.Fatalf("deleted %d of %v", n, keys)
+	}
+	select {
+	case <-w.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the write hold was not found gone")
+	}
+	ow, err := other.ReadWrite("downgrade-gone", o).Write().TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("another Client's write lock: %v", err)
+	}
+	defer func() { _ = other.ReadWrite("downgrade-gone", o).Write().Unlock(ow) }()
+	if r.Err() == nil {
+		t.Errorf("another Client holds the write lock, yet the read hold's ctx (whose hash went with the lost write hold: %v) is live", context.Cause(w))
+	}
+}
+
+// TryLock refuses a fair lock whose QueueTimeout is under 10 ms
+// (TestFairLockTinyQueueTimeoutIsRefusedOrWakesItsWaiters), but a
+// multi-lock takes its members through Mutex.acquireAs, past that check:
+// the same member in a multi-lock is neither refused nor woken.
+func TestMultiLockOverAFairLockWithATinyQueueTimeoutIsRefusedOrWakesItsWaiters(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	other := newClient(t, rdb, nil)
+	ctx := ctxT(t)
+	tiny := runtime.LockOptions{QueueTimeout: 2} // 2 ns
+	const key = "fair-tiny-queue-multi"
+	if _, err := other.FairLock(key, tiny).TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrInvalidArgument) {
+		t.Fatalf("the fair lock alone: %v, want ErrInvalidArgument", err)
+	}
+	h, err := c.FairLock(key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got := make(chan error, 2)
+	for i := range 2 {
+		ml := other.MultiLock(runtime.LockOptions{}, other.FairLock(key, tiny), other.Mutex(fmt.Sprintf("tiny-member-%d", i), runtime.LockOptions{}))
+		hh, err := ml.TryLock(ctx, 0, runtime.Watchdog)
+		if errors.Is(err, runtime.ErrInvalidArgument) {
+			_ = c.FairLock(key, runtime.LockOptions{}).Unlock(h)
+			return // refused: fine
+		}
+		if err == nil {
+			_ = ml.Unlock(hh)
+			t.Fatalf("multi-lock %d took a held fair lock", i)
+		}
+		go func() {
+			hh, err := ml.TryLock(wctx, runtime.Forever, runtime.Watchdog)
+			if err == nil {
+				err = ml.Unlock(hh)
+			}
+			got <- err
+		}()
+	}
+	eventually(t, 5*time.Second, "both waiters asleep on their channels", func() bool {
+		return waitersOn(t, rdb, key) == 2
+	})
+	if err := c.FairLock(key, runtime.LockOptions{}).Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := <-got; err != nil {
+			t.Fatalf("waiter %d of 2 (the lock was released and free): %v; lock key exists: %d", i+1, err, rdb.Exists(ctx, key).Val())
+		}
+	}
+}
