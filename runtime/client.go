@@ -300,6 +300,9 @@ func newUUID() string {
 // some had to be cut. Close, without Shutdown, keeps its meaning: holds
 // end at once.
 func (c *Client) Shutdown(ctx context.Context) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
 	c.drain()
 	var cut error
 	if !c.waitIdle(ctx) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -229,6 +230,154 @@ func TestMultiLockOverAFairLockWithATinyQueueTimeoutIsRefusedOrWakesItsWaiters(t
 	for i := range 2 {
 		if err := <-got; err != nil {
 			t.Fatalf("waiter %d of 2 (the lock was released and free): %v; lock key exists: %d", i+1, err, rdb.Exists(ctx, key).Val())
+		}
+	}
+}
+
+// Review 3 of the hold-ctx changes (registry.go Add and what follows it).
+
+// A re-entry or downgrade is built on context.WithoutCancel(parent) as
+// soon as the innermost hold of the Client in parent's ancestry is of the
+// same key, even when parent is not that hold's ctx: whatever lies in
+// between (the caller's own cancel or timeout, a lock of another Client)
+// no longer ends the new hold's ctx. A ctx derived from a done ctx must be
+// done; and with a lock of the same Client in between the hold is its
+// child (Of finds that one), with another Client's it is not.
+func TestNestedHoldEndsWithWhatLiesBetween(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	other := newClient(t, rdb, nil)
+	o := runtime.LockOptions{}
+
+	t.Run("the caller's cancel", func(t *testing.T) {
+		ctx := ctxT(t)
+		m := c.Mutex("between-cancel", o)
+		h1, err := m.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = m.Unlock(h1) }()
+		sub, cancel := context.WithCancel(h1)
+		h2, err := m.Lock(sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = m.Unlock(h2) }()
+		cancel()
+		select {
+		case <-h2.Done():
+		case <-time.After(2 * time.Second):
+			t.Errorf("the re-entry was taken with a ctx since cancelled (%v), yet its ctx is live", sub.Err())
+		}
+	})
+
+	t.Run("another Client's lock", func(t *testing.T) {
+		ctx := ctxT(t)
+		rw := c.ReadWrite("between-client", o)
+		w, err := rw.Write().Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = rw.Write().Unlock(w) }()
+		x := other.Mutex("between-client-x", o)
+		hx, err := x.Lock(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := rw.Read().TryLock(hx, 0, runtime.Watchdog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = rw.Read().Unlock(r) }()
+		if err := x.Unlock(hx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-r.Done():
+		case <-time.After(2 * time.Second):
+			t.Errorf("the read hold was taken under another Client's lock, since released (%v), yet its ctx is live", hx.Err())
+		}
+	})
+}
+
+// checkCtx and errNotMade cover the acquire and release calls only: the
+// other ctx-taking methods of the same handles still dereference a nil
+// ctx (go-redis does, or the registry's ctx.Value), and a nil *MultiLock
+// panics in Lock and TryLock though errors.go says a nil pointer gets
+// errNotMade. Each call here must return ErrInvalidArgument (or
+// ErrInvalidKey), not panic.
+func TestNilContextAndNilHandlesAreTypedErrorsEverywhere(t *testing.T) {
+	_, _, c := setup(t, nil)
+	o := runtime.LockOptions{}
+	m := c.Mutex("nil-ctx-all", o)
+	rw := c.ReadWrite("nil-ctx-rw", o)
+	s := c.Semaphore("nil-ctx-all-sem", runtime.SemaphoreOptions{Permits: 1})
+	p := c.PlainSemaphore("nil-ctx-plain", "")
+	l := c.Latch("nil-ctx-latch", runtime.LatchOptions{Count: 1})
+	ml := c.MultiLock(o, c.Mutex("nil-ctx-a", o), c.Mutex("nil-ctx-b", o))
+	f := c.FencedLock("nil-ctx-fenced", o)
+	var nilCtx context.Context
+	var nilMulti *runtime.MultiLock
+	ctx := ctxT(t)
+	calls := []struct {
+		name string
+		f    func() error
+	}{
+		{"Mutex.IsLocked", func() error { _, err := m.IsLocked(nilCtx); return err }},
+		{"Mutex.HoldCount", func() error { _, err := m.HoldCount(nilCtx); return err }},
+		{"Mutex.ForceUnlock", func() error { _, err := m.ForceUnlock(nilCtx); return err }},
+		{"RWLock.Write().TryLock", func() error { _, err := rw.Write().TryLock(nilCtx, 0, 0); return err }},
+		{"FencedLock.TryLockFenced", func() error { _, _, err := f.TryLockFenced(nilCtx, 0, 0); return err }},
+		{"FencedLock.Token", func() error { _, err := f.Token(nilCtx); return err }},
+		{"MultiLock.TryLock", func() error { _, err := ml.TryLock(nilCtx, 0, 0); return err }},
+		{"MultiLock.Unlock", func() error { return ml.Unlock(nilCtx) }},
+		{"Semaphore.Available", func() error { _, err := s.Available(nilCtx); return err }},
+		{"Semaphore.TrySetPermits", func() error { _, err := s.TrySetPermits(nilCtx, 1); return err }},
+		{"PlainSemaphore.TryAcquire", func() error { return p.TryAcquire(nilCtx, 1, 0) }},
+		{"PlainSemaphore.Release", func() error { return p.Release(nilCtx, 1) }},
+		{"PlainSemaphore.Available", func() error { _, err := p.Available(nilCtx); return err }},
+		{"Latch.CountDown", func() error { return l.CountDown(nilCtx) }},
+		{"Latch.Count", func() error { _, err := l.Count(nilCtx); return err }},
+		{"nil *MultiLock.TryLock", func() error { _, err := nilMulti.TryLock(ctx, 0, 0); return err }},
+		{"nil *MultiLock.Lock", func() error { _, err := nilMulti.Lock(ctx); return err }},
+		{"nil *MultiLock.Unlock", func() error { return nilMulti.Unlock(ctx) }},
+	}
+	for _, call := range calls {
+		err := noPanic(t, call.name, call.f)
+		if err != nil && !errors.Is(err, runtime.ErrInvalidArgument) && !errors.Is(err, runtime.ErrInvalidKey) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", call.name, err)
+		}
+		if err == nil {
+			t.Errorf("%s: no error, want ErrInvalidArgument", call.name)
+		}
+	}
+}
+
+// Validate's '}' rule guards the acquire calls only: the other calls that
+// send scripts over the key and a name built from it (a channel, the
+// token or timeout keys) still fail with a raw CROSSSLOT on a cluster
+// instead of ErrInvalidKey.
+func TestStrayClosingBraceIsAnInvalidKeyForEveryCallOnCluster(t *testing.T) {
+	skipShortOutsideCI(t)
+	cl := redistest.StartCluster(t)
+	c := newClient(t, cl.Client(t), nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{}
+	const key = "tenant}1"
+	calls := map[string]func() error{
+		"Mutex.ForceUnlock":          func() error { _, err := c.Mutex(key, o).ForceUnlock(ctx); return err },
+		"RWLock.Write().ForceUnlock": func() error { _, err := c.ReadWrite(key, o).Write().ForceUnlock(ctx); return err },
+		"Semaphore.TrySetPermits": func() error {
+			_, err := c.Semaphore(key, runtime.SemaphoreOptions{Permits: 1}).TrySetPermits(ctx, 1)
+			return err
+		},
+		"Semaphore.AddPermits":         func() error { return c.Semaphore(key, runtime.SemaphoreOptions{Permits: 1}).AddPermits(ctx, 1) },
+		"PlainSemaphore.TrySetPermits": func() error { _, err := c.PlainSemaphore(key, "").TrySetPermits(ctx, 1); return err },
+		"PlainSemaphore.Release":       func() error { return c.PlainSemaphore(key, "").Release(ctx, 1) },
+		"Latch.Delete":                 func() error { _, err := c.Latch(key, runtime.LatchOptions{Count: 1}).Delete(ctx); return err },
+	}
+	for name, f := range calls {
+		if err := noPanic(t, name, f); !errors.Is(err, runtime.ErrInvalidKey) {
+			t.Errorf("%s(%q) on a cluster: %v, want ErrInvalidKey", name, key, err)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 )
 
 // Sentinel errors. Every error the runtime returns for a lock is a
@@ -122,6 +123,15 @@ func (e *LockError) Unwrap() error { return e.Err }
 // errNotMade is the error of a call on a handle no Client made: a nil
 // pointer, or the zero value of a handle that has nothing to name it.
 var errNotMade = fmt.Errorf("%w: a handle not made by a Client (make it with Client.Mutex, Client.RedLock and the like)", ErrInvalidArgument)
+
+// usable refuses a call on key with ctx that cannot work: a nil ctx, or
+// a key no lock can have (lockenv.Validate).
+func usable(ctx context.Context, key string) error {
+	if err := checkCtx(ctx); err != nil {
+		return err
+	}
+	return lockenv.Validate(key, Watchdog)
+}
 
 // checkCtx refuses a nil ctx.
 func checkCtx(ctx context.Context) error {

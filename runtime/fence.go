@@ -67,6 +67,9 @@ func (f *FencedLock) Token(ctx context.Context) (int64, error) {
 	if f.Mutex == nil {
 		return 0, fail("inspect", "", "", errNotMade)
 	}
+	if err := usable(ctx, f.e.Key()); err != nil {
+		return 0, f.fail("inspect", err)
+	}
 	return f.e.Token(ctx)
 }
 

@@ -97,12 +97,22 @@ func (l *Latch) CountDown(ctx context.Context) error {
 }
 
 // Count is the latch's count: 0 when it is released or not armed.
-func (l *Latch) Count(ctx context.Context) (int64, error) { return l.e.Count(ctx) }
+func (l *Latch) Count(ctx context.Context) (int64, error) {
+	if err := usable(ctx, l.e.Key()); err != nil {
+		return 0, l.fail("inspect", err)
+	}
+	return l.e.Count(ctx)
+}
 
 // Delete deletes the latch without releasing its waiters (Redisson
 // publishes "1", which wakes none). It reports whether it existed. It is
 // sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
-func (l *Latch) Delete(ctx context.Context) (bool, error) { return l.e.Delete(ctx) }
+func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	if err := l.check(ctx); err != nil {
+		return false, l.fail("delete", err)
+	}
+	return l.e.Delete(ctx)
+}
 
 // Await blocks until the latch is released (its count reached zero, or it
 // is not armed) or ctx is done.

@@ -63,11 +63,17 @@ func (l *MultiLock) fail(op string, err error) error {
 
 // Lock waits until it holds every member or ctx is done.
 func (l *MultiLock) Lock(ctx context.Context) (context.Context, error) {
+	if l == nil {
+		return nil, fail("acquire", "", "", errNotMade)
+	}
 	return l.TryLock(ctx, Forever, l.opts.Lease)
 }
 
 // TryLock waits up to wait for all members and holds them with lease.
 func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
+	if l == nil {
+		return nil, fail("acquire", "", "", errNotMade)
+	}
 	if err := l.usable(ctx); err != nil {
 		return nil, l.fail("acquire", err)
 	}
@@ -145,6 +151,9 @@ func (l *MultiLock) usable(ctx context.Context) error {
 
 // Unlock releases every member held through ctx.
 func (l *MultiLock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return fail("release", "", "", errNotMade)
+	}
 	if err := l.usable(ctx); err != nil {
 		return l.fail("release", err)
 	}
@@ -179,6 +188,9 @@ func unlockEach(members []*Mutex, hold func(i int) context.Context) error {
 // Do acquires every member (waiting up to the multi-lock's WaitTime), runs
 // fn with the ctx of the hold, and releases them when fn returns or panics.
 func (l *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if l == nil {
+		return fail("acquire", "", "", errNotMade)
+	}
 	if fn == nil {
 		return l.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}

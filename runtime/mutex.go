@@ -184,21 +184,41 @@ func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Con
 
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
-func (m *Mutex) IsLocked(ctx context.Context) (bool, error) { return m.e.IsLocked(ctx) }
+func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if err := usable(ctx, m.e.Key()); err != nil {
+		return false, m.fail("inspect", err)
+	}
+	return m.e.IsLocked(ctx)
+}
 
 // HoldCount is the number of holds the owner carried by ctx has on the lock
 // (0 when ctx carries no owner or it does not hold the lock).
-func (m *Mutex) HoldCount(ctx context.Context) (int, error) { return m.e.HoldCount(ctx) }
+func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	if err := usable(ctx, m.e.Key()); err != nil {
+		return 0, m.fail("inspect", err)
+	}
+	return m.e.HoldCount(ctx)
+}
 
 // NoExpiry is what RemainTTL reports for a lock key without an expiry.
 const NoExpiry time.Duration = -1
 
 // RemainTTL is the time until the lock's lease runs out: 0 when the lock is
 // free, NoExpiry when the key has no expiry.
-func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) { return m.e.RemainTTL(ctx) }
+func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if err := usable(ctx, m.e.Key()); err != nil {
+		return 0, m.fail("inspect", err)
+	}
+	return m.e.RemainTTL(ctx)
+}
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters that
 // can go next. It reports whether there was a lock. Local holds of the key
 // end as lost. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (the lock may be gone; local holds end then too).
-func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) { return m.e.ForceUnlock(ctx) }
+func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := usable(ctx, m.e.Key()); err != nil {
+		return false, m.fail("force-unlock", err)
+	}
+	return m.e.ForceUnlock(ctx)
+}

@@ -160,28 +160,51 @@ func (p permitLocker) Unlock(ctx context.Context) error { return p.s.Release(ctx
 
 // Available is the number of free permits, after the expired ones were
 // reclaimed (0 when the semaphore was never set).
-func (s *Semaphore) Available(ctx context.Context) (int, error) { return s.e.Available(ctx) }
+func (s *Semaphore) Available(ctx context.Context) (int, error) {
+	if err := usable(ctx, s.e.Key()); err != nil {
+		return 0, s.fail("inspect", err)
+	}
+	return s.e.Available(ctx)
+}
 
 // Drain takes every free permit at once and returns how many there were.
 // The drained permits belong to no one: AddPermits gives them back. It is
 // sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
-func (s *Semaphore) Drain(ctx context.Context) (int, error) { return s.e.Drain(ctx) }
+func (s *Semaphore) Drain(ctx context.Context) (int, error) {
+	if err := usable(ctx, s.e.Key()); err != nil {
+		return 0, s.fail("drain", err)
+	}
+	return s.e.Drain(ctx)
+}
 
 // TrySetPermits sets the number of free permits to n only when the
 // semaphore has none set (Redisson trySetPermits). It reports whether it
 // did. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (Available tells whether it ran).
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if err := usable(ctx, s.e.Key()); err != nil {
+		return false, s.fail("set-permits", err)
+	}
 	return s.e.TrySetPermits(ctx, n)
 }
 
 // SetPermits makes n the semaphore's total: the free count becomes n minus
 // the permits held now (Redisson setPermits). Waiters are woken for the
 // permits that came free.
-func (s *Semaphore) SetPermits(ctx context.Context, n int) error { return s.e.SetPermits(ctx, n) }
+func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
+	if err := usable(ctx, s.e.Key()); err != nil {
+		return s.fail("set-permits", err)
+	}
+	return s.e.SetPermits(ctx, n)
+}
 
 // AddPermits adds n (which may be negative) to the free permits. Waiters
 // are woken for the permits that came free. It is never sent twice: when
 // its reply is lost it returns an error wrapping ErrOutcomeUnknown (the
 // permits may or may not have been added).
-func (s *Semaphore) AddPermits(ctx context.Context, n int) error { return s.e.AddPermits(ctx, n) }
+func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
+	if err := usable(ctx, s.e.Key()); err != nil {
+		return s.fail("set-permits", err)
+	}
+	return s.e.AddPermits(ctx, n)
+}

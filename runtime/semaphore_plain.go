@@ -37,6 +37,9 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 // AddPermits and Release, it is sent once: when its reply is lost the
 // error wraps ErrOutcomeUnknown.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if err := usable(ctx, p.e.Key()); err != nil {
+		return false, p.fail("set-permits", err)
+	}
 	return p.e.TrySetPermits(ctx, n)
 }
 
@@ -68,7 +71,7 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 // Release gives back n permits and wakes that many waiters. It runs
 // detached from ctx's cancellation, with the Client's ReleaseTimeout.
 func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
-	if err := checkCtx(ctx); err != nil {
+	if err := usable(ctx, p.e.Key()); err != nil {
 		return p.fail("release", err)
 	}
 	if n < 1 {
@@ -82,10 +85,16 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 // reply is lost the error wraps ErrOutcomeUnknown (the permits may or may
 // not have been added).
 func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
+	if err := usable(ctx, p.e.Key()); err != nil {
+		return p.fail("set-permits", err)
+	}
 	return p.e.AddPermits(ctx, n)
 }
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
+	if err := usable(ctx, p.e.Key()); err != nil {
+		return 0, p.fail("inspect", err)
+	}
 	return p.e.Available(ctx)
 }

@@ -183,8 +183,9 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	if outer != nil && outer.acq.h.Key == spec.Key && outer.acq.h.Field != id.Field {
 		// Another hold of the same key by its owner (the read side taken
 		// by the writer: a downgrade) is not ended by that hold's
-		// release, only by its loss, or by the end of what the first hold
-		// of the key in the chain was taken under (its deadline too).
+		// release, only by its loss, by what lies between it and parent,
+		// or by the end of what the first hold of the key in the chain
+		// was taken under (its deadline too).
 		under := outer
 		for under.parent != nil && under.parent.acq.h.Key == spec.Key {
 			under = under.parent
@@ -194,10 +195,12 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	cctx, cancel := context.WithCancelCause(base)
 	acq.cancel = cancel
 	if base != parent {
-		o := outer.Context
-		acq.unfollow = context.AfterFunc(o, func() {
-			if cause := context.Cause(o); errors.Is(cause, errs.LockLost) {
-				cancel(cause) // lost, not released: so is the key
+		// parent ends with the outer hold's release (not followed), its
+		// loss (so is the key), or with whatever lies between them (a
+		// ctx of the caller's, another lock's hold).
+		acq.unfollow = context.AfterFunc(parent, func() {
+			if outer.Err() == nil || errors.Is(context.Cause(outer), errs.LockLost) {
+				cancel(context.Cause(parent))
 			}
 		})
 	}
