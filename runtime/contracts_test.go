@@ -161,15 +161,16 @@ func TestNilContextIsATypedError(t *testing.T) {
 	m := c.Mutex("nil-ctx", o)
 	s := c.Semaphore("nil-ctx-sem", runtime.SemaphoreOptions{Permits: 1})
 	var nilCtx context.Context
+	var nilHold context.Context // a nil ctx given as a hold's
 	calls := []struct {
 		name string
 		f    func() error
 	}{
 		{"Mutex.TryLock", func() error { _, err := m.TryLock(nilCtx, 0, 0); return err }},
-		{"Mutex.Unlock", func() error { return m.Unlock(nilCtx) }},
+		{"Mutex.Unlock", func() error { return m.Unlock(nilHold) }},
 		{"Mutex.Do", func() error { return m.Do(nilCtx, func(context.Context) error { return nil }) }},
 		{"Semaphore.TryAcquire", func() error { _, err := s.TryAcquire(nilCtx, 1, 0); return err }},
-		{"Semaphore.Release", func() error { return s.Release(nilCtx) }},
+		{"Semaphore.Release", func() error { return s.Release(nilHold) }},
 	}
 	for _, call := range calls {
 		err := noPanic(t, call.name, call.f)

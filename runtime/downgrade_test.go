@@ -316,6 +316,7 @@ func TestNilContextAndNilHandlesAreTypedErrorsEverywhere(t *testing.T) {
 	ml := c.MultiLock(o, c.Mutex("nil-ctx-a", o), c.Mutex("nil-ctx-b", o))
 	f := c.FencedLock("nil-ctx-fenced", o)
 	var nilCtx context.Context
+	var nilHold context.Context // a nil ctx given as a hold's
 	var nilMulti *runtime.MultiLock
 	ctx := ctxT(t)
 	calls := []struct {
@@ -329,7 +330,7 @@ func TestNilContextAndNilHandlesAreTypedErrorsEverywhere(t *testing.T) {
 		{"FencedLock.TryLockFenced", func() error { _, _, err := f.TryLockFenced(nilCtx, 0, 0); return err }},
 		{"FencedLock.Token", func() error { _, err := f.Token(nilCtx); return err }},
 		{"MultiLock.TryLock", func() error { _, err := ml.TryLock(nilCtx, 0, 0); return err }},
-		{"MultiLock.Unlock", func() error { return ml.Unlock(nilCtx) }},
+		{"MultiLock.Unlock", func() error { return ml.Unlock(nilHold) }},
 		{"Semaphore.Available", func() error { _, err := s.Available(nilCtx); return err }},
 		{"Semaphore.TrySetPermits", func() error { _, err := s.TrySetPermits(nilCtx, 1); return err }},
 		{"PlainSemaphore.TryAcquire", func() error { return p.TryAcquire(nilCtx, 1, 0) }},
