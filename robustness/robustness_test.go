@@ -56,15 +56,13 @@ func TestRobustness(t *testing.T) { robustness(t, false) }
 // TestRobustnessOnCluster is TestRobustness with the locks on a local
 // Redis Cluster (3 masters, each with a replica), whose slots migrate
 // between masters while the workers use them (ClusterFaults); the same
-// variables drive it. Its default run is shorter: 25 s of workload.
+// variables drive it. Its default run is shorter: 15 s of workload.
 func TestRobustnessOnCluster(t *testing.T) { robustness(t, true) }
 
 func robustness(t *testing.T, cluster bool) {
-	// The two runs go side by side, after the self-test: each waits on
-	// its schedule more than it computes, and a loaded box is one of the
-	// conditions the checkers judge under (a process that did not run is
-	// recorded as stalled).
-	t.Parallel()
+	// The two runs go one after the other: side by side, their load
+	// starved the tests that go test runs beside this package (a fair
+	// lock's hand-off test made 21 holds in 21 s).
 	total, long := time.Duration(0), os.Getenv("LOCKGEN_ROBUSTNESS")
 	if long != "" {
 		d, err := time.ParseDuration(long)
@@ -80,7 +78,7 @@ func robustness(t *testing.T, cluster bool) {
 	for i := 0; ; i++ {
 		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second, Cluster: cluster}
 		if cluster {
-			cfg.Length = 25 * time.Second
+			cfg.Length = 15 * time.Second
 		}
 		if testing.Short() {
 			cfg.Length, cfg.Quiet = 12*time.Second, 4*time.Second
