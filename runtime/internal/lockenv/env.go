@@ -21,8 +21,9 @@ import (
 const Watchdog time.Duration = 0
 
 // MinLease is the shortest lease accepted: anything shorter expires
-// before a round trip and its drift margin.
-const MinLease = 10 * time.Millisecond
+// before a round trip and its drift margin. It is the shortest a request
+// applies too (holds.MinLease).
+const MinLease = holds.MinLease
 
 // PermitOwnerLen is how many bytes of a lockgen permit id are the start
 // of its Client's uuid (runtime.PermitOwnerLen).
