@@ -249,9 +249,15 @@ func TestRedLockQuorumOfAMinorityIsRefused(t *testing.T) {
 		}
 		blocked = append(blocked, h)
 	}
+	// A majority (2 of 3) is what the check must let through.
+	hm, err := a.RedLock("red-majority", runtime.LockOptions{Quorum: 2}).TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("quorum 2 of 3: %v", err)
+	}
+	_ = a.RedLock("red-majority", runtime.LockOptions{Quorum: 2}).Unlock(hm)
 	ha, err := a.RedLock(key, o).TryLock(ctx, 0, runtime.Watchdog)
 	if errors.Is(err, runtime.ErrInvalidArgument) {
-		return // refused: fine
+		return // refused
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -269,6 +275,7 @@ func TestRedLockQuorumOfAMinorityIsRefused(t *testing.T) {
 		t.Fatalf("two owners hold the RedLock %q at once (quorum 1 of %d nodes): A's ctx live: %v, B's: %v",
 			key, len(nodes), aLive, bLive)
 	}
+	t.Fatalf("quorum 1 of %d nodes was accepted; want ErrInvalidArgument", len(nodes))
 }
 
 // A fair lock's QueueTimeout under 10 ms is refused: its waiters refresh

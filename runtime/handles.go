@@ -62,12 +62,11 @@ func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
 // time are not used.
 func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 	l := &MultiLock{c: c, opts: opts}
-	if l.invalid = membersOf(c, members); l.invalid != nil {
+	ms, err := membersOf(c, members)
+	if err != nil {
+		l.invalid = err
 		return l
 	}
-	ms := slices.Clone(members)
-	slices.SortFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.Key(), b.Key()) })
-	ms = slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.Key() == b.Key() })
 	l.members, l.atomic = ms, len(ms) > 1
 	for _, m := range ms {
 		if !m.e.Batchable() || c.env.Cluster && scripts.KeySlot(m.Key()) != scripts.KeySlot(ms[0].Key()) {
@@ -84,24 +83,26 @@ func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
 	return l
 }
 
-// membersOf checks the members of a multi-lock of c: locks of c, and no
-// two different locks on one key (membersOf's caller keeps one handle of
-// each lock).
-func membersOf(c *Client, members []*Mutex) error {
-	seen := map[string]*Mutex{}
+// membersOf returns the members of a multi-lock of c sorted by key, one
+// handle per lock. It refuses nil members, locks of another Client, and
+// two different locks on one key.
+func membersOf(c *Client, members []*Mutex) ([]*Mutex, error) {
 	for _, m := range members {
-		if m == nil {
-			return fmt.Errorf("%w: a nil member", ErrInvalidArgument)
-		}
-		switch prev := seen[m.Key()]; {
+		switch {
+		case m == nil:
+			return nil, fmt.Errorf("%w: a nil member", ErrInvalidArgument)
 		case m.c != c:
-			return fmt.Errorf("%w: member %q is a lock of another Client (its holds would be that Client's, and this multi-lock could not release them)", ErrInvalidArgument, m.Key())
-		case prev != nil && !prev.e.Same(&m.e):
-			return fmt.Errorf("%w: two different locks on key %q (%s and %s): a multi-lock holds one lock per key", ErrInvalidArgument, m.Key(), prev.e.Describe(), m.e.Describe())
+			return nil, fmt.Errorf("%w: member %q is a lock of another Client (its holds would be that Client's, and this multi-lock could not release them)", ErrInvalidArgument, m.Key())
 		}
-		seen[m.Key()] = m
 	}
-	return nil
+	ms := slices.Clone(members)
+	slices.SortStableFunc(ms, func(a, b *Mutex) int { return strings.Compare(a.Key(), b.Key()) })
+	for i := 1; i < len(ms); i++ {
+		if prev, m := ms[i-1], ms[i]; prev.Key() == m.Key() && !prev.e.Same(&m.e) {
+			return nil, fmt.Errorf("%w: two different locks on key %q (%s and %s): a multi-lock holds one lock per key", ErrInvalidArgument, m.Key(), prev.e.Describe(), m.e.Describe())
+		}
+	}
+	return slices.CompactFunc(ms, func(a, b *Mutex) bool { return a.Key() == b.Key() }), nil
 }
 
 // RedLock returns the RedLock at key over the Client's RedLock nodes.

@@ -63,7 +63,7 @@ func (m *Mutex) fail(op string, err error) error { return fail(op, m.opts.Name, 
 // Mutex's options. It returns the ctx of the hold; pass it to Unlock.
 func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 	if m == nil {
-		return m.TryLock(ctx, Forever, 0) // says what is wrong
+		return nil, fail("acquire", "", "", errNotMade)
 	}
 	return m.TryLock(ctx, Forever, m.opts.Lease)
 }
