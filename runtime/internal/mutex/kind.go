@@ -3,6 +3,8 @@ package mutex
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockgen/lockgen/internal/redisnames"
@@ -10,20 +12,23 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// A kind binds a flavour's scripts to a lock's keys and arguments (one
-// plain value per Kind); what else sets the flavours apart is a method of
-// Kind.
-type kind interface {
-	// acquire runs one attempt: 0 taken, > 0 sleep bound in ms, -1 no
-	// expiry, or a reply code (replyAborted...).
-	acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// release drops one hold: nil reply (redis.Nil) not held, 0 partial, 1 last.
-	release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error)
-	// leave withdraws a waiter that gave up (when Kind.waits).
-	leave(ctx context.Context, m *Lock, a lockArgs) (int64, error)
-	// forceUnlock deletes the lock whoever holds it.
-	forceUnlock(ctx context.Context, m *Lock) (int64, error)
-}
+// Kind names the flavour of a lock: what sets the flavours apart is a
+// method of Kind or a case of the script calls below.
+type Kind uint8
+
+const (
+	Reentrant Kind = iota // Redisson's RLock (Client.Mutex, FencedLock)
+	Fair                  // RFairLock
+	Read                  // the read side of an RReadWriteLock
+	Write                 // its write side
+)
+
+// kindNames are the Kinds' names in events, describe in errors.
+var (
+	kindNames = [...]string{Reentrant: "reentrant", Fair: "fair", Read: "read", Write: "write"}
+	describe  = [...]string{Reentrant: "a reentrant lock", Fair: "a fair lock",
+		Read: "the read side of a read-write lock", Write: "the write side of a read-write lock"}
+)
 
 // field is the hash field that proves owner's hold.
 func (k Kind) field(owner string) string {
@@ -89,7 +94,7 @@ func (k Kind) refreshEvery(m *Lock) time.Duration {
 type attempt struct {
 	via     scripts.Runner // where the script runs
 	px      any            // lease in ms, as a script argument
-	marker  string         // acquire: the request's marker key (see requestMarker)
+	marker  string         // acquire: the request's marker key (lockenv.RequestMarker)
 	count   int            // the owner's hold count before the call
 	waiting bool           // acquire: the caller waits if not taken
 	fence   *int64         // acquire of a fenced lock: receives the token
@@ -98,68 +103,54 @@ type attempt struct {
 	grantPx any            // the lease a grant takes with it ("0": none)
 }
 
-// reentrant is Redisson's RLock: Client.Mutex.
-type reentrant struct{}
-
-// leave takes a waiter that gave up out of the grant queue, and gives
-// back a grant it never took (untakenGrant).
-func (reentrant) leave(ctx context.Context, m *Lock, a lockArgs) (int64, error) {
-	n := m.grantNames()
-	return scripts.MutexLeave.Run(ctx, m.env.RDB, 5, []any{
-		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
-		a.Owner, m.env.Publish, m.untakenGrant(ctx, a), n.lockCh,
-	}).Int64()
-}
-
-func (reentrant) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
-	if m.opts.Fenced {
-		return fencedAcquire(ctx, m, a, at)
-	}
-	c := m.env
-	if at.queued {
+// acquireOnce runs the kind's acquire script once: 0 taken, > 0 sleep
+// bound in ms, -1 no expiry, or a reply code (replyAborted...).
+func (m *Lock) acquireOnce(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+	c, key := m.env, m.key
+	switch {
+	case m.kind == Fair:
+		grant := "0"
+		if at.grant { // the lease to grant, and the try's nonce for the message
+			grant = fmt.Sprint(at.px) + ":" + at.marker
+		}
+		return scripts.FairAcquire.Run(ctx, at.via, 6, []any{
+			3: a.Key, fairQueue(key), fairTimeouts(key), at.marker, fairWaiters(key), fairGrants(key),
+			at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, flag(at.waiting),
+			LockChannel(key), c.Publish, grant,
+		}).Int64()
+	case m.kind == Read:
+		owner := a.OwnerID()
+		return scripts.ReadAcquire.Run(ctx, at.via, 4, []any{
+			3: a.Key, readTimeoutKey(key, owner, at.count+1), at.marker, rwWriters(key),
+			at.px, a.Owner, writeField(owner), at.count, c.MarkerTTL, flag(m.opts.WritersFirst),
+		}).Int64()
+	case m.kind == Write:
+		return scripts.WriteAcquire.Run(ctx, at.via, 3, []any{
+			3: a.Key, at.marker, rwWriters(key),
+			at.px, a.Field, a.Owner, at.count, c.MarkerTTL, flag(m.opts.WritersFirst && at.waiting),
+			c.Watchdog.Milliseconds(),
+		}).Int64()
+	case m.opts.Fenced:
+		return m.fencedAcquire(ctx, a, at)
+	case at.queued:
 		n := m.grantNames()
 		return scripts.Acquire.Run(ctx, at.via, 5, []any{
 			3: a.Key, at.marker, n.queue, n.records, n.hubs,
 			at.px, a.Owner, at.count, c.MarkerTTL, at.grantPx, grantRecordLifeArg, c.IDArg,
 		}).Int64()
 	}
-	return scripts.Acquire.Run(ctx, at.via, 2, []any{
-		3: a.Key, at.marker,
-		at.px, a.Owner, at.count, c.MarkerTTL,
-	}).Int64()
+	return scripts.Acquire.Run(ctx, at.via, 2, []any{3: a.Key, at.marker, at.px, a.Owner, at.count, c.MarkerTTL}).Int64()
 }
 
-func (reentrant) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
-	return scripts.Release.Run(ctx, at.via, 2, []any{
-		3: a.Key, LockChannel(m.key),
-		at.px, a.Owner, m.env.Publish, at.count,
-	}).Int64()
-}
-
-func (reentrant) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
-	return scripts.ForceUnlock.RunOnce(ctx, m.env.RDB, 2, []any{
-		3: m.key, LockChannel(m.key), hub.UnlockMessage, m.env.Publish,
-	}).Int64()
-}
-
-// LockChannel is the channel a reentrant lock publishes its unlock message
-// on. Names follow Redisson's helpers (package redisnames), so that both
-// find the same keys and channels, all in the lock's cluster slot.
-func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__channel", key) }
-
-// tokenKey names a fenced lock's token counter (Redisson's getTokenName).
-func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
-
-// fencedAcquire is reentrant.acquire for a fenced lock, writing the token to *at.fence.
-func fencedAcquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
+// fencedAcquire is acquireOnce for a fenced lock, writing the token to *at.fence.
+func (m *Lock) fencedAcquire(ctx context.Context, a lockArgs, at attempt) (int64, error) {
 	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
 		3: a.Key, at.marker, tokenKey(m.key),
 		at.px, a.Owner, at.count, m.env.MarkerTTL,
 	}).Int64Slice()
-	if err != nil {
-		return 0, err
-	}
 	switch {
+	case err != nil:
+		return 0, err
 	case len(res) == 2 && res[0] == 0:
 		if at.fence != nil {
 			*at.fence = res[1]
@@ -169,4 +160,111 @@ func fencedAcquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64,
 		return res[0], nil
 	}
 	return 0, fmt.Errorf("lockgen: fenced_acquire.lua replied %v", res)
+}
+
+// releaseOnce runs the kind's release script once: nil reply (redis.Nil)
+// not held, 0 partial, 1 last.
+func (m *Lock) releaseOnce(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+	c, key := m.env, m.key
+	switch m.kind {
+	case Fair:
+		return scripts.FairRelease.Run(ctx, at.via, 5, []any{
+			3: a.Key, fairQueue(key), fairTimeouts(key), fairWaiters(key), fairGrants(key),
+			at.px, a.Owner, c.Publish, at.count, LockChannel(key),
+		}).Int64()
+	case Read:
+		return scripts.ReadRelease.Run(ctx, at.via, 4, []any{
+			3: a.Key, rwChannel(key), readTimeoutKey(key, a.OwnerID(), at.count), readTimeoutPrefix(key),
+			a.Owner, c.Publish, at.count,
+		}).Int64()
+	case Write:
+		return scripts.WriteRelease.Run(ctx, at.via, 3, []any{
+			3: a.Key, rwChannel(key), readTimeoutPrefix(key), at.px, a.Field, c.Publish, at.count,
+		}).Int64()
+	}
+	return scripts.Release.Run(ctx, at.via, 2, []any{3: a.Key, LockChannel(key), at.px, a.Owner, c.Publish, at.count}).Int64()
+}
+
+// leaveOnce withdraws a waiter that gave up (when Kind.waits); the fair
+// and reentrant scripts also give back a grant it never took (untakenGrant).
+func (m *Lock) leaveOnce(ctx context.Context, a lockArgs) (int64, error) {
+	c, key := m.env, m.key
+	switch m.kind {
+	case Fair:
+		return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{
+			3: a.Key, fairQueue(key), fairTimeouts(key), fairWaiters(key), fairGrants(key),
+			a.Owner, LockChannel(key), c.Publish, m.untakenGrant(ctx, a),
+		}).Int64()
+	case Write:
+		return scripts.WriteLeave.Run(ctx, c.RDB, 3, []any{3: a.Key, rwChannel(key), rwWriters(key), a.Field, c.Publish}).Int64()
+	}
+	n := m.grantNames()
+	return scripts.MutexLeave.Run(ctx, c.RDB, 5, []any{
+		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
+		a.Owner, c.Publish, m.untakenGrant(ctx, a), n.lockCh,
+	}).Int64()
+}
+
+// forceUnlockOnce deletes the lock whoever holds it, sent once.
+func (m *Lock) forceUnlockOnce(ctx context.Context) (int64, error) {
+	c, key := m.env, m.key
+	switch m.kind {
+	case Fair:
+		return scripts.FairForceUnlock.RunOnce(ctx, c.RDB, 2, []any{3: key, fairQueue(key), hub.UnlockMessage, c.Publish, LockChannel(key)}).Int64()
+	case Read, Write:
+		return scripts.RWForceUnlock.RunOnce(ctx, c.RDB, 2, []any{3: key, rwChannel(key), c.Publish}).Int64()
+	}
+	return scripts.ForceUnlock.RunOnce(ctx, c.RDB, 2, []any{3: key, LockChannel(key), hub.UnlockMessage, c.Publish}).Int64()
+}
+
+// The keys and channels, named by Redisson's helpers (package redisnames)
+// so that both find the same ones, all in the lock's cluster slot.
+
+// LockChannel is the channel a reentrant lock publishes its unlock message on.
+func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__channel", key) }
+
+// tokenKey names a fenced lock's token counter (Redisson's getTokenName).
+func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
+
+func fairQueue(key string) string    { return redisnames.Prefix("redisson_lock_queue", key) }
+func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_timeout", key) }
+
+// fairWaiters records lockgen's waiters in the queue with their liveness
+// deadlines: it tells them from Redisson's (fair_acquire.lua). fairGrants
+// holds those that take grants, with their lease.
+func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
+func fairGrants(key string) string  { return redisnames.Prefix("lockgen_fair_grants", key) }
+
+// A read-write lock has RReadWriteLock's layout: one hash at the key with
+// field "mode" (read | write), one field per reading owner with its hold
+// count, and "<owner>:write" for the writer; each read hold n also has
+// its own key {key}:<owner>:rwlock_timeout:<n>, renewed with the hash.
+
+func rwChannel(key string) string { return redisnames.Prefix("redisson_rwlock", key) }
+
+// rwWriters is the set of waiting writers (writers first).
+func rwWriters(key string) string { return redisnames.Prefix("lockgen_rwlock_writers", key) }
+
+func writeField(owner string) string { return owner + ":write" }
+
+// readTimeoutKey is the key of read hold n of owner.
+func readTimeoutKey(key, owner string, n int) string {
+	return redisnames.Suffix(key, owner) + ":rwlock_timeout:" + strconv.Itoa(n)
+}
+
+// readTimeoutPrefix starts every read hold's timeout key of the lock:
+// read_release.lua builds the other readers' keys from it, as Redisson's
+// read unlock does.
+func readTimeoutPrefix(key string) string {
+	if strings.Contains(key, "{") {
+		return key
+	}
+	return "{" + key + "}"
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -18,22 +18,6 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
-// Kind names the flavour of a lock (see kind.go).
-type Kind uint8
-
-const (
-	Reentrant Kind = iota // Redisson's RLock (Client.Mutex, FencedLock)
-	Fair                  // RFairLock
-	Read                  // the read side of an RReadWriteLock
-	Write                 // its write side
-)
-
-// kinds are the Kinds' scripts, kindNames their names in events.
-var (
-	kinds     = [...]kind{Reentrant: reentrant{}, Fair: fair{}, Read: readSide{}, Write: writeSide{}}
-	kindNames = [...]string{Reentrant: "reentrant", Fair: "fair", Read: "read", Write: "write"}
-)
-
 // Options are the lock's settings the engine reads (of runtime.LockOptions).
 type Options struct {
 	Name         string
@@ -48,14 +32,13 @@ type Lock struct {
 	env   *Env
 	key   string
 	kind  Kind
-	k     kind
 	opts  Options
 	names atomic.Pointer[grantNames] // made on first use
 }
 
 // Init makes m the lock of kind at key, in env.
 func (m *Lock) Init(env *Env, key string, kind Kind, o Options) {
-	m.env, m.key, m.kind, m.k, m.opts = env, key, kind, kinds[kind], o
+	m.env, m.key, m.kind, m.opts = env, key, kind, o
 }
 
 // Key is the Redis key of the lock.
@@ -78,9 +61,6 @@ func (m *Lock) Describe() string {
 	}
 	return describe[m.kind]
 }
-
-var describe = map[Kind]string{Reentrant: "a reentrant lock", Fair: "a fair lock",
-	Read: "the read side of a read-write lock", Write: "the write side of a read-write lock"}
 
 // Batchable reports whether the lock can be taken with others in one
 // multi-lock script: a reentrant lock without replica sync or a fencing
@@ -105,6 +85,20 @@ func (m *Lock) Owner(ctx context.Context) (string, error) {
 		return hc.Owner(), checkUpgrade(m, hc.Owner())
 	}
 	return hc.Owner(), nil
+}
+
+// checkUpgrade refuses, before any round trip, a write by an owner that
+// holds a read hold and not the write side. A writer that took read holds
+// (downgrade) re-enters its write hold, as in Redisson. The registry is
+// the truth, not the ctx chain: a read in the chain may be released.
+func checkUpgrade(m *Lock, owner string) error {
+	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, lockenv.Watchdog); reads == 0 {
+		return nil
+	}
+	if writes, _ := m.env.Reg.State(holdID{Key: m.key, Field: writeField(owner)}, lockenv.Watchdog); writes > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the owner holds a read hold of this lock and not its write side", errs.Upgrade)
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
@@ -184,7 +178,7 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 	if m.opts.SyncReplicas > 0 {
 		ttl, err = m.acquireReplicated(ctx, a, at)
 	} else {
-		ttl, err = m.k.acquire(ctx, m, a, at)
+		ttl, err = m.acquireOnce(ctx, a, at)
 	}
 	switch {
 	case err == nil && ttl == 0:
@@ -265,7 +259,7 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 		return
 	}
 	c := m.env
-	op := func(ctx context.Context) (int64, error) { return m.k.leave(ctx, m, a) }
+	op := func(ctx context.Context) (int64, error) { return m.leaveOnce(ctx, a) }
 	if _, err := c.Calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
@@ -388,7 +382,7 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 	}
 	r := attempt{via: via, px: c.LeaseArg(max(lease, lockenv.MinLease)), count: count}
 	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return m.k.release(ctx, m, a, r)
+		return m.releaseOnce(ctx, a, r)
 	})
 	if errors.Is(err, redis.Nil) {
 		return releaseNotOwner, nil
@@ -407,7 +401,7 @@ func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (i
 	}
 	defer conn.Close()
 	at.via = conn
-	ttl, err := m.k.acquire(ctx, m, a, at)
+	ttl, err := m.acquireOnce(ctx, a, at)
 	if err != nil || ttl != 0 {
 		return ttl, err
 	}
@@ -426,7 +420,7 @@ func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (i
 // undo drops the one count of the hold that attempt at took.
 func (m *Lock) undo(ctx context.Context, a lockArgs, at attempt) {
 	u := attempt{via: at.via, px: at.px, count: at.count + 1}
-	if _, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) { return m.k.release(ctx, m, a, u) }); err != nil {
+	if _, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) { return m.releaseOnce(ctx, a, u) }); err != nil {
 		m.env.Warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}
 }
@@ -492,7 +486,7 @@ func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
 // whether there was a lock. It is sent once (a resent copy would find no
 // lock): a lost reply is errs.OutcomeUnknown, the local holds ended too.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := m.k.forceUnlock(ctx, m)
+	n, err := m.forceUnlockOnce(ctx)
 	if err != nil && lockenv.Replied(err) {
 		return false, m.fail("force-unlock", err)
 	}
