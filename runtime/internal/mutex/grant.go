@@ -39,15 +39,6 @@ func (g *grantStreaks) allow(key string) bool {
 	return g[maphash.String(grantSeed, key)%64].Add(1)%grantStreak != 0
 }
 
-// tryState is what the tries told of grants: the nonce a grant must carry
-// to be claimed, whether a try queued the waiter in Redis (its release
-// then clears its record), and what a claimed grant confirmed (0: all).
-type tryState struct {
-	nonce     string
-	queued    bool
-	confirmed time.Duration
-}
-
 // grantNames are a lock's queue keys and this client's grant channel.
 type grantNames struct {
 	queue, records, hubs, lockCh any

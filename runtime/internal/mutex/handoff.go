@@ -41,7 +41,7 @@ func (m *Lock) handsOff() bool {
 // releaseHandingOff is the last release of a hold of m (count 1), handing
 // the lock to a parked waiter of this Client if one can take it. An offer
 // made must be settled (hub.Settle) once the releasing hold's ctx ended.
-func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (releaseResult, hub.Offer, error) {
+func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (held bool, _ hub.Offer, _ error) {
 	c := m.env
 	channel := LockChannel(m.key)
 	o := c.Hub.Offer(channel)
@@ -79,13 +79,13 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	switch {
 	case err == nil && n == 2:
 		o.State = hub.OfferGranted
-		return releaseLast, o, nil
+		return true, o, nil
 	case err == nil:
 		o.State = hub.OfferPublished
-		return releaseLast, o, nil
+		return true, o, nil
 	case errors.Is(err, redis.Nil):
 		o.State = hub.OfferDeclined
-		return releaseNotOwner, o, nil
+		return false, o, nil
 	case scripts.IsReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
@@ -97,7 +97,7 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 		return res, o, err
 	}
 	o.State = hub.OfferUnknown
-	return 0, o, err
+	return true, o, err
 }
 
 // claimOffer takes the lock a release handed to this waiter, or settles a

@@ -144,56 +144,49 @@ func (m *Lock) spec() holds.Spec {
 	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
 }
 
-// tryAcquire runs the kind's acquire script once, in the owner's turn
-// (held on return when it took the lock). A lost reply is settled: it took
-// the lock, or is marked aborted so it never will; one abandoned at its
+// try runs the kind's acquire script once, in the owner's turn (held on
+// return when it took the lock). A lost reply is settled: it took the
+// lock, or is marked aborted so it never will; one abandoned at its
 // deadline resolves its late reply itself (resolveLate).
-func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, waiting bool, fence *int64, ts *tryState) (took bool, _ time.Duration, _ error) {
-	c := m.env
+func (w *Acquiring) try(ctx context.Context) (took bool, _ time.Duration, err error) {
+	m, c, a := w.m, w.m.env, w.a
+	w.sent = time.Now()
 	id := holdID{Key: m.key, Field: a.FieldID()}
-	count, px, err := c.Reg.Enter(ctx, id, lease)
+	count, px, err := c.Reg.Enter(ctx, id, w.lease)
 	if err != nil {
 		return false, 0, err
 	}
 	defer func() {
 		if !took {
 			c.Reg.Exit(id)
+			if w.waiting && err == nil {
+				w.WaitStarted()
+			}
 		}
 	}()
 	if err := m.reconcile(ctx, c.RDB, a); err != nil {
 		return false, 0, err
 	}
-	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: waiting, fence: fence}
+	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: w.waiting, fence: &w.fence}
 	// A fair waiter may be granted the lock once the grant's message
 	// cannot miss it: its channel's subscription is confirmed.
-	at.grant = waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
+	at.grant = w.waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
 		c.Hub.Subscribed(m.kind.channel(m.key, a.OwnerID()), false)
-	at.queued, at.grantPx = m.queueTry(ctx, a, px, waiting, count)
-	ts.nonce = ""
+	at.queued, at.grantPx = m.queueTry(ctx, a, px, w.waiting, count)
+	w.nonce = ""
 	if at.grant || (at.queued && at.grantPx != "0") {
-		ts.nonce = at.marker
+		w.nonce = at.marker
 	}
-	ts.queued = ts.queued || at.queued
-	var ttl int64
+	w.queued = w.queued || at.queued
+	var n int64
 	if m.opts.SyncReplicas > 0 {
-		ttl, err = m.acquireReplicated(ctx, a, at)
+		n, err = m.acquireReplicated(ctx, a, at)
 	} else {
-		ttl, err = m.acquireOnce(ctx, a, at)
+		n, err = m.acquireOnce(ctx, a, at)
 	}
 	switch {
-	case err == nil && ttl == 0:
-		return true, 0, nil
-	case err == nil && ttl == replyUpgrade:
-		return false, 0, fmt.Errorf("%w: the owner holds a read hold", errs.Upgrade)
-	case err == nil && ttl == replyWriterFirst:
-		return false, await.TTLWaiterFirst, nil
-	case err == nil && ttl == replyAborted:
-		// Only a copy of a request already settled gets this reply.
-		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
-	case err == nil && ttl == replyHoldGone:
-		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", errs.LockLost)
 	case err == nil:
-		return false, time.Duration(ttl) * time.Millisecond, nil
+		return replied(n)
 	case scripts.IsReply(err), errors.Is(err, errs.NotReplicated), scripts.NotSent(err):
 		return false, 0, err
 	}
@@ -202,26 +195,42 @@ func (m *Lock) tryAcquire(ctx context.Context, a lockArgs, lease time.Duration, 
 		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 	}
 	settled, serr := m.settleLost(ctx, a, at, px)
-	if serr != nil {
+	switch {
+	case serr != nil:
 		return false, 0, serr
-	}
-	if settled && m.opts.SyncReplicas > 0 {
+	case !settled:
+		return false, 0, err
+	case m.opts.SyncReplicas > 0:
 		// Taken, but whether the replicas have it is unknown: undo it.
 		m.undo(ctx, a, at)
 		return false, 0, fmt.Errorf("%w: the acquire's reply was lost, so its replication is unknown: %w", errs.NotReplicated, err)
-	}
-	if settled && m.opts.Fenced {
+	case m.opts.Fenced:
 		// The lost token is the counter as it stands: no one else can
 		// increment it while this owner holds the lock.
-		if err := m.readFence(ctx, fence); err != nil {
+		if err := m.readFence(ctx, &w.fence); err != nil {
 			c.MarkUnknown(id, err)
 			return false, 0, err
 		}
 	}
-	if settled {
+	return true, 0, nil
+}
+
+// replied is what an acquire script's reply n says: taken, a sleep bound,
+// or a refusal (the reply codes below).
+func replied(n int64) (bool, time.Duration, error) {
+	switch n {
+	case 0:
 		return true, 0, nil
+	case replyUpgrade:
+		return false, 0, fmt.Errorf("%w: the owner holds a read hold", errs.Upgrade)
+	case replyWriterFirst:
+		return false, await.TTLWaiterFirst, nil
+	case replyAborted: // only a copy of a request already settled gets this
+		return false, 0, fmt.Errorf("%w: the attempt was settled as aborted", errs.NotAcquired)
+	case replyHoldGone:
+		return false, 0, fmt.Errorf("%w: the hold this re-entry counts on is gone (its lease ran out or the key was deleted)", errs.LockLost)
 	}
-	return false, 0, err
+	return false, time.Duration(n) * time.Millisecond, nil
 }
 
 // settleLost settles an acquire attempt at whose reply was lost, in the
@@ -337,7 +346,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if d.Lost != nil {
 		return "", time.Time{}, m.fail("release", d.Lost)
 	}
-	var res releaseResult
+	var held bool
 	var err error
 	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
@@ -347,14 +356,14 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	// Read without a lock: no acquisition can write the hold any more.
 	queued := handOff && h.Queued()
 	if handOff && (queued || m.env.Hub.Active()) {
-		res, offer, err = m.releaseHandingOff(rel, h.Args, queued)
+		held, offer, err = m.releaseHandingOff(rel, h.Args, queued)
 	} else {
-		res, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
+		held, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
 	}
 	if !d.Last {
 		m.env.MarkUnknown(id, err)
 	}
-	if err == nil && res == releaseNotOwner {
+	if err == nil && !held {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", errs.LockLost)
 	}
 	if err != nil {
@@ -365,29 +374,22 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	return h.Owner, acq.Start, nil
 }
 
-type releaseResult int8
-
-const (
-	releaseNotOwner releaseResult = iota - 1
-	releasePartial
-	releaseLast
-)
-
 // release runs the kind's release script through via, resent on transport
-// errors (the owner's hold count before it, count, makes that harmless).
-func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (releaseResult, error) {
+// errors (the owner's hold count before it, count, makes that harmless);
+// held is false when Redis had no hold of the owner.
+func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (held bool, _ error) {
 	c := m.env
 	if last {
 		lease = c.Watchdog // not applied: the last hold deletes the key
 	}
 	r := attempt{via: via, px: c.LeaseArg(max(lease, lockenv.MinLease)), count: count}
-	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+	_, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
 		return m.releaseOnce(ctx, a, r)
 	})
 	if errors.Is(err, redis.Nil) {
-		return releaseNotOwner, nil
+		return false, nil
 	}
-	return releaseResult(n), err
+	return true, err
 }
 
 // acquireReplicated runs one attempt and WAITs for SyncReplicas replicas

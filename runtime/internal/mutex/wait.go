@@ -21,9 +21,14 @@ type Acquiring struct {
 	// handOffs: a release of this Client may hand it the lock, or one of
 	// another process grant it; otherwise only a fair release grants it.
 	handOffs bool
-	ts       tryState
-	fence    int64 // a fenced lock's token, once taken
-	started  bool  // EventWaitStarted was reported (once a wait)
+	// What the tries told of grants: the nonce a grant must carry to be
+	// claimed, whether a try queued the waiter in Redis (its release then
+	// clears its record), and what a claimed grant confirmed (0: all).
+	nonce     string
+	queued    bool
+	confirmed time.Duration
+	fence     int64 // a fenced lock's token, once taken
+	started   bool  // EventWaitStarted was reported (once a wait)
 }
 
 // Record records the hold taken and returns its ctx, then ends the turn the try kept.
@@ -31,7 +36,7 @@ func (w *Acquiring) Record() (context.Context, error) {
 	m, c := w.m, w.m.env
 	id := holdID{Key: m.key, Field: w.a.FieldID()}
 	spec := m.spec()
-	spec.Confirmed, spec.Queued, spec.Fence = w.ts.confirmed, w.ts.queued, w.fence
+	spec.Confirmed, spec.Queued, spec.Fence = w.confirmed, w.queued, w.fence
 	hctx, err := c.AddHold(w.ctx, spec, w.a, w.lease, w.sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
@@ -47,19 +52,10 @@ func (w *Acquiring) Record() (context.Context, error) {
 // Sent is when the try (or the hand-off) that took the lock was sent.
 func (w *Acquiring) Sent() time.Time { return w.sent }
 
-func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
-	w.sent = time.Now()
-	took, ttl, err := w.m.tryAcquire(ctx, w.a, w.lease, w.waiting, &w.fence, &w.ts)
-	if w.waiting && !took && err == nil {
-		w.WaitStarted()
-	}
-	return took, ttl, err
-}
-
 func (w *Acquiring) WaitChannel() string { return w.m.kind.channel(w.m.key, w.a.OwnerID()) }
 func (w *Acquiring) WaitKey() string     { return w.m.key }
 func (w *Acquiring) Also() string        { return w.m.grantNames().channel }
-func (w *Acquiring) Queued() bool        { return w.ts.queued }
+func (w *Acquiring) Queued() bool        { return w.queued }
 
 func (w *Acquiring) WaitStarted() {
 	if report := w.m.env.WaitStarted; !w.started && report != nil {
@@ -91,7 +87,7 @@ func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (bo
 			cut = m.opts.QueueTimeout
 		}
 		var took bool
-		took, w.ts.confirmed = m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.ts.nonce, cut)
+		took, w.confirmed = m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.nonce, cut)
 		return took, nil
 	}
 	took, err := m.claimOffer(w.ctx, w.a, w.lease, state, marker)
