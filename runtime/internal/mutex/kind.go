@@ -186,14 +186,15 @@ func (m *Lock) releaseOnce(ctx context.Context, a lockArgs, at attempt) (int64, 
 }
 
 // leaveOnce withdraws a waiter that gave up (when Kind.waits); the fair
-// and reentrant scripts also give back a grant it never took (untakenGrant).
-func (m *Lock) leaveOnce(ctx context.Context, a lockArgs) (int64, error) {
+// and reentrant scripts also give back a grant it never took (untaken:
+// untakenGrant).
+func (m *Lock) leaveOnce(ctx context.Context, a lockArgs, untaken string) (int64, error) {
 	c, key := m.env, m.key
 	switch m.kind {
 	case Fair:
 		return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{
 			3: a.Key, fairQueue(key), fairTimeouts(key), fairWaiters(key), fairGrants(key),
-			a.Owner, LockChannel(key), c.Publish, m.untakenGrant(ctx, a),
+			a.Owner, LockChannel(key), c.Publish, untaken,
 		}).Int64()
 	case Write:
 		return scripts.WriteLeave.Run(ctx, c.RDB, 3, []any{3: a.Key, rwChannel(key), rwWriters(key), a.Field, c.Publish}).Int64()
@@ -201,7 +202,7 @@ func (m *Lock) leaveOnce(ctx context.Context, a lockArgs) (int64, error) {
 	n := m.grantNames()
 	return scripts.MutexLeave.Run(ctx, c.RDB, 5, []any{
 		3: a.Key, n.lockCh, n.queue, n.records, n.hubs,
-		a.Owner, c.Publish, m.untakenGrant(ctx, a), n.lockCh,
+		a.Owner, c.Publish, untaken, n.lockCh,
 	}).Int64()
 }
 

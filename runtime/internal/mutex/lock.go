@@ -267,16 +267,14 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	if !m.kind.waits(m) {
 		return
 	}
-	c := m.env
-	op := func(ctx context.Context) (int64, error) { return m.leaveOnce(ctx, a) }
+	c, untaken := m.env, m.untakenGrant(ctx, a) // decided by the caller's ctx, also for the settler
+	op := func(ctx context.Context) (int64, error) { return m.leaveOnce(ctx, a, untaken) }
 	if _, err := c.Calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
 	c.Settler.Add(settle.Job{
-		Try: func(sctx context.Context) bool {
-			// The caller's values decide whether a hold in Redis may be
-			// an untaken grant (untakenGrant).
-			_, err := op(valuesOf{sctx, ctx})
+		Try: func(ctx context.Context) bool {
+			_, err := op(ctx)
 			return err == nil || scripts.IsReply(err)
 		},
 		Until: time.Now().Add(max(m.opts.QueueTimeout, c.GiveBackFor())),
@@ -284,20 +282,6 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 			c.Warn("leaving the wait queue failed: Redis did not answer", "lock", m.opts.Name, "key", m.key)
 		},
 	})
-}
-
-// valuesOf is a ctx that looks its values up in values first: background
-// work for a caller that returned, which still speaks for its owner.
-type valuesOf struct {
-	context.Context
-	values context.Context
-}
-
-func (v valuesOf) Value(k any) any {
-	if x := v.values.Value(k); x != nil {
-		return x
-	}
-	return v.Context.Value(k)
 }
 
 const leaveWithin = 15 * time.Millisecond
