@@ -3,7 +3,9 @@ package mutex
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,9 +17,8 @@ import (
 )
 
 // The Mutex's side of every way a release gives the lock to a waiter
-// without the waiter's own try (docs/redisson.md, "Hand-offs"): the local
-// hand-off, the grants across processes (grant.go) and a fair lock's
-// grants (fair_next.lua), which a waiter claims alike (claimGrant).
+// without the waiter's own try (docs/redisson.md, "Hand-offs"), each
+// claimed by the waiter (Acquiring.Claim):
 //
 // A local hand-off (handoff.lua) gives the lock to the longest waiter of
 // the same Client when no one else listens on the lock's channel. The
@@ -28,6 +29,37 @@ import (
 // count the grant as its own resend). Granted: it holds the lock from the
 // script's send. Unknown: it settles the grant as a lost acquire (so a
 // late copy never grants). Declined: it tries at once.
+//
+// A grant across processes (grant_next.lua) gives a reentrant lock to the
+// longest waiting lockgen waiter of any process, waking that process only.
+// A waiter's try registers it in the queue with its lease and the try's
+// nonce once its client is subscribed to the lock's channel together with
+// its grant channel (hub.Sub.Also: one SUBSCRIBE, never one without the
+// other). A release grants only when every subscriber of the lock's
+// channel is such a client (else a Redisson waiter could be passed over).
+// A local hand-off goes first; every grantStreak-th release publishes.
+//
+// A fair lock's release grants its queue's head (fair_next.lua).
+
+// grantRecordLife is how long a waiter's registration lives without a
+// try: a waiter whose process hangs or is cut off while its connection
+// stays open is skipped after that, and a grant made to it is cut to it.
+const grantRecordLife = 2 * time.Second
+
+var grantRecordLifeArg any = grantRecordLife.Milliseconds()
+
+const grantStreak = hub.HandoffStreak
+
+// grantStreaks counts, per lock (hashed), the releases that may grant
+// since the last one that published.
+type grantStreaks [64]atomic.Uint32
+
+var grantSeed = maphash.MakeSeed()
+
+// allow reports whether this release of key may grant: all but every grantStreak-th.
+func (g *grantStreaks) allow(key string) bool {
+	return g[maphash.String(grantSeed, key)%64].Add(1)%grantStreak != 0
+}
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: where the scripts can count the lock channel's subscribers
@@ -100,27 +132,6 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	return true, o, err
 }
 
-// claimOffer takes the lock a release handed to this waiter, or settles a
-// hand-off whose outcome is unknown, in the owner's turn (held on return
-// when it took the lock).
-func (m *Lock) claimOffer(ctx context.Context, a lockArgs, lease time.Duration, state hub.OfferState, marker string) (bool, error) {
-	c := m.env
-	id := holdID{Key: m.key, Field: a.FieldID()}
-	// A waiter's owner holds nothing of the lock: the turn is free.
-	_, px, err := c.Reg.Enter(context.WithoutCancel(ctx), id, lease)
-	if err != nil {
-		return false, err
-	}
-	if state == hub.OfferGranted {
-		return true, nil
-	}
-	took, err := m.settleLost(ctx, a, attempt{via: c.RDB, px: c.LeaseArg(px), marker: marker}, px)
-	if !took {
-		c.Reg.Exit(id)
-	}
-	return took, err
-}
-
 // refusesHandoff reports whether an error to the hand-off script says the
 // server will never run it: an ACL without PUBSUB (NOPERM, or an ERR worded
 // by version), or PUBSUB barred in scripts; not LOADING, READONLY...
@@ -145,29 +156,7 @@ func (m *Lock) takesGrants() bool {
 	return m.kind == Fair && m.opts.SyncReplicas == 0 && !m.env.NoHandoff
 }
 
-// claimGrant takes the lock a release granted this waiter, in the owner's
-// turn (held on return when it took it). The grant's lease is the
-// waiter's own, cut to cut (its record in the queue), counted from its
-// last try; only a grant made for that try is claimed (ours: a delayed
-// message may be of a grant whose lease ran out since). A cut watchdog
-// hold is claimed with the cut as all that is confirmed. A grant it does
-// not claim (grantClaimable) is taken by the waiter's next try, with the
-// lease applied anew (count.lua).
-func (m *Lock) claimGrant(a lockArgs, lease time.Duration, lastTry time.Time, ours bool, cut time.Duration) (took bool, confirmed time.Duration) {
-	if !ours {
-		return false, 0
-	}
-	c := m.env
-	id := holdID{Key: m.key, Field: a.FieldID()}
-	_, px, _ := c.Reg.Enter(context.Background(), id, lease) // an owner of its own: the turn is free
-	took, confirmed = grantClaimable(lease == lockenv.Watchdog, px, cut, time.Since(lastTry), c.Reg.Timing().Tick)
-	if !took {
-		c.Reg.Exit(id)
-	}
-	return took, confirmed
-}
-
-// grantClaimable is claimGrant's decision for a hold of lease px granted
+// grantClaimable is Acquiring.Claim's decision for a hold of lease px granted
 // with its lease cut to cut, whose last try was sent age ago: whether it
 // is claimed, and what of its lease is confirmed (0: all of it).
 func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool, confirmed time.Duration) {
@@ -189,6 +178,12 @@ func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool,
 		return false, 0
 	}
 	return true, confirmed
+}
+
+// grantNames are a lock's queue keys and this client's grant channel.
+type grantNames struct {
+	queue, records, hubs, lockCh any
+	channel                      string
 }
 
 // grantNames returns m's, made on first use (racing first uses make equal values).

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 )
 
 // Acquiring is one acquisition of a Lock in progress, as the wait loop
@@ -76,23 +77,44 @@ func (w *Acquiring) Grantee() (string, any) {
 	return id.Field, c.LeaseArg(px)
 }
 
-func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (bool, error) {
-	m := w.m
-	if !w.handOffs || state == hub.OfferRemote {
-		// Granted in Redis, by a fair lock's release (fair_next.lua) or
-		// one of another process (grant.go): the hold's lease runs from
-		// the try it was granted for, cut to the waiter's record.
-		cut := grantRecordLife
-		if !w.handOffs {
-			cut = m.opts.QueueTimeout
+// Claim takes the lock a release gave this waiter, or settles a local
+// hand-off whose outcome is unknown, in the owner's turn (held on return
+// when it took the lock): the turn is free, a waiter's owner holds nothing.
+func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (took bool, err error) {
+	m, c := w.m, w.m.env
+	id := holdID{Key: m.key, Field: w.a.FieldID()}
+	if w.handOffs && state != hub.OfferRemote {
+		_, px, err := c.Reg.Enter(context.WithoutCancel(w.ctx), id, w.lease)
+		if err != nil {
+			return false, err
 		}
-		var took bool
-		took, w.confirmed = m.claimGrant(w.a, w.lease, w.sent, marker != "" && marker == w.nonce, cut)
-		return took, nil
+		if took = state == hub.OfferGranted; !took {
+			took, err = m.settleLost(w.ctx, w.a, attempt{via: c.RDB, px: c.LeaseArg(px), marker: marker}, px)
+		}
+		if took {
+			w.sent = at // the hold's lease runs from the hand-off's send
+		} else {
+			c.Reg.Exit(id)
+		}
+		return took, err
 	}
-	took, err := m.claimOffer(w.ctx, w.a, w.lease, state, marker)
-	if took {
-		w.sent = at // the hold's lease runs from the hand-off's send
+	// Granted in Redis, by a fair lock's release or one of another
+	// process: its lease is the waiter's own counted from its last try,
+	// cut to the waiter's record. Only a grant made for that try is claimed
+	// (a delayed message may be of a grant whose lease ran out since); one
+	// not claimed is taken by the next try, its lease applied anew
+	// (count.lua).
+	if marker == "" || marker != w.nonce {
+		return false, nil
 	}
-	return took, err
+	cut := grantRecordLife
+	if !w.handOffs {
+		cut = m.opts.QueueTimeout
+	}
+	_, px, _ := c.Reg.Enter(context.Background(), id, w.lease)
+	took, w.confirmed = grantClaimable(w.lease == lockenv.Watchdog, px, cut, time.Since(w.sent), c.Reg.Timing().Tick)
+	if !took {
+		c.Reg.Exit(id)
+	}
+	return took, nil
 }
