@@ -49,12 +49,9 @@ func (m *Lock) KindName() string { return kindNames[m.kind] }
 
 // Same reports whether o is a handle of the lock m is: the same key, kind
 // and fencing.
-func (m *Lock) Same(o *Lock) bool {
-	return m.key == o.key && m.kind == o.kind && m.opts.Fenced == o.opts.Fenced
-}
+func (m *Lock) Same(o *Lock) bool { return m.key == o.key && m.Describe() == o.Describe() }
 
-// Describe names the lock's kind for an error: "a fair lock", "the read
-// side of a read-write lock", "a fenced lock".
+// Describe names the lock's kind for an error: "a fair lock", "a fenced lock"...
 func (m *Lock) Describe() string {
 	if m.opts.Fenced {
 		return "a fenced lock"
@@ -62,9 +59,8 @@ func (m *Lock) Describe() string {
 	return describe[m.kind]
 }
 
-// Batchable reports whether the lock can be taken with others in one
-// multi-lock script: a reentrant lock without replica sync or a fencing
-// token (multi_acquire.lua takes none).
+// Batchable reports whether multi_acquire.lua can take the lock: a
+// reentrant lock without replica sync or a fencing token.
 func (m *Lock) Batchable() bool {
 	return m.kind == Reentrant && m.opts.SyncReplicas == 0 && !m.opts.Fenced
 }
@@ -103,9 +99,8 @@ func checkUpgrade(m *Lock, owner string) error {
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
 // lock as owner, in a call that must return by until (zero: no bound but
-// wait's). When the lock is taken, the acquisition still has the owner's
-// turn: Record records the hold. A waiter that gives up withdraws what it
-// left in Redis.
+// wait's). A taken lock keeps the owner's turn until Record; a waiter
+// that gives up withdraws what it left in Redis.
 func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
 	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.kind.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
@@ -120,16 +115,15 @@ func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 // waitSpec is how w waits (package await).
 func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await.Spec {
 	own := m.env.Reg.Of(w.ctx) == nil
-	// Only a reentrant newcomer defers its first try while this Client
-	// has waiters (await.Spec.Queue): a fair waiter has its own channel
-	// and Redis keeps the order; readers and writers share a channel.
+	// Only a reentrant newcomer queues behind this Client's waiters: Redis
+	// orders fair waiters, and readers and writers share a channel.
 	ws := await.Spec{At: w, Wait: wait, Until: until, MaxSleep: m.kind.refreshEvery(m), Shared: m.kind == Read, Queue: m.kind == Reentrant && own}
 	switch {
 	case !w.waiting:
 	case m.handsOff() && own:
-		// Only an owner of its own (a top-level Lock) is handed a lock:
-		// the hand-off acquires outside the owner's turn, so a call of
-		// another goroutine sharing the owner would count it as its own.
+		// Only an owner of its own is handed a lock: the hand-off acquires
+		// outside the owner's turn, so a call of another goroutine sharing
+		// the owner would count it as its own.
 		ws.Handed, ws.Grants, w.handOffs = w, w, true
 	case m.handsOff():
 		ws.Grants = w // queued for grants from other processes
@@ -139,15 +133,14 @@ func (m *Lock) waitSpec(w *Acquiring, wait time.Duration, until time.Time) await
 	return ws
 }
 
-// spec is what a new acquisition of m is of, for the registry.
 func (m *Lock) spec() holds.Spec {
 	return holds.Spec{Name: m.opts.Name, Key: m.key, Kind: kindNames[m.kind], From: (*taker)(m), Extra: m.kind == Read}
 }
 
-// try runs the kind's acquire script once, in the owner's turn (held on
-// return when it took the lock). A lost reply is settled: it took the
-// lock, or is marked aborted so it never will; one abandoned at its
-// deadline resolves its late reply itself (resolveLate).
+// try runs the kind's acquire script once, in the owner's turn (kept when
+// it took the lock). A lost reply is settled: it took the lock, or is
+// marked aborted so it never will; one abandoned at its deadline is
+// resolved when its reply comes (resolveLate).
 func (w *Acquiring) try(ctx context.Context) (took bool, _ time.Duration, err error) {
 	m, c, a := w.m, w.m.env, w.a
 	w.sent = time.Now()
@@ -168,8 +161,8 @@ func (w *Acquiring) try(ctx context.Context) (took bool, _ time.Duration, err er
 		return false, 0, err
 	}
 	at := attempt{via: c.RDB, px: c.LeaseArg(px), marker: lockenv.RequestMarker(m.key, c.NewRequestID()), count: count, waiting: w.waiting, fence: &w.fence}
-	// A fair waiter may be granted the lock once the grant's message
-	// cannot miss it: its channel's subscription is confirmed.
+	// A fair waiter may be granted the lock once its channel's
+	// subscription is confirmed: the grant's message cannot miss it.
 	at.grant = w.waiting && count == 0 && m.takesGrants() && c.Reg.Of(ctx) == nil &&
 		c.Hub.Subscribed(m.kind.channel(m.key, a.OwnerID()), false)
 	at.queued, at.grantPx = m.queueTry(ctx, a, px, w.waiting, count)
@@ -215,8 +208,7 @@ func (w *Acquiring) try(ctx context.Context) (took bool, _ time.Duration, err er
 	return true, 0, nil
 }
 
-// replied is what an acquire script's reply n says: taken, a sleep bound,
-// or a refusal (the reply codes below).
+// replied is what an acquire script's reply n says: taken, a sleep bound, or a refusal.
 func replied(n int64) (bool, time.Duration, error) {
 	switch n {
 	case 0:
@@ -234,13 +226,12 @@ func replied(n int64) (bool, time.Duration, error) {
 }
 
 // settleLost settles an acquire attempt at whose reply was lost, in the
-// owner's turn. If that is lost too, the outcome is marked unknown, and a
-// fresh owner's (at.count 0) goes on being settled in the background.
+// owner's turn. If that is lost too, the outcome is marked unknown, and
+// a fresh owner's (at.count 0) is settled in the background.
 func (m *Lock) settleLost(ctx context.Context, a lockArgs, at attempt, px time.Duration) (bool, error) {
 	settled, err := m.settleTry(ctx, a, at)
 	if err == nil && settled && at.count == 0 && m.handsOff() {
-		// The field may be a grant of another process, cut to the
-		// waiter's record, not this request's lease.
+		// The field may be another process's grant, cut to the waiter's record.
 		settled, err = m.reapply(ctx, a, at)
 	}
 	if err != nil {
@@ -259,10 +250,9 @@ const (
 	replyHoldGone    = -6 // re-entry refused: the owner's hold is gone
 )
 
-// leave withdraws a waiter that gave up from the kind's waiting structures,
-// detached from ctx, within leaveWithin: the caller's wait is over. When
-// Redis does not answer by then the settler goes on with it until the
-// entry would have timed out anyway.
+// leave withdraws a waiter that gave up, within leaveWithin: the caller's
+// wait is over. If Redis does not answer by then, the settler goes on
+// until the entry would have timed out anyway.
 func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	if !m.kind.waits(m) {
 		return
@@ -287,8 +277,7 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 const leaveWithin = 15 * time.Millisecond
 
 // Release releases the acquisition that ctx carries, detached from ctx's
-// cancellation (within the Client's ReleaseTimeout), and returns its
-// owner and start.
+// cancellation (within ReleaseTimeout), and returns its owner and start.
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	var acq *holds.Acquisition
 	if hc := m.env.Reg.Of(ctx); hc != nil {
@@ -297,17 +286,16 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if acq == nil {
 		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
 	}
-	if acq.Hold().Lost() {
+	h := acq.Hold()
+	if h.Lost() {
 		return "", time.Time{}, m.fail("release", m.env.DropLost(acq))
 	}
-	h := acq.Hold()
 	id := holdID{Key: h.Key, Field: h.Field}
 	_, _, _ = m.env.Reg.Enter(context.Background(), id, 0) // never fails: no deadline
 	defer m.env.Reg.Exit(id)
 	rel := acq.Parent // the release's ctx
 	if m.env.Reg.Unknown(id) {
-		// The re-read shares the release's ReleaseTimeout: an Unlock
-		// returns within one, whatever Redis does.
+		// The re-read shares the release's ReleaseTimeout, whatever Redis does.
 		rel = scripts.WithCallBound(rel, m.env.Calls.Limit(rel))
 		rctx, cancel := m.env.Calls.Detached(rel)
 		m.env.Reg.WaitLate(rctx, id)
@@ -335,9 +323,9 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (looked for when the hold came through the
-	// queue, even when this client no longer waits).
+	// queue, even when this client no longer waits). h.Queued is read
+	// without a lock: no acquisition can write the hold any more.
 	handOff := d.Last && d.Count == 1 && m.handsOff()
-	// Read without a lock: no acquisition can write the hold any more.
 	queued := handOff && h.Queued()
 	if handOff && (queued || m.env.Hub.Active()) {
 		held, offer, err = m.releaseHandingOff(rel, h.Args, queued)
