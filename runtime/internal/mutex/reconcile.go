@@ -17,8 +17,9 @@ import (
 // reconcile brings the owner's count of a in Redis back to the client's
 // after an unknown outcome (in the caller's turn): else the scripts, which
 // tell a resend by the count, would take the next request for a copy of
-// the lost one. A hold Redis has fewer counts of is lost; extra counts are
-// given back (the last with a full release, which wakes a waiter).
+// the lost one. A hold Redis has fewer counts of is lost, and given back
+// whole; extra counts are given back (the last with a full release, which
+// wakes a waiter).
 func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockArgs) error {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -32,17 +33,12 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 	keep := count  // what Redis should have of the owner
 	for range 64 { // each round gives one back, or finds the count changed
 		n, err := scripts.Do(ctx, via, "hget", m.key, a.FieldID()).Int()
-		if errors.Is(err, redis.Nil) {
-			n, err = 0, nil
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return fmt.Errorf("%w: re-reading the hold after an unknown outcome: %w", errs.OutcomeUnknown, err)
 		}
 		if n < keep {
-			// The hold is lost: its ctx ends, and what Redis has
-			// left of it is given back too, not kept for no one.
-			m.env.Reg.Lose(id, func(h *hold) error {
-				return m.env.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
+			c.Reg.Lose(id, func(h *hold) error {
+				return c.LostError(h, fmt.Sprintf("after an unknown outcome Redis has %d of this owner's %d holds", n, count))
 			})
 			keep = 0
 		}
@@ -59,10 +55,10 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 
 // settleLater settles in the background an acquire whose reply and
 // settlement were both lost (at; nil: only the count to bring back), for
-// an owner that will never call again (else the lock would stay taken
-// until its lease ran out): the request is settled, and reconcile gives
-// back what it took. It stops when another call of the owner replaced or
-// cleared the mark gen, and gives up (dropping it) after lease.
+// an owner that may never call again (else the lock would stay taken
+// until its lease ran out); reconcile gives back what it took. It stops
+// when another call of the owner replaced or cleared the mark gen, and
+// gives up (dropping it) after lease.
 func (m *Lock) settleLater(a lockArgs, at *attempt, lease time.Duration, gen uint64) {
 	c := m.env
 	id := holdID{Key: m.key, Field: a.FieldID()}
@@ -81,7 +77,7 @@ func (m *Lock) dropMark(id holdID, gen uint64) {
 	m.env.Reg.Exit(id)
 }
 
-// settleOnce is one attempt of settleLater, in id's turn; true: nothing is left to do.
+// settleOnce is one attempt of settleLater, in id's turn; true: done.
 func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attempt, gen uint64) bool {
 	c := m.env
 	if _, _, err := c.Reg.Enter(ctx, id, 0); err != nil {
@@ -91,15 +87,14 @@ func (m *Lock) settleOnce(ctx context.Context, id holdID, a lockArgs, at *attemp
 	if c.Reg.Mark(id) != gen {
 		return true // a later call of the owner reconciled it, or took over
 	}
-	via := c.Renewal
 	if at != nil {
 		at := *at
-		at.via = via
+		at.via = c.Renewal
 		if _, err := m.settleTry(ctx, a, at); err != nil {
 			return false
 		}
 	}
-	return m.reconcile(ctx, via, a) == nil
+	return m.reconcile(ctx, c.Renewal, a) == nil
 }
 
 // readFence sets *fence to the token counter, for an acquisition whose reply was lost.
@@ -113,11 +108,10 @@ func (m *Lock) readFence(ctx context.Context, fence *int64) error {
 	return err
 }
 
-// settleTry decides an acquire attempt at whose reply was lost
-// (settle.lua, for every kind: each counts its holds in its own field):
-// it either took the lock (true) or never will. A fresh fair waiter found
-// taken is confirmed with a copy of the try (reapply): a release may have
-// granted it the lock (fair_next.lua) before the try was sent.
+// settleTry decides an acquire attempt at whose reply was lost (settle.lua,
+// for every kind: each counts its holds in its own field): it took the
+// lock (true) or never will. A fresh fair waiter found taken is confirmed
+// by reapply: a release may have granted it the lock before the try.
 func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, error) {
 	c := m.env
 	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
@@ -133,9 +127,9 @@ func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, err
 }
 
 // reapply confirms a new acquisition settle.lua found taken that may be a
-// grant, whose lease runs from the release, cut to the waiter's record: a
-// copy of the request (count.lua) re-applies the lease from the request,
-// or is refused (-3) when the hold is gone.
+// grant (its lease cut to the waiter's record): a copy of the request
+// re-applies the request's lease (count.lua), or is refused when the hold
+// is gone.
 func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error) {
 	at.waiting, at.grant, at.queued = false, false, false // one try, never a join
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
@@ -145,19 +139,19 @@ func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error
 }
 
 // resolveLate takes over an acquire attempt at that its caller abandoned
-// (see lockenv.Replied). No call of the owner reconciles until its outcome
+// (lockenv.Replied). No call of the owner reconciles until its outcome
 // comes (holds.Registry.Abandon); then what it took is given back
-// (settleLater), after its settlement when no reply came. A waiter it
-// queued is withdrawn (leave, with the try's ctx values).
+// (settleLater, settling it first when no reply came), and a waiter it
+// queued is withdrawn.
 func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	gen := m.env.Reg.Abandon(id)
 	p.Then(func(cmd *redis.Cmd) {
+		unsettled := &at
 		if lockenv.Replied(cmd.Err()) {
-			m.settleLater(a, nil, px, gen)
-		} else {
-			m.settleLater(a, &at, px, gen)
+			unsettled = nil
 		}
+		m.settleLater(a, unsettled, px, gen)
 		m.env.Reg.Landed(id)
 		if at.waiting {
 			m.leave(ctx, a)
