@@ -162,17 +162,15 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 func (l *Multi) Release(ctx context.Context, owner string) error {
 	c := l.env
 	hc := c.Reg.Of(ctx)
-	args := make([]holds.Args, len(l.locks))
 	acqs := make([]*holds.Acquisition, len(l.locks))
 	for i, m := range l.locks {
-		args[i] = holds.NewArgs(m.key, owner, owner)
 		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: owner}); acqs[i] == nil {
 			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", errs.NotHeld, m.key))
 		}
 	}
-	var lost error
 	// Lost members are dropped without the turn, which a give-back may
 	// hold while Redis is cut off (DropLost).
+	var lost error
 	var live []int
 	var ids []holds.ID
 	for i, acq := range acqs {
@@ -186,33 +184,29 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 		}
 		lost = cmp.Or(lost, err)
 	}
-	counts := make([]int, len(ids))
-	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, counts, nil) // never fails: no deadline
+	_, _ = c.Reg.EnterAll(context.Background(), ids, 0, make([]int, len(ids)), nil) // never fails: no deadline
 	defer c.Reg.ExitAll(ids)
-	rel := l.reconcileLive(acqs, args, live, ids)
+	rel := l.reconcileLive(acqs, live, ids)
 	// Members that stay held keep the lease their own holds count on.
 	var send []holds.Args
-	var sendCounts []int
+	var counts []int
 	var leases []time.Duration
 	for _, i := range live {
-		acq := acqs[i]
-		d, ok := c.Reg.Drop(acq)
+		d, ok := c.Reg.Drop(acqs[i])
 		if !ok {
 			return l.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
 		}
-		acq.End(context.Canceled) // before the release is sent (see Lock.Release)
+		acqs[i].End(context.Canceled) // before the release is sent (see Lock.Release)
 		if d.Lost != nil {
 			lost = cmp.Or(lost, d.Lost)
 			continue
 		}
-		send = append(send, args[i])
-		sendCounts = append(sendCounts, d.Count)
+		send, counts = append(send, acqs[i].Hold().Args), append(counts, d.Count)
 		leases = append(leases, max(d.Lease, lockenv.MinLease))
 	}
-	rel = c.Calls.Yield(rel)
-	res, err := l.sendRelease(rel, send, sendCounts, leases)
+	res, err := l.sendRelease(c.Calls.Yield(rel), send, counts, leases)
 	for i, a := range send {
-		if sendCounts[i] > 1 {
+		if counts[i] > 1 {
 			c.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
 		}
 	}
@@ -231,7 +225,7 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 // indexes and hold ids) whose outcome was unknown, in their turns, and
 // returns the release's ctx: re-reads and release share one
 // ReleaseTimeout, so an Unlock returns within one whatever Redis does.
-func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live []int, ids []holds.ID) context.Context {
+func (l *Multi) reconcileLive(acqs []*holds.Acquisition, live []int, ids []holds.ID) context.Context {
 	c, rel := l.env, acqs[0].Parent
 	var limit time.Time
 	for j, id := range ids {
@@ -245,7 +239,7 @@ func (l *Multi) reconcileLive(acqs []*holds.Acquisition, args []holds.Args, live
 		}
 		rctx, cancel := c.Calls.DetachedUntil(acqs[i].Parent, limit)
 		c.Reg.WaitLate(rctx, id)
-		_ = l.locks[i].reconcile(rctx, c.RDB, args[i])
+		_ = l.locks[i].reconcile(rctx, c.RDB, acqs[i].Hold().Args)
 		cancel()
 	}
 	return rel
