@@ -103,12 +103,12 @@ type attempt struct {
 	grantPx any            // the lease a grant takes with it ("0": none)
 }
 
-// acquireOnce runs the kind's acquire script once: 0 taken, > 0 sleep
+// acquire runs the kind's acquire script once: 0 taken, > 0 sleep
 // bound in ms, -1 no expiry, or a reply code (replyAborted...).
-func (m *Lock) acquireOnce(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+func (k Kind) acquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c, key := m.env, m.key
 	switch {
-	case m.kind == Fair:
+	case k == Fair:
 		grant := "0"
 		if at.grant { // the lease to grant, and the try's nonce for the message
 			grant = fmt.Sprint(at.px) + ":" + at.marker
@@ -118,20 +118,20 @@ func (m *Lock) acquireOnce(ctx context.Context, a lockArgs, at attempt) (int64, 
 			at.px, a.Owner, m.opts.QueueTimeout.Milliseconds(), at.count, c.MarkerTTL, flag(at.waiting),
 			LockChannel(key), c.Publish, grant,
 		}).Int64()
-	case m.kind == Read:
+	case k == Read:
 		owner := a.OwnerID()
 		return scripts.ReadAcquire.Run(ctx, at.via, 4, []any{
 			3: a.Key, readTimeoutKey(key, owner, at.count+1), at.marker, rwWriters(key),
 			at.px, a.Owner, writeField(owner), at.count, c.MarkerTTL, flag(m.opts.WritersFirst),
 		}).Int64()
-	case m.kind == Write:
+	case k == Write:
 		return scripts.WriteAcquire.Run(ctx, at.via, 3, []any{
 			3: a.Key, at.marker, rwWriters(key),
 			at.px, a.Field, a.Owner, at.count, c.MarkerTTL, flag(m.opts.WritersFirst && at.waiting),
 			c.Watchdog.Milliseconds(),
 		}).Int64()
 	case m.opts.Fenced:
-		return m.fencedAcquire(ctx, a, at)
+		return fencedAcquire(ctx, m, a, at)
 	case at.queued:
 		n := m.grantNames()
 		return scripts.Acquire.Run(ctx, at.via, 5, []any{
@@ -142,8 +142,8 @@ func (m *Lock) acquireOnce(ctx context.Context, a lockArgs, at attempt) (int64, 
 	return scripts.Acquire.Run(ctx, at.via, 2, []any{3: a.Key, at.marker, at.px, a.Owner, at.count, c.MarkerTTL}).Int64()
 }
 
-// fencedAcquire is acquireOnce for a fenced lock, writing the token to *at.fence.
-func (m *Lock) fencedAcquire(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+// fencedAcquire is Kind.acquire for a fenced lock, writing the token to *at.fence.
+func fencedAcquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	res, err := scripts.FencedAcquire.Run(ctx, at.via, 3, []any{
 		3: a.Key, at.marker, tokenKey(m.key),
 		at.px, a.Owner, at.count, m.env.MarkerTTL,
@@ -162,11 +162,11 @@ func (m *Lock) fencedAcquire(ctx context.Context, a lockArgs, at attempt) (int64
 	return 0, fmt.Errorf("lockgen: fenced_acquire.lua replied %v", res)
 }
 
-// releaseOnce runs the kind's release script once: nil reply (redis.Nil)
+// release runs the kind's release script once: nil reply (redis.Nil)
 // not held, 0 partial, 1 last.
-func (m *Lock) releaseOnce(ctx context.Context, a lockArgs, at attempt) (int64, error) {
+func (k Kind) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c, key := m.env, m.key
-	switch m.kind {
+	switch k {
 	case Fair:
 		return scripts.FairRelease.Run(ctx, at.via, 5, []any{
 			3: a.Key, fairQueue(key), fairTimeouts(key), fairWaiters(key), fairGrants(key),
@@ -185,12 +185,12 @@ func (m *Lock) releaseOnce(ctx context.Context, a lockArgs, at attempt) (int64, 
 	return scripts.Release.Run(ctx, at.via, 2, []any{3: a.Key, LockChannel(key), at.px, a.Owner, c.Publish, at.count}).Int64()
 }
 
-// leaveOnce withdraws a waiter that gave up (when Kind.waits); the fair
+// leave withdraws a waiter that gave up (when Kind.waits); the fair
 // and reentrant scripts also give back a grant it never took (untaken:
 // untakenGrant).
-func (m *Lock) leaveOnce(ctx context.Context, a lockArgs, untaken string) (int64, error) {
+func (k Kind) leave(ctx context.Context, m *Lock, a lockArgs, untaken string) (int64, error) {
 	c, key := m.env, m.key
-	switch m.kind {
+	switch k {
 	case Fair:
 		return scripts.FairLeave.Run(ctx, c.RDB, 5, []any{
 			3: a.Key, fairQueue(key), fairTimeouts(key), fairWaiters(key), fairGrants(key),
@@ -206,10 +206,10 @@ func (m *Lock) leaveOnce(ctx context.Context, a lockArgs, untaken string) (int64
 	}).Int64()
 }
 
-// forceUnlockOnce deletes the lock whoever holds it, sent once.
-func (m *Lock) forceUnlockOnce(ctx context.Context) (int64, error) {
+// forceUnlock deletes the lock whoever holds it, sent once.
+func (k Kind) forceUnlock(ctx context.Context, m *Lock) (int64, error) {
 	c, key := m.env, m.key
-	switch m.kind {
+	switch k {
 	case Fair:
 		return scripts.FairForceUnlock.RunOnce(ctx, c.RDB, 2, []any{3: key, fairQueue(key), hub.UnlockMessage, c.Publish, LockChannel(key)}).Int64()
 	case Read, Write:

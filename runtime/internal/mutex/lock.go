@@ -175,7 +175,7 @@ func (w *Acquiring) try(ctx context.Context) (took bool, _ time.Duration, err er
 	if m.opts.SyncReplicas > 0 {
 		n, err = m.acquireReplicated(ctx, a, at)
 	} else {
-		n, err = m.acquireOnce(ctx, a, at)
+		n, err = m.kind.acquire(ctx, m, a, at)
 	}
 	switch {
 	case err == nil:
@@ -258,7 +258,7 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 		return
 	}
 	c, untaken := m.env, m.untakenGrant(ctx, a) // decided by the caller's ctx, also for the settler
-	op := func(ctx context.Context) (int64, error) { return m.leaveOnce(ctx, a, untaken) }
+	op := func(ctx context.Context) (int64, error) { return m.kind.leave(ctx, m, a, untaken) }
 	if _, err := c.Calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
 		return
 	}
@@ -356,7 +356,7 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 	}
 	r := attempt{via: via, px: c.LeaseArg(max(lease, lockenv.MinLease)), count: count}
 	_, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return m.releaseOnce(ctx, a, r)
+		return m.kind.release(ctx, m, a, r)
 	})
 	if errors.Is(err, redis.Nil) {
 		return false, nil
@@ -375,7 +375,7 @@ func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (i
 	}
 	defer conn.Close()
 	at.via = conn
-	ttl, err := m.acquireOnce(ctx, a, at)
+	ttl, err := m.kind.acquire(ctx, m, a, at)
 	if err != nil || ttl != 0 {
 		return ttl, err
 	}
@@ -394,7 +394,7 @@ func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (i
 // undo drops the one count of the hold that attempt at took.
 func (m *Lock) undo(ctx context.Context, a lockArgs, at attempt) {
 	u := attempt{via: at.via, px: at.px, count: at.count + 1}
-	if _, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) { return m.releaseOnce(ctx, a, u) }); err != nil {
+	if _, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) { return m.kind.release(ctx, m, a, u) }); err != nil {
 		m.env.Warn("undoing an acquisition failed", "lock", m.opts.Name, "key", m.key, "err", err)
 	}
 }
@@ -460,7 +460,7 @@ func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
 // whether there was a lock. It is sent once (a resent copy would find no
 // lock): a lost reply is errs.OutcomeUnknown, the local holds ended too.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := m.forceUnlockOnce(ctx)
+	n, err := m.kind.forceUnlock(ctx, m)
 	if err != nil && lockenv.Replied(err) {
 		return false, m.fail("force-unlock", err)
 	}

@@ -133,7 +133,7 @@ func (m *Lock) settleTry(ctx context.Context, a lockArgs, at attempt) (bool, err
 func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error) {
 	at.waiting, at.grant, at.queued = false, false, false // one try, never a join
 	n, err := m.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return m.acquireOnce(ctx, a, at)
+		return m.kind.acquire(ctx, m, a, at)
 	})
 	return err == nil && n == 0, err
 }
