@@ -9,8 +9,7 @@ import (
 )
 
 // Acquiring is one acquisition of a Lock in progress, as the wait loop
-// sees it (await.Waitee, Handee, Queuer). Once taken, Record records the
-// hold.
+// sees it (await.Waitee, Handee, Queuer), until Record records its hold.
 type Acquiring struct {
 	m       *Lock
 	ctx     context.Context
@@ -21,15 +20,12 @@ type Acquiring struct {
 	waiting bool      // it waits if the first try does not take the lock
 	// handOffs: a release of this Client may hand it the lock, or one of
 	// another process grant it; otherwise only a fair release grants it.
-	handOffs bool
-	// What the tries told of grants: the nonce a grant must carry to be
-	// claimed, whether a try queued the waiter in Redis (its release then
-	// clears its record), and what a claimed grant confirmed (0: all).
-	nonce     string
-	queued    bool
-	confirmed time.Duration
-	fence     int64 // a fenced lock's token, once taken
-	started   bool  // EventWaitStarted was reported (once a wait)
+	handOffs  bool
+	nonce     string        // the last try's: a grant claimed must carry it
+	queued    bool          // a try queued it in Redis: its release clears its record
+	confirmed time.Duration // what of the lease a claimed grant confirmed (0: all)
+	fence     int64         // a fenced lock's token, once taken
+	started   bool          // EventWaitStarted was reported (once a wait)
 }
 
 // Record records the hold taken and returns its ctx, then ends the turn the try kept.
@@ -38,15 +34,14 @@ func (w *Acquiring) Record() (context.Context, error) {
 	id := holdID{Key: m.key, Field: w.a.FieldID()}
 	spec := m.spec()
 	spec.Confirmed, spec.Queued, spec.Fence = w.confirmed, w.queued, w.fence
+	defer c.Reg.Exit(id)
 	hctx, err := c.AddHold(w.ctx, spec, w.a, w.lease, w.sent)
 	if err != nil {
 		// Closed while acquiring: give the lock back rather than leave it.
 		count, _ := c.Reg.State(id, w.lease)
 		_, _ = m.release(w.ctx, c.RDB, w.a, count == 0, c.Watchdog, count+1)
-		c.Reg.Exit(id)
 		return nil, m.fail("acquire", err)
 	}
-	c.Reg.Exit(id)
 	return hctx, nil
 }
 
@@ -78,8 +73,8 @@ func (w *Acquiring) Grantee() (string, any) {
 }
 
 // Claim takes the lock a release gave this waiter, or settles a local
-// hand-off whose outcome is unknown, in the owner's turn (held on return
-// when it took the lock): the turn is free, a waiter's owner holds nothing.
+// hand-off whose outcome is unknown, in the owner's turn (kept when it
+// took the lock; free, as a waiter's owner holds nothing).
 func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (took bool, err error) {
 	m, c := w.m, w.m.env
 	id := holdID{Key: m.key, Field: w.a.FieldID()}

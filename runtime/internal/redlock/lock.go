@@ -38,8 +38,7 @@ type node struct {
 }
 
 // New returns the RedLock at key over nodes (each node Client's Env),
-// held on quorum of them (0: a majority); o are the options of the lock on
-// each node.
+// held on quorum of them (0: a majority), with o on each node.
 func New(env *lockenv.Env, nodes []*mutex.Env, key string, quorum int, o mutex.Options) *Lock {
 	if quorum <= 0 {
 		quorum = len(nodes)/2 + 1
@@ -74,8 +73,7 @@ func (l *Lock) Owner(ctx context.Context) string {
 
 // Acquire waits up to wait (0: one round of tries; < 0: until ctx is
 // done) for a quorum of nodes to grant the lock to owner, with lease, and
-// returns the hold's ctx. It fails with errs.Quorum when fewer than a
-// quorum of nodes answer a round at all.
+// returns the hold's ctx.
 func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (_ context.Context, err error) {
 	if await.IsClosed(l.env.Waits.Closed) {
 		return nil, l.fail("acquire", errs.Closed)
@@ -84,7 +82,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	if lease == lockenv.Watchdog {
 		effective = l.env.Watchdog
 	}
-	var deadline, until time.Time // until zero: each node's try is single, bounded by the release timeout
+	var deadline, until time.Time // until zero: each node's try is bounded by the release timeout
 	if wait >= 0 {
 		deadline = time.Now().Add(wait)
 	}
@@ -140,9 +138,9 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	}
 }
 
-// tryAll tries every node once, in parallel. answered counts the nodes
-// that replied (granted or held); first is when the earliest try of a
-// granted node was sent.
+// tryAll tries every node once, in parallel: answered counts the nodes
+// that replied (granted or held), first is the earliest send of a granted
+// node's try.
 func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, granted, answered int, first time.Time) {
 	parts = make([]context.Context, len(l.nodes))
 	sent := make([]time.Time, len(l.nodes))
@@ -189,7 +187,7 @@ func (l *Lock) releaseParts(parts []context.Context) {
 	wg.Wait()
 }
 
-// hold is one acquisition of a RedLock: its parts, each a hold in its node Client's registry.
+// hold is one acquisition of a RedLock: a hold in each node Client's registry.
 type hold struct {
 	owner    string
 	start    time.Time
@@ -218,16 +216,15 @@ func (l *Lock) holdIn(ctx context.Context) *hold {
 	return h
 }
 
-// hold makes the ctx of a granted acquisition, ended as the package's
-// invariants say, or with errs.Closed when a node's Client closes.
+// hold makes the ctx of a granted acquisition (ended as doc.go says, or
+// with errs.Closed when a node's Client closes).
 func (l *Lock) hold(ctx context.Context, owner string, parts []context.Context, granted int, lease time.Duration, validUntil time.Time) context.Context {
 	h := &hold{owner: owner, start: time.Now(), parts: parts, spare: int32(granted - l.quorum)}
-	cctx, cancel := context.WithCancelCause(ctx)
+	out, cancel := context.WithCancelCause(ctx)
 	h.cancel = cancel
-	var out context.Context = cctx
 	if lease != lockenv.Watchdog {
-		dctx, stop := context.WithDeadlineCause(cctx, validUntil, l.fail("lease", fmt.Errorf("%w: validity of the fixed lease ran out", errs.LockLost)))
-		out = dctx
+		var stop context.CancelFunc
+		out, stop = context.WithDeadlineCause(out, validUntil, l.fail("lease", fmt.Errorf("%w: validity of the fixed lease ran out", errs.LockLost)))
 		h.cancel = func(err error) { cancel(err); stop() }
 	}
 	for _, p := range parts {
@@ -251,8 +248,7 @@ func (l *Lock) partEnded(h *hold, cause error) {
 }
 
 // Release releases the acquisition ctx carries on every node, and returns
-// its owner and start; with errs.LockLost when fewer than a quorum of
-// nodes still held it.
+// its owner and start (errs.LockLost: fewer than a quorum still held it).
 func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	h := l.holdIn(ctx)
 	if h == nil {
@@ -299,8 +295,8 @@ func (l *Lock) pause(ctx context.Context, d time.Duration, deadline time.Time, w
 }
 
 // join puts a waiter on the lock's channel of every node (nil once a
-// node's Client is closed). ready: a channel was subscribed already, so an
-// unlock published since the last try may have reached no one.
+// node's Client is closed). ready: a channel was subscribed already, so
+// an unlock published since the last try may have reached no one.
 func (l *Lock) join() (ws []*hub.Waiter, ready bool) {
 	channel := mutex.LockChannel(l.key)
 	for i := range l.nodes {
