@@ -3,9 +3,7 @@ package mutex
 import (
 	"context"
 	"errors"
-	"hash/maphash"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +15,9 @@ import (
 )
 
 // The Mutex's side of every way a release gives the lock to a waiter
-// without the waiter's own try (docs/redisson.md, "Hand-offs"), each
-// claimed by the waiter (Acquiring.Claim):
+// without the waiter's own try (docs/redisson.md, "Hand-offs"): the local
+// hand-off, the grants across processes (grant.go) and a fair lock's
+// grants (fair_next.lua), which a waiter claims alike (claimGrant).
 //
 // A local hand-off (handoff.lua) gives the lock to the longest waiter of
 // the same Client when no one else listens on the lock's channel. The
@@ -29,37 +28,6 @@ import (
 // count the grant as its own resend). Granted: it holds the lock from the
 // script's send. Unknown: it settles the grant as a lost acquire (so a
 // late copy never grants). Declined: it tries at once.
-//
-// A grant across processes (grant_next.lua) gives a reentrant lock to the
-// longest waiting lockgen waiter of any process, waking that process only.
-// A waiter's try registers it in the queue with its lease and the try's
-// nonce once its client is subscribed to the lock's channel together with
-// its grant channel (hub.Sub.Also: one SUBSCRIBE, never one without the
-// other). A release grants only when every subscriber of the lock's
-// channel is such a client (else a Redisson waiter could be passed over).
-// A local hand-off goes first; every grantStreak-th release publishes.
-//
-// A fair lock's release grants its queue's head (fair_next.lua).
-
-// grantRecordLife is how long a waiter's registration lives without a
-// try: a waiter whose process hangs or is cut off while its connection
-// stays open is skipped after that, and a grant made to it is cut to it.
-const grantRecordLife = 2 * time.Second
-
-var grantRecordLifeArg any = grantRecordLife.Milliseconds()
-
-const grantStreak = hub.HandoffStreak
-
-// grantStreaks counts, per lock (hashed), the releases that may grant
-// since the last one that published.
-type grantStreaks [64]atomic.Uint32
-
-var grantSeed = maphash.MakeSeed()
-
-// allow reports whether this release of key may grant: all but every grantStreak-th.
-func (g *grantStreaks) allow(key string) bool {
-	return g[maphash.String(grantSeed, key)%64].Add(1)%grantStreak != 0
-}
 
 // handsOff reports whether m's releases and waits take part in local
 // hand-offs: where the scripts can count the lock channel's subscribers
@@ -154,36 +122,6 @@ func refusesHandoff(err error) bool {
 // owner of its own takes grants (see Lock.waitSpec).
 func (m *Lock) takesGrants() bool {
 	return m.kind == Fair && m.opts.SyncReplicas == 0 && !m.env.NoHandoff
-}
-
-// grantClaimable is Acquiring.Claim's decision for a hold of lease px granted
-// with its lease cut to cut, whose last try was sent age ago: whether it
-// is claimed, and what of its lease is confirmed (0: all of it).
-func grantClaimable(watchdog bool, px, cut, age, tick time.Duration) (took bool, confirmed time.Duration) {
-	if cut < px {
-		if !watchdog {
-			return false, 0
-		}
-		confirmed = cut
-	}
-	budget := min(px, cut) / 2
-	if confirmed > 0 {
-		// Only the cut is confirmed: the first renewal goes out at the
-		// watchdog's next tick and must be confirmed before the cut runs
-		// out. Without room for that, the next try (at once) takes the
-		// grant with the whole lease (count.lua).
-		budget -= tick
-	}
-	if age > budget {
-		return false, 0
-	}
-	return true, confirmed
-}
-
-// grantNames are a lock's queue keys and this client's grant channel.
-type grantNames struct {
-	queue, records, hubs, lockCh any
-	channel                      string
 }
 
 // grantNames returns m's, made on first use (racing first uses make equal values).

@@ -227,15 +227,6 @@ func LockChannel(key string) string { return redisnames.Prefix("redisson_lock__c
 // tokenKey names a fenced lock's token counter (Redisson's getTokenName).
 func tokenKey(key string) string { return redisnames.Prefix("redisson_lock_token", key) }
 
-func fairQueue(key string) string    { return redisnames.Prefix("redisson_lock_queue", key) }
-func fairTimeouts(key string) string { return redisnames.Prefix("redisson_lock_timeout", key) }
-
-// fairWaiters records lockgen's waiters in the queue with their liveness
-// deadlines: it tells them from Redisson's (fair_acquire.lua). fairGrants
-// holds those that take grants, with their lease.
-func fairWaiters(key string) string { return redisnames.Prefix("lockgen_fair_waiters", key) }
-func fairGrants(key string) string  { return redisnames.Prefix("lockgen_fair_grants", key) }
-
 // A read-write lock has RReadWriteLock's layout: one hash at the key with
 // field "mode" (read | write), one field per reading owner with its hold
 // count, and "<owner>:write" for the writer; each read hold n also has

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/lockgen/lockgen/runtime/internal/hub"
-	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 )
 
 // Acquiring is one acquisition of a Lock in progress, as the wait loop
@@ -93,23 +92,5 @@ func (w *Acquiring) Claim(state hub.OfferState, marker string, at time.Time) (to
 		}
 		return took, err
 	}
-	// Granted in Redis, by a fair lock's release or one of another
-	// process: its lease is the waiter's own counted from its last try,
-	// cut to the waiter's record. Only a grant made for that try is claimed
-	// (a delayed message may be of a grant whose lease ran out since); one
-	// not claimed is taken by the next try, its lease applied anew
-	// (count.lua).
-	if marker == "" || marker != w.nonce {
-		return false, nil
-	}
-	cut := grantRecordLife
-	if !w.handOffs {
-		cut = m.opts.QueueTimeout
-	}
-	_, px, _ := c.Reg.Enter(context.Background(), id, w.lease)
-	took, w.confirmed = grantClaimable(w.lease == lockenv.Watchdog, px, cut, time.Since(w.sent), c.Reg.Timing().Tick)
-	if !took {
-		c.Reg.Exit(id)
-	}
-	return took, nil
+	return w.claimGrant(marker), nil
 }
