@@ -92,7 +92,7 @@ func (w *multiWait) WaitChannel() string { return LockChannel(w.l.locks[w.blocki
 func (w *multiWait) WaitKey() string     { return w.l.locks[w.blocking].key }
 
 // try makes one attempt in the owner's turn on every member (in key
-// order), kept on success until the holds are recorded (as tryAcquire).
+// order), kept on success until the holds are recorded (as Acquiring.try).
 func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ error) {
 	l, c := w.l, w.l.env
 	pxs := make([]time.Duration, len(w.ids))
@@ -138,7 +138,7 @@ func (w *multiWait) try(ctx context.Context) (took bool, _ time.Duration, _ erro
 		return false, 0, err
 	}
 	if p := scripts.Abandoned(err); p != nil {
-		l.resolveLate(p, w.args, w.ids, w.counts[0], marker, px) // gives back what a late reply took
+		w.resolveLate(p, marker, px)
 		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 	}
 	// The script takes all members or none: the first one's count tells
@@ -273,12 +273,12 @@ func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []
 	return res, err
 }
 
-// resolveLate is Lock.resolveLate for an attempt on every member (args,
-// ids): what it took is given back member by member, once nothing of the
-// request can still arrive (after the first member's settlement, which
-// decides them all, when no reply comes; count0 is its count before).
-func (l *Multi) resolveLate(p *scripts.Pending, args []holds.Args, ids []holds.ID, count0 int, marker string, px time.Duration) {
-	c := l.env
+// resolveLate is Lock.resolveLate for an attempt on every member: what it
+// took is given back member by member, once nothing of the request can
+// still arrive (after the first member's settlement, which decides them
+// all, when no reply came).
+func (w *multiWait) resolveLate(p *scripts.Pending, marker string, px time.Duration) {
+	l, c, args, ids, count0 := w.l, w.l.env, w.args, w.ids, w.counts[0]
 	gens := make([]uint64, len(ids))
 	for i, id := range ids {
 		gens[i] = c.Reg.Abandon(id)
