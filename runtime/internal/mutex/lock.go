@@ -446,10 +446,7 @@ func (m *Lock) RemainTTL(ctx context.Context) (time.Duration, error) {
 // inspect runs a read command: a nil reply is 0.
 func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
 	n, err := scripts.Do(ctx, m.env.RDB, args...).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, m.fail("inspect", err)
 	}
 	return n, nil
