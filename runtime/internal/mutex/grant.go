@@ -10,17 +10,13 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 )
 
-// Grants across processes (docs/redisson.md, "Hand-offs"): a reentrant
-// lock's last release gives the lock to the longest waiting lockgen waiter
-// of any process (grant_next.lua), waking that process only.
-// A waiter's try registers it in the queue with its lease and the try's
-// nonce once its client is subscribed to the lock's channel together with
-// its grant channel (hub.Sub.Also: one SUBSCRIBE, never one without the
-// other). A release grants only when every subscriber of the lock's
-// channel is such a client (else a Redisson waiter could be passed over).
-// The waiter claims the grant (claimGrant), or its next try takes it
-// (count.lua). A local hand-off goes first; every grantStreak-th release
-// publishes.
+// Grants across processes (docs/redisson.md, "Hand-offs", has the keys
+// and the rules): a reentrant lock's last release gives the lock to the
+// longest waiting lockgen waiter of any process (grant_next.lua), after a
+// local hand-off. A waiter's try registers it in the queue only once its
+// client is subscribed to the lock's channel together with its grant
+// channel (hub.Sub.Also: one SUBSCRIBE, never one without the other). The
+// waiter claims the grant (claimGrant), or its next try takes it.
 
 // grantRecordLife is how long a waiter's registration lives without a
 // try: a waiter whose process hangs or is cut off while its connection

@@ -134,9 +134,7 @@ func (m *Lock) grantNames() *grantNames {
 		records: redisnames.Prefix("lockgen_lock_grants", m.key),
 		hubs:    redisnames.Prefix("lockgen_lock_hubs", m.key),
 		lockCh:  LockChannel(m.key),
-		// Under Redisson's prefix, so that an ACL granting &redisson_*
-		// grants it. It cannot be a Redisson fair waiter's channel
-		// (…:<client id>:<thread id>) nor a lockgen one's (…:<owner>).
+		// Under Redisson's prefix (for ACLs), unlike any waiter's (docs/redisson.md).
 		channel: LockChannel(m.key) + ":" + m.env.ID,
 	}
 	m.names.Store(n)
