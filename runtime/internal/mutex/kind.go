@@ -12,8 +12,8 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Kind names the flavour of a lock: what sets the flavours apart is a
-// method of Kind or a case of the script calls below.
+// Kind names the flavour of a lock: what sets the flavours apart, their
+// scripts included, is a method of Kind.
 type Kind uint8
 
 const (
