@@ -14,25 +14,22 @@ import (
 type Limits struct {
 	Timeout time.Duration // Options.ReleaseTimeout
 	Slots   *SlotMaps
-	// Gate, when set, is the watchdog's admission gate: releases yield
-	// to renewals while it is closed (Yield).
-	Gate *renew.Admission
+	Gate    *renew.Admission // the watchdog's admission gate (nil: none): see Yield
 }
 
 // yieldFor bounds a release's Yield: short, since the lock it frees is
 // held by no one meanwhile.
 const yieldFor = 20 * time.Millisecond
 
-// Yield holds a release back while the watchdog's renewals run behind
-// (the admission gate is closed), up to yieldFor: a flood of releases
-// would take the CPU the renewals of the held locks need. The pause counts
-// in the release's ReleaseTimeout (the ctx returned carries its bound).
+// Yield holds a release back up to yieldFor while the watchdog's renewals
+// run behind (the gate is closed): a flood of releases would take the CPU
+// the renewals of the held locks need. The pause counts in the release's
+// ReleaseTimeout (the ctx returned carries its bound).
 func (k *Limits) Yield(ctx context.Context) context.Context {
 	if k.Gate == nil || !k.Gate.Closed() {
 		return ctx
 	}
-	limit := k.Limit(ctx)
-	until := time.Now().Add(yieldFor)
+	limit, until := k.Limit(ctx), time.Now().Add(yieldFor)
 	if limit.Before(until) {
 		until = limit
 	}
