@@ -52,10 +52,7 @@ type Runner interface {
 // its failures count as sent. It returns by ctx's deadline on any client:
 // an abandoned call (see Abandoned) keeps args.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, sc, numKeys, args, false)
-	}
-	return sc.run(ctx, rdb, numKeys, args, false)
+	return sc.send(ctx, rdb, numKeys, args, false)
 }
 
 // RunOnce is Run for a script that must not run twice for one call: a
@@ -65,19 +62,28 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 // resend cannot tell (a copy would find its work done and report
 // otherwise). An abandoned call's outcome still comes (Abandoned).
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	var cmd *redis.Cmd
-	if aside(ctx, rdb) {
-		cmd = runAside(ctx, rdb, sc, numKeys, args, true)
-	} else {
-		cmd = sc.run(ctx, rdb, numKeys, args, true)
-	}
+	cmd := sc.send(ctx, rdb, numKeys, args, true)
 	if err := cmd.Err(); err != nil && !IsReply(err) && !NotSent(err) {
 		cmd.SetErr(fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
 	}
 	return cmd
 }
 
+// send runs sc (zero: the plain command args) aside on a client that
+// would not honour ctx's deadline (see Abandoned), inline otherwise.
+func (sc Script) send(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
+	if aside(ctx, rdb) {
+		return runAside(ctx, rdb, sc, numKeys, args, once)
+	}
+	return sc.run(ctx, rdb, numKeys, args, once)
+}
+
 func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
+	if sc.s == nil { // a plain command (Do)
+		cmd := redis.NewCmd(ctx, args...)
+		process(ctx, rdb, cmd, once)
+		return cmd
+	}
 	cmd := sc.evalsha(ctx, rdb, numKeys, args, once)
 	if !noScript(cmd.Err()) {
 		return cmd
