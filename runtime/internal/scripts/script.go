@@ -43,14 +43,11 @@ type Runner interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// Run sends EVALSHA with args laid out as
-//
-//	[Header slots] [numKeys keys] [ARGV...]
-//
-// filling the header itself (package doc: NOSCRIPT recovery). Loading
-// first keeps the send proof; only the last-resort EVAL is not probed, so
-// its failures count as sent. It returns by ctx's deadline on any client:
-// an abandoned call (see Abandoned) keeps args.
+// Run sends EVALSHA with args laid out as [Header slots] [numKeys keys]
+// [ARGV...], filling the header itself (package doc: NOSCRIPT recovery).
+// Loading first keeps the send proof; only the last-resort EVAL is not
+// probed, so its failures count as sent. It returns by ctx's deadline on
+// any client: an abandoned call (see Abandoned) keeps args.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	return sc.send(ctx, rdb, numKeys, args, false)
 }
@@ -102,8 +99,7 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 	return cmd
 }
 
-// noScript reports whether err is a NOSCRIPT reply (redis.HasErrorPrefix
-// allocates even for a nil error).
+// noScript: redis.HasErrorPrefix allocates even for a nil error.
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // onceCmd is a command go-redis sends at most once: its retry loops (the
@@ -138,7 +134,6 @@ func (sc Script) load(ctx context.Context, rdb Runner, numKeys int, args []any) 
 	return sc.Load(ctx, rdb)
 }
 
-// Load puts the script in the server's script cache.
 func (sc Script) Load(ctx context.Context, rdb redis.Scripter) error {
 	return sc.s.Load(ctx, rdb).Err()
 }
