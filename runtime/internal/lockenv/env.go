@@ -76,15 +76,14 @@ func (e *Env) Init() { e.wdLease = strconv.FormatInt(e.Watchdog.Milliseconds(), 
 
 // NewOwner returns a new owner token "<client uuid>:<n>", Redisson's
 // "<uuid>:<thread id>" with a ctx chain in place of the thread.
-func (e *Env) NewOwner() string {
-	var b [64]byte
-	return string(strconv.AppendUint(append(append(b[:0], e.ID...), ':'), e.ownerSeq.Add(1), 10))
-}
+func (e *Env) NewOwner() string { return e.newID(":", e.ownerSeq.Add(1), 10) }
 
 // NewRequestID returns an id unique to one acquire attempt.
-func (e *Env) NewRequestID() string {
+func (e *Env) NewRequestID() string { return e.newID(":r", e.requestSeq.Add(1), 36) }
+
+func (e *Env) newID(sep string, n uint64, base int) string {
 	var b [64]byte
-	return string(strconv.AppendUint(append(append(b[:0], e.ID...), ":r"...), e.requestSeq.Add(1), 36))
+	return string(strconv.AppendUint(append(append(b[:0], e.ID...), sep...), n, base))
 }
 
 // LeaseArg is lease in milliseconds as a script argument.

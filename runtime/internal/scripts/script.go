@@ -52,12 +52,10 @@ func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *
 	return sc.send(ctx, rdb, numKeys, args, false)
 }
 
-// RunOnce is Run for a script that must not run twice for one call: a
-// failure without a reply is the outcome of the only copy sent (after
-// NOSCRIPT, sending again is not a resend: the script did not run). Its
-// error then wraps errs.OutcomeUnknown: the script may have run, and a
-// resend cannot tell (a copy would find its work done and report
-// otherwise). An abandoned call's outcome still comes (Abandoned).
+// RunOnce is Run without go-redis' resends (package doc; after NOSCRIPT,
+// sending again is no resend: the script did not run). A failure without
+// a reply wraps errs.OutcomeUnknown: the script may have run, and a copy
+// would find its work done. An abandoned call's outcome still comes.
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
 	cmd := sc.send(ctx, rdb, numKeys, args, true)
 	if err := cmd.Err(); err != nil && !IsReply(err) && !NotSent(err) {
