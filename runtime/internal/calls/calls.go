@@ -62,18 +62,16 @@ func (k *Limits) DetachedUntil(ctx context.Context, limit time.Time) (context.Co
 
 type stayAttached struct{}
 
-// StayAttached returns ctx, whose cancellation the calls made under it
-// keep (Detached does not detach them): the Client's own background work
-// ends with Close.
+// StayAttached marks ctx as one Detached does not detach: the Client's own
+// background work ends with Close.
 func StayAttached(ctx context.Context) context.Context {
 	return context.WithValue(ctx, stayAttached{}, true)
 }
 
 // Retry runs the idempotent op on a Detached ctx, again while it fails
-// without a reply, until it succeeds, Redis replies with an error, or the
-// limit passes (errs.OutcomeUnknown). The first attempt is detached too:
-// one cut short may still run in Redis, and a resend racing it would find
-// its work done (a release: the hold gone) and report it lost.
+// without a reply, until a reply or the limit (errs.OutcomeUnknown). The
+// first attempt is detached too: one cut short may still run in Redis,
+// and a resend racing it would find its work done and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
