@@ -11,17 +11,17 @@ import (
 const gateReserve = 50 * time.Millisecond
 
 // singleTryGate bounds how long a single try (wait 0) waits in a closed
-// gate: a short pause slows a loop of tries down. Holding single tries
-// until the gate opened (up to a quarter of their ReleaseTimeout) was
-// tried and measured worse: with four CPU hogs beside, 300,000 holds took
-// 12 min instead of 3 to take and 206,207 were lost instead of 157,214.
+// gate: a short pause slows a loop of tries down. Holding them until the
+// gate opened (up to a quarter of ReleaseTimeout) measured worse: with
+// four CPU hogs beside, 300,000 holds took 12 min instead of 3 and
+// 206,207 were lost instead of 157,214.
 const singleTryGate = 20 * time.Millisecond
 
 // admit holds a fresh acquisition back while the admission gate is closed,
 // until it opens or the wait leaves only the time its try needs (a single
-// try: singleTryGate at most, and no more than a quarter of the time it
-// has: its SingleTry bound, or its ctx's deadline if sooner); then it
-// tries. Running work is never held back: it may be what releases holds.
+// try: singleTryGate, at most a quarter of what is left to its bound or
+// ctx's deadline). Running work is never held back: it may be what
+// releases holds.
 func (wt *waiting) admit() error {
 	gate := wt.l.Gate
 	if gate == nil || wt.drain == nil || !gate.Closed() {
@@ -48,8 +48,7 @@ func (wt *waiting) admit() error {
 	if err := gate.Wait(wt.ctx, limit, wt.drain, wt.l.Closed); err != nil {
 		return err
 	}
-	// The gate returns when the Client closes or its Shutdown begins:
-	// a fresh acquisition stops there, as it does in its sleeps.
+	// A fresh acquisition stops at Close or Shutdown, as in its sleeps.
 	switch {
 	case IsClosed(wt.l.Closed):
 		return errs.Closed

@@ -23,11 +23,9 @@ type Loop struct {
 	// Running reports whether ctx carries a hold of the Client: running
 	// work, which a Shutdown does not refuse.
 	Running  func(ctx context.Context) bool
-	Failed   func(error) // told of every try that got no reply from Redis
-	Sleeping func()      // called before a waiter sleeps: the watchdog starts, writing the owner label
-	// Gate, when set, is where a fresh acquisition waits while the
-	// watchdog's renewals run behind.
-	Gate *renew.Admission
+	Failed   func(error)      // told of every try that got no reply from Redis
+	Sleeping func()           // called before a waiter sleeps: the watchdog starts, writing the owner label
+	Gate     *renew.Admission // where fresh acquisitions wait while renewals run behind (nil: none)
 }
 
 // skippedTryBound bounds the first sleep of a waiter that skipped its try
@@ -68,8 +66,7 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 	if !running && IsClosed(l.Draining) {
 		return errShutdown
 	}
-	var wt waiting
-	wt.init(l, ctx, s, try, running)
+	wt := l.start(ctx, s, try, running)
 	defer func() { wt.end(err == nil) }()
 	if err := wt.admit(); err != nil {
 		return err
@@ -94,18 +91,15 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 	}
 }
 
-// withCause adds to err, when ctx is done, why it is (context.Cause) if
-// that is more than ctx's error: the ctx of a hold of the Client ends
-// with the hold's loss, which an acquisition waited for under it (a
-// nested lock, the next member of a multi-lock) reports, rather than a
-// bare cancellation its caller never asked for.
+// withCause adds to err, when ctx is done, why (context.Cause), if that
+// is more than ctx's error: an acquisition under a hold's ctx (a nested
+// lock, a multi-lock's next member) reports the hold's loss, not a bare
+// cancellation its caller never asked for. A cause that is ctx's error is
+// not added: a NotAcquired or Unavailable would read as ctx's own end.
 func withCause(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil {
 		return err
 	}
-	// A ctx without a cause of its own has its error as its cause: that
-	// is not more, and added to a NotAcquired or Unavailable that came
-	// while ctx ended it would make them read as ctx's own end.
 	if c := context.Cause(ctx); c != nil && c != ctx.Err() && !errors.Is(err, c) {
 		return fmt.Errorf("%w: %w", err, c)
 	}
@@ -150,8 +144,8 @@ const (
 	waitDone            // the wait is over
 )
 
-func (wt *waiting) init(l *Loop, ctx context.Context, s Spec, try Try, running bool) {
-	*wt = waiting{l: l, ctx: ctx, s: s, try: try, backoff: unreachableBackoff}
+func (l *Loop) start(ctx context.Context, s Spec, try Try, running bool) waiting {
+	wt := waiting{l: l, ctx: ctx, s: s, try: try, backoff: unreachableBackoff}
 	if !running {
 		wt.drain = l.Draining
 	}
@@ -167,6 +161,7 @@ func (wt *waiting) init(l *Loop, ctx context.Context, s Spec, try Try, running b
 	if u := s.Until.Add(LastTryGrace); !s.Until.IsZero() && (wt.bound.IsZero() || u.Before(wt.bound)) {
 		wt.bound = u
 	}
+	return wt
 }
 
 // end leaves the hub and gives the timer back.
@@ -215,7 +210,7 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 		// No try gave it the holder's TTL: key tracking, or this bound.
 		return waitSleep, skippedTryBound, nil
 	}
-	acquired, ttl, err := boundedTry(wt.ctx, wt.bound, wt.try)
+	acquired, ttl, err := wt.boundedTry()
 	wt.replied = wt.replied || err == nil
 	// Blocked by another lock now (a multi-lock): sleep on its channel.
 	moved := err == nil && !acquired && wt.w != nil && s.Dynamic && s.At.WaitChannel() != wt.joined
@@ -326,13 +321,13 @@ func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 	return serr != nil, serr
 }
 
-// boundedTry runs try under a ctx that ends at by (none if zero) and
+// boundedTry runs the try under a ctx that ends at the bound (if any) and
 // carries it (scripts.WithCallBound).
-func boundedTry(ctx context.Context, by time.Time, try Try) (bool, time.Duration, error) {
-	if by.IsZero() {
-		return try(ctx)
+func (wt *waiting) boundedTry() (bool, time.Duration, error) {
+	if wt.bound.IsZero() {
+		return wt.try(wt.ctx)
 	}
-	tctx, cancel := context.WithDeadline(scripts.WithCallBound(ctx, by), by)
+	tctx, cancel := context.WithDeadline(scripts.WithCallBound(wt.ctx, wt.bound), wt.bound)
 	defer cancel()
-	return try(tctx)
+	return wt.try(tctx)
 }

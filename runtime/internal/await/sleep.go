@@ -8,8 +8,8 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 )
 
-// sleepTimers holds stopped timers (empty channels, Go 1.23+) for waits,
-// so a contended acquisition allocates none.
+// sleepTimers holds stopped timers (Go 1.23+: empty channels), so a
+// contended acquisition allocates none.
 var sleepTimers sync.Pool
 
 // sleep waits up to d (< 0: no bound) for a signal to w (nil: none). It
@@ -51,11 +51,10 @@ func (wt *waiting) sleep(w *hub.Waiter, d time.Duration) error {
 // hub.UnlockGrace for an unlock message in transit, then, while a hand-off
 // is in flight, hub.HandoffWait in all, never past the end of the wait.
 func (wt *waiting) deferFirstTry() error {
-	w, deadline, h := wt.w, wt.deadline, wt.l.Hub
-	start := time.Now()
+	w, h, start := wt.w, wt.l.Hub, time.Now()
 	limit := func(d time.Duration) time.Duration {
-		if !deadline.IsZero() {
-			d = min(d, time.Until(deadline))
+		if !wt.deadline.IsZero() {
+			d = min(d, time.Until(wt.deadline))
 		}
 		return max(d, 0)
 	}

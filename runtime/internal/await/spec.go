@@ -9,8 +9,8 @@ import (
 
 // Spec says where and how long to wait.
 type Spec struct {
-	// Channel is the channel to sleep on, and Key the key whose deletion
-	// or expiry frees the lock ("": none), unless At names them (on
+	// Channel is the channel to sleep on, Key the key whose deletion or
+	// expiry frees the lock ("": none), unless At names them (on
 	// contention only: the names cost an allocation).
 	Channel, Key string
 	At           Waitee
@@ -18,19 +18,17 @@ type Spec struct {
 	Shared       bool          // a reader: woken with all readers by a write unlock
 	Wait         time.Duration // 0: one try; < 0: until ctx is done
 	MaxSleep     time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
-	// Queue: in-process FIFO (package hub) for an exclusive lock, not a
-	// re-entry.
-	Queue bool
-	Wake  hub.Mode // what a message on the channel wakes; zero: a lock's
+	Queue        bool          // in-process FIFO (package hub): an exclusive lock, not a re-entry
+	Wake         hub.Mode      // what a message on the channel wakes; zero: a lock's
 	// Until, when set, is when the whole call this wait is part of must
 	// return (a multi-lock's or a RedLock's wait): no try runs past it.
 	Until  time.Time
 	Handed Handee // a waiter a release can hand the lock to; nil: none
 	Grants Queuer // a waiter its tries queue in Redis for grants; nil: none
-	// Unsettled: a try whose outcome is unknown (errs.OutcomeUnknown)
-	// ends the call with that error (and errs.Unavailable): nothing
-	// settles it (a plain semaphore's permits have no ids), and
-	// errs.NotAcquired would tell the caller that nothing was taken.
+	// Unsettled: a try whose outcome is unknown (errs.OutcomeUnknown) ends
+	// the call with that error and errs.Unavailable: nothing settles it (a
+	// plain semaphore's permits have no ids), and errs.NotAcquired would
+	// say that nothing was taken.
 	Unsettled bool
 }
 
@@ -60,7 +58,6 @@ type Queuer interface {
 	Queued() bool
 }
 
-// names returns the channel and key of s.
 func (s *Spec) names() (channel, key string) {
 	if s.At != nil {
 		return s.At.WaitChannel(), s.At.WaitKey()
@@ -70,14 +67,14 @@ func (s *Spec) names() (channel, key string) {
 
 // Try makes one acquisition attempt. When the lock is held by someone else
 // it reports the holder's remaining lease (negative: no expiry), which
-// bounds the sleep: a holder that crashed publishes nothing. TTLWaiterFirst:
-// not taken although it may be free, as another waiter goes first (a reader
-// behind a waiting writer), which gets the wake-up this one used.
+// bounds the sleep: a holder that crashed publishes nothing.
+// TTLWaiterFirst: not taken although it may be free, as another waiter
+// goes first (a reader behind a waiting writer), which gets the wake-up
+// this one used.
 type Try func(ctx context.Context) (acquired bool, ttl time.Duration, err error)
 
 // TTLWaiterFirst: see Try.
 const TTLWaiterFirst time.Duration = -2
 
-// LastTryGrace is how long the try at the end of a wait may take: what a
-// call may take past its wait.
+// LastTryGrace is how long the try at the end of a wait may take past it.
 const LastTryGrace = 10 * time.Millisecond

@@ -14,25 +14,22 @@ import (
 type Limits struct {
 	Timeout time.Duration // Options.ReleaseTimeout
 	Slots   *SlotMaps
-	// Gate, when set, is the watchdog's admission gate: releases yield
-	// to renewals while it is closed (Yield).
-	Gate *renew.Admission
+	Gate    *renew.Admission // the watchdog's admission gate (nil: none): see Yield
 }
 
 // yieldFor bounds a release's Yield: short, since the lock it frees is
 // held by no one meanwhile.
 const yieldFor = 20 * time.Millisecond
 
-// Yield holds a release back while the watchdog's renewals run behind
-// (the admission gate is closed), up to yieldFor: a flood of releases
-// would take the CPU the renewals of the held locks need. The pause counts
-// in the release's ReleaseTimeout (the ctx returned carries its bound).
+// Yield holds a release back up to yieldFor while the watchdog's renewals
+// run behind (the gate is closed): a flood of releases would take the CPU
+// the renewals of the held locks need. The pause counts in the release's
+// ReleaseTimeout (the ctx returned carries its bound).
 func (k *Limits) Yield(ctx context.Context) context.Context {
 	if k.Gate == nil || !k.Gate.Closed() {
 		return ctx
 	}
-	limit := k.Limit(ctx)
-	until := time.Now().Add(yieldFor)
+	limit, until := k.Limit(ctx), time.Now().Add(yieldFor)
 	if limit.Before(until) {
 		until = limit
 	}
@@ -65,18 +62,16 @@ func (k *Limits) DetachedUntil(ctx context.Context, limit time.Time) (context.Co
 
 type stayAttached struct{}
 
-// StayAttached returns ctx, whose cancellation the calls made under it
-// keep (Detached does not detach them): the Client's own background work
-// ends with Close.
+// StayAttached marks ctx as one Detached does not detach: the Client's own
+// background work ends with Close.
 func StayAttached(ctx context.Context) context.Context {
 	return context.WithValue(ctx, stayAttached{}, true)
 }
 
 // Retry runs the idempotent op on a Detached ctx, again while it fails
-// without a reply, until it succeeds, Redis replies with an error, or the
-// limit passes (errs.OutcomeUnknown). The first attempt is detached too:
-// one cut short may still run in Redis, and a resend racing it would find
-// its work done (a release: the hold gone) and report it lost.
+// without a reply, until a reply or the limit (errs.OutcomeUnknown). The
+// first attempt is detached too: one cut short may still run in Redis,
+// and a resend racing it would find its work done and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()

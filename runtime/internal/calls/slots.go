@@ -11,15 +11,13 @@ import (
 )
 
 // SlotMaps follows a Redis Cluster's failovers for the Client's calls.
-//
 // go-redis learns of a promoted replica only when it re-reads the slot map
 // (on MOVED or READONLY, or every 10 s), and a dead master answers
 // nothing: until then every call for its slots fails, and a hold whose
 // lock survived the promotion would be lost at its deadline. So a call
 // that fails without a reply has each cluster client of the Client (the
-// caller's and the watchdog's) re-read its map at once, and once more
-// when no failure came for trailingReload: the failures stop as soon as
-// one client has the new map. A nil *SlotMaps does nothing.
+// caller's and the watchdog's) re-read its map. A nil *SlotMaps does
+// nothing.
 type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close
@@ -43,14 +41,16 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 	return s
 }
 
-// Failed is told of a call that ended with err: without a reply, it calls Reload. It does not block.
+// Failed is told of a call that ended with err: without a reply, it calls Reload.
 func (s *SlotMaps) Failed(err error) {
 	if scripts.Unreachable(err) {
 		s.Reload()
 	}
 }
 
-// Reload has every cluster client re-read its slot map, now and trailingReload after the last Reload.
+// Reload has every cluster client re-read its slot map, now and
+// trailingReload after the last Reload (the failures stop as soon as one
+// client has the new map). It does not block.
 func (s *SlotMaps) Reload() {
 	if s == nil || len(s.clients) == 0 {
 		return

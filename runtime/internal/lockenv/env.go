@@ -20,9 +20,8 @@ import (
 // Watchdog is the lease of a hold the watchdog renews (runtime.Watchdog).
 const Watchdog time.Duration = 0
 
-// MinLease is the shortest lease accepted: anything shorter expires
-// before a round trip and its drift margin. It is the shortest a request
-// applies too (holds.MinLease).
+// MinLease is the shortest lease accepted (holds.MinLease): anything
+// shorter expires before a round trip and its drift margin.
 const MinLease = holds.MinLease
 
 // PermitOwnerLen is how many bytes of a lockgen permit id are the start
@@ -68,7 +67,8 @@ type Env struct {
 	wdLease    any // Watchdog in ms, boxed once
 	ownerSeq   atomic.Uint64
 	requestSeq atomic.Uint64
-	warned     warnings
+	warnMu     sync.Mutex
+	warned     map[string]warned
 }
 
 // Init prepares e's own state once its fields are set.
@@ -76,15 +76,14 @@ func (e *Env) Init() { e.wdLease = strconv.FormatInt(e.Watchdog.Milliseconds(), 
 
 // NewOwner returns a new owner token "<client uuid>:<n>", Redisson's
 // "<uuid>:<thread id>" with a ctx chain in place of the thread.
-func (e *Env) NewOwner() string {
-	var b [64]byte
-	return string(strconv.AppendUint(append(append(b[:0], e.ID...), ':'), e.ownerSeq.Add(1), 10))
-}
+func (e *Env) NewOwner() string { return e.newID(":", e.ownerSeq.Add(1), 10) }
 
 // NewRequestID returns an id unique to one acquire attempt.
-func (e *Env) NewRequestID() string {
+func (e *Env) NewRequestID() string { return e.newID(":r", e.requestSeq.Add(1), 36) }
+
+func (e *Env) newID(sep string, n uint64, base int) string {
 	var b [64]byte
-	return string(strconv.AppendUint(append(append(b[:0], e.ID...), ":r"...), e.requestSeq.Add(1), 36))
+	return string(strconv.AppendUint(append(append(b[:0], e.ID...), sep...), n, base))
 }
 
 // LeaseArg is lease in milliseconds as a script argument.
@@ -95,41 +94,34 @@ func (e *Env) LeaseArg(lease time.Duration) any {
 	return strconv.FormatInt(lease.Milliseconds(), 10)
 }
 
-// Warn writes a warning, rate-limited by kind (its message).
-func (e *Env) Warn(msg string, args ...any) { e.warned.warn(e.Log, msg, args...) }
-
-// logInterval is the least time between two warnings of one kind, which
-// come in bursts when Redis is down (one per hold or per call).
+// logInterval is the least time between two warnings of one kind (its
+// message), which come in bursts when Redis is down (one per hold or call).
 const logInterval = 10 * time.Second
-
-type warnings struct {
-	mu   sync.Mutex
-	last map[string]warned
-}
 
 type warned struct {
 	at      time.Time
-	dropped int
+	dropped int // left out since at
 }
 
-// warn writes msg unless it was written less than logInterval ago; then it counts it.
-func (w *warnings) warn(log *slog.Logger, msg string, args ...any) {
+// Warn writes a warning, rate-limited by kind (see logInterval); the next
+// one written counts those left out.
+func (e *Env) Warn(msg string, args ...any) {
 	now := time.Now()
-	w.mu.Lock()
-	if w.last == nil {
-		w.last = make(map[string]warned)
-	}
-	prev, seen := w.last[msg]
+	e.warnMu.Lock()
+	prev, seen := e.warned[msg]
 	if seen && now.Sub(prev.at) < logInterval {
 		prev.dropped++
-		w.last[msg] = prev
-		w.mu.Unlock()
+		e.warned[msg] = prev
+		e.warnMu.Unlock()
 		return
 	}
-	w.last[msg] = warned{at: now}
-	w.mu.Unlock()
+	if e.warned == nil {
+		e.warned = make(map[string]warned)
+	}
+	e.warned[msg] = warned{at: now}
+	e.warnMu.Unlock()
 	if prev.dropped > 0 {
 		args = append(args, "more since the last such warning", prev.dropped)
 	}
-	log.Warn(msg, args...)
+	e.Log.Warn(msg, args...)
 }

@@ -18,9 +18,8 @@ func (e *Env) LostError(h *holds.Hold, why string) error {
 	return e.Fail("renew", h.Name, h.Key, fmt.Errorf("%w: %s", errs.LockLost, why))
 }
 
-// AddHold records a successful acquisition (sent at start with the given
-// lease) and returns the ctx for the caller, or errs.Closed once the
-// registry is closed.
+// AddHold records an acquisition sent at start and returns the hold's ctx,
+// or errs.Closed once the registry is closed.
 func (e *Env) AddHold(parent context.Context, spec holds.Spec, args holds.Args, lease time.Duration, start time.Time) (context.Context, error) {
 	if lease != Watchdog {
 		spec.LeaseEnd = e.Fail("lease", spec.Name, spec.Key, fmt.Errorf("%w: fixed lease of %v ran out", errs.LockLost, lease))
@@ -60,19 +59,18 @@ func (e *Env) MarkUnknown(id holds.ID, err error) uint64 {
 // more than a lease.
 func (e *Env) GiveBackFor() time.Duration { return 2 * e.Watchdog }
 
-// RequestMarker names the marker key of one acquire request (written off
-// the hot path): it makes the request's outcome final, so no later copy
-// takes the lock. One key per request, so no later request overwrites it.
+// RequestMarker names the marker key of one acquire request (one key per
+// request, written off the hot path): it makes the request's outcome
+// final, so no later copy takes the lock.
 func RequestMarker(key, requestID string) string {
 	return redisnames.PrefixWith("lockgen_latch", key, requestID)
 }
 
 // Validate checks a lock key and a lease, for every kind of lock.
 func Validate(key string, lease time.Duration) error {
-	// A "{" must open a hash tag as Redis reads one: Redisson's name
-	// helpers leave such a key alone, so its other keys share its slot
-	// only then; a key without one is wrapped in braces, so a "}" in it
-	// must not be there.
+	// Redisson's name helpers leave a key with a "{" alone, and wrap one
+	// without in braces: a lock's keys share a slot only if a "{" opens a
+	// hash tag as Redis reads one, and a key without one has no "}".
 	open := strings.IndexByte(key, '{')
 	switch {
 	case key == "":
@@ -80,8 +78,6 @@ func Validate(key string, lease time.Duration) error {
 	case open >= 0 && strings.IndexByte(key[open+1:], '}') <= 0:
 		return fmt.Errorf("%w: %q has a '{' that opens no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or escape the brace", errs.InvalidKey, key)
 	case open < 0 && strings.IndexByte(key, '}') >= 0:
-		// The helpers wrap such a key in braces, and its '}' ends
-		// that tag early.
 		return fmt.Errorf("%w: %q has a '}' that closes no hash tag (a lock's other keys would land in other cluster slots); write a tag like {tenant} or drop the brace", errs.InvalidKey, key)
 	case lease < 0:
 		return fmt.Errorf("%w: negative lease %v (use Watchdog or a positive duration)", errs.InvalidLease, lease)
@@ -93,13 +89,10 @@ func Validate(key string, lease time.Duration) error {
 
 // Replied reports whether a call that failed with err (or succeeded) had
 // its outcome decided in Redis: it has a reply, or it provably never left.
-//
-// A call abandoned at its deadline (scripts.Abandoned: a client that does
-// not honour deadlines on reads) goes on to a reply that is real (an
-// acquire may have taken the lock). Rather than turn every slow reply into
-// an unknown outcome, the call resolves its outcome from its late reply,
-// giving back what it took; only one whose reply never comes is settled
-// like any lost reply.
+// A call abandoned at its deadline (scripts.Abandoned) resolves its
+// outcome from its late reply, which is real (an acquire may have taken
+// the lock), giving back what it took; only one whose reply never comes
+// is settled like any lost reply.
 func Replied(err error) bool {
 	return err == nil || scripts.IsReply(err) || scripts.NotSent(err)
 }

@@ -23,17 +23,29 @@ import (
 // reply is a real one. A caller that does not look sees a reply lost in
 // transit. A client that honours deadlines runs every call inline.
 
-// A Pending is the outcome of an abandoned call, still to come.
+// A Pending is one command run aside, pooled unless abandoned; once
+// abandoned, its outcome is still to come (Then).
 type Pending struct {
-	mu   sync.Mutex
-	cmd  *redis.Cmd // the outcome, once it came
-	then func(*redis.Cmd)
+	ctx     context.Context
+	rdb     Runner
+	sc      Script // zero: args is a plain command (Do)
+	numKeys int
+	args    []any
+	once    bool // sc.run's
+
+	mu        sync.Mutex
+	cmd       *redis.Cmd // the outcome, once it came
+	abandoned bool
+	then      func(*redis.Cmd)
+	done      chan struct{} // cap 1: the outcome came while the caller waited
 }
 
-// Then has f called with the call's outcome when it comes, on the call's
-// goroutine, or at once on a goroutine of its own if it came already. The
-// outcome is a reply, a NotSent error, or a transport error after which
-// no reply will ever come. Call it at most once.
+var pendingPool = sync.Pool{New: func() any { return &Pending{done: make(chan struct{}, 1)} }}
+
+// Then has f called with the abandoned call's outcome when it comes, on
+// the call's goroutine, or at once on a goroutine of its own if it came
+// already. The outcome is a reply, a NotSent error, or a transport error
+// after which no reply will ever come. Call it at most once.
 func (p *Pending) Then(f func(cmd *redis.Cmd)) {
 	p.mu.Lock()
 	if cmd := p.cmd; cmd != nil {
@@ -43,16 +55,6 @@ func (p *Pending) Then(f func(cmd *redis.Cmd)) {
 	}
 	p.then = f
 	p.mu.Unlock()
-}
-
-func (p *Pending) deliver(cmd *redis.Cmd) {
-	p.mu.Lock()
-	p.cmd = cmd
-	f := p.then
-	p.mu.Unlock()
-	if f != nil {
-		f(cmd)
-	}
 }
 
 // abandonedError is the error of a call its caller stopped waiting for.
@@ -113,36 +115,10 @@ func CallBoundOf(ctx context.Context) (time.Time, bool) {
 	return b, ok
 }
 
-// patience is when a command whose ctx is done is abandoned: at its
-// deadline, or at its call's bound if that is later.
-func patience(ctx context.Context) time.Time {
-	limit, _ := ctx.Deadline()
-	if b, ok := CallBoundOf(ctx); ok && b.After(limit) {
-		limit = b
-	}
-	return limit
-}
-
-// A call is one command run aside, pooled unless abandoned.
-type call struct {
-	ctx     context.Context
-	rdb     Runner
-	sc      Script // zero: args is a plain command (Do)
-	numKeys int
-	args    []any
-	once    bool // sc.run's
-
-	mu        sync.Mutex
-	cmd       *redis.Cmd
-	abandoned *Pending
-	done      chan struct{} // cap 1: the outcome came while the caller waited
-}
-
-var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
-
 // runAside runs sc (zero: the plain command args) on a goroutine and
 // returns its outcome, or an abandoned call's error once ctx ended and its
-// patience ran out (the goroutine keeps args).
+// patience ran out: at ctx's deadline, or at the call's bound if later
+// (the goroutine keeps args).
 func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []any, once bool) *redis.Cmd {
 	if err := ctx.Err(); err != nil {
 		// go-redis refuses a done ctx before it writes (its pool checks
@@ -151,61 +127,59 @@ func runAside(ctx context.Context, rdb Runner, sc Script, numKeys int, args []an
 		cmd.SetErr(&notSentError{err})
 		return cmd
 	}
-	c := callPool.Get().(*call)
-	c.ctx, c.rdb, c.sc, c.numKeys, c.args, c.once = ctx, rdb, sc, numKeys, args, once
-	go c.run()
+	p := pendingPool.Get().(*Pending)
+	p.ctx, p.rdb, p.sc, p.numKeys, p.args, p.once = ctx, rdb, sc, numKeys, args, once
+	go p.run()
 	select {
-	case <-c.done:
-		return c.recycle()
+	case <-p.done:
+		return p.recycle()
 	case <-ctx.Done():
 	}
-	if wait := time.Until(patience(ctx)); wait > 0 {
+	patience, _ := ctx.Deadline()
+	if b, ok := CallBoundOf(ctx); ok && b.After(patience) {
+		patience = b
+	}
+	if wait := time.Until(patience); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
-		case <-c.done:
+		case <-p.done:
 			t.Stop()
-			return c.recycle()
+			return p.recycle()
 		case <-t.C:
 		}
 	}
-	c.mu.Lock()
-	if c.cmd != nil { // it came meanwhile
-		c.mu.Unlock()
-		<-c.done
-		return c.recycle()
+	p.mu.Lock()
+	if p.cmd != nil { // it came meanwhile
+		p.mu.Unlock()
+		<-p.done
+		return p.recycle()
 	}
-	p := new(Pending)
-	c.abandoned = p
-	c.mu.Unlock()
+	p.abandoned = true
+	p.mu.Unlock()
 	cmd := redis.NewCmd(ctx)
 	cmd.SetErr(&abandonedError{err: ctx.Err(), p: p})
 	return cmd
 }
 
-func (c *call) run() {
-	var cmd *redis.Cmd
-	if c.sc.s == nil {
-		cmd = redis.NewCmd(c.ctx, c.args...)
-		_ = c.rdb.Process(c.ctx, cmd)
-	} else {
-		cmd = c.sc.run(c.ctx, c.rdb, c.numKeys, c.args, c.once)
+func (p *Pending) run() {
+	cmd := p.sc.run(p.ctx, p.rdb, p.numKeys, p.args, p.once)
+	p.mu.Lock()
+	p.cmd = cmd
+	abandoned, then := p.abandoned, p.then
+	p.mu.Unlock()
+	switch {
+	case !abandoned:
+		p.done <- struct{}{} // the last touch: the caller recycles p
+	case then != nil:
+		then(cmd)
 	}
-	c.mu.Lock()
-	c.cmd = cmd
-	p := c.abandoned
-	c.mu.Unlock()
-	if p == nil {
-		c.done <- struct{}{} // the last touch: the caller recycles c
-		return
-	}
-	p.deliver(cmd)
 }
 
-// recycle returns c's outcome and puts c back in the pool.
-func (c *call) recycle() *redis.Cmd {
-	cmd := c.cmd
-	c.ctx, c.rdb, c.sc, c.args, c.cmd = nil, nil, Script{}, nil, nil
-	callPool.Put(c)
+// recycle returns p's outcome and puts p back in the pool.
+func (p *Pending) recycle() *redis.Cmd {
+	cmd := p.cmd
+	p.ctx, p.rdb, p.sc, p.args, p.cmd = nil, nil, Script{}, nil, nil
+	pendingPool.Put(p)
 	return cmd
 }
 
@@ -213,10 +187,5 @@ func (c *call) recycle() *redis.Cmd {
 // deadline as Run does; its late outcome, if abandoned, is dropped unless
 // the caller asks for it (Abandoned).
 func Do(ctx context.Context, rdb Runner, args ...any) *redis.Cmd {
-	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, Script{}, 0, args, false)
-	}
-	cmd := redis.NewCmd(ctx, args...)
-	_ = rdb.Process(ctx, cmd)
-	return cmd
+	return Script{}.send(ctx, rdb, 0, args, false)
 }

@@ -13,19 +13,16 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 )
 
-// Whether a command was sent.
-//
-// A script call that fails without a reply has an unknown outcome only if
-// go-redis put the command on a connection, which it often did not (no
-// free connection in time, a failed dial, a closed client). The error
-// alone does not prove it: go-redis retries a command whose connection
-// broke, so the error may be a later attempt's after an earlier one wrote
-// the command. So the proof is taken where the bytes are made: go-redis
-// calls MarshalBinary on an encoding.BinaryMarshaler argument while it
-// writes the command, in every attempt, and nowhere else. Script.Run
-// passes the SHA-1 as a sendProbe; a failure whose probe was never
-// marshalled never reached Redis (notSentError). Marshalled means "maybe
-// sent", even if the write then failed.
+// A sendProbe proves whether a command was sent. A script call that fails
+// without a reply has an unknown outcome only if go-redis put the command
+// on a connection, which it often did not (no free connection in time, a
+// failed dial, a closed client). The error does not prove it: go-redis
+// retries a command whose connection broke, so the error may be a later
+// attempt's after an earlier one wrote the command. go-redis calls
+// MarshalBinary on an encoding.BinaryMarshaler argument while it writes
+// the command, in every attempt, and nowhere else: Script.Run passes the
+// SHA-1 as a sendProbe, and one never marshalled never reached Redis
+// (notSentError). Marshalled means "maybe sent", even if the write failed.
 type sendProbe struct {
 	sha   string
 	buf   []byte
@@ -34,7 +31,6 @@ type sendProbe struct {
 
 var sendProbes = sync.Pool{New: func() any { return new(sendProbe) }}
 
-// newSendProbe returns a probe that marshals as sha.
 func newSendProbe(sha string) *sendProbe {
 	p := sendProbes.Get().(*sendProbe)
 	p.sha = sha
@@ -52,7 +48,7 @@ func (p *sendProbe) MarshalBinary() ([]byte, error) {
 // String is what go-redis prints for the argument (Cmd.String, hooks).
 func (p *sendProbe) String() string { return p.sha }
 
-// finish marks cmd's error as "not sent" if the probe was never written,
+// finish marks cmd's error as not sent if the probe was never written,
 // and recycles the probe (the caller has put the plain SHA back).
 func (p *sendProbe) finish(cmd *redis.Cmd) {
 	if err := cmd.Err(); err != nil && !p.wrote.Load() && !IsReply(err) {
@@ -61,8 +57,7 @@ func (p *sendProbe) finish(cmd *redis.Cmd) {
 	sendProbes.Put(p)
 }
 
-// notSentError wraps the error of a command that provably never left the
-// client.
+// notSentError wraps the error of a command that provably never left.
 type notSentError struct{ err error }
 
 func (e *notSentError) Error() string { return e.err.Error() }

@@ -43,41 +43,42 @@ type Runner interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// Run sends EVALSHA with args laid out as
-//
-//	[Header slots] [numKeys keys] [ARGV...]
-//
-// filling the header itself (package doc: NOSCRIPT recovery). Loading
-// first keeps the send proof; only the last-resort EVAL is not probed, so
-// its failures count as sent. It returns by ctx's deadline on any client:
-// an abandoned call (see Abandoned) keeps args.
+// Run sends EVALSHA with args laid out as [Header slots] [numKeys keys]
+// [ARGV...], filling the header itself (package doc: NOSCRIPT recovery).
+// Loading first keeps the send proof; only the last-resort EVAL is not
+// probed, so its failures count as sent. It returns by ctx's deadline on
+// any client: an abandoned call (see Abandoned) keeps args.
 func (sc Script) Run(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	if aside(ctx, rdb) {
-		return runAside(ctx, rdb, sc, numKeys, args, false)
-	}
-	return sc.run(ctx, rdb, numKeys, args, false)
+	return sc.send(ctx, rdb, numKeys, args, false)
 }
 
-// RunOnce is Run for a script that must not run twice for one call: a
-// failure without a reply is the outcome of the only copy sent (after
-// NOSCRIPT, sending again is not a resend: the script did not run). Its
-// error then wraps errs.OutcomeUnknown: the script may have run, and a
-// resend cannot tell (a copy would find its work done and report
-// otherwise). An abandoned call's outcome still comes (Abandoned).
+// RunOnce is Run without go-redis' resends (package doc; after NOSCRIPT,
+// sending again is no resend: the script did not run). A failure without
+// a reply wraps errs.OutcomeUnknown: the script may have run, and a copy
+// would find its work done. An abandoned call's outcome still comes.
 func (sc Script) RunOnce(ctx context.Context, rdb Runner, numKeys int, args []any) *redis.Cmd {
-	var cmd *redis.Cmd
-	if aside(ctx, rdb) {
-		cmd = runAside(ctx, rdb, sc, numKeys, args, true)
-	} else {
-		cmd = sc.run(ctx, rdb, numKeys, args, true)
-	}
+	cmd := sc.send(ctx, rdb, numKeys, args, true)
 	if err := cmd.Err(); err != nil && !IsReply(err) && !NotSent(err) {
 		cmd.SetErr(fmt.Errorf("%w: %w", errs.OutcomeUnknown, err))
 	}
 	return cmd
 }
 
+// send runs sc (zero: the plain command args) aside on a client that
+// would not honour ctx's deadline (see Abandoned), inline otherwise.
+func (sc Script) send(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
+	if aside(ctx, rdb) {
+		return runAside(ctx, rdb, sc, numKeys, args, once)
+	}
+	return sc.run(ctx, rdb, numKeys, args, once)
+}
+
 func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, once bool) *redis.Cmd {
+	if sc.s == nil { // a plain command (Do)
+		cmd := redis.NewCmd(ctx, args...)
+		process(ctx, rdb, cmd, once)
+		return cmd
+	}
 	cmd := sc.evalsha(ctx, rdb, numKeys, args, once)
 	if !noScript(cmd.Err()) {
 		return cmd
@@ -96,8 +97,7 @@ func (sc Script) run(ctx context.Context, rdb Runner, numKeys int, args []any, o
 	return cmd
 }
 
-// noScript reports whether err is a NOSCRIPT reply (redis.HasErrorPrefix
-// allocates even for a nil error).
+// noScript: redis.HasErrorPrefix allocates even for a nil error.
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // onceCmd is a command go-redis sends at most once: its retry loops (the
@@ -132,7 +132,6 @@ func (sc Script) load(ctx context.Context, rdb Runner, numKeys int, args []any) 
 	return sc.Load(ctx, rdb)
 }
 
-// Load puts the script in the server's script cache.
 func (sc Script) Load(ctx context.Context, rdb redis.Scripter) error {
 	return sc.s.Load(ctx, rdb).Err()
 }

@@ -28,27 +28,18 @@ func (l *Latch) Init(env *lockenv.Env, key, name string) {
 // armed and report that it did not.
 func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	set, err := scripts.LatchTrySet.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, n, l.env.Publish}).Int64()
-	if err != nil {
-		return false, l.fail("arm", err)
-	}
-	return set == 1, nil
+	return set == 1, l.fail("arm", err)
 }
 
 // CountDown counts the latch down by one, sent once: a lost reply is an unknown outcome.
 func (l *Latch) CountDown(ctx context.Context) error {
-	if err := scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err(); err != nil {
-		return l.fail("count-down", err)
-	}
-	return nil
+	return l.fail("count-down", scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err())
 }
 
 // Count is the latch's count: 0 when it is released or not armed.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
 	n, err := l.count(ctx)
-	if err != nil {
-		return 0, l.fail("inspect", err)
-	}
-	return max(n, 0), nil
+	return max(n, 0), l.fail("inspect", err)
 }
 
 // Delete deletes the latch, publishing "1", which wakes no waiter, and
@@ -56,10 +47,7 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // gone and report that it deleted nothing.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	n, err := scripts.LatchDelete.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Int64()
-	if err != nil {
-		return false, l.fail("delete", err)
-	}
-	return n == 1, nil
+	return n == 1, l.fail("delete", err)
 }
 
 // Await waits up to wait (0: one check; < 0: until ctx is done) for the
@@ -74,8 +62,5 @@ func (l *Latch) Await(ctx context.Context, wait time.Duration) error {
 	if errors.Is(err, errs.NotAcquired) {
 		err = fmt.Errorf("%w: the latch was not released within %v", errs.NotAcquired, wait)
 	}
-	if err != nil {
-		return l.fail("await", err)
-	}
-	return nil
+	return l.fail("await", err)
 }

@@ -18,10 +18,8 @@ import (
 
 // counter is what Sem, Plain and Latch are made of: a count at key, with its channel.
 type counter struct {
-	env     *lockenv.Env
-	key     string
-	name    string
-	channel string
+	env                *lockenv.Env
+	key, name, channel string
 }
 
 // Key is the Redis key of the count.
@@ -30,7 +28,13 @@ func (c *counter) Key() string { return c.key }
 // Name is the counter's name in errors.
 func (c *counter) Name() string { return c.name }
 
-func (c *counter) fail(op string, err error) error { return c.env.Fail(op, c.name, c.key, err) }
+// fail wraps err (nil: none) as the error of op.
+func (c *counter) fail(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.env.Fail(op, c.name, c.key, err)
+}
 
 // count reads the count: 0 when it is absent.
 func (c *counter) count(ctx context.Context) (int64, error) {
@@ -41,16 +45,6 @@ func (c *counter) count(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// Plain is the engine of a plain semaphore (runtime.PlainSemaphore): its
-// permits have no ids and no leases, so an acquire or release whose reply
-// was lost is not resent, and reports an unknown outcome.
-type Plain struct{ counter }
-
-// Init makes p the plain semaphore at key, named name.
-func (p *Plain) Init(env *lockenv.Env, key, name string) {
-	p.counter = counter{env: env, key: key, name: name, channel: ChannelName(key)}
-}
-
 // TrySetPermits sets the free count to n only when it is absent
 // (Redisson trySetPermits), for a semaphore of either layout, and reports
 // whether it did. It is sent once: a copy after a lost reply would find
@@ -59,36 +53,31 @@ func (c *counter) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	if n < 0 {
 		return false, c.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
 	}
-	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.env.RDB, 2, []any{
-		3: c.key, ChannelName(c.key),
-		n, c.env.Publish,
-	}).Int64()
-	if err != nil {
-		return false, c.fail("set-permits", err)
-	}
-	return set == 1, nil
+	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.env.RDB, 2, []any{3: c.key, channelName(c.key), n, c.env.Publish}).Int64()
+	return set == 1, c.fail("set-permits", err)
+}
+
+// Plain is the engine of a plain semaphore (runtime.PlainSemaphore): its
+// permits have no ids and no leases, so an acquire or release whose reply
+// was lost is not resent, and reports an unknown outcome.
+type Plain struct{ counter }
+
+// Init makes p the plain semaphore at key, named name.
+func (p *Plain) Init(env *lockenv.Env, key, name string) {
+	p.counter = counter{env: env, key: key, name: name, channel: channelName(key)}
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) to take n permits.
 func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.env.RDB, 1, []any{3: p.key, n}).Int64()
-		switch {
-		case err == nil:
-			return took == 1, -1, nil // no leases: sleep until a release
-		case scripts.IsReply(err), scripts.NotSent(err):
-			return false, 0, err
-		}
 		if pd := scripts.Abandoned(err); pd != nil {
 			p.resolveLate(pd, n) // gives back what a late reply took
 		}
-		return false, 0, err // errs.OutcomeUnknown
+		return took == 1, -1, err // -1: no leases, sleep until a release
 	}
 	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
-	if err := p.env.Waits.Await(ctx, w, try); err != nil {
-		return p.fail("acquire", err)
-	}
-	return nil
+	return p.fail("acquire", p.env.Waits.Await(ctx, w, try))
 }
 
 // Release gives back n permits and wakes that many waiters, detached from
@@ -96,7 +85,7 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 func (p *Plain) Release(ctx context.Context, n int) error {
 	dctx, cancel := p.env.Calls.Detached(p.env.Calls.Yield(ctx))
 	defer cancel()
-	return p.add(dctx, "release", n)
+	return p.fail("release", p.add(dctx, n))
 }
 
 // AddPermits adds n (which may be negative) to the free count, waking waiters for those freed.
@@ -104,32 +93,25 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
 	}
-	return p.add(ctx, "set-permits", n)
+	return p.fail("set-permits", p.add(ctx, n))
 }
 
 // add adds n to the free count and wakes waiters for what came free,
 // sent once (a copy would add the permits twice).
-func (p *Plain) add(ctx context.Context, op string, n int) error {
-	err := scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
-	if err != nil {
-		return p.fail(op, err)
-	}
-	return nil
+func (p *Plain) add(ctx context.Context, n int) error {
+	return scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
 }
 
 // Available is the free count (0 when absent).
 func (p *Plain) Available(ctx context.Context) (int, error) {
 	n, err := p.count(ctx)
-	if err != nil {
-		return 0, p.fail("inspect", err)
-	}
-	return int(n), nil
+	return int(n), p.fail("inspect", err)
 }
 
-// resolveLate takes over an acquire attempt of n permits that its caller
-// abandoned (told errs.OutcomeUnknown): permits the late reply took are
-// given back. No reply leaves the outcome unknown for good (the permits
-// have no ids to settle by), with a warning.
+// resolveLate takes over an acquire of n permits its caller abandoned
+// (told errs.OutcomeUnknown): what the late reply took is given back, sent
+// once as every change of the count (again only when it never left). No
+// reply leaves the outcome unknown for good (no ids to settle by).
 func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 	c := p.env
 	pd.Then(func(cmd *redis.Cmd) {
@@ -142,11 +124,9 @@ func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 			return
 		}
 		c.Settler.Add(settle.Job{
-			// Sent once, as every change of the count: tried again only
-			// when it never left.
 			Try: func(ctx context.Context) bool {
 				err := scripts.PlainSemaphoreRelease.RunOnce(ctx, c.Renewal, 2, []any{3: p.key, p.channel, n, c.Publish}).Err()
-				if err != nil && !scripts.NotSent(err) && !scripts.IsReply(err) {
+				if err != nil && !lockenv.Replied(err) {
 					c.Warn("giving back the permits of an abandoned acquire failed: Redis did not answer", "semaphore", p.name, "key", p.key, "permits", n)
 				}
 				return !scripts.NotSent(err)

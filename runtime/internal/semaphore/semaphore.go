@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,26 +28,13 @@ type Sem struct {
 
 // Init makes s the semaphore at key, named name, starting with permits when its count is absent.
 func (s *Sem) Init(env *lockenv.Env, key, name string, permits int) {
-	*s = Sem{counter: counter{env: env, key: key, name: name, channel: ChannelName(key)}, timeouts: redisnames.Suffix(key, "timeout"), permits: permits}
+	*s = Sem{counter: counter{env: env, key: key, name: name, channel: channelName(key)}, timeouts: redisnames.Suffix(key, "timeout"), permits: permits}
 }
 
-// ChannelName is Redisson's channel of a semaphore of either layout.
-func ChannelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
+// channelName is Redisson's channel of a semaphore of either layout.
+func channelName(key string) string { return redisnames.Prefix("redisson_sc", key) }
 
-// permitIDLen is the length of a raw permit id, as Redisson's. Its first
-// lockenv.PermitOwnerLen bytes are the Client's uuid's (so lockgen inspect
-// can find a permit's owner), then random bytes keep ids unique.
-const permitIDLen = 16
-
-// newPermitIDs returns n permit ids, back to back, of the Client whose uuid starts with prefix.
-func newPermitIDs(prefix *[lockenv.PermitOwnerLen]byte, n int) []byte {
-	ids := make([]byte, n*permitIDLen)
-	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
-	for i := 0; i < len(ids); i += permitIDLen {
-		copy(ids[i:i+lockenv.PermitOwnerLen], prefix[:])
-	}
-	return ids
-}
+const permitIDLen = 16 // of a raw permit id, as Redisson's (see newIDs)
 
 // Acquiring is one acquisition of n permits in progress; once taken, Record records the hold.
 type Acquiring struct {
@@ -88,7 +74,7 @@ func (w *Acquiring) Record() (context.Context, error) {
 	hctx, err := s.env.AddHold(w.ctx, holds.Spec{Name: s.name, Key: s.key, Kind: "semaphore", Permit: true, From: (*taker)(s)}, w.a, w.lease, w.sent)
 	if err != nil {
 		// Closed while acquiring: give the permits back rather than leave them.
-		_, _ = s.release(w.ctx, w.a, w.marker)
+		_, _ = s.release(w.ctx, w.a)
 		return nil, s.fail("acquire", err)
 	}
 	return hctx, nil
@@ -116,7 +102,7 @@ func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 		return false, 0, err
 	}
 	if p := scripts.Abandoned(err); p != nil {
-		s.resolveLate(p, a, marker) // gives back what a late reply took
+		s.resolveLate(p, a) // gives back what a late reply took
 		return false, 0, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
 	}
 	took, serr := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
@@ -132,19 +118,23 @@ func (w *Acquiring) try(ctx context.Context) (bool, time.Duration, error) {
 		return true, 0, nil
 	}
 	w.newIDs()
-	return false, 0, fmt.Errorf("%w: %w", errTryAborted, err)
+	return false, 0, fmt.Errorf("the reply was lost and the attempt settled as not taken: %w", err)
 }
 
-// newIDs makes the acquisition a new request, with new permit ids.
+// newIDs makes the acquisition a new request, with new permit ids: the
+// first lockenv.PermitOwnerLen bytes of each are the Client's uuid's (so
+// lockgen inspect can find a permit's owner), the rest random.
 func (w *Acquiring) newIDs() {
-	ids := string(newPermitIDs(&w.s.env.IDPrefix, w.n))
-	w.a.Field, w.marker = ids, w.s.marker(ids)
+	ids := make([]byte, w.n*permitIDLen)
+	_, _ = rand.Read(ids) // crypto/rand.Read never fails (Go 1.24+)
+	for i := 0; i < len(ids); i += permitIDLen {
+		copy(ids[i:], w.s.env.IDPrefix[:])
+	}
+	w.a.Field = string(ids)
+	w.marker = w.s.marker(w.a.FieldID())
 }
 
 const replyAborted = -3 // semaphore_acquire.lua: a copy of an aborted request
-
-// errTryAborted: a try whose reply was lost was settled as not taken.
-var errTryAborted = errors.New("the reply was lost and the attempt settled as not taken")
 
 // Release gives back the permits of the acquisition ctx carries, and returns its owner and start.
 func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ error) {
@@ -157,18 +147,13 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	if acq == nil {
 		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this semaphore", errs.NotHeld))
 	}
-	d, ok := s.env.Reg.Drop(acq)
-	if !ok {
-		return "", time.Time{}, s.fail("release", fmt.Errorf("%w: already released", errs.NotHeld))
-	}
-	acq.End(context.Canceled) // before the release is sent
-	if d.Lost != nil {
-		return "", time.Time{}, s.fail("release", d.Lost)
+	// DropLost ends the hold's ctx before the release is sent.
+	if err := s.env.DropLost(acq); err != nil {
+		return "", time.Time{}, s.fail("release", err)
 	}
 	h := acq.Hold()
-	freed, err := s.release(s.env.Calls.Yield(acq.Parent), h.Args, s.marker(h.Field))
-	n := int64(len(h.Field) / permitIDLen)
-	if err == nil && freed < n {
+	freed, err := s.release(s.env.Calls.Yield(acq.Parent), h.Args)
+	if n := int64(len(h.Field) / permitIDLen); err == nil && freed < n {
 		err = fmt.Errorf("%w: %d of %d permits ran out or were deleted before the release", errs.LockLost, n-freed, n)
 	}
 	if err != nil {
@@ -181,15 +166,15 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 
 // release runs the release script, resent on transport errors (a resend
 // finds the ids gone), and returns the number of permits freed.
-func (s *Sem) release(ctx context.Context, a holds.Args, marker string) (int64, error) {
+func (s *Sem) release(ctx context.Context, a holds.Args) (int64, error) {
 	return s.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return s.releaseOnce(ctx, s.env.RDB, a, marker)
+		return s.releaseOnce(ctx, s.env.RDB, a)
 	})
 }
 
-func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args, marker string) (int64, error) {
+func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args) (int64, error) {
 	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
-		3: s.key, s.timeouts, s.channel, marker,
+		3: s.key, s.timeouts, s.channel, s.marker(a.FieldID()),
 		s.env.Publish, a.Field, s.env.MarkerTTL,
 	}).Int64()
 }
@@ -203,10 +188,7 @@ func (s *Sem) marker(ids string) string {
 // reclaimed (0 when the semaphore was never set).
 func (s *Sem) Available(ctx context.Context) (int, error) {
 	n, err := s.change(ctx, scripts.SemaphoreDrain, false, "read")
-	if err != nil {
-		return 0, s.fail("inspect", err)
-	}
-	return int(n), nil
+	return int(n), s.fail("inspect", err)
 }
 
 // Drain takes every free permit at once and returns how many there were.
@@ -214,10 +196,7 @@ func (s *Sem) Available(ctx context.Context) (int, error) {
 // the permits the first took lost.
 func (s *Sem) Drain(ctx context.Context) (int, error) {
 	n, err := s.change(ctx, scripts.SemaphoreDrain, true, "drain")
-	if err != nil {
-		return 0, s.fail("drain", err)
-	}
-	return int(n), nil
+	return int(n), s.fail("drain", err)
 }
 
 // SetPermits makes n the semaphore's total: the free count becomes n minus
@@ -227,20 +206,16 @@ func (s *Sem) SetPermits(ctx context.Context, n int) error {
 	if n < 0 {
 		return s.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
 	}
-	if _, err := s.change(ctx, scripts.SemaphoreAdd, false, "set", n); err != nil {
-		return s.fail("set-permits", err)
-	}
-	return nil
+	_, err := s.change(ctx, scripts.SemaphoreAdd, false, "set", n)
+	return s.fail("set-permits", err)
 }
 
 // AddPermits adds n (which may be negative) to the free permits, waking
 // waiters for those that came free. It is sent once: a lost reply is
 // errs.OutcomeUnknown.
 func (s *Sem) AddPermits(ctx context.Context, n int) error {
-	if _, err := s.change(ctx, scripts.SemaphoreAdd, true, "add", n); err != nil {
-		return s.fail("set-permits", err)
-	}
-	return nil
+	_, err := s.change(ctx, scripts.SemaphoreAdd, true, "add", n)
+	return s.fail("set-permits", err)
 }
 
 // change runs sc on the semaphore's keys with args after Publish: when
@@ -260,18 +235,15 @@ type taker Sem
 func (*taker) ExtraKeys(*holds.Hold) []string { return nil }
 
 // GiveBackLost releases the permit ids of h, lost at its deadline.
-func (t *taker) GiveBackLost(h *holds.Hold) {
-	s := (*Sem)(t)
-	s.giveBack(h.Args, s.marker(h.Field))
-}
+func (t *taker) GiveBackLost(h *holds.Hold) { (*Sem)(t).giveBack(h.Args) }
 
 // giveBack releases the permit ids of a in the background (package
 // settle), through the client that honours deadlines, until Redis answers
 // without an error (READONLY, LOADING in a failover are tried again).
-func (s *Sem) giveBack(a holds.Args, marker string) {
+func (s *Sem) giveBack(a holds.Args) {
 	s.env.Settler.Add(settle.Job{
 		Try: func(ctx context.Context) bool {
-			_, err := s.releaseOnce(ctx, s.env.Renewal, a, marker)
+			_, err := s.releaseOnce(ctx, s.env.Renewal, a)
 			return err == nil
 		},
 		Until: time.Now().Add(s.env.GiveBackFor()),
@@ -282,11 +254,10 @@ func (s *Sem) giveBack(a holds.Args, marker string) {
 // lockenv.Replied): permits the late reply took are given back, and so
 // are they when no reply comes: the release marks the request done, so
 // no copy on its way takes them later.
-func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args, marker string) {
+func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args) {
 	p.Then(func(cmd *redis.Cmd) {
-		if ttl, err := cmd.Int64(); lockenv.Replied(err) && (err != nil || ttl != 0) {
-			return // not taken
+		if ttl, err := cmd.Int64(); !lockenv.Replied(err) || err == nil && ttl == 0 {
+			s.giveBack(a)
 		}
-		s.giveBack(a, marker)
 	})
 }
