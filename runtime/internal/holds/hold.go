@@ -138,20 +138,19 @@ func (h *Hold) cancelAll(cause error) {
 // allocation.
 type Context struct {
 	context.Context
-	acq    *Acquisition
 	parent *Context // next enclosing acquisition of the same registry
 	own    Acquisition
 	fence  int64 // fencing token; 0: not fenced
 }
 
 // Acquisition is the acquisition hc carries.
-func (hc *Context) Acquisition() *Acquisition { return hc.acq }
+func (hc *Context) Acquisition() *Acquisition { return &hc.own }
 
 // Parent is the next enclosing Context of the same registry, or nil.
 func (hc *Context) Parent() *Context { return hc.parent }
 
 // Owner is the owner token hc carries.
-func (hc *Context) Owner() string { return hc.acq.h.Owner }
+func (hc *Context) Owner() string { return hc.own.h.Owner }
 
 type ownerKey struct{ r *Registry }
 
@@ -162,7 +161,7 @@ type FenceKey struct{}
 func (hc *Context) Value(k any) any {
 	switch k := k.(type) {
 	case ownerKey:
-		if k.r == hc.acq.h.sh.r {
+		if k.r == hc.own.h.sh.r {
 			return hc
 		}
 	case FenceKey:
@@ -176,8 +175,8 @@ func (hc *Context) Value(k any) any {
 // Find returns the innermost acquisition of id in hc's chain, or nil.
 func Find(hc *Context, id ID) *Acquisition {
 	for ; hc != nil; hc = hc.parent {
-		if h := hc.acq.h; h.Key == id.Key && h.Field == id.Field {
-			return hc.acq
+		if h := hc.own.h; h.Key == id.Key && h.Field == id.Field {
+			return &hc.own
 		}
 	}
 	return nil

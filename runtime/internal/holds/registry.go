@@ -169,7 +169,7 @@ type Spec struct {
 func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.Duration, start time.Time) *Context {
 	id := ID{spec.Key, args.FieldID()}
 	hc := r.newContext(parent, spec, id, lease, start)
-	acq := hc.acq
+	acq := &hc.own
 	sh := r.shard(spec.Key)
 	sh.mu.Lock()
 	if r.closed.Load() {
@@ -225,21 +225,20 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 func (r *Registry) newContext(parent context.Context, spec Spec, id ID, lease time.Duration, start time.Time) *Context {
 	hc := &Context{parent: r.Of(parent), fence: spec.Fence}
 	acq := &hc.own
-	hc.acq = acq
 	*acq = Acquisition{Parent: parent, Start: start}
 	base := parent
 	outer := hc.parent
-	if outer != nil && outer.acq.h.Key == id.Key && outer.acq.h.Field != id.Field {
+	if outer != nil && outer.own.h.Key == id.Key && outer.own.h.Field != id.Field {
 		// Another hold of the key by its owner (a downgrade: the read
 		// side taken by the writer) does not end with that hold's
 		// release, only with its loss, with what lies between it and
 		// parent, or with the end (or deadline) of what the key's first
 		// hold in the chain was taken under.
 		under := outer
-		for under.parent != nil && under.parent.acq.h.Key == id.Key {
+		for under.parent != nil && under.parent.own.h.Key == id.Key {
 			under = under.parent
 		}
-		base = valuesOf{Context: under.acq.Parent, values: parent}
+		base = valuesOf{Context: under.own.Parent, values: parent}
 	}
 	cctx, cancel := context.WithCancelCause(base)
 	acq.cancel = cancel

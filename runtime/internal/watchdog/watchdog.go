@@ -79,9 +79,8 @@ func New(cfg Config) *Watchdog {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing()}
-	w.workers = make(chan int, Workers)
-	w.rounds = make(chan *round, Workers+1)
+	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing(),
+		done: make(chan struct{}), workers: make(chan int, Workers), rounds: make(chan *round, Workers+1)}
 	for i := range Workers {
 		w.workers <- i
 	}
@@ -93,20 +92,13 @@ func New(cfg Config) *Watchdog {
 func (w *Watchdog) Gate() *renew.Admission { return w.gate }
 
 // Start starts the loop on first use (the first hold of any lease).
-func (w *Watchdog) Start() {
-	w.once.Do(func() {
-		w.done = make(chan struct{})
-		go w.loop(w.done)
-	})
-}
+func (w *Watchdog) Start() { w.once.Do(func() { go w.loop() }) }
 
 // Wait blocks until the loop (if started) has stopped once Config.Closed
 // is closed; WaitJobs waits for the renewals in flight.
 func (w *Watchdog) Wait() {
-	w.once.Do(func() {}) // no loop may start after this
-	if w.done != nil {
-		<-w.done
-	}
+	w.once.Do(func() { close(w.done) }) // no loop may start after this
+	<-w.done
 }
 
 // WaitJobs blocks until the renewal calls in flight have returned (Close
@@ -114,8 +106,8 @@ func (w *Watchdog) Wait() {
 // dead connection).
 func (w *Watchdog) WaitJobs() { w.jobs.Wait() }
 
-func (w *Watchdog) loop(done chan struct{}) {
-	defer close(done)
+func (w *Watchdog) loop() {
+	defer close(w.done)
 	ticker := time.NewTicker(w.timing.Tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
