@@ -22,10 +22,6 @@ type Item interface {
 type Wheel[T Item] struct {
 	buckets map[int64]*bucket[T]
 	next    int64 // the first tick not yet taken off (0: none taken yet)
-	// last is the bucket of the last Put, for tick lastTick: the items of
-	// one call are due again in one tick, so most Puts find it here.
-	last     *bucket[T]
-	lastTick int64
 	// spare are emptied buckets, kept for the ticks to come: growing one
 	// per tick was most of what scheduling allocated.
 	spare []*bucket[T]
@@ -37,11 +33,8 @@ type bucket[T Item] struct{ items []T }
 // Put schedules it for a renewal at due; an entry it had goes stale.
 func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
 	it.RenewEntry().Due = leaseclock.Nanos(due)
-	i := max(t.TickOf(due), w.next)
-	if w.last == nil || w.lastTick != i {
-		w.last, w.lastTick = w.bucket(i), i
-	}
-	w.last.items = append(w.last.items, it)
+	b := w.bucket(max(t.TickOf(due), w.next))
+	b.items = append(b.items, it)
 }
 
 // bucket is the bucket of tick i, made if there is none.
@@ -65,9 +58,6 @@ func (w *Wheel[T]) bucket(i int64) *bucket[T] {
 // drop takes bucket i off the wheel and keeps it for reuse.
 func (w *Wheel[T]) drop(i int64, b *bucket[T]) {
 	delete(w.buckets, i)
-	if w.last == b {
-		w.last = nil
-	}
 	if len(w.spare) < maxSpare {
 		clear(b.items[:cap(b.items)]) // hold no items for the collector
 		b.items = b.items[:0]
