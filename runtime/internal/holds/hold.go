@@ -113,7 +113,6 @@ type Acquisition struct {
 	released bool               // guarded by h.sh.mu
 }
 
-// Hold is the hold acq is of.
 func (a *Acquisition) Hold() *Hold { return a.h }
 
 // End cancels acq's ctx with cause.
@@ -143,13 +142,12 @@ type Context struct {
 	fence  int64 // fencing token; 0: not fenced
 }
 
-// Acquisition is the acquisition hc carries.
+// Acquisition, Parent (the next enclosing Context of the same registry,
+// or nil) and Owner (the owner token) are what hc carries.
 func (hc *Context) Acquisition() *Acquisition { return &hc.own }
 
-// Parent is the next enclosing Context of the same registry, or nil.
 func (hc *Context) Parent() *Context { return hc.parent }
 
-// Owner is the owner token hc carries.
 func (hc *Context) Owner() string { return hc.own.h.Owner }
 
 type ownerKey struct{ r *Registry }

@@ -7,19 +7,14 @@ import (
 	"time"
 )
 
-// An Admission is the watchdog's admission signal: held locks come before
-// new ones. The watchdog reports its backlog (Observe): how long ago the
-// oldest renewal it has no reply to was due. The backlog grows when the
-// watchdog cannot send on time (the client's CPU is saturated, every
-// worker waits for a reply) or its replies come late (Redis is
-// saturated): new work is taking what the held locks need. It also grows
-// while Redis does not answer at all (a blackhole), when new acquisitions
-// could not succeed anyway; once Redis answers, the first round answered
-// on time opens the gate (renewals that fail at once, or a retry that is
-// answered, are no backlog).
-//
-// A waiter never fails for the gate: it waits at most until the limit its
-// caller sets (within its own wait time), then makes its try anyway.
+// An Admission is the watchdog's admission gate (the package doc). The
+// backlog grows when renewals cannot be sent on time (the client's CPU is
+// saturated) or their replies come late (Redis is): new work is taking
+// what held locks need. It grows too while Redis does not answer at all,
+// when new acquisitions could not succeed anyway; the first round
+// answered on time opens the gate again (renewals that fail at once are
+// no backlog). A waiter never fails for the gate: past the limit its
+// caller sets, it makes its try anyway.
 type Admission struct {
 	mu sync.Mutex // serialises Observe
 	// open is nil while the gate is open; while closed, a channel closed
