@@ -126,6 +126,13 @@ func (a *Acquisition) End(cause error) {
 	}
 }
 
+// leave takes h out of the registry. h.sh.mu is held.
+func (h *Hold) leave() {
+	h.gone = true
+	h.sh.due.Remove(h)
+	delete(h.sh.holds, ID{h.Key, h.Field})
+}
+
 func (h *Hold) cancelAll(cause error) {
 	for _, a := range h.acqs {
 		a.End(cause)

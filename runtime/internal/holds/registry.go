@@ -303,13 +303,6 @@ func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
 	return d, true
 }
 
-// leave takes h out of the registry. h.sh.mu is held.
-func (h *Hold) leave() {
-	h.gone = true
-	h.sh.due.Remove(h)
-	delete(h.sh.holds, ID{h.Key, h.Field})
-}
-
 // loseLocked takes h out of the registry and cancels its ctxs with cause.
 // h.sh.mu is held.
 func (r *Registry) loseLocked(h *Hold, cause error) {
