@@ -5,36 +5,31 @@ import (
 	"time"
 )
 
-// A turn is one owner's acquire or release call in flight on one lock
-// (see the package doc: the calls of one owner on one lock take turns).
-type turn struct {
-	next chan struct{} // made by the first call waiting behind this one
-}
-
-// Enter waits until no other call on id is in flight (or ctx is done) and
-// makes this one the call in flight; Exit ends it. It returns the hold
-// count of id and the PEXPIRE an acquisition with lease applies (State).
+// Enter waits until no other call of id's owner on its lock is in flight
+// (or ctx is done) and makes this one the call in flight, until Exit. It
+// returns State(id, lease). A turn's channel, made by the first call
+// waiting behind it, is closed by Exit.
 func (r *Registry) Enter(ctx context.Context, id ID, lease time.Duration) (int, time.Duration, error) {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
 	for {
-		t, busy := sh.turns[id]
+		next, busy := sh.turns[id]
 		if !busy {
 			break
 		}
-		if t.next == nil {
-			t.next = make(chan struct{})
-			sh.turns[id] = t
+		if next == nil {
+			next = make(chan struct{})
+			sh.turns[id] = next
 		}
 		sh.mu.Unlock()
 		select {
-		case <-t.next:
+		case <-next:
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
 		}
 		sh.mu.Lock()
 	}
-	sh.turns[id] = turn{}
+	sh.turns[id] = nil
 	count, px := r.stateLocked(sh, id, lease)
 	sh.mu.Unlock()
 	return count, px, nil
@@ -44,18 +39,17 @@ func (r *Registry) Enter(ctx context.Context, id ID, lease time.Duration) (int, 
 func (r *Registry) Exit(id ID) {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
-	t := sh.turns[id]
+	next := sh.turns[id]
 	delete(sh.turns, id)
 	sh.mu.Unlock()
-	if t.next != nil {
-		close(t.next)
+	if next != nil {
+		close(next)
 	}
 }
 
-// EnterAll enters the turns of ids in their order (callers sort them, so
-// two calls never wait on each other crosswise), fills counts with their
-// hold counts and pxs (if not nil) with the PEXPIRE each applies, and
-// returns the longest.
+// EnterAll enters the turns of ids in order (callers sort them, so two
+// calls never wait on each other crosswise), fills counts and pxs (if not
+// nil) as Enter returns them, and returns the longest px.
 func (r *Registry) EnterAll(ctx context.Context, ids []ID, lease time.Duration, counts []int, pxs []time.Duration) (time.Duration, error) {
 	var longest time.Duration
 	for i, id := range ids {
@@ -81,12 +75,12 @@ func (r *Registry) ExitAll(ids []ID) {
 }
 
 // Unknown marks: after an unknown outcome the owner's count in Redis may
-// be one more than the client's, so its next call re-reads the count
-// (design.md §7). A mark's generation tells a background settlement
-// whether the mark is still its own.
+// be one more than the client's, so its next call re-reads it (design.md
+// §7). A mark's generation tells a background settlement whether the mark
+// is still its own.
 
-// MarkUnknown records that the outcome of the call in id's turn is
-// unknown, and returns the mark's generation. The caller has the turn.
+// MarkUnknown marks the outcome of the call in id's turn (the caller's)
+// unknown and returns the mark's generation.
 func (r *Registry) MarkUnknown(id ID) uint64 {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
@@ -94,8 +88,8 @@ func (r *Registry) MarkUnknown(id ID) uint64 {
 	return r.markLocked(sh, id)
 }
 
-// MarkLost marks the outcome of the calls on h, lost at its deadline,
-// unknown. h's shard mutex is held.
+// MarkLost marks the calls on h, lost at its deadline, unknown. h's shard
+// mutex is held.
 func (r *Registry) MarkLost(h *Hold) uint64 { return r.markLocked(h.sh, ID{h.Key, h.Field}) }
 
 func (r *Registry) markLocked(sh *shard, id ID) uint64 {
@@ -110,7 +104,7 @@ func (r *Registry) markLocked(sh *shard, id ID) uint64 {
 // Mark returns the generation of id's unknown mark, 0 if none.
 func (r *Registry) Mark(id ID) uint64 {
 	if r.unknownN.Load() == 0 {
-		return 0 // the hot path: no lock taken
+		return 0
 	}
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
@@ -121,8 +115,7 @@ func (r *Registry) Mark(id ID) uint64 {
 // Unknown reports whether the last outcome of a call on id is unknown.
 func (r *Registry) Unknown(id ID) bool { return r.Mark(id) != 0 }
 
-// DropMark forgets that the outcome of a call on id is unknown: the mark
-// of generation gen, or any mark if gen is 0.
+// DropMark drops id's mark if its generation is gen (0: any).
 func (r *Registry) DropMark(id ID, gen uint64) {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
@@ -133,19 +126,17 @@ func (r *Registry) DropMark(id ID, gen uint64) {
 	}
 }
 
-// Late calls: a call abandoned at its deadline goes on to its reply, and
-// until then a copy of it may still change the owner's count in Redis, so
-// nobody may re-read that count and take it for settled (the package doc).
-
-// late is the abandoned calls on one ID whose outcome has not come.
+// late counts the abandoned calls on one ID whose outcome has not come:
+// until it does, a copy may still change the owner's count in Redis, so
+// nobody may re-read that count and take it for settled.
 type late struct {
 	n      int
 	landed chan struct{} // closed when n drops, made by the first waiter
 }
 
-// Abandon records that the call in id's turn was abandoned at its
-// deadline: its outcome is unknown (MarkUnknown, whose generation it
-// returns) and late until Landed(id). The caller has the turn.
+// Abandon records that the call in id's turn (the caller's) was abandoned
+// at its deadline: marked unknown (its generation is returned) and late
+// until Landed(id).
 func (r *Registry) Abandon(id ID) uint64 {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()

@@ -19,13 +19,10 @@ import (
 type Config struct {
 	// Watchdog is the lease of holds the watchdog renews.
 	Watchdog time.Duration
-	// Cluster: keys are grouped by cluster slot (Hold.Slot) for batching.
-	Cluster bool
-	// Started is called at every acquisition and every wait: the watchdog
-	// loop starts on first use.
-	Started func()
+	Cluster  bool   // set Hold.Slot, for batching by slot
+	Started  func() // called at every acquisition: the watchdog starts on first use
 	// Lost is told of every hold lost, after its contexts were cancelled,
-	// with its shard's mutex held: it must not block.
+	// under its shard's mutex: it must not block.
 	Lost func(h *Hold, cause error)
 	// Expired is the cause of a hold ended at its deadline; why says how.
 	Expired func(h *Hold, why string) error
@@ -40,9 +37,9 @@ type Registry struct {
 	closed     atomic.Bool
 	clock      leaseclock.Clock
 	stop       chan struct{} // closed by Close: ends the clock
-	unknownN   atomic.Int32  // the marks in every shard: the hot path skips the look-up while 0
+	unknownN   atomic.Int32  // marks in all shards: while 0 Mark takes no lock
 	unknownGen atomic.Uint64 // numbers the unknown marks
-	seq        atomic.Uint64 // numbers the holds made (Hold.seq)
+	seq        atomic.Uint64 // numbers the holds (Hold.seq)
 }
 
 const shardCount = 512
@@ -51,9 +48,9 @@ type shard struct {
 	r       *Registry
 	mu      sync.Mutex
 	holds   map[ID]*Hold
-	turns   map[ID]turn   // calls in flight, one per owner and lock
-	unknown map[ID]uint64 // the mark's generation
-	late    map[ID]late   // abandoned calls still on their way (calls.go)
+	turns   map[ID]chan struct{} // calls in flight (calls.go)
+	unknown map[ID]uint64        // the mark's generation
+	late    map[ID]late          // abandoned calls still on their way
 	wheel   renew.Wheel[*Hold]
 	due     leaseclock.Queue[*Hold]
 }
@@ -65,7 +62,7 @@ func New(cfg Config) *Registry {
 		s := &r.shards[i]
 		s.r = r
 		s.holds = make(map[ID]*Hold)
-		s.turns = make(map[ID]turn)
+		s.turns = make(map[ID]chan struct{})
 		s.unknown = make(map[ID]uint64)
 		s.late = make(map[ID]late)
 		s.due.Init()
@@ -73,10 +70,9 @@ func New(cfg Config) *Registry {
 	return r
 }
 
-// Timing is the renewal timing of the Registry's watchdog holds.
+// Timing is the renewal timing of the watchdog holds.
 func (r *Registry) Timing() renew.Timing { return r.timing }
 
-// shard is the shard of key.
 func (r *Registry) shard(key string) *shard {
 	return &r.shards[maphash.String(r.seed, key)%shardCount]
 }
@@ -100,9 +96,9 @@ func (r *Registry) each(f func(h *Hold)) {
 	}
 }
 
-// Close refuses new holds from now on, ends the clock, and cancels the ctx
-// of every hold with cause(h), forgetting none (they stay in Redis until
-// released or expired). It reports false when closed already.
+// Close refuses new holds, ends the clock and cancels the ctx of every
+// hold with cause(h), forgetting none (they stay in Redis until released
+// or expired). It reports false when closed already.
 func (r *Registry) Close(cause func(h *Hold) error) bool {
 	if !r.closed.CompareAndSwap(false, true) {
 		return false
@@ -133,8 +129,7 @@ func (r *Registry) Of(ctx context.Context) *Context {
 }
 
 // State returns the hold count of id and the PEXPIRE an acquisition with
-// lease (0: the watchdog's) applies: never shorter than what the hold
-// counts on already (leaseToKeep).
+// lease (0: the watchdog's) applies (leaseToKeep).
 func (r *Registry) State(id ID, lease time.Duration) (int, time.Duration) {
 	sh := r.shard(id.Key)
 	sh.mu.Lock()
@@ -159,12 +154,11 @@ type Spec struct {
 	Permit          bool
 	From            Taker
 	Extra           bool // it may have keys renewed with it (From.ExtraKeys)
-	// Confirmed, when > 0, is all of the lease Redis is known to have
-	// applied from start when it is shorter than the hold's lease (a
-	// grant cut to the waiter's record): the deadline counts it, and the
-	// first renewal is due at the next tick.
+	// Confirmed, when > 0, is all the lease Redis is known to have applied
+	// from start, if shorter than the hold's (a grant cut to the waiter's
+	// record): the deadline counts it, and the first renewal is due now.
 	Confirmed time.Duration
-	Queued    bool  // a try queued its waiter in Redis, or it was granted from there
+	Queued    bool  // queued in Redis by a try, or granted from there; its last release clears the record
 	Fence     int64 // fencing token (0: none)
 	LeaseEnd  error // the cause of the end of a fixed lease
 }
@@ -173,41 +167,9 @@ type Spec struct {
 // 0 is the watchdog's) and returns the ctx for the caller, or nil once the
 // Registry is closed. Nothing is allocated under the shard's mutex.
 func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.Duration, start time.Time) *Context {
-	hc := &Context{parent: r.Of(parent), fence: spec.Fence}
-	acq := &hc.own
-	hc.acq = acq
-	*acq = Acquisition{Parent: parent, Start: start, watchdog: lease == 0}
 	id := ID{spec.Key, args.FieldID()}
-	base := parent
-	outer := hc.parent
-	if outer != nil && outer.acq.h.Key == spec.Key && outer.acq.h.Field != id.Field {
-		// Another hold of the same key by its owner (the read side taken
-		// by the writer: a downgrade) is not ended by that hold's
-		// release, only by its loss, by what lies between it and parent,
-		// or by the end of what the first hold of the key in the chain
-		// was taken under (its deadline too).
-		under := outer
-		for under.parent != nil && under.parent.acq.h.Key == spec.Key {
-			under = under.parent
-		}
-		base = valuesOf{Context: under.acq.Parent, values: parent}
-	}
-	cctx, cancel := context.WithCancelCause(base)
-	acq.cancel = cancel
-	if base != parent {
-		// parent ends with the outer hold's release (not followed), its
-		// loss (so is the key), or with whatever lies between them (a
-		// ctx of the caller's, another lock's hold).
-		acq.unfollow = context.AfterFunc(parent, func() {
-			if outer.Err() == nil || errors.Is(context.Cause(outer), errs.LockLost) {
-				cancel(context.Cause(parent))
-			}
-		})
-	}
-	hc.Context = cctx
-	if lease != 0 {
-		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-leaseclock.Drift(lease)), spec.LeaseEnd)
-	}
+	hc := r.newContext(parent, spec, id, lease, start)
+	acq := &hc.own
 	sh := r.shard(spec.Key)
 	sh.mu.Lock()
 	if r.closed.Load() {
@@ -218,9 +180,8 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	h := sh.holds[id]
 	if h == nil {
 		h = &Hold{sh: sh, Name: spec.Name, Key: spec.Key, Owner: args.OwnerID(), Field: id.Field, Args: args,
-			Kind: spec.Kind, Permit: spec.Permit, From: spec.From, extra: spec.Extra}
+			Kind: spec.Kind, Permit: spec.Permit, From: spec.From, extra: spec.Extra, seq: r.seq.Add(1)}
 		h.acqs = h.inline[:0]
-		h.seq = r.seq.Add(1)
 		if r.cfg.Cluster {
 			h.Slot = scripts.KeySlot(spec.Key)
 		}
@@ -236,11 +197,11 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 		h.wdAcqs++
 		if !h.watchdog {
 			h.watchdog = true
+			due := start.Add(r.timing.Period)
 			if spec.Confirmed > 0 && spec.Confirmed < effective {
-				sh.wheel.Put(h, start, r.timing) // due now: the next tick renews it
-			} else {
-				sh.wheel.Put(h, start.Add(r.timing.Period), r.timing)
+				due = start // the next tick renews it
 			}
+			sh.wheel.Put(h, due, r.timing)
 		}
 	}
 	if spec.Confirmed > 0 {
@@ -260,8 +221,42 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	return hc
 }
 
-// valuesOf is a ctx whose values are values' and whose end and deadline
-// are its Context's.
+// newContext makes the ctx of a new acquisition, its hold not set yet.
+func (r *Registry) newContext(parent context.Context, spec Spec, id ID, lease time.Duration, start time.Time) *Context {
+	hc := &Context{parent: r.Of(parent), fence: spec.Fence}
+	acq := &hc.own
+	*acq = Acquisition{Parent: parent, Start: start}
+	base := parent
+	outer := hc.parent
+	if outer != nil && outer.own.h.Key == id.Key && outer.own.h.Field != id.Field {
+		// Another hold of the key by its owner (a downgrade: the read
+		// side taken by the writer) does not end with that hold's
+		// release, only with its loss, with what lies between it and
+		// parent, or with the end (or deadline) of what the key's first
+		// hold in the chain was taken under.
+		under := outer
+		for under.parent != nil && under.parent.own.h.Key == id.Key {
+			under = under.parent
+		}
+		base = valuesOf{Context: under.own.Parent, values: parent}
+	}
+	cctx, cancel := context.WithCancelCause(base)
+	acq.cancel = cancel
+	if base != parent {
+		acq.unfollow = context.AfterFunc(parent, func() {
+			if outer.Err() == nil || errors.Is(context.Cause(outer), errs.LockLost) {
+				cancel(context.Cause(parent))
+			}
+		})
+	}
+	hc.Context = cctx
+	if lease != 0 {
+		hc.Context, acq.stop = context.WithDeadlineCause(cctx, start.Add(lease-leaseclock.Drift(lease)), spec.LeaseEnd)
+	}
+	return hc
+}
+
+// valuesOf has values' values and its Context's end and deadline.
 type valuesOf struct {
 	context.Context
 	values context.Context
@@ -277,8 +272,8 @@ type Dropped struct {
 	Lost  error         // why the hold was lost, if it was
 }
 
-// Drop marks acq released and takes it off its hold. It reports false when
-// acq was released already.
+// Drop marks acq released and takes it off its hold; false: released
+// already.
 func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
 	sh := acq.h.sh
 	sh.mu.Lock()
@@ -288,40 +283,35 @@ func (r *Registry) Drop(acq *Acquisition) (Dropped, bool) {
 	}
 	acq.released = true
 	h := acq.h
-	if acq.watchdog {
+	if acq.stop == nil { // the watchdog lease
 		h.wdAcqs--
 		h.watchdog = h.wdAcqs > 0
 	}
 	if i := slices.Index(h.acqs, acq); i >= 0 {
-		h.acqs = slices.Delete(h.acqs, i, i+1) // clears the slot: a dead queue slot may keep h a while
+		h.acqs = slices.Delete(h.acqs, i, i+1) // clears the slot: a dead clock slot may keep h a while
 	}
 	if h.lostErr != nil {
 		return Dropped{Lost: h.lostErr}, true
 	}
 	d := Dropped{Count: h.count}
 	h.count--
-	if h.count <= 0 {
-		h.gone = true
-		sh.due.Remove(h)
-		delete(sh.holds, ID{h.Key, h.Field})
-		d.Last = true
-		return d, true
+	if d.Last = h.count <= 0; d.Last {
+		h.leave()
+	} else {
+		d.Lease = h.leaseToKeep(0)
 	}
-	d.Lease = h.leaseToKeep(0)
 	return d, true
 }
 
-// loseLocked ends h: it leaves the registry and every ctx of it is
-// cancelled with cause. h.sh.mu is held.
+// loseLocked takes h out of the registry and cancels its ctxs with cause.
+// h.sh.mu is held.
 func (r *Registry) loseLocked(h *Hold, cause error) {
 	if h.gone {
 		return
 	}
-	h.gone = true
+	h.leave()
 	h.lostErr = cause
 	h.lost.Store(true)
-	h.sh.due.Remove(h)
-	delete(h.sh.holds, ID{h.Key, h.Field})
 	h.cancelAll(cause)
 	r.cfg.Lost(h, cause)
 }

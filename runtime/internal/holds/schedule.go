@@ -8,15 +8,14 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/renew"
 )
 
-// The lease clock: each shard keeps a queue of its holds under its own
-// mutex, and one clock goroutine per Registry ends those due.
+// The lease clock: each shard keeps a queue of its holds under its mutex;
+// one clock goroutine per Registry ends those due.
 
 // LeaseEntry places h on the lease clock.
 func (h *Hold) LeaseEntry() *leaseclock.Entry { return &h.lease }
 
-// confirmLocked records that a request sent at sent, whose reply was read
-// at replied, made Redis hold h for at least lease from then on. h.sh.mu
-// is held.
+// confirmLocked records that a request sent at sent, its reply read at
+// replied, made Redis keep h for at least lease. h.sh.mu is held.
 func (r *Registry) confirmLocked(h *Hold, sent, replied time.Time, lease time.Duration) {
 	if h.gone || !h.lease.Confirm(sent, lease, replied) {
 		return
@@ -28,11 +27,9 @@ func (r *Registry) confirmLocked(h *Hold, sent, replied time.Time, lease time.Du
 	}
 }
 
-// clocked is the registry as the clock sees it.
+// clocked is the registry as the clock sees it (leaseclock.Queues).
 type clocked Registry
 
-// Earliest is the earliest deadline of any shard (leaseclock.Nanos), or
-// leaseclock.None.
 func (c *clocked) Earliest() int64 {
 	m := int64(leaseclock.None)
 	for i := range c.shards {
@@ -41,7 +38,6 @@ func (c *clocked) Earliest() int64 {
 	return m
 }
 
-// ExpireDue ends the holds whose deadline is past.
 func (c *clocked) ExpireDue(now time.Time) {
 	r := (*Registry)(c)
 	for i := range c.shards {
@@ -59,55 +55,44 @@ func (r *Registry) expire(h *Hold) {
 	if h.watchdog {
 		why = "lease ran out without a confirmed renewal"
 	}
-	// Asked before h leaves the registry: another hold of the owner on
-	// the key (a read hold beside its write hold, after a downgrade)
-	// keeps the key alive past h's fixed lease, and h's field with it.
-	shared := !h.watchdog && r.ownerSharesKeyLocked(h)
+	// A watchdog hold: renewals after the last confirmed one may have set
+	// a lease again. A fixed one: another hold of the owner on the key (a
+	// read hold beside its write hold, after a downgrade) keeps the key,
+	// and h's field, alive; asked before h leaves (the walk is rare).
+	giveBack := h.watchdog
+	for id, o := range h.sh.holds {
+		if giveBack {
+			break
+		}
+		giveBack = o != h && id.Key == h.Key && o.Owner == h.Owner
+	}
 	r.loseLocked(h, r.cfg.Expired(h, why))
-	if h.watchdog || shared {
-		// Renewals since the last confirmed one may have set a lease
-		// again; or the key lives on for another hold.
+	if giveBack {
 		h.From.GiveBackLost(h)
 	}
 }
-
-// ownerSharesKeyLocked reports whether h's owner has another hold of h's
-// key (a key's holds are all in its shard). h.sh.mu is held; a fixed
-// lease that runs out unreleased is rare enough for the walk.
-func (r *Registry) ownerSharesKeyLocked(h *Hold) bool {
-	for id, o := range h.sh.holds {
-		if o != h && id.Key == h.Key && o.Owner == h.Owner {
-			return true
-		}
-	}
-	return false
-}
-
-// The watchdog's side: the holds due for renewal off the shards' wheels,
-// and what each renewal found.
 
 // RenewEntry places h on its shard's renewal wheel.
 func (h *Hold) RenewEntry() *renew.Entry { return &h.renew }
 
 // A Due is a hold taken off the wheel for a renewal. Times are
-// leaseclock.Nanos; Seq and Slot are copied so that sorting and batching
-// read no hold.
+// leaseclock.Nanos; Seq and Slot are copies, so sorting and batching read
+// no hold.
 type Due struct {
 	H     *Hold
 	At    int64    // when its renewal was due
-	Extra []string // its extra keys (nil: none)
-	// Valid is its deadline when taken: a call must end by the earliest
-	// of its holds' (a confirmation may move it later, never earlier).
+	Extra []string // its extra keys
+	// Valid is its deadline when taken: a call ends by the earliest of
+	// its holds' (a confirmation only moves one later).
 	Valid int64
 	Seq   uint64
 	Slot  int
 }
 
 // TakeDue appends to due the holds due by now (all: every watchdog hold),
-// marked in flight, with their extra keys and deadlines; holds due in the
-// next period/4 fill up the last batch of batch holds (renewing a little
-// early costs nothing, a call for a handful of holds does). Pass a due
-// with room for about as many as last time.
+// marked in flight; holds due in the next period/4 fill up the last batch
+// of batch holds (renewing early costs nothing, a call for a handful of
+// holds does).
 func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due {
 	take := func(h *Hold) bool { // its shard's mutex is held
 		if h.gone || !h.watchdog || h.inFlight {
@@ -163,14 +148,11 @@ const (
 	Gone                       // the key no longer holds the owner
 )
 
-// ReportAll applies what the renewal of each hold of b, sent at sent,
-// its reply read at now, found (res(j) for b[j]; a reply read after the
-// hold's deadline confirms nothing: leaseclock.Term), and returns how many
-// were confirmed. A hold gone is lost with cause(h); an unconfirmed one is
-// tried again soon, its deadline staying where the last confirmation put
-// it (the clock enforces it). It takes a shard's mutex once for each run
-// of its holds in b (TakeDue takes holds shard by shard, so a batch has
-// long runs).
+// ReportAll applies what the renewal of each hold of b, sent at sent, its
+// reply read at now, found (res(j) for b[j]), and returns how many were
+// confirmed. A hold gone is lost with cause(h); an unconfirmed one is
+// tried again soon, its deadline where it was. It locks a shard once per
+// run of its holds in b (TakeDue goes shard by shard).
 func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Time, cause func(h *Hold) error) int {
 	confirmed := 0
 	var sh *shard
@@ -192,7 +174,7 @@ func (r *Registry) ReportAll(b []Due, res func(j int) Renewal, sent, now time.Ti
 	return confirmed
 }
 
-// reportLocked is ReportAll for one hold, h.sh.mu held.
+// reportLocked is ReportAll for one hold. h.sh.mu is held.
 func (r *Registry) reportLocked(h *Hold, res Renewal, sent, now time.Time, cause func(h *Hold) error) bool {
 	h.inFlight = false
 	switch {

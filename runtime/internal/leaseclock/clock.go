@@ -6,25 +6,21 @@ import (
 	"time"
 )
 
-// Horizon is the longest the Clock sleeps: it then reads the queues' heads
-// again. Putting an item whose deadline is further away than that never
-// wakes it.
+// Horizon is the longest the Clock sleeps before it reads the heads again:
+// a Put further away than that never wakes it.
 const Horizon = time.Second
 
 // A Clock is the goroutine that ends items at their deadlines, over the
 // Queues of its owner: an item costs no timer, goroutine or allocation.
 type Clock struct {
 	once sync.Once
-	// next is when the goroutine wakes next (Nanos): a deadline put
-	// before it wakes the goroutine early.
-	next atomic.Int64
+	next atomic.Int64 // when the goroutine wakes next (Nanos)
 	wake chan struct{}
 	done chan struct{}
 }
 
 // Queues is what a Clock runs over: the earliest Head of the owner's
-// queues, and a call that expires those due (Queue.Expire, under each
-// queue's lock).
+// queues, and Queue.Expire of those due, under each queue's lock.
 type Queues interface {
 	Earliest() int64
 	ExpireDue(now time.Time)
@@ -40,13 +36,13 @@ func (c *Clock) Start(qs Queues, stop <-chan struct{}) {
 	})
 }
 
-// Due tells the clock that a queue's earliest deadline is now at (a Put
-// that reported earliest): it wakes the goroutine if that is before the
-// goroutine's next wake-up. The Clock must have been started.
+// Due tells the started clock that a queue's earliest deadline is now at
+// (a Put reported earliest): it wakes the goroutine if that is sooner than
+// it would wake.
 func (c *Clock) Due(at time.Time) {
 	t := Nanos(at)
-	// The goroutine reads the heads after it publishes next (step), so a
-	// head it missed is one that sees its next here.
+	// step reads the heads after it publishes next: a head it missed sees
+	// its next here.
 	for {
 		next := c.next.Load()
 		if t >= next {
@@ -62,7 +58,7 @@ func (c *Clock) Due(at time.Time) {
 	}
 }
 
-// Wait blocks until the goroutine (if started) has stopped; stop is
+// Wait blocks until the goroutine (if started) has stopped once stop is
 // closed. No goroutine starts after it.
 func (c *Clock) Wait() {
 	c.once.Do(func() {})
@@ -91,8 +87,7 @@ func (c *Clock) run(qs Queues, stop <-chan struct{}) {
 	}
 }
 
-// step expires what is due and returns how long to sleep (0 or less: look
-// again at once).
+// step expires what is due and returns how long to sleep (<= 0: none).
 func (c *Clock) step(qs Queues, now func() time.Time) time.Duration {
 	t := now()
 	if qs.Earliest() <= Nanos(t) {

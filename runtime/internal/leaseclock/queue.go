@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// An Entry is an item's place on the clock: its Term, and whether it is
-// on a Queue. Embed it in the item; its zero value is off every queue.
+// An Entry is an item's place on the clock, embedded in the item: its
+// Term, and whether it is on a Queue (the zero value is not).
 type Entry struct {
 	Term
 	on  bool   // on a queue, in the slot of its last Put
@@ -25,19 +25,19 @@ const None = math.MaxInt64
 
 // A Queue is a 4-ary min-heap of items by the deadline they were put on
 // it for, guarded by its owner's lock, that publishes its earliest
-// deadline (Head) for lock-free readers (the package doc tells its
-// slots). A sift touches slots only, never an item (one would be a cache
-// miss per level), so Remove cannot find an item's slot: it marks the
-// entry off, and the dead slot goes at the head, or when dead slots
-// outnumber live ones and the heap is rebuilt without them.
+// deadline (Head) for lock-free readers. Its slots carry their deadlines,
+// so a sift reads no item (one would be a cache miss per level); Remove
+// therefore cannot find an item's slot: it marks the entry off, and the
+// dead slot goes at the head, or when dead slots outnumber live ones and
+// the heap is rebuilt without them.
 type Queue[T Item] struct {
 	items []slot[T]
 	dead  int          // slots whose item was removed since
 	head  atomic.Int64 // items[0].at (Nanos), or None
 }
 
-// A slot is an item on the heap, the deadline (Nanos) it is on it for,
-// and the Put it was made by (the entry's gen then).
+// A slot is an item on the heap, its deadline (Nanos), and the Put that
+// made it (the entry's gen then).
 type slot[T Item] struct {
 	at  int64
 	it  T
@@ -50,15 +50,15 @@ func (s *slot[T]) live() bool {
 	return e.on && e.gen == s.gen
 }
 
-// Init readies an empty queue (the zero Queue reads as due at once).
+// Init readies an empty queue (a zero Queue's head reads as due).
 func (q *Queue[T]) Init() { q.head.Store(None) }
 
-// Head is the earliest deadline on the queue (Nanos; None: empty), read
-// without the owner's lock; it may be a removed item's.
+// Head is the earliest deadline (Nanos; None: empty), read without the
+// owner's lock; it may be a removed item's.
 func (q *Queue[T]) Head() int64 { return q.head.Load() }
 
-// Put puts it, not on the queue, on it at its Term's Valid. It reports
-// whether it is now the earliest: the Clock must then be told (Clock.Due).
+// Put puts it, not on the queue, on it at its Term's Valid, and reports
+// whether it is now the earliest (then tell the Clock: Clock.Due).
 func (q *Queue[T]) Put(it T) (earliest bool) {
 	e := it.LeaseEntry()
 	e.on, e.gen = true, e.gen+1
@@ -84,8 +84,8 @@ func (q *Queue[T]) Remove(it T) {
 }
 
 // Expire takes off every item whose deadline is not after now and calls
-// end for it, except an item confirmed since it was put (its Valid moved
-// past now), which is put back for its new deadline.
+// end for it, except one confirmed since it was put (Valid moved past
+// now), which is put back for its new deadline.
 func (q *Queue[T]) Expire(now time.Time, end func(T)) {
 	for len(q.items) > 0 && q.items[0].at <= Nanos(now) {
 		s := &q.items[0]
@@ -104,11 +104,11 @@ func (q *Queue[T]) Expire(now time.Time, end func(T)) {
 			end(it)
 		}
 	}
-	if 2*q.dead > len(q.items) { // expiries took live slots: the bound holds
+	if 2*q.dead > len(q.items) { // expiries took live slots: keep the bound
 		q.compact()
-		return
+	} else {
+		q.publish()
 	}
-	q.publish()
 }
 
 func (q *Queue[T]) publish() {
@@ -119,7 +119,6 @@ func (q *Queue[T]) publish() {
 	q.head.Store(q.items[0].at)
 }
 
-// pop drops the head slot.
 func (q *Queue[T]) pop() {
 	last := len(q.items) - 1
 	q.items[0] = q.items[last]
@@ -148,7 +147,7 @@ func (q *Queue[T]) compact() {
 
 func (q *Queue[T]) less(i, j int) bool { return q.items[i].at < q.items[j].at }
 
-// up sifts the slot at i up and returns where it ends.
+// up sifts slot i up and returns where it ends.
 func (q *Queue[T]) up(i int) int {
 	for i > 0 {
 		p := (i - 1) / arity
@@ -178,5 +177,4 @@ func (q *Queue[T]) down(i int) {
 	}
 }
 
-// arity is the number of children of a node of the heap.
-const arity = 4
+const arity = 4 // children per node

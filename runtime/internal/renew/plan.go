@@ -1,13 +1,11 @@
 package renew
 
-// A Unit is what one item brings to a call: its keys (the lock's hash and
-// any extra keys) and the cluster slot they are in.
+// A Unit is what one item brings to a call: its keys and their slot.
 type Unit struct{ Keys, Slot int }
 
-// Batches cuts items into batches of at most maxKeys keys; with bySlot
-// the items are sorted by slot and a batch is of one slot (a script's
-// keys must be). An item with more keys than maxKeys gets a batch of its
-// own.
+// Batches cuts items into batches of at most maxKeys keys (an item with
+// more has its own); with bySlot the items are sorted by slot and a batch
+// is of one slot, as a script's keys must be.
 func Batches[T any](items []T, unit func(T) Unit, bySlot bool, maxKeys int) [][]T {
 	var batches [][]T
 	for start := 0; start < len(items); {
@@ -26,9 +24,8 @@ func Batches[T any](items []T, unit func(T) Unit, bySlot bool, maxKeys int) [][]
 	return batches
 }
 
-// Calls groups batches into calls of at most per batches each (one
-// pipeline); with bySlot a call serves one slot, so a slow node holds up
-// only its own holds.
+// Calls groups batches into pipelines of at most per; with bySlot a call
+// serves one slot, so a slow node holds up only its own holds.
 func Calls[T any](batches [][]T, unit func(T) Unit, bySlot bool, per int) [][][]T {
 	var calls [][][]T
 	for len(batches) > 0 {

@@ -8,11 +8,8 @@ import (
 
 // Timing is the watchdog's clock arithmetic for one WatchdogTimeout.
 type Timing struct {
-	// Period is the time between two renewals of a hold.
-	Period time.Duration
-	// Tick is the wheel's granularity: holds due within one tick share
-	// their calls.
-	Tick time.Duration
+	Period time.Duration // between two renewals of a hold
+	Tick   time.Duration // the wheel's granularity: holds due in one tick share calls
 }
 
 // NewTiming is the timing of a watchdog lease.
@@ -21,15 +18,13 @@ func NewTiming(watchdog time.Duration) Timing {
 	return Timing{Period: p, Tick: min(max(p/20, 5*time.Millisecond), 500*time.Millisecond)}
 }
 
-// TickOf is the wheel tick t falls in.
+// TickOf is the wheel tick at falls in; tick is that of ns (Nanos).
 func (t Timing) TickOf(at time.Time) int64 { return t.tick(leaseclock.Nanos(at)) }
 
-// tick is the wheel tick of ns (leaseclock.Nanos).
 func (t Timing) tick(ns int64) int64 { return ns / int64(t.Tick) }
 
-// Next is when a hold whose renewal sent at sent was confirmed is renewed
-// again; due is when that renewal was due (it may have been sent early,
-// to fill a call).
+// Next is when a hold whose renewal, due at due (maybe sent early, to
+// fill a call) and sent at sent, was confirmed is renewed again.
 func (t Timing) Next(sent, due time.Time) time.Time {
 	if !due.After(sent) {
 		return sent.Add(t.Period)
@@ -41,8 +36,8 @@ func (t Timing) Next(sent, due time.Time) time.Time {
 	return next
 }
 
-// Retry is how long a hold whose renewal failed waits for its next try,
-// left before its deadline: soon, and several times before the deadline.
+// Retry is how long a hold whose renewal failed, left before its
+// deadline, waits for its next try: soon, and several times before it.
 func (t Timing) Retry(left time.Duration) time.Duration {
 	return max(min(t.Period/8, left/4), time.Millisecond)
 }
@@ -50,7 +45,7 @@ func (t Timing) Retry(left time.Duration) time.Duration {
 // EarlyHorizon is the last tick whose holds may be renewed early at now.
 func (t Timing) EarlyHorizon(now time.Time) int64 { return t.TickOf(now.Add(t.Period / 4)) }
 
-// PokeInterval is the least time between two rounds of every hold started
-// by new connections, so a burst of them (a pool growing under load) costs
-// one early round, not one per connection.
+// PokeInterval is the least time between two rounds of every hold that
+// new connections start: a burst of them (a pool growing under load) costs
+// one round, not one per connection.
 func (t Timing) PokeInterval() time.Duration { return max(t.Period/4, 50*time.Millisecond) }

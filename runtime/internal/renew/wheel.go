@@ -6,13 +6,10 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
-// An Entry is an item's place on a wheel: embed it in the item.
-type Entry struct {
-	// Due is when the item's next renewal is due (leaseclock.Nanos): 8 bytes, not
-	// a time.Time's 24, so that what a round reads of a hold fits in few
-	// cache lines.
-	Due int64
-}
+// An Entry is an item's place on a wheel: embed it in the item. Due is
+// when its next renewal is due (leaseclock.Nanos: 8 bytes, not a
+// time.Time's 24, so what a round reads of a hold fits in few lines).
+type Entry struct{ Due int64 }
 
 // An Item is what a Wheel holds: a pointer type with an Entry.
 type Item interface {
@@ -20,34 +17,24 @@ type Item interface {
 	RenewEntry() *Entry
 }
 
-// A Wheel keeps items by the tick their renewal is due in. It is guarded
-// by its owner's lock.
+// A Wheel keeps items by the tick their renewal is due in, guarded by its
+// owner's lock.
 type Wheel[T Item] struct {
 	buckets map[int64]*bucket[T]
 	next    int64 // the first tick not yet taken off (0: none taken yet)
-	// last is the bucket of the last Put, for tick lastTick: the items of
-	// one renewal call are due again in one tick, so most Puts find their
-	// bucket here rather than by a map look-up.
-	last     *bucket[T]
-	lastTick int64
-	// spare are emptied buckets, kept for the ticks to come: a wheel
-	// of many holds fills a bucket per tick, and growing a new one each
-	// time is most of what scheduling allocates.
+	// spare are emptied buckets, kept for the ticks to come: growing one
+	// per tick was most of what scheduling allocated.
 	spare []*bucket[T]
 }
 
 // A bucket is the items due in one tick.
 type bucket[T Item] struct{ items []T }
 
-// Put schedules it for a renewal at due. An entry it had is stale from
-// then on.
+// Put schedules it for a renewal at due; an entry it had goes stale.
 func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
 	it.RenewEntry().Due = leaseclock.Nanos(due)
-	i := max(t.TickOf(due), w.next)
-	if w.last == nil || w.lastTick != i {
-		w.last, w.lastTick = w.bucket(i), i
-	}
-	w.last.items = append(w.last.items, it)
+	b := w.bucket(max(t.TickOf(due), w.next))
+	b.items = append(b.items, it)
 }
 
 // bucket is the bucket of tick i, made if there is none.
@@ -71,9 +58,6 @@ func (w *Wheel[T]) bucket(i int64) *bucket[T] {
 // drop takes bucket i off the wheel and keeps it for reuse.
 func (w *Wheel[T]) drop(i int64, b *bucket[T]) {
 	delete(w.buckets, i)
-	if w.last == b {
-		w.last = nil
-	}
 	if len(w.spare) < maxSpare {
 		clear(b.items[:cap(b.items)]) // hold no items for the collector
 		b.items = b.items[:0]
@@ -81,12 +65,11 @@ func (w *Wheel[T]) drop(i int64, b *bucket[T]) {
 	}
 }
 
-// maxSpare bounds the emptied buckets a wheel keeps.
 const maxSpare = 8
 
 // TakeDue takes every item due by now off the wheel and calls take for
 // each one not rescheduled since; take reports whether it took the item
-// (an item it refuses, released or in flight, is dropped from the wheel).
+// (one refused, released or in flight, leaves the wheel too).
 func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
 	last := t.TickOf(now)
 	if w.next == 0 { // first round: start at the earliest entry
@@ -110,9 +93,9 @@ func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
 	w.next = max(w.next, last+1)
 }
 
-// TakeEarly takes items due up to the tick horizon (see
-// Timing.EarlyHorizon) off the wheel, earliest first, while room reports
-// there is room for more; take is as for TakeDue.
+// TakeEarly takes items due up to the tick horizon (EarlyHorizon) off the
+// wheel, earliest first, while room reports room; take reports whether it
+// took one.
 func (w *Wheel[T]) TakeEarly(horizon int64, t Timing, room func() bool, take func(T) bool) {
 	for i := w.next; i <= horizon && len(w.buckets) > 0 && room(); i++ {
 		b := w.buckets[i]

@@ -1,6 +1,6 @@
 // Package settle is the settler: one goroutine per Client that goes on, in
 // the background, with work that must reach Redis but could not in the
-// call that needed it. A Job is a function to try until it reports done,
+// call that needed it. A Job is a function tried until it reports done,
 // and a time after which it is given up.
 //
 // Invariants:
@@ -10,10 +10,10 @@
 //     paused with a backoff while Redis does not answer, not thousands of
 //     goroutines polling a pool of a few connections;
 //   - a failed attempt ends the round: the jobs after it wait with it for
-//     the backoff, and it goes behind them, so one job that always fails
+//     the backoff, and it goes behind them, so a job that always fails
 //     delays the others by a backoff, not by its lifetime;
 //   - every attempt runs under a ctx bounded by Config.Try and ended by
 //     Close, so a call stuck on a dead connection ends there;
-//   - every job either reports done, or has its Quit run exactly once (it
+//   - every job either reports done or has its Quit run exactly once (it
 //     was given up, or the Settler closed); after Close, Add refuses work.
 package settle

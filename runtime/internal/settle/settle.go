@@ -8,21 +8,17 @@ import (
 
 // A Job is one piece of background work.
 type Job struct {
-	// Try makes one attempt; true: nothing is left to do.
-	Try func(ctx context.Context) bool
-	// Until is when the job is given up: by then Redis has expired what
-	// it was about.
-	Until time.Time
-	// Quit, if set, runs when the job is given up or the Settler closed.
-	Quit func()
+	Try   func(ctx context.Context) bool // one attempt; true: nothing is left to do
+	Until time.Time                      // given up then: Redis has expired what it was about
+	Quit  func()                         // if set, runs when the job is given up or the Settler closed
 }
 
 // Config is what a Settler is told by its Client.
 type Config struct {
 	Life context.Context // ends every attempt and the goroutine (Close)
 	Try  time.Duration   // bounds one attempt
-	// Failed is told when an attempt failed: its calls may have gone to a
-	// dead master (the job does not say why it failed).
+	// Failed (required) is told when an attempt failed: its calls may
+	// have gone to a dead master (the job does not say why it failed).
 	Failed func()
 }
 
@@ -37,7 +33,7 @@ type Settler struct {
 	cfg     Config
 	mu      sync.Mutex
 	jobs    []Job
-	running bool
+	running bool // the goroutine runs; false: jobs is empty
 	// closed is set by Close before it waits: a job queued after that
 	// would reuse the WaitGroup under its Wait (which panics).
 	closed bool
@@ -79,8 +75,7 @@ func (s *Settler) run() {
 		s.mu.Lock()
 		jobs := s.jobs
 		s.jobs = nil
-		if len(jobs) == 0 {
-			s.running = false
+		if s.running = len(jobs) > 0; !s.running {
 			s.mu.Unlock()
 			return
 		}
@@ -93,9 +88,7 @@ func (s *Settler) run() {
 			backoff = MinBackoff
 			continue
 		}
-		if s.cfg.Failed != nil {
-			s.cfg.Failed()
-		}
+		s.cfg.Failed()
 		select { // time.After's timer needs no Stop (Go 1.23)
 		case <-s.cfg.Life.Done():
 		case <-time.After(backoff):
@@ -107,6 +100,11 @@ func (s *Settler) run() {
 // round tries jobs in order until one fails, and returns those left: the
 // untried ones, then the failed one.
 func (s *Settler) round(jobs []Job) (left []Job, failed bool) {
+	try := func(j Job) bool {
+		ctx, cancel := context.WithTimeout(s.cfg.Life, s.cfg.Try)
+		defer cancel()
+		return j.Try(ctx)
+	}
 	var fail *Job
 	for _, j := range jobs {
 		switch {
@@ -114,15 +112,9 @@ func (s *Settler) round(jobs []Job) (left []Job, failed bool) {
 			if j.Quit != nil {
 				j.Quit()
 			}
-			continue
 		case fail != nil:
 			left = append(left, j)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(s.cfg.Life, s.cfg.Try)
-		done := j.Try(ctx)
-		cancel()
-		if !done {
+		case !try(j):
 			fail = &j
 		}
 	}
@@ -136,5 +128,5 @@ func (s *Settler) round(jobs []Job) (left []Job, failed bool) {
 func (s *Settler) Idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.running && len(s.jobs) == 0
+	return !s.running
 }

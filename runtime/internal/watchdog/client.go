@@ -19,39 +19,31 @@ import (
 // renewal stuck on a dead connection, retried, may extend the key long
 // after the holder was told the hold is gone. A Sentinel failover client
 // cannot be rebuilt from its options: it is used as it is (bounded false),
-// and CheckUnbounded checks its timeouts.
+// and CheckUnbounded checks its timeouts. A client built has its own
+// push-notification state (the one in rdb's options is rdb's).
 func DeadlineClient(rdb redis.UniversalClient, poolSize int) (_ redis.UniversalClient, closeFn func() error, bounded bool) {
+	noMaint := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	switch r := rdb.(type) {
 	case *redis.Client:
-		o := r.Options()
-		if o.ContextTimeoutEnabled {
-			return rdb, nil, true
+		o := *r.Options()
+		if o.ContextTimeoutEnabled || o.Addr == "FailoverClient" {
+			return rdb, nil, o.ContextTimeoutEnabled
 		}
-		if o.Addr == "FailoverClient" {
-			return rdb, nil, false
-		}
-		own := *o
-		own.ContextTimeoutEnabled = true
-		own.PoolSize = poolSize
-		// Its own push-notification state: the one in o is rdb's.
-		own.PushNotificationProcessor = nil
-		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		c := redis.NewClient(&own)
+		o.ContextTimeoutEnabled, o.PoolSize = true, poolSize
+		o.PushNotificationProcessor, o.MaintNotificationsConfig = nil, noMaint
+		c := redis.NewClient(&o)
 		return c, c.Close, true
 	case *redis.ClusterClient:
-		o := r.Options()
+		o := *r.Options()
 		if o.ContextTimeoutEnabled {
 			return rdb, nil, true
 		}
-		own := *o
-		own.ContextTimeoutEnabled = true
-		own.PoolSize = poolSize
+		o.ContextTimeoutEnabled, o.PoolSize = true, poolSize
+		o.PushNotificationProcessor, o.MaintNotificationsConfig = nil, noMaint
 		// One dial per attempt: go-redis' dial retries (5, 100 ms apart)
 		// would keep a renewal on a dead master past its replica's promotion.
-		own.DialerRetries = 1
-		own.PushNotificationProcessor = nil
-		own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		c := redis.NewClusterClient(&own)
+		o.DialerRetries = 1
+		c := redis.NewClusterClient(&o)
 		return c, c.Close, true
 	}
 	return rdb, nil, false
@@ -82,7 +74,7 @@ func CheckUnbounded(rdb redis.UniversalClient, watchdog time.Duration) error {
 }
 
 // minWatchdog is the shortest WatchdogTimeout, in whole seconds, whose
-// renewal window (2/3 of it minus drift) fits need.
+// renewal window fits need.
 func minWatchdog(need time.Duration) time.Duration {
 	for wd := time.Second; ; wd += time.Second {
 		if wd*2/3-leaseclock.Drift(wd) >= need {

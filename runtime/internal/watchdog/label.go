@@ -16,8 +16,7 @@ type Label struct {
 	Fields []any
 }
 
-// renewLabel writes the label when it is due (every period), in a job of
-// its own. Called by the loop only.
+// renewLabel writes the label when it is due, in a job of its own.
 func (w *Watchdog) renewLabel(now time.Time) {
 	if now.Before(w.labelNext) {
 		return
@@ -26,16 +25,16 @@ func (w *Watchdog) renewLabel(now time.Time) {
 	w.jobs.Add(1)
 	go func() {
 		defer w.jobs.Done()
-		cfg := &w.cfg
+		cfg, key := &w.cfg, w.cfg.Label.Key
 		ctx, cancel := context.WithTimeout(cfg.Life, w.timing.Period)
 		defer cancel()
 		_, err := cfg.Renewal.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, cfg.Label.Key, cfg.Label.Fields...)
-			p.PExpire(ctx, cfg.Label.Key, cfg.Lease)
+			p.HSet(ctx, key, cfg.Label.Fields...)
+			p.PExpire(ctx, key, cfg.Lease)
 			return nil
 		})
 		if err != nil && cfg.Life.Err() == nil {
-			cfg.Log.Debug("writing the owner label failed", "key", cfg.Label.Key, "err", err)
+			cfg.Log.Debug("writing the owner label failed", "key", key, "err", err)
 		}
 	}()
 }

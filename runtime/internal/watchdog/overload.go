@@ -7,15 +7,13 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
-// Overload: held locks come before new ones (design.md §6). While the
-// backlog runs past a quarter of a period the admission gate
-// (renew.Admission) holds new acquisitions back in the wait loop, each
-// within its own wait time. The backlog is, at each tick, the largest of:
-// the age of the oldest due renewal of a call in flight (busy), how late
-// the replies since the last tick came after their holds were due (late),
-// and the age of the oldest hold of a call waiting for a worker.
+// Overload (design.md §6): the backlog the admission gate is told at each
+// tick is the largest of the age of the oldest due renewal of a call in
+// flight (busy), how late the replies since the last tick came after
+// their holds were due (late), and the age of the oldest hold of a call
+// waiting for a worker.
 
-// oldestDue is the earliest time (leaseclock.Nanos) a hold of batches was due.
+// oldestDue is when the oldest hold of batches was due (leaseclock.Nanos).
 func oldestDue(batches [][]holds.Due) int64 {
 	var at int64
 	for _, b := range batches {
@@ -41,7 +39,7 @@ func (w *Watchdog) replied(now time.Time, oldest int64) {
 }
 
 // observe tells the gate the backlog at now; pending is the oldest due
-// time (leaseclock.Nanos) of a call waiting for a worker (0: none).
+// time of a call waiting for a worker (0: none).
 func (w *Watchdog) observe(now time.Time, pending int64) {
 	backlog := time.Duration(w.late.Swap(0))
 	for i := range w.busy {
@@ -62,9 +60,9 @@ func (w *Watchdog) observe(now time.Time, pending int64) {
 	w.cfg.Log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
 }
 
-// worker takes a free worker slot for the next of calls, waiting while
-// every worker is busy (telling the gate how late the waiting call gets).
-// It reports false when the Client closed meanwhile.
+// worker takes a free worker slot for calls[0], waiting while every
+// worker is busy (telling the gate how late that call gets); false: the
+// Client closed meanwhile.
 func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
 	select {
 	case s := <-w.workers:
@@ -87,9 +85,9 @@ func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
 	}
 }
 
-// Stall takes a worker slot and marks its call as due long ago, as if
-// Redis had not answered it, until release: the next tick closes the gate.
-// For tests.
+// Stall, for tests, takes a worker slot and marks its call due long ago
+// until release, as if Redis had not answered: the next tick closes the
+// gate.
 func (w *Watchdog) Stall() (release func()) {
 	slot := <-w.workers
 	w.busy[slot].Store(leaseclock.Nanos(time.Now().Add(-2 * w.timing.CloseLag())))

@@ -19,53 +19,44 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Watchdog is the one renewal loop of a Client. It renews each watchdog
-// hold a third of the lease after the send time of its last confirmed
-// renewal, with RenewBatch calls of at most lua.MaxBatch keys of one slot;
-// a tick's batches are sent by a few workers, each a pipeline on its own
-// connection, so a slow node holds up only the holds it serves.
-//
-// A release removes its hold from the registry before it is sent, so no
-// renewal is scheduled after an unlock; one in flight finds the field
-// gone.
+// Watchdog is the one renewal loop of a Client. A release removes its hold
+// from the registry before it is sent, so no renewal is scheduled after an
+// unlock; one in flight finds the field gone.
 type Watchdog struct {
 	cfg     Config
 	lease   any // the lease in ms, a script argument
 	once    sync.Once
 	done    chan struct{}
 	timing  renew.Timing // the registry's
-	workers chan int     // the free worker slots: one per renewal call in flight
+	workers chan int     // the free worker slots
 	jobs    sync.WaitGroup
-	// busy[i] is the earliest due time (leaseclock.Nanos) of the call
-	// worker slot i sends, 0 while free; late is the most any call's
-	// replies came after its oldest hold was due, since the loop last
-	// read it: the backlog (overload.go).
+	// busy[i] is the oldest due time (leaseclock.Nanos) of worker slot i's
+	// call, 0 while free; late is how late replies came since the loop
+	// last read it (overload.go).
 	busy [Workers]atomic.Int64
 	late atomic.Int64
 	args [Workers][][]any // worker slot i's call arguments, reused
 	gate *renew.Admission
-	// dials is the caller's pool's count of new connections when the loop
-	// last read it (see dialled; used by the loop only).
-	dials uint64
-	// Used by the loop only: lastDue is how many holds the last round (not
-	// of every hold) took, the next one's room; labelNext is when the
-	// owner label is due (label.go); order, scratch and groups are
+	// Used by the loop only: dials is the caller's pool's dial count
+	// (dialled); lastDue the size of the last round not of every hold;
+	// labelNext when the owner label is due; order, scratch and groups
 	// SortDue's, UrgentFirst's and ByTimeLeft's scratch space.
+	dials     uint64
 	lastDue   int
 	labelNext time.Time
 	order     []uint64
 	scratch   []holds.Due
 	groups    []int
-	// rounds keeps the Due slices of rounds whose calls are all done, for
-	// later rounds to fill (they were most of what the watchdog allocated).
+	// rounds keeps the Due slices of finished rounds for later ones (they
+	// were most of what the watchdog allocated).
 	rounds chan *round
 }
 
 // Config is what a Watchdog works with. Every field is required but Log.
 type Config struct {
 	Registry *holds.Registry       // the holds it renews, and their timing
-	Caller   redis.UniversalClient // the caller's client: its pool statistics tell of reconnects (dialled)
-	Renewal  redis.UniversalClient // what renewals and labels are sent through (DeadlineClient)
+	Caller   redis.UniversalClient // the caller's client: its pool tells of reconnects (dialled)
+	Renewal  redis.UniversalClient // renewals and labels go through it (DeadlineClient)
 	Lease    time.Duration         // the watchdog lease (Options.WatchdogTimeout)
 	Cluster  bool                  // keys are grouped by slot
 	Life     context.Context       // ends with the Client: renewals in flight end with it
@@ -73,16 +64,14 @@ type Config struct {
 	Slots    *calls.SlotMaps       // told of failed calls: a dead master's slots move
 	Label    Label                 // the Client's owner label, rewritten every period
 	Log      *slog.Logger
-	Warn     func(msg string, args ...any)                             // a rate-limited warning
-	Gone     func(h *holds.Hold) error                                 // the cause of a hold a renewal found gone
-	Renewed  func(renewed, batches int, took time.Duration, err error) // reports a renewal call
+	Warn     func(msg string, args ...any)                             // rate-limited
+	Gone     func(h *holds.Hold) error                                 // the cause of a hold found gone
+	Renewed  func(renewed, batches int, took time.Duration, err error) // reports a call
 }
 
 const (
-	// Workers bounds the renewal calls in flight at once.
-	Workers = 4
-	// batchesPerCall is how many RenewBatch calls one worker pipelines.
-	batchesPerCall = 8
+	Workers        = 4 // bounds the renewal calls in flight
+	batchesPerCall = 8 // RenewBatch calls per pipeline
 )
 
 // New returns the watchdog of cfg, not started yet.
@@ -90,9 +79,8 @@ func New(cfg Config) *Watchdog {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing()}
-	w.workers = make(chan int, Workers)
-	w.rounds = make(chan *round, Workers+1)
+	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing(),
+		done: make(chan struct{}), workers: make(chan int, Workers), rounds: make(chan *round, Workers+1)}
 	for i := range Workers {
 		w.workers <- i
 	}
@@ -104,29 +92,22 @@ func New(cfg Config) *Watchdog {
 func (w *Watchdog) Gate() *renew.Admission { return w.gate }
 
 // Start starts the loop on first use (the first hold of any lease).
-func (w *Watchdog) Start() {
-	w.once.Do(func() {
-		w.done = make(chan struct{})
-		go w.loop(w.done)
-	})
-}
+func (w *Watchdog) Start() { w.once.Do(func() { go w.loop() }) }
 
-// Wait blocks until the loop (if started) has stopped; Config.Closed is
-// closed. Renewals still in flight are not waited for here: see WaitJobs.
+// Wait blocks until the loop (if started) has stopped once Config.Closed
+// is closed; WaitJobs waits for the renewals in flight.
 func (w *Watchdog) Wait() {
-	w.once.Do(func() {}) // no loop may start after this
-	if w.done != nil {
-		<-w.done
-	}
+	w.once.Do(func() { close(w.done) }) // no loop may start after this
+	<-w.done
 }
 
 // WaitJobs blocks until the renewal calls in flight have returned (Close
-// calls it after closing the watchdog's own client, which ends a call
-// stuck on a dead connection).
+// calls it after closing the renewal client, which ends a call stuck on a
+// dead connection).
 func (w *Watchdog) WaitJobs() { w.jobs.Wait() }
 
-func (w *Watchdog) loop(done chan struct{}) {
-	defer close(done)
+func (w *Watchdog) loop() {
+	defer close(w.done)
 	ticker := time.NewTicker(w.timing.Tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
@@ -149,7 +130,7 @@ func (w *Watchdog) loop(done chan struct{}) {
 }
 
 // renewDue sends a renewal for every watchdog hold due by now (all: every
-// watchdog hold not in flight) and returns without waiting for replies.
+// one not in flight) without waiting for replies.
 func (w *Watchdog) renewDue(now time.Time, all bool) {
 	reg := w.cfg.Registry
 	r := w.newRound(all)
@@ -163,7 +144,7 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 		return
 	}
 	// Urgent holds (less than a period left) go first, in calls of their
-	// own (see the package doc).
+	// own (the package doc).
 	var urgent int
 	urgent, w.scratch = holds.UrgentFirst(due, leaseclock.Nanos(now.Add(w.timing.Period)), w.scratch)
 	w.order = holds.SortDue(due[urgent:], w.order)
@@ -202,22 +183,21 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	}
 }
 
-// unsent reports the holds of b, taken at now, as not renewed: tried again
-// soon, their deadlines where they were.
+// unsent reports the holds of b, taken at now, unconfirmed.
 func unsent(reg *holds.Registry, b []holds.Due, now time.Time) {
 	reg.ReportAll(b, func(int) holds.Renewal { return holds.Unconfirmed }, now, now, nil)
 }
 
-// A round is the holds one renewDue took, shared by the calls it sends
-// them in: refs counts renewDue and each call still using them.
+// A round is the holds one renewDue took, shared by its calls: refs counts
+// renewDue and each call still using them.
 type round struct {
 	due  []holds.Due
 	refs atomic.Int32
 	keep bool // kept for a later round once done
 }
 
-// newRound returns a round to fill: a done one's, or for a round of every
-// hold (rare, and as large as the registry) a new one that is not kept.
+// newRound returns a round to fill: a done one, or for a round of every
+// hold (rare, as large as the registry) a new one not kept.
 func (w *Watchdog) newRound(all bool) *round {
 	var r *round
 	if !all {
@@ -234,7 +214,7 @@ func (w *Watchdog) newRound(all bool) *round {
 }
 
 // roundDone drops a reference to r; the last one keeps r for a later
-// round, its holds cleared so that it keeps none of them alive.
+// round, cleared so that it keeps no hold alive.
 func (w *Watchdog) roundDone(r *round) {
 	if r.refs.Add(-1) != 0 || !r.keep {
 		return
@@ -260,7 +240,7 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 			clear(b) // they point into holds: keep none alive
 		}
 	}()
-	cfg.Slots.Failed(err) // a dead master: its replica may serve the slots by now
+	cfg.Slots.Failed(err) // a dead master's replica may serve its slots by now
 
 	renewed, n := 0, 0
 	now := time.Now()
@@ -287,9 +267,9 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 }
 
 // renewArgs are the arguments of one RenewBatch call for b (see
-// renew_batch.lua), appended to buf[:0]. A hold's key and field are passed
-// as pointers to its own strings, which never change: boxing a pointer
-// allocates nothing.
+// renew_batch.lua), appended to buf[:0]. A hold's key and field go as
+// pointers to its strings, which never change: boxing a pointer allocates
+// nothing.
 func renewArgs(b []holds.Due, lease any, buf []any) (args []any, numKeys int) {
 	paired := false
 	keys := 0
@@ -315,7 +295,7 @@ func renewArgs(b []holds.Due, lease any, buf []any) (args []any, numKeys int) {
 		case !paired:
 			args = append(args, &u.H.Field)
 		case u.H.Permit:
-			args = append(args, &u.H.Field, -1) // the permit ids of a semaphore acquisition
+			args = append(args, &u.H.Field, -1) // a semaphore acquisition's permit ids
 		default:
 			args = append(args, &u.H.Field, len(u.Extra))
 		}
@@ -323,9 +303,9 @@ func renewArgs(b []holds.Due, lease any, buf []any) (args []any, numKeys int) {
 	return args, keys
 }
 
-// renewKey is the key renewing h extends: its lock key, or for permits
-// the semaphore's timeout set (Args.Key). A call's first key is a string:
-// go-redis routes by it, and reads any other type through fmt.
+// renewKey is the key renewing h extends (for permits the semaphore's
+// timeout set, Args.Key). A call's first key is a string: go-redis routes
+// by it, and reads any other type through fmt.
 func renewKey(h *holds.Hold, first bool) any {
 	if first || h.Permit {
 		return h.Args.Key
@@ -335,7 +315,7 @@ func renewKey(h *holds.Hold, first bool) any {
 
 // runRenewals sends one RenewBatch per batch in a single pipeline. On
 // NOSCRIPT the script is loaded once (on every master of a cluster) and
-// the refused batches sent again by SHA, not each as a full EVAL. The
+// the refused batches sent again by SHA (by EVAL if loading failed). The
 // arguments are built in *bufs, one slice per batch, for the caller to
 // clear after the replies and reuse.
 func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any, bufs *[][]any) ([]*redis.Cmd, error) {
@@ -344,49 +324,35 @@ func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease
 	for len(*bufs) < len(batches) {
 		*bufs = append(*bufs, nil)
 	}
-	build := func(i int) *redis.Cmd {
-		args, numKeys := renewArgs(batches[i], lease, (*bufs)[i])
-		(*bufs)[i] = args
-		return scripts.RenewBatch.Cmd(ctx, numKeys, args)
-	}
-	pipe := rdb.Pipeline()
-	for i := range batches {
-		cmds[i] = build(i)
-		_ = pipe.Process(ctx, cmds[i])
-	}
-	_, err := pipe.Exec(ctx)
-	if err == nil {
-		return cmds, nil
-	}
-	var retry []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			retry = append(retry, i)
-		}
-	}
-	if len(retry) == 0 {
-		return cmds, err
-	}
-	loaded := scripts.RenewBatch.Load(ctx, rdb) == nil
-	pipe = rdb.Pipeline()
-	for _, i := range retry {
-		cmds[i] = build(i)
-		if loaded {
+	send := func(retry bool, eval bool) error {
+		pipe := rdb.Pipeline()
+		for i, b := range batches {
+			if retry && !redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+				continue
+			}
+			args, numKeys := renewArgs(b, lease, (*bufs)[i])
+			(*bufs)[i] = args
+			if eval {
+				cmds[i] = scripts.RenewBatch.Eval(ctx, pipe, numKeys, args)
+				continue
+			}
+			cmds[i] = scripts.RenewBatch.Cmd(ctx, numKeys, args)
 			_ = pipe.Process(ctx, cmds[i])
-			continue
 		}
-		a := cmds[i].Args()
-		cmds[i] = scripts.RenewBatch.Eval(ctx, pipe, a[2].(int), a)
+		_, err := pipe.Exec(ctx)
+		return err
 	}
-	_, err = pipe.Exec(ctx)
+	err := send(false, false)
+	if err != nil && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
+		err = send(true, scripts.RenewBatch.Load(ctx, rdb) != nil)
+	}
 	return cmds, err
 }
 
-// dialled reports whether the caller's client dialled a connection since
-// the last call (the loop ignores the first): after a restart or a
-// failover every hold is checked at once, as a server that restarted
-// without persistence forgot them. It polls the pool's misses (one per
-// dial, stale ones too) each tick: a hook cannot be removed, and AddHook
+// dialled reports whether the caller's client dialled since the last call:
+// after a restart or a failover every hold is checked at once, as a server
+// restarted without persistence forgot them. It polls the pool's misses
+// (one per dial) and stale conns: a hook cannot be removed, and AddHook
 // races with a client in use.
 func (w *Watchdog) dialled() bool {
 	st := w.cfg.Caller.PoolStats()
