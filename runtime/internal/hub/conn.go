@@ -19,7 +19,7 @@ import (
 // disposable: one that fails, or is found dead, is closed and its channels
 // are subscribed again on a fresh one. Each has a writer, which sends the
 // (un)subscribes and pings queued for it in order and starts the reader
-// after its first send, and a reader: no I/O runs under the hub's locks.
+// after its first send: no I/O runs under the hub's locks.
 //
 // Health: a half-open connection neither delivers nor fails. The monitor
 // pings a connection with channels after pingIdle without a message, and
@@ -45,8 +45,8 @@ const (
 	// maxBackoff: once the server is back, waiters are woken by the new
 	// subscription at most this much later.
 	maxBackoff = 250 * time.Millisecond
-	// receiveWait is the reader's read timeout: it returns that often to
-	// see whether its connection was dropped.
+	// receiveWait: the reader returns this often to see whether its
+	// connection was dropped.
 	receiveWait = time.Second
 )
 
@@ -54,26 +54,24 @@ const (
 // on a cluster with sharded pub/sub (byNode, route.go), their health
 // monitor and the hub's own clients (track.go).
 type links struct {
-	hub      *Hub
-	log      *slog.Logger
-	failed   func(error) // Config.Failed
-	sharded  bool
-	cc       *redis.ClusterClient  // the caller's client, if a cluster's
-	byNode   bool                  // sharded on a cluster: a connection per master (route.go)
-	sub      redis.UniversalClient // the client the hub subscribes with (track.go)
-	closeSub func() error          // closes sub if it is the hub's own
-	track    bool                  // key tracking works with sub
-	// nodes are the hub's own clients of the masters (byNode), by
-	// address. Guarded by mu; closed by Close.
-	nodes map[string]*redis.Client
+	hub     *Hub
+	log     *slog.Logger
+	failed  func(error) // Config.Failed
+	sharded bool
+	cc      *redis.ClusterClient  // the caller's client, if a cluster's
+	byNode  bool                  // sharded on a cluster: a connection per master (route.go)
+	sub     redis.UniversalClient // what the one connection (not byNode) subscribes through
 
-	// mu guards conns, every subConn's state, each entry's conn and
-	// placing, and the placements (route.go).
+	// mu guards the fields below, every subConn's state and each entry's
+	// conn and placing.
 	mu sync.Mutex
+	// own are the hub's own clients (track.go) by node address (byNode),
+	// or at "" for a single server: the connections through them track keys.
+	own map[string]*redis.Client
 	// conns are the connections by node address (byNode), or the one at "".
-	conns      map[string]*subConn
-	connClosed bool
-	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
+	conns   map[string]*subConn
+	closed  bool          // Close ran, or there is no server to connect to
+	monitor chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
 	// failures is, by node, the backoff of a connection that failed young,
 	// for the next one to the node.
 	failures map[string]failure
@@ -92,6 +90,9 @@ func (l *links) init(h *Hub, cfg Config) {
 		log:       cfg.Log,
 		failed:    cfg.Failed,
 		sharded:   cfg.Sharded,
+		sub:       cfg.Client,
+		closed:    cfg.Client == nil,
+		own:       make(map[string]*redis.Client),
 		conns:     make(map[string]*subConn),
 		failures:  make(map[string]failure),
 		routeKick: make(chan struct{}, 1),
@@ -99,17 +100,14 @@ func (l *links) init(h *Hub, cfg Config) {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
-	rdb := cfg.Client
-	l.connClosed = rdb == nil
-	if rdb == nil {
-		return
-	}
-	l.cc, _ = rdb.(*redis.ClusterClient)
+	l.cc, _ = cfg.Client.(*redis.ClusterClient)
 	l.byNode = l.cc != nil && l.sharded
-	l.sub, l.closeSub, l.track = subClient(rdb)
-	if l.byNode {
-		l.nodes = make(map[string]*redis.Client)
-		l.track = true // through a client of its own per master (track.go)
+	// A single server is subscribed through a client of the hub's own; a
+	// cluster's masters get theirs (route.go); a cluster with classic
+	// pub/sub, or a Sentinel failover client (whose options cannot be
+	// copied), is subscribed through itself, without key tracking.
+	if r, ok := cfg.Client.(*redis.Client); ok && r.Options().Addr != "FailoverClient" {
+		l.sub = l.ownLocked("", r)
 	}
 }
 
@@ -124,11 +122,9 @@ type subConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see track.go
-	track    *tracker     // nil: no key tracking
-	// client is the hub's own client it subscribes through, whose pool
-	// also gives its tracking connection; nil: none.
-	client *redis.Client
+	clientID atomic.Int64  // CLIENT ID of its connection (0: unknown), see track.go
+	track    *tracker      // nil: no key tracking
+	client   *redis.Client // the hub's own client it subscribes through, when it tracks
 
 	// Health, written by the reader without l.mu, in Unix nanoseconds.
 	heard     atomic.Bool  // something was received on it
@@ -145,7 +141,6 @@ type subConn struct {
 	dead          bool
 	backoff       time.Duration // its predecessor on the node failed young: the backoff it was given
 	wait          time.Duration // wait before the first send (what is left of backoff)
-	reload        bool          // reload the cluster's slot map before the first send
 	reading       bool          // the reader runs: the connection is up
 }
 
@@ -172,14 +167,13 @@ type subOp struct {
 // subscribeLocked subscribes e: on the one connection, or (byNode) on its
 // slot's master's once the router found it. After Close it does nothing.
 func (l *links) subscribeLocked(e *entry) {
-	if l.connClosed {
-		return
-	}
-	if l.byNode {
+	switch {
+	case l.closed:
+	case l.byNode:
 		l.placeLocked(placement{e: e})
-		return
+	default:
+		l.connLocked("", l.sub).addLocked(e)
 	}
-	l.connLocked("", l.sub).addLocked(e)
 }
 
 func (sc *subConn) addLocked(e *entry) {
@@ -254,9 +248,8 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 	}
 	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
-	sc.client, _ = client.(*redis.Client)
-	if l.track && sc.client != nil {
-		sc.track = newTracker()
+	if c, ok := client.(*redis.Client); ok && l.own[node] == c {
+		sc.client, sc.track = c, newTracker()
 	}
 	if l.sharded {
 		sc.ps = client.SSubscribe(context.Background())
@@ -293,12 +286,11 @@ func (l *links) dropLocked(sc *subConn) {
 
 // failLocked drops sc and subscribes its channels again on a new
 // connection (byNode: each on its slot's master's, maybe another by now).
-// It appends their entries to woken, for a caller that wakes them at once
-// after releasing l.mu; the new subscription's confirmation wakes them
-// anyway.
-func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) []*entry {
-	if sc.dead || l.connClosed {
-		return woken
+// It returns their entries, for a caller that wakes them at once after
+// releasing l.mu; the new subscription's confirmation wakes them anyway.
+func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
+	if sc.dead || l.closed {
+		return nil
 	}
 	l.dropLocked(sc)
 	if l.failed != nil {
@@ -306,7 +298,7 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 	}
 	l.log.Debug("pub/sub connection replaced", "node", sc.node, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
-		return woken
+		return nil
 	}
 	// No reconnect loop on a persistent fault: the server is down, or
 	// refuses what it will refuse again.
@@ -317,18 +309,16 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 		delete(l.failures, sc.node)
 	}
 	// A slot that moved (the server dropped the channel, or refused it)
-	// is looked up again before the new connection dials.
-	reload := l.cc != nil && (err == nil || scripts.IsReply(err))
-	var nc *subConn
-	if !l.byNode {
-		nc = l.connLocked(sc.node, l.sub)
-		nc.reload = reload
+	// is looked up again (in the background) before the channels go out.
+	if l.cc != nil && (err == nil || scripts.IsReply(err)) {
+		l.cc.ReloadState(context.Background())
 	}
+	woken := make([]*entry, 0, len(sc.entries))
 	for _, e := range sc.entries {
-		if nc != nil {
-			nc.addLocked(e)
+		if l.byNode {
+			l.placeLocked(placement{e: e})
 		} else {
-			l.placeLocked(placement{e: e, reload: reload})
+			l.connLocked(sc.node, l.sub).addLocked(e)
 		}
 		woken = append(woken, e)
 	}
@@ -340,10 +330,9 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 // too (half-open, or tracking failed: the server may be fine). After a
 // read or write error they do not spend tries on a server that is down.
 func (sc *subConn) fail(why string, err error, wake bool) {
-	l := sc.l
-	l.mu.Lock()
-	woken := l.failLocked(sc, why, err, nil)
-	l.mu.Unlock()
+	sc.l.mu.Lock()
+	woken := sc.l.failLocked(sc, why, err)
+	sc.l.mu.Unlock()
 	if wake {
 		wakeEntries(woken, false)
 	}
@@ -351,8 +340,7 @@ func (sc *subConn) fail(why string, err error, wake bool) {
 
 // writeLoop sends what is queued for sc until sc is dropped.
 func (sc *subConn) writeLoop() {
-	l := sc.l
-	defer l.wg.Done()
+	defer sc.l.wg.Done()
 	if sc.wait > 0 {
 		t := time.NewTimer(sc.wait)
 		select {
@@ -362,23 +350,13 @@ func (sc *subConn) writeLoop() {
 			return
 		}
 	}
-	l.mu.Lock()
-	reload := sc.reload // only ever set on a cluster
-	l.mu.Unlock()
-	if reload {
-		l.cc.ReloadState(sc.ctx)
-	}
 	for {
 		select {
 		case <-sc.kick:
 		case <-sc.ctx.Done():
 			return
 		}
-		for {
-			op, ok := sc.nextOp()
-			if !ok {
-				break
-			}
+		for op, ok := sc.nextOp(); ok; op, ok = sc.nextOp() {
 			if err := sc.send(op); err != nil {
 				sc.fail("send failed", err, false)
 				return
@@ -389,9 +367,8 @@ func (sc *subConn) writeLoop() {
 
 // nextOp takes the next queued send and marks a reply as due.
 func (sc *subConn) nextOp() (subOp, bool) {
-	l := sc.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	sc.l.mu.Lock()
+	defer sc.l.mu.Unlock()
 	if sc.dead || len(sc.ops) == 0 {
 		return subOp{}, false
 	}
@@ -405,7 +382,6 @@ func (sc *subConn) nextOp() (subOp, bool) {
 func (sc *subConn) send(op subOp) error {
 	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
-	sharded := sc.l.sharded
 	chans := []string{op.channel}
 	if op.also != "" {
 		// One command: no script sees one subscribed without the other.
@@ -413,24 +389,23 @@ func (sc *subConn) send(op subOp) error {
 		// SSUBSCRIBE on a cluster names a single slot.
 		chans = append(chans, op.also)
 	}
+	subscribe, unsubscribe := sc.ps.Subscribe, sc.ps.Unsubscribe
+	if sc.l.sharded {
+		subscribe, unsubscribe = sc.ps.SSubscribe, sc.ps.SUnsubscribe
+	}
 	var err error
-	switch {
-	case op.kind == opPing:
+	switch op.kind {
+	case opPing:
 		err = sc.ps.Ping(ctx)
-	case op.kind == opSubscribe && sharded:
-		err = sc.ps.SSubscribe(ctx, chans...)
-	case op.kind == opSubscribe:
-		err = sc.ps.Subscribe(ctx, chans...)
-	case sharded:
-		err = sc.ps.SUnsubscribe(ctx, chans...)
+	case opSubscribe:
+		err = subscribe(ctx, chans...)
 	default:
-		err = sc.ps.Unsubscribe(ctx, chans...)
+		err = unsubscribe(ctx, chans...)
 	}
-	if err != nil {
-		return err
+	if err == nil {
+		sc.startReader()
 	}
-	sc.startReader()
-	return nil
+	return err
 }
 
 // startReader starts the reader after the first send: a receive on a
@@ -456,39 +431,35 @@ func (sc *subConn) startReader() {
 func (sc *subConn) readLoop() {
 	l := sc.l
 	defer l.wg.Done()
-	ctx := context.Background()
 	for {
-		msg, err := sc.ps.ReceiveTimeout(ctx, receiveWait)
-		select {
-		case <-sc.ctx.Done():
+		msg, err := sc.ps.ReceiveTimeout(context.Background(), receiveWait)
+		if sc.ctx.Err() != nil {
 			return
-		default:
 		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue // the monitor decides whether the silence is death
+		if err == nil {
+			l.received(sc, msg)
+			continue
+		}
+		var ne net.Error
+		switch slot, to, moved := movedSlot(err); {
+		case errors.As(err, &ne) && ne.Timeout():
+			// The monitor decides whether the silence is death.
+		case moved && l.byNode:
+			if sc.hear() {
+				l.slotsMoved(sc, slotMove{slot, to})
 			}
-			if slot, to, ok := movedSlot(err); ok && l.byNode {
-				if sc.hear() {
-					l.slotsMoved(sc, slotMove{slot, to})
-				}
-				continue
-			}
+		default:
 			sc.fail("receive failed", err, false)
 			return
 		}
-		l.received(sc, msg)
 	}
 }
 
 // hear records that sc heard from its server now, unless sc is dropped
 // (false).
 func (sc *subConn) hear() bool {
-	select {
-	case <-sc.ctx.Done():
+	if sc.ctx.Err() != nil {
 		return false
-	default:
 	}
 	sc.heard.Store(true)
 	sc.lastHeard.Store(time.Now().UnixNano())
@@ -503,14 +474,12 @@ func (l *links) received(sc *subConn, msg any) {
 	}
 	switch m := msg.(type) {
 	case *redis.Message:
-		if m.Channel == invalidateChannel {
-			if sc.track != nil { // one key in Payload, or several in PayloadSlice
-				sc.track.invalidated(m.Payload)
-				sc.track.invalidated(m.PayloadSlice...)
-			}
-			return
+		if m.Channel != invalidateChannel {
+			l.hub.deliver(m.Channel, m.Payload)
+		} else if sc.track != nil { // one key in Payload, or several in PayloadSlice
+			sc.track.invalidated(m.Payload)
+			sc.track.invalidated(m.PayloadSlice...)
 		}
-		l.hub.deliver(m.Channel, m.Payload)
 	case *redis.Subscription:
 		var (
 			confirmed pendingSub
@@ -559,22 +528,20 @@ func (sc *subConn) confirmedLocked(channel string) pendingSub {
 // new connection, which go-redis dials to the slot's owner. It returns
 // the entries to wake.
 func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
-	if n := sc.unsubscribing[channel]; n > 0 {
-		if n == 1 {
-			delete(sc.unsubscribing, channel)
-		} else {
-			sc.unsubscribing[channel] = n - 1
-		}
+	if n := sc.unsubscribing[channel]; n > 1 {
+		sc.unsubscribing[channel] = n - 1
+		return nil
+	} else if n == 1 {
+		delete(sc.unsubscribing, channel)
 		return nil
 	}
-	if l.byNode {
-		e := sc.entries[channel]
-		if e == nil {
-			return nil // its slot moved on already
-		}
-		return l.moveSlotLocked(sc, e.slot, "", nil)
+	if !l.byNode {
+		return l.failLocked(sc, "unsubscribed by the server", nil)
 	}
-	return l.failLocked(sc, "unsubscribed by the server", nil, nil)
+	if e := sc.entries[channel]; e != nil { // else its slot moved on already
+		return l.moveSlotLocked(sc, e.slot, "")
+	}
+	return nil
 }
 
 // monitorLoop checks the health of every connection each healthTick.
@@ -582,7 +549,6 @@ func (l *links) monitorLoop(stop chan struct{}) {
 	defer l.wg.Done()
 	t := time.NewTicker(healthTick)
 	defer t.Stop()
-	var woken []*entry
 	for {
 		select {
 		case <-t.C:
@@ -590,8 +556,9 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			return
 		}
 		now := time.Now().UnixNano()
+		var woken []*entry
 		l.mu.Lock()
-		if len(l.conns) == 0 && !l.connClosed {
+		if len(l.conns) == 0 && !l.closed {
 			l.monitor = nil // the next connection starts another
 			l.mu.Unlock()
 			return
@@ -606,7 +573,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			}
 			switch {
 			case awaiting != 0 && time.Duration(now-awaiting) > limit:
-				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, woken)
+				woken = append(woken, l.failLocked(sc, "no reply within "+limit.String(), nil)...)
 			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > pingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
@@ -617,15 +584,13 @@ func (l *links) monitorLoop(stop chan struct{}) {
 		}
 		l.mu.Unlock()
 		wakeEntries(woken, false)
-		clear(woken)
-		woken = woken[:0]
 	}
 }
 
 // close drops every connection and stops the goroutines of l.
 func (l *links) close() {
 	l.mu.Lock()
-	l.connClosed = true
+	l.closed = true
 	for _, sc := range l.conns {
 		l.dropLocked(sc)
 	}
@@ -635,17 +600,12 @@ func (l *links) close() {
 	if l.routeStop != nil {
 		l.routeStop()
 	}
+	own := l.own
+	l.own = nil
 	l.mu.Unlock()
 	// Closing the hub's own clients ends a read stuck on one of their
 	// connections, which a cancelled ctx does not.
-	if l.closeSub != nil {
-		_ = l.closeSub()
-	}
-	l.mu.Lock()
-	nodes := l.nodes
-	l.nodes = nil
-	l.mu.Unlock()
-	for _, c := range nodes {
+	for _, c := range own {
 		_ = c.Close()
 	}
 	l.wg.Wait()

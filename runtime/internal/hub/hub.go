@@ -401,7 +401,7 @@ func (h *Hub) deliver(channel, payload string) {
 		return
 	}
 	defer sh.mu.Unlock()
-	if h.links.track && e.key != "" {
+	if e.key != "" {
 		e.lastMsg.Store(time.Now().UnixNano())
 	}
 	switch e.mode {

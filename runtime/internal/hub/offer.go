@@ -104,7 +104,7 @@ func (h *Hub) Settle(o Offer) {
 	w.offer, w.marker, w.sent = o.State, o.Marker, o.Sent
 	if o.State == OfferGranted {
 		e.handOffs++
-		if h.links.track && e.key != "" {
+		if e.key != "" {
 			// Changed hands without a message: tracking waits as after one.
 			e.lastMsg.Store(time.Now().UnixNano())
 		}

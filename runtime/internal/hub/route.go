@@ -21,7 +21,7 @@ import (
 // wake-ups cannot overtake each other on one connection.
 //
 // It is a PubSub of a client of the hub's own for that master
-// (nodeClientLocked), not of the ClusterClient, whose PubSub picks its
+// (ownLocked), not of the ClusterClient, whose PubSub picks its
 // node once and, reconnecting, sends every channel in one SSUBSCRIBE. Any
 // error drops the connection, and its channels are subscribed again one by
 // one (conn.go), each on its slot's master as the slot map then says.
@@ -50,8 +50,7 @@ const mapPoll = 10 * time.Millisecond
 
 // A placement is a channel waiting for its node.
 type placement struct {
-	e      *entry
-	reload bool // re-read the slot map first (its connection failed as a moved slot would make it)
+	e *entry
 	// from is the node its slot left, to the one a MOVED reply named
 	// ("": none), since when it waits for the map to show that.
 	from, to string
@@ -90,14 +89,13 @@ func (l *links) placeLocked(p placement) {
 }
 
 // moveSlotLocked takes every channel of slot off sc and queues it to be
-// placed where the slot went (to, if a MOVED reply said), appending their
-// entries to woken; sc is closed if left empty. l.mu is held.
-func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry) []*entry {
-	if sc.dead || l.connClosed {
-		return woken
+// placed where the slot went (to, if a MOVED reply said), and returns
+// their entries; sc is closed if left empty. l.mu is held.
+func (l *links) moveSlotLocked(sc *subConn, slot int, to string) (woken []*entry) {
+	if sc.dead || l.closed {
+		return nil
 	}
 	now := time.Now()
-	n := 0
 	for name, e := range sc.entries {
 		if e.slot != slot {
 			continue
@@ -109,7 +107,6 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry)
 		}
 		l.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
 		woken = append(woken, e)
-		n++
 	}
 	// Their unsubscribes get a MOVED reply, or no confirmation to count.
 	for ch := range sc.unsubscribing {
@@ -117,8 +114,8 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry)
 			delete(sc.unsubscribing, ch)
 		}
 	}
-	if n > 0 {
-		l.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
+	if len(woken) > 0 {
+		l.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", len(woken))
 	}
 	if len(sc.entries) == 0 {
 		l.dropLocked(sc)
@@ -141,7 +138,7 @@ func (l *links) slotsMoved(sc *subConn, moves ...slotMove) {
 		return
 	}
 	for _, m := range moves {
-		l.moveSlotLocked(sc, m.slot, m.to, nil)
+		l.moveSlotLocked(sc, m.slot, m.to)
 	}
 }
 
@@ -185,13 +182,10 @@ func (l *links) routeLoop(ctx context.Context) {
 		l.unplaced = l.unplaced[:0]
 		l.mu.Unlock()
 
-		reload := false
-		for i := range todo {
-			reload = reload || todo[i].reload || todo[i].from != ""
-			todo[i].reload = false
-		}
-		if reload {
-			l.cc.ReloadState(ctx) // in the background; a reload in progress is followed by one more
+		// A moved channel waits for the map to show the move: read it
+		// again (in the background; one in progress is followed by one more).
+		if slices.ContainsFunc(todo, func(p placement) bool { return p.from != "" }) {
+			l.cc.ReloadState(ctx)
 		}
 		var lookupErr error
 		todo, placed, lookupErr = l.locate(ctx, todo, placed)
@@ -236,7 +230,7 @@ func (l *links) locate(ctx context.Context, todo []placement, placed []placedOn)
 		if p.from != "" {
 			l.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
 		}
-		placed = append(placed, placedOn{p.e, addr, node})
+		placed = append(placed, placedOn{p.e, node})
 	}
 	clear(todo[len(keep):])
 	return keep, placed, lookupErr
@@ -248,18 +242,18 @@ func (l *links) attach(todo []placement, placed []placedOn) []placement {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range placed {
-		if !p.e.placing || l.connClosed {
+		if !p.e.placing || l.closed {
 			continue // unsubscribed meanwhile
 		}
-		l.connLocked(p.addr, l.nodeClientLocked(p.addr, p.node)).addLocked(p.e)
+		addr := p.node.Options().Addr
+		l.connLocked(addr, l.ownLocked(addr, p.node)).addLocked(p.e)
 	}
-	return slices.DeleteFunc(todo, func(p placement) bool { return !p.e.placing || l.connClosed })
+	return slices.DeleteFunc(todo, func(p placement) bool { return !p.e.placing || l.closed })
 }
 
 // placedOn is a channel and the master it goes to.
 type placedOn struct {
 	e    *entry
-	addr string
 	node *redis.Client
 }
 
