@@ -15,8 +15,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Messages on the channels waited on: Redisson's unlock messages and
-// lockgen's grant.
+// Messages on the channels waited on (see Mode).
 const (
 	UnlockMessage     = "0" // wakes one waiter (a latch: every waiter)
 	ReadUnlockMessage = "1" // wakes every waiting reader and one other waiter
@@ -29,13 +28,12 @@ const (
 
 // A channel's wake mode says what a message on it wakes:
 //
-//   - WakeLock: "0" wakes one waiter, the longest waiting, so an unlock
-//     never starts a thundering herd; "1" (write unlock) wakes every
-//     waiting reader and one other waiter; a grant wakes its grantee;
-//   - WakeCount (semaphores): the payload is the number of free permits,
-//     and wakes that many waiters;
-//   - WakeZero (latches): "0" (the count reached zero) wakes every
-//     waiter, any other payload none.
+//   - WakeLock: "0" wakes the longest waiter, so an unlock never starts a
+//     thundering herd; "1" (write unlock) wakes every waiting reader and
+//     one other waiter; a grant wakes its grantee;
+//   - WakeCount (semaphores): as many waiters as the payload's free permits;
+//   - WakeZero (latches): "0" (the count reached zero) every waiter, any
+//     other payload none.
 //
 // In every mode a subscription's confirmation wakes every waiter: no
 // message can be missed from then on, and one on a dead connection was.
@@ -55,12 +53,11 @@ type Config struct {
 	// Sharded: subscribe with SSUBSCRIBE; on a cluster, one connection
 	// per master (route.go).
 	Sharded bool
-	// Log gets the hub's debug records; nil: none.
-	Log *slog.Logger
-	// Failed, when set, is told why each connection failed (nil when it
-	// was found half-open or the server dropped its channels), from the
-	// hub's goroutines, under its lock: it must not block. The runtime
-	// re-reads a cluster's slot maps then (package calls).
+	Log    *slog.Logger // debug records; nil: none
+	// Failed, when set, is told why each connection failed (nil: found
+	// half-open, or the server dropped its channels), under the hub's
+	// lock: it must not block. The runtime re-reads a cluster's slot maps
+	// then (package calls).
 	Failed func(error)
 }
 
@@ -71,10 +68,9 @@ type Hub struct {
 	closed atomic.Bool
 
 	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
-	// aliases maps an entry's companion channel (entry.also) to the entry,
-	// for the grants published there (offer.go). aliasMu is a leaf.
-	aliasMu sync.RWMutex
-	aliases map[string]*entry
+	// aliases maps an entry's companion channel (entry.also) to the
+	// *entry, for the grants published there (offer.go).
+	aliases sync.Map
 	waiters sync.Pool // of *Waiter, reset
 	links   links     // what subscribes the table's channels (conn.go)
 }
@@ -165,7 +161,7 @@ const (
 
 // New returns a hub. It connects only when a waiter first joins.
 func New(cfg Config) *Hub {
-	h := &Hub{seed: maphash.MakeSeed(), aliases: make(map[string]*entry)}
+	h := &Hub{seed: maphash.MakeSeed()}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*entry)
 	}
@@ -258,9 +254,7 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 		sh.entries[channel] = e
 		h.nEntries.Add(1)
 		if s.Also != "" {
-			h.aliasMu.Lock()
-			h.aliases[s.Also] = e
-			h.aliasMu.Unlock()
+			h.aliases.Store(s.Also, e)
 		}
 		h.links.mu.Lock()
 		h.links.subscribeLocked(e)
@@ -379,13 +373,7 @@ func (h *Hub) expire(e *entry) {
 	}
 	delete(sh.entries, e.name)
 	h.nEntries.Add(-1)
-	if e.also != "" {
-		h.aliasMu.Lock()
-		if h.aliases[e.also] == e {
-			delete(h.aliases, e.also)
-		}
-		h.aliasMu.Unlock()
-	}
+	h.aliases.CompareAndDelete(e.also, e)
 	// Under sh.mu: a join's subscribe is queued after this unsubscribe.
 	h.links.mu.Lock()
 	h.links.unsubscribeLocked(e)

@@ -191,9 +191,8 @@ func grantFirst(e *entry, nonce string) bool {
 // is woken to claim the lock; if it is gone or busy, its next try takes
 // the grant (or its leave gives it back).
 func (h *Hub) deliverGrant(channel, payload string) {
-	h.aliasMu.RLock()
-	e := h.aliases[channel]
-	h.aliasMu.RUnlock()
+	v, _ := h.aliases.Load(channel)
+	e, _ := v.(*entry)
 	if e == nil {
 		return
 	}
