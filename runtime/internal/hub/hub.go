@@ -47,13 +47,11 @@ const (
 
 // Config is what a Hub is built from.
 type Config struct {
-	// Client is the caller's go-redis client (track.go says which the hub
-	// subscribes with). nil: the channel table alone (tests).
-	Client redis.UniversalClient
-	// Sharded: subscribe with SSUBSCRIBE; on a cluster, one connection
-	// per master (route.go).
-	Sharded bool
-	Log    *slog.Logger // debug records; nil: none
+	// Client is the caller's go-redis client; nil: the channel table
+	// alone (tests).
+	Client  redis.UniversalClient
+	Sharded bool         // subscribe with SSUBSCRIBE; on a cluster, one connection per master (route.go)
+	Log     *slog.Logger // debug records; nil: none
 	// Failed, when set, is told why each connection failed (nil: found
 	// half-open, or the server dropped its channels), under the hub's
 	// lock: it must not block. The runtime re-reads a cluster's slot maps
@@ -63,11 +61,10 @@ type Config struct {
 
 // A Hub is where waiters sleep (see the package doc).
 type Hub struct {
-	seed   maphash.Seed
-	shards [nShards]shard
-	closed atomic.Bool
-
-	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
+	seed     maphash.Seed
+	shards   [nShards]shard
+	closed   atomic.Bool
+	nEntries atomic.Int32 // read without a lock by the uncontended path (Active)
 	// aliases maps an entry's companion channel (entry.also) to the
 	// *entry, for the grants published there (offer.go).
 	aliases sync.Map
@@ -89,7 +86,8 @@ type entry struct {
 	key  string // the lock's key, watched while waited for (track.go); "": none
 	sh   *shard
 	mode Mode
-	slot int // the channel's cluster slot (byNode only)
+	slot int    // the channel's cluster slot (byNode only)
+	also string // this client's grant channel for the lock ("": none; offer.go)
 
 	// Guarded by sh.mu.
 	waiters []*Waiter
@@ -97,23 +95,20 @@ type entry struct {
 	// entry is ready while it is the current one (gen).
 	readyGen uint64
 	linger   *time.Timer // pending unsubscribe once no one waits
-	// inflight counts the waiters woken whose try has not finished: a
+	// inflight counts the woken waiters whose try has not finished: a
 	// hand-off in flight (FIFO in the package doc).
 	inflight int
-	handOffs int    // local hand-offs since the last unlock message (offer.go)
-	also     string // this client's grant channel for the lock ("": none; offer.go)
+	handOffs int // local hand-offs since the last unlock message (offer.go)
 	// remote: other processes wait on the lock too: a newcomer tries
 	// before it sleeps, so it is queued for grants.
 	remote bool
 
-	// gen counts the subscribes sent for the entry; written under links.mu.
-	gen atomic.Uint64
-	// conn is the connection it is (being) subscribed on; placing says
-	// it waits for one (route.go). Both guarded by links.mu.
+	gen atomic.Uint64 // subscribes sent for the entry; written under links.mu
+	// conn is the connection it is (being) subscribed on; placing says it
+	// waits for one (route.go). Both guarded by links.mu.
 	conn    *subConn
 	placing bool
-	// lastMsg is when a message last came on the channel (Unix ns; track.go).
-	lastMsg atomic.Int64
+	lastMsg atomic.Int64 // when a message last came on the channel (Unix ns; track.go)
 }
 
 // ready reports whether the entry's current subscription is confirmed.
@@ -193,44 +188,38 @@ func (h *Hub) Active() bool { return h.nEntries.Load() > 0 }
 // Undefer).
 func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
 	sh, e := h.lock(channel)
+	defer sh.mu.Unlock()
 	if h.closed.Load() || e == nil || !e.ready() {
-		sh.mu.Unlock()
 		return nil, false
 	}
-	others := len(e.waiters)
-	w = h.addLocked(e, shared)
 	// Where other processes wait too, the order is the queue in Redis: a
 	// newcomer joins it with its try.
-	deferred = fifo && !e.remote && (e.inflight > 0 || others > 0)
+	deferred = fifo && !e.remote && (e.inflight > 0 || len(e.waiters) > 0)
+	w = h.addLocked(e, shared)
 	w.deferred = deferred
-	sh.mu.Unlock()
 	return w, deferred
 }
 
 // Undefer ends w's deferral: it takes its place in line at once, without
 // a try of its own (untried) until its first wake-up.
 func (h *Hub) Undefer(w *Waiter) {
-	sh := w.e.sh
-	sh.mu.Lock()
-	w.deferred = false
-	w.untried = true
-	sh.mu.Unlock()
+	w.e.sh.mu.Lock()
+	w.deferred, w.untried = false, true
+	w.e.sh.mu.Unlock()
 }
 
 // InFlight reports whether w is still deferred behind a hand-off in
 // flight (its grace for an unlock message in transit is over).
 func (h *Hub) InFlight(w *Waiter) bool {
-	sh := w.e.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	w.e.sh.mu.Lock()
+	defer w.e.sh.mu.Unlock()
 	return w.deferred && w.e.inflight > 0
 }
 
 // A Sub says what a channel is, for the waiter that subscribes it.
 type Sub struct {
 	Mode Mode
-	// Key is the lock's key, watched while waited for (track.go); "": none.
-	Key string
+	Key  string // the lock's key, watched while waited for (track.go); "": none
 	// Also is a companion channel subscribed with the channel in one
 	// command, where grants to this client's waiters come ("": none).
 	Also string
@@ -294,8 +283,7 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 	e := w.e
 	e.sh.mu.Lock()
 	defer e.sh.mu.Unlock()
-	w.deferred = false
-	w.untried = false
+	w.deferred, w.untried = false, false
 	w.queued = w.queued || queued
 	if !w.woken || len(w.c) > 0 {
 		return
@@ -311,8 +299,7 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 func spentLocked(w *Waiter) {
 	e := w.e
 	w.woken = false
-	e.inflight--
-	if e.inflight > 0 {
+	if e.inflight--; e.inflight > 0 {
 		return
 	}
 	for _, x := range e.waiters {
@@ -344,8 +331,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 		wakeOne(e, nil)
 	}
 	if !acquired && !w.untried {
-		// A waiter that never tried slept on this one's TTL.
-		wakeUntried(e)
+		wakeUntried(e, 1) // it slept on this one's TTL
 	}
 	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
 		if e.linger == nil {
@@ -389,9 +375,7 @@ func (h *Hub) deliver(channel, payload string) {
 		return
 	}
 	defer sh.mu.Unlock()
-	if e.key != "" {
-		e.lastMsg.Store(time.Now().UnixNano())
-	}
+	e.lastMsg.Store(time.Now().UnixNano())
 	switch e.mode {
 	case WakeCount:
 		n, err := strconv.Atoi(payload)
@@ -401,32 +385,29 @@ func (h *Hub) deliver(channel, payload string) {
 		wakeN(e, n)
 	case WakeZero:
 		if payload == UnlockMessage {
-			wakeAll(e)
+			wakeN(e, len(e.waiters))
 		}
 	default:
 		e.handOffs = 0
-		if payload == ReadUnlockMessage {
+		nonce, grant := strings.CutPrefix(payload, GrantPrefix)
+		switch {
+		case payload == ReadUnlockMessage:
 			wakeReaders(e)
-			return
+		case !grant || !grantFirst(e, nonce):
+			wakeOne(e, nil)
 		}
-		if nonce, ok := strings.CutPrefix(payload, GrantPrefix); ok && grantFirst(e, nonce) {
-			return
-		}
-		wakeOne(e, nil)
 	}
 }
 
 // confirmed marks e's subscription of generation gen confirmed and wakes
 // its waiters, unless e was dropped or subscribed again meanwhile.
 func (h *Hub) confirmed(e *entry, gen uint64) {
-	sh := e.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.entries[e.name] != e || e.gen.Load() != gen {
-		return
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	if e.sh.entries[e.name] == e && e.gen.Load() == gen {
+		e.readyGen = gen
+		wakeN(e, len(e.waiters))
 	}
-	e.readyGen = gen
-	wakeAll(e)
 }
 
 // wakeEntries wakes the waiters of entries still in the table: all of
@@ -440,7 +421,7 @@ func wakeEntries(entries []*entry, readers bool) {
 		case readers:
 			wakeReaders(e)
 		default:
-			wakeAll(e)
+			wakeN(e, len(e.waiters))
 		}
 		e.sh.mu.Unlock()
 	}
@@ -465,12 +446,10 @@ func signal(e *entry, w *Waiter) bool {
 func wakeReaders(e *entry) {
 	writer := false
 	for _, w := range e.waiters {
-		if !w.shared {
-			if writer {
-				continue
-			}
-			writer = true
+		if !w.shared && writer {
+			continue
 		}
+		writer = writer || !w.shared
 		signal(e, w)
 	}
 }
@@ -481,10 +460,7 @@ func wakeReaders(e *entry) {
 func wakeOne(e *entry, skip *Waiter) {
 	for _, exclusive := range []bool{true, false} {
 		for _, w := range e.waiters {
-			if w == skip || w.shared == exclusive {
-				continue
-			}
-			if signal(e, w) {
+			if w != skip && w.shared != exclusive && signal(e, w) {
 				return
 			}
 		}
@@ -503,19 +479,13 @@ func wakeN(e *entry, n int) {
 	}
 }
 
-// wakeUntried signals the longest-waiting waiter that has not tried yet.
-func wakeUntried(e *entry) {
+// wakeUntried signals the n longest-waiting waiters that have not tried yet.
+func wakeUntried(e *entry, n int) {
 	for _, w := range e.waiters {
-		if w.untried {
+		if w.untried && n > 0 {
 			signal(e, w)
-			return
+			n--
 		}
-	}
-}
-
-func wakeAll(e *entry) {
-	for _, w := range e.waiters {
-		signal(e, w)
 	}
 }
 

@@ -55,6 +55,7 @@ type placement struct {
 	// ("": none), since when it waits for the map to show that.
 	from, to string
 	since    time.Time
+	node     *redis.Client // its master, once the router found it
 }
 
 // waits reports whether p should wait for the slot map to show its move,
@@ -165,10 +166,7 @@ func (l *links) routeLoop(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	var (
-		todo   []placement
-		placed []placedOn
-	)
+	var todo []placement
 	for {
 		select {
 		case <-l.routeKick:
@@ -187,12 +185,8 @@ func (l *links) routeLoop(ctx context.Context) {
 		if slices.ContainsFunc(todo, func(p placement) bool { return p.from != "" }) {
 			l.cc.ReloadState(ctx)
 		}
-		var lookupErr error
-		todo, placed, lookupErr = l.locate(ctx, todo, placed)
-		todo = l.attach(todo, placed)
-		clear(placed)
-		placed = placed[:0]
-
+		lookupErr := l.locate(ctx, todo)
+		todo = l.attach(todo)
 		if lookupErr != nil {
 			l.log.Debug("no master found for a channel's slot", "err", lookupErr)
 			if l.failed != nil {
@@ -209,58 +203,45 @@ func (l *links) routeLoop(ctx context.Context) {
 	}
 }
 
-// locate appends to placed the channels of todo whose master it found
-// (and need not wait for the map to show a move), and keeps the others;
-// lookupErr is the last failed lookup.
-func (l *links) locate(ctx context.Context, todo []placement, placed []placedOn) (_ []placement, _ []placedOn, lookupErr error) {
+// locate sets the master of each channel of todo as the slot map says
+// (I/O only if the map was never loaded), unless its lookup fails or it
+// must wait for the map to show a move; it returns the last failed lookup.
+func (l *links) locate(ctx context.Context, todo []placement) (lookupErr error) {
 	now := time.Now()
-	keep := todo[:0]
-	for _, p := range todo {
-		node, err := l.master(ctx, p.e.name)
-		if err != nil {
+	for i := range todo {
+		p := &todo[i]
+		mctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		node, err := l.cc.MasterForKey(mctx, p.e.name)
+		cancel()
+		switch {
+		case err != nil:
 			lookupErr = err
-			keep = append(keep, p)
-			continue
+		case !p.waits(node.Options().Addr, now):
+			p.node = node
+			if p.from != "" {
+				l.log.Debug("moved channel placed", "channel", p.e.name, "node", node.Options().Addr, "waited", now.Sub(p.since))
+			}
 		}
-		addr := node.Options().Addr
-		if p.waits(addr, now) {
-			keep = append(keep, p)
-			continue
-		}
-		if p.from != "" {
-			l.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
-		}
-		placed = append(placed, placedOn{p.e, node})
 	}
-	clear(todo[len(keep):])
-	return keep, placed, lookupErr
+	return lookupErr
 }
 
-// attach puts the placed channels on their master's connection, and
-// returns todo without the channels unsubscribed meanwhile.
-func (l *links) attach(todo []placement, placed []placedOn) []placement {
+// attach puts the located channels of todo on their master's connection,
+// and returns the others, but those unsubscribed meanwhile.
+func (l *links) attach(todo []placement) []placement {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, p := range placed {
-		if !p.e.placing || l.closed {
-			continue // unsubscribed meanwhile
+	keep := todo[:0]
+	for _, p := range todo {
+		switch {
+		case !p.e.placing || l.closed: // unsubscribed meanwhile
+		case p.node != nil:
+			addr := p.node.Options().Addr
+			l.connLocked(addr, l.ownLocked(addr, p.node)).addLocked(p.e)
+		default:
+			keep = append(keep, p)
 		}
-		addr := p.node.Options().Addr
-		l.connLocked(addr, l.ownLocked(addr, p.node)).addLocked(p.e)
 	}
-	return slices.DeleteFunc(todo, func(p placement) bool { return !p.e.placing || l.closed })
-}
-
-// placedOn is a channel and the master it goes to.
-type placedOn struct {
-	e    *entry
-	node *redis.Client
-}
-
-// master returns the client of the master of channel's slot, as the slot
-// map says (I/O only if the map was never loaded).
-func (l *links) master(ctx context.Context, channel string) (*redis.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	return l.cc.MasterForKey(ctx, channel)
+	clear(todo[len(keep):])
+	return keep
 }
