@@ -132,9 +132,9 @@ type subConn struct {
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
 	// The rest is guarded by l.mu.
-	entries map[string]*entry       // channels it carries
-	ops     []subOp                 // sends queued for the writer
-	pending map[string][]pendingSub // by channel, the subscribes not yet confirmed, in order
+	entries map[string]*entry             // channels it carries
+	ops     []func(context.Context) error // sends queued for the writer
+	pending map[string][]pendingSub       // by channel, the subscribes not yet confirmed, in order
 	// unsubscribing counts, by channel, the unsubscribes not yet
 	// confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
@@ -148,20 +148,6 @@ type subConn struct {
 type pendingSub struct {
 	e   *entry
 	gen uint64
-}
-
-type subOpKind uint8
-
-const (
-	opSubscribe subOpKind = iota
-	opUnsubscribe
-	opPing
-)
-
-type subOp struct {
-	kind    subOpKind
-	channel string
-	also    string // entry.also, sent in the same command ("": none)
 }
 
 // subscribeLocked subscribes e: on the one connection, or (byNode) on its
@@ -182,7 +168,7 @@ func (sc *subConn) addLocked(e *entry) {
 	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
 	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
-	sc.queueLocked(subOp{opSubscribe, e.name, e.also})
+	sc.queueLocked(sc.command(true, e))
 	if sc.track != nil {
 		sc.track.watch(e)
 	}
@@ -208,10 +194,31 @@ func (l *links) unsubscribeLocked(e *entry) {
 	if e.also != "" {
 		sc.unsubscribing[e.also]++
 	}
-	sc.queueLocked(subOp{opUnsubscribe, e.name, e.also})
+	sc.queueLocked(sc.command(false, e))
 }
 
-func (sc *subConn) queueLocked(op subOp) {
+// command returns the (un)subscribe of e's channel, with its companion in
+// the same command: no script sees one subscribed without the other. A
+// lock's grant channel shares its channel's hash tag, so one SSUBSCRIBE on
+// a cluster names a single slot.
+func (sc *subConn) command(subscribe bool, e *entry) func(context.Context) error {
+	chans := []string{e.name}
+	if e.also != "" {
+		chans = append(chans, e.also)
+	}
+	send := sc.ps.Unsubscribe
+	switch {
+	case subscribe && sc.l.sharded:
+		send = sc.ps.SSubscribe
+	case subscribe:
+		send = sc.ps.Subscribe
+	case sc.l.sharded:
+		send = sc.ps.SUnsubscribe
+	}
+	return func(ctx context.Context) error { return send(ctx, chans...) }
+}
+
+func (sc *subConn) queueLocked(op func(context.Context) error) {
 	sc.ops = append(sc.ops, op)
 	select {
 	case sc.kick <- struct{}{}:
@@ -356,7 +363,7 @@ func (sc *subConn) writeLoop() {
 		case <-sc.ctx.Done():
 			return
 		}
-		for op, ok := sc.nextOp(); ok; op, ok = sc.nextOp() {
+		for op := sc.nextOp(); op != nil; op = sc.nextOp() {
 			if err := sc.send(op); err != nil {
 				sc.fail("send failed", err, false)
 				return
@@ -365,43 +372,24 @@ func (sc *subConn) writeLoop() {
 	}
 }
 
-// nextOp takes the next queued send and marks a reply as due.
-func (sc *subConn) nextOp() (subOp, bool) {
+// nextOp takes the next queued send (nil: none) and marks a reply as due.
+func (sc *subConn) nextOp() func(context.Context) error {
 	sc.l.mu.Lock()
 	defer sc.l.mu.Unlock()
 	if sc.dead || len(sc.ops) == 0 {
-		return subOp{}, false
+		return nil
 	}
 	op := sc.ops[0]
-	sc.ops[0] = subOp{}
+	sc.ops[0] = nil
 	sc.ops = sc.ops[1:]
 	sc.awaiting.CompareAndSwap(0, time.Now().UnixNano())
-	return op, true
+	return op
 }
 
-func (sc *subConn) send(op subOp) error {
+func (sc *subConn) send(op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
-	chans := []string{op.channel}
-	if op.also != "" {
-		// One command: no script sees one subscribed without the other.
-		// A lock's grant channel shares its channel's hash tag, so one
-		// SSUBSCRIBE on a cluster names a single slot.
-		chans = append(chans, op.also)
-	}
-	subscribe, unsubscribe := sc.ps.Subscribe, sc.ps.Unsubscribe
-	if sc.l.sharded {
-		subscribe, unsubscribe = sc.ps.SSubscribe, sc.ps.SUnsubscribe
-	}
-	var err error
-	switch op.kind {
-	case opPing:
-		err = sc.ps.Ping(ctx)
-	case opSubscribe:
-		err = subscribe(ctx, chans...)
-	default:
-		err = unsubscribe(ctx, chans...)
-	}
+	err := op(ctx)
 	if err == nil {
 		sc.startReader()
 	}
@@ -578,7 +566,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
 				if sc.awaiting.CompareAndSwap(0, now) {
-					sc.queueLocked(subOp{kind: opPing})
+					sc.queueLocked(func(ctx context.Context) error { return sc.ps.Ping(ctx) })
 				}
 			}
 		}
