@@ -17,19 +17,18 @@ import (
 // The hub's connections. As in go-redis' pubsub.go, the subscribed
 // channels (the hub's entries) are the truth and a connection is
 // disposable: one that fails, or is found dead, is closed and its channels
-// are subscribed again on a fresh one. Each has a writer, which sends the
-// (un)subscribes and pings queued for it in order and starts the reader
-// after its first send: no I/O runs under the hub's locks.
+// are subscribed again on a fresh one. Each has a writer, which sends what
+// is queued for it in order, and a reader: no I/O runs under the hub's locks.
 //
 // Health: a half-open connection neither delivers nor fails. The monitor
 // pings a connection with channels after pingIdle without a message, and
-// declares it dead when nothing arrives within pingTimeout of a ping,
-// subscribe or unsubscribe (connectTimeout before it received anything:
-// the dial and a TLS handshake). A dead connection is closed (a dial in
-// progress on it is cancelled), its channels move to a new one, and its
-// waiters are woken (fail says when). One that fails before it received
-// anything, or on an error reply (a refusal that would come again), is
-// replaced after a backoff doubling from 20 ms to maxBackoff.
+// declares it dead when nothing arrives within pingTimeout of a send
+// (connectTimeout before it received anything: the dial and a TLS
+// handshake). A dead connection is closed (cancelling a dial in progress),
+// its channels move to a new one, and its waiters are woken (fail says
+// when). One that fails before it received anything, or on an error reply
+// (a refusal that would come again), is replaced after a backoff doubling
+// from 20 ms to maxBackoff.
 const (
 	// pingIdle: ten PINGs a second while someone waits (or a channel
 	// lingers); an idle connection without channels is never pinged.
@@ -44,10 +43,8 @@ const (
 	ioTimeout = 5 * time.Second
 	// maxBackoff: once the server is back, waiters are woken by the new
 	// subscription at most this much later.
-	maxBackoff = 250 * time.Millisecond
-	// receiveWait: the reader returns this often to see whether its
-	// connection was dropped.
-	receiveWait = time.Second
+	maxBackoff  = 250 * time.Millisecond
+	receiveWait = time.Second // how often the reader looks whether its connection was dropped
 )
 
 // links are a Hub's pub/sub connections: one per server, or per master
@@ -117,8 +114,7 @@ type subConn struct {
 	node string // its key in l.conns: the node's address (byNode), or ""
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
-	// ctx is cancelled when the connection is dropped: it ends a dial in
-	// progress for it, and its goroutines.
+	// ctx ends with the connection: its goroutines and a dial in progress.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -274,7 +270,7 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 	return sc
 }
 
-// dropLocked closes sc without replacing it.
+// dropLocked closes sc, without replacing it.
 func (l *links) dropLocked(sc *subConn) {
 	if sc.dead {
 		return
@@ -334,8 +330,8 @@ func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
 
 // fail replaces sc (failLocked). Unlocks may have been lost: its waiters
 // are woken by the new subscription's confirmation, and with wake at once
-// too (half-open, or tracking failed: the server may be fine). After a
-// read or write error they do not spend tries on a server that is down.
+// too (tracking failed: the server may be fine); after a read or write
+// error they do not spend tries on a server that is down.
 func (sc *subConn) fail(why string, err error, wake bool) {
 	sc.l.mu.Lock()
 	woken := sc.l.failLocked(sc, why, err)
@@ -526,8 +522,8 @@ func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
 	if !l.byNode {
 		return l.failLocked(sc, "unsubscribed by the server", nil)
 	}
-	if e := sc.entries[channel]; e != nil { // else its slot moved on already
-		return l.moveSlotLocked(sc, e.slot, "")
+	if sc.entries[channel] != nil { // else its slot moved on already
+		return l.moveSlotLocked(sc, scripts.KeySlot(channel), "")
 	}
 	return nil
 }

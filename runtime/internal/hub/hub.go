@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // Messages on the channels waited on (see Mode).
@@ -86,7 +84,6 @@ type entry struct {
 	key  string // the lock's key, watched while waited for (track.go); "": none
 	sh   *shard
 	mode Mode
-	slot int    // the channel's cluster slot (byNode only)
 	also string // this client's grant channel for the lock ("": none; offer.go)
 
 	// Guarded by sh.mu.
@@ -237,9 +234,6 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 	}
 	if e == nil {
 		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
-		if h.links.byNode {
-			e.slot = scripts.KeySlot(channel)
-		}
 		sh.entries[channel] = e
 		h.nEntries.Add(1)
 		if s.Also != "" {

@@ -16,37 +16,32 @@ import (
 //
 // A shard channel lives on its slot's master, and one connection may carry
 // channels of any number of its slots (one SSUBSCRIBE must not name two:
-// CROSSSLOT). So the hub keeps one connection per master, not a pool: the
-// node serves a connection's commands one at a time anyway, and a lock's
-// wake-ups cannot overtake each other on one connection.
+// CROSSSLOT). One connection per master, not a pool: the node serves a
+// connection's commands one at a time anyway, and a lock's wake-ups cannot
+// overtake each other on one connection. It is a PubSub of the hub's own
+// client for that master (ownLocked), not of the ClusterClient, whose
+// PubSub picks its node once and, reconnecting, sends every channel in one
+// SSUBSCRIBE; here a failed connection's channels are subscribed again one
+// by one (conn.go), each on its slot's master as the slot map then says.
 //
-// It is a PubSub of a client of the hub's own for that master
-// (ownLocked), not of the ClusterClient, whose PubSub picks its
-// node once and, reconnecting, sends every channel in one SSUBSCRIBE. Any
-// error drops the connection, and its channels are subscribed again one by
-// one (conn.go), each on its slot's master as the slot map then says.
-//
-// Placement: which master serves a slot is read from the slot map, which
-// may have to be loaded, so not under l.mu: placeLocked queues a channel
-// and the router goroutine places it (its waiters are not ready
-// meanwhile).
+// Placement: the slot map may have to be loaded, so not under l.mu:
+// placeLocked queues a channel and the router goroutine places it (its
+// waiters are not ready meanwhile).
 //
 // Moved slots: when a slot leaves a master, the master unsubscribes its
 // shard channels (notices the hub did not ask for), and a subscribe sent
 // there is refused with MOVED. Either way that slot's channels on the
-// connection are placed again; the router has the slot map re-read and
-// waits (mapWait at most) for it to show the move, so as not to send them
-// back. Their waiters are woken at once (a release meanwhile published to
-// no one), and again by the new confirmation. A dead master is a failed
-// connection (conn.go).
+// connection are placed again, once the re-read slot map shows the move
+// (mapWait at most), so as not to send them back. Their waiters are woken
+// at once (a release meanwhile published to no one), and again by the new
+// confirmation. A dead master is a failed connection (conn.go).
 
-// mapWait bounds how long a channel whose slot moved waits for the slot
-// map to show the move before it is placed where the map says anyway.
-const mapWait = maxBackoff
-
-// mapPoll is how often the router looks at the slot map again while a
-// moved channel waits for it.
-const mapPoll = 10 * time.Millisecond
+const (
+	// mapWait bounds how long a channel whose slot moved waits for the
+	// slot map to show the move before it is placed where the map says.
+	mapWait = maxBackoff
+	mapPoll = 10 * time.Millisecond // how often the router looks at the map meanwhile
+)
 
 // A placement is a channel waiting for its node.
 type placement struct {
@@ -98,7 +93,7 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string) (woken []*entry
 	}
 	now := time.Now()
 	for name, e := range sc.entries {
-		if e.slot != slot {
+		if scripts.KeySlot(name) != slot {
 			continue
 		}
 		delete(sc.entries, name)

@@ -41,17 +41,14 @@ import (
 // client of its own (links.init), and where the server refuses CLIENT ID
 // or CLIENT TRACKING.
 
-// invalidateChannel is where Redis sends invalidations to a RESP2 client.
-const invalidateChannel = "__redis__:invalidate"
-
-// trackQuiet is how long a lock's channels must go without a message, and
-// invalidations gather, before the hub reads its key again: a lock that
-// keeps changing hands costs no EXISTS (tracking is one-shot).
-const trackQuiet = 20 * time.Millisecond
-
-// trackPingIdle is how long a tracking connection may go without I/O
-// before it is pinged.
-const trackPingIdle = 500 * time.Millisecond
+const (
+	invalidateChannel = "__redis__:invalidate" // where Redis sends a RESP2 client's invalidations
+	// trackQuiet is how long a lock's channels must go without a message,
+	// and invalidations gather, before the hub reads its key again: a
+	// lock that keeps changing hands costs no EXISTS (tracking is one-shot).
+	trackQuiet    = 20 * time.Millisecond
+	trackPingIdle = 500 * time.Millisecond // a tracking connection without I/O this long is pinged
+)
 
 // subConnKey, as a dial's ctx value, is the subConn it dials for
 // (recordClientID).
