@@ -67,7 +67,6 @@ type links struct {
 	own map[string]*redis.Client
 	// conns are the connections by node address (byNode), or the one at "".
 	conns   map[string]*subConn
-	closed  bool          // Close ran, or there is no server to connect to
 	monitor chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
 	// failures is, by node, the backoff of a connection that failed young,
 	// for the next one to the node.
@@ -88,7 +87,6 @@ func (l *links) init(h *Hub, cfg Config) {
 		failed:    cfg.Failed,
 		sharded:   cfg.Sharded,
 		sub:       cfg.Client,
-		closed:    cfg.Client == nil,
 		own:       make(map[string]*redis.Client),
 		conns:     make(map[string]*subConn),
 		failures:  make(map[string]failure),
@@ -147,10 +145,11 @@ type pendingSub struct {
 }
 
 // subscribeLocked subscribes e: on the one connection, or (byNode) on its
-// slot's master's once the router found it. After Close it does nothing.
+// slot's master's once the router found it. After Close, or without a
+// client, it does nothing.
 func (l *links) subscribeLocked(e *entry) {
 	switch {
-	case l.closed:
+	case l.hub.closed.Load() || l.sub == nil:
 	case l.byNode:
 		l.placeLocked(placement{e: e})
 	default:
@@ -292,7 +291,7 @@ func (l *links) dropLocked(sc *subConn) {
 // It returns their entries, for a caller that wakes them at once after
 // releasing l.mu; the new subscription's confirmation wakes them anyway.
 func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
-	if sc.dead || l.closed {
+	if sc.dead || l.hub.closed.Load() {
 		return nil
 	}
 	l.dropLocked(sc)
@@ -542,7 +541,7 @@ func (l *links) monitorLoop(stop chan struct{}) {
 		now := time.Now().UnixNano()
 		var woken []*entry
 		l.mu.Lock()
-		if len(l.conns) == 0 && !l.closed {
+		if len(l.conns) == 0 {
 			l.monitor = nil // the next connection starts another
 			l.mu.Unlock()
 			return
@@ -574,7 +573,6 @@ func (l *links) monitorLoop(stop chan struct{}) {
 // close drops every connection and stops the goroutines of l.
 func (l *links) close() {
 	l.mu.Lock()
-	l.closed = true
 	for _, sc := range l.conns {
 		l.dropLocked(sc)
 	}

@@ -88,7 +88,7 @@ func (l *links) placeLocked(p placement) {
 // placed where the slot went (to, if a MOVED reply said), and returns
 // their entries; sc is closed if left empty. l.mu is held.
 func (l *links) moveSlotLocked(sc *subConn, slot int, to string) (woken []*entry) {
-	if sc.dead || l.closed {
+	if sc.dead || l.hub.closed.Load() {
 		return nil
 	}
 	now := time.Now()
@@ -229,7 +229,7 @@ func (l *links) attach(todo []placement) []placement {
 	keep := todo[:0]
 	for _, p := range todo {
 		switch {
-		case !p.e.placing || l.closed: // unsubscribed meanwhile
+		case !p.e.placing || l.hub.closed.Load(): // unsubscribed meanwhile
 		case p.node != nil:
 			addr := p.node.Options().Addr
 			l.connLocked(addr, l.ownLocked(addr, p.node)).addLocked(p.e)
