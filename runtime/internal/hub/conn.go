@@ -133,9 +133,8 @@ type subConn struct {
 	// confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
 	dead          bool
-	backoff       time.Duration // its predecessor on the node failed young: the backoff it was given
-	wait          time.Duration // wait before the first send (what is left of backoff)
-	reading       bool          // the reader runs: the connection is up
+	prev          failure // its predecessor on the node failed young: its first send waits out prev's backoff
+	reading       bool    // the reader runs: the connection is up
 }
 
 // pendingSub is a subscribe of entry e, generation gen.
@@ -243,11 +242,8 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
 	}
-	if f, ok := l.failures[node]; ok {
-		delete(l.failures, node)
-		sc.backoff = f.backoff
-		sc.wait = max(0, time.Until(f.at.Add(f.backoff)))
-	}
+	sc.prev = l.failures[node]
+	delete(l.failures, node)
 	// The ctx says which subConn a dial is for (track.go).
 	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
 	if c, ok := client.(*redis.Client); ok && l.own[node] == c {
@@ -305,7 +301,7 @@ func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
 	// No reconnect loop on a persistent fault: the server is down, or
 	// refuses what it will refuse again.
 	if !sc.heard.Load() || scripts.IsReply(err) {
-		backoff := min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
+		backoff := min(max(2*sc.prev.backoff, 20*time.Millisecond), maxBackoff)
 		l.failures[sc.node] = failure{backoff, time.Now()}
 	} else {
 		delete(l.failures, sc.node)
@@ -343,8 +339,8 @@ func (sc *subConn) fail(why string, err error, wake bool) {
 // writeLoop sends what is queued for sc until sc is dropped.
 func (sc *subConn) writeLoop() {
 	defer sc.l.wg.Done()
-	if sc.wait > 0 {
-		t := time.NewTimer(sc.wait)
+	if wait := time.Until(sc.prev.at.Add(sc.prev.backoff)); wait > 0 {
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-sc.ctx.Done():
