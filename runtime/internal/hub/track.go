@@ -205,11 +205,9 @@ func (sc *subConn) trackLoop() {
 		return
 	}
 	conn := sc.client.Conn()
-	// The tracking connection's I/O ends with sc, but its ctx does not say
-	// it is for sc: its dial must not record its id as sc's.
-	tctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	defer context.AfterFunc(sc.ctx, stop)()
+	// The tracking connection's I/O ends with sc, but its dial must not
+	// record its id as sc's.
+	tctx := context.WithValue(sc.ctx, subConnKey{}, nil)
 	// Back to the pool, tracking still on: the next tracker redirects it.
 	// One closed with the hub is not handed back (go-redis would log it).
 	defer func() {
