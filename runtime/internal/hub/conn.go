@@ -58,6 +58,10 @@ type links struct {
 	cc      *redis.ClusterClient  // the caller's client, if a cluster's
 	byNode  bool                  // sharded on a cluster: a connection per master (route.go)
 	sub     redis.UniversalClient // what the one connection (not byNode) subscribes through
+	// stop ends with Close: the health monitor, the router and every
+	// connection's goroutines.
+	stop   context.Context
+	cancel context.CancelFunc
 
 	// mu guards the fields below, every subConn's state and each entry's
 	// conn and placing.
@@ -66,16 +70,15 @@ type links struct {
 	// or at "" for a single server: the connections through them track keys.
 	own map[string]*redis.Client
 	// conns are the connections by node address (byNode), or the one at "".
-	conns   map[string]*subConn
-	monitor chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
+	conns map[string]*subConn
+	// monitoring: the health monitor runs (from a first connection until
+	// none is left); routing: the router runs (from a first placement).
+	monitoring, routing bool
 	// failures is, by node, the backoff of a connection that failed young,
 	// for the next one to the node.
-	failures map[string]failure
-	// unplaced are the channels waiting for their node (route.go); the
-	// router runs from the first one until Close (routeStop).
-	unplaced  []placement
+	failures  map[string]failure
+	unplaced  []placement // the channels waiting for their node (route.go)
 	routeKick chan struct{}
-	routeStop context.CancelFunc
 	wg        sync.WaitGroup
 }
 
@@ -95,6 +98,7 @@ func (l *links) init(h *Hub, cfg Config) {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
+	l.stop, l.cancel = context.WithCancel(context.Background())
 	l.cc, _ = cfg.Client.(*redis.ClusterClient)
 	l.byNode = l.cc != nil && l.sharded
 	// A single server is subscribed through a client of the hub's own; a
@@ -245,7 +249,7 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 	sc.prev = l.failures[node]
 	delete(l.failures, node)
 	// The ctx says which subConn a dial is for (track.go).
-	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
+	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(l.stop, subConnKey{}, sc))
 	if c, ok := client.(*redis.Client); ok && l.own[node] == c {
 		sc.client, sc.track = c, newTracker()
 	}
@@ -255,10 +259,10 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		sc.ps = client.Subscribe(context.Background())
 	}
 	l.conns[node] = sc
-	if l.monitor == nil {
-		l.monitor = make(chan struct{})
+	if !l.monitoring {
+		l.monitoring = true
 		l.wg.Add(1)
-		go l.monitorLoop(l.monitor)
+		go l.monitorLoop()
 	}
 	l.wg.Add(1)
 	go sc.writeLoop()
@@ -524,21 +528,21 @@ func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
 }
 
 // monitorLoop checks the health of every connection each healthTick.
-func (l *links) monitorLoop(stop chan struct{}) {
+func (l *links) monitorLoop() {
 	defer l.wg.Done()
 	t := time.NewTicker(healthTick)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-		case <-stop:
+		case <-l.stop.Done():
 			return
 		}
 		now := time.Now().UnixNano()
 		var woken []*entry
 		l.mu.Lock()
 		if len(l.conns) == 0 {
-			l.monitor = nil // the next connection starts another
+			l.monitoring = false // the next connection starts another
 			l.mu.Unlock()
 			return
 		}
@@ -572,12 +576,7 @@ func (l *links) close() {
 	for _, sc := range l.conns {
 		l.dropLocked(sc)
 	}
-	if l.monitor != nil {
-		close(l.monitor)
-	}
-	if l.routeStop != nil {
-		l.routeStop()
-	}
+	l.cancel()
 	own := l.own
 	l.own = nil
 	l.mu.Unlock()

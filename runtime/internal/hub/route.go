@@ -72,11 +72,10 @@ func (l *links) placeLocked(p placement) {
 	e.placing = true
 	e.gen.Add(1) // not ready until confirmed where it goes
 	l.unplaced = append(l.unplaced, p)
-	if l.routeStop == nil {
-		var ctx context.Context
-		ctx, l.routeStop = context.WithCancel(context.Background())
+	if !l.routing {
+		l.routing = true
 		l.wg.Add(1)
-		go l.routeLoop(ctx)
+		go l.routeLoop()
 	}
 	select {
 	case l.routeKick <- struct{}{}:
@@ -155,9 +154,10 @@ func movedSlot(err error) (slot int, to string, ok bool) {
 	return slot, to, true
 }
 
-// routeLoop places the queued channels until Close ends ctx.
-func (l *links) routeLoop(ctx context.Context) {
+// routeLoop places the queued channels until Close.
+func (l *links) routeLoop() {
 	defer l.wg.Done()
+	ctx := l.stop
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
