@@ -17,19 +17,18 @@ import (
 // The hub's connections. As in go-redis' pubsub.go, the subscribed
 // channels (the hub's entries) are the truth and a connection is
 // disposable: one that fails, or is found dead, is closed and its channels
-// are subscribed again on a fresh one. Each has a writer, which sends the
-// (un)subscribes and pings queued for it in order and starts the reader
-// after its first send, and a reader: no I/O runs under the hub's locks.
+// are subscribed again on a fresh one. Each has a writer, which sends what
+// is queued for it in order, and a reader: no I/O runs under the hub's locks.
 //
 // Health: a half-open connection neither delivers nor fails. The monitor
 // pings a connection with channels after pingIdle without a message, and
-// declares it dead when nothing arrives within pingTimeout of a ping,
-// subscribe or unsubscribe (connectTimeout before it received anything:
-// the dial and a TLS handshake). A dead connection is closed (a dial in
-// progress on it is cancelled), its channels move to a new one, and its
-// waiters are woken (fail says when). One that fails before it received
-// anything, or on an error reply (a refusal that would come again), is
-// replaced after a backoff doubling from 20 ms to maxBackoff.
+// declares it dead when nothing arrives within pingTimeout of a send
+// (connectTimeout before it received anything: the dial and a TLS
+// handshake). A dead connection is closed (cancelling a dial in progress),
+// its channels move to a new one, and its waiters are woken (fail says
+// when). One that fails before it received anything, or on an error reply
+// (a refusal that would come again), is replaced after a backoff doubling
+// from 20 ms to maxBackoff.
 const (
 	// pingIdle: ten PINGs a second while someone waits (or a channel
 	// lingers); an idle connection without channels is never pinged.
@@ -44,44 +43,42 @@ const (
 	ioTimeout = 5 * time.Second
 	// maxBackoff: once the server is back, waiters are woken by the new
 	// subscription at most this much later.
-	maxBackoff = 250 * time.Millisecond
-	// receiveWait is the reader's read timeout: it returns that often to
-	// see whether its connection was dropped.
-	receiveWait = time.Second
+	maxBackoff  = 250 * time.Millisecond
+	receiveWait = time.Second // how often the reader looks whether its connection was dropped
 )
 
 // links are a Hub's pub/sub connections: one per server, or per master
 // on a cluster with sharded pub/sub (byNode, route.go), their health
 // monitor and the hub's own clients (track.go).
 type links struct {
-	hub      *Hub
-	log      *slog.Logger
-	failed   func(error) // Config.Failed
-	sharded  bool
-	cc       *redis.ClusterClient  // the caller's client, if a cluster's
-	byNode   bool                  // sharded on a cluster: a connection per master (route.go)
-	sub      redis.UniversalClient // the client the hub subscribes with (track.go)
-	closeSub func() error          // closes sub if it is the hub's own
-	track    bool                  // key tracking works with sub
-	// nodes are the hub's own clients of the masters (byNode), by
-	// address. Guarded by mu; closed by Close.
-	nodes map[string]*redis.Client
+	hub     *Hub
+	log     *slog.Logger
+	failed  func(error) // Config.Failed
+	sharded bool
+	cc      *redis.ClusterClient  // the caller's client, if a cluster's
+	byNode  bool                  // sharded on a cluster: a connection per master (route.go)
+	sub     redis.UniversalClient // what the one connection (not byNode) subscribes through
+	// stop ends with Close: the health monitor, the router and every
+	// connection's goroutines.
+	stop   context.Context
+	cancel context.CancelFunc
 
-	// mu guards conns, every subConn's state, each entry's conn and
-	// placing, and the placements (route.go).
+	// mu guards the fields below, every subConn's state and each entry's
+	// conn and placing.
 	mu sync.Mutex
+	// own are the hub's own clients (track.go) by node address (byNode),
+	// or at "" for a single server: the connections through them track keys.
+	own map[string]*redis.Client
 	// conns are the connections by node address (byNode), or the one at "".
-	conns      map[string]*subConn
-	connClosed bool
-	monitor    chan struct{} // closed by Close: ends the health monitor (nil until the first connection)
+	conns map[string]*subConn
+	// monitoring: the health monitor runs (from a first connection until
+	// none is left); routing: the router runs (from a first placement).
+	monitoring, routing bool
 	// failures is, by node, the backoff of a connection that failed young,
 	// for the next one to the node.
-	failures map[string]failure
-	// unplaced are the channels waiting for their node (route.go); the
-	// router runs from the first one until Close (routeStop).
-	unplaced  []placement
+	failures  map[string]failure
+	unplaced  []placement // the channels waiting for their node (route.go)
 	routeKick chan struct{}
-	routeStop context.CancelFunc
 	wg        sync.WaitGroup
 }
 
@@ -92,6 +89,8 @@ func (l *links) init(h *Hub, cfg Config) {
 		log:       cfg.Log,
 		failed:    cfg.Failed,
 		sharded:   cfg.Sharded,
+		sub:       cfg.Client,
+		own:       make(map[string]*redis.Client),
 		conns:     make(map[string]*subConn),
 		failures:  make(map[string]failure),
 		routeKick: make(chan struct{}, 1),
@@ -99,17 +98,15 @@ func (l *links) init(h *Hub, cfg Config) {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
-	rdb := cfg.Client
-	l.connClosed = rdb == nil
-	if rdb == nil {
-		return
-	}
-	l.cc, _ = rdb.(*redis.ClusterClient)
+	l.stop, l.cancel = context.WithCancel(context.Background())
+	l.cc, _ = cfg.Client.(*redis.ClusterClient)
 	l.byNode = l.cc != nil && l.sharded
-	l.sub, l.closeSub, l.track = subClient(rdb)
-	if l.byNode {
-		l.nodes = make(map[string]*redis.Client)
-		l.track = true // through a client of its own per master (track.go)
+	// A single server is subscribed through a client of the hub's own; a
+	// cluster's masters get theirs (route.go); a cluster with classic
+	// pub/sub, or a Sentinel failover client (whose options cannot be
+	// copied), is subscribed through itself, without key tracking.
+	if r, ok := cfg.Client.(*redis.Client); ok && r.Options().Addr != "FailoverClient" {
+		l.sub = l.ownLocked("", r)
 	}
 }
 
@@ -119,16 +116,13 @@ type subConn struct {
 	node string // its key in l.conns: the node's address (byNode), or ""
 	ps   *redis.PubSub
 	kick chan struct{} // capacity 1: the writer has work
-	// ctx is cancelled when the connection is dropped: it ends a dial in
-	// progress for it, and its goroutines.
+	// ctx ends with the connection: its goroutines and a dial in progress.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	clientID atomic.Int64 // CLIENT ID of its connection (0: unknown), see track.go
-	track    *tracker     // nil: no key tracking
-	// client is the hub's own client it subscribes through, whose pool
-	// also gives its tracking connection; nil: none.
-	client *redis.Client
+	clientID atomic.Int64  // CLIENT ID of its connection (0: unknown), see track.go
+	track    *tracker      // nil: no key tracking
+	client   *redis.Client // the hub's own client it subscribes through, when it tracks
 
 	// Health, written by the reader without l.mu, in Unix nanoseconds.
 	heard     atomic.Bool  // something was received on it
@@ -136,17 +130,15 @@ type subConn struct {
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
 	// The rest is guarded by l.mu.
-	entries map[string]*entry       // channels it carries
-	ops     []subOp                 // sends queued for the writer
-	pending map[string][]pendingSub // by channel, the subscribes not yet confirmed, in order
+	entries map[string]*entry             // channels it carries
+	ops     []func(context.Context) error // sends queued for the writer
+	pending map[string][]pendingSub       // by channel, the subscribes not yet confirmed, in order
 	// unsubscribing counts, by channel, the unsubscribes not yet
 	// confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
 	dead          bool
-	backoff       time.Duration // its predecessor on the node failed young: the backoff it was given
-	wait          time.Duration // wait before the first send (what is left of backoff)
-	reload        bool          // reload the cluster's slot map before the first send
-	reading       bool          // the reader runs: the connection is up
+	prev          failure // its predecessor on the node failed young: its first send waits out prev's backoff
+	reading       bool    // the reader runs: the connection is up
 }
 
 // pendingSub is a subscribe of entry e, generation gen.
@@ -155,31 +147,17 @@ type pendingSub struct {
 	gen uint64
 }
 
-type subOpKind uint8
-
-const (
-	opSubscribe subOpKind = iota
-	opUnsubscribe
-	opPing
-)
-
-type subOp struct {
-	kind    subOpKind
-	channel string
-	also    string // entry.also, sent in the same command ("": none)
-}
-
 // subscribeLocked subscribes e: on the one connection, or (byNode) on its
-// slot's master's once the router found it. After Close it does nothing.
+// slot's master's once the router found it. After Close, or without a
+// client, it does nothing.
 func (l *links) subscribeLocked(e *entry) {
-	if l.connClosed {
-		return
-	}
-	if l.byNode {
+	switch {
+	case l.hub.closed.Load() || l.sub == nil:
+	case l.byNode:
 		l.placeLocked(placement{e: e})
-		return
+	default:
+		l.connLocked("", l.sub).addLocked(e)
 	}
-	l.connLocked("", l.sub).addLocked(e)
 }
 
 func (sc *subConn) addLocked(e *entry) {
@@ -188,7 +166,7 @@ func (sc *subConn) addLocked(e *entry) {
 	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
 	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
-	sc.queueLocked(subOp{opSubscribe, e.name, e.also})
+	sc.queueLocked(sc.command(true, e))
 	if sc.track != nil {
 		sc.track.watch(e)
 	}
@@ -214,10 +192,31 @@ func (l *links) unsubscribeLocked(e *entry) {
 	if e.also != "" {
 		sc.unsubscribing[e.also]++
 	}
-	sc.queueLocked(subOp{opUnsubscribe, e.name, e.also})
+	sc.queueLocked(sc.command(false, e))
 }
 
-func (sc *subConn) queueLocked(op subOp) {
+// command returns the (un)subscribe of e's channel, with its companion in
+// the same command: no script sees one subscribed without the other. A
+// lock's grant channel shares its channel's hash tag, so one SSUBSCRIBE on
+// a cluster names a single slot.
+func (sc *subConn) command(subscribe bool, e *entry) func(context.Context) error {
+	chans := []string{e.name}
+	if e.also != "" {
+		chans = append(chans, e.also)
+	}
+	send := sc.ps.Unsubscribe
+	switch {
+	case subscribe && sc.l.sharded:
+		send = sc.ps.SSubscribe
+	case subscribe:
+		send = sc.ps.Subscribe
+	case sc.l.sharded:
+		send = sc.ps.SUnsubscribe
+	}
+	return func(ctx context.Context) error { return send(ctx, chans...) }
+}
+
+func (sc *subConn) queueLocked(op func(context.Context) error) {
 	sc.ops = append(sc.ops, op)
 	select {
 	case sc.kick <- struct{}{}:
@@ -247,16 +246,12 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		pending:       make(map[string][]pendingSub),
 		unsubscribing: make(map[string]int),
 	}
-	if f, ok := l.failures[node]; ok {
-		delete(l.failures, node)
-		sc.backoff = f.backoff
-		sc.wait = max(0, time.Until(f.at.Add(f.backoff)))
-	}
+	sc.prev = l.failures[node]
+	delete(l.failures, node)
 	// The ctx says which subConn a dial is for (track.go).
-	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(context.Background(), subConnKey{}, sc))
-	sc.client, _ = client.(*redis.Client)
-	if l.track && sc.client != nil {
-		sc.track = newTracker()
+	sc.ctx, sc.cancel = context.WithCancel(context.WithValue(l.stop, subConnKey{}, sc))
+	if c, ok := client.(*redis.Client); ok && l.own[node] == c {
+		sc.client, sc.track = c, newTracker()
 	}
 	if l.sharded {
 		sc.ps = client.SSubscribe(context.Background())
@@ -264,17 +259,17 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		sc.ps = client.Subscribe(context.Background())
 	}
 	l.conns[node] = sc
-	if l.monitor == nil {
-		l.monitor = make(chan struct{})
+	if !l.monitoring {
+		l.monitoring = true
 		l.wg.Add(1)
-		go l.monitorLoop(l.monitor)
+		go l.monitorLoop()
 	}
 	l.wg.Add(1)
 	go sc.writeLoop()
 	return sc
 }
 
-// dropLocked closes sc without replacing it.
+// dropLocked closes sc, without replacing it.
 func (l *links) dropLocked(sc *subConn) {
 	if sc.dead {
 		return
@@ -293,12 +288,11 @@ func (l *links) dropLocked(sc *subConn) {
 
 // failLocked drops sc and subscribes its channels again on a new
 // connection (byNode: each on its slot's master's, maybe another by now).
-// It appends their entries to woken, for a caller that wakes them at once
-// after releasing l.mu; the new subscription's confirmation wakes them
-// anyway.
-func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) []*entry {
-	if sc.dead || l.connClosed {
-		return woken
+// It returns their entries, for a caller that wakes them at once after
+// releasing l.mu; the new subscription's confirmation wakes them anyway.
+func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
+	if sc.dead || l.hub.closed.Load() {
+		return nil
 	}
 	l.dropLocked(sc)
 	if l.failed != nil {
@@ -306,29 +300,27 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 	}
 	l.log.Debug("pub/sub connection replaced", "node", sc.node, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
-		return woken
+		return nil
 	}
 	// No reconnect loop on a persistent fault: the server is down, or
 	// refuses what it will refuse again.
 	if !sc.heard.Load() || scripts.IsReply(err) {
-		backoff := min(max(2*sc.backoff, 20*time.Millisecond), maxBackoff)
+		backoff := min(max(2*sc.prev.backoff, 20*time.Millisecond), maxBackoff)
 		l.failures[sc.node] = failure{backoff, time.Now()}
 	} else {
 		delete(l.failures, sc.node)
 	}
 	// A slot that moved (the server dropped the channel, or refused it)
-	// is looked up again before the new connection dials.
-	reload := l.cc != nil && (err == nil || scripts.IsReply(err))
-	var nc *subConn
-	if !l.byNode {
-		nc = l.connLocked(sc.node, l.sub)
-		nc.reload = reload
+	// is looked up again (in the background) before the channels go out.
+	if l.cc != nil && (err == nil || scripts.IsReply(err)) {
+		l.cc.ReloadState(context.Background())
 	}
+	woken := make([]*entry, 0, len(sc.entries))
 	for _, e := range sc.entries {
-		if nc != nil {
-			nc.addLocked(e)
+		if l.byNode {
+			l.placeLocked(placement{e: e})
 		} else {
-			l.placeLocked(placement{e: e, reload: reload})
+			l.connLocked(sc.node, l.sub).addLocked(e)
 		}
 		woken = append(woken, e)
 	}
@@ -337,13 +329,12 @@ func (l *links) failLocked(sc *subConn, why string, err error, woken []*entry) [
 
 // fail replaces sc (failLocked). Unlocks may have been lost: its waiters
 // are woken by the new subscription's confirmation, and with wake at once
-// too (half-open, or tracking failed: the server may be fine). After a
-// read or write error they do not spend tries on a server that is down.
+// too (tracking failed: the server may be fine); after a read or write
+// error they do not spend tries on a server that is down.
 func (sc *subConn) fail(why string, err error, wake bool) {
-	l := sc.l
-	l.mu.Lock()
-	woken := l.failLocked(sc, why, err, nil)
-	l.mu.Unlock()
+	sc.l.mu.Lock()
+	woken := sc.l.failLocked(sc, why, err)
+	sc.l.mu.Unlock()
 	if wake {
 		wakeEntries(woken, false)
 	}
@@ -351,10 +342,9 @@ func (sc *subConn) fail(why string, err error, wake bool) {
 
 // writeLoop sends what is queued for sc until sc is dropped.
 func (sc *subConn) writeLoop() {
-	l := sc.l
-	defer l.wg.Done()
-	if sc.wait > 0 {
-		t := time.NewTimer(sc.wait)
+	defer sc.l.wg.Done()
+	if wait := time.Until(sc.prev.at.Add(sc.prev.backoff)); wait > 0 {
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-sc.ctx.Done():
@@ -362,23 +352,13 @@ func (sc *subConn) writeLoop() {
 			return
 		}
 	}
-	l.mu.Lock()
-	reload := sc.reload // only ever set on a cluster
-	l.mu.Unlock()
-	if reload {
-		l.cc.ReloadState(sc.ctx)
-	}
 	for {
 		select {
 		case <-sc.kick:
 		case <-sc.ctx.Done():
 			return
 		}
-		for {
-			op, ok := sc.nextOp()
-			if !ok {
-				break
-			}
+		for op := sc.nextOp(); op != nil; op = sc.nextOp() {
 			if err := sc.send(op); err != nil {
 				sc.fail("send failed", err, false)
 				return
@@ -387,50 +367,28 @@ func (sc *subConn) writeLoop() {
 	}
 }
 
-// nextOp takes the next queued send and marks a reply as due.
-func (sc *subConn) nextOp() (subOp, bool) {
-	l := sc.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// nextOp takes the next queued send (nil: none) and marks a reply as due.
+func (sc *subConn) nextOp() func(context.Context) error {
+	sc.l.mu.Lock()
+	defer sc.l.mu.Unlock()
 	if sc.dead || len(sc.ops) == 0 {
-		return subOp{}, false
+		return nil
 	}
 	op := sc.ops[0]
-	sc.ops[0] = subOp{}
+	sc.ops[0] = nil
 	sc.ops = sc.ops[1:]
 	sc.awaiting.CompareAndSwap(0, time.Now().UnixNano())
-	return op, true
+	return op
 }
 
-func (sc *subConn) send(op subOp) error {
+func (sc *subConn) send(op func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
-	sharded := sc.l.sharded
-	chans := []string{op.channel}
-	if op.also != "" {
-		// One command: no script sees one subscribed without the other.
-		// A lock's grant channel shares its channel's hash tag, so one
-		// SSUBSCRIBE on a cluster names a single slot.
-		chans = append(chans, op.also)
+	err := op(ctx)
+	if err == nil {
+		sc.startReader()
 	}
-	var err error
-	switch {
-	case op.kind == opPing:
-		err = sc.ps.Ping(ctx)
-	case op.kind == opSubscribe && sharded:
-		err = sc.ps.SSubscribe(ctx, chans...)
-	case op.kind == opSubscribe:
-		err = sc.ps.Subscribe(ctx, chans...)
-	case sharded:
-		err = sc.ps.SUnsubscribe(ctx, chans...)
-	default:
-		err = sc.ps.Unsubscribe(ctx, chans...)
-	}
-	if err != nil {
-		return err
-	}
-	sc.startReader()
-	return nil
+	return err
 }
 
 // startReader starts the reader after the first send: a receive on a
@@ -456,39 +414,35 @@ func (sc *subConn) startReader() {
 func (sc *subConn) readLoop() {
 	l := sc.l
 	defer l.wg.Done()
-	ctx := context.Background()
 	for {
-		msg, err := sc.ps.ReceiveTimeout(ctx, receiveWait)
-		select {
-		case <-sc.ctx.Done():
+		msg, err := sc.ps.ReceiveTimeout(context.Background(), receiveWait)
+		if sc.ctx.Err() != nil {
 			return
-		default:
 		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue // the monitor decides whether the silence is death
+		if err == nil {
+			l.received(sc, msg)
+			continue
+		}
+		var ne net.Error
+		switch slot, to, moved := movedSlot(err); {
+		case errors.As(err, &ne) && ne.Timeout():
+			// The monitor decides whether the silence is death.
+		case moved && l.byNode:
+			if sc.hear() {
+				l.slotsMoved(sc, slotMove{slot, to})
 			}
-			if slot, to, ok := movedSlot(err); ok && l.byNode {
-				if sc.hear() {
-					l.slotsMoved(sc, slotMove{slot, to})
-				}
-				continue
-			}
+		default:
 			sc.fail("receive failed", err, false)
 			return
 		}
-		l.received(sc, msg)
 	}
 }
 
 // hear records that sc heard from its server now, unless sc is dropped
 // (false).
 func (sc *subConn) hear() bool {
-	select {
-	case <-sc.ctx.Done():
+	if sc.ctx.Err() != nil {
 		return false
-	default:
 	}
 	sc.heard.Store(true)
 	sc.lastHeard.Store(time.Now().UnixNano())
@@ -503,14 +457,12 @@ func (l *links) received(sc *subConn, msg any) {
 	}
 	switch m := msg.(type) {
 	case *redis.Message:
-		if m.Channel == invalidateChannel {
-			if sc.track != nil { // one key in Payload, or several in PayloadSlice
-				sc.track.invalidated(m.Payload)
-				sc.track.invalidated(m.PayloadSlice...)
-			}
-			return
+		if m.Channel != invalidateChannel {
+			l.hub.deliver(m.Channel, m.Payload)
+		} else if sc.track != nil { // one key in Payload, or several in PayloadSlice
+			sc.track.invalidated(m.Payload)
+			sc.track.invalidated(m.PayloadSlice...)
 		}
-		l.hub.deliver(m.Channel, m.Payload)
 	case *redis.Subscription:
 		var (
 			confirmed pendingSub
@@ -559,40 +511,38 @@ func (sc *subConn) confirmedLocked(channel string) pendingSub {
 // new connection, which go-redis dials to the slot's owner. It returns
 // the entries to wake.
 func (l *links) unsubscribedLocked(sc *subConn, channel string) []*entry {
-	if n := sc.unsubscribing[channel]; n > 0 {
-		if n == 1 {
-			delete(sc.unsubscribing, channel)
-		} else {
-			sc.unsubscribing[channel] = n - 1
-		}
+	if n := sc.unsubscribing[channel]; n > 1 {
+		sc.unsubscribing[channel] = n - 1
+		return nil
+	} else if n == 1 {
+		delete(sc.unsubscribing, channel)
 		return nil
 	}
-	if l.byNode {
-		e := sc.entries[channel]
-		if e == nil {
-			return nil // its slot moved on already
-		}
-		return l.moveSlotLocked(sc, e.slot, "", nil)
+	if !l.byNode {
+		return l.failLocked(sc, "unsubscribed by the server", nil)
 	}
-	return l.failLocked(sc, "unsubscribed by the server", nil, nil)
+	if sc.entries[channel] != nil { // else its slot moved on already
+		return l.moveSlotLocked(sc, scripts.KeySlot(channel), "")
+	}
+	return nil
 }
 
 // monitorLoop checks the health of every connection each healthTick.
-func (l *links) monitorLoop(stop chan struct{}) {
+func (l *links) monitorLoop() {
 	defer l.wg.Done()
 	t := time.NewTicker(healthTick)
 	defer t.Stop()
-	var woken []*entry
 	for {
 		select {
 		case <-t.C:
-		case <-stop:
+		case <-l.stop.Done():
 			return
 		}
 		now := time.Now().UnixNano()
+		var woken []*entry
 		l.mu.Lock()
-		if len(l.conns) == 0 && !l.connClosed {
-			l.monitor = nil // the next connection starts another
+		if len(l.conns) == 0 {
+			l.monitoring = false // the next connection starts another
 			l.mu.Unlock()
 			return
 		}
@@ -606,46 +556,33 @@ func (l *links) monitorLoop(stop chan struct{}) {
 			}
 			switch {
 			case awaiting != 0 && time.Duration(now-awaiting) > limit:
-				woken = l.failLocked(sc, "no reply within "+limit.String(), nil, woken)
+				woken = append(woken, l.failLocked(sc, "no reply within "+limit.String(), nil)...)
 			case awaiting == 0 && sc.reading && len(sc.entries) > 0 && time.Duration(now-sc.lastHeard.Load()) > pingIdle:
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
 				if sc.awaiting.CompareAndSwap(0, now) {
-					sc.queueLocked(subOp{kind: opPing})
+					sc.queueLocked(func(ctx context.Context) error { return sc.ps.Ping(ctx) })
 				}
 			}
 		}
 		l.mu.Unlock()
 		wakeEntries(woken, false)
-		clear(woken)
-		woken = woken[:0]
 	}
 }
 
 // close drops every connection and stops the goroutines of l.
 func (l *links) close() {
 	l.mu.Lock()
-	l.connClosed = true
 	for _, sc := range l.conns {
 		l.dropLocked(sc)
 	}
-	if l.monitor != nil {
-		close(l.monitor)
-	}
-	if l.routeStop != nil {
-		l.routeStop()
-	}
+	l.cancel()
+	own := l.own
+	l.own = nil
 	l.mu.Unlock()
 	// Closing the hub's own clients ends a read stuck on one of their
 	// connections, which a cancelled ctx does not.
-	if l.closeSub != nil {
-		_ = l.closeSub()
-	}
-	l.mu.Lock()
-	nodes := l.nodes
-	l.nodes = nil
-	l.mu.Unlock()
-	for _, c := range nodes {
+	for _, c := range own {
 		_ = c.Close()
 	}
 	l.wg.Wait()

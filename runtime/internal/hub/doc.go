@@ -44,7 +44,7 @@
 // The connections, their queues and their health are under links.mu. Lock
 // order: a shard's mutex, then links.mu; code holding links.mu never takes a
 // shard's mutex (it returns what is to be woken, and the caller wakes it
-// after unlocking). The alias table and each tracker's mutex are leaves.
+// after unlocking). Each tracker's mutex is a leaf.
 //
 // # What it owns
 //

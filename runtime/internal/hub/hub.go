@@ -11,12 +11,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// Messages on the channels waited on: Redisson's unlock messages and
-// lockgen's grant.
+// Messages on the channels waited on (see Mode).
 const (
 	UnlockMessage     = "0" // wakes one waiter (a latch: every waiter)
 	ReadUnlockMessage = "1" // wakes every waiting reader and one other waiter
@@ -29,13 +26,12 @@ const (
 
 // A channel's wake mode says what a message on it wakes:
 //
-//   - WakeLock: "0" wakes one waiter, the longest waiting, so an unlock
-//     never starts a thundering herd; "1" (write unlock) wakes every
-//     waiting reader and one other waiter; a grant wakes its grantee;
-//   - WakeCount (semaphores): the payload is the number of free permits,
-//     and wakes that many waiters;
-//   - WakeZero (latches): "0" (the count reached zero) wakes every
-//     waiter, any other payload none.
+//   - WakeLock: "0" wakes the longest waiter, so an unlock never starts a
+//     thundering herd; "1" (write unlock) wakes every waiting reader and
+//     one other waiter; a grant wakes its grantee;
+//   - WakeCount (semaphores): as many waiters as the payload's free permits;
+//   - WakeZero (latches): "0" (the count reached zero) every waiter, any
+//     other payload none.
 //
 // In every mode a subscription's confirmation wakes every waiter: no
 // message can be missed from then on, and one on a dead connection was.
@@ -49,32 +45,27 @@ const (
 
 // Config is what a Hub is built from.
 type Config struct {
-	// Client is the caller's go-redis client (track.go says which the hub
-	// subscribes with). nil: the channel table alone (tests).
-	Client redis.UniversalClient
-	// Sharded: subscribe with SSUBSCRIBE; on a cluster, one connection
-	// per master (route.go).
-	Sharded bool
-	// Log gets the hub's debug records; nil: none.
-	Log *slog.Logger
-	// Failed, when set, is told why each connection failed (nil when it
-	// was found half-open or the server dropped its channels), from the
-	// hub's goroutines, under its lock: it must not block. The runtime
-	// re-reads a cluster's slot maps then (package calls).
+	// Client is the caller's go-redis client; nil: the channel table
+	// alone (tests).
+	Client  redis.UniversalClient
+	Sharded bool         // subscribe with SSUBSCRIBE; on a cluster, one connection per master (route.go)
+	Log     *slog.Logger // debug records; nil: none
+	// Failed, when set, is told why each connection failed (nil: found
+	// half-open, or the server dropped its channels), under the hub's
+	// lock: it must not block. The runtime re-reads a cluster's slot maps
+	// then (package calls).
 	Failed func(error)
 }
 
 // A Hub is where waiters sleep (see the package doc).
 type Hub struct {
-	seed   maphash.Seed
-	shards [nShards]shard
-	closed atomic.Bool
-
-	nEntries atomic.Int32 // number of channel entries, read without a lock by the uncontended path
-	// aliases maps an entry's companion channel (entry.also) to the entry,
-	// for the grants published there (offer.go). aliasMu is a leaf.
-	aliasMu sync.RWMutex
-	aliases map[string]*entry
+	seed     maphash.Seed
+	shards   [nShards]shard
+	closed   atomic.Bool
+	nEntries atomic.Int32 // read without a lock by the uncontended path (Active)
+	// aliases maps an entry's companion channel (entry.also) to the
+	// *entry, for the grants published there (offer.go).
+	aliases sync.Map
 	waiters sync.Pool // of *Waiter, reset
 	links   links     // what subscribes the table's channels (conn.go)
 }
@@ -93,7 +84,7 @@ type entry struct {
 	key  string // the lock's key, watched while waited for (track.go); "": none
 	sh   *shard
 	mode Mode
-	slot int // the channel's cluster slot (byNode only)
+	also string // this client's grant channel for the lock ("": none; offer.go)
 
 	// Guarded by sh.mu.
 	waiters []*Waiter
@@ -101,23 +92,20 @@ type entry struct {
 	// entry is ready while it is the current one (gen).
 	readyGen uint64
 	linger   *time.Timer // pending unsubscribe once no one waits
-	// inflight counts the waiters woken whose try has not finished: a
+	// inflight counts the woken waiters whose try has not finished: a
 	// hand-off in flight (FIFO in the package doc).
 	inflight int
-	handOffs int    // local hand-offs since the last unlock message (offer.go)
-	also     string // this client's grant channel for the lock ("": none; offer.go)
+	handOffs int // local hand-offs since the last unlock message (offer.go)
 	// remote: other processes wait on the lock too: a newcomer tries
 	// before it sleeps, so it is queued for grants.
 	remote bool
 
-	// gen counts the subscribes sent for the entry; written under links.mu.
-	gen atomic.Uint64
-	// conn is the connection it is (being) subscribed on; placing says
-	// it waits for one (route.go). Both guarded by links.mu.
+	gen atomic.Uint64 // subscribes sent for the entry; written under links.mu
+	// conn is the connection it is (being) subscribed on; placing says it
+	// waits for one (route.go). Both guarded by links.mu.
 	conn    *subConn
 	placing bool
-	// lastMsg is when a message last came on the channel (Unix ns; track.go).
-	lastMsg atomic.Int64
+	lastMsg atomic.Int64 // when a message last came on the channel (Unix ns; track.go)
 }
 
 // ready reports whether the entry's current subscription is confirmed.
@@ -165,7 +153,7 @@ const (
 
 // New returns a hub. It connects only when a waiter first joins.
 func New(cfg Config) *Hub {
-	h := &Hub{seed: maphash.MakeSeed(), aliases: make(map[string]*entry)}
+	h := &Hub{seed: maphash.MakeSeed()}
 	for i := range h.shards {
 		h.shards[i].entries = make(map[string]*entry)
 	}
@@ -197,44 +185,38 @@ func (h *Hub) Active() bool { return h.nEntries.Load() > 0 }
 // Undefer).
 func (h *Hub) Attach(channel string, shared, fifo bool) (w *Waiter, deferred bool) {
 	sh, e := h.lock(channel)
+	defer sh.mu.Unlock()
 	if h.closed.Load() || e == nil || !e.ready() {
-		sh.mu.Unlock()
 		return nil, false
 	}
-	others := len(e.waiters)
-	w = h.addLocked(e, shared)
 	// Where other processes wait too, the order is the queue in Redis: a
 	// newcomer joins it with its try.
-	deferred = fifo && !e.remote && (e.inflight > 0 || others > 0)
+	deferred = fifo && !e.remote && (e.inflight > 0 || len(e.waiters) > 0)
+	w = h.addLocked(e, shared)
 	w.deferred = deferred
-	sh.mu.Unlock()
 	return w, deferred
 }
 
 // Undefer ends w's deferral: it takes its place in line at once, without
 // a try of its own (untried) until its first wake-up.
 func (h *Hub) Undefer(w *Waiter) {
-	sh := w.e.sh
-	sh.mu.Lock()
-	w.deferred = false
-	w.untried = true
-	sh.mu.Unlock()
+	w.e.sh.mu.Lock()
+	w.deferred, w.untried = false, true
+	w.e.sh.mu.Unlock()
 }
 
 // InFlight reports whether w is still deferred behind a hand-off in
 // flight (its grace for an unlock message in transit is over).
 func (h *Hub) InFlight(w *Waiter) bool {
-	sh := w.e.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	w.e.sh.mu.Lock()
+	defer w.e.sh.mu.Unlock()
 	return w.deferred && w.e.inflight > 0
 }
 
 // A Sub says what a channel is, for the waiter that subscribes it.
 type Sub struct {
 	Mode Mode
-	// Key is the lock's key, watched while waited for (track.go); "": none.
-	Key string
+	Key  string // the lock's key, watched while waited for (track.go); "": none
 	// Also is a companion channel subscribed with the channel in one
 	// command, where grants to this client's waiters come ("": none).
 	Also string
@@ -252,15 +234,10 @@ func (h *Hub) Join(channel string, shared bool, s Sub) (w *Waiter, ready bool) {
 	}
 	if e == nil {
 		e = &entry{name: channel, key: s.Key, sh: sh, mode: s.Mode, also: s.Also}
-		if h.links.byNode {
-			e.slot = scripts.KeySlot(channel)
-		}
 		sh.entries[channel] = e
 		h.nEntries.Add(1)
 		if s.Also != "" {
-			h.aliasMu.Lock()
-			h.aliases[s.Also] = e
-			h.aliasMu.Unlock()
+			h.aliases.Store(s.Also, e)
 		}
 		h.links.mu.Lock()
 		h.links.subscribeLocked(e)
@@ -300,8 +277,7 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 	e := w.e
 	e.sh.mu.Lock()
 	defer e.sh.mu.Unlock()
-	w.deferred = false
-	w.untried = false
+	w.deferred, w.untried = false, false
 	w.queued = w.queued || queued
 	if !w.woken || len(w.c) > 0 {
 		return
@@ -317,8 +293,7 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 func spentLocked(w *Waiter) {
 	e := w.e
 	w.woken = false
-	e.inflight--
-	if e.inflight > 0 {
+	if e.inflight--; e.inflight > 0 {
 		return
 	}
 	for _, x := range e.waiters {
@@ -350,8 +325,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 		wakeOne(e, nil)
 	}
 	if !acquired && !w.untried {
-		// A waiter that never tried slept on this one's TTL.
-		wakeUntried(e)
+		wakeUntried(e, 1) // it slept on this one's TTL
 	}
 	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
 		if e.linger == nil {
@@ -379,13 +353,7 @@ func (h *Hub) expire(e *entry) {
 	}
 	delete(sh.entries, e.name)
 	h.nEntries.Add(-1)
-	if e.also != "" {
-		h.aliasMu.Lock()
-		if h.aliases[e.also] == e {
-			delete(h.aliases, e.also)
-		}
-		h.aliasMu.Unlock()
-	}
+	h.aliases.CompareAndDelete(e.also, e)
 	// Under sh.mu: a join's subscribe is queued after this unsubscribe.
 	h.links.mu.Lock()
 	h.links.unsubscribeLocked(e)
@@ -401,9 +369,7 @@ func (h *Hub) deliver(channel, payload string) {
 		return
 	}
 	defer sh.mu.Unlock()
-	if h.links.track && e.key != "" {
-		e.lastMsg.Store(time.Now().UnixNano())
-	}
+	e.lastMsg.Store(time.Now().UnixNano())
 	switch e.mode {
 	case WakeCount:
 		n, err := strconv.Atoi(payload)
@@ -413,32 +379,29 @@ func (h *Hub) deliver(channel, payload string) {
 		wakeN(e, n)
 	case WakeZero:
 		if payload == UnlockMessage {
-			wakeAll(e)
+			wakeN(e, len(e.waiters))
 		}
 	default:
 		e.handOffs = 0
-		if payload == ReadUnlockMessage {
+		nonce, grant := strings.CutPrefix(payload, GrantPrefix)
+		switch {
+		case payload == ReadUnlockMessage:
 			wakeReaders(e)
-			return
+		case !grant || !grantFirst(e, nonce):
+			wakeOne(e, nil)
 		}
-		if nonce, ok := strings.CutPrefix(payload, GrantPrefix); ok && grantFirst(e, nonce) {
-			return
-		}
-		wakeOne(e, nil)
 	}
 }
 
 // confirmed marks e's subscription of generation gen confirmed and wakes
 // its waiters, unless e was dropped or subscribed again meanwhile.
 func (h *Hub) confirmed(e *entry, gen uint64) {
-	sh := e.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.entries[e.name] != e || e.gen.Load() != gen {
-		return
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	if e.sh.entries[e.name] == e && e.gen.Load() == gen {
+		e.readyGen = gen
+		wakeN(e, len(e.waiters))
 	}
-	e.readyGen = gen
-	wakeAll(e)
 }
 
 // wakeEntries wakes the waiters of entries still in the table: all of
@@ -452,7 +415,7 @@ func wakeEntries(entries []*entry, readers bool) {
 		case readers:
 			wakeReaders(e)
 		default:
-			wakeAll(e)
+			wakeN(e, len(e.waiters))
 		}
 		e.sh.mu.Unlock()
 	}
@@ -477,12 +440,10 @@ func signal(e *entry, w *Waiter) bool {
 func wakeReaders(e *entry) {
 	writer := false
 	for _, w := range e.waiters {
-		if !w.shared {
-			if writer {
-				continue
-			}
-			writer = true
+		if !w.shared && writer {
+			continue
 		}
+		writer = writer || !w.shared
 		signal(e, w)
 	}
 }
@@ -493,10 +454,7 @@ func wakeReaders(e *entry) {
 func wakeOne(e *entry, skip *Waiter) {
 	for _, exclusive := range []bool{true, false} {
 		for _, w := range e.waiters {
-			if w == skip || w.shared == exclusive {
-				continue
-			}
-			if signal(e, w) {
+			if w != skip && w.shared != exclusive && signal(e, w) {
 				return
 			}
 		}
@@ -515,19 +473,13 @@ func wakeN(e *entry, n int) {
 	}
 }
 
-// wakeUntried signals the longest-waiting waiter that has not tried yet.
-func wakeUntried(e *entry) {
+// wakeUntried signals the n longest-waiting waiters that have not tried yet.
+func wakeUntried(e *entry, n int) {
 	for _, w := range e.waiters {
-		if w.untried {
+		if w.untried && n > 0 {
 			signal(e, w)
-			return
+			n--
 		}
-	}
-}
-
-func wakeAll(e *entry) {
-	for _, w := range e.waiters {
-		signal(e, w)
 	}
 }
 

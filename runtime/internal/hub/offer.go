@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,10 +49,9 @@ func (o Offer) Made() bool { return o.w != nil }
 // handed to it with (field "": none), and reports whether it can be.
 func (h *Hub) Grantee(w *Waiter, grantee func() (field string, px any)) bool {
 	field, px := grantee()
-	sh := w.e.sh
-	sh.mu.Lock()
+	w.e.sh.mu.Lock()
 	w.field, w.px = field, px
-	sh.mu.Unlock()
+	w.e.sh.mu.Unlock()
 	return field != ""
 }
 
@@ -104,10 +104,8 @@ func (h *Hub) Settle(o Offer) {
 	w.offer, w.marker, w.sent = o.State, o.Marker, o.Sent
 	if o.State == OfferGranted {
 		e.handOffs++
-		if h.links.track && e.key != "" {
-			// Changed hands without a message: tracking waits as after one.
-			e.lastMsg.Store(time.Now().UnixNano())
-		}
+		// Changed hands without a message: tracking waits as after one.
+		e.lastMsg.Store(time.Now().UnixNano())
 	}
 	select {
 	case w.c <- struct{}{}:
@@ -117,13 +115,11 @@ func (h *Hub) Settle(o Offer) {
 
 // Park marks a grantable w as sleeping: releases may offer it the lock.
 func (h *Hub) Park(w *Waiter) {
-	if w.field == "" {
-		return
+	if w.field != "" {
+		w.e.sh.mu.Lock()
+		w.parked = true
+		w.e.sh.mu.Unlock()
 	}
-	sh := w.e.sh
-	sh.mu.Lock()
-	w.parked = true
-	sh.mu.Unlock()
 }
 
 // Unpark ends w's sleep: no release offers it the lock from now on. An
@@ -135,6 +131,7 @@ func (h *Hub) Unpark(w *Waiter) (state OfferState, marker string, sent time.Time
 	}
 	sh := w.e.sh
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	w.parked = false
 	for w.offer == offerPending {
 		sh.mu.Unlock()
@@ -143,7 +140,6 @@ func (h *Hub) Unpark(w *Waiter) (state OfferState, marker string, sent time.Time
 	}
 	state, marker, sent = w.offer, w.marker, w.sent
 	w.offer, w.marker = OfferNone, ""
-	sh.mu.Unlock()
 	return state, marker, sent
 }
 
@@ -162,25 +158,28 @@ func (h *Hub) Remote(channel string, held bool) {
 // remoteLocked: see Remote. e.sh.mu is held.
 func remoteLocked(e *entry, held bool) {
 	e.remote = true
-	if !held {
-		return
-	}
-	for _, w := range e.waiters {
-		if w.untried {
-			signal(e, w)
-		}
+	if held {
+		wakeUntried(e, len(e.waiters))
 	}
 }
 
-// grantFirst tells the longest waiter that can take grants that a release
-// gave it the lock for the try with nonce (a fair waiter's own channel),
-// and wakes it; false: none can (one is woken to try: its acquire counts
-// the grant as its own).
+// grantLocked tells w that a release in Redis gave it the lock for the try
+// with nonce, and wakes it, unless another offer to it stands (false).
+func grantLocked(e *entry, w *Waiter, nonce string) bool {
+	if w.offer != OfferNone {
+		return false
+	}
+	w.offer, w.marker = OfferRemote, nonce
+	signal(e, w) // if one is pending already, it is this one
+	return true
+}
+
+// grantFirst gives a grant on a fair waiter's own channel to the longest
+// waiter that can take grants; false: none can (one is woken to try: its
+// acquire counts the grant as its own).
 func grantFirst(e *entry, nonce string) bool {
 	for _, w := range e.waiters {
-		if w.field != "" && w.offer == OfferNone {
-			w.offer, w.marker = OfferRemote, nonce
-			signal(e, w) // if one is pending already, it is this one
+		if w.field != "" && grantLocked(e, w, nonce) {
 			return true
 		}
 	}
@@ -191,31 +190,20 @@ func grantFirst(e *entry, nonce string) bool {
 // is woken to claim the lock; if it is gone or busy, its next try takes
 // the grant (or its leave gives it back).
 func (h *Hub) deliverGrant(channel, payload string) {
-	h.aliasMu.RLock()
-	e := h.aliases[channel]
-	h.aliasMu.RUnlock()
-	if e == nil {
-		return
-	}
+	v, _ := h.aliases.Load(channel)
+	e, _ := v.(*entry)
 	rest, ok := strings.CutPrefix(payload, GrantPrefix)
 	owner, nonce, ok2 := strings.Cut(rest, " ")
-	if !ok || !ok2 {
+	if e == nil || !ok || !ok2 {
 		return
 	}
-	sh := e.sh
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.entries[e.name] != e {
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	if e.sh.entries[e.name] != e {
 		return
 	}
 	remoteLocked(e, true)
-	for _, w := range e.waiters {
-		if w.field == owner {
-			if w.offer == OfferNone {
-				w.offer, w.marker = OfferRemote, nonce
-				signal(e, w)
-			}
-			return
-		}
+	if i := slices.IndexFunc(e.waiters, func(w *Waiter) bool { return w.field == owner }); i >= 0 {
+		grantLocked(e, e.waiters[i], nonce)
 	}
 }

@@ -278,7 +278,7 @@ func TestTheLastLeaveLingersThenUnsubscribes(t *testing.T) {
 		t.Fatal("a channel stays subscribed a while after its last waiter")
 	}
 	h.expire(e) // the linger ran out
-	if h.Offer("ch").Known || h.Active() || h.aliases["ch:client"] != nil {
+	if _, alias := h.aliases.Load("ch:client"); h.Offer("ch").Known || h.Active() || alias {
 		t.Fatal("an expired channel is dropped with its companion")
 	}
 }

@@ -16,46 +16,41 @@ import (
 //
 // A shard channel lives on its slot's master, and one connection may carry
 // channels of any number of its slots (one SSUBSCRIBE must not name two:
-// CROSSSLOT). So the hub keeps one connection per master, not a pool: the
-// node serves a connection's commands one at a time anyway, and a lock's
-// wake-ups cannot overtake each other on one connection.
+// CROSSSLOT). One connection per master, not a pool: the node serves a
+// connection's commands one at a time anyway, and a lock's wake-ups cannot
+// overtake each other on one connection. It is a PubSub of the hub's own
+// client for that master (ownLocked), not of the ClusterClient, whose
+// PubSub picks its node once and, reconnecting, sends every channel in one
+// SSUBSCRIBE; here a failed connection's channels are subscribed again one
+// by one (conn.go), each on its slot's master as the slot map then says.
 //
-// It is a PubSub of a client of the hub's own for that master
-// (nodeClientLocked), not of the ClusterClient, whose PubSub picks its
-// node once and, reconnecting, sends every channel in one SSUBSCRIBE. Any
-// error drops the connection, and its channels are subscribed again one by
-// one (conn.go), each on its slot's master as the slot map then says.
-//
-// Placement: which master serves a slot is read from the slot map, which
-// may have to be loaded, so not under l.mu: placeLocked queues a channel
-// and the router goroutine places it (its waiters are not ready
-// meanwhile).
+// Placement: the slot map may have to be loaded, so not under l.mu:
+// placeLocked queues a channel and the router goroutine places it (its
+// waiters are not ready meanwhile).
 //
 // Moved slots: when a slot leaves a master, the master unsubscribes its
 // shard channels (notices the hub did not ask for), and a subscribe sent
 // there is refused with MOVED. Either way that slot's channels on the
-// connection are placed again; the router has the slot map re-read and
-// waits (mapWait at most) for it to show the move, so as not to send them
-// back. Their waiters are woken at once (a release meanwhile published to
-// no one), and again by the new confirmation. A dead master is a failed
-// connection (conn.go).
+// connection are placed again, once the re-read slot map shows the move
+// (mapWait at most), so as not to send them back. Their waiters are woken
+// at once (a release meanwhile published to no one), and again by the new
+// confirmation. A dead master is a failed connection (conn.go).
 
-// mapWait bounds how long a channel whose slot moved waits for the slot
-// map to show the move before it is placed where the map says anyway.
-const mapWait = maxBackoff
-
-// mapPoll is how often the router looks at the slot map again while a
-// moved channel waits for it.
-const mapPoll = 10 * time.Millisecond
+const (
+	// mapWait bounds how long a channel whose slot moved waits for the
+	// slot map to show the move before it is placed where the map says.
+	mapWait = maxBackoff
+	mapPoll = 10 * time.Millisecond // how often the router looks at the map meanwhile
+)
 
 // A placement is a channel waiting for its node.
 type placement struct {
-	e      *entry
-	reload bool // re-read the slot map first (its connection failed as a moved slot would make it)
+	e *entry
 	// from is the node its slot left, to the one a MOVED reply named
 	// ("": none), since when it waits for the map to show that.
 	from, to string
 	since    time.Time
+	node     *redis.Client // its master, once the router found it
 }
 
 // waits reports whether p should wait for the slot map to show its move,
@@ -77,11 +72,10 @@ func (l *links) placeLocked(p placement) {
 	e.placing = true
 	e.gen.Add(1) // not ready until confirmed where it goes
 	l.unplaced = append(l.unplaced, p)
-	if l.routeStop == nil {
-		var ctx context.Context
-		ctx, l.routeStop = context.WithCancel(context.Background())
+	if !l.routing {
+		l.routing = true
 		l.wg.Add(1)
-		go l.routeLoop(ctx)
+		go l.routeLoop()
 	}
 	select {
 	case l.routeKick <- struct{}{}:
@@ -90,16 +84,15 @@ func (l *links) placeLocked(p placement) {
 }
 
 // moveSlotLocked takes every channel of slot off sc and queues it to be
-// placed where the slot went (to, if a MOVED reply said), appending their
-// entries to woken; sc is closed if left empty. l.mu is held.
-func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry) []*entry {
-	if sc.dead || l.connClosed {
-		return woken
+// placed where the slot went (to, if a MOVED reply said), and returns
+// their entries; sc is closed if left empty. l.mu is held.
+func (l *links) moveSlotLocked(sc *subConn, slot int, to string) (woken []*entry) {
+	if sc.dead || l.hub.closed.Load() {
+		return nil
 	}
 	now := time.Now()
-	n := 0
 	for name, e := range sc.entries {
-		if e.slot != slot {
+		if scripts.KeySlot(name) != slot {
 			continue
 		}
 		delete(sc.entries, name)
@@ -109,7 +102,6 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry)
 		}
 		l.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
 		woken = append(woken, e)
-		n++
 	}
 	// Their unsubscribes get a MOVED reply, or no confirmation to count.
 	for ch := range sc.unsubscribing {
@@ -117,8 +109,8 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string, woken []*entry)
 			delete(sc.unsubscribing, ch)
 		}
 	}
-	if n > 0 {
-		l.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", n)
+	if len(woken) > 0 {
+		l.log.Debug("slot moved: its channels are placed again", "slot", slot, "from", sc.node, "to", to, "channels", len(woken))
 	}
 	if len(sc.entries) == 0 {
 		l.dropLocked(sc)
@@ -141,7 +133,7 @@ func (l *links) slotsMoved(sc *subConn, moves ...slotMove) {
 		return
 	}
 	for _, m := range moves {
-		l.moveSlotLocked(sc, m.slot, m.to, nil)
+		l.moveSlotLocked(sc, m.slot, m.to)
 	}
 }
 
@@ -162,16 +154,14 @@ func movedSlot(err error) (slot int, to string, ok bool) {
 	return slot, to, true
 }
 
-// routeLoop places the queued channels until Close ends ctx.
-func (l *links) routeLoop(ctx context.Context) {
+// routeLoop places the queued channels until Close.
+func (l *links) routeLoop() {
 	defer l.wg.Done()
+	ctx := l.stop
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	var (
-		todo   []placement
-		placed []placedOn
-	)
+	var todo []placement
 	for {
 		select {
 		case <-l.routeKick:
@@ -185,20 +175,13 @@ func (l *links) routeLoop(ctx context.Context) {
 		l.unplaced = l.unplaced[:0]
 		l.mu.Unlock()
 
-		reload := false
-		for i := range todo {
-			reload = reload || todo[i].reload || todo[i].from != ""
-			todo[i].reload = false
+		// A moved channel waits for the map to show the move: read it
+		// again (in the background; one in progress is followed by one more).
+		if slices.ContainsFunc(todo, func(p placement) bool { return p.from != "" }) {
+			l.cc.ReloadState(ctx)
 		}
-		if reload {
-			l.cc.ReloadState(ctx) // in the background; a reload in progress is followed by one more
-		}
-		var lookupErr error
-		todo, placed, lookupErr = l.locate(ctx, todo, placed)
-		todo = l.attach(todo, placed)
-		clear(placed)
-		placed = placed[:0]
-
+		lookupErr := l.locate(ctx, todo)
+		todo = l.attach(todo)
 		if lookupErr != nil {
 			l.log.Debug("no master found for a channel's slot", "err", lookupErr)
 			if l.failed != nil {
@@ -215,58 +198,45 @@ func (l *links) routeLoop(ctx context.Context) {
 	}
 }
 
-// locate appends to placed the channels of todo whose master it found
-// (and need not wait for the map to show a move), and keeps the others;
-// lookupErr is the last failed lookup.
-func (l *links) locate(ctx context.Context, todo []placement, placed []placedOn) (_ []placement, _ []placedOn, lookupErr error) {
+// locate sets the master of each channel of todo as the slot map says
+// (I/O only if the map was never loaded), unless its lookup fails or it
+// must wait for the map to show a move; it returns the last failed lookup.
+func (l *links) locate(ctx context.Context, todo []placement) (lookupErr error) {
 	now := time.Now()
-	keep := todo[:0]
-	for _, p := range todo {
-		node, err := l.master(ctx, p.e.name)
-		if err != nil {
+	for i := range todo {
+		p := &todo[i]
+		mctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		node, err := l.cc.MasterForKey(mctx, p.e.name)
+		cancel()
+		switch {
+		case err != nil:
 			lookupErr = err
-			keep = append(keep, p)
-			continue
+		case !p.waits(node.Options().Addr, now):
+			p.node = node
+			if p.from != "" {
+				l.log.Debug("moved channel placed", "channel", p.e.name, "node", node.Options().Addr, "waited", now.Sub(p.since))
+			}
 		}
-		addr := node.Options().Addr
-		if p.waits(addr, now) {
-			keep = append(keep, p)
-			continue
-		}
-		if p.from != "" {
-			l.log.Debug("moved channel placed", "channel", p.e.name, "node", addr, "waited", now.Sub(p.since))
-		}
-		placed = append(placed, placedOn{p.e, addr, node})
 	}
-	clear(todo[len(keep):])
-	return keep, placed, lookupErr
+	return lookupErr
 }
 
-// attach puts the placed channels on their master's connection, and
-// returns todo without the channels unsubscribed meanwhile.
-func (l *links) attach(todo []placement, placed []placedOn) []placement {
+// attach puts the located channels of todo on their master's connection,
+// and returns the others, but those unsubscribed meanwhile.
+func (l *links) attach(todo []placement) []placement {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, p := range placed {
-		if !p.e.placing || l.connClosed {
-			continue // unsubscribed meanwhile
+	keep := todo[:0]
+	for _, p := range todo {
+		switch {
+		case !p.e.placing || l.hub.closed.Load(): // unsubscribed meanwhile
+		case p.node != nil:
+			addr := p.node.Options().Addr
+			l.connLocked(addr, l.ownLocked(addr, p.node)).addLocked(p.e)
+		default:
+			keep = append(keep, p)
 		}
-		l.connLocked(p.addr, l.nodeClientLocked(p.addr, p.node)).addLocked(p.e)
 	}
-	return slices.DeleteFunc(todo, func(p placement) bool { return !p.e.placing || l.connClosed })
-}
-
-// placedOn is a channel and the master it goes to.
-type placedOn struct {
-	e    *entry
-	addr string
-	node *redis.Client
-}
-
-// master returns the client of the master of channel's slot, as the slot
-// map says (I/O only if the map was never loaded).
-func (l *links) master(ctx context.Context, channel string) (*redis.Client, error) {
-	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	return l.cc.MasterForKey(ctx, channel)
+	clear(todo[len(keep):])
+	return keep
 }

@@ -108,13 +108,13 @@ func TestTrackingReadOfAMovedKeyReportsItsSlot(t *testing.T) {
 	w := &Waiter{c: make(chan struct{}, 1), e: e}
 	e.waiters = []*Waiter{w}
 	tr.watch(e)
-	var r keyReader
-	read, _, err := r.read(ctx, tr, conn)
-	if err != nil || !read {
-		t.Fatalf("read %v, err %v: a MOVED reply is no failure", read, err)
+	keys, _ := tr.dueKeys(nil, time.Now().UnixNano())
+	moved, err := readKeys(ctx, tr, conn, keys)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("read %v, err %v: a MOVED reply is no failure", keys, err)
 	}
-	if len(r.moved) != 1 || r.moved[0].slot != scripts.KeySlot(key) || r.moved[0].to != owner.Addr() {
-		t.Fatalf("moved %+v, want slot %d to %s", r.moved, scripts.KeySlot(key), owner.Addr())
+	if len(moved) != 1 || moved[0].slot != scripts.KeySlot(key) || moved[0].to != owner.Addr() {
+		t.Fatalf("moved %+v, want slot %d to %s", moved, scripts.KeySlot(key), owner.Addr())
 	}
 	if len(w.c) != 0 {
 		t.Fatal("a key read on the wrong master woke its waiter")

@@ -19,8 +19,9 @@ import (
 // the hub watches the key of every lock it has waiters for with Redis'
 // client-side-caching invalidations (CLIENT TRACKING, Redis >= 6):
 //
-//   - each pub/sub connection has a tracking connection to the same node,
-//     with CLIENT TRACKING ON REDIRECT <the pub/sub connection's id>;
+//   - each pub/sub connection through a client of the hub's own has a
+//     tracking connection to the same node, with CLIENT TRACKING ON
+//     REDIRECT <the pub/sub connection's id>;
 //   - an EXISTS of a key there makes Redis send one invalidation on its
 //     next change, deletion or expiry;
 //   - on an invalidation the hub reads the key again (re-arming the
@@ -34,66 +35,43 @@ import (
 // herd. FLUSHALL's invalidation without keys, which go-redis cannot parse,
 // replaces the connection, which wakes every waiter.
 //
-// On a cluster with sharded pub/sub each master's pub/sub connection
-// (route.go) has one tracking connection to that master: a key is watched
-// where its channel is, and the watch moves with it (moveSlotLocked); a
-// read answered MOVED places its slot's channels again.
-//
-// Tracking is off for Sentinel failover clients (their options cannot be
-// copied), where the server refuses CLIENT ID or CLIENT TRACKING, and on a
-// cluster with classic pub/sub.
+// On a cluster with sharded pub/sub a key is watched where its channel is,
+// and the watch moves with it (moveSlotLocked); a read answered MOVED
+// places its slot's channels again. Tracking is off where the hub has no
+// client of its own (links.init), and where the server refuses CLIENT ID
+// or CLIENT TRACKING.
 
-// invalidateChannel is where Redis sends invalidations to a RESP2 client.
-const invalidateChannel = "__redis__:invalidate"
-
-// trackQuiet is how long a lock's channels must go without a message, and
-// invalidations gather, before the hub reads its key again: a lock that
-// keeps changing hands costs no EXISTS (tracking is one-shot).
-const trackQuiet = 20 * time.Millisecond
-
-// trackPingIdle is how long a tracking connection may go without I/O
-// before it is pinged.
-const trackPingIdle = 500 * time.Millisecond
+const (
+	invalidateChannel = "__redis__:invalidate" // where Redis sends a RESP2 client's invalidations
+	// trackQuiet is how long a lock's channels must go without a message,
+	// and invalidations gather, before the hub reads its key again: a
+	// lock that keeps changing hands costs no EXISTS (tracking is one-shot).
+	trackQuiet    = 20 * time.Millisecond
+	trackPingIdle = 500 * time.Millisecond // a tracking connection without I/O this long is pinged
+)
 
 // subConnKey, as a dial's ctx value, is the subConn it dials for
 // (recordClientID).
 type subConnKey struct{}
 
-// subClient returns the client the hub subscribes with and whether key
-// tracking works with it: the hub's own for a single server; rdb itself
-// for a cluster (whose masters get their own: nodeClientLocked) or a
-// Sentinel failover client.
-func subClient(rdb redis.UniversalClient) (sub redis.UniversalClient, closeFn func() error, track bool) {
-	if r, ok := rdb.(*redis.Client); ok && r.Options().Addr != "FailoverClient" {
-		c := ownClient(r.Options())
-		return c, c.Close, true
+// ownLocked returns the hub's own client for node (a cluster master's
+// address, or "" for the one server), made from of's options on first
+// use: it speaks RESP2 (invalidations come as pub/sub messages), and its
+// OnConnect records the CLIENT ID of each pub/sub connection. l.mu is held.
+func (l *links) ownLocked(node string, of *redis.Client) *redis.Client {
+	if c := l.own[node]; c != nil {
+		return c
 	}
-	return rdb, nil, false
-}
-
-// ownClient returns a client of the hub's own for the server of o,
-// speaking RESP2 (invalidations come as pub/sub messages), whose OnConnect
-// records the CLIENT ID of each pub/sub connection.
-func ownClient(o *redis.Options) *redis.Client {
-	own := *o
+	own := *of.Options()
 	own.Protocol = 2
 	own.ContextTimeoutEnabled = true // a dropped connection's ctx ends its I/O
 	own.PoolSize = 4                 // tracking connections; pub/sub ones come from their own pool
 	own.MinIdleConns, own.MaxIdleConns, own.MaxActiveConns = 0, 0, 0
 	own.PushNotificationProcessor = nil
 	own.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	own.OnConnect = recordClientID(o.OnConnect)
-	return redis.NewClient(&own)
-}
-
-// nodeClientLocked returns the hub's own client for the cluster master at
-// addr (node: the cluster's client of it), made on first use. l.mu is held.
-func (l *links) nodeClientLocked(addr string, node *redis.Client) *redis.Client {
-	c := l.nodes[addr]
-	if c == nil {
-		c = ownClient(node.Options())
-		l.nodes[addr] = c
-	}
+	own.OnConnect = recordClientID(own.OnConnect)
+	c := redis.NewClient(&own)
+	l.own[node] = c
 	return c
 }
 
@@ -150,9 +128,6 @@ func (t *tracker) watch(e *entry) {
 // unwatch stops watching e's key for e (l.mu is held). The server may
 // still send one invalidation for it, which finds no entry.
 func (t *tracker) unwatch(e *entry) {
-	if e.key == "" {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	es := slices.DeleteFunc(t.watched[e.key], func(x *entry) bool { return x == e })
@@ -187,21 +162,16 @@ func (t *tracker) markLocked(key string) {
 func (t *tracker) dueKeys(keys []string, now int64) (_ []string, putOff bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-next:
 	for k := range t.due {
-		if len(t.watched[k]) == 0 {
-			// No one waits for it here any more.
-			delete(t.due, k)
+		es := t.watched[k] // none: no one waits for it here any more
+		if slices.ContainsFunc(es, func(e *entry) bool { return now-e.lastMsg.Load() < int64(trackQuiet) }) {
+			putOff = true
 			continue
 		}
-		for _, e := range t.watched[k] {
-			if now-e.lastMsg.Load() < int64(trackQuiet) {
-				putOff = true
-				continue next
-			}
-		}
 		delete(t.due, k)
-		keys = append(keys, k)
+		if len(es) > 0 {
+			keys = append(keys, k)
+		}
 	}
 	return keys, putOff
 }
@@ -234,12 +204,10 @@ func (sc *subConn) trackLoop() {
 		l.log.Debug("key tracking off: CLIENT ID was refused or not read", "node", sc.node)
 		return
 	}
-	conn := sc.client.Conn() // sc.track is set only with sc.client
-	// The tracking connection's I/O ends with sc, but its ctx does not say
-	// it is for sc: its dial must not record its id as sc's.
-	tctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	defer context.AfterFunc(sc.ctx, stop)()
+	conn := sc.client.Conn()
+	// The tracking connection's I/O ends with sc, but its dial must not
+	// record its id as sc's.
+	tctx := context.WithValue(sc.ctx, subConnKey{}, nil)
 	// Back to the pool, tracking still on: the next tracker redirects it.
 	// One closed with the hub is not handed back (go-redis would log it).
 	defer func() {
@@ -266,8 +234,6 @@ func (sc *subConn) trackLoop() {
 // dropped (nil) or conn fails; it pings conn when it goes trackPingIdle
 // without I/O.
 func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
-	t := sc.track
-	var r keyReader
 	gather := time.NewTimer(time.Hour)
 	defer gather.Stop()
 	later := time.NewTimer(time.Hour) // keys put off while busy
@@ -277,7 +243,7 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 	used := time.Now()
 	for {
 		select {
-		case <-t.kick:
+		case <-sc.track.kick:
 		case <-later.C:
 		case <-health.C:
 			if time.Since(used) < trackPingIdle {
@@ -300,59 +266,47 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 		case <-sc.ctx.Done():
 			return nil
 		}
-		read, putOff, err := r.read(tctx, t, conn)
+		keys, putOff := sc.track.dueKeys(nil, time.Now().UnixNano())
 		if putOff {
 			later.Reset(trackQuiet)
 		}
+		if len(keys) == 0 {
+			continue
+		}
+		moved, err := readKeys(tctx, sc.track, conn, keys)
 		if err != nil {
 			return err
 		}
-		if len(r.moved) > 0 {
-			sc.l.slotsMoved(sc, r.moved...)
-		}
-		if read {
-			used = time.Now()
+		used = time.Now()
+		if len(moved) > 0 {
+			sc.l.slotsMoved(sc, moved...)
 		}
 	}
 }
 
-// keyReader reads the keys due of a tracker, reusing its slices.
-type keyReader struct {
-	keys  []string
-	cmds  []*redis.IntCmd
-	woken []*entry
-	moved []slotMove // the slots of keys answered MOVED, and where to
-}
-
-// read reads the keys due on conn, but those whose locks are busy (put
-// off), and wakes the locks whose key is gone; it reports whether it sent
-// anything. A key answered MOVED goes to r.moved; one answered ASK (its
-// slot is migrating) is left alone: its watch moves when the migration
-// ends.
-func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (read, putOff bool, err error) {
-	r.moved = r.moved[:0]
-	r.keys, putOff = t.dueKeys(r.keys[:0], time.Now().UnixNano())
-	if len(r.keys) == 0 {
-		return false, putOff, nil
-	}
+// readKeys reads keys on conn and wakes the locks whose key is gone. It
+// returns the slots of keys answered MOVED, and where they went; a key
+// answered ASK (its slot is migrating) is left alone: its watch moves
+// when the migration ends.
+func readKeys(tctx context.Context, t *tracker, conn *redis.Conn, keys []string) (moved []slotMove, err error) {
 	ctx, cancel := context.WithTimeout(tctx, ioTimeout)
-	r.cmds = r.cmds[:0]
+	defer cancel()
+	cmds := make([]*redis.IntCmd, len(keys))
 	_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range r.keys {
-			r.cmds = append(r.cmds, p.Exists(ctx, k))
+		for i, k := range keys {
+			cmds[i] = p.Exists(ctx, k)
 		}
 		return nil
 	})
-	cancel()
 	if err != nil && !scripts.IsReply(err) {
-		return true, putOff, err
+		return nil, err
 	}
-	r.woken = r.woken[:0]
-	for i, cmd := range r.cmds {
+	var woken []*entry
+	for i, cmd := range cmds {
 		err := cmd.Err()
 		if slot, to, ok := movedSlot(err); ok {
-			if !slices.ContainsFunc(r.moved, func(m slotMove) bool { return m.slot == slot }) {
-				r.moved = append(r.moved, slotMove{slot, to})
+			if !slices.ContainsFunc(moved, func(m slotMove) bool { return m.slot == slot }) {
+				moved = append(moved, slotMove{slot, to})
 			}
 			continue
 		}
@@ -360,14 +314,12 @@ func (r *keyReader) read(tctx context.Context, t *tracker, conn *redis.Conn) (re
 			continue
 		}
 		if err != nil {
-			clear(r.cmds)
-			return true, putOff, err
+			return nil, err
 		}
 		if cmd.Val() == 0 {
-			r.woken = t.gone(r.keys[i], r.woken)
+			woken = t.gone(keys[i], woken)
 		}
 	}
-	wakeEntries(r.woken, true)
-	clear(r.cmds)
-	return true, putOff, nil
+	wakeEntries(woken, true)
+	return moved, nil
 }
