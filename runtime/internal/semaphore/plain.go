@@ -36,13 +36,17 @@ func (c *counter) fail(op string, err error) error {
 	return c.env.Fail(op, c.name, c.key, err)
 }
 
-// count reads the count: 0 when it is absent.
+// count reads the count: 0 when it is absent, and beside an error (a
+// count out of int64's range parses as its bound).
 func (c *counter) count(ctx context.Context) (int64, error) {
 	n, err := scripts.Do(ctx, c.env.RDB, "get", c.key).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
+	if err != nil {
+		if errors.Is(err, redis.Nil) {
+			err = nil
+		}
+		return 0, err
 	}
-	return n, err
+	return n, nil
 }
 
 // TrySetPermits sets the free count to n only when it is absent
