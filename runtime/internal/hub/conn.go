@@ -130,9 +130,9 @@ type subConn struct {
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
 	// The rest is guarded by l.mu.
-	entries map[string]*entry             // channels it carries
-	ops     []func(context.Context) error // sends queued for the writer
-	pending map[string][]pendingSub       // by channel, the subscribes not yet confirmed, in order
+	entries map[string]*entry       // channels it carries
+	ops     []subOp                 // sends queued for the writer
+	pending map[string][]pendingSub // by channel, the subscribes not yet confirmed, in order
 	// unsubscribing counts, by channel, the unsubscribes not yet
 	// confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
@@ -166,7 +166,7 @@ func (sc *subConn) addLocked(e *entry) {
 	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
 	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
-	sc.queueLocked(sc.command(true, e))
+	sc.queueLocked(subOp{opSubscribe, e.name, e.also})
 	if sc.track != nil {
 		sc.track.watch(e)
 	}
@@ -192,31 +192,26 @@ func (l *links) unsubscribeLocked(e *entry) {
 	if e.also != "" {
 		sc.unsubscribing[e.also]++
 	}
-	sc.queueLocked(sc.command(false, e))
+	sc.queueLocked(subOp{opUnsubscribe, e.name, e.also})
 }
 
-// command returns the (un)subscribe of e's channel, with its companion in
-// the same command: no script sees one subscribed without the other. A
-// lock's grant channel shares its channel's hash tag, so one SSUBSCRIBE on
-// a cluster names a single slot.
-func (sc *subConn) command(subscribe bool, e *entry) func(context.Context) error {
-	chans := []string{e.name}
-	if e.also != "" {
-		chans = append(chans, e.also)
-	}
-	send := sc.ps.Unsubscribe
-	switch {
-	case subscribe && sc.l.sharded:
-		send = sc.ps.SSubscribe
-	case subscribe:
-		send = sc.ps.Subscribe
-	case sc.l.sharded:
-		send = sc.ps.SUnsubscribe
-	}
-	return func(ctx context.Context) error { return send(ctx, chans...) }
+// A subOp is a send queued for the writer: a record, not a closure, so
+// queueing a subscribe allocates nothing (a fair waiter subscribes and
+// unsubscribes a channel of its own per wait).
+type subOp struct {
+	kind          subOpKind
+	channel, also string // also: e.also, in the same command ("": none)
 }
 
-func (sc *subConn) queueLocked(op func(context.Context) error) {
+type subOpKind uint8
+
+const (
+	opSubscribe subOpKind = iota
+	opUnsubscribe
+	opPing
+)
+
+func (sc *subConn) queueLocked(op subOp) {
 	sc.ops = append(sc.ops, op)
 	select {
 	case sc.kick <- struct{}{}:
@@ -358,7 +353,7 @@ func (sc *subConn) writeLoop() {
 		case <-sc.ctx.Done():
 			return
 		}
-		for op := sc.nextOp(); op != nil; op = sc.nextOp() {
+		for op, ok := sc.nextOp(); ok; op, ok = sc.nextOp() {
 			if err := sc.send(op); err != nil {
 				sc.fail("send failed", err, false)
 				return
@@ -367,24 +362,44 @@ func (sc *subConn) writeLoop() {
 	}
 }
 
-// nextOp takes the next queued send (nil: none) and marks a reply as due.
-func (sc *subConn) nextOp() func(context.Context) error {
+// nextOp takes the next queued send and marks a reply as due.
+func (sc *subConn) nextOp() (subOp, bool) {
 	sc.l.mu.Lock()
 	defer sc.l.mu.Unlock()
 	if sc.dead || len(sc.ops) == 0 {
-		return nil
+		return subOp{}, false
 	}
 	op := sc.ops[0]
-	sc.ops[0] = nil
+	sc.ops[0] = subOp{}
 	sc.ops = sc.ops[1:]
 	sc.awaiting.CompareAndSwap(0, time.Now().UnixNano())
-	return op
+	return op, true
 }
 
-func (sc *subConn) send(op func(context.Context) error) error {
+// send sends op: an (un)subscribe names e's companion channel in the same
+// command, so no script sees one subscribed without the other (a lock's
+// grant channel shares its channel's hash tag: one SSUBSCRIBE on a
+// cluster names a single slot).
+func (sc *subConn) send(op subOp) error {
 	ctx, cancel := context.WithTimeout(sc.ctx, ioTimeout)
 	defer cancel()
-	err := op(ctx)
+	chans := []string{op.channel}
+	if op.also != "" {
+		chans = append(chans, op.also)
+	}
+	var err error
+	switch {
+	case op.kind == opPing:
+		err = sc.ps.Ping(ctx)
+	case op.kind == opSubscribe && sc.l.sharded:
+		err = sc.ps.SSubscribe(ctx, chans...)
+	case op.kind == opSubscribe:
+		err = sc.ps.Subscribe(ctx, chans...)
+	case sc.l.sharded:
+		err = sc.ps.SUnsubscribe(ctx, chans...)
+	default:
+		err = sc.ps.Unsubscribe(ctx, chans...)
+	}
 	if err == nil {
 		sc.startReader()
 	}
@@ -561,7 +576,7 @@ func (l *links) monitorLoop() {
 				// Due from now, not from when the writer gets to it: a
 				// writer stuck in I/O must not hide a dead connection.
 				if sc.awaiting.CompareAndSwap(0, now) {
-					sc.queueLocked(func(ctx context.Context) error { return sc.ps.Ping(ctx) })
+					sc.queueLocked(subOp{kind: opPing})
 				}
 			}
 		}
