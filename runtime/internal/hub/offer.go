@@ -194,7 +194,7 @@ func (h *Hub) deliverGrant(channel, payload string) {
 	e, _ := v.(*entry)
 	rest, ok := strings.CutPrefix(payload, GrantPrefix)
 	owner, nonce, ok2 := strings.Cut(rest, " ")
-	if e == nil || !ok || !ok2 {
+	if e == nil || !ok || !ok2 || owner == "" { // "": no waiter of ours (a field-less waiter cannot be granted)
 		return
 	}
 	e.sh.mu.Lock()

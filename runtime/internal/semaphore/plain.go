@@ -57,7 +57,7 @@ func (c *counter) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	if n < 0 {
 		return false, c.fail("set-permits", fmt.Errorf("%w: negative permits %d", errs.InvalidArgument, n))
 	}
-	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.env.RDB, 2, []any{3: c.key, channelName(c.key), n, c.env.Publish}).Int64()
+	set, err := scripts.SemaphoreTrySet.RunOnce(ctx, c.env.RDB, 2, []any{3: c.key, c.channel, n, c.env.Publish}).Int64()
 	return set == 1, c.fail("set-permits", err)
 }
 
