@@ -3,6 +3,7 @@ package renew
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -81,5 +82,55 @@ func TestAdmissionWaitsOnlyWhileClosedAndWithinItsLimit(t *testing.T) {
 	}
 	if !a.Closed() {
 		t.Fatal("waiters opened the gate")
+	}
+}
+
+// A Wait racing the gate's opening and closing never misses an opening:
+// once the gate is left open, every waiter returns, whether it found the
+// gate closed before the flapping began or loaded it amid Observe calls.
+func TestAWaitRacingTheGateNeverMissesItsOpening(t *testing.T) {
+	a := NewAdmission(NewTiming(3 * time.Second))
+	ctx := context.Background()
+	far := time.Now().Add(time.Hour)
+	const early, racing = 20, 200
+	done := make(chan struct{}, early+racing)
+	wait := func() {
+		_ = a.Wait(ctx, far, nil, nil)
+		done <- struct{}{}
+	}
+	a.Observe(time.Second)
+	for range early {
+		go wait()
+	}
+	time.Sleep(10 * time.Millisecond) // they wait in the closed gate
+	stop, flapped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(flapped)
+		for {
+			a.Observe(0)
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a.Observe(time.Second)
+		}
+	}()
+	for range racing {
+		go wait()
+		runtime.Gosched()
+	}
+	close(stop)
+	<-flapped
+	if a.Closed() {
+		t.Fatal("the gate reads closed after it opened")
+	}
+	timeout := time.After(5 * time.Second)
+	for i := range early + racing {
+		select {
+		case <-done:
+		case <-timeout:
+			t.Fatalf("%d of %d waiters still wait at an open gate", early+racing-i, early+racing)
+		}
 	}
 }
