@@ -15,8 +15,14 @@
 //     any attempt returns an error NotSent recognises: it has no outcome
 //     to settle. Any other failure without a reply may have reached Redis
 //     (IsReply separates replies from transport and ctx errors).
+//   - Run, RunOnce and Do return by ctx's deadline on any client: on one
+//     that would not honour it on a socket read (no ContextTimeoutEnabled)
+//     the call runs aside, and one abandoned at its deadline (or at its
+//     call's bound, WithCallBound) still delivers its outcome (Abandoned,
+//     Pending.Then); Do sends a plain command the same way.
 //   - KeySlot is the cluster slot of a key, as Redis computes it.
 //
-// The package holds no state beyond the pooled probes and knows nothing of
-// locks, holds or clients: it is the bottom layer of the runtime.
+// The package holds no state beyond its pools (the send probes, the calls
+// run aside) and knows nothing of locks, holds or clients: it is the
+// bottom layer of the runtime.
 package scripts
