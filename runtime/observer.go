@@ -68,7 +68,12 @@ type Event struct {
 	Renewed int           // EventRenewed: holds whose lease was extended
 	Calls   int           // EventRenewed: script calls used for the round
 	Took    time.Duration // EventRenewed: from the send of the call to its reply
-	Err     error         // EventAcquireFailed, EventLost, EventRenewed (transport error)
+	// Deadline (EventLost) is the deadline the Client kept for the hold:
+	// the send of its last confirmed request + its lease − drift (zero
+	// before any confirmation). A hold that ran out ended there, or a
+	// little later on a busy process, whose timers run late.
+	Deadline time.Time
+	Err      error // EventAcquireFailed, EventLost, EventRenewed (transport error)
 }
 
 // Observer receives lock events for metrics and tracing. It is called

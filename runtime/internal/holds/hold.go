@@ -94,6 +94,10 @@ func (h *Hold) Deadline() time.Time {
 	return h.lease.Valid
 }
 
+// DeadlineLocked is Deadline for a caller that holds h's shard mutex
+// (Config.Lost).
+func (h *Hold) DeadlineLocked() time.Time { return h.lease.Valid }
+
 // Count is the hold count. h's shard mutex is held.
 func (h *Hold) Count() int { return h.count }
 
