@@ -225,7 +225,11 @@ func (s *Sem) change(ctx context.Context, sc scripts.Script, once bool, args ...
 	if once {
 		run = sc.RunOnce
 	}
-	return run(ctx, s.env.RDB, 3, append([]any{3: s.key, s.timeouts, s.channel, s.env.Publish}, args...)).Int64()
+	n, err := run(ctx, s.env.RDB, 3, append([]any{3: s.key, s.timeouts, s.channel, s.env.Publish}, args...)).Int64()
+	if err != nil {
+		return 0, err // as counter.count: no number beside an error
+	}
+	return n, nil
 }
 
 // taker is a Sem as the registry sees it (holds.Taker).
