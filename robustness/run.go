@@ -45,6 +45,12 @@ type Config struct {
 	// broken runtime.
 	Worker string
 	Dir    string // the run's files: histories, and what a failure leaves
+	// KillHolders, when set, times each process kill: it waits (up to a
+	// second, and not past the faults' end) until the process has held
+	// a watchdog lock this long, read from its history file. The suite's
+	// self-test sets it past the first renewal, so that a broken renewal
+	// shows in the lock a killed holder leaves behind.
+	KillHolders time.Duration
 }
 
 func (c *Config) defaults() {
@@ -256,10 +262,13 @@ type slot struct {
 	nodes map[string]*faultproxy.Proxy // on a cluster, instead of lock: by node address
 	red   []*faultproxy.Proxy
 	proc  *proc
+	// faulting is held by the process fault striking the slot.
+	faulting sync.Mutex
 }
 
 type proc struct {
 	proc   int
+	file   string // its history
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stderr bytes.Buffer
@@ -300,7 +309,7 @@ func (r *runner) spawn(i int) {
 		wc.RedAddrs = append(wc.RedAddrs, p.Addr())
 	}
 	js, _ := json.Marshal(wc)
-	p := &proc{proc: id, exited: make(chan struct{})}
+	p := &proc{proc: id, file: file, exited: make(chan struct{})}
 	p.cmd = exec.Command(r.cfg.Worker, "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), WorkerEnv+"="+string(js))
 	p.cmd.Stderr = &p.stderr
@@ -343,12 +352,60 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
+// awaitHolder waits until the process writing history file has held a
+// watchdog lock for at least age, for a second at most and not past the
+// faults' end (Config.KillHolders).
+func (r *runner) awaitHolder(file string, age time.Duration) {
+	stop := time.Now().Add(min(time.Second, time.Until(r.begin.Add(r.cfg.Length-r.cfg.Quiet))))
+	for time.Now().Before(stop) {
+		if oldestWatchdogHold(file) >= age {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// oldestWatchdogHold is how long the oldest watchdog hold in a history
+// file has been held (0: none is held).
+func oldestWatchdogHold(file string) time.Duration {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	evs, _ := ReadEvents(f)
+	watchdog := map[int64]bool{} // acquires with a watchdog lease
+	held := map[int64]int64{}    // -> when acquired
+	for _, e := range evs {
+		switch {
+		case e.Ev == EvInvoke && e.F == FAcquire && e.Lease == 0:
+			watchdog[e.Op] = true
+		case e.Ev == EvReturn && e.Outcome == OutOK && watchdog[e.Op]:
+			held[e.Op] = e.T
+		case e.Ev == EvDone, e.Ev == EvRelease:
+			delete(held, e.Op)
+		}
+	}
+	oldest := Now()
+	for _, at := range held {
+		oldest = min(oldest, at)
+	}
+	return time.Duration(Now() - oldest)
+}
+
 // inject runs one fault to its end, recording its start and end.
 func (r *runner) inject(f PlannedFault) {
 	r.mu.Lock()
 	r.nextF++
 	id := r.nextF
 	r.mu.Unlock()
+	if f.Type == FaultPauseProcess || f.Type == FaultKillProcess {
+		// A kill that waits for a holder (KillHolders) may still wait
+		// when the slot's next fault is due: that one strikes after it.
+		sl := r.slots[f.Slot]
+		sl.faulting.Lock()
+		defer sl.faulting.Unlock()
+	}
 	target := f.Server
 	if target == "" {
 		target = "all"
@@ -408,6 +465,9 @@ func (r *runner) inject(f PlannedFault) {
 		r.mu.Unlock()
 		if p == nil {
 			return
+		}
+		if f.Type == FaultKillProcess && r.cfg.KillHolders > 0 {
+			r.awaitHolder(p.file, r.cfg.KillHolders)
 		}
 		start()
 		if f.Type == FaultPauseProcess {

@@ -27,6 +27,9 @@ type breakage struct {
 	// watchdog, when set, is the Clients' WatchdogTimeout: a break that
 	// shows only in renewed holds needs renewals early in a hold.
 	watchdog time.Duration
+	// killHolders, when set, is Config.KillHolders: a break that shows
+	// only in a killed holder's renewed hold needs its kills timed.
+	killHolders time.Duration
 	// length, when set, is the run's length (default 11 s): a break that
 	// shows only in some holds needs more of them.
 	length time.Duration
@@ -91,17 +94,21 @@ var breakages = []breakage{
 	},
 	{
 		// Renewals set an hour-long lease: a killed holder's lock stays.
-		// Only a hold renewed before its process is killed shows it: at a
-		// 2 s watchdog the first renewal comes at 667 ms, after most holds
-		// have ended, and the CI run of seed 1 once killed none that had
-		// been renewed; at 900 ms it comes at 300 ms.
+		// Only a hold renewed before its process is killed shows it, and
+		// most holds end before their first renewal; a kill at a random
+		// moment found such a hold in too few runs (at a 900 ms watchdog
+		// the CI run of seed 1 failed 3 times in 9 on a loaded box, having
+		// killed none). So each kill waits for a watchdog hold older than
+		// the first renewal (at 150 ms of a 450 ms lease), and every run
+		// leaves the three keys of these kinds behind.
 		name: "renewal-lease-of-an-hour", file: "lua/renew_batch.lua",
-		old:      "local lease = tonumber(ARGV[1])",
-		new:      "local lease = 3600000",
-		kinds:    []string{KindReentrant, KindWrite},
-		faults:   []string{FaultKillProcess},
-		catches:  []string{CheckNameLiveness, CheckNameHygiene},
-		watchdog: 900 * time.Millisecond,
+		old:         "local lease = tonumber(ARGV[1])",
+		new:         "local lease = 3600000",
+		kinds:       []string{KindReentrant, KindWrite},
+		faults:      []string{FaultKillProcess},
+		catches:     []string{CheckNameLiveness, CheckNameHygiene},
+		watchdog:    450 * time.Millisecond,
+		killHolders: 200 * time.Millisecond,
 	},
 }
 
@@ -123,7 +130,7 @@ func TestCheckersCatchABrokenRuntime(t *testing.T) {
 			// A short run with a short quiet end: each break shows within
 			// seconds (the liveness break in the final sweep).
 			cfg := Config{Seed: 1, Length: cmp.Or(b.length, 11*time.Second), Quiet: time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
-				Faults: b.faults, FaultGap: 700 * time.Millisecond, MaxFault: 2500 * time.Millisecond, Worker: bin, Watchdog: b.watchdog}
+				Faults: b.faults, FaultGap: 700 * time.Millisecond, MaxFault: 2500 * time.Millisecond, Worker: bin, Watchdog: b.watchdog, KillHolders: b.killHolders}
 			o := Run(t, cfg)
 			caught := map[string]int{}
 			for _, r := range o.Results {
