@@ -70,8 +70,13 @@ var wakeFaults = []wakeFault{
 		}
 		return at
 	}},
-	// Redis restarts without persistence: every lock is free once it is up.
-	{name: "redis-restarted", free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
+	// Redis restarts without persistence: every lock is free once it is
+	// up. While it was down, the hub's reconnects and the waiters' own
+	// tries backed off to 250 ms (hub maxBackoff, await
+	// maxUnreachableBackoff), so a waiter may learn that it is back up to
+	// 250 ms after it answers; under load the rest took up to 90 ms more
+	// (a bound of wakeBound alone failed a CI run at 284-340 ms).
+	{name: "redis-restarted", bound: 250*time.Millisecond + wakeBound, free: func(t *testing.T, s *redistest.Server, _ *faultproxy.Proxy, _ *runtime.Client, holds []func() error, _ [][]string) []time.Time {
 		s.Restart()
 		at := make([]time.Time, len(holds))
 		for i := range at {
