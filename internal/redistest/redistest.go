@@ -345,44 +345,41 @@ func controlClient(addr string) *redis.Client {
 // for the cluster bus.
 const clusterBusOffset = 10000
 
-// freePort returns a loopback port that is free now; with bus, port+10000
-// is free too.
-func freePort(bus bool) (int, error) {
-	if bus {
-		return freeClusterPort()
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	return port, nil
-}
-
-// clusterPorts are the ports handed to cluster nodes by this process.
-var clusterPorts = struct {
+// handedOut are the ports freePort handed out in this process.
+var handedOut = struct {
 	sync.Mutex
 	used map[int]bool
 }{used: map[int]bool{}}
 
-// freeClusterPort picks a cluster node's port at random in 20000–29999
-// (its bus at +10000), never one this process handed out before. Not from
-// the kernel's ephemeral range: the kernel hands a port that was just
-// freed to the next process that asks, and a killed node's port reused by
-// a node of another cluster (another test binary running at the same
-// time) gets gossip from the first cluster's nodes, which still look for
-// their dead peer there, and the two clusters merge.
-func freeClusterPort() (int, error) {
-	clusterPorts.Lock()
-	defer clusterPorts.Unlock()
+// freePort picks a port at random, never one this process handed out
+// before, that is free on loopback now: in 10000–19999 for a server, in
+// 20000–29999 for a cluster node (with bus, its bus port +10000 is free
+// too). Not from the kernel's ephemeral range: the kernel hands a port
+// that was just freed to the next process that asks, and a killed
+// server's port reused by another test's server (another test binary
+// running at the same time) is found by whoever still looks for the dead
+// one there. A cluster node's peers gossip to it, and the two clusters
+// merge; a replica whose master was killed reconnects, syncs from the
+// stranger and shows up as its replica, and sentinels count it as one
+// for good (a CI run failed so: "num-slaves is 2, want 1").
+func freePort(bus bool) (int, error) {
+	base := 10000
+	if bus {
+		base = 20000
+	}
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	for range 1000 {
-		port := 20000 + rand.IntN(10000)
-		if clusterPorts.used[port] {
+		port := base + rand.IntN(10000)
+		if handedOut.used[port] {
 			continue
 		}
+		ports := []int{port}
+		if bus {
+			ports = append(ports, port+clusterBusOffset)
+		}
 		ok := true
-		for _, p := range []int{port, port + clusterBusOffset} {
+		for _, p := range ports {
 			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 			if err != nil {
 				ok = false
@@ -391,9 +388,9 @@ func freeClusterPort() (int, error) {
 			_ = l.Close()
 		}
 		if ok {
-			clusterPorts.used[port] = true
+			handedOut.used[port] = true
 			return port, nil
 		}
 	}
-	return 0, errors.New("no free loopback port with a free cluster bus port (+10000)")
+	return 0, errors.New("redistest: no free loopback port")
 }

@@ -15,9 +15,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// sentinelMaster is the name the sentinels monitor the master under.
-const sentinelMaster = "lockgen"
-
 // sentinelConfig is written to each sentinel's sentinel.conf, which the
 // sentinel rewrites as it learns the topology. A master unanswered for
 // down-after-milliseconds is subjectively down; two sentinels agreeing make
@@ -33,6 +30,10 @@ sentinel parallel-syncs %[1]s 1
 // Sentinel is a master, its replica and three sentinels monitoring them.
 type Sentinel struct {
 	sentinels []*Server
+	// name is the master's name: lockgen-<the first master's port>, so
+	// that the sentinels of another topology (a test running at the same
+	// time) that reach this one's servers take nothing from its hellos.
+	name string
 
 	mu              sync.Mutex
 	master, replica *Server
@@ -46,11 +47,11 @@ type Sentinel struct {
 func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	tb.Helper()
 	master, replica := StartReplicated(tb, opts...)
-	st := &Sentinel{master: master, replica: replica}
+	st := &Sentinel{master: master, replica: replica, name: fmt.Sprintf("lockgen-%d", master.Port())}
 	for range 3 {
 		s := newServer(tb, Arg("--sentinel"))
 		s.conf = filepath.Join(s.dir, "sentinel.conf")
-		if err := os.WriteFile(s.conf, fmt.Appendf(nil, sentinelConfig, sentinelMaster, master.Port()), 0o600); err != nil {
+		if err := os.WriteFile(s.conf, fmt.Appendf(nil, sentinelConfig, st.name, master.Port()), 0o600); err != nil {
 			tb.Fatalf("redistest: %v", err)
 		}
 		st.sentinels = append(st.sentinels, s)
@@ -58,7 +59,7 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 	launch(tb, st.sentinels...)
 	waitUntil(tb, syncTimeout, "sentinels ready to fail over", func(ctx context.Context) error {
 		for _, s := range st.sentinels {
-			m, err := s.control().Do(ctx, "SENTINEL", "MASTER", sentinelMaster).StringSlice()
+			m, err := s.control().Do(ctx, "SENTINEL", "MASTER", st.name).StringSlice()
 			if err != nil {
 				return fmt.Errorf("sentinel %s: %w", s.Addr(), err)
 			}
@@ -82,7 +83,7 @@ func StartSentinel(tb testing.TB, opts ...Option) *Sentinel {
 }
 
 // MasterName is the name the sentinels monitor the master under.
-func (st *Sentinel) MasterName() string { return sentinelMaster }
+func (st *Sentinel) MasterName() string { return st.name }
 
 // SentinelAddrs lists the sentinels' addresses.
 func (st *Sentinel) SentinelAddrs() []string { return addrsOf(st.sentinels) }
@@ -110,7 +111,7 @@ func (st *Sentinel) Replica() *Server {
 func (st *Sentinel) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
 	c := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    sentinelMaster,
+		MasterName:    st.name,
 		SentinelAddrs: st.SentinelAddrs(),
 		// Lock clients need calls that end by their ctx's deadline; a
 		// failover client cannot be rebuilt with it by lockgen.
@@ -136,7 +137,7 @@ func (st *Sentinel) WaitForFailover(tb testing.TB, timeout time.Duration) *Serve
 				continue
 			}
 			asked++
-			addr, err := s.control().Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinelMaster).StringSlice()
+			addr, err := s.control().Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", st.name).StringSlice()
 			if err != nil {
 				return fmt.Errorf("sentinel %s: %w", s.Addr(), err)
 			}
