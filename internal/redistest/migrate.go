@@ -50,26 +50,46 @@ func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
 	if src == dst {
 		return src, nil
 	}
+	// Each step is tried again until it succeeds or clusterTimeout is
+	// over: a step that failed once (a MIGRATE blocked by CLIENT PAUSE
+	// past the control client's read timeout) must not leave the slot
+	// half-moved, MIGRATING on the source and IMPORTING on dst, where
+	// every multi-key command on it meets TRYAGAIN for good. A robustness
+	// run on a cluster failed so. Every step can be sent twice: MIGRATE
+	// moves what the source still has, SETSLOT sets what it set.
 	var failed error
-	must := func(what string, err error) bool {
-		if err != nil && failed == nil {
-			failed = fmt.Errorf("migrating slot %d from %s to %s: %s: %w", slot, src, dst, what, err)
+	must := func(what string, do func() error) bool {
+		for failed == nil {
+			err := do()
+			if err == nil {
+				return true
+			}
+			if ctx.Err() != nil {
+				failed = fmt.Errorf("migrating slot %d from %s to %s: %s: %w", slot, src, dst, what, err)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		return failed == nil
+		return false
 	}
-	id := func(s *Server) string {
-		v, err := s.control().Do(ctx, "CLUSTER", "MYID").Text()
-		must("CLUSTER MYID", err)
-		return v
+	setslot := func(s *Server, args ...any) func() error {
+		return func() error {
+			return s.control().Do(ctx, append([]any{"CLUSTER", "SETSLOT", slot}, args...)...).Err()
+		}
 	}
-	srcID, dstID := id(src), id(dst)
-	if !must("IMPORTING", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err()) ||
-		!must("MIGRATING", src.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err()) {
+	var srcID, dstID string
+	if !must("CLUSTER MYID", func() (err error) { srcID, err = src.control().Do(ctx, "CLUSTER", "MYID").Text(); return err }) ||
+		!must("CLUSTER MYID", func() (err error) { dstID, err = dst.control().Do(ctx, "CLUSTER", "MYID").Text(); return err }) ||
+		!must("IMPORTING", setslot(dst, "IMPORTING", srcID)) ||
+		!must("MIGRATING", setslot(src, "MIGRATING", dstID)) {
 		return src, failed
 	}
 	for {
-		keys, err := src.control().ClusterGetKeysInSlot(ctx, slot, 100).Result()
-		if !must("CLUSTER GETKEYSINSLOT", err) {
+		var keys []string
+		if !must("CLUSTER GETKEYSINSLOT", func() (err error) {
+			keys, err = src.control().ClusterGetKeysInSlot(ctx, slot, 100).Result()
+			return err
+		}) {
 			return src, failed
 		}
 		if len(keys) == 0 {
@@ -79,15 +99,15 @@ func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
 		for _, k := range keys {
 			args = append(args, k)
 		}
-		if !must("MIGRATE", src.control().Do(ctx, args...).Err()) {
+		if !must("MIGRATE", func() error { return src.control().Do(ctx, args...).Err() }) {
 			return src, failed
 		}
 	}
-	must("NODE on the target", dst.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
-	must("NODE on the source", src.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	must("NODE on the target", setslot(dst, "NODE", dstID))
+	must("NODE on the source", setslot(src, "NODE", dstID))
 	for _, n := range view {
 		if m := c.node(n.port); m != nil && !n.replica && len(n.slots) > 0 && m != src && m != dst {
-			must("NODE on "+m.Addr(), m.control().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+			must("NODE on "+m.Addr(), setslot(m, "NODE", dstID))
 		}
 	}
 	return src, failed
