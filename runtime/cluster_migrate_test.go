@@ -27,14 +27,7 @@ func TestHoldsFollowAMigratedSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := cl.MasterForKey(key)
-	var dst *redistest.Server
-	for _, n := range cl.Masters() {
-		if n != src {
-			dst = n
-			break
-		}
-	}
+	src, dst := cl.MasterForKey(key), cl.OtherMaster(key)
 	cl.MigrateSlot(t, scripts.KeySlot(key), dst)
 	srcC, dstC := src.Client(t), dst.Client(t)
 	// Three leases: a hold not renewed on the new master would have been

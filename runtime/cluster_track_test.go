@@ -50,14 +50,7 @@ func TestKeyTrackingOnCluster(t *testing.T) {
 	t.Run("cluster/deleted after its slot migrated", func(t *testing.T) {
 		const key = "tracked:moved"
 		testTrackedWake(t, cl.Client(t), key, func(ctx context.Context, rdb redis.UniversalClient, key string) time.Time {
-			from := cl.MasterForKey(key)
-			var to *redistest.Server
-			for _, m := range cl.Masters() {
-				if m.Addr() != from.Addr() {
-					to = m
-					break
-				}
-			}
+			to := cl.OtherMaster(key)
 			cl.MigrateSlot(t, scripts.KeySlot(key), to)
 			// The waiter's channel, and the key's watch, follow the slot.
 			eventually(t, 5*time.Second, "the waiter's channel subscribed on the slot's new master", func() bool {

@@ -148,6 +148,19 @@ func (c *Cluster) Masters() []*Server {
 	return masters
 }
 
+// OtherMaster returns a master that does not serve key's slot (the first
+// in Masters' order): where a test migrates that slot to.
+func (c *Cluster) OtherMaster(key string) *Server {
+	c.tb.Helper()
+	src := c.MasterForKey(key)
+	for _, m := range c.Masters() {
+		if m != src {
+			return m
+		}
+	}
+	return nil
+}
+
 // Replicas returns the nodes that replicate a master now (running or not),
 // as a running node sees the cluster, in start order. A failed-over master
 // is in neither list until it is restarted and rejoins as a replica.

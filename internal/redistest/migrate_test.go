@@ -24,14 +24,7 @@ func TestMigrateOutlastsAClientPause(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	src := c.MasterForKey(a)
-	var dst *redistest.Server
-	for _, m := range c.Masters() {
-		if m != src {
-			dst = m
-			break
-		}
-	}
+	src, dst := c.MasterForKey(a), c.OtherMaster(a)
 	slot, err := client.ClusterKeySlot(ctx, a).Result()
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func TestShardedSubscriptionFollowsMovedReply(t *testing.T) {
 	if _, err := cc.MasterForKey(ctx, channel); err != nil {
 		t.Fatal(err)
 	}
-	dst := otherMaster(cl, channel)
+	dst := cl.OtherMaster(channel)
 	cl.MigrateSlot(t, scripts.KeySlot(channel), dst)
 
 	var log logBuffer
@@ -64,17 +64,6 @@ func TestShardedSubscriptionFollowsMovedReply(t *testing.T) {
 	h.Leave(w, true)
 }
 
-// otherMaster returns a master of cl that does not serve key.
-func otherMaster(cl *redistest.Cluster, key string) *redistest.Server {
-	src := cl.MasterForKey(key)
-	for _, m := range cl.Masters() {
-		if m != src {
-			return m
-		}
-	}
-	return nil
-}
-
 type logBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -100,7 +89,7 @@ func TestTrackingReadOfAMovedKeyReportsItsSlot(t *testing.T) {
 	ctx := context.Background()
 	const key = "tracked:{elsewhere}"
 	owner := cl.MasterForKey(key)
-	conn := otherMaster(cl, key).Client(t).Conn()
+	conn := cl.OtherMaster(key).Client(t).Conn()
 	t.Cleanup(func() { _ = conn.Close() })
 	tr := newTracker()
 	e := &entry{name: "redisson_lock__channel:{elsewhere}", key: key, sh: &shard{entries: map[string]*entry{}}}
