@@ -207,6 +207,10 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 		wt.skipTry = false
 		h.Undefer(wt.w)        // it waits in line now, for offers and wake-ups
 		s.Handed.WaitStarted() // only a handee skips its try
+		// The waiter ahead of it was told by Redis that the lock is held:
+		// a last try that runs out of time reports NotAcquired, as after
+		// its own answer (see unreachable).
+		wt.replied = true
 		// No try gave it the holder's TTL: key tracking, or this bound.
 		return waitSleep, skippedTryBound, nil
 	}
