@@ -169,6 +169,7 @@ func TestHoldCtxEndsBeforeTheNextOwnerIsGrantedWithDefaultWatchdog(t *testing.T)
 
 func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 	e := newOverlapEnv(t, wd, f.opts...)
+	started := time.Now()
 	effective := lease
 	if lease == runtime.Watchdog {
 		effective = cmpOr(wd, 30*time.Second)
@@ -300,8 +301,8 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 			continue
 		}
 		if cancelled.IsZero() || granted.Before(cancelled) {
-			t.Errorf("%s: two owners at once: the waiter got the lock while the holder's ctx was live (cancelled %v after)",
-				r.kind, cancelledAfter(cancelled, granted))
+			t.Errorf("%s: two owners at once: the waiter got the lock while the holder's ctx was live (cancelled %v after; deadline %v after the grant; %s)",
+				r.kind, cancelledAfter(cancelled, granted), deadline.Sub(granted), wallStep(started))
 			continue
 		}
 		margins[r.kind] = append(margins[r.kind], granted.Sub(cancelled))
@@ -317,6 +318,18 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 	for _, r := range reps {
 		_ = r.handle.Unlock(r.hold) // lost: reports ErrLockLost, frees nothing of the waiter's
 	}
+}
+
+// wallStep reports how far the wall clock moved against the monotonic
+// clock since start. Redis expires keys by the wall clock, the lease
+// clock counts on the monotonic one: a step forward (NTP on a VM) makes
+// Redis expire a key early, which no client can see coming (§7 of the
+// design counts no clock steps among its faults), so an overlap says
+// which it met.
+func wallStep(start time.Time) string {
+	now := time.Now()
+	step := now.Round(0).Sub(start.Round(0)) - now.Sub(start)
+	return fmt.Sprintf("the wall clock moved %v against the monotonic one during the cell", step)
 }
 
 // lateLimit bounds how long after its deadline a hold's ctx may end: Go's
