@@ -2,8 +2,11 @@ package runtime_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
@@ -48,5 +51,75 @@ func TestHoldsFollowAMigratedSlot(t *testing.T) {
 	}
 	if dstC.Exists(ctx, key).Val()+srcC.Exists(ctx, key).Val() != 0 {
 		t.Fatal("the key is left after the release")
+	}
+}
+
+// A semaphore whose slot is half moved (MIGRATING on its master,
+// IMPORTING on the target, its two keys one on each) meets TRYAGAIN: a
+// refusal before the script ran. A waiter tries again within its wait and
+// takes its permit once the migration completes, and a release within its
+// ReleaseTimeout, as they would wait out a Redis that did not answer; a
+// cluster robustness run's semaphore waiters returned at once instead.
+func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	ctx := ctxT(t)
+	const key = "halfmoved:{sem}"
+	opts := runtime.SemaphoreOptions{Permits: 3}
+	holder := newClient(t, rdb, nil).Semaphore(key, opts)
+	hctx, err := holder.TryAcquire(ctx, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := cl.MasterForKey(key), cl.OtherMaster(key)
+	srcC, dstC := src.Client(t), dst.Client(t)
+	slot := scripts.KeySlot(key)
+	srcID, dstID := srcC.ClusterMyID(ctx).Val(), dstC.ClusterMyID(ctx).Val()
+	for _, step := range []struct {
+		c interface {
+			Do(context.Context, ...any) *redis.Cmd
+		}
+		args []any
+	}{
+		{dstC, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}},
+		{srcC, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}},
+		{srcC, []any{"MIGRATE", "127.0.0.1", dst.Port(), key, 0, 5000}}, // the count moves, its timeout set stays
+	} {
+		if err := step.c.Do(ctx, step.args...).Err(); err != nil {
+			t.Fatalf("%v: %v", step.args, err)
+		}
+	}
+	left, err := srcC.ClusterGetKeysInSlot(ctx, slot, 10).Result()
+	if err != nil || len(left) != 1 {
+		t.Fatalf("keys left on the source: %v, %v; want the timeout set", left, err)
+	}
+	if err := srcC.Do(ctx, "EVAL", "return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, key, left[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+		t.Fatalf("a script on the half-moved slot: %v, want TRYAGAIN", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(300 * time.Millisecond)
+		cl.MigrateSlot(t, slot, dst) // moves the rest and ends the migration
+	}()
+	w := newClient(t, rdb, nil).Semaphore(key, opts)
+	waited := make(chan error, 1)
+	go func() {
+		wctx, err := w.TryAcquire(ctx, 1, 10*time.Second)
+		if err == nil {
+			err = w.Release(wctx)
+		}
+		waited <- err
+	}()
+	if err := holder.Release(hctx); err != nil {
+		t.Errorf("a release on the half-moved slot, whose migration ended 300ms later: %v", err)
+	}
+	if err := <-waited; err != nil {
+		t.Errorf("a waiter with 10s to wait, on the half-moved slot: %v", err)
+	}
+	<-done
+	if n, err := w.Available(ctx); n != 3 || err != nil {
+		t.Errorf("%d permits available after both released (%v), want 3", n, err)
 	}
 }

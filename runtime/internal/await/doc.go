@@ -20,7 +20,8 @@
 //     try, Loop.SingleTry. Every try runs under a ctx that ends there and
 //     carries it (scripts.WithCallBound), so what a try does detached ends
 //     there too;
-//   - while Redis does not answer, a waiter tries again with a backoff
-//     until its bound, and then reports errs.Unavailable, not
-//     errs.NotAcquired.
+//   - while Redis does not answer, or refuses for a state that passes
+//     (scripts.Refused: a slot half moved, a failover), a waiter tries
+//     again with a backoff until its bound, and then reports
+//     errs.Unavailable, not errs.NotAcquired.
 package await

@@ -231,7 +231,7 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 			err = fmt.Errorf("%w: %w", errs.Unavailable, err) // as a single try's
 		}
 		return waitDone, 0, err
-	case err != nil && wt.ctx.Err() == nil && scripts.Unreachable(err):
+	case err != nil && wt.ctx.Err() == nil && (scripts.Unreachable(err) || scripts.Refused(err)):
 		return wt.unreachable(err)
 	case err != nil || acquired:
 		return waitDone, 0, err
@@ -248,10 +248,11 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 	return waitSleep, ttl, nil
 }
 
-// unreachable handles a try that Redis did not answer: the waiter tries
-// again until its bound, then ends with errs.Unavailable, unless Redis
-// answered an earlier try and only the last one ran out of time (then
-// the lock was held, as far as anyone knows).
+// unreachable handles a try that Redis did not answer, or refused before
+// running it (scripts.Refused: a slot half moved, a failover): the waiter
+// tries again until its bound, then ends with errs.Unavailable, unless
+// Redis answered an earlier try and only the last one ran out of time
+// (then the lock was held, as far as anyone knows).
 func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
 	wt.l.Failed(err)
 	if wt.s.Wait == 0 || !wt.bound.IsZero() && !time.Now().Before(wt.bound) {

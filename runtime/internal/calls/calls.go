@@ -69,16 +69,18 @@ func StayAttached(ctx context.Context) context.Context {
 }
 
 // Retry runs the idempotent op on a Detached ctx, again while it fails
-// without a reply, until a reply or the limit (errs.OutcomeUnknown). The
-// first attempt is detached too: one cut short may still run in Redis,
-// and a resend racing it would find its work done and report it lost.
+// without a reply or is refused before it ran (scripts.Refused: a slot
+// half moved, a failover), until a reply or the limit
+// (errs.OutcomeUnknown). The first attempt is detached too: one cut short
+// may still run in Redis, and a resend racing it would find its work
+// done and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
 	backoff := 5 * time.Millisecond
 	for {
 		v, err := op(ctx)
-		if err == nil || scripts.IsReply(err) {
+		if err == nil || scripts.IsReply(err) && !scripts.Refused(err) {
 			return v, err
 		}
 		k.Slots.Failed(err)

@@ -41,9 +41,10 @@ func NewSlotMaps(closed <-chan struct{}, rdbs ...redis.UniversalClient) *SlotMap
 	return s
 }
 
-// Failed is told of a call that ended with err: without a reply, it calls Reload.
+// Failed is told of a call that ended with err: without a reply, or
+// refused for a passing state (scripts.Refused), it calls Reload.
 func (s *SlotMaps) Failed(err error) {
-	if scripts.Unreachable(err) {
+	if scripts.Unreachable(err) || scripts.Refused(err) {
 		s.Reload()
 	}
 }

@@ -78,6 +78,25 @@ func NotSent(err error) bool {
 	return errors.As(err, &ns)
 }
 
+// Refused reports whether err is a reply that refused the command before
+// it ran, for a state that passes: TRYAGAIN (its slot is half moved),
+// MOVED or ASK past go-redis' redirects (its slot moved meanwhile),
+// CLUSTERDOWN, MASTERDOWN, LOADING or READONLY (a failover or restart in
+// progress). Nothing ran: trying again is safe.
+func Refused(err error) bool {
+	if !IsReply(err) {
+		return false
+	}
+	for _, p := range refusals {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var refusals = [...]string{"TRYAGAIN", "MOVED", "ASK", "CLUSTERDOWN", "MASTERDOWN", "LOADING", "READONLY"}
+
 // Unreachable reports whether err says Redis could not be reached (no
 // reply: refused, reset, timed out, pool exhausted), as opposed to a reply
 // or an error of lockgen's own.
