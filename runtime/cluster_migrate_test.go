@@ -72,37 +72,7 @@ func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, dst := cl.MasterForKey(key), cl.OtherMaster(key)
-	srcC, dstC := src.Client(t), dst.Client(t)
-	slot := scripts.KeySlot(key)
-	srcID, dstID := srcC.ClusterMyID(ctx).Val(), dstC.ClusterMyID(ctx).Val()
-	for _, step := range []struct {
-		c interface {
-			Do(context.Context, ...any) *redis.Cmd
-		}
-		args []any
-	}{
-		{dstC, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}},
-		{srcC, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}},
-		{srcC, []any{"MIGRATE", "127.0.0.1", dst.Port(), key, 0, 5000}}, // the count moves, its timeout set stays
-	} {
-		if err := step.c.Do(ctx, step.args...).Err(); err != nil {
-			t.Fatalf("%v: %v", step.args, err)
-		}
-	}
-	left, err := srcC.ClusterGetKeysInSlot(ctx, slot, 10).Result()
-	if err != nil || len(left) != 1 {
-		t.Fatalf("keys left on the source: %v, %v; want the timeout set", left, err)
-	}
-	if err := srcC.Do(ctx, "EVAL", "return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, key, left[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
-		t.Fatalf("a script on the half-moved slot: %v, want TRYAGAIN", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		time.Sleep(300 * time.Millisecond)
-		cl.MigrateSlot(t, slot, dst) // moves the rest and ends the migration
-	}()
+	finish := halfMove(t, cl, key) // the count moves, its timeout set stays
 	w := newClient(t, rdb, nil).Semaphore(key, opts)
 	waited := make(chan error, 1)
 	go func() {
@@ -118,8 +88,91 @@ func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Errorf("a waiter with 10s to wait, on the half-moved slot: %v", err)
 	}
-	<-done
+	finish()
 	if n, err := w.Available(ctx); n != 3 || err != nil {
 		t.Errorf("%d permits available after both released (%v), want 3", n, err)
 	}
+}
+
+// The same for a fair lock, whose lock key, queue and timeout set a
+// script reads at once: a waiter queued behind the holder, the lock key
+// moved without its queue, the holder's release and the waiter's tries
+// both meet TRYAGAIN until the migration ends; then the waiter has it.
+func TestAFairWaiterOutlastsAHalfMovedSlot(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	ctx := ctxT(t)
+	const key = "halfmoved:{fair}"
+	holder := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{})
+	hctx, err := holder.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := cl.MasterForKey(key).Client(t)
+	w := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{})
+	waited := make(chan error, 1)
+	go func() {
+		wctx, err := w.TryLock(ctx, 10*time.Second, runtime.Watchdog)
+		if err == nil {
+			err = w.Unlock(wctx)
+		}
+		waited <- err
+	}()
+	eventually(t, 5*time.Second, "the waiter queued", func() bool {
+		n, _ := admin.ClusterCountKeysInSlot(ctx, scripts.KeySlot(key)).Result()
+		return n >= 3 // the lock, its queue and its timeout set
+	})
+	finish := halfMove(t, cl, key) // the lock key moves, its queue stays
+	if err := holder.Unlock(hctx); err != nil {
+		t.Errorf("a release on the half-moved slot, whose migration ended 300ms later: %v", err)
+	}
+	if err := <-waited; err != nil {
+		t.Errorf("a waiter with 10s to wait, on the half-moved slot: %v", err)
+	}
+	finish()
+}
+
+// halfMove starts moving key's slot to another master (IMPORTING there,
+// MIGRATING on its own) and moves key alone, so that a script reading
+// key and another key of the slot still on the source is refused with
+// TRYAGAIN. 300 ms later a goroutine moves the rest and ends the
+// migration; finish waits for it.
+func halfMove(t *testing.T, cl *redistest.Cluster, key string) (finish func()) {
+	t.Helper()
+	ctx := ctxT(t)
+	src, dst := cl.MasterForKey(key), cl.OtherMaster(key)
+	srcC, dstC := src.Client(t), dst.Client(t)
+	slot := scripts.KeySlot(key)
+	srcID, dstID := srcC.ClusterMyID(ctx).Val(), dstC.ClusterMyID(ctx).Val()
+	for _, step := range []struct {
+		c interface {
+			Do(context.Context, ...any) *redis.Cmd
+		}
+		args []any
+	}{
+		{dstC, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}},
+		{srcC, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}},
+		{srcC, []any{"MIGRATE", "127.0.0.1", dst.Port(), key, 0, 5000}},
+	} {
+		if err := step.c.Do(ctx, step.args...).Err(); err != nil {
+			t.Fatalf("%v: %v", step.args, err)
+		}
+	}
+	left, err := srcC.ClusterGetKeysInSlot(ctx, slot, 10).Result()
+	if err != nil || len(left) == 0 {
+		t.Fatalf("keys left on the source: %v, %v; want the lock's others", left, err)
+	}
+	if err := srcC.Do(ctx, "EVAL", "return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, key, left[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+		t.Fatalf("a script on the half-moved slot: %v, want TRYAGAIN", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(300 * time.Millisecond)
+		if _, err := cl.Migrate(slot, dst); err != nil {
+			t.Errorf("ending the migration: %v", err)
+		}
+	}()
+	return func() { <-done }
 }
