@@ -94,45 +94,6 @@ func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
 	}
 }
 
-// The same for a fair lock, whose lock key, queue and timeout set a
-// script reads at once: a waiter queued behind the holder, the lock key
-// moved without its queue, the holder's release and the waiter's tries
-// both meet TRYAGAIN until the migration ends; then the waiter has it.
-func TestAFairWaiterOutlastsAHalfMovedSlot(t *testing.T) {
-	t.Parallel()
-	cl := redistest.StartCluster(t)
-	rdb := cl.Client(t)
-	ctx := ctxT(t)
-	const key = "halfmoved:{fair}"
-	holder := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{})
-	hctx, err := holder.TryLock(ctx, 0, runtime.Watchdog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := cl.MasterForKey(key).Client(t)
-	w := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{})
-	waited := make(chan error, 1)
-	go func() {
-		wctx, err := w.TryLock(ctx, 10*time.Second, runtime.Watchdog)
-		if err == nil {
-			err = w.Unlock(wctx)
-		}
-		waited <- err
-	}()
-	eventually(t, 5*time.Second, "the waiter queued", func() bool {
-		n, _ := admin.ClusterCountKeysInSlot(ctx, scripts.KeySlot(key)).Result()
-		return n >= 3 // the lock, its queue and its timeout set
-	})
-	finish := halfMove(t, cl, key) // the lock key moves, its queue stays
-	if err := holder.Unlock(hctx); err != nil {
-		t.Errorf("a release on the half-moved slot, whose migration ended 300ms later: %v", err)
-	}
-	if err := <-waited; err != nil {
-		t.Errorf("a waiter with 10s to wait, on the half-moved slot: %v", err)
-	}
-	finish()
-}
-
 // halfMove starts moving key's slot to another master (IMPORTING there,
 // MIGRATING on its own) and moves key alone, so that a script reading
 // key and another key of the slot still on the source is refused with
@@ -175,4 +136,67 @@ func halfMove(t *testing.T, cl *redistest.Cluster, key string) (finish func()) {
 		}
 	}()
 	return func() { <-done }
+}
+
+// The same for the locks: a waiter in another Client (a reentrant lock's
+// grant queue, a fair lock's queue and timeout set are keys beside the
+// lock's) and one in the holder's own (a release hands over to it), for a
+// reentrant, a fair and a read-write lock whose writers wait for a
+// reader (the readers' timeout keys): the lock key moves without the
+// others, the holder's release and the waiters' tries meet TRYAGAIN until
+// the migration ends; then the waiters have it in turn.
+func TestReleasesAndWaitersOutlastAHalfMovedSlot(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	mutex := func(c *runtime.Client, key string) *runtime.Mutex { return c.Mutex(key, runtime.LockOptions{}) }
+	fair := func(c *runtime.Client, key string) *runtime.Mutex { return c.FairLock(key, runtime.LockOptions{}) }
+	for _, tc := range []struct {
+		name         string
+		holder, wait func(c *runtime.Client, key string) *runtime.Mutex
+	}{
+		{"reentrant", mutex, mutex},
+		{"fair", fair, fair},
+		{"read-write",
+			func(c *runtime.Client, key string) *runtime.Mutex {
+				return c.ReadWrite(key, runtime.LockOptions{}).Read()
+			},
+			func(c *runtime.Client, key string) *runtime.Mutex {
+				return c.ReadWrite(key, runtime.LockOptions{}).Write()
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := ctxT(t)
+			key := "halfmoved-" + tc.name
+			hc := newClient(t, rdb, nil)
+			holder := tc.holder(hc, key)
+			hctx, err := holder.TryLock(ctx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waited := make(chan error, 2)
+			for _, c := range []*runtime.Client{newClient(t, rdb, nil), hc} { // another Client's waiter, and the holder's own
+				w := tc.wait(c, key)
+				go func() {
+					wctx, err := w.TryLock(ctx, 10*time.Second, runtime.Watchdog)
+					if err == nil {
+						err = w.Unlock(wctx)
+					}
+					waited <- err
+				}()
+			}
+			eventually(t, 5*time.Second, "waiters subscribed", func() bool { return waitersOn(t, rdb, key) > 0 })
+			time.Sleep(200 * time.Millisecond) // both waiting, queued where the kind queues
+			finish := halfMove(t, cl, key)
+			if err := holder.Unlock(hctx); err != nil {
+				t.Errorf("a release on the half-moved slot, whose migration ended 300ms later: %v", err)
+			}
+			for range 2 {
+				if err := <-waited; err != nil {
+					t.Errorf("a waiter with 10s to wait, on the half-moved slot: %v", err)
+				}
+			}
+			finish()
+		})
+	}
 }
