@@ -234,8 +234,14 @@ func TestSubscribeStallDoesNotStallOtherWaiters(t *testing.T) {
 		t.Fatal("TryLock(100ms) on a subscribed key still running after 3s while another channel's subscribe hangs")
 	}
 	d := time.Since(start)
-	if !errors.Is(err, runtime.ErrNotAcquired) {
-		t.Fatalf("TryLock on a busy, subscribed key: %v, want ErrNotAcquired", err)
+	// It queues behind this Client's own waiter on stall-1 and skips its
+	// first try (a release here would hand the lock over): its one try,
+	// at the end of the wait, gets LastTryGrace (10 ms), which a loaded
+	// box can miss; no answer came within the call then, and it reports
+	// ErrUnavailable (TestASkippedTryDuringAnOutageIsUnavailable). A CI
+	// run did so. Any other error is a fault of the stalled subscribe.
+	if !errors.Is(err, runtime.ErrNotAcquired) && !(errors.Is(err, runtime.ErrUnavailable) && errors.Is(err, context.DeadlineExceeded)) {
+		t.Fatalf("TryLock on a busy, subscribed key: %v, want ErrNotAcquired (or ErrUnavailable after its last try ran out of time)", err)
 	}
 	t.Logf("TryLock(100ms) returned after %v", d)
 	if d > 600*time.Millisecond {

@@ -207,15 +207,13 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 		wt.skipTry = false
 		h.Undefer(wt.w)        // it waits in line now, for offers and wake-ups
 		s.Handed.WaitStarted() // only a handee skips its try
-		// The waiter ahead of it was told by Redis that the lock is held:
-		// a last try that runs out of time reports NotAcquired, as after
-		// its own answer (see unreachable).
-		wt.replied = true
 		// No try gave it the holder's TTL: key tracking, or this bound.
 		return waitSleep, skippedTryBound, nil
 	}
 	acquired, ttl, err := wt.boundedTry()
-	wt.replied = wt.replied || err == nil
+	// An answer tells the lock was held; a refusal since (a failover)
+	// makes that stale: a last try cut short then reports Unavailable.
+	wt.replied = err == nil || wt.replied && !scripts.Refused(err)
 	// Blocked by another lock now (a multi-lock): sleep on its channel.
 	moved := err == nil && !acquired && wt.w != nil && s.Dynamic && s.At.WaitChannel() != wt.joined
 	if wt.w != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redisnames"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -43,6 +44,9 @@ func (m *Lock) handsOff() bool {
 // made must be settled (hub.Settle) once the releasing hold's ctx ended.
 func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (held bool, _ hub.Offer, _ error) {
 	c := m.env
+	// One ReleaseTimeout for the hand-off and the plain release after a
+	// refusal of it: each retries within the bound, not a bound of its own.
+	ctx = scripts.WithCallBound(ctx, c.Calls.Limit(ctx))
 	channel := LockChannel(m.key)
 	o := c.Hub.Offer(channel)
 	if !o.Known && !queued {
@@ -86,6 +90,11 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	case errors.Is(err, redis.Nil):
 		o.State = hub.OfferDeclined
 		return false, o, nil
+	case errors.Is(err, errs.Unavailable):
+		// Refused until ReleaseTimeout (a failover, a slot half moved):
+		// nothing ran, and a plain release would be refused too.
+		o.State = hub.OfferDeclined
+		return false, o, err
 	case scripts.IsReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.

@@ -95,7 +95,7 @@ func Refused(err error) bool {
 	return false
 }
 
-var refusals = [...]string{"TRYAGAIN", "MOVED", "ASK", "CLUSTERDOWN", "MASTERDOWN", "LOADING", "READONLY"}
+var refusals = [...]string{"TRYAGAIN ", "MOVED ", "ASK ", "CLUSTERDOWN ", "MASTERDOWN ", "LOADING ", "READONLY "}
 
 // Unreachable reports whether err says Redis could not be reached (no
 // reply: refused, reset, timed out, pool exhausted), as opposed to a reply
