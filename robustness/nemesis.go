@@ -97,6 +97,9 @@ func Plan(seed int64, types []string, slots int, length, quiet, gap, maxFor time
 			}
 		case FaultMigrate:
 			f.Slot, f.Server, f.Pick = -1, "slots", rng.IntN(1<<30)
+			if rng.IntN(2) == 0 {
+				f.For = dur // half moved that long (redistest.Cluster.MigrateHalting)
+			}
 		case FaultPauseServer, FaultRestart:
 			f.Slot, f.Server = -1, "lock"
 			// A schedule with slot migrations is a cluster's: its

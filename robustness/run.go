@@ -502,7 +502,7 @@ func (r *runner) inject(f PlannedFault) {
 		end()
 	case FaultMigrate:
 		start()
-		if err := r.migrate(f.Pick); err != nil {
+		if err := r.migrate(f.Pick, f.For); err != nil {
 			r.t.Logf("robustness: %v (the fault stays in the history)", err)
 		}
 		end()
@@ -564,9 +564,11 @@ func (r *runner) control(server string, fn func(context.Context, *redis.Client) 
 }
 
 // migrate moves the slot of one of the run's lock keys to another master,
-// both chosen by pick (the master after the chosen one if the slot is on it), keys and all (their TTLs go with them), while the
-// workers use it.
-func (r *runner) migrate(pick int) error {
+// both chosen by pick (the master after the chosen one if the slot is on
+// it), keys and all (their TTLs go with them), while the workers use it;
+// with halt > 0 the slot stays half moved that long, one key moved, where
+// scripts on keys split between the masters meet TRYAGAIN.
+func (r *runner) migrate(pick int, halt time.Duration) error {
 	var keys []string
 	for _, k := range r.cfg.Kinds {
 		keys = append(keys, Keys(k)...)
@@ -584,15 +586,15 @@ func (r *runner) migrate(pick int) error {
 		return fmt.Errorf("CLUSTER KEYSLOT %s: %w", key, err)
 	}
 	dst := r.masters[(pick/len(keys))%len(r.masters)]
-	src, err := r.cluster.Migrate(int(slot), dst)
+	src, err := r.cluster.MigrateHalting(int(slot), dst, halt)
 	if err == nil && src == dst { // it is there: to the next one
 		dst = r.masters[(slices.Index(r.masters, dst)+1)%len(r.masters)]
-		src, err = r.cluster.Migrate(int(slot), dst)
+		src, err = r.cluster.MigrateHalting(int(slot), dst, halt)
 	}
 	if err != nil {
 		return err
 	}
-	r.t.Logf("robustness: slot %d (%s) moved from %s to %s", slot, key, src, dst)
+	r.t.Logf("robustness: slot %d (%s) moved from %s to %s (half moved for %v)", slot, key, src, dst, halt)
 	return nil
 }
 

@@ -24,6 +24,15 @@ func (c *Cluster) MigrateSlot(tb testing.TB, slot int, dst *Server) {
 // (a fault injected while a workload runs): it returns the master the
 // slot was on (dst: nothing moved), or what failed.
 func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
+	return c.MigrateHalting(slot, dst, 0)
+}
+
+// MigrateHalting is Migrate with a halt: it moves one of the slot's keys
+// first and waits halt before it moves the others, so that for halt the
+// slot is half moved (MIGRATING on its master, IMPORTING on dst, its keys
+// on both), where a command on keys split between the two meets TRYAGAIN,
+// as in a reshard of a slot with many keys.
+func (c *Cluster) MigrateHalting(slot int, dst *Server, halt time.Duration) (*Server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	var view []clusterNode
@@ -95,6 +104,9 @@ func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
 		if len(keys) == 0 {
 			break
 		}
+		if halt > 0 {
+			keys = keys[:1]
+		}
 		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, (5 * time.Second).Milliseconds(), "KEYS"}
 		for _, k := range keys {
 			args = append(args, k)
@@ -102,6 +114,8 @@ func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
 		if !must("MIGRATE", func() error { return src.control().Do(ctx, args...).Err() }) {
 			return src, failed
 		}
+		time.Sleep(halt)
+		halt = 0
 	}
 	must("NODE on the target", setslot(dst, "NODE", dstID))
 	must("NODE on the source", setslot(src, "NODE", dstID))
