@@ -44,8 +44,8 @@
 //     semaphore and the fenced register, liveness, and hygiene.
 //
 // With Config.Cluster the lock server is a local Redis Cluster whose
-// slots migrate between masters while the workers use them (ClusterFaults;
-// docs/robustness.md).
+// slots migrate between masters while the workers use them, some halting
+// half moved (ClusterFaults; docs/robustness.md).
 //
 // A failure prints the seed (a rerun with LOCKGEN_ROBUSTNESS_SEED draws
 // the same fault schedule and the same operations; their timing differs),
