@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -72,7 +73,7 @@ func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	finish := halfMove(t, cl, key) // the count moves, its timeout set stays
+	finish := halfMove(t, cl, key, 300*time.Millisecond) // the count moves, its timeout set stays
 	w := newClient(t, rdb, nil).Semaphore(key, opts)
 	waited := make(chan error, 1)
 	go func() {
@@ -94,12 +95,50 @@ func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
 	}
 }
 
+// A fair waiter that gives up while its slot is half moved cannot leave
+// the queue at once (TRYAGAIN): the settler takes it out once the
+// migration ends, not QueueTimeout (5 minutes) later, so that the lock is
+// not held up behind a waiter that is gone.
+func TestAFairWaiterGivingUpOnAHalfMovedSlotLeavesTheQueue(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	ctx := ctxT(t)
+	const key = "halfmoved-leave"
+	holder := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{})
+	hctx, err := holder.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, giveUp := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{}).TryLock(wctx, 30*time.Second, runtime.Watchdog)
+		waited <- err
+	}()
+	queue := "redisson_lock_queue:{" + key + "}"
+	eventually(t, 5*time.Second, "the waiter queued", func() bool { return rdb.LLen(ctx, queue).Val() == 1 })
+	finish := halfMove(t, cl, key, time.Second)
+	giveUp()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter that gave up: %v", err)
+	}
+	finish()
+	eventually(t, 2*time.Second, "the waiter that gave up left the queue", func() bool { return rdb.LLen(ctx, queue).Val() == 0 })
+	if err := holder.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newClient(t, rdb, nil).FairLock(key, runtime.LockOptions{}).TryLock(ctx, 2*time.Second, runtime.Watchdog); err != nil {
+		t.Fatalf("a newcomer after the release: %v", err)
+	}
+}
+
 // halfMove starts moving key's slot to another master (IMPORTING there,
 // MIGRATING on its own) and moves key alone, so that a script reading
 // key and another key of the slot still on the source is refused with
-// TRYAGAIN. 300 ms later a goroutine moves the rest and ends the
-// migration; finish waits for it.
-func halfMove(t *testing.T, cl *redistest.Cluster, key string) (finish func()) {
+// TRYAGAIN. After halt a goroutine moves the rest and ends the migration;
+// finish waits for it.
+func halfMove(t *testing.T, cl *redistest.Cluster, key string, halt time.Duration) (finish func()) {
 	t.Helper()
 	ctx := ctxT(t)
 	src, dst := cl.MasterForKey(key), cl.OtherMaster(key)
@@ -130,7 +169,7 @@ func halfMove(t *testing.T, cl *redistest.Cluster, key string) (finish func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(halt)
 		if _, err := cl.Migrate(slot, dst); err != nil {
 			t.Errorf("ending the migration: %v", err)
 		}
@@ -187,7 +226,7 @@ func TestReleasesAndWaitersOutlastAHalfMovedSlot(t *testing.T) {
 			}
 			eventually(t, 5*time.Second, "waiters subscribed", func() bool { return waitersOn(t, rdb, key) > 0 })
 			time.Sleep(200 * time.Millisecond) // both waiting, queued where the kind queues
-			finish := halfMove(t, cl, key)
+			finish := halfMove(t, cl, key, 300*time.Millisecond)
 			if err := holder.Unlock(hctx); err != nil {
 				t.Errorf("a release on the half-moved slot, whose migration ended 300ms later: %v", err)
 			}

@@ -251,21 +251,23 @@ const (
 )
 
 // leave withdraws a waiter that gave up, within leaveWithin: the caller's
-// wait is over. If Redis does not answer by then, the settler goes on
-// until the entry would have timed out anyway.
+// wait is over. If Redis does not answer by then, or refuses for a state
+// that passes (scripts.Refused), the settler goes on until the entry
+// would have timed out anyway.
 func (m *Lock) leave(ctx context.Context, a lockArgs) {
 	if !m.kind.waits(m) {
 		return
 	}
 	c, untaken := m.env, m.untakenGrant(ctx, a) // decided by the caller's ctx, also for the settler
 	op := func(ctx context.Context) (int64, error) { return m.kind.leave(ctx, m, a, untaken) }
-	if _, err := c.Calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); err == nil || scripts.IsReply(err) {
+	done := func(err error) bool { return err == nil || scripts.IsReply(err) && !scripts.Refused(err) }
+	if _, err := c.Calls.Retry(scripts.WithCallBound(ctx, time.Now().Add(leaveWithin)), op); done(err) {
 		return
 	}
 	c.Settler.Add(settle.Job{
 		Try: func(ctx context.Context) bool {
 			_, err := op(ctx)
-			return err == nil || scripts.IsReply(err)
+			return done(err)
 		},
 		Until: time.Now().Add(max(m.opts.QueueTimeout, c.GiveBackFor())),
 		Quit: func() {

@@ -114,7 +114,8 @@ func (p *Plain) Available(ctx context.Context) (int, error) {
 
 // resolveLate takes over an acquire of n permits its caller abandoned
 // (told errs.OutcomeUnknown): what the late reply took is given back, sent
-// once as every change of the count (again only when it never left). No
+// once as every change of the count (again only when it never left or
+// was refused before it ran). No
 // reply leaves the outcome unknown for good (no ids to settle by).
 func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 	c := p.env
@@ -133,7 +134,7 @@ func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 				if err != nil && !lockenv.Replied(err) {
 					c.Warn("giving back the permits of an abandoned acquire failed: Redis did not answer", "semaphore", p.name, "key", p.key, "permits", n)
 				}
-				return !scripts.NotSent(err)
+				return !scripts.NotSent(err) && !scripts.Refused(err)
 			},
 			Until: time.Now().Add(c.GiveBackFor()),
 		})
