@@ -42,6 +42,32 @@ func TestPlanIsTheSeedsScheduleAndHealsBeforeTheQuietEnd(t *testing.T) {
 	}
 }
 
+// A cluster's schedule moves a slot at least once, whatever the seed.
+func TestEveryClusterScheduleMigratesASlot(t *testing.T) {
+	const length, quiet = 15 * time.Second, 4 * time.Second
+	halted := 0
+	for seed := range int64(200) {
+		var n int
+		for _, f := range Plan(seed, ClusterFaults, 4, length, quiet, time.Second, 3*time.Second) {
+			if f.Type == FaultMigrate {
+				n++
+				if f.For > 0 {
+					halted++
+				}
+				if f.At+f.For > length-quiet {
+					t.Errorf("seed %d: %v ends after the quiet end", seed, f)
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatalf("seed %d: no slot migration in a cluster's schedule", seed)
+		}
+	}
+	if halted < 50 {
+		t.Errorf("%d of 200 schedules halt a migration half moved, want about half or more", halted)
+	}
+}
+
 func sharesAThing(f, g PlannedFault) bool {
 	net := func(p PlannedFault) bool {
 		switch p.Type {
