@@ -239,3 +239,33 @@ func TestReleasesAndWaitersOutlastAHalfMovedSlot(t *testing.T) {
 		})
 	}
 }
+
+// Watchdog holds of one slot are renewed in one script call, which a
+// half-moved slot refuses (TRYAGAIN) once their keys are split between
+// the masters. The holds are renewed one by one then, each call of one
+// key, which the cluster serves on either side (ASK): they outlast a
+// migration that halts for three leases.
+func TestHoldsOutlastAHalfMovedSlot(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	const wd = time.Second
+	c := newClient(t, cl.Client(t), &runtime.Options{WatchdogTimeout: wd})
+	ctx := ctxT(t)
+	var holds []context.Context
+	for _, key := range []string{"{halfmoved-holds}a", "{halfmoved-holds}b", "{halfmoved-holds}c"} {
+		h, err := c.Mutex(key, runtime.LockOptions{}).Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds = append(holds, h)
+	}
+	finish := halfMove(t, cl, "{halfmoved-holds}a", 3*wd)
+	defer finish()
+	for end := time.Now().Add(4 * wd); time.Now().Before(end); time.Sleep(wd / 4) {
+		for i, h := range holds {
+			if err := h.Err(); err != nil {
+				t.Fatalf("hold %d lost while its slot was half moved: %v", i, context.Cause(h))
+			}
+		}
+	}
+}

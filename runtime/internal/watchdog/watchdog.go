@@ -235,12 +235,16 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 	defer cancel()
 	sent := time.Now()
 	cmds, err := w.runRenewals(ctx, batches, w.lease, &w.args[slot])
+	used := len(batches) // the argument slices to clear
 	defer func() {
-		for _, b := range w.args[slot][:len(batches)] {
+		for _, b := range w.args[slot][:used] {
 			clear(b) // they point into holds: keep none alive
 		}
 	}()
 	cfg.Slots.Failed(err) // a dead master's replica may serve its slots by now
+	if err != nil {
+		batches, cmds = w.oneByOne(ctx, batches, cmds)
+	}
 
 	renewed, n := 0, 0
 	now := time.Now()
@@ -264,6 +268,37 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 		cfg.Warn("watchdog renewal failed", "holds", n, "err", err)
 	}
 	cfg.Renewed(renewed, len(batches), now.Sub(sent), err)
+}
+
+// oneByOne sends again, each hold in a call of its own, the holds of the
+// batches a half-moved slot refused (TRYAGAIN: their keys are split
+// between two masters, where a call of one key is served on either side,
+// by ASK), and returns the batches and replies with those in their place.
+func (w *Watchdog) oneByOne(ctx context.Context, batches [][]holds.Due, cmds []*redis.Cmd) ([][]holds.Due, []*redis.Cmd) {
+	var split [][]holds.Due
+	var at []int // the batches split, by index
+	for i, b := range batches {
+		if len(b) > 1 && cmds[i] != nil && redis.HasErrorPrefix(cmds[i].Err(), "TRYAGAIN") {
+			at = append(at, i)
+			for j := range b {
+				split = append(split, b[j:j+1])
+			}
+		}
+	}
+	if split == nil {
+		return batches, cmds
+	}
+	var bufs [][]any
+	again, _ := w.runRenewals(ctx, split, w.lease, &bufs)
+	outB, outC := slices.Clone(batches), slices.Clone(cmds)
+	for k := len(at) - 1; k >= 0; k-- { // from the end: indices stay valid
+		i, n := at[k], len(batches[at[k]])
+		from := len(split) - n
+		outB = slices.Replace(outB, i, i+1, split[from:]...)
+		outC = slices.Replace(outC, i, i+1, again[from:]...)
+		split, again = split[:from], again[:from]
+	}
+	return outB, outC
 }
 
 // renewArgs are the arguments of one RenewBatch call for b (see
