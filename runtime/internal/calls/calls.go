@@ -72,9 +72,9 @@ func StayAttached(ctx context.Context) context.Context {
 // without a reply or is refused before it ran (scripts.Refused: a slot
 // half moved, a failover), until a reply or the limit: then
 // errs.OutcomeUnknown, or errs.Unavailable if every attempt was refused
-// or never sent (nothing ran). The first attempt is detached too: one cut short may
-// still run in Redis, and a resend racing it would find its work done
-// and report it lost.
+// or never sent (nothing ran). The first attempt is detached too: one
+// cut short may still run in Redis, and a resend racing it would find its
+// work done and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()

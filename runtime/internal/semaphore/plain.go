@@ -114,9 +114,9 @@ func (p *Plain) Available(ctx context.Context) (int, error) {
 
 // resolveLate takes over an acquire of n permits its caller abandoned
 // (told errs.OutcomeUnknown): what the late reply took is given back, sent
-// once as every change of the count (again only when it never left or
-// was refused before it ran). No
-// reply leaves the outcome unknown for good (no ids to settle by).
+// once as every change of the count (again only when it never left or was
+// refused before it ran). No reply leaves the outcome unknown for good
+// (no ids to settle by).
 func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 	c := p.env
 	pd.Then(func(cmd *redis.Cmd) {
