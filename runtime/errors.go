@@ -30,8 +30,8 @@ var (
 	// ErrUnavailable: Redis could not be reached, or refused the call
 	// before running it for a state that passes (a slot being migrated:
 	// TRYAGAIN; a failover: READONLY, LOADING, CLUSTERDOWN...), within the
-	// wait time (or, for a single try or a release, the Client's
-	// ReleaseTimeout); it wraps the last transport error or refusal.
+	// wait time (or, for a single try, the Client's ReleaseTimeout); it
+	// wraps the last transport error or refusal.
 	// ErrNotAcquired, by contrast, means Redis answered that someone held
 	// the lock.
 	ErrUnavailable = errs.Unavailable

@@ -70,29 +70,29 @@ func StayAttached(ctx context.Context) context.Context {
 
 // Retry runs the idempotent op on a Detached ctx, again while it fails
 // without a reply or is refused before it ran (scripts.Refused: a slot
-// half moved, a failover), until a reply or the limit: then
-// errs.OutcomeUnknown, or errs.Unavailable if every attempt was refused
-// or never sent (nothing ran). The first attempt is detached too: one
-// cut short may still run in Redis, and a resend racing it would find its
-// work done and report it lost.
+// half moved, a failover), until a reply or the limit
+// (errs.OutcomeUnknown: with go-redis' own retries the last attempt may
+// be in flight, and a settlement that never ran leaves the outcome it
+// settles unknown). The first attempt is detached too: one cut short may
+// still run in Redis, and a resend racing it would find its work done
+// and report it lost.
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
 	backoff := 5 * time.Millisecond
-	refused := true // so far
+	var last error // the last failure of an attempt that was sent: it says why
 	for {
 		v, err := op(ctx)
 		if err == nil || scripts.IsReply(err) && !scripts.Refused(err) {
 			return v, err
 		}
-		refused = refused && (scripts.Refused(err) || scripts.NotSent(err))
+		if last == nil || !scripts.NotSent(err) {
+			last = err
+		}
 		k.Slots.Failed(err)
 		select { // time.After's timer needs no Stop (Go 1.23)
 		case <-ctx.Done():
-			if refused {
-				return v, fmt.Errorf("%w: %w", errs.Unavailable, err)
-			}
-			return v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, err)
+			return v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, last)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)

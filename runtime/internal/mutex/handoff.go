@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redisnames"
-	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -90,11 +89,6 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	case errors.Is(err, redis.Nil):
 		o.State = hub.OfferDeclined
 		return false, o, nil
-	case errors.Is(err, errs.Unavailable):
-		// Refused until ReleaseTimeout (a failover, a slot half moved):
-		// nothing ran, and a plain release would be refused too.
-		o.State = hub.OfferDeclined
-		return false, o, err
 	case scripts.IsReply(err):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
