@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,6 +77,7 @@ func startChild(t *testing.T, addr, mode string) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "LOCKGEN_INSPECT_CHILD="+addr, "LOCKGEN_INSPECT_CHILD_MODE="+mode)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // dies with the test binary
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -71,9 +71,7 @@ func TestFairLockGrantsInArrivalOrderAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "LOCKGEN_CHILD=fair-waiters", "LOCKGEN_ADDR="+s.Addr())
-	child.Stderr = os.Stderr
+	child := runtimetest.ChildCmd("fair-waiters", "LOCKGEN_ADDR="+s.Addr())
 	stdin, _ := child.StdinPipe()
 	stdout, _ := child.StdoutPipe()
 	if err := child.Start(); err != nil {
@@ -131,9 +129,9 @@ func TestFairLockSkipsCrashedWaiterAfterQueueTimeout(t *testing.T) {
 	holder := c.FairLock("fair", opts)
 	h, _ := holder.Lock(ctx)
 
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), "LOCKGEN_CHILD=fair-waiters", "LOCKGEN_ADDR="+s.Addr(),
+	child := runtimetest.ChildCmd("fair-waiters", "LOCKGEN_ADDR="+s.Addr(),
 		"LOCKGEN_QUEUE_TIMEOUT_MS="+strconv.Itoa(int(queueTimeout.Milliseconds())))
+	child.Stderr = nil
 	stdin, _ := child.StdinPipe()
 	if err := child.Start(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,10 +96,15 @@ func Start(t testing.TB, cmd *exec.Cmd) *bufio.Reader {
 }
 
 // ChildCmd is the command StartChild starts: the test binary, running no
-// test, in role with env, its stderr the test's.
+// test, in role with env, its stderr the test's. It dies with the test
+// binary: a binary that crashed (its cleanups never ran) once left
+// children holding locks that reconnected for good to their server's
+// port, which another package's test binary, running beside it, may have
+// taken for a server of its own.
 func ChildCmd(role string, env ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{"LOCKGEN_CHILD=" + role}, env...)...)
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
