@@ -183,6 +183,7 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 		handle    overlapLocker
 		hold      context.Context
 		mu        sync.Mutex
+		taken     time.Time // when the holder's TryLock returned
 		cancelled time.Time // when the holder's ctx was seen done
 		granted   time.Time // when the waiter's TryLock returned
 		err       error
@@ -203,7 +204,7 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 			if err != nil {
 				t.Fatalf("%s: holder: %v", key, err)
 			}
-			r.hold = hold
+			r.hold, r.taken = hold, time.Now()
 			context.AfterFunc(hold, func() {
 				r.mu.Lock()
 				r.cancelled = time.Now()
@@ -301,8 +302,8 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 			continue
 		}
 		if cancelled.IsZero() || granted.Before(cancelled) {
-			t.Errorf("%s: two owners at once: the waiter got the lock while the holder's ctx was live (cancelled %v after; deadline %v after the grant; %s)",
-				r.kind, cancelledAfter(cancelled, granted), deadline.Sub(granted), wallStep(started))
+			t.Errorf("%s: two owners at once: the waiter got the lock while the holder's ctx was live (cancelled %v after; deadline %v after the grant, %v after the hold was taken; cause %v; %s)",
+				r.kind, cancelledAfter(cancelled, granted), deadline.Sub(granted), deadline.Sub(r.taken), context.Cause(r.hold), wallStep(started))
 			continue
 		}
 		margins[r.kind] = append(margins[r.kind], granted.Sub(cancelled))
