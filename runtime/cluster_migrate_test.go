@@ -55,15 +55,33 @@ func TestHoldsFollowAMigratedSlot(t *testing.T) {
 	}
 }
 
+// TestHalfMovedSlots runs on one cluster what a slot half moved
+// (MIGRATING on its master, IMPORTING on the target, the lock's keys on
+// both, where scripts on keys split between them meet TRYAGAIN) does to
+// each part, one after another: each moves a slot of its own.
+func TestHalfMovedSlots(t *testing.T) {
+	t.Parallel()
+	cl := redistest.StartCluster(t)
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, *redistest.Cluster)
+	}{
+		{"semaphore", testASemaphoreWaiterOutlastsAHalfMovedSlot},
+		{"locks", testReleasesAndWaitersOutlastAHalfMovedSlot},
+		{"fair leave", testAFairWaiterGivingUpOnAHalfMovedSlotLeavesTheQueue},
+		{"watchdog", testHoldsOutlastAHalfMovedSlot},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, cl) })
+	}
+}
+
 // A semaphore whose slot is half moved (MIGRATING on its master,
 // IMPORTING on the target, its two keys one on each) meets TRYAGAIN: a
 // refusal before the script ran. A waiter tries again within its wait and
 // takes its permit once the migration completes, and a release within its
 // ReleaseTimeout, as they would wait out a Redis that did not answer; a
 // cluster robustness run's semaphore waiters returned at once instead.
-func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
-	t.Parallel()
-	cl := redistest.StartCluster(t)
+func testASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T, cl *redistest.Cluster) {
 	rdb := cl.Client(t)
 	ctx := ctxT(t)
 	const key = "halfmoved:{sem}"
@@ -99,9 +117,7 @@ func TestASemaphoreWaiterOutlastsAHalfMovedSlot(t *testing.T) {
 // the queue at once (TRYAGAIN): the settler takes it out once the
 // migration ends, not QueueTimeout (5 minutes) later, so that the lock is
 // not held up behind a waiter that is gone.
-func TestAFairWaiterGivingUpOnAHalfMovedSlotLeavesTheQueue(t *testing.T) {
-	t.Parallel()
-	cl := redistest.StartCluster(t)
+func testAFairWaiterGivingUpOnAHalfMovedSlotLeavesTheQueue(t *testing.T, cl *redistest.Cluster) {
 	rdb := cl.Client(t)
 	ctx := ctxT(t)
 	const key = "halfmoved-leave"
@@ -184,9 +200,7 @@ func halfMove(t *testing.T, cl *redistest.Cluster, key string, halt time.Duratio
 // reader (the readers' timeout keys): the lock key moves without the
 // others, the holder's release and the waiters' tries meet TRYAGAIN until
 // the migration ends; then the waiters have it in turn.
-func TestReleasesAndWaitersOutlastAHalfMovedSlot(t *testing.T) {
-	t.Parallel()
-	cl := redistest.StartCluster(t)
+func testReleasesAndWaitersOutlastAHalfMovedSlot(t *testing.T, cl *redistest.Cluster) {
 	rdb := cl.Client(t)
 	mutex := func(c *runtime.Client, key string) *runtime.Mutex { return c.Mutex(key, runtime.LockOptions{}) }
 	fair := func(c *runtime.Client, key string) *runtime.Mutex { return c.FairLock(key, runtime.LockOptions{}) }
@@ -245,9 +259,7 @@ func TestReleasesAndWaitersOutlastAHalfMovedSlot(t *testing.T) {
 // the masters. The holds are renewed one by one then, each call of one
 // key, which the cluster serves on either side (ASK): they outlast a
 // migration that halts for three leases.
-func TestHoldsOutlastAHalfMovedSlot(t *testing.T) {
-	t.Parallel()
-	cl := redistest.StartCluster(t)
+func testHoldsOutlastAHalfMovedSlot(t *testing.T, cl *redistest.Cluster) {
 	const wd = time.Second
 	c := newClient(t, cl.Client(t), &runtime.Options{WatchdogTimeout: wd})
 	ctx := ctxT(t)
