@@ -80,13 +80,19 @@ func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, err
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
 	backoff := 5 * time.Millisecond
-	var last error // the last failure of an attempt that was sent: it says why
+	// last says why: the last attempt sent that got no reply (it may have
+	// run), or else the last one sent (a refusal), or else the last.
+	var last error
+	unanswered := false
 	for {
 		v, err := op(ctx)
 		if err == nil || scripts.IsReply(err) && !scripts.Refused(err) {
 			return v, err
 		}
-		if last == nil || !scripts.NotSent(err) {
+		switch sent := !scripts.NotSent(err); {
+		case sent && !scripts.IsReply(err):
+			last, unanswered = err, true
+		case !unanswered && (sent || last == nil):
 			last = err
 		}
 		k.Slots.Failed(err)

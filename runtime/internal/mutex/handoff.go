@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redisnames"
+	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -89,9 +90,11 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	case errors.Is(err, redis.Nil):
 		o.State = hub.OfferDeclined
 		return false, o, nil
-	case scripts.IsReply(err):
+	case scripts.IsReply(err) && !errors.Is(err, errs.OutcomeUnknown):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
+		// (Refused until ReleaseTimeout, it may still have run before:
+		// the outcome is unknown, below.)
 		if refusesHandoff(err) && !c.handoffRefused.Swap(true) {
 			c.Log.Warn("hand-offs refused by the server; releases publish the unlock message instead", "err", err)
 		}
