@@ -244,6 +244,13 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
 	cfg.Slots.Failed(err) // a dead master's replica may serve its slots by now
 	if err != nil {
 		batches, cmds = w.oneByOne(ctx, batches, cmds)
+		err = nil // what is left of it, for the warning and the event
+		for _, c := range cmds {
+			if c != nil && c.Err() != nil {
+				err = c.Err()
+				break
+			}
+		}
 	}
 
 	renewed, n := 0, 0
