@@ -59,15 +59,28 @@ func TestFixedLeaseExpiresAndEndsHoldContextFirst(t *testing.T) {
 	if ttl, _ := rdb.PTTL(ctx, "fixed").Result(); ttl <= 0 || ttl > lease {
 		t.Fatalf("PTTL = %v, want (0, %v]", ttl, lease)
 	}
+	// The promise, judged as the fault matrix judges it: the ctx's
+	// deadline comes before Redis expires the key, and the ctx ends by
+	// its deadline, as late as this process's timers run. A stamp taken
+	// when this goroutine saw Done was 507 ms after the call on a loaded
+	// CI box, its deadline (490 ms after the send) being right.
+	dl, ok := h.Deadline()
+	exp, err := rdb.PExpireTime(ctx, "fixed").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Unix(0, 0).Add(exp)
+	if !ok || !dl.Before(expires) {
+		t.Fatalf("hold ctx deadline %v after the call, Redis expires the key %v after it: want the ctx first", dl.Sub(start), expires.Sub(start))
+	}
 	<-h.Done()
-	ctxDone := time.Since(start)
-	if ctxDone >= lease {
-		t.Fatalf("hold ctx done after %v, want before the lease %v", ctxDone, lease)
+	if late := time.Since(dl); late > time.Second {
+		t.Fatalf("hold ctx done %v after its deadline: the lease clock ran late", late)
 	}
 	if !errors.Is(context.Cause(h), runtime.ErrLockLost) {
 		t.Fatalf("cause = %v, want ErrLockLost", context.Cause(h))
 	}
-	if n, _ := rdb.Exists(ctx, "fixed").Result(); n != 1 {
+	if n, _ := rdb.Exists(ctx, "fixed").Result(); n != 1 && time.Now().Before(expires.Add(-5*time.Millisecond)) {
 		t.Fatal("key gone before the lease ran out")
 	}
 	eventually(t, lease, "key expires at the lease", func() bool {
