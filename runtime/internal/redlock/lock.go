@@ -91,8 +91,15 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	}
 	var ws []*hub.Waiter // its place on the nodes' channels, once it waited
 	defer func() { l.leave(ws, err == nil) }()
+	heard := false // a quorum of nodes answered a round
 	for {
 		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until)
+		// A quorum that answered that the lock was held, and a last round
+		// cut short by the end of the wait: the lock was held as far as
+		// anyone knows (as await reports a waiter's last try cut so).
+		past := wait == 0 || !deadline.IsZero() && !time.Now().Before(deadline)
+		lastCut := past && heard
+		heard = heard || answered >= l.quorum
 		for i, w := range ws {
 			l.nodes[i].hub.Tried(w, false, false)
 		}
@@ -108,9 +115,9 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 		switch {
 		case ctx.Err() != nil:
 			return nil, l.fail("acquire", ctx.Err())
-		case answered < l.quorum:
+		case answered < l.quorum && !lastCut:
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum))
-		case wait == 0 || !deadline.IsZero() && !time.Now().Before(deadline):
+		case past:
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, len(parts), l.quorum))
 		}
 		if granted > 0 {
