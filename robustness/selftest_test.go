@@ -33,6 +33,8 @@ type breakage struct {
 	// length, when set, is the run's length (default 11 s): a break that
 	// shows only in some holds needs more of them.
 	length time.Duration
+	// goroutines, when set, is Config.Goroutines (default 3 a process).
+	goroutines int
 	// alone: the break shows only in holds that outlive their lease
 	// under a fault, so its run gets the machine to itself (a loaded
 	// machine's stalls count as pauses, which excuse an overlap). The
@@ -87,13 +89,21 @@ var breakages = []breakage{
 		catches: []string{CheckNameFencing},
 	},
 	{
-		// A latch's count-down takes two.
+		// A latch's count-down takes two. Porcupine proves a history
+		// illegal only by trying every order of its concurrent ops, and
+		// nine goroutines on one latch overlap so much that with 25 ops of
+		// unknown outcome (the resets') a CI run's search did not end
+		// within its 10 s: undecided, a note, nothing caught. Three
+		// goroutines: three such histories, with 1 in 12, 6 or 3 of their
+		// count-downs and arms also marked unknown (10 to 55 of 247–313
+		// ops), were each decided in 2–240 ms.
 		name: "latch-counts-down-twice", file: "lua/latch_count_down.lua",
-		old:     "redis.call('decr', KEYS[1])",
-		new:     "redis.call('decrby', KEYS[1], 2)",
-		kinds:   []string{KindLatch},
-		faults:  []string{FaultReset},
-		catches: []string{CheckNameLinear},
+		old:        "redis.call('decr', KEYS[1])",
+		new:        "redis.call('decrby', KEYS[1], 2)",
+		kinds:      []string{KindLatch},
+		faults:     []string{FaultReset},
+		catches:    []string{CheckNameLinear},
+		goroutines: 1,
 	},
 	{
 		// Renewals set an hour-long lease: a killed holder's lock stays.
@@ -134,7 +144,7 @@ func TestCheckersCatchABrokenRuntime(t *testing.T) {
 			bin := buildBroken(t, root, b)
 			// A short run with a short quiet end: each break shows within
 			// seconds (the liveness break in the final sweep).
-			cfg := Config{Seed: 1, Length: cmp.Or(b.length, 11*time.Second), Quiet: time.Second, Procs: 3, Goroutines: 3, Kinds: b.kinds,
+			cfg := Config{Seed: 1, Length: cmp.Or(b.length, 11*time.Second), Quiet: time.Second, Procs: 3, Goroutines: cmp.Or(b.goroutines, 3), Kinds: b.kinds,
 				Faults: b.faults, FaultGap: 700 * time.Millisecond, MaxFault: 2500 * time.Millisecond, Worker: bin, Watchdog: b.watchdog, KillHolders: b.killHolders}
 			o := Run(t, cfg)
 			caught := map[string]int{}
