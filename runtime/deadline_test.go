@@ -157,12 +157,13 @@ func (h *refuseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// slowHook delays every script call by d: a slow link.
-// slowHook delays every script call by d; first, when set, keeps the time
-// the earliest one came.
+// slowHook delays every script call by d: a slow link. first, when set,
+// keeps the time of the first script call; on, when set, turns the delay
+// on and off.
 type slowHook struct {
 	d     time.Duration
 	first *atomic.Pointer[time.Time]
+	on    *atomic.Bool
 }
 
 func (h slowHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -171,7 +172,7 @@ func (h slowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 func (h slowHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) > 0 && (a[0] == "evalsha" || a[0] == "eval") {
+		if a := cmd.Args(); len(a) > 0 && (a[0] == "evalsha" || a[0] == "eval") && (h.on == nil || h.on.Load()) {
 			if h.first != nil {
 				now := time.Now()
 				h.first.CompareAndSwap(nil, &now)
@@ -197,7 +198,7 @@ func TestRedLockValidityCountsTheTriesOnce(t *testing.T) {
 	var first atomic.Pointer[time.Time]
 	for _, s := range servers {
 		rdb := s.Client(t)
-		rdb.AddHook(slowHook{55 * time.Millisecond, &first})
+		rdb.AddHook(slowHook{d: 55 * time.Millisecond, first: &first})
 		nodes = append(nodes, rdb)
 	}
 	c := newClient(t, servers[0].Client(t), &runtime.Options{RedLockNodes: nodes})

@@ -327,7 +327,7 @@ func TestRedLockWaitCutAtItsEndAfterAnAnswerIsNotAcquired(t *testing.T) {
 	var nodes, plain []redis.UniversalClient
 	for _, s := range servers {
 		rdb := s.Client(t)
-		rdb.AddHook(toggledDelay{on: &slow, d: 60 * time.Millisecond})
+		rdb.AddHook(slowHook{d: 60 * time.Millisecond, on: &slow})
 		nodes, plain = append(nodes, rdb), append(plain, s.Client(t))
 	}
 	ctx := ctxT(t)
@@ -340,24 +340,5 @@ func TestRedLockWaitCutAtItsEndAfterAnAnswerIsNotAcquired(t *testing.T) {
 	_, err := c.RedLock("red-cut", runtime.LockOptions{}).TryLock(ctx, 200*time.Millisecond, runtime.Watchdog)
 	if !errors.Is(err, runtime.ErrNotAcquired) || errors.Is(err, runtime.ErrQuorum) {
 		t.Fatalf("TryLock(200ms), its last round cut: %v, want ErrNotAcquired", err)
-	}
-}
-
-// toggledDelay delays every script call by d while on is set.
-type toggledDelay struct {
-	on *atomic.Bool
-	d  time.Duration
-}
-
-func (h toggledDelay) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h toggledDelay) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h toggledDelay) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); h.on.Load() && len(a) > 0 && (a[0] == "evalsha" || a[0] == "eval") {
-			time.Sleep(h.d)
-		}
-		return next(ctx, cmd)
 	}
 }
