@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
@@ -156,37 +154,27 @@ func testAFairWaiterGivingUpOnAHalfMovedSlotLeavesTheQueue(t *testing.T, cl *red
 // finish waits for it.
 func halfMove(t *testing.T, cl *redistest.Cluster, key string, halt time.Duration) (finish func()) {
 	t.Helper()
-	ctx := ctxT(t)
-	src, dst := cl.MasterForKey(key), cl.OtherMaster(key)
-	srcC, dstC := src.Client(t), dst.Client(t)
-	slot := scripts.KeySlot(key)
-	srcID, dstID := srcC.ClusterMyID(ctx).Val(), dstC.ClusterMyID(ctx).Val()
-	for _, step := range []struct {
-		c interface {
-			Do(context.Context, ...any) *redis.Cmd
-		}
-		args []any
-	}{
-		{dstC, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}},
-		{srcC, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}},
-		{srcC, []any{"MIGRATE", "127.0.0.1", dst.Port(), key, 0, 5000}},
-	} {
-		if err := step.c.Do(ctx, step.args...).Err(); err != nil {
-			t.Fatalf("%v: %v", step.args, err)
-		}
+	m, err := cl.BeginMigration(scripts.KeySlot(key), cl.OtherMaster(key))
+	if err == nil {
+		err = m.Move(key)
 	}
-	left, err := srcC.ClusterGetKeysInSlot(ctx, slot, 10).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	src := m.Src.Client(t)
+	left, err := src.ClusterGetKeysInSlot(ctx, scripts.KeySlot(key), 10).Result()
 	if err != nil || len(left) == 0 {
 		t.Fatalf("keys left on the source: %v, %v; want the lock's others", left, err)
 	}
-	if err := srcC.Do(ctx, "EVAL", "return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, key, left[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+	if err := src.Do(ctx, "EVAL", "return redis.call('EXISTS', KEYS[1], KEYS[2])", 2, key, left[0]).Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
 		t.Fatalf("a script on the half-moved slot: %v, want TRYAGAIN", err)
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		time.Sleep(halt)
-		if _, err := cl.Migrate(slot, dst); err != nil {
+		if err := m.Finish(); err != nil {
 			t.Errorf("ending the migration: %v", err)
 		}
 	}()

@@ -29,100 +29,161 @@ func (c *Cluster) Migrate(slot int, dst *Server) (*Server, error) {
 
 // MigrateHalting is Migrate with a halt: it moves one of the slot's keys
 // first and waits halt before it moves the others, so that for halt the
-// slot is half moved (MIGRATING on its master, IMPORTING on dst, its keys
-// on both), where a command on keys split between the two meets TRYAGAIN,
-// as in a reshard of a slot with many keys.
+// slot is half moved, as in a reshard of a slot with many keys (see
+// Migration).
 func (c *Cluster) MigrateHalting(slot int, dst *Server, halt time.Duration) (*Server, error) {
+	m, err := c.BeginMigration(slot, dst)
+	if err != nil {
+		return nil, err
+	}
+	if halt > 0 && m.Src != dst {
+		ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+		first, err := m.Src.control().ClusterGetKeysInSlot(ctx, slot, 1).Result()
+		cancel()
+		if err == nil {
+			err = m.Move(first...)
+		}
+		if err != nil {
+			return m.Src, fmt.Errorf("migrating slot %d: moving its first key: %w (ending the migration: %v)", slot, err, m.Finish())
+		}
+		time.Sleep(halt)
+	}
+	return m.Src, m.Finish()
+}
+
+// A Migration is a slot's move begun and not ended: the slot is MIGRATING
+// on its master (Src) and IMPORTING on Dst, and the keys moved so far are
+// on Dst, the others on Src. A command on keys split between the two
+// meets TRYAGAIN; one on a key moved meets ASK on Src. Finish ends it.
+type Migration struct {
+	c            *Cluster
+	slot         int
+	Src, Dst     *Server
+	view         []clusterNode
+	srcID, dstID string
+}
+
+// BeginMigration begins moving slot from the master serving it to dst;
+// Move moves some of its keys, Finish the rest. A slot already on dst is a
+// Migration with Src == Dst, with nothing to move or finish.
+func (c *Cluster) BeginMigration(slot int, dst *Server) (*Migration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	var view []clusterNode
+	m := &Migration{c: c, slot: slot, Dst: dst}
 	var err error
 	for _, s := range c.nodes {
 		if s.Running() {
-			if view, err = s.clusterNodes(ctx); err == nil {
+			if m.view, err = s.clusterNodes(ctx); err == nil {
 				break
 			}
 		}
 	}
-	if view == nil {
+	if m.view == nil {
 		return nil, fmt.Errorf("migrating slot %d: no node answers CLUSTER NODES: %v", slot, err)
 	}
-	var src *Server
-	for _, n := range view {
+	for _, n := range m.view {
 		if !n.replica && n.serves(slot) {
-			src = c.node(n.port)
+			m.Src = c.node(n.port)
 		}
 	}
-	if src == nil {
+	if m.Src == nil {
 		return nil, fmt.Errorf("migrating slot %d: no master serves it", slot)
 	}
-	if src == dst {
-		return src, nil
+	if m.Src == dst {
+		return m, nil
 	}
-	// Each step is tried again until it succeeds or clusterTimeout is
-	// over: a step that failed once (a MIGRATE blocked by CLIENT PAUSE
-	// past the control client's read timeout) must not leave the slot
-	// half-moved, MIGRATING on the source and IMPORTING on dst, where
-	// every multi-key command on it meets TRYAGAIN for good. A robustness
-	// run on a cluster failed so. Every step can be sent twice: MIGRATE
-	// moves what the source still has, SETSLOT sets what it set.
-	var failed error
-	must := func(what string, do func() error) bool {
-		for failed == nil {
-			err := do()
-			if err == nil {
-				return true
-			}
-			if ctx.Err() != nil {
-				failed = fmt.Errorf("migrating slot %d from %s to %s: %s: %w", slot, src, dst, what, err)
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		return false
+	st := m.steps(ctx)
+	st.do("CLUSTER MYID", func() (err error) { m.srcID, err = m.Src.control().Do(ctx, "CLUSTER", "MYID").Text(); return err })
+	st.do("CLUSTER MYID", func() (err error) { m.dstID, err = dst.control().Do(ctx, "CLUSTER", "MYID").Text(); return err })
+	st.do("IMPORTING", st.setslot(dst, "IMPORTING", m.srcID))
+	st.do("MIGRATING", st.setslot(m.Src, "MIGRATING", m.dstID))
+	if st.failed != nil {
+		return nil, st.failed
 	}
-	setslot := func(s *Server, args ...any) func() error {
-		return func() error {
-			return s.control().Do(ctx, append([]any{"CLUSTER", "SETSLOT", slot}, args...)...).Err()
-		}
+	return m, nil
+}
+
+// Move moves keys, of the slot, to Dst.
+func (m *Migration) Move(keys ...string) error {
+	if m.Src == m.Dst || len(keys) == 0 {
+		return nil
 	}
-	var srcID, dstID string
-	if !must("CLUSTER MYID", func() (err error) { srcID, err = src.control().Do(ctx, "CLUSTER", "MYID").Text(); return err }) ||
-		!must("CLUSTER MYID", func() (err error) { dstID, err = dst.control().Do(ctx, "CLUSTER", "MYID").Text(); return err }) ||
-		!must("IMPORTING", setslot(dst, "IMPORTING", srcID)) ||
-		!must("MIGRATING", setslot(src, "MIGRATING", dstID)) {
-		return src, failed
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	st := m.steps(ctx)
+	st.migrate(keys)
+	return st.failed
+}
+
+// Finish moves the slot's keys left on Src and hands the slot to Dst on
+// every master.
+func (m *Migration) Finish() error {
+	if m.Src == m.Dst {
+		return nil
 	}
-	for {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	st := m.steps(ctx)
+	for st.failed == nil {
 		var keys []string
-		if !must("CLUSTER GETKEYSINSLOT", func() (err error) {
-			keys, err = src.control().ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		st.do("CLUSTER GETKEYSINSLOT", func() (err error) {
+			keys, err = m.Src.control().ClusterGetKeysInSlot(ctx, m.slot, 100).Result()
 			return err
-		}) {
-			return src, failed
-		}
+		})
 		if len(keys) == 0 {
 			break
 		}
-		if halt > 0 {
-			keys = keys[:1]
-		}
-		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, (5 * time.Second).Milliseconds(), "KEYS"}
-		for _, k := range keys {
-			args = append(args, k)
-		}
-		if !must("MIGRATE", func() error { return src.control().Do(ctx, args...).Err() }) {
-			return src, failed
-		}
-		time.Sleep(halt)
-		halt = 0
+		st.migrate(keys)
 	}
-	must("NODE on the target", setslot(dst, "NODE", dstID))
-	must("NODE on the source", setslot(src, "NODE", dstID))
-	for _, n := range view {
-		if m := c.node(n.port); m != nil && !n.replica && len(n.slots) > 0 && m != src && m != dst {
-			must("NODE on "+m.Addr(), setslot(m, "NODE", dstID))
+	st.do("NODE on the target", st.setslot(m.Dst, "NODE", m.dstID))
+	st.do("NODE on the source", st.setslot(m.Src, "NODE", m.dstID))
+	for _, n := range m.view {
+		if s := m.c.node(n.port); s != nil && !n.replica && len(n.slots) > 0 && s != m.Src && s != m.Dst {
+			st.do("NODE on "+s.Addr(), st.setslot(s, "NODE", m.dstID))
 		}
 	}
-	return src, failed
+	return st.failed
+}
+
+// steps runs a migration's steps. Each is tried again until it succeeds or
+// ctx ends, and after one failed the others are skipped: a step that failed
+// once (a MIGRATE blocked by CLIENT PAUSE past the control client's read
+// timeout) must not leave the slot half moved, where every multi-key
+// command on it meets TRYAGAIN for good. A robustness run on a cluster
+// failed so. Every step can be sent twice: MIGRATE moves what the source
+// still has, SETSLOT sets what it set.
+type steps struct {
+	m      *Migration
+	ctx    context.Context
+	failed error
+}
+
+func (m *Migration) steps(ctx context.Context) *steps { return &steps{m: m, ctx: ctx} }
+
+func (st *steps) do(what string, step func() error) {
+	for st.failed == nil {
+		err := step()
+		if err == nil {
+			return
+		}
+		if st.ctx.Err() != nil {
+			st.failed = fmt.Errorf("migrating slot %d from %s to %s: %s: %w", st.m.slot, st.m.Src, st.m.Dst, what, err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (st *steps) setslot(s *Server, args ...any) func() error {
+	return func() error {
+		return s.control().Do(st.ctx, append([]any{"CLUSTER", "SETSLOT", st.m.slot}, args...)...).Err()
+	}
+}
+
+func (st *steps) migrate(keys []string) {
+	args := []any{"MIGRATE", "127.0.0.1", st.m.Dst.Port(), "", 0, (5 * time.Second).Milliseconds(), "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	st.do("MIGRATE", func() error { return st.m.Src.control().Do(st.ctx, args...).Err() })
 }
