@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -180,7 +181,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 		// dozen calls at once) ate that up on a busy machine.
 		t.Run(f.name, func(t *testing.T) {
 			c, servers, proxies := outageEnv(t, strings.HasSuffix(f.name, defaultOptions))
-			ctx := ctxT(t)
+			ctx, lag := ctxT(t), runtimetest.StartLagMeter(t)
 			// A hold of each kind taken while Redis answers, released
 			// during the fault.
 			releases := make([]func() error, len(outageKinds))
@@ -207,7 +208,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 						if wait == 0 {
 							bound = outageRelease
 						}
-						start, stall := time.Now(), stallMeter(bound)
+						start := time.Now()
 						rel, err := k.acquire(ctx, c, wait)
 						took := time.Since(start)
 						if err == nil {
@@ -216,7 +217,7 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 							continue
 						}
 						if took > bound+outageSlack {
-							if late := stall(); took > bound+outageSlack+late {
+							if late := lag.Worst(start, start.Add(took)); took > bound+outageSlack+late {
 								t.Errorf("%s, wait %v: returned after %v, bound %v + %v (+ %v the process was not run): %v", k.name, wait, took, bound, outageSlack, late, err)
 							}
 						}
@@ -234,11 +235,11 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 						}
 						slow.note(col, k.name, took)
 					}
-					start, stall := time.Now(), stallMeter(outageRelease)
+					start := time.Now()
 					err := releases[i]()
 					took := time.Since(start)
 					if took > outageRelease+outageSlack {
-						if late := stall(); took > outageRelease+outageSlack+late {
+						if late := lag.Worst(start, start.Add(took)); took > outageRelease+outageSlack+late {
 							t.Errorf("%s: Unlock returned after %v, ReleaseTimeout %v (+ %v the process was not run): %v", k.name, took, outageRelease, late, err)
 						}
 					}
@@ -260,21 +261,6 @@ func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
 			}
 		})
 	}
-}
-
-// stallMeter arms a timer for bound as a call starts; the func it returns,
-// called once the call has returned past its bound, waits for that timer
-// and reports how late it ran. A call that ends on a timer of its own
-// returns late when the machine does not run the process (a loaded box
-// once held every Unlock of a row back 63-79 ms at once): that lateness
-// is the machine's, and is not counted against the call. A call that
-// waits for Redis past its bound is late while the meter's timer is not,
-// and still fails.
-func stallMeter(bound time.Duration) func() time.Duration {
-	due := time.Now().Add(bound)
-	ran := make(chan time.Time, 1)
-	time.AfterFunc(bound, func() { ran <- time.Now() })
-	return func() time.Duration { return max(0, (<-ran).Sub(due)) }
 }
 
 // slowest is the slowest kind of a fault's run for the table in
@@ -332,6 +318,7 @@ func shortErr(err error) string {
 // s) whatever the ctx says must not make the Unlock wait with it.
 func TestUnlockAfterAnUnknownOutcomeReturnsWithinOneReleaseTimeout(t *testing.T) {
 	const release = 300 * time.Millisecond
+	lag := runtimetest.StartLagMeter(t)
 	for _, defaults := range []bool{false, true} {
 		s := redistest.Start(t)
 		p := faultproxy.Start(t, s.Addr())
@@ -368,7 +355,7 @@ func TestUnlockAfterAnUnknownOutcomeReturnsWithinOneReleaseTimeout(t *testing.T)
 				t.Fatalf("default options %v, %s: re-entry cut off: %v, want ErrOutcomeUnknown", defaults, name, err)
 			}
 			rec.start(keys)
-			start, stall := time.Now(), stallMeter(2*release)
+			start := time.Now()
 			err = l.Unlock(outer)
 			took := time.Since(start)
 			// The members of a multi-lock in order are released at once,
@@ -398,7 +385,7 @@ func TestUnlockAfterAnUnknownOutcomeReturnsWithinOneReleaseTimeout(t *testing.T)
 				}
 			}
 			if took > 2*release {
-				if late := stall(); took > 2*release+late {
+				if late := lag.Worst(start, start.Add(took)); took > 2*release+late {
 					t.Errorf("default options %v, %s: Unlock returned after %v (%v), bound %v (+ %v the process was not run)", defaults, name, took, err, 2*release, late)
 				}
 			}
