@@ -214,15 +214,16 @@ func TestFairLockWaitersThatGiveUpLeaveNoTrace(t *testing.T) {
 	if err := <-timedOut; !errors.Is(err, runtime.ErrNotAcquired) {
 		t.Fatalf("timed-out waiter: %v", err)
 	}
-	queue := rdb.LRange(ctx, fairQueue, 0, -1).Val()
-	if len(queue) != 1 || rdb.ZCard(ctx, fairTimeouts).Val() != 1 {
-		t.Fatalf("queue %v, %d deadlines after two waiters gave up; want only the third", queue, rdb.ZCard(ctx, fairTimeouts).Val())
-	}
+	// A leave gets leaveWithin in the call, then goes on in the settler:
+	// a loaded box may finish it after TryLock returned.
+	eventually(t, 2*time.Second, "only the third left in the queue", func() bool {
+		return rdb.LLen(ctx, fairQueue).Val() == 1 && rdb.ZCard(ctx, fairTimeouts).Val() == 1
+	})
 	released := time.Now()
 	_ = holder.Unlock(h)
 	select {
 	case at := <-got:
-		if d := at.Sub(released); d > 100*time.Millisecond {
+		if d := at.Sub(released); d > 2*time.Second { // those who left would hold it up for QueueTimeout (5 minutes)
 			t.Fatalf("third waiter acquired %v after the release: delayed by those who left", d)
 		}
 	case <-time.After(5 * time.Second):

@@ -269,12 +269,14 @@ func TestGiveBackSparesTheSameOwnerTakingTheLockAgain(t *testing.T) {
 			ctx := context.Background()
 			key := "gb:again:" + k.name
 			outer := e.holder.Mutex("gb:again:outer:"+k.name, runtime.LockOptions{})
-			octx, err := outer.TryLock(ctx, 0, time.Minute) // fixed lease: not renewed, not lost
+			e.cut.setupReads(true)
+			octx, err := outer.TryLock(ctx, setupWait, time.Minute) // fixed lease: not renewed, not lost
 			if err != nil {
 				t.Fatal(err)
 			}
 			l := k.new(e.holder, key, runtime.LockOptions{})
-			held, err := l.TryLock(octx, 0, runtime.Watchdog)
+			held, err := l.TryLock(octx, setupWait, runtime.Watchdog)
+			e.cut.setupReads(false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -352,11 +354,13 @@ func TestGiveBackReturnsEveryNestedHold(t *testing.T) {
 			ctx := context.Background()
 			key := "gb:nested:" + k.name
 			l := k.new(e.holder, key, runtime.LockOptions{})
-			outer, err := l.TryLock(ctx, 0, runtime.Watchdog)
+			e.cut.setupReads(true)
+			outer, err := l.TryLock(ctx, setupWait, runtime.Watchdog)
 			if err != nil {
 				t.Fatal(err)
 			}
-			inner, err := l.TryLock(outer, 0, runtime.Watchdog)
+			inner, err := l.TryLock(outer, setupWait, runtime.Watchdog)
+			e.cut.setupReads(false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -665,7 +669,9 @@ func TestGiveBackOnCluster(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range []lockKind{kindByName("reentrant"), kindByName("fair")} {
 		key := "gb:cluster:{" + k.name + "}"
-		held, err := k.new(holder, key, runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+		cut.setupReads(true)
+		held, err := k.new(holder, key, runtime.LockOptions{}).TryLock(ctx, setupWait, runtime.Watchdog)
+		cut.setupReads(false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -717,7 +723,9 @@ func TestGiveBackOfOneRedLockPartKeepsTheQuorum(t *testing.T) {
 	ctx := context.Background()
 	key := "gb:red"
 	l := holder.RedLock(key, runtime.LockOptions{})
-	held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	cut.setupReads(true)
+	held, err := l.TryLock(ctx, setupWait, runtime.Watchdog)
+	cut.setupReads(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,7 +792,7 @@ func TestUnlockOfAHoldLostAtItsDeadlineDoesNotWaitForRedis(t *testing.T) {
 	e := newGBEnv(t, 3*time.Second, &redis.Options{})
 	ctx := context.Background()
 	l := e.holder.Mutex("gb:unlock:cut", runtime.LockOptions{})
-	held, err := l.TryLock(ctx, 0, runtime.Watchdog)
+	held, err := l.TryLock(ctx, setupWait, runtime.Watchdog)
 	if err != nil {
 		t.Fatal(err)
 	}

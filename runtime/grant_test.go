@@ -443,9 +443,9 @@ func TestGrantWaiterThatGivesUpLeavesTheQueue(t *testing.T) {
 	if r := <-gotB; !errors.Is(r.err, runtime.ErrNotAcquired) {
 		t.Fatalf("TryLock = %v, want ErrNotAcquired", r.err)
 	}
-	if n := queued(t, plain, key); n != 0 {
-		t.Fatalf("%d queued after the waiter gave up, want 0", n)
-	}
+	// Its leave gets leaveWithin in the call, then goes on in the
+	// settler: a loaded box may finish it after TryLock returned.
+	eventually(t, 2*time.Second, "the waiter left the queue", func() bool { return queued(t, plain, key) == 0 })
 	gotC := lockAsync(ctx, c.Mutex(key, runtime.LockOptions{}))
 	eventually(t, 5*time.Second, "C queued", func() bool { return queued(t, plain, key) == 1 })
 	if err := a.Mutex(key, runtime.LockOptions{}).Unlock(held); err != nil {

@@ -284,8 +284,12 @@ func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
 // holds the lock (the hand-off won) or leaves nothing behind; no lock is
 // left held by nobody.
 func TestLocalHandoffRacingTheWaitersCancellation(t *testing.T) {
-	release := make(chan struct{})
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
 	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
 		<-release
 		return next(ctx, cmd)
 	}}
@@ -310,7 +314,11 @@ func TestLocalHandoffRacingTheWaitersCancellation(t *testing.T) {
 	h.on.Store(true)
 	unlocked := make(chan error, 1)
 	go func() { unlocked <- m.Unlock(held) }()
-	time.Sleep(20 * time.Millisecond) // the hand-off is in flight, held by the hook
+	select { // the hand-off is in flight, held by the hook
+	case <-entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the release sent no hand-off")
+	}
 	cancel()
 	select {
 	case r := <-got:

@@ -300,21 +300,30 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 			t.Parallel()
 			s := redistest.Start(t)
 			p := faultproxy.Start(t, s.Addr())
-			pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond})
+			// The preparation's reads wait without the 300 ms ReadTimeout,
+			// which a loaded box's stalls overran ("warm: i/o timeout").
+			cut := newRenewalCut(p)
+			pc := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond, Dialer: cut.dialer(nil)})
 			t.Cleanup(func() { _ = pc.Close() })
 			c := newClient(t, pc, nil)
 			direct := s.Client(t)
 			ctx := context.Background()
-			if err := ch.prepare(ctx, c); err != nil {
+			cut.setupReads(true)
+			err := ch.prepare(ctx, c)
+			cut.setupReads(false)
+			if err != nil {
 				t.Fatal(err)
 			}
 			p.Blackhole(faultproxy.Downstream)
+			dropped := p.Dropped(faultproxy.Downstream)
 			done := make(chan error, 1)
 			go func() { done <- ch.do(ctx, c) }()
 			eventually(t, 2*time.Second, "the change ran", func() bool { return valueOf(ctx, direct, ch.key) == ch.want })
-			time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before Heal
+			// Its reply reaches the proxy and is dropped before Heal (a
+			// sleep here let a reply the proxy had not read yet through).
+			eventually(t, 2*time.Second, "its reply dropped", func() bool { return p.Dropped(faultproxy.Downstream) > dropped })
 			p.Heal()
-			err := <-done
+			err = <-done
 			time.Sleep(100 * time.Millisecond) // a copy in flight lands
 			if !errors.Is(err, runtime.ErrOutcomeUnknown) {
 				t.Errorf("%v, want ErrOutcomeUnknown (its reply was lost)", err)

@@ -248,8 +248,11 @@ func TestWritersFirstStopsReadersStarvingAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("writers first: writer waited %v under 8 readers holding %v each", waited, hold)
-	if waited > 2*hold {
-		t.Fatalf("writer waited %v, want <= 2 x reader hold (%v)", waited, 2*hold)
+	// Readers in Redisson's order keep it out for good (the next test:
+	// not in within 2 s). 2 x hold (93 ms measured) once failed on a
+	// loaded box, whose readers' sleeps ran late.
+	if waited > time.Second {
+		t.Fatalf("writer waited %v, want within a second (about the readers' hold, %v)", waited, hold)
 	}
 }
 

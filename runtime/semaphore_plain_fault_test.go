@@ -69,10 +69,12 @@ func (e *plainEnv) free(t *testing.T) int {
 func (e *plainEnv) acquireLosingTheReply(t *testing.T, wait time.Duration, fault func()) error {
 	t.Helper()
 	e.p.Blackhole(faultproxy.Downstream)
+	dropped := e.p.Dropped(faultproxy.Downstream)
 	done := make(chan error, 1)
 	go func() { done <- e.sem.TryAcquire(context.Background(), 1, wait) }()
 	eventually(t, 2*time.Second, "the try took a permit", func() bool { return e.free(t) == 1 })
-	time.Sleep(50 * time.Millisecond) // its reply reaches the proxy and is dropped before the fault heals
+	// Its reply reaches the proxy and is dropped before the fault heals.
+	eventually(t, 2*time.Second, "its reply dropped", func() bool { return e.p.Dropped(faultproxy.Downstream) > dropped })
 	fault()
 	select {
 	case err := <-done:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -59,6 +60,7 @@ func TestSemaphoreKilledHoldersPermitComesBackAfterItsLease(t *testing.T) {
 	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; it waits out seconds-long timeouts
 	const lease = time.Second
+	lag := runtimetest.StartLagMeter(t)
 	s, _, c := setup(t, &runtime.Options{WatchdogTimeout: lease})
 	cmd, out := startChild(t, "semaphore-holder", "LOCKGEN_ADDR="+s.Addr(), "LOCKGEN_KEY=pool", "LOCKGEN_PERMITS=1", "LOCKGEN_WATCHDOG_MS=1000")
 	if line, err := out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "held" {
@@ -71,6 +73,7 @@ func TestSemaphoreKilledHoldersPermitComesBackAfterItsLease(t *testing.T) {
 		t.Fatalf("TryAcquire while the child's watchdog renews: %v, want ErrNotAcquired", err)
 	}
 	_ = cmd.Process.Kill()
+	const bound = lease + 500*time.Millisecond
 	killed := time.Now()
 	h, err := sem.TryAcquire(ctxT(t), 1, 5*time.Second)
 	if err != nil {
@@ -78,16 +81,21 @@ func TestSemaphoreKilledHoldersPermitComesBackAfterItsLease(t *testing.T) {
 	}
 	took := time.Since(killed)
 	t.Logf("permit back %v after the holder was killed (lease %v)", took, lease)
-	if took > lease+500*time.Millisecond {
-		t.Fatalf("permit back %v after the holder was killed, want <= lease + 500ms", took)
+	if took > bound {
+		if late := lag.Worst(killed, killed.Add(took)); took > bound+late {
+			t.Fatalf("permit back %v after the holder was killed, want <= lease + 500ms (this process ran timers %v late)", took, late)
+		}
 	}
 	if err := sem.Release(h); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// A lease of a second: at 300 ms (renewals every 100 ms), a 200 ms stall of
+// a loaded test process lost the hold, as it should.
 func TestSemaphoreWatchdogKeepsAPermitFourLeases(t *testing.T) {
-	const lease = 300 * time.Millisecond
+	t.Parallel() // it waits
+	const lease = time.Second
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: lease})
 	other := newClient(t, rdb, &runtime.Options{WatchdogTimeout: lease})
 	opts := runtime.SemaphoreOptions{Permits: 1}

@@ -48,8 +48,12 @@ func testWakesOnUnlock(t *testing.T, k lockKind) {
 	}
 	select {
 	case at := <-acquired:
-		if d := at.Sub(released); d > 50*time.Millisecond {
-			t.Fatalf("waiter acquired %v after the release, want <= 50ms", d)
+		// Within a bound far under the holder's 10 s TTL, which a waiter
+		// that missed the message sleeps toward; how fast a hand-off is
+		// is bench/'s to measure (a loaded box stalls a test process
+		// longer than a 50 ms bound here once allowed).
+		if d := at.Sub(released); d > 2*time.Second {
+			t.Fatalf("waiter acquired %v after the release, want within 2s", d)
 		} else {
 			t.Logf("hand-off took %v", d)
 		}
