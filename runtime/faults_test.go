@@ -266,13 +266,17 @@ func TestRedLockUnlockReportsALossWhenNotAllNodesGranted(t *testing.T) {
 
 // watchdog flag is sticky: a fixed-lease hold keeps being renewed after a nested watchdog hold is released.
 func TestWatchdogStopsWithTheLastWatchdogAcquisition(t *testing.T) {
-	// A server of its own; it checks that a key is gone 1.5 s after a
-	// 200 ms lease: load can only make a renewal less likely.
+	// A server of its own; it checks that a key is gone well after its
+	// fixed lease ran out: load can only make a renewal less likely. The
+	// lease is a second: at 200 ms a loaded box once let it run out
+	// before the nested acquisition was sent (which then, rightly,
+	// failed).
 	t.Parallel()
+	const lease = time.Second
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: 300 * time.Millisecond})
 	ctx := ctxT(t)
 	m := c.Mutex("sticky", runtime.LockOptions{})
-	outer, err := m.TryLock(ctx, 0, 200*time.Millisecond)
+	outer, err := m.TryLock(ctx, 0, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +287,11 @@ func TestWatchdogStopsWithTheLastWatchdogAcquisition(t *testing.T) {
 	if err := m.Unlock(nested); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond)
+	deadline, _ := outer.Deadline()
+	time.Sleep(time.Until(deadline) + 1300*time.Millisecond) // four renewals of the watchdog's
 	t.Logf("outer ctx cause: %v; key exists=%d pttl=%v", context.Cause(outer), rdb.Exists(ctx, "sticky").Val(), rdb.PTTL(ctx, "sticky").Val())
 	if rdb.Exists(ctx, "sticky").Val() == 1 {
-		t.Errorf("200ms fixed lease still held (renewed by the watchdog) 1.5s later")
+		t.Errorf("a fixed lease of %v still held (renewed by the watchdog) 1.3 s after it ran out", lease)
 	}
 }
 

@@ -159,7 +159,11 @@ func testCancelledWaiter(t *testing.T, k lockKind) {
 }
 
 func TestScriptFlushMidRunIsSurvived(t *testing.T) {
-	const timeout = 600 * time.Millisecond
+	// A lease of 1.5 s, so that only NOSCRIPT, not a loaded box's stall,
+	// can lose the hold: at 600 ms (renewals 200 ms apart, each two round
+	// trips after the flush) a 400 ms stall would, as it should.
+	t.Parallel()
+	const timeout = 1500 * time.Millisecond
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: timeout})
 	ctx := ctxT(t)
 	m := c.Mutex("flushed", runtime.LockOptions{})
