@@ -36,15 +36,9 @@ func (c *Cluster) MigrateHalting(slot int, dst *Server, halt time.Duration) (*Se
 	if err != nil {
 		return nil, err
 	}
-	if halt > 0 && m.Src != dst {
-		ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-		first, err := m.Src.control().ClusterGetKeysInSlot(ctx, slot, 1).Result()
-		cancel()
-		if err == nil {
-			err = m.Move(first...)
-		}
-		if err != nil {
-			return m.Src, fmt.Errorf("migrating slot %d: moving its first key: %w (ending the migration: %v)", slot, err, m.Finish())
+	if halt > 0 {
+		if err := m.MoveFirst(1); err != nil {
+			return m.Src, fmt.Errorf("%w (ending the migration: %v)", err, m.Finish())
 		}
 		time.Sleep(halt)
 	}
@@ -115,6 +109,20 @@ func (m *Migration) Move(keys ...string) error {
 	return st.failed
 }
 
+// MoveFirst moves up to n of the keys left on Src to Dst.
+func (m *Migration) MoveFirst(n int) error {
+	if m.Src == m.Dst {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	st := m.steps(ctx)
+	if keys := st.keysLeft(n); len(keys) > 0 {
+		st.migrate(keys)
+	}
+	return st.failed
+}
+
 // Finish moves the slot's keys left on Src and hands the slot to Dst on
 // every master.
 func (m *Migration) Finish() error {
@@ -125,11 +133,7 @@ func (m *Migration) Finish() error {
 	defer cancel()
 	st := m.steps(ctx)
 	for st.failed == nil {
-		var keys []string
-		st.do("CLUSTER GETKEYSINSLOT", func() (err error) {
-			keys, err = m.Src.control().ClusterGetKeysInSlot(ctx, m.slot, 100).Result()
-			return err
-		})
+		keys := st.keysLeft(100)
 		if len(keys) == 0 {
 			break
 		}
@@ -178,6 +182,15 @@ func (st *steps) setslot(s *Server, args ...any) func() error {
 	return func() error {
 		return s.control().Do(st.ctx, append([]any{"CLUSTER", "SETSLOT", st.m.slot}, args...)...).Err()
 	}
+}
+
+// keysLeft is up to n of the slot's keys still on Src.
+func (st *steps) keysLeft(n int) (keys []string) {
+	st.do("CLUSTER GETKEYSINSLOT", func() (err error) {
+		keys, err = st.m.Src.control().ClusterGetKeysInSlot(st.ctx, st.m.slot, n).Result()
+		return err
+	})
+	return keys
 }
 
 func (st *steps) migrate(keys []string) {
