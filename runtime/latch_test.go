@@ -315,13 +315,13 @@ func TestChangesSentOnceReportALostReplyAsUnknown(t *testing.T) {
 				t.Fatal(err)
 			}
 			p.Blackhole(faultproxy.Downstream)
-			dropped := p.Dropped(faultproxy.Downstream)
+			dropped := scriptRepliesDropped(p)
 			done := make(chan error, 1)
 			go func() { done <- ch.do(ctx, c) }()
 			eventually(t, 2*time.Second, "the change ran", func() bool { return valueOf(ctx, direct, ch.key) == ch.want })
 			// Its reply reaches the proxy and is dropped before Heal (a
 			// sleep here let a reply the proxy had not read yet through).
-			eventually(t, 2*time.Second, "its reply dropped", func() bool { return p.Dropped(faultproxy.Downstream) > dropped })
+			eventually(t, 2*time.Second, "its reply dropped", func() bool { return scriptRepliesDropped(p) > dropped })
 			p.Heal()
 			err = <-done
 			time.Sleep(100 * time.Millisecond) // a copy in flight lands

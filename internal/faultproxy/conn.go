@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,9 @@ type Conn struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed on teardown
 	queues [2]queue      // by direction index
+	// dropped counts the bytes a blackhole dropped on this connection,
+	// by direction index (Proxy.dropped counts every connection's).
+	dropped [2]atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -173,6 +177,7 @@ func (c *Conn) read(i int, src *net.TCPConn) {
 			if drop, delay := c.mode(i); !drop {
 				c.queues[i].push(item{at: time.Now().Add(delay), data: bytes.Clone(buf[:n])})
 			} else {
+				c.dropped[i].Add(int64(n))
 				c.p.dropped[i].Add(int64(n))
 			}
 		}
@@ -284,6 +289,19 @@ func (c *Conn) teardown(abrupt bool) {
 		}
 	}
 	c.p.remove(c)
+}
+
+// Dropped is how many bytes a blackhole has dropped so far in dir on this
+// connection: with ConnsMatching, a test waits for the reply of one kind
+// of connection (a data connection's, not a pub/sub message's).
+func (c *Conn) Dropped(dir Direction) int64 {
+	var n int64
+	for i := range c.dropped {
+		if dir.has(i) {
+			n += c.dropped[i].Load()
+		}
+	}
+	return n
 }
 
 func (c *Conn) record(b []byte) {
