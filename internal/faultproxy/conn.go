@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -32,7 +31,7 @@ type Conn struct {
 	queues [2]queue      // by direction index
 	// dropped counts the bytes a blackhole dropped on this connection,
 	// by direction index (Proxy.dropped counts every connection's).
-	dropped [2]atomic.Int64
+	dropped byteCounts
 
 	mu       sync.Mutex
 	closed   bool
@@ -177,8 +176,7 @@ func (c *Conn) read(i int, src *net.TCPConn) {
 			if drop, delay := c.mode(i); !drop {
 				c.queues[i].push(item{at: time.Now().Add(delay), data: bytes.Clone(buf[:n])})
 			} else {
-				c.dropped[i].Add(int64(n))
-				c.p.dropped[i].Add(int64(n))
+				c.lose(i, n)
 			}
 		}
 		if err != nil {
@@ -204,7 +202,7 @@ func (c *Conn) write(i int, dst *net.TCPConn) {
 		}
 		// A blackhole that began while the chunk was delayed loses it too.
 		if drop, _ := c.mode(i); drop || it.lost {
-			c.p.dropped[i].Add(int64(len(it.data)))
+			c.lose(i, len(it.data))
 			if it.end != nil {
 				if dst == nil {
 					c.teardown(false) // nothing was ever opened to the target
@@ -294,14 +292,12 @@ func (c *Conn) teardown(abrupt bool) {
 // Dropped is how many bytes a blackhole has dropped so far in dir on this
 // connection: with ConnsMatching, a test waits for the reply of one kind
 // of connection (a data connection's, not a pub/sub message's).
-func (c *Conn) Dropped(dir Direction) int64 {
-	var n int64
-	for i := range c.dropped {
-		if dir.has(i) {
-			n += c.dropped[i].Load()
-		}
-	}
-	return n
+func (c *Conn) Dropped(dir Direction) int64 { return c.dropped.in(dir) }
+
+// lose counts n bytes a blackhole dropped in direction i.
+func (c *Conn) lose(i, n int) {
+	c.dropped[i].Add(int64(n))
+	c.p.dropped[i].Add(int64(n))
 }
 
 func (c *Conn) record(b []byte) {

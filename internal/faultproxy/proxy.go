@@ -59,7 +59,7 @@ type Proxy struct {
 	closeErr  error
 
 	// dropped counts the bytes a blackhole dropped, by direction index.
-	dropped [2]atomic.Int64
+	dropped byteCounts
 
 	mu       sync.Mutex
 	closed   bool
@@ -163,11 +163,17 @@ func (p *Proxy) Reset() {
 // Dropped is how many bytes a blackhole has dropped so far in dir, on
 // every connection: a test can wait for a reply it expects dropped to be
 // gone before it heals, instead of sleeping.
-func (p *Proxy) Dropped(dir Direction) int64 {
+func (p *Proxy) Dropped(dir Direction) int64 { return p.dropped.in(dir) }
+
+// byteCounts counts bytes by direction index.
+type byteCounts [2]atomic.Int64
+
+// in is the count of the directions of dir.
+func (b *byteCounts) in(dir Direction) int64 {
 	var n int64
-	for i := range p.dropped {
+	for i := range b {
 		if dir.has(i) {
-			n += p.dropped[i].Load()
+			n += b[i].Load()
 		}
 	}
 	return n
