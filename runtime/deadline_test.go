@@ -158,12 +158,12 @@ func (h *refuseHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // slowHook delays every script call by d: a slow link. first, when set,
-// keeps the time of the first script call; on, when set, turns the delay
-// on and off.
+// keeps the time of the first script call; spare, when set, is how many
+// script calls still pass undelayed.
 type slowHook struct {
 	d     time.Duration
 	first *atomic.Pointer[time.Time]
-	on    *atomic.Bool
+	spare *atomic.Int64
 }
 
 func (h slowHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -172,7 +172,7 @@ func (h slowHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 func (h slowHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) > 0 && (a[0] == "evalsha" || a[0] == "eval") && (h.on == nil || h.on.Load()) {
+		if a := cmd.Args(); len(a) > 0 && (a[0] == "evalsha" || a[0] == "eval") && (h.spare == nil || h.spare.Add(-1) < 0) {
 			if h.first != nil {
 				now := time.Now()
 				h.first.CompareAndSwap(nil, &now)
