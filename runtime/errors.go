@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
@@ -98,23 +99,14 @@ func (e *LockError) prefix() string {
 // wrapsLockError reports whether err is or wraps (through Unwrap, or a
 // join) a *LockError for the lock with that name and key.
 func wrapsLockError(err error, name, key string) bool {
-	for depth := 0; err != nil && depth < 100; depth++ {
-		if le, ok := err.(*LockError); ok && le.Name == name && le.Key == key {
-			return true
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() []error }:
-			for _, inner := range u.Unwrap() {
-				if wrapsLockError(inner, name, key) {
-					return true
-				}
-			}
-			return false
-		case interface{ Unwrap() error }:
-			err = u.Unwrap()
-		default:
-			return false
-		}
+	if le, ok := err.(*LockError); ok && le.Name == name && le.Key == key {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(u.Unwrap(), func(inner error) bool { return wrapsLockError(inner, name, key) })
+	case interface{ Unwrap() error }:
+		return wrapsLockError(u.Unwrap(), name, key)
 	}
 	return false
 }
