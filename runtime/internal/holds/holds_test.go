@@ -188,13 +188,13 @@ func TestRenewalsMoveTheDeadlineAndAGoneKeyEndsTheHold(t *testing.T) {
 	if again := f.r.TakeDue(time.Now().Add(time.Hour), true, 100, nil); len(again) != 0 {
 		t.Fatal("a hold in flight taken again")
 	}
-	before := Deadline([][]Due{due})
+	_, before := Earliest([][]Due{due})
 	sent := time.Now().Add(50 * time.Millisecond)
 	if f.r.ReportAll(due, func(int) Renewal { return Renewed }, sent, time.Now(), nil) != 1 {
 		t.Fatal("a renewal not reported confirmed")
 	}
 	due = f.r.TakeDue(time.Now(), true, 100, nil)
-	if after := Deadline([][]Due{due}); !after.After(before) {
+	if _, after := Earliest([][]Due{due}); !after.After(before) {
 		t.Fatalf("deadline %v did not move past %v", after, before)
 	}
 	gone := errors.New("gone")

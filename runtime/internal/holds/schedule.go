@@ -128,15 +128,16 @@ func (r *Registry) TakeDue(now time.Time, all bool, batch int, due []Due) []Due 
 	return due
 }
 
-// Deadline is the earliest deadline of the holds of batches, as taken.
-func Deadline(batches [][]Due) time.Time {
-	d := int64(math.MaxInt64)
+// Earliest is when the oldest hold of batches was due (leaseclock.Nanos),
+// and the earliest deadline of them, as taken.
+func Earliest(batches [][]Due) (due int64, deadline time.Time) {
+	due, valid := int64(math.MaxInt64), int64(math.MaxInt64)
 	for _, b := range batches {
 		for _, u := range b {
-			d = min(d, u.Valid)
+			due, valid = min(due, u.At), min(valid, u.Valid)
 		}
 	}
-	return leaseclock.Time(d)
+	return due, leaseclock.Time(valid)
 }
 
 // A Renewal is what one renewal found of a hold.

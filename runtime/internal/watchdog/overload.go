@@ -13,19 +13,6 @@ import (
 // their holds were due (late), and the age of the oldest hold of a call
 // waiting for a worker.
 
-// oldestDue is when the oldest hold of batches was due (leaseclock.Nanos).
-func oldestDue(batches [][]holds.Due) int64 {
-	var at int64
-	for _, b := range batches {
-		for _, u := range b {
-			if at == 0 || u.At < at {
-				at = u.At
-			}
-		}
-	}
-	return at
-}
-
 // replied records that a call whose oldest hold was due at oldest got its
 // replies (or gave up) at now.
 func (w *Watchdog) replied(now time.Time, oldest int64) {
@@ -71,7 +58,7 @@ func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
 	}
 	stall := time.NewTimer(w.timing.Tick)
 	defer stall.Stop()
-	pending := oldestDue(calls[0])
+	pending, _ := holds.Earliest(calls[0])
 	for {
 		select {
 		case s := <-w.workers:

@@ -171,13 +171,13 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 			}
 			return
 		}
-		oldest := oldestDue(call)
+		oldest, deadline := holds.Earliest(call)
 		w.busy[slot].Store(oldest)
 		w.jobs.Add(1)
 		r.refs.Add(1)
 		go func() {
 			defer func() { w.busy[slot].Store(0); w.workers <- slot; w.roundDone(r); w.jobs.Done() }()
-			w.renewJob(call, slot)
+			w.renewJob(call, deadline, slot)
 			w.replied(time.Now(), oldest)
 		}()
 	}
@@ -227,11 +227,12 @@ func (w *Watchdog) roundDone(r *round) {
 	}
 }
 
-// renewJob sends one pipeline of batches from worker slot and applies
-// the replies.
-func (w *Watchdog) renewJob(batches [][]holds.Due, slot int) {
+// renewJob sends one pipeline of batches from worker slot, under a ctx
+// ending at deadline (the earliest of their holds'), and applies the
+// replies.
+func (w *Watchdog) renewJob(batches [][]holds.Due, deadline time.Time, slot int) {
 	cfg := &w.cfg
-	ctx, cancel := context.WithDeadline(cfg.Life, holds.Deadline(batches)) // Close ends it too
+	ctx, cancel := context.WithDeadline(cfg.Life, deadline) // Close ends it too
 	defer cancel()
 	sent := time.Now()
 	cmds, err := w.runRenewals(ctx, batches, w.lease, &w.args[slot])
