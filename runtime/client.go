@@ -207,7 +207,6 @@ func (c *Client) newRegistry() *holds.Registry {
 func (c *Client) newWatchdog(renewal redis.UniversalClient, label watchdog.Label) *watchdog.Watchdog {
 	return watchdog.New(watchdog.Config{
 		Registry: c.env.Reg, Caller: c.env.RDB, Renewal: renewal,
-		Lease: c.opts.WatchdogTimeout, Cluster: c.env.Cluster,
 		Life: c.life, Closed: c.closeCh, Slots: c.slots,
 		Label: label, Log: c.env.Log, Warn: c.env.Warn,
 		Gone: func(h *holds.Hold) error { return c.env.LostError(h, "the key no longer holds this owner") },

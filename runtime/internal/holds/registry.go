@@ -70,8 +70,12 @@ func New(cfg Config) *Registry {
 	return r
 }
 
-// Timing is the renewal timing of the watchdog holds.
-func (r *Registry) Timing() renew.Timing { return r.timing }
+// Timing is the renewal timing of the watchdog holds, WatchdogLease their
+// lease (Config.Watchdog); Cluster reports whether holds carry their slot
+// for batching (Config.Cluster).
+func (r *Registry) Timing() renew.Timing         { return r.timing }
+func (r *Registry) WatchdogLease() time.Duration { return r.cfg.Watchdog }
+func (r *Registry) Cluster() bool                { return r.cfg.Cluster }
 
 func (r *Registry) shard(key string) *shard {
 	return &r.shards[maphash.String(r.seed, key)%shardCount]

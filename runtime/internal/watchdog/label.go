@@ -30,7 +30,7 @@ func (w *Watchdog) renewLabel(now time.Time) {
 		defer cancel()
 		_, err := cfg.Renewal.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, key, cfg.Label.Fields...)
-			p.PExpire(ctx, key, cfg.Lease)
+			p.PExpire(ctx, key, cfg.Registry.WatchdogLease())
 			return nil
 		})
 		if err != nil && cfg.Life.Err() == nil {

@@ -54,11 +54,9 @@ type Watchdog struct {
 
 // Config is what a Watchdog works with. Every field is required but Log.
 type Config struct {
-	Registry *holds.Registry       // the holds it renews, and their timing
+	Registry *holds.Registry       // the holds it renews, their lease, timing and slot grouping
 	Caller   redis.UniversalClient // the caller's client: its pool tells of reconnects (dialled)
 	Renewal  redis.UniversalClient // renewals and labels go through it (DeadlineClient)
-	Lease    time.Duration         // the watchdog lease (Options.WatchdogTimeout)
-	Cluster  bool                  // keys are grouped by slot
 	Life     context.Context       // ends with the Client: renewals in flight end with it
 	Closed   <-chan struct{}       // closed when the Client closes: the loop stops
 	Slots    *calls.SlotMaps       // told of failed calls: a dead master's slots move
@@ -79,7 +77,7 @@ func New(cfg Config) *Watchdog {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Lease.Milliseconds(), 10), timing: cfg.Registry.Timing(),
+	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Registry.WatchdogLease().Milliseconds(), 10), timing: cfg.Registry.Timing(),
 		done: make(chan struct{}), workers: make(chan int, Workers), rounds: make(chan *round, Workers+1)}
 	for i := range Workers {
 		w.workers <- i
@@ -149,8 +147,9 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 	urgent, w.scratch = holds.UrgentFirst(due, leaseclock.Nanos(now.Add(w.timing.Period)), w.scratch)
 	w.order = holds.SortDue(due[urgent:], w.order)
 	unit := func(u holds.Due) renew.Unit { return renew.Unit{Keys: 1 + len(u.Extra), Slot: u.Slot} }
+	cluster := reg.Cluster()
 	plan := func(due []holds.Due) [][][]holds.Due {
-		return renew.Calls(renew.Batches(due, unit, w.cfg.Cluster, lua.MaxBatch), unit, w.cfg.Cluster, batchesPerCall)
+		return renew.Calls(renew.Batches(due, unit, cluster, lua.MaxBatch), unit, cluster, batchesPerCall)
 	}
 	var calls [][][]holds.Due
 	if urgent > 0 {

@@ -62,7 +62,7 @@ func newFixtureOn(t *testing.T, rdb *redis.Client) *fixture {
 	}
 	life, end := context.WithCancel(context.Background())
 	f.wd = New(Config{
-		Registry: f.reg, Caller: rdb, Renewal: renewal, Lease: lease,
+		Registry: f.reg, Caller: rdb, Renewal: renewal,
 		Life: life, Closed: f.closed, Slots: calls.NewSlotMaps(f.closed, rdb, renewal),
 		Label: Label{Key: "lockgen_owner:test", Fields: []any{"pid", "1"}},
 		Warn: func(msg string, _ ...any) {
