@@ -26,7 +26,8 @@ type Admission struct {
 // CloseLag is the backlog at which the gate closes: a quarter of a period
 // (at least 50 ms, above the scheduling jitter of a busy process), well
 // within the two periods a hold has between its due renewal and its
-// deadline.
+// deadline. The watchdog spaces the rounds of every hold that new
+// connections start by it too.
 func (t Timing) CloseLag() time.Duration { return max(t.Period/4, 50*time.Millisecond) }
 
 // OpenLag is the backlog under which a closed gate opens again.

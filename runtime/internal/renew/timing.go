@@ -44,8 +44,3 @@ func (t Timing) Retry(left time.Duration) time.Duration {
 
 // EarlyHorizon is the last tick whose holds may be renewed early at now.
 func (t Timing) EarlyHorizon(now time.Time) int64 { return t.TickOf(now.Add(t.Period / 4)) }
-
-// PokeInterval is the least time between two rounds of every hold that
-// new connections start: a burst of them (a pool growing under load) costs
-// one round, not one per connection.
-func (t Timing) PokeInterval() time.Duration { return max(t.Period/4, 50*time.Millisecond) }

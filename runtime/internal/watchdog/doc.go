@@ -25,8 +25,9 @@
 //     every worker busy counts in the backlog, which closes the gate for
 //     fresh acquisitions (held locks first) and never releases a hold;
 //   - a new connection of the caller's client (a restart, a failover) makes
-//     the next round renew every hold, at most once per poke interval, so
-//     a server that forgot them is found within a tick.
+//     the next round renew every hold, at most once per quarter period
+//     (renew.Timing.CloseLag), so a server that forgot them is found
+//     within a tick.
 //
 // The planning is tested without Redis in package renew; the loop against
 // real servers here, in package runtime and in internal/runtimetest.

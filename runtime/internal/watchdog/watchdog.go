@@ -117,7 +117,11 @@ func (w *Watchdog) loop() {
 			return
 		case <-ticker.C:
 		}
-		all := w.dialled() && time.Since(lastPoke) >= w.timing.PokeInterval()
+		// Rounds of every hold that new connections start come at most
+		// once per quarter period (the gate's CloseLag, at least 50 ms): a
+		// burst of them (a pool growing under load) costs one round, not
+		// one per connection.
+		all := w.dialled() && time.Since(lastPoke) >= w.timing.CloseLag()
 		if all {
 			lastPoke = time.Now()
 		}
