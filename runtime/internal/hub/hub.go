@@ -325,7 +325,7 @@ func (h *Hub) Leave(w *Waiter, acquired bool) {
 		wakeOne(e, nil)
 	}
 	if !acquired && !w.untried {
-		wakeUntried(e, 1) // it slept on this one's TTL
+		wakeN(e, 1, true) // it slept on this one's TTL
 	}
 	if len(e.waiters) == 0 && sh.entries[e.name] == e && !h.closed.Load() {
 		if e.linger == nil {
@@ -376,10 +376,10 @@ func (h *Hub) deliver(channel, payload string) {
 		if err != nil {
 			n = 1
 		}
-		wakeN(e, n)
+		wakeN(e, n, false)
 	case WakeZero:
 		if payload == UnlockMessage {
-			wakeN(e, len(e.waiters))
+			wakeN(e, len(e.waiters), false)
 		}
 	default:
 		e.handOffs = 0
@@ -400,7 +400,7 @@ func (h *Hub) confirmed(e *entry, gen uint64) {
 	defer e.sh.mu.Unlock()
 	if e.sh.entries[e.name] == e && e.gen.Load() == gen {
 		e.readyGen = gen
-		wakeN(e, len(e.waiters))
+		wakeN(e, len(e.waiters), false)
 	}
 }
 
@@ -415,7 +415,7 @@ func wakeEntries(entries []*entry, readers bool) {
 		case readers:
 			wakeReaders(e)
 		default:
-			wakeN(e, len(e.waiters))
+			wakeN(e, len(e.waiters), false)
 		}
 		e.sh.mu.Unlock()
 	}
@@ -461,23 +461,15 @@ func wakeOne(e *entry, skip *Waiter) {
 	}
 }
 
-// wakeN signals the n longest-waiting waiters that have no signal pending.
-func wakeN(e *entry, n int) {
+// wakeN signals the n longest-waiting waiters that have no signal pending;
+// with untried, the n longest-waiting that have not tried yet, one with a
+// signal pending counting among them (it tries anyway).
+func wakeN(e *entry, n int, untried bool) {
 	for _, w := range e.waiters {
 		if n <= 0 {
 			return
 		}
-		if signal(e, w) {
-			n--
-		}
-	}
-}
-
-// wakeUntried signals the n longest-waiting waiters that have not tried yet.
-func wakeUntried(e *entry, n int) {
-	for _, w := range e.waiters {
-		if w.untried && n > 0 {
-			signal(e, w)
+		if (!untried || w.untried) && (signal(e, w) || untried) {
 			n--
 		}
 	}

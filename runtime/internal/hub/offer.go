@@ -159,7 +159,7 @@ func (h *Hub) Remote(channel string, held bool) {
 func remoteLocked(e *entry, held bool) {
 	e.remote = true
 	if held {
-		wakeUntried(e, len(e.waiters))
+		wakeN(e, len(e.waiters), true)
 	}
 }
 
