@@ -130,21 +130,15 @@ type subConn struct {
 	awaiting  atomic.Int64 // when a reply became due that has not come (0: none)
 
 	// The rest is guarded by l.mu.
-	entries map[string]*entry       // channels it carries
-	ops     []subOp                 // sends queued for the writer
-	pending map[string][]pendingSub // by channel, the subscribes not yet confirmed, in order
+	entries map[string]*entry // channels it carries
+	ops     []subOp           // sends queued for the writer
+	pending map[string]int    // by channel, the subscribes not yet confirmed
 	// unsubscribing counts, by channel, the unsubscribes not yet
 	// confirmed; any other unsubscribe comes from the server.
 	unsubscribing map[string]int
 	dead          bool
 	prev          failure // its predecessor on the node failed young: its first send waits out prev's backoff
 	reading       bool    // the reader runs: the connection is up
-}
-
-// pendingSub is a subscribe of entry e, generation gen.
-type pendingSub struct {
-	e   *entry
-	gen uint64
 }
 
 // subscribeLocked subscribes e: on the one connection, or (byNode) on its
@@ -163,9 +157,9 @@ func (l *links) subscribeLocked(e *entry) {
 func (sc *subConn) addLocked(e *entry) {
 	e.conn = sc
 	e.placing = false
-	gen := e.gen.Add(1) // not ready until this subscribe is confirmed
+	e.gen.Add(1) // not ready until this subscribe is confirmed
 	sc.entries[e.name] = e
-	sc.pending[e.name] = append(sc.pending[e.name], pendingSub{e, gen})
+	sc.pending[e.name]++
 	sc.queueLocked(subOp{opSubscribe, e.name, e.also})
 	if sc.track != nil {
 		sc.track.watch(e)
@@ -238,7 +232,7 @@ func (l *links) connLocked(node string, client redis.UniversalClient) *subConn {
 		node:          node,
 		kick:          make(chan struct{}, 1),
 		entries:       make(map[string]*entry),
-		pending:       make(map[string][]pendingSub),
+		pending:       make(map[string]int),
 		unsubscribing: make(map[string]int),
 	}
 	sc.prev = l.failures[node]
@@ -480,44 +474,46 @@ func (l *links) received(sc *subConn, msg any) {
 		}
 	case *redis.Subscription:
 		var (
-			confirmed pendingSub
+			confirmed *entry
+			gen       uint64
 			woken     []*entry
 		)
 		l.mu.Lock()
 		if !sc.dead {
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
-				confirmed = sc.confirmedLocked(m.Channel)
+				confirmed, gen = sc.confirmedLocked(m.Channel)
 			case "unsubscribe", "sunsubscribe":
 				woken = l.unsubscribedLocked(sc, m.Channel)
 			}
 		}
 		l.mu.Unlock()
-		if confirmed.e != nil {
-			l.hub.confirmed(confirmed.e, confirmed.gen)
+		if confirmed != nil {
+			l.hub.confirmed(confirmed, gen)
 		}
 		wakeEntries(woken, false)
 	}
 }
 
-// confirmedLocked takes the confirmed subscribe of channel off sc's
-// pending list, and returns it if sc still carries its entry.
-func (sc *subConn) confirmedLocked(channel string) pendingSub {
-	q := sc.pending[channel]
-	if len(q) == 0 {
-		return pendingSub{}
+// confirmedLocked counts a confirmed subscribe of channel off sc's
+// pending ones. At the last, it returns the entry sc carries on channel and
+// its generation, the one that subscribe was sent for. An earlier
+// confirmation makes nothing ready (Hub.confirmed would refuse it): each
+// subscribe after it was sent for its entry again, a generation later, or
+// for a new entry of the channel, once its own had left the channel table.
+func (sc *subConn) confirmedLocked(channel string) (*entry, uint64) {
+	switch n := sc.pending[channel]; {
+	case n == 0:
+		return nil, 0
+	case n > 1:
+		sc.pending[channel] = n - 1
+		return nil, 0
 	}
-	p := q[0]
-	if len(q) == 1 {
-		delete(sc.pending, channel)
-	} else {
-		q[0] = pendingSub{}
-		sc.pending[channel] = q[1:]
+	delete(sc.pending, channel)
+	if e := sc.entries[channel]; e != nil && e.conn == sc {
+		return e, e.gen.Load()
 	}
-	if p.e.conn != sc {
-		return pendingSub{}
-	}
-	return p
+	return nil, 0
 }
 
 // unsubscribedLocked handles an unsubscribe notice for channel on sc. One
