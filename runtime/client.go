@@ -128,7 +128,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	if env.Sharded {
 		env.Publish = "spublish"
 	}
-	env.Hub = hub.New(hub.Config{Client: rdb, Sharded: env.Sharded, Log: env.Log, Failed: c.slots.Failed})
+	env.Hub = hub.New(hub.Config{Client: rdb, Sharded: env.Sharded, Log: env.Log, Slots: c.slots})
 	if !bounded {
 		if err := watchdog.CheckUnbounded(rdb, o.WatchdogTimeout); err != nil {
 			return nil, fmt.Errorf("lockgen: NewClient: %w", err)

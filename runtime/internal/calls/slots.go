@@ -16,8 +16,8 @@ import (
 // nothing: until then every call for its slots fails, and a hold whose
 // lock survived the promotion would be lost at its deadline. So a call
 // that fails without a reply has each cluster client of the Client (the
-// caller's and the watchdog's) re-read its map. A nil *SlotMaps does
-// nothing.
+// caller's and the watchdog's) re-read its map; so does the hub when a
+// channel's slot moved. A nil *SlotMaps does nothing.
 type SlotMaps struct {
 	clients []*redis.ClusterClient
 	closed  <-chan struct{} // the Client's: no reload is started after Close

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -53,7 +54,7 @@ const (
 type links struct {
 	hub     *Hub
 	log     *slog.Logger
-	failed  func(error) // Config.Failed
+	slots   *calls.SlotMaps // Config.Slots
 	sharded bool
 	cc      *redis.ClusterClient  // the caller's client, if a cluster's
 	byNode  bool                  // sharded on a cluster: a connection per master (route.go)
@@ -87,7 +88,7 @@ func (l *links) init(h *Hub, cfg Config) {
 	*l = links{
 		hub:       h,
 		log:       cfg.Log,
-		failed:    cfg.Failed,
+		slots:     cfg.Slots,
 		sharded:   cfg.Sharded,
 		sub:       cfg.Client,
 		own:       make(map[string]*redis.Client),
@@ -284,9 +285,7 @@ func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
 		return nil
 	}
 	l.dropLocked(sc)
-	if l.failed != nil {
-		l.failed(err) // the node may be dead and its slots served elsewhere
-	}
+	l.slots.Failed(err) // the node may be dead and its slots served elsewhere
 	l.log.Debug("pub/sub connection replaced", "node", sc.node, "why", why, "err", err, "channels", len(sc.entries))
 	if len(sc.entries) == 0 {
 		return nil
@@ -301,8 +300,8 @@ func (l *links) failLocked(sc *subConn, why string, err error) []*entry {
 	}
 	// A slot that moved (the server dropped the channel, or refused it)
 	// is looked up again (in the background) before the channels go out.
-	if l.cc != nil && (err == nil || scripts.IsReply(err)) {
-		l.cc.ReloadState(context.Background())
+	if err == nil || scripts.IsReply(err) {
+		l.slots.Reload()
 	}
 	woken := make([]*entry, 0, len(sc.entries))
 	for _, e := range sc.entries {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 )
 
 // Messages on the channels waited on (see Mode).
@@ -50,11 +52,11 @@ type Config struct {
 	Client  redis.UniversalClient
 	Sharded bool         // subscribe with SSUBSCRIBE; on a cluster, one connection per master (route.go)
 	Log     *slog.Logger // debug records; nil: none
-	// Failed, when set, is told why each connection failed (nil: found
-	// half-open, or the server dropped its channels), under the hub's
-	// lock: it must not block. The runtime re-reads a cluster's slot maps
-	// then (package calls).
-	Failed func(error)
+	// Slots, when set, re-reads a cluster's slot maps (package calls),
+	// under the hub's lock: when a connection failed without a reply or
+	// was refused (Failed), and when a channel's slot moved (Reload). nil:
+	// never.
+	Slots *calls.SlotMaps
 }
 
 // A Hub is where waiters sleep (see the package doc).

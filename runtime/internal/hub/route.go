@@ -178,15 +178,13 @@ func (l *links) routeLoop() {
 		// A moved channel waits for the map to show the move: read it
 		// again (in the background; one in progress is followed by one more).
 		if slices.ContainsFunc(todo, func(p placement) bool { return p.from != "" }) {
-			l.cc.ReloadState(ctx)
+			l.slots.Reload()
 		}
 		lookupErr := l.locate(ctx, todo)
 		todo = l.attach(todo)
 		if lookupErr != nil {
 			l.log.Debug("no master found for a channel's slot", "err", lookupErr)
-			if l.failed != nil {
-				l.failed(lookupErr)
-			}
+			l.slots.Failed(lookupErr)
 		}
 		if len(todo) > 0 {
 			d := mapPoll

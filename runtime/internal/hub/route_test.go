@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
@@ -35,7 +36,7 @@ func TestShardedSubscriptionFollowsMovedReply(t *testing.T) {
 	cl.MigrateSlot(t, scripts.KeySlot(channel), dst)
 
 	var log logBuffer
-	h := New(Config{Client: cc, Sharded: true, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	h := New(Config{Client: cc, Sharded: true, Log: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})), Slots: calls.NewSlotMaps(nil, cc)})
 	t.Cleanup(h.Close)
 	w, _ := h.Join(channel, false, Sub{})
 	select {
