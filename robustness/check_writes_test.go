@@ -146,3 +146,30 @@ func TestCheckWritesShortHold(t *testing.T) {
 	s.hold(0, KindWrite, "rw:0", 0, 10, 12).synWrite(10.1, 10.6, 0, OutOK).synDone(10.8, "lockgen: rw:0: renew: lock lost")
 	synPass(t, CheckWrites(s.build(), synLimits()))
 }
+
+// Found by the suite (seed 38873113): a holder checked its ctx and read
+// the counter 5.6 ms before its fixed lease ran out; the storage was slow
+// on a loaded box, and its write came back 94 ms later. The next owner,
+// granted 11 ms after the end, read the same value. The holds did not
+// overlap: a write in flight at its hold's end, not a lost update. A
+// write that read the same value under a hold that began before the
+// other ended is still one.
+func TestCheckWritesInFlightWhenItsHoldEnded(t *testing.T) {
+	run := func(second float64) Result {
+		s := newSynth(2)
+		s.hold(0, KindReentrant, "re:0", 0, 10, 600).synDone(439.9, "lockgen: re:0: renew: lock lost: fixed lease ran out").synWrite(434.3, 528.8, 348, OutOK)
+		s.hold(1, KindMultiAtomic, "multi-atomic", 0, second, 600).synWrite(second, 526.3, 348, OutOK)
+		return CheckWrites(s.build(), synLimits())
+	}
+	r := run(450.9)
+	synPass(t, r)
+	synNote(t, r, "in flight when its hold ended")
+
+	synViolations(t, run(430), 1, "lost update", "both read 348")
+
+	// A write that returned before its hold ended explains nothing.
+	s := newSynth(2)
+	s.hold(0, KindReentrant, "re:0", 0, 10, 600).synDone(439.9, "lock lost").synWrite(434.3, 436, 348, OutOK)
+	s.hold(1, KindReentrant, "re:0", 0, 450.9, 600).synWrite(450.9, 460, 348, OutOK)
+	synViolations(t, CheckWrites(s.build(), synLimits()), 1, "lost update")
+}
