@@ -96,17 +96,21 @@ func (l *links) moveSlotLocked(sc *subConn, slot int, to string) (woken []*entry
 			continue
 		}
 		delete(sc.entries, name)
-		delete(sc.pending, name) // a confirmation still to come finds e elsewhere
 		if sc.track != nil {
 			sc.track.unwatch(e) // watched again where it goes
 		}
 		l.placeLocked(placement{e: e, from: sc.node, to: to, since: now})
 		woken = append(woken, e)
 	}
-	// Their unsubscribes get a MOVED reply, or no confirmation to count.
-	for ch := range sc.unsubscribing {
-		if scripts.KeySlot(ch) == slot {
-			delete(sc.unsubscribing, ch)
+	// Nothing sc sent for the slot's channels is confirmed now: their
+	// subscribes and unsubscribes get a MOVED reply or no confirmation to
+	// count, those of channels that left meanwhile too, and a confirmation
+	// still to come finds nothing pending.
+	for _, sent := range []map[string]int{sc.pending, sc.unsubscribing} {
+		for ch := range sent {
+			if scripts.KeySlot(ch) == slot {
+				delete(sent, ch)
+			}
 		}
 	}
 	if len(woken) > 0 {
