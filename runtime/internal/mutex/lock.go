@@ -334,8 +334,10 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	} else {
 		held, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
 	}
-	if !d.Last {
-		m.env.MarkUnknown(id, err)
+	if !d.Last && err != nil {
+		// Redis may still count the hold the client dropped (no reply, or
+		// a refusal such as NOPERM): the owner's next call re-reads it.
+		m.env.Reg.MarkUnknown(id)
 	}
 	if err == nil && !held {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", errs.LockLost)

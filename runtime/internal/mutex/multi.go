@@ -206,8 +206,8 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 	}
 	res, err := l.sendRelease(c.Calls.Yield(rel), send, counts, leases)
 	for i, a := range send {
-		if counts[i] > 1 {
-			c.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()}, err)
+		if counts[i] > 1 && err != nil { // as in Lock.Release
+			c.Reg.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()})
 		}
 	}
 	switch {

@@ -82,7 +82,10 @@ func NotSent(err error) bool {
 // it ran, for a state that passes: TRYAGAIN (its slot is half moved),
 // MOVED or ASK past go-redis' redirects (its slot moved meanwhile),
 // CLUSTERDOWN, MASTERDOWN, LOADING or READONLY (a failover or restart in
-// progress). Nothing ran: trying again is safe.
+// progress), BUSY (another program's script runs past
+// busy-reply-threshold) or OOM (maxmemory reached under noeviction: Redis
+// refuses a script at its first command that may grow memory, and only
+// while it has written nothing). Nothing ran: trying again is safe.
 func Refused(err error) bool {
 	if !IsReply(err) {
 		return false
@@ -95,7 +98,7 @@ func Refused(err error) bool {
 	return false
 }
 
-var refusals = [...]string{"TRYAGAIN ", "MOVED ", "ASK ", "CLUSTERDOWN ", "MASTERDOWN ", "LOADING ", "READONLY "}
+var refusals = [...]string{"TRYAGAIN ", "MOVED ", "ASK ", "CLUSTERDOWN ", "MASTERDOWN ", "LOADING ", "READONLY ", "BUSY ", "OOM "}
 
 // Unreachable reports whether err says Redis could not be reached (no
 // reply: refused, reset, timed out, pool exhausted), as opposed to a reply
