@@ -63,6 +63,7 @@ type Client struct {
 	closeRenewal func() error       // closes the watchdog's own client, if any
 	slots        *calls.SlotMaps    // re-reads the cluster's slot maps after a failure (package calls)
 	redNodes     []*Client          // one client per RedLock node
+	redHolds     redlock.Holds      // the RedLock holds over them, cut first by Shutdown
 }
 
 // NewClient returns a Client that locks through rdb, which may be a
@@ -297,7 +298,9 @@ func newUUID() string {
 //
 // It returns nil when every hold ended on its own, or ctx's error when
 // some had to be cut. Close, without Shutdown, keeps its meaning: holds
-// end at once.
+// end at once; a Shutdown after Close, or one that Close overtakes,
+// returns once Close has ended them and cuts nothing (their locks stay
+// for their holders' Unlock, as after Close).
 func (c *Client) Shutdown(ctx context.Context) error {
 	if err := checkCtx(ctx); err != nil {
 		return err
@@ -329,7 +332,9 @@ func (c *Client) holdCount() int {
 	return n
 }
 
-// waitIdle waits until no hold is left, or ctx is done (false).
+// waitIdle waits until no hold is left, or the Client is closed (Close
+// ended every hold, and their locks stay for their holders' Unlock), or
+// ctx is done (false).
 func (c *Client) waitIdle(ctx context.Context) bool {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -337,6 +342,8 @@ func (c *Client) waitIdle(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			return c.holdCount() == 0
+		case <-c.closeCh:
+			return true
 		case <-tick.C:
 		}
 	}
@@ -347,6 +354,7 @@ func (c *Client) waitIdle(ctx context.Context) bool {
 // (the engines' give-back of lost holds) and waits for that up to
 // ReleaseTimeout.
 func (c *Client) cutHolds() {
+	c.redHolds.Cut()
 	c.env.Reg.LoseAll(func(h *holds.Hold) error {
 		return &LockError{Op: "shutdown", Name: h.Name, Key: h.Key,
 			Err: fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", ErrDraining)}

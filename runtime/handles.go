@@ -112,7 +112,7 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 	for i, n := range c.redNodes {
 		nodes[i] = n.mutexes
 	}
-	return &RedLock{c: c, opts: opts, e: redlock.New(c.env, nodes, key, opts.Quorum, opts.engine(false))}
+	return &RedLock{c: c, opts: opts, e: redlock.New(c.env, &c.redHolds, nodes, key, opts.Quorum, opts.engine(false))}
 }
 
 // Semaphore returns the permit-expirable semaphore at key.

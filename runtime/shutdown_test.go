@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -120,5 +123,91 @@ func TestShutdownCutsWhatOutlivesItsCtxAndGivesItBack(t *testing.T) {
 	}
 	if _, err := other.Semaphore("cut:sem", runtime.SemaphoreOptions{Permits: 1}).TryAcquire(ctx, 1, 0); err != nil {
 		t.Errorf("the cut permit was not given back: %v", err)
+	}
+}
+
+// A RedLock hold still running when Shutdown's ctx ends is cut as every
+// hold is: its ctx is done, with ErrDraining, before its parts are given
+// back in Redis, so no other owner takes the lock while it runs (found by
+// a review: the parts were cut and given back, and the RedLock hold's ctx
+// stayed live). A fresh RedLock during the drain is refused with
+// ErrDraining, as every fresh acquisition is, not with ErrQuorum.
+func TestShutdownCutsARedLockHoldBeforeGivingItBack(t *testing.T) {
+	servers := redistest.StartN(t, 3)
+	var nodes []redis.UniversalClient
+	for _, s := range servers {
+		nodes = append(nodes, s.Client(t))
+	}
+	c := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
+	other := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
+	ctx := ctxT(t)
+	h, err := c.RedLock("red-cut", runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := make(chan context.Context, 1)
+	go func() {
+		oh, err := other.RedLock("red-cut", runtime.LockOptions{}).TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		if err != nil {
+			t.Error(err)
+		}
+		taken <- oh
+	}()
+	sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- c.Shutdown(sctx) }()
+	probe := c.Mutex("probe", runtime.LockOptions{})
+	eventually(t, 5*time.Second, "Shutdown draining", func() bool {
+		ph, err := probe.TryLock(ctx, 0, runtime.Watchdog)
+		if err == nil {
+			_ = probe.Unlock(ph)
+		}
+		return errors.Is(err, runtime.ErrDraining)
+	})
+	if _, fresh := c.RedLock("red-fresh", runtime.LockOptions{}).TryLock(ctx, time.Second, runtime.Watchdog); !errors.Is(fresh, runtime.ErrDraining) {
+		t.Errorf("a fresh RedLock during Shutdown: %v, want ErrDraining", fresh)
+	}
+	oh := <-taken
+	if h.Err() == nil {
+		t.Fatal("another Client holds the RedLock while the cut hold's ctx is live")
+	}
+	if !errors.Is(context.Cause(h), runtime.ErrDraining) {
+		t.Errorf("the cut RedLock hold's cause is %v, want ErrDraining", context.Cause(h))
+	}
+	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want its ctx's error", err)
+	}
+	if oh != nil {
+		if err := other.RedLock("red-cut", runtime.LockOptions{}).Unlock(oh); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Shutdown after Close, or racing it, returns once Close has ended the
+// holds, and cuts nothing: their locks stay for their holders' Unlock,
+// which still works (found by a review: Shutdown waited for its whole ctx,
+// then marked the holds lost, so the holder's Unlock sent nothing and the
+// lock stayed taken until its lease ran out).
+func TestShutdownAfterCloseLeavesTheHoldsToTheirUnlock(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	m := c.Mutex("closed-then-shutdown", runtime.LockOptions{})
+	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown after Close: %v", err)
+	}
+	if err := m.Unlock(h); err != nil && !errors.Is(err, runtime.ErrClosed) {
+		t.Fatalf("Unlock after Close and Shutdown: %v", err)
+	}
+	if n := rdb.Exists(ctx, "closed-then-shutdown").Val(); n != 0 {
+		t.Fatal("the lock is still taken after its holder's Unlock")
 	}
 }

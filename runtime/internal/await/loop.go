@@ -59,12 +59,9 @@ func (l *Loop) Await(ctx context.Context, s Spec, try Try) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if IsClosed(l.Closed) {
-		return errs.Closed
-	}
 	running := l.Running(ctx)
-	if !running && IsClosed(l.Draining) {
-		return errShutdown
+	if err := l.Refused(running); err != nil {
+		return err
 	}
 	wt := l.start(ctx, s, try, running)
 	defer func() { wt.end(err == nil) }()
@@ -108,6 +105,19 @@ func withCause(ctx context.Context, err error) error {
 
 // errShutdown ends the wait of a fresh acquisition once Shutdown began.
 var errShutdown = fmt.Errorf("%w: Shutdown began", errs.Draining)
+
+// Refused is the refusal of an acquisition by a closed Client, or by one
+// whose Shutdown began unless the acquisition is part of running work
+// (Running); nil otherwise.
+func (l *Loop) Refused(running bool) error {
+	switch {
+	case IsClosed(l.Closed):
+		return errs.Closed
+	case !running && IsClosed(l.Draining):
+		return errShutdown
+	}
+	return nil
+}
 
 // IsClosed reports whether ch (Loop.Closed, Loop.Draining) is closed.
 func IsClosed(ch <-chan struct{}) bool {

@@ -118,9 +118,14 @@ func (r *Registry) Close(cause func(h *Hold) error) bool {
 }
 
 // LoseAll ends every hold with cause(h) and has its taker give back what
-// Redis may still have of it (Shutdown's grace period is over).
+// Redis may still have of it (Shutdown's grace period is over). Once
+// closed it does nothing: Close ended every hold, and each stays in Redis
+// for its holder's release.
 func (r *Registry) LoseAll(cause func(h *Hold) error) {
 	r.each(func(h *Hold) {
+		if r.closed.Load() {
+			return
+		}
 		r.loseLocked(h, cause(h))
 		h.From.GiveBackLost(h)
 	})

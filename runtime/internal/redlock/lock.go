@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
@@ -21,6 +20,7 @@ import (
 // A Lock is the engine of one RedLock handle: a reentrant lock on every node. It is safe for concurrent use.
 type Lock struct {
 	env    *lockenv.Env // the Client's own: owners, errors, Close
+	live   *Holds       // the Client's RedLock holds
 	key    string
 	name   string
 	quorum int
@@ -39,11 +39,11 @@ type node struct {
 
 // New returns the RedLock at key over nodes (each node Client's Env),
 // held on quorum of them (0: a majority), with o on each node.
-func New(env *lockenv.Env, nodes []*mutex.Env, key string, quorum int, o mutex.Options) *Lock {
+func New(env *lockenv.Env, live *Holds, nodes []*mutex.Env, key string, quorum int, o mutex.Options) *Lock {
 	if quorum <= 0 {
 		quorum = len(nodes)/2 + 1
 	}
-	l := &Lock{env: env, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes)), SleepBound: SleepBound}
+	l := &Lock{env: env, live: live, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes)), SleepBound: SleepBound}
 	for i, n := range nodes {
 		l.nodes[i].hub = n.Hub
 		l.nodes[i].lock.Init(n, key, mutex.Reentrant, o)
@@ -75,8 +75,9 @@ func (l *Lock) Owner(ctx context.Context) string {
 // done) for a quorum of nodes to grant the lock to owner, with lease, and
 // returns the hold's ctx.
 func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (_ context.Context, err error) {
-	if await.IsClosed(l.env.Waits.Closed) {
-		return nil, l.fail("acquire", errs.Closed)
+	running := l.env.Waits.Running(ctx)
+	if err := l.env.Waits.Refused(running); err != nil {
+		return nil, l.fail("acquire", err)
 	}
 	effective := lease
 	if lease == lockenv.Watchdog {
@@ -112,9 +113,12 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
 		}
 		l.releaseParts(parts)
+		refused := l.env.Waits.Refused(running) // the nodes refused it too
 		switch {
 		case ctx.Err() != nil:
 			return nil, l.fail("acquire", ctx.Err())
+		case refused != nil:
+			return nil, l.fail("acquire", refused)
 		case answered < l.quorum && !lastCut:
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum))
 		case past:
@@ -241,7 +245,41 @@ func (l *Lock) hold(ctx context.Context, owner string, parts []context.Context, 
 			context.AfterFunc(p, func() { l.partEnded(h, context.Cause(p)) })
 		}
 	}
+	l.live.add(h, l, out)
 	return context.WithValue(context.WithValue(out, runningKey{l.env}, true), holdKey{l.env, l.key}, h)
+}
+
+// Holds are the RedLock holds of a Client, which Shutdown ends (Cut)
+// before it cuts their parts: a part's end reaches its hold through a
+// goroutine (partEnded), which the give-back of the parts in Redis must
+// not outrun.
+type Holds struct {
+	mu sync.Mutex
+	m  map[*hold]*Lock
+}
+
+// add keeps h of l until its ctx out is done.
+func (s *Holds) add(h *hold, l *Lock, out context.Context) {
+	s.mu.Lock()
+	if s.m == nil {
+		s.m = make(map[*hold]*Lock)
+	}
+	s.m[h] = l
+	s.mu.Unlock()
+	context.AfterFunc(out, func() {
+		s.mu.Lock()
+		delete(s.m, h)
+		s.mu.Unlock()
+	})
+}
+
+// Cut ends every hold left, with a cause wrapping errs.Draining.
+func (s *Holds) Cut() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for h, l := range s.m {
+		h.cancel(l.fail("shutdown", fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", errs.Draining)))
+	}
 }
 
 // partEnded ends h when a part's end (cause) makes it lost.
