@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -227,11 +224,7 @@ func TestKeyWithAStrayClosingBraceIsAnInvalidKey(t *testing.T) {
 // the key on two of three nodes, so A wins the third; once the Mutex lets
 // go, B could win the other two.
 func TestRedLockQuorumOfAMinorityIsRefused(t *testing.T) {
-	servers := redistest.StartN(t, 3)
-	var nodes []redis.UniversalClient
-	for _, s := range servers {
-		nodes = append(nodes, s.Client(t))
-	}
+	nodes := startNodes(t, 3)
 	a := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
 	b := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
 	blocker := newClient(t, nodes[1], &runtime.Options{RedLockNodes: nodes})

@@ -308,6 +308,15 @@ func TestRedLockWaiterSleepsOnPubSub(t *testing.T) {
 	_ = waiter.Unlock(hc)
 }
 
+// startNodes starts n independent servers, for RedLock nodes.
+func startNodes(t *testing.T, n int) []redis.UniversalClient {
+	var nodes []redis.UniversalClient
+	for _, s := range redistest.StartN(t, n) {
+		nodes = append(nodes, s.Client(t))
+	}
+	return nodes
+}
+
 func toUniversal(rdbs []*redis.Client) []redis.UniversalClient {
 	out := make([]redis.UniversalClient, len(rdbs))
 	for i, r := range rdbs {

@@ -30,14 +30,7 @@ func TestANestedReleaseRefusedByRedisLeavesTheCountsInStep(t *testing.T) {
 		admin, ctx := s.Client(t), ctxT(t)
 		c := newClient(t, s.Client(t), nil)
 		m := k.new(c, "nested", runtime.LockOptions{})
-		outer, err := m.Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		inner, err := m.Lock(outer)
-		if err != nil {
-			t.Fatal(err)
-		}
+		outer, inner := lockTwice(t, ctx, m)
 		allowScripts(t, admin, false)
 		if err := m.Unlock(inner); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 			t.Fatalf("nested release without script rights: %v, want Redis' NOPERM", err)
@@ -50,6 +43,19 @@ func TestANestedReleaseRefusedByRedisLeavesTheCountsInStep(t *testing.T) {
 			t.Fatalf("the lock is still held after the owner's last release: %v, PTTL %v", admin.HGetAll(ctx, "nested").Val(), admin.PTTL(ctx, "nested").Val())
 		}
 	})
+}
+
+// lockTwice takes m, and again under that hold.
+func lockTwice(t *testing.T, ctx context.Context, m *runtime.Mutex) (outer, inner context.Context) {
+	t.Helper()
+	outer, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner, err = m.Lock(outer); err != nil {
+		t.Fatal(err)
+	}
+	return outer, inner
 }
 
 // allowScripts grants or revokes the default user's right to run scripts.
@@ -111,14 +117,7 @@ func TestABusyOrFullRedisIsWaitedOut(t *testing.T) {
 				admin, ctx := s.Client(t), ctxT(t)
 				c := newClient(t, s.Client(t), &runtime.Options{ReleaseTimeout: 5 * time.Second})
 				m := k.new(c, "refused", runtime.LockOptions{})
-				outer, err := m.Lock(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				inner, err := m.Lock(outer)
-				if err != nil {
-					t.Fatal(err)
-				}
+				outer, inner := lockTwice(t, ctx, m)
 				healed := f.start(t, s)
 				// A script that wrote before its first command that may grow
 				// memory runs whole under OOM (a fair acquire's queue upkeep).

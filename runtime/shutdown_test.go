@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -133,11 +130,7 @@ func TestShutdownCutsWhatOutlivesItsCtxAndGivesItBack(t *testing.T) {
 // stayed live). A fresh RedLock during the drain is refused with
 // ErrDraining, as every fresh acquisition is, not with ErrQuorum.
 func TestShutdownCutsARedLockHoldBeforeGivingItBack(t *testing.T) {
-	servers := redistest.StartN(t, 3)
-	var nodes []redis.UniversalClient
-	for _, s := range servers {
-		nodes = append(nodes, s.Client(t))
-	}
+	nodes := startNodes(t, 3)
 	c := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
 	other := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
 	ctx := ctxT(t)
