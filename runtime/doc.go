@@ -21,6 +21,14 @@
 // exactly as Redisson does for a thread. Unlock takes the ctx the
 // acquisition returned. Goroutines that share a hold's ctx share the hold.
 //
+// A hold is of one lock: its key, kind and fencing. Its owner cannot take
+// another kind of lock on the same key (a FairLock or a FencedLock on a
+// Mutex's key, the read side on either): the acquisition is refused with
+// ErrInvalidArgument, where Redisson lets an RLock re-enter an RFairLock
+// of the same name. Only a read-write lock's sides go together: the
+// writer may take read holds (a downgrade), not a reader the write side
+// (ErrUpgrade). Another kind's Unlock of a hold returns ErrNotHeld.
+//
 // # Leases and lost locks
 //
 // A hold has either the watchdog lease (LockOptions.Lease == Watchdog: the

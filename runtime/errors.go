@@ -24,7 +24,8 @@ var (
 	// of a multi-lock) returns an error that wraps both ctx's error and it.
 	ErrLockLost = errs.LockLost
 	// ErrNotHeld: the ctx given to Unlock holds no acquisition of this lock
-	// (never acquired, or already released). Redisson's IllegalMonitorStateException.
+	// (never acquired, already released, or a hold of its key through
+	// another kind of lock). Redisson's IllegalMonitorStateException.
 	ErrNotHeld = errs.NotHeld
 	// ErrClosed: the Client was closed.
 	ErrClosed = errs.Closed

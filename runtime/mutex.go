@@ -20,7 +20,9 @@ import (
 // ctx that carries the owner token, and an acquisition made with that ctx
 // (or one derived from it) re-enters the lock. Goroutines that share such
 // a ctx share the hold, so hand it only to work that is part of the
-// critical section. Unlock takes the ctx its acquisition returned.
+// critical section. Unlock takes the ctx its acquisition returned. A
+// handle of another kind on the same key is another lock: it neither
+// re-enters nor releases the hold (see Ownership in the package doc).
 //
 // The ctx of a hold is cancelled with a cause wrapping ErrLockLost as soon
 // as the hold is known to be gone, so work guarded by the lock can stop.
@@ -71,7 +73,8 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // TryLock waits up to wait (0: one try; Forever: until ctx is done) for the
 // lock and holds it with lease (Watchdog, or a fixed duration). It returns
 // the ctx of the hold, or an error wrapping ErrNotAcquired, the ctx's error,
-// ErrClosed, ErrUpgrade or a Redis error.
+// ErrClosed, ErrUpgrade, ErrInvalidArgument (ctx's owner holds the key
+// through another kind of lock) or a Redis error.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if m == nil {
 		return nil, fail("acquire", "", "", errNotMade)
@@ -129,7 +132,8 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 // take the lock. It runs detached from ctx's cancellation (with the
 // Client's ReleaseTimeout), so it releases even when ctx is done. It
 // returns an error wrapping ErrNotHeld when ctx holds
-// no acquisition of this lock (or it was already released), and one
+// no acquisition of this lock (or it was already released, or ctx holds
+// the key through another kind of lock), and one
 // wrapping ErrLockLost when the hold was lost before the release.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if m == nil {

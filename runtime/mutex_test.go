@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -312,5 +313,72 @@ func TestMutexWaitTimeZeroTriesOnce(t *testing.T) {
 	_, err = m.TryLock(ctx, 100*time.Millisecond, runtime.Watchdog)
 	if !errors.Is(err, runtime.ErrNotAcquired) {
 		t.Fatalf("bounded wait: %v", err)
+	}
+}
+
+// A hold is of one lock: its key, kind and fencing. The ctx of a hold
+// given to a handle of another kind on the same key (a Mutex and a
+// FairLock, a FencedLock or the sides of a read-write lock) neither
+// releases that hold nor re-enters it. Their scripts count the same hash
+// field differently (a read hold has a timeout key per count, a fair hold
+// wakes its queue on channels of its own), so such an Unlock ended the
+// hold and left the key locked, and a re-entry mixed the counts; a write
+// under a Mutex hold was refused as an upgrade from a read hold that was
+// not there. Only the read-write lock's own pair is allowed: the
+// writer's read hold (a downgrade); the reader's write is ErrUpgrade.
+func TestLocksRefuseAHoldOfAnotherKindOnTheSameKey(t *testing.T) {
+	_, rdb, c := setup(t, nil)
+	ctx := ctxT(t)
+	o := runtime.LockOptions{}
+	kinds := []struct {
+		name string
+		new  func(key string) *runtime.Mutex
+	}{
+		{"reentrant", func(key string) *runtime.Mutex { return c.Mutex(key, o) }},
+		{"fair", func(key string) *runtime.Mutex { return c.FairLock(key, o) }},
+		{"fenced", func(key string) *runtime.Mutex { return c.FencedLock(key, o).Mutex }},
+		{"read", func(key string) *runtime.Mutex { return c.ReadWrite(key, o).Read() }},
+		{"write", func(key string) *runtime.Mutex { return c.ReadWrite(key, o).Write() }},
+	}
+	for _, a := range kinds {
+		for _, b := range kinds {
+			if a.name == b.name || a.name == "write" && b.name == "read" {
+				continue // a re-entry; a downgrade
+			}
+			t.Run(a.name+" held, "+b.name+" handle", func(t *testing.T) {
+				key := "xk-" + a.name + "-" + b.name
+				h, err := a.new(key).TryLock(ctx, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := b.new(key).Unlock(h); !errors.Is(err, runtime.ErrNotHeld) {
+					t.Errorf("%s.Unlock(%s hold) = %v, want ErrNotHeld", b.name, a.name, err)
+				}
+				want := runtime.ErrInvalidArgument
+				if a.name == "read" && b.name == "write" {
+					want = runtime.ErrUpgrade
+				}
+				if h2, err := b.new(key).TryLock(h, 0, 0); !errors.Is(err, want) {
+					t.Errorf("%s.TryLock(%s hold) = %v, want %v", b.name, a.name, err, want)
+					if err == nil {
+						_ = b.new(key).Unlock(h2)
+					}
+				}
+				if h.Err() != nil {
+					t.Fatalf("the %s hold ended: %v", a.name, context.Cause(h))
+				}
+				if n, err := a.new(key).HoldCount(h); n != 1 || err != nil {
+					t.Errorf("the %s hold's count = %d, %v, want 1", a.name, n, err)
+				}
+				if err := a.new(key).Unlock(h); err != nil {
+					t.Fatalf("the %s hold's own Unlock: %v", a.name, err)
+				}
+				for _, k := range keysLeft(t, rdb) {
+					if (k == key || strings.Contains(k, "{"+key+"}")) && k != "redisson_lock_token:{"+key+"}" {
+						t.Errorf("%s left after every hold was released: %v", k, rdb.HGetAll(ctx, k).Val())
+					}
+				}
+			})
+		}
 	}
 }

@@ -137,6 +137,15 @@ func (r *Registry) Of(ctx context.Context) *Context {
 	return hc
 }
 
+// Hold returns the hold id, or nil. Only its exported fields, which never
+// change, may be read without its shard's mutex.
+func (r *Registry) Hold(id ID) *Hold {
+	sh := r.shard(id.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.holds[id]
+}
+
 // State returns the hold count of id and the PEXPIRE an acquisition with
 // lease (0: the watchdog's) applies (leaseToKeep).
 func (r *Registry) State(id ID, lease time.Duration) (int, time.Duration) {

@@ -17,6 +17,10 @@
 //     (it took the lock, or a request marker makes sure it never will),
 //     and when even that is lost, the outcome is marked unknown and the
 //     owner's next call re-reads its count first;
+//   - a hold (key, field) is of one lock, Same as the handle that took it
+//     (holds.Hold.From): only that lock's scripts re-enter and release it,
+//     and its owner takes no other kind on the key but a read-write lock's
+//     read side under the write side (Lock.checkReentry);
 //   - a hold's ctx is done before its release is sent: no other owner can
 //     be granted the lock while it still runs;
 //   - a waiter is handed a lock by a release of its Client only when it

@@ -71,30 +71,75 @@ func (m *Lock) WaitChannel(owner string) string { return m.kind.channel(m.key, o
 func (m *Lock) fail(op string, err error) error { return m.env.Fail(op, m.opts.Name, m.key, err) }
 
 // Owner is the owner an acquisition with ctx takes the lock as: that of
-// the hold ctx carries (a re-entry; an upgrade is refused), or a new one.
+// the hold ctx carries (a re-entry; checkReentry refuses what it cannot
+// be), or a new one.
 func (m *Lock) Owner(ctx context.Context) (string, error) {
 	hc := m.env.Reg.Of(ctx)
-	switch {
-	case hc == nil:
+	if hc == nil {
 		return m.env.NewOwner(), nil
-	case m.kind == Write:
-		return hc.Owner(), checkUpgrade(m, hc.Owner())
 	}
-	return hc.Owner(), nil
+	return hc.Owner(), m.checkReentry(hc.Owner())
 }
 
-// checkUpgrade refuses, before any round trip, a write by an owner that
-// holds a read hold and not the write side. A writer that took read holds
-// (downgrade) re-enters its write hold, as in Redisson. The registry is
-// the truth, not the ctx chain: a read in the chain may be released.
-func checkUpgrade(m *Lock, owner string) error {
-	if reads, _ := m.env.Reg.State(holdID{Key: m.key, Field: owner}, lockenv.Watchdog); reads == 0 {
+// checkReentry refuses, before any round trip, an acquisition by an owner
+// that holds m's key through another lock. A hold is of one lock (its
+// key, kind and fencing: Same), and only that lock's scripts count it:
+// another kind's on the same field would mix the counts (a read hold has
+// a timeout key per count, a fair lock wakes its queue on channels of its
+// own, a reentrant one grants to a queue of its own), and a lock that the
+// owner's own hold shuts out would wait on itself. Redisson lets an RLock
+// re-enter an RFairLock's hold of the same name; here that is refused
+// too (errs.InvalidArgument). The one pair allowed is a read-write
+// lock's: a writer takes read holds (a downgrade) and re-enters its write
+// hold under them, as in Redisson; a reader without the write side asking
+// for it would wait on itself (errs.Upgrade). The registry is the truth,
+// not the ctx chain: a hold in the chain may be released.
+func (m *Lock) checkReentry(owner string) error {
+	own := m.env.Reg.Hold(holdID{Key: m.key, Field: owner})
+	write := m.env.Reg.Hold(holdID{Key: m.key, Field: writeField(owner)})
+	switch o := lockOf(own); {
+	case own == nil:
+	case o != nil && o.kind == Read && m.kind == Write:
+		if write == nil {
+			return fmt.Errorf("%w: the owner holds a read hold of this lock and not its write side", errs.Upgrade)
+		}
+	case !m.took(own):
+		return m.another(own)
+	}
+	if write != nil && m.kind != Read && m.kind != Write {
+		return m.another(write)
+	}
+	return nil
+}
+
+// another is the refusal of an acquisition of m by the owner of h, a hold
+// of m's key through another lock.
+func (m *Lock) another(h *holds.Hold) error {
+	return fmt.Errorf("%w: ctx holds this key as %s, which %s on the same key cannot re-enter", errs.InvalidArgument, describeHold(h), m.Describe())
+}
+
+// lockOf is the lock whose handle took h, nil for another engine's hold.
+func lockOf(h *holds.Hold) *Lock {
+	if h == nil {
 		return nil
 	}
-	if writes, _ := m.env.Reg.State(holdID{Key: m.key, Field: writeField(owner)}, lockenv.Watchdog); writes > 0 {
-		return nil
+	t, _ := h.From.(*taker)
+	return (*Lock)(t)
+}
+
+// took reports whether h is a hold of m: taken through a handle of m's
+// lock (Same), not another kind's on its key and field.
+func (m *Lock) took(h *holds.Hold) bool {
+	o := lockOf(h)
+	return o != nil && m.Same(o)
+}
+
+// describeHold names the lock h is a hold of, as Describe does.
+func describeHold(h *holds.Hold) string {
+	if o := lockOf(h); o != nil {
+		return o.Describe()
 	}
-	return fmt.Errorf("%w: the owner holds a read hold of this lock and not its write side", errs.Upgrade)
+	return "a " + h.Kind
 }
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for the
@@ -281,12 +326,9 @@ const leaveWithin = 15 * time.Millisecond
 // Release releases the acquisition that ctx carries, detached from ctx's
 // cancellation (within ReleaseTimeout), and returns its owner and start.
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
-	var acq *holds.Acquisition
-	if hc := m.env.Reg.Of(ctx); hc != nil {
-		acq = holds.Find(hc, holdID{Key: m.key, Field: m.kind.field(hc.Owner())})
-	}
-	if acq == nil {
-		return "", time.Time{}, m.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld))
+	acq, err := m.held(m.env.Reg.Of(ctx))
+	if err != nil {
+		return "", time.Time{}, m.fail("release", err)
 	}
 	h := acq.Hold()
 	if h.Lost() {
@@ -321,7 +363,6 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		return "", time.Time{}, m.fail("release", d.Lost)
 	}
 	var held bool
-	var err error
 	rel = m.env.Calls.Yield(rel)
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (looked for when the hold came through the
@@ -348,6 +389,23 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		return "", time.Time{}, err
 	}
 	return h.Owner, acq.Start, nil
+}
+
+// held is the innermost acquisition of m that hc carries. One of m's key
+// and field taken through another kind's handle is not m's (checkReentry
+// refuses its re-entry): m's release script would count it wrong.
+func (m *Lock) held(hc *holds.Context) (*holds.Acquisition, error) {
+	var acq *holds.Acquisition
+	if hc != nil {
+		acq = holds.Find(hc, holdID{Key: m.key, Field: m.kind.field(hc.Owner())})
+	}
+	switch {
+	case acq == nil:
+		return nil, fmt.Errorf("%w: ctx carries no acquisition of this lock", errs.NotHeld)
+	case !m.took(acq.Hold()):
+		return nil, fmt.Errorf("%w: ctx holds this key as %s, not as %s", errs.NotHeld, describeHold(acq.Hold()), m.Describe())
+	}
+	return acq, nil
 }
 
 // release runs the kind's release script through via, resent on transport

@@ -164,8 +164,9 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 	hc := c.Reg.Of(ctx)
 	acqs := make([]*holds.Acquisition, len(l.locks))
 	for i, m := range l.locks {
-		if acqs[i] = holds.Find(hc, holds.ID{Key: m.key, Field: owner}); acqs[i] == nil {
-			return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of %s", errs.NotHeld, m.key))
+		var err error
+		if acqs[i], err = m.held(hc); err != nil {
+			return l.fail("release", fmt.Errorf("%s: %w", m.key, err))
 		}
 	}
 	// Lost members are dropped without the turn, which a give-back may
