@@ -149,7 +149,9 @@ func (l *MultiLock) usable(ctx context.Context) error {
 	return checkCtx(ctx)
 }
 
-// Unlock releases every member held through ctx.
+// Unlock releases every member held through ctx. A ctx that does not
+// carry every member's acquisition (a hold of one member alone) is
+// refused with ErrNotHeld, and nothing is released.
 func (l *MultiLock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return fail("release", "", "", errNotMade)
@@ -163,6 +165,13 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	}
 	defer observeRelease(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
 	if !l.atomic {
+		// All or nothing, as the atomic release: a ctx that holds one
+		// member alone (not the multi-lock) must not release it.
+		for _, m := range l.members {
+			if err := m.e.Held(ctx); err != nil {
+				return l.fail("release", fmt.Errorf("%s: %w", m.Key(), err))
+			}
+		}
 		return unlockEach(l.members, func(int) context.Context { return ctx })
 	}
 	return l.multi.Release(ctx, hc.Owner())

@@ -200,3 +200,41 @@ func TestMultiLockMemberLostWhileTheNextIsWaitedForReportsTheLoss(t *testing.T) 
 		t.Fatalf("TryLock = %v, want ErrLockLost (A was lost), not only a cancellation", err)
 	}
 }
+
+// A multi-lock's Unlock given the ctx of a hold of one member alone (not
+// the multi-lock's) refuses with ErrNotHeld and releases nothing, in both
+// shapes: taken one by one, it released that member before refusing the
+// others, ending the member's hold and freeing its key.
+func TestMultiLockUnlockWithOneMembersHoldReleasesNothing(t *testing.T) {
+	for _, shape := range multiShapes {
+		t.Run(shape.name, func(t *testing.T) {
+			_, rdb, c := setup(t, nil)
+			ctx := ctxT(t)
+			o := runtime.LockOptions{}
+			a := c.Mutex("{mm}a", o)
+			ml := c.MultiLock(o, c.Mutex("{mm}a", o), shape.second(c, "{mm}b"))
+			if ml.Atomic() != shape.atomic {
+				t.Fatalf("Atomic() = %v", ml.Atomic())
+			}
+			h, err := a.TryLock(ctx, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := ml.Unlock(h); !errors.Is(err, runtime.ErrNotHeld) {
+				t.Errorf("MultiLock.Unlock(a member's hold) = %v, want ErrNotHeld", err)
+			}
+			if h.Err() != nil {
+				t.Fatalf("the member's own hold ended: %v", context.Cause(h))
+			}
+			if ok, _ := a.IsLocked(ctx); !ok {
+				t.Fatal("the member was released by a multi-lock that never held it")
+			}
+			if err := a.Unlock(h); err != nil {
+				t.Fatalf("the member's own Unlock: %v", err)
+			}
+			if left := keysLeft(t, rdb); len(left) > 0 {
+				t.Errorf("keys left: %v", left)
+			}
+		})
+	}
+}

@@ -408,6 +408,13 @@ func (m *Lock) held(hc *holds.Context) (*holds.Acquisition, error) {
 	return acq, nil
 }
 
+// Held returns an error wrapping errs.NotHeld when ctx carries no
+// acquisition of m: what Release refuses before it releases anything.
+func (m *Lock) Held(ctx context.Context) error {
+	_, err := m.held(m.env.Reg.Of(ctx))
+	return err
+}
+
 // release runs the kind's release script through via, resent on transport
 // errors (the owner's hold count before it, count, makes that harmless);
 // held is false when Redis had no hold of the owner.
