@@ -231,8 +231,18 @@ func (c *Client) newSettler() *settle.Settler {
 	})
 }
 
+// made reports whether NewClient made c (see errNotMade): the methods
+// of a nil or zero Client refuse every call, and its constructors return
+// nil handles, which refuse theirs.
+func (c *Client) made() bool { return c != nil && c.env != nil }
+
 // ID is the uuid that starts every owner token of this client.
-func (c *Client) ID() string { return c.env.ID }
+func (c *Client) ID() string {
+	if !c.made() {
+		return ""
+	}
+	return c.env.ID
+}
 
 // Close stops the watchdog and the pub/sub hub. Waiters return ErrClosed;
 // the ctx of every hold is cancelled with a cause wrapping ErrClosed, since
@@ -240,6 +250,9 @@ func (c *Client) ID() string { return c.env.ID }
 // Unlock (which still works after Close) or their lease runs out. Close
 // does not close the Redis client, which belongs to the caller.
 func (c *Client) Close() error {
+	if !c.made() {
+		return errNotMade
+	}
 	if !c.env.Reg.Close(func(h *holds.Hold) error { return &LockError{Op: "renew", Name: h.Name, Key: h.Key, Err: ErrClosed} }) {
 		return nil
 	}
@@ -302,6 +315,9 @@ func newUUID() string {
 // returns once Close has ended them and cuts nothing (their locks stay
 // for their holders' Unlock, as after Close).
 func (c *Client) Shutdown(ctx context.Context) error {
+	if !c.made() {
+		return errNotMade
+	}
 	if err := checkCtx(ctx); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -313,25 +314,100 @@ func TestFairLockTinyQueueTimeoutIsRefusedOrWakesItsWaiters(t *testing.T) {
 	}
 }
 
-// The zero value of every handle fails with a typed error; a FencedLock's,
-// a RedLock's and a MultiLock's panicked.
+// Every exported method of a handle, and of the Client, called on a nil
+// pointer or on the zero value of its type (nothing a Client made) returns
+// an error wrapping ErrInvalidArgument (errNotMade), never panics; a method
+// without an error returns zero values, or a handle that is itself unmade.
+// The calls run over the method sets, so a method added later is covered.
+// Only the Mutex methods a FencedLock promotes are left out for a nil
+// *FencedLock: Go dereferences the pointer to reach the embedded *Mutex.
 func TestZeroValueHandlesFailWithATypedError(t *testing.T) {
 	ctx := ctxT(t)
-	calls := []struct {
-		name string
-		f    func() error
-	}{
-		{"Mutex (for comparison)", func() error { var m runtime.Mutex; _, err := m.TryLock(ctx, 0, 0); return err }},
-		{"FencedLock", func() error { var f runtime.FencedLock; _, _, err := f.TryLockFenced(ctx, 0, 0); return err }},
-		{"RedLock", func() error { var r runtime.RedLock; _, err := r.TryLock(ctx, 0, 0); return err }},
-		{"MultiLock", func() error { var m runtime.MultiLock; _, err := m.TryLock(ctx, 0, 0); return err }},
+	handles := []any{
+		(*runtime.Client)(nil), &runtime.Client{},
+		(*runtime.Mutex)(nil), &runtime.Mutex{},
+		(*runtime.FencedLock)(nil), &runtime.FencedLock{}, &runtime.FencedLock{Mutex: &runtime.Mutex{}},
+		(*runtime.RWLock)(nil), &runtime.RWLock{},
+		(*runtime.MultiLock)(nil), &runtime.MultiLock{},
+		(*runtime.RedLock)(nil), &runtime.RedLock{},
+		(*runtime.Semaphore)(nil), &runtime.Semaphore{},
+		(*runtime.PlainSemaphore)(nil), &runtime.PlainSemaphore{},
+		(*runtime.Latch)(nil), &runtime.Latch{},
 	}
-	for _, call := range calls {
-		err := noPanic(t, call.name, call.f)
-		if !errors.Is(err, runtime.ErrInvalidKey) && !errors.Is(err, runtime.ErrInvalidArgument) {
-			t.Errorf("zero %s: %v, want ErrInvalidKey or ErrInvalidArgument", call.name, err)
+	for _, h := range handles {
+		checkUnmade(t, ctx, reflect.ValueOf(h), 0)
+	}
+}
+
+// checkUnmade calls every exported method of the unmade handle v with
+// usable arguments, and checks what each returns (see
+// TestZeroValueHandlesFailWithATypedError); a handle returned is checked
+// in turn.
+func checkUnmade(t *testing.T, ctx context.Context, v reflect.Value, depth int) {
+	t.Helper()
+	errType := reflect.TypeFor[error]()
+	promoted := reflect.TypeFor[*runtime.Mutex]()
+	for i := range v.NumMethod() {
+		m := v.Type().Method(i)
+		what := fmt.Sprintf("%s(%v).%s", v.Type(), describeUnmade(v), m.Name)
+		if _, ok := promoted.MethodByName(m.Name); ok && v.Type() == reflect.TypeFor[*runtime.FencedLock]() && v.IsNil() {
+			continue
+		}
+		ft := v.Method(i).Type()
+		args := make([]reflect.Value, ft.NumIn())
+		for j := range args {
+			switch in := ft.In(j); {
+			case in == reflect.TypeFor[context.Context]():
+				args[j] = reflect.ValueOf(ctx)
+			case in.Kind() == reflect.Func:
+				args[j] = reflect.MakeFunc(in, func([]reflect.Value) []reflect.Value {
+					t.Errorf("%s ran its fn", what)
+					out := make([]reflect.Value, in.NumOut())
+					for k := range out {
+						out[k] = reflect.Zero(in.Out(k))
+					}
+					return out
+				})
+			case in.Kind() == reflect.Int:
+				args[j] = reflect.ValueOf(1).Convert(in)
+			case in.Kind() == reflect.String:
+				args[j] = reflect.ValueOf("unmade").Convert(in)
+			default: // wait times and leases (0: one try), options, members
+				args[j] = reflect.Zero(in)
+			}
+		}
+		var out []reflect.Value
+		if noPanic(t, what, func() error {
+			if ft.IsVariadic() {
+				out = v.Method(i).CallSlice(args)
+			} else {
+				out = v.Method(i).Call(args)
+			}
+			return nil
+		}) != nil {
+			continue
+		}
+		for k, r := range out {
+			switch {
+			case ft.Out(k) == errType:
+				if err, _ := r.Interface().(error); !errors.Is(err, runtime.ErrNotMade) || !errors.Is(err, runtime.ErrInvalidArgument) {
+					t.Errorf("%s: error %v, want one wrapping ErrInvalidArgument for a handle not made by a Client", what, err)
+				}
+			case r.Kind() == reflect.Pointer && !r.IsNil() && depth == 0:
+				checkUnmade(t, ctx, r, depth+1) // RWLock.Read of a zero RWLock: its zero Mutex
+			case !r.IsZero():
+				t.Errorf("%s: result %d is %v, want its zero value", what, k, r)
+			}
 		}
 	}
+}
+
+// describeUnmade says which unmade value v is.
+func describeUnmade(v reflect.Value) string {
+	if v.IsNil() {
+		return "nil"
+	}
+	return "zero"
 }
 
 // A writer that took a read hold with a fixed lease (a downgrade) and

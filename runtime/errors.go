@@ -117,8 +117,15 @@ func (e *LockError) Unwrap() error { return e.Err }
 // fail makes the *LockError of a failed op on the lock (name, key):
 // what the engine's errors are (lockenv.Env.Fail).
 // errNotMade is the error of a call on a handle no Client made: a nil
-// pointer, or the zero value of a handle that has nothing to name it.
+// pointer, or the zero value of a handle (or of a Client, whose methods
+// return it too). Every handle has a made method, and every exported
+// method checks it first: one that returns an error returns notMade's,
+// the others (Key, Name, ID, a Client's constructors...) their zero
+// values. None panics.
 var errNotMade = fmt.Errorf("%w: a handle not made by a Client (make it with Client.Mutex, Client.RedLock and the like)", ErrInvalidArgument)
+
+// notMade is the error of op on a handle no Client made.
+func notMade(op string) error { return fail(op, "", "", errNotMade) }
 
 // usable refuses a call on key with ctx that cannot work: a nil ctx, or
 // a key no lock can have (lockenv.Validate).

@@ -45,3 +45,6 @@ func SettlerIdle(c *Client) bool { return c.env.Settler.Idle() }
 
 // RedNodes are the Clients of c's RedLock nodes, one per node.
 func RedNodes(c *Client) []*Client { return c.redNodes }
+
+// ErrNotMade is what a call on a handle (or Client) no Client made returns.
+var ErrNotMade = errNotMade

@@ -28,18 +28,26 @@ type FencedLock struct {
 	*Mutex
 }
 
+// made reports whether a Client made f (see errNotMade). The Mutex
+// methods f promotes check their own receiver, f.Mutex; called through a
+// nil *FencedLock they panic, as Go reaches f.Mutex through f.
+func (f *FencedLock) made() bool { return f != nil && f.Mutex.made() }
+
 // LockFenced waits until it holds the lock or ctx is done, with the lease
 // of the lock's options, and returns the ctx of the hold and its token.
 func (f *FencedLock) LockFenced(ctx context.Context) (context.Context, int64, error) {
-	if f.Mutex == nil {
-		return nil, 0, fail("acquire", "", "", errNotMade)
+	if !f.made() {
+		return nil, 0, notMade("acquire")
 	}
 	return f.TryLockFenced(ctx, Forever, f.opts.Lease)
 }
 
 // TryLockFenced is TryLock that also returns the acquisition's token.
 func (f *FencedLock) TryLockFenced(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
-	hctx, err := f.Mutex.TryLock(ctx, wait, lease) // a nil Mutex says so
+	if !f.made() {
+		return nil, 0, notMade("acquire")
+	}
+	hctx, err := f.Mutex.TryLock(ctx, wait, lease)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -49,8 +57,8 @@ func (f *FencedLock) TryLockFenced(ctx context.Context, wait, lease time.Duratio
 
 // DoFenced is Do with the acquisition's token passed to fn.
 func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, fence int64) error) error {
-	if f.Mutex == nil {
-		return fail("acquire", "", "", errNotMade)
+	if !f.made() {
+		return notMade("acquire")
 	}
 	if fn == nil {
 		return f.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
@@ -64,8 +72,8 @@ func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, 
 // Token is the lock's token counter as it stands: the token of the latest
 // acquisition by anyone (0 before the first).
 func (f *FencedLock) Token(ctx context.Context) (int64, error) {
-	if f.Mutex == nil {
-		return 0, fail("inspect", "", "", errNotMade)
+	if !f.made() {
+		return 0, notMade("inspect")
 	}
 	if err := usable(ctx, f.e.Key()); err != nil {
 		return 0, f.fail("inspect", err)

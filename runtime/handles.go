@@ -15,6 +15,9 @@ import (
 
 // Mutex returns the reentrant, non-fair lock at key.
 func (c *Client) Mutex(key string, opts LockOptions) *Mutex {
+	if !c.made() {
+		return nil
+	}
 	return newMutex(c, key, opts, mutex.Reentrant, false)
 }
 
@@ -37,6 +40,9 @@ func (c *Client) Mutex(key string, opts LockOptions) *Mutex {
 // tries. Set Redisson's fairLockWaitTimeout to the lock's QueueTimeout
 // (both default to 5 min).
 func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
+	if !c.made() {
+		return nil
+	}
 	if opts.QueueTimeout <= 0 {
 		opts.QueueTimeout = defaultQueueTimeout
 	}
@@ -46,6 +52,9 @@ func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
 // ReadWrite returns the read-write lock at key. With opts.WritersFirst, a
 // waiting writer holds back new readers.
 func (c *Client) ReadWrite(key string, opts LockOptions) *RWLock {
+	if !c.made() {
+		return nil
+	}
 	l := &RWLock{read: Mutex{opts: opts}, write: Mutex{opts: opts}}
 	l.read.init(c, key, mutex.Read, false)
 	l.write.init(c, key, mutex.Write, false)
@@ -54,6 +63,9 @@ func (c *Client) ReadWrite(key string, opts LockOptions) *RWLock {
 
 // FencedLock returns the fenced reentrant lock at key.
 func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
+	if !c.made() {
+		return nil
+	}
 	return &FencedLock{newMutex(c, key, opts, mutex.Reentrant, true)}
 }
 
@@ -61,6 +73,9 @@ func (c *Client) FencedLock(key string, opts LockOptions) *FencedLock {
 // lease and the wait time of the whole; the members' own lease and wait
 // time are not used.
 func (c *Client) MultiLock(opts LockOptions, members ...*Mutex) *MultiLock {
+	if !c.made() {
+		return nil
+	}
 	l := &MultiLock{c: c, opts: opts}
 	ms, err := membersOf(c, members)
 	if err != nil {
@@ -108,6 +123,9 @@ func membersOf(c *Client, members []*Mutex) ([]*Mutex, error) {
 // RedLock returns the RedLock at key over the Client's RedLock nodes.
 // opts.Quorum of 0 means a majority of the nodes.
 func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
+	if !c.made() {
+		return nil
+	}
 	nodes := make([]*mutex.Env, len(c.redNodes))
 	for i, n := range c.redNodes {
 		nodes[i] = n.mutexes
@@ -117,6 +135,9 @@ func (c *Client) RedLock(key string, opts LockOptions) *RedLock {
 
 // Semaphore returns the permit-expirable semaphore at key.
 func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
+	if !c.made() {
+		return nil
+	}
 	s := &Semaphore{c: c, opts: opts}
 	s.e.Init(c.env, key, opts.Name, opts.Permits)
 	return s
@@ -124,7 +145,10 @@ func (c *Client) Semaphore(key string, opts SemaphoreOptions) *Semaphore {
 
 // PlainSemaphore returns the plain semaphore at key; name is used in errors.
 func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
-	p := &PlainSemaphore{}
+	if !c.made() {
+		return nil
+	}
+	p := &PlainSemaphore{c: c}
 	p.e.Init(c.env, key, name)
 	return p
 }
@@ -134,6 +158,9 @@ func (c *Client) PlainSemaphore(key, name string) *PlainSemaphore {
 // the channel, which then hashes to another slot than the key, and a
 // sharded publish from the key's script would be refused.
 func (c *Client) Latch(key string, opts LatchOptions) *Latch {
+	if !c.made() {
+		return nil
+	}
 	l := &Latch{c: c, opts: opts}
 	l.e.Init(c.env, key, opts.Name)
 	return l

@@ -43,11 +43,24 @@ type Latch struct {
 	e    semaphore.Latch // the engine (package semaphore)
 }
 
+// made reports whether a Client made l (see errNotMade).
+func (l *Latch) made() bool { return l != nil && l.c != nil }
+
 // Key is the Redis key of the count.
-func (l *Latch) Key() string { return l.e.Key() }
+func (l *Latch) Key() string {
+	if !l.made() {
+		return ""
+	}
+	return l.e.Key()
+}
 
 // Name is the logical name of the latch.
-func (l *Latch) Name() string { return l.opts.Name }
+func (l *Latch) Name() string {
+	if !l.made() {
+		return ""
+	}
+	return l.opts.Name
+}
 
 func (l *Latch) fail(op string, err error) error { return fail(op, l.opts.Name, l.e.Key(), err) }
 
@@ -70,6 +83,9 @@ func (l *Latch) check(ctx context.Context) error {
 // is lost the error wraps ErrOutcomeUnknown, and Count tells whether it
 // ran.
 func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
+	if !l.made() {
+		return false, notMade("arm")
+	}
 	if err := l.check(ctx); err != nil {
 		return false, l.fail("arm", err)
 	}
@@ -80,7 +96,12 @@ func (l *Latch) TrySetCount(ctx context.Context, n int) (bool, error) {
 }
 
 // Arm is TrySetCount with the latch's Count.
-func (l *Latch) Arm(ctx context.Context) (bool, error) { return l.TrySetCount(ctx, l.opts.Count) }
+func (l *Latch) Arm(ctx context.Context) (bool, error) {
+	if !l.made() {
+		return false, notMade("arm")
+	}
+	return l.TrySetCount(ctx, l.opts.Count)
+}
 
 // CountDown counts the latch down by one; the call that reaches zero
 // deletes it and releases every waiter. Counting down a latch that is not
@@ -90,6 +111,9 @@ func (l *Latch) Arm(ctx context.Context) (bool, error) { return l.TrySetCount(ct
 // is not idempotent): the error wraps ErrOutcomeUnknown, and Count tells
 // whether it ran.
 func (l *Latch) CountDown(ctx context.Context) error {
+	if !l.made() {
+		return notMade("count-down")
+	}
 	if err := l.check(ctx); err != nil {
 		return l.fail("count-down", err)
 	}
@@ -98,6 +122,9 @@ func (l *Latch) CountDown(ctx context.Context) error {
 
 // Count is the latch's count: 0 when it is released or not armed.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
+	if !l.made() {
+		return 0, notMade("inspect")
+	}
 	if err := usable(ctx, l.e.Key()); err != nil {
 		return 0, l.fail("inspect", err)
 	}
@@ -108,6 +135,9 @@ func (l *Latch) Count(ctx context.Context) (int64, error) {
 // publishes "1", which wakes none). It reports whether it existed. It is
 // sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
+	if !l.made() {
+		return false, notMade("delete")
+	}
 	if err := l.check(ctx); err != nil {
 		return false, l.fail("delete", err)
 	}
@@ -127,6 +157,9 @@ func (l *Latch) Await(ctx context.Context) error { return l.TryAwait(ctx, Foreve
 // whenever the pub/sub connection was replaced (messages published while
 // it was down are made up for).
 func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
+	if !l.made() {
+		return notMade("await")
+	}
 	if err := l.check(ctx); err != nil {
 		return l.fail("await", err)
 	}

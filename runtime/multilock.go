@@ -45,8 +45,14 @@ type MultiLock struct {
 	invalid error        // why its members cannot be held together (membersOf)
 }
 
+// made reports whether a Client made l (see errNotMade).
+func (l *MultiLock) made() bool { return l != nil && l.c != nil }
+
 // Keys are the members' keys in acquisition order.
 func (l *MultiLock) Keys() []string {
+	if !l.made() {
+		return nil
+	}
 	keys := make([]string, len(l.members))
 	for i, m := range l.members {
 		keys[i] = m.Key()
@@ -55,7 +61,7 @@ func (l *MultiLock) Keys() []string {
 }
 
 // Atomic reports whether the members are taken by one script call.
-func (l *MultiLock) Atomic() bool { return l.atomic }
+func (l *MultiLock) Atomic() bool { return l.made() && l.atomic }
 
 func (l *MultiLock) fail(op string, err error) error {
 	return &LockError{Op: op, Name: l.opts.Name, Key: strings.Join(l.Keys(), ","), Err: err}
@@ -63,16 +69,16 @@ func (l *MultiLock) fail(op string, err error) error {
 
 // Lock waits until it holds every member or ctx is done.
 func (l *MultiLock) Lock(ctx context.Context) (context.Context, error) {
-	if l == nil {
-		return nil, fail("acquire", "", "", errNotMade)
+	if !l.made() {
+		return nil, notMade("acquire")
 	}
 	return l.TryLock(ctx, Forever, l.opts.Lease)
 }
 
 // TryLock waits up to wait for all members and holds them with lease.
 func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
-	if l == nil {
-		return nil, fail("acquire", "", "", errNotMade)
+	if !l.made() {
+		return nil, notMade("acquire")
 	}
 	if err := l.usable(ctx); err != nil {
 		return nil, l.fail("acquire", err)
@@ -138,12 +144,9 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 	return hctx, nil
 }
 
-// usable refuses a call the multi-lock cannot serve.
+// usable refuses a call the multi-lock (made) cannot serve.
 func (l *MultiLock) usable(ctx context.Context) error {
-	switch {
-	case l.c == nil:
-		return errNotMade
-	case l.invalid != nil:
+	if l.invalid != nil {
 		return l.invalid
 	}
 	return checkCtx(ctx)
@@ -153,8 +156,8 @@ func (l *MultiLock) usable(ctx context.Context) error {
 // carry every member's acquisition (a hold of one member alone) is
 // refused with ErrNotHeld, and nothing is released.
 func (l *MultiLock) Unlock(ctx context.Context) error {
-	if l == nil {
-		return fail("release", "", "", errNotMade)
+	if !l.made() {
+		return notMade("release")
 	}
 	if err := l.usable(ctx); err != nil {
 		return l.fail("release", err)
@@ -197,8 +200,8 @@ func unlockEach(members []*Mutex, hold func(i int) context.Context) error {
 // Do acquires every member (waiting up to the multi-lock's WaitTime), runs
 // fn with the ctx of the hold, and releases them when fn returns or panics.
 func (l *MultiLock) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	if l == nil {
-		return fail("acquire", "", "", errNotMade)
+	if !l.made() {
+		return notMade("acquire")
 	}
 	if fn == nil {
 		return l.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))

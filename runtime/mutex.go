@@ -53,19 +53,32 @@ func (o LockOptions) engine(fenced bool) mutex.Options {
 	return mutex.Options{Name: o.Name, QueueTimeout: o.QueueTimeout, WritersFirst: o.WritersFirst, SyncReplicas: o.SyncReplicas, Fenced: fenced}
 }
 
+// made reports whether a Client made m (see errNotMade).
+func (m *Mutex) made() bool { return m != nil && m.c != nil }
+
 // Key is the Redis key of the lock.
-func (m *Mutex) Key() string { return m.e.Key() }
+func (m *Mutex) Key() string {
+	if !m.made() {
+		return ""
+	}
+	return m.e.Key()
+}
 
 // Name is the logical name of the lock.
-func (m *Mutex) Name() string { return m.opts.Name }
+func (m *Mutex) Name() string {
+	if !m.made() {
+		return ""
+	}
+	return m.opts.Name
+}
 
 func (m *Mutex) fail(op string, err error) error { return fail(op, m.opts.Name, m.e.Key(), err) }
 
 // Lock waits until it holds the lock or ctx is done, with the lease of the
 // Mutex's options. It returns the ctx of the hold; pass it to Unlock.
 func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
-	if m == nil {
-		return nil, fail("acquire", "", "", errNotMade)
+	if !m.made() {
+		return nil, notMade("acquire")
 	}
 	return m.TryLock(ctx, Forever, m.opts.Lease)
 }
@@ -76,8 +89,8 @@ func (m *Mutex) Lock(ctx context.Context) (context.Context, error) {
 // ErrClosed, ErrUpgrade, ErrInvalidArgument (ctx's owner holds the key
 // through another kind of lock) or a Redis error.
 func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if m == nil {
-		return nil, fail("acquire", "", "", errNotMade)
+	if !m.made() {
+		return nil, notMade("acquire")
 	}
 	if err := checkCtx(ctx); err != nil {
 		return nil, m.fail("acquire", err)
@@ -136,8 +149,8 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 // the key through another kind of lock), and one
 // wrapping ErrLockLost when the hold was lost before the release.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if m == nil {
-		return fail("release", "", "", errNotMade)
+	if !m.made() {
+		return notMade("release")
 	}
 	if err := checkCtx(ctx); err != nil {
 		return m.fail("release", err)
@@ -158,6 +171,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // error is joined to it, so errors.Is(err, ErrLockLost) tells that fn ran
 // (at least partly) without the lock.
 func (m *Mutex) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if !m.made() {
+		return notMade("acquire")
+	}
 	if fn == nil {
 		return m.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}
@@ -189,6 +205,9 @@ func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Con
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
+	if !m.made() {
+		return false, notMade("inspect")
+	}
 	if err := usable(ctx, m.e.Key()); err != nil {
 		return false, m.fail("inspect", err)
 	}
@@ -198,6 +217,9 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // HoldCount is the number of holds the owner carried by ctx has on the lock
 // (0 when ctx carries no owner or it does not hold the lock).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
+	if !m.made() {
+		return 0, notMade("inspect")
+	}
 	if err := usable(ctx, m.e.Key()); err != nil {
 		return 0, m.fail("inspect", err)
 	}
@@ -210,6 +232,9 @@ const NoExpiry time.Duration = -1
 // RemainTTL is the time until the lock's lease runs out: 0 when the lock is
 // free, NoExpiry when the key has no expiry.
 func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
+	if !m.made() {
+		return 0, notMade("inspect")
+	}
 	if err := usable(ctx, m.e.Key()); err != nil {
 		return 0, m.fail("inspect", err)
 	}
@@ -221,6 +246,9 @@ func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
 // end as lost. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (the lock may be gone; local holds end then too).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
+	if !m.made() {
+		return false, notMade("force-unlock")
+	}
 	if err := usable(ctx, m.e.Key()); err != nil {
 		return false, m.fail("force-unlock", err)
 	}

@@ -34,13 +34,24 @@ type RedLock struct {
 	e    *redlock.Lock // the engine (package redlock)
 }
 
+// made reports whether a Client made l (see errNotMade).
+func (l *RedLock) made() bool { return l != nil && l.e != nil }
+
 // Key is the Redis key of the lock on every node.
-func (l *RedLock) Key() string { return l.e.Key() }
+func (l *RedLock) Key() string {
+	if !l.made() {
+		return ""
+	}
+	return l.e.Key()
+}
 
 func (l *RedLock) fail(op string, err error) error { return fail(op, l.opts.Name, l.e.Key(), err) }
 
 // Lock waits until it holds the lock on a quorum or ctx is done.
 func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
+	if !l.made() {
+		return nil, notMade("acquire")
+	}
 	return l.TryLock(ctx, Forever, l.opts.Lease)
 }
 
@@ -49,8 +60,8 @@ func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
 // quorum of nodes answer at all, and with ErrNotAcquired when they answer
 // but others hold the lock for the whole wait.
 func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
-	if l.e == nil {
-		return nil, fail("acquire", l.opts.Name, "", errNotMade)
+	if !l.made() {
+		return nil, notMade("acquire")
 	}
 	if err := checkCtx(ctx); err != nil {
 		return nil, l.fail("acquire", err)
@@ -75,8 +86,8 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 
 // Unlock releases the acquisition ctx carries on every node.
 func (l *RedLock) Unlock(ctx context.Context) error {
-	if l.e == nil {
-		return fail("release", l.opts.Name, "", errNotMade)
+	if !l.made() {
+		return notMade("release")
 	}
 	if err := checkCtx(ctx); err != nil {
 		return l.fail("release", err)
@@ -91,6 +102,9 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 // Do acquires the lock with the RedLock's options, runs fn with the ctx of
 // the hold, and releases it when fn returns or panics.
 func (l *RedLock) Do(ctx context.Context, fn func(ctx context.Context) error) (err error) {
+	if !l.made() {
+		return notMade("acquire")
+	}
 	if fn == nil {
 		return l.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}

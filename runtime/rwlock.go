@@ -21,8 +21,19 @@ type RWLock struct {
 	read, write Mutex
 }
 
-// Read is the shared side: many owners may hold it at once.
-func (l *RWLock) Read() *Mutex { return &l.read }
+// Read is the shared side: many owners may hold it at once. Of a nil
+// *RWLock it is a nil *Mutex, whose methods refuse every call.
+func (l *RWLock) Read() *Mutex {
+	if l == nil {
+		return nil
+	}
+	return &l.read
+}
 
-// Write is the exclusive side.
-func (l *RWLock) Write() *Mutex { return &l.write }
+// Write is the exclusive side (a nil *Mutex of a nil *RWLock).
+func (l *RWLock) Write() *Mutex {
+	if l == nil {
+		return nil
+	}
+	return &l.write
+}

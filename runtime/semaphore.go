@@ -61,11 +61,24 @@ type Semaphore struct {
 	e    semaphore.Sem // the engine (package semaphore)
 }
 
+// made reports whether a Client made s (see errNotMade).
+func (s *Semaphore) made() bool { return s != nil && s.c != nil }
+
 // Key is the Redis key of the free count.
-func (s *Semaphore) Key() string { return s.e.Key() }
+func (s *Semaphore) Key() string {
+	if !s.made() {
+		return ""
+	}
+	return s.e.Key()
+}
 
 // Name is the logical name of the semaphore.
-func (s *Semaphore) Name() string { return s.opts.Name }
+func (s *Semaphore) Name() string {
+	if !s.made() {
+		return ""
+	}
+	return s.opts.Name
+}
 
 // PermitOwnerLen is how many bytes of a lockgen permit id are the start of
 // its Client's uuid (the rest are random).
@@ -89,6 +102,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) (context.Context, error)
 // ctx of the hold, or an error wrapping ErrNotAcquired, the ctx's error,
 // ErrClosed or a Redis error.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (context.Context, error) {
+	if !s.made() {
+		return nil, notMade("acquire")
+	}
 	lease := s.opts.Lease
 	switch {
 	case ctx == nil:
@@ -127,6 +143,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 // released already), and one wrapping ErrLockLost when the permits were
 // lost (ran out, or deleted) before the release.
 func (s *Semaphore) Release(ctx context.Context) error {
+	if !s.made() {
+		return notMade("release")
+	}
 	if err := checkCtx(ctx); err != nil {
 		return s.fail("release", err)
 	}
@@ -144,6 +163,9 @@ func (s *Semaphore) Release(ctx context.Context) error {
 // returns fn's error, joined with the release's (errors.Is(err,
 // ErrLockLost) tells that fn ran, at least partly, without its permit).
 func (s *Semaphore) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if !s.made() {
+		return notMade("acquire")
+	}
 	if fn == nil {
 		return s.fail("acquire", fmt.Errorf("%w: nil fn", ErrInvalidArgument))
 	}
@@ -161,6 +183,9 @@ func (p permitLocker) Unlock(ctx context.Context) error { return p.s.Release(ctx
 // Available is the number of free permits, after the expired ones were
 // reclaimed (0 when the semaphore was never set).
 func (s *Semaphore) Available(ctx context.Context) (int, error) {
+	if !s.made() {
+		return 0, notMade("inspect")
+	}
 	if err := usable(ctx, s.e.Key()); err != nil {
 		return 0, s.fail("inspect", err)
 	}
@@ -171,6 +196,9 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 // The drained permits belong to no one: AddPermits gives them back. It is
 // sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
 func (s *Semaphore) Drain(ctx context.Context) (int, error) {
+	if !s.made() {
+		return 0, notMade("drain")
+	}
 	if err := usable(ctx, s.e.Key()); err != nil {
 		return 0, s.fail("drain", err)
 	}
@@ -182,6 +210,9 @@ func (s *Semaphore) Drain(ctx context.Context) (int, error) {
 // did. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (Available tells whether it ran).
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if !s.made() {
+		return false, notMade("set-permits")
+	}
 	if err := usable(ctx, s.e.Key()); err != nil {
 		return false, s.fail("set-permits", err)
 	}
@@ -192,6 +223,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // the permits held now (Redisson setPermits). Waiters are woken for the
 // permits that came free.
 func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
+	if !s.made() {
+		return notMade("set-permits")
+	}
 	if err := usable(ctx, s.e.Key()); err != nil {
 		return s.fail("set-permits", err)
 	}
@@ -203,6 +237,9 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // its reply is lost it returns an error wrapping ErrOutcomeUnknown (the
 // permits may or may not have been added).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
+	if !s.made() {
+		return notMade("set-permits")
+	}
 	if err := usable(ctx, s.e.Key()); err != nil {
 		return s.fail("set-permits", err)
 	}

@@ -23,11 +23,20 @@ import (
 //
 // A PlainSemaphore is a cheap handle, safe for concurrent use.
 type PlainSemaphore struct {
+	c *Client         // the Client that made it (nil: none, see made)
 	e semaphore.Plain // the engine (package semaphore)
 }
 
+// made reports whether a Client made p (see errNotMade).
+func (p *PlainSemaphore) made() bool { return p != nil && p.c != nil }
+
 // Key is the Redis key of the free count.
-func (p *PlainSemaphore) Key() string { return p.e.Key() }
+func (p *PlainSemaphore) Key() string {
+	if !p.made() {
+		return ""
+	}
+	return p.e.Key()
+}
 
 func (p *PlainSemaphore) fail(op string, err error) error {
 	return fail(op, p.e.Name(), p.e.Key(), err)
@@ -37,6 +46,9 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 // AddPermits and Release, it is sent once: when its reply is lost the
 // error wraps ErrOutcomeUnknown.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if !p.made() {
+		return false, notMade("set-permits")
+	}
 	if err := usable(ctx, p.e.Key()); err != nil {
 		return false, p.fail("set-permits", err)
 	}
@@ -45,6 +57,9 @@ func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error)
 
 // Acquire waits until it took n permits or ctx is done.
 func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
+	if !p.made() {
+		return notMade("acquire")
+	}
 	return p.TryAcquire(ctx, n, Forever)
 }
 
@@ -56,6 +71,9 @@ func (p *PlainSemaphore) Acquire(ctx context.Context, n int) error {
 // on reads, a try abandoned at its deadline whose reply comes after all
 // gives back the permits it took (package semaphore).
 func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) error {
+	if !p.made() {
+		return notMade("acquire")
+	}
 	if err := checkCtx(ctx); err != nil {
 		return p.fail("acquire", err)
 	}
@@ -71,6 +89,9 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 // Release gives back n permits and wakes that many waiters. It runs
 // detached from ctx's cancellation, with the Client's ReleaseTimeout.
 func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
+	if !p.made() {
+		return notMade("release")
+	}
 	if err := usable(ctx, p.e.Key()); err != nil {
 		return p.fail("release", err)
 	}
@@ -85,6 +106,9 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 // reply is lost the error wraps ErrOutcomeUnknown (the permits may or may
 // not have been added).
 func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
+	if !p.made() {
+		return notMade("set-permits")
+	}
 	if err := usable(ctx, p.e.Key()); err != nil {
 		return p.fail("set-permits", err)
 	}
@@ -93,6 +117,9 @@ func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
+	if !p.made() {
+		return 0, notMade("inspect")
+	}
 	if err := usable(ctx, p.e.Key()); err != nil {
 		return 0, p.fail("inspect", err)
 	}
