@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -149,6 +150,58 @@ func TestSemaphoreHugePermitCountIsAnError(t *testing.T) {
 	})
 	if !errors.Is(err, runtime.ErrInvalidArgument) {
 		t.Fatalf("TryAcquire(MaxInt64 permits) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+// Options outside the range their docs give are refused with an error
+// wrapping ErrInvalidArgument that names the option: a negative
+// QueueTimeout became the default 5 min, a negative Quorum a majority,
+// and a semaphore's Permits past 2^53 (the integers Lua's doubles hold)
+// failed at MaxInt with Redis's bare "value is not an integer or out of
+// range", matching no sentinel.
+func TestOptionsOutsideTheirDocumentedRangeAreRefused(t *testing.T) {
+	_, rdb, _ := setup(t, nil)
+	c := newClient(t, rdb, &runtime.Options{RedLockNodes: []redis.UniversalClient{rdb, rdb, rdb}})
+	ctx := ctxT(t)
+	acquire := map[string]func() (context.Context, error){
+		"QueueTimeout": func() (context.Context, error) {
+			return c.FairLock("opt-queue", runtime.LockOptions{QueueTimeout: -time.Second}).TryLock(ctx, 0, 0)
+		},
+		"Quorum": func() (context.Context, error) {
+			return c.RedLock("opt-quorum", runtime.LockOptions{Quorum: -1}).TryLock(ctx, 0, 0)
+		},
+		"Permits above 2^53": func() (context.Context, error) {
+			return c.Semaphore("opt-permits", runtime.SemaphoreOptions{Permits: 1<<53 + 1}).TryAcquire(ctx, 1, 0)
+		},
+		"Permits at MaxInt": func() (context.Context, error) {
+			return c.Semaphore("opt-permits-max", runtime.SemaphoreOptions{Permits: math.MaxInt}).TryAcquire(ctx, 1, 0)
+		},
+	}
+	for what, f := range acquire {
+		_, err := f()
+		option, _, _ := strings.Cut(what, " ")
+		if !errors.Is(err, runtime.ErrInvalidArgument) || !strings.Contains(err.Error(), option) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalidArgument that names %s", what, err, option)
+		}
+	}
+	// The bounds themselves are taken, and counted exactly.
+	s := c.Semaphore("opt-permits-ok", runtime.SemaphoreOptions{Permits: 1 << 53})
+	h, err := s.TryAcquire(ctx, 1, 0)
+	if err != nil {
+		t.Fatalf("Permits = 2^53: %v", err)
+	}
+	if n, err := s.Available(ctx); err != nil || n != 1<<53-1 {
+		t.Fatalf("Permits = 2^53, one taken: Available = %d, %v; want 2^53-1", n, err)
+	}
+	if err := s.Release(h); err != nil {
+		t.Fatal(err)
+	}
+	f := c.FairLock("opt-queue-ok", runtime.LockOptions{QueueTimeout: 10 * time.Millisecond})
+	if h, err = f.TryLock(ctx, 0, 0); err != nil {
+		t.Fatalf("QueueTimeout 10ms: %v", err)
+	}
+	if err := f.Unlock(h); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -43,7 +43,7 @@ func (c *Client) FairLock(key string, opts LockOptions) *Mutex {
 	if !c.made() {
 		return nil
 	}
-	if opts.QueueTimeout <= 0 {
+	if opts.QueueTimeout == 0 {
 		opts.QueueTimeout = defaultQueueTimeout
 	}
 	return newMutex(c, key, opts, mutex.Fair, false)

@@ -118,7 +118,7 @@ func (m *Mutex) check(lease time.Duration) error {
 		return err
 	}
 	if q := m.opts.QueueTimeout; m.e.KindName() == "fair" && q < lockenv.MinLease {
-		return fmt.Errorf("%w: QueueTimeout %v is shorter than %v", ErrInvalidArgument, q, lockenv.MinLease)
+		return fmt.Errorf("%w: QueueTimeout %v is shorter than %v (set at least that, or 0 for 5m)", ErrInvalidArgument, q, lockenv.MinLease)
 	}
 	return nil
 }

@@ -22,8 +22,9 @@ type LockOptions struct {
 	WaitTime time.Duration
 	// QueueTimeout (fair locks) is how long a queued waiter may go silent
 	// before the others skip it. A live waiter refreshes its place every
-	// QueueTimeout/3 while it waits. Zero means 5m, as in Redisson; less
-	// than 10 ms is refused (ErrInvalidArgument).
+	// QueueTimeout/3 while it waits. Zero means 5m, as in Redisson; any
+	// other value less than 10 ms, a negative one too, is refused
+	// (ErrInvalidArgument).
 	QueueTimeout time.Duration
 	// WritersFirst (read-write locks): while a writer waits, new readers
 	// wait behind it, so a steady stream of readers cannot starve writers.
@@ -38,8 +39,9 @@ type LockOptions struct {
 	// second owner through a replica that never saw it.
 	SyncReplicas int
 	// Quorum (RedLock) is how many of the RedLock nodes must grant the
-	// lock. Zero means a majority; less than a majority is refused
-	// (ErrInvalidArgument): two owners could each hold it.
+	// lock. Zero means a majority; any other value less than a majority,
+	// a negative one too, is refused (ErrInvalidArgument): two owners could
+	// each hold it. More than the nodes is refused too.
 	Quorum int
 }
 

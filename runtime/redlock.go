@@ -72,9 +72,9 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 	case l.e.Nodes() == 0:
 		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
 	case l.e.Quorum() > l.e.Nodes():
-		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d is more than the %d nodes", ErrInvalidArgument, l.e.Quorum(), l.e.Nodes()))
+		return nil, l.fail("acquire", fmt.Errorf("%w: Quorum %d is more than the %d nodes (set at most %d, or 0 for a majority)", ErrInvalidArgument, l.e.Quorum(), l.e.Nodes(), l.e.Nodes()))
 	case l.e.Quorum() <= l.e.Nodes()/2:
-		return nil, l.fail("acquire", fmt.Errorf("%w: quorum %d of %d nodes is not a majority: two owners could each be granted the lock by as many nodes (set at least %d, or 0 for a majority)",
+		return nil, l.fail("acquire", fmt.Errorf("%w: Quorum %d of %d nodes is not a majority: two owners could each be granted the lock by as many nodes (set at least %d, or 0 for a majority)",
 			ErrInvalidArgument, l.e.Quorum(), l.e.Nodes(), l.e.Nodes()/2+1))
 	}
 	if err := lockenv.Validate(l.e.Key(), lease); err != nil {

@@ -20,7 +20,10 @@ type SemaphoreOptions struct {
 	// permits held (Redisson's trySetPermits, "set if absent", made part
 	// of the acquire so nothing has to arm the semaphore first). Zero
 	// leaves an absent count absent: nothing can be acquired until
-	// TrySetPermits, SetPermits or AddPermits sets it.
+	// TrySetPermits, SetPermits or AddPermits sets it. A negative value,
+	// or one above 2^53 (the integers Redis's Lua scripts compute with
+	// exactly: their numbers are doubles), is refused by every acquisition
+	// (ErrInvalidArgument).
 	Permits int
 	// Lease is how long each held permit lasts: Watchdog (0) renews it
 	// while held, a fixed duration > 0 lets it run out. Either way a
@@ -91,6 +94,10 @@ func (s *Semaphore) fail(op string, err error) error { return fail(op, s.opts.Na
 // kept in Redis (a member of the semaphore's sorted set).
 const MaxPermits = 1 << 16
 
+// maxCount is the largest SemaphoreOptions.Permits: the scripts compute
+// the free count with Lua numbers, doubles, exact up to 2^53.
+const maxCount = 1 << 53
+
 // Acquire waits until it holds n permits or ctx is done, with the
 // Semaphore's lease. It returns the ctx of the hold; pass it to Release.
 func (s *Semaphore) Acquire(ctx context.Context, n int) (context.Context, error) {
@@ -113,8 +120,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		return nil, s.fail("acquire", fmt.Errorf("%w: %d permits (acquire at least 1)", ErrInvalidArgument, n))
 	case n > MaxPermits:
 		return nil, s.fail("acquire", fmt.Errorf("%w: %d permits (at most MaxPermits, %d, at once)", ErrInvalidArgument, n, MaxPermits))
-	case s.opts.Permits < 0:
-		return nil, s.fail("acquire", fmt.Errorf("%w: negative Permits %d", ErrInvalidArgument, s.opts.Permits))
+	case s.opts.Permits < 0 || int64(s.opts.Permits) > maxCount:
+		return nil, s.fail("acquire", fmt.Errorf("%w: SemaphoreOptions.Permits %d is out of range (set 0 to 2^53, the counts Redis's Lua scripts compute exactly)", ErrInvalidArgument, s.opts.Permits))
 	}
 	if err := lockenv.Validate(s.e.Key(), lease); err != nil {
 		return nil, s.fail("acquire", err)

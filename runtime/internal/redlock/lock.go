@@ -40,7 +40,7 @@ type node struct {
 // New returns the RedLock at key over nodes (each node Client's Env),
 // held on quorum of them (0: a majority), with o on each node.
 func New(env *lockenv.Env, live *Holds, nodes []*mutex.Env, key string, quorum int, o mutex.Options) *Lock {
-	if quorum <= 0 {
+	if quorum == 0 {
 		quorum = len(nodes)/2 + 1
 	}
 	l := &Lock{env: env, live: live, key: key, name: o.Name, quorum: quorum, nodes: make([]node, len(nodes)), SleepBound: SleepBound}
