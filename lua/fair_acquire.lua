@@ -33,6 +33,9 @@
 -- record in KEYS[5] says it waits was popped as stale by a Redisson client
 -- (whose unlock then woke someone else, or no one): it re-enqueues at once
 -- and is told to look again within 100 ms, not after the holder's lease.
+-- One still scored but missing from the queue (the queue key was evicted:
+-- it has no TTL) re-joins it at the tail; the check costs O(1) while the
+-- queue is as long as the scores.
 --
 -- KEYS[1]  lock hash: field = owner token, value = hold count
 -- KEYS[2]  queue: redisson_lock_queue:{<lock>} (list of owner tokens)
@@ -68,6 +71,21 @@
 --   -3   not taken: the request was settled as aborted, or it is a late
 --        copy of a request whose hold has ended since
 --   -6   not taken: the owner's hold count in Redis is not ARGV[4]
+-- lockgen_fair_lost reports whether owner, in the scores, is missing
+-- from the queue: the queue key was evicted (it has no TTL) or cut while
+-- the scores stayed. Only a queue shorter than the scores is scanned.
+local function lockgen_fair_lost(owner)
+    if redis.call('llen', KEYS[2]) >= redis.call('zcard', KEYS[3]) then
+        return false
+    end
+    for _, w in ipairs(redis.call('lrange', KEYS[2], 0, -1)) do
+        if w == owner then
+            return false
+        end
+    end
+    return true
+end
+
 local reply, ttl = lockgen_count(KEYS[1], ARGV[2], tonumber(ARGV[4]), KEYS[4], ARGV[5], tonumber(ARGV[1]), nil, KEYS[6])
 if reply then
     return reply
@@ -148,7 +166,7 @@ if join then
             score = math.max(score, tonumber(current))
         end
     end
-    if redis.call('zadd', KEYS[3], score, ARGV[2]) == 1 then
+    if redis.call('zadd', KEYS[3], score, ARGV[2]) == 1 or lockgen_fair_lost(ARGV[2]) then
         redis.call('rpush', KEYS[2], ARGV[2])
     end
     redis.call('zadd', KEYS[5], now + qt, ARGV[2])

@@ -684,6 +684,51 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	score("g2", qt-1000, qt+1000)
 }
 
+// A fair lock's queue has no TTL: allkeys-lru may evict it while its
+// waiters' scores stay. Each waiter's next try puts it back in line, at
+// the tail, once; the lock free, the first to try takes it.
+func TestFairAcquireRejoinsAnEvictedQueue(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const (
+		queue    = "redisson_lock_queue:{doc}"
+		timeouts = "redisson_lock_timeout:{doc}"
+	)
+	try := func(owner string) int64 {
+		t.Helper()
+		keys := []string{lock, queue, timeouts, latch(owner), "lockgen_fair_waiters:{doc}", "lockgen_fair_grants:{doc}"}
+		got, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", "0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(int64)
+	}
+	rdb.HSet(ctx, lock, "holder", 1)
+	rdb.PExpire(ctx, lock, 30*time.Second)
+	for _, w := range []string{"g1", "g2", "g3"} {
+		try(w)
+	}
+	rdb.Del(ctx, queue) // evicted
+	for _, w := range []string{"g3", "g1", "g3"} {
+		if got := try(w); got < 29000 {
+			t.Fatalf("%s's try = %d, want the holder's lease", w, got)
+		}
+	}
+	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 2 || q[0] != "g3" || q[1] != "g1" {
+		t.Fatalf("queue %v, want [g3 g1]: each back once, in the order of their tries", q)
+	}
+	rdb.Del(ctx, lock)
+	if got := try("g2"); got <= 0 {
+		t.Fatalf("g2's try = %d, want it back in line behind g3 and g1, not the lock", got)
+	}
+	if got := try("g3"); got != 0 {
+		t.Fatalf("g3's try = %d, want the free lock (head of the queue)", got)
+	}
+	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 2 || q[0] != "g1" || q[1] != "g2" {
+		t.Fatalf("queue %v, want [g1 g2]", q)
+	}
+}
+
 // A writer that records itself as waiting (writers first) and then dies
 // leaves nothing behind: the set of waiting writers expires with its
 // newest record (the robustness suite's hygiene check found the set left

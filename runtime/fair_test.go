@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -267,4 +268,63 @@ func TestFairLockWakesOnlyTheHead(t *testing.T) {
 		t.Fatalf("release published %q on %s, want \"2:…\" (granted) on the head's channel %s", msg.Payload, msg.Channel, head)
 	}
 	wg.Wait()
+}
+
+// TestFairWaitersGetAFreeLockAfterTheirQueueWasEvicted: the queue keys of
+// a fair lock have no TTL, and allkeys-lru may evict them (a DEL here)
+// while waiters of two Clients wait in line. The holder's release then
+// finds no one to wake, and only key tracking sees the lock free: every
+// waiter must still get the lock in turn, each within a few seconds, not
+// after its queue deadline or the end of its wait (20 s). Client 2 has two
+// waiters, so its second is woken by tracking after its first took the
+// lock and left its channel, and it is missing from the queue it waits in.
+func TestFairWaitersGetAFreeLockAfterTheirQueueWasEvicted(t *testing.T) {
+	for _, evicted := range []string{"redisson_lock_queue", "redisson_lock_timeout"} {
+		t.Run(evicted, func(t *testing.T) {
+			s := redistest.Start(t)
+			admin := s.Client(t)
+			ctx := ctxT(t)
+			c1 := newClient(t, s.Client(t), nil)
+			c2 := newClient(t, s.Client(t), nil)
+			c3 := newClient(t, s.Client(t), nil)
+			const key = "fair:evicted"
+			holder := c1.FairLock(key, runtime.LockOptions{})
+			h, err := holder.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 3)
+			queue := "redisson_lock_queue:{" + key + "}"
+			for i, c := range []*runtime.Client{c2, c3, c2} {
+				go func() {
+					m := c.FairLock(key, runtime.LockOptions{})
+					w, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
+					if err == nil {
+						time.Sleep(30 * time.Millisecond)
+						err = m.Unlock(w)
+					}
+					done <- err
+				}()
+				eventually(t, 5*time.Second, "the waiter queued", func() bool { return admin.LLen(ctx, queue).Val() == int64(i+1) })
+			}
+			time.Sleep(200 * time.Millisecond) // every waiter asleep, its key watched
+			if err := admin.Del(ctx, evicted+":{"+key+"}").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Unlock(h); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("waiter: %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatalf("waiter %d still asleep 5 s after the release; lock %v, queue %v", i,
+						admin.HGetAll(ctx, key).Val(), admin.LRange(ctx, queue, 0, -1).Val())
+				}
+			}
+		})
+	}
 }

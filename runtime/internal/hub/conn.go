@@ -324,7 +324,7 @@ func (sc *subConn) fail(why string, err error, wake bool) {
 	woken := sc.l.failLocked(sc, why, err)
 	sc.l.mu.Unlock()
 	if wake {
-		wakeEntries(woken, false)
+		wakeEntries(woken)
 	}
 }
 
@@ -490,7 +490,7 @@ func (l *links) received(sc *subConn, msg any) {
 		if confirmed != nil {
 			l.hub.confirmed(confirmed, gen)
 		}
-		wakeEntries(woken, false)
+		wakeEntries(woken)
 	}
 }
 
@@ -576,7 +576,7 @@ func (l *links) monitorLoop() {
 			}
 		}
 		l.mu.Unlock()
-		wakeEntries(woken, false)
+		wakeEntries(woken)
 	}
 }
 

@@ -406,20 +406,34 @@ func (h *Hub) confirmed(e *entry, gen uint64) {
 	}
 }
 
-// wakeEntries wakes the waiters of entries still in the table: all of
-// them (their connection died), or with readers the readers and one
-// other (a key found gone). h.links.mu is not held.
-func wakeEntries(entries []*entry, readers bool) {
+// wakeEntries wakes every waiter of entries still in the table (their
+// connection died). h.links.mu is not held.
+func wakeEntries(entries []*entry) {
 	for _, e := range entries {
 		e.sh.mu.Lock()
-		switch {
-		case e.sh.entries[e.name] != e:
-		case readers:
-			wakeReaders(e)
-		default:
+		if e.sh.entries[e.name] == e {
 			wakeN(e, len(e.waiters), false)
 		}
 		e.sh.mu.Unlock()
+	}
+}
+
+// wakeLongest wakes the longest waiter of the first of entries (one
+// lock's, the longest waiting first) still in the table with waiters, and
+// every reader with it, as a write unlock would (a key found gone): an
+// entry whose waiters all left passes the wake-up on. h.links.mu is not
+// held.
+func wakeLongest(entries []*entry) {
+	for _, e := range entries {
+		e.sh.mu.Lock()
+		live := e.sh.entries[e.name] == e && len(e.waiters) > 0
+		if live {
+			wakeReaders(e)
+		}
+		e.sh.mu.Unlock()
+		if live {
+			return
+		}
 	}
 }
 

@@ -253,16 +253,19 @@ func TestADeadConnectionWakesEveryWaiterAndAGoneKeyOneWriter(t *testing.T) {
 	w2, _ := h.Join("ch", false, Sub{Key: "k"})
 	r1, _ := h.Join("ch", true, Sub{Key: "k"})
 	confirm(h, "ch")
-	tried(h, w1, w2, r1)
-	e := w1.e
-	wakeEntries([]*entry{e}, true)
+	left, _ := h.Join("left", false, Sub{Key: "k"}) // a fair waiter's own channel, say
+	confirm(h, "left")
+	tried(h, w1, w2, r1, left)
+	e, gone := w1.e, left.e
+	h.Leave(left, true) // it took the lock: its channel lingers, without waiters
+	wakeLongest([]*entry{gone, e})
 	if !signalled(w1) || signalled(w2) || !signalled(r1) {
-		t.Fatal("a gone key wakes as a write unlock: every reader and one writer")
+		t.Fatal("a gone key wakes as a write unlock: every reader and one writer, on the first channel with waiters")
 	}
 	for _, w := range []*Waiter{w1, r1} {
 		h.Tried(w, false, false)
 	}
-	wakeEntries([]*entry{e}, false)
+	wakeEntries([]*entry{e})
 	if !signalled(w1) || !signalled(w2) || !signalled(r1) {
 		t.Fatal("a dead connection wakes every waiter")
 	}

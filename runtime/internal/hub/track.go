@@ -27,7 +27,10 @@ import (
 //   - on an invalidation the hub reads the key again (re-arming the
 //     tracking) once the lock's channels have been quiet for trackQuiet,
 //     and, if the key is gone, wakes the lock's longest waiter in this
-//     client (every reader with it, as a write unlock would).
+//     client (every reader with it, as a write unlock would): on the
+//     first of the key's channels that has waiters (a fair waiter's own
+//     channel stays a while after it took the lock and left, and a wake-up
+//     there would wake no one).
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
 // that EXISTS. A quiet lock costs one EXISTS per change (a renewal), and
@@ -176,14 +179,12 @@ func (t *tracker) dueKeys(keys []string, now int64) (_ []string, putOff bool) {
 	return keys, putOff
 }
 
-// gone returns the entry of key's longest waiter: the first watched.
-func (t *tracker) gone(key string, into []*entry) []*entry {
+// gone returns the entries watching key, the longest waiting first
+// (wakeLongest wakes the first with waiters).
+func (t *tracker) gone(key string) []*entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if es := t.watched[key]; len(es) > 0 {
-		into = append(into, es[0])
-	}
-	return into
+	return slices.Clone(t.watched[key])
 }
 
 // trackLoop turns tracking on for sc and reads the keys due until sc is
@@ -301,7 +302,6 @@ func readKeys(tctx context.Context, t *tracker, conn *redis.Conn, keys []string)
 	if err != nil && !scripts.IsReply(err) {
 		return nil, err
 	}
-	var woken []*entry
 	for i, cmd := range cmds {
 		err := cmd.Err()
 		if slot, to, ok := movedSlot(err); ok {
@@ -317,9 +317,8 @@ func readKeys(tctx context.Context, t *tracker, conn *redis.Conn, keys []string)
 			return nil, err
 		}
 		if cmd.Val() == 0 {
-			woken = t.gone(keys[i], woken)
+			wakeLongest(t.gone(keys[i]))
 		}
 	}
-	wakeEntries(woken, true)
 	return moved, nil
 }

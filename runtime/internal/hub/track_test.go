@@ -26,12 +26,12 @@ func TestTrackerReadsQuietKeysAndPutsOffBusyOnes(t *testing.T) {
 	if keys, _ := tr.dueKeys(nil, now); !slices.Equal(keys, []string{"q"}) {
 		t.Fatalf("due %v: an invalidation makes a watched key due, and only a watched one", keys)
 	}
-	if got := tr.gone("q", nil); len(got) != 1 || got[0] != quiet {
+	if got := tr.gone("q"); len(got) != 1 || got[0] != quiet {
 		t.Fatal("a gone key wakes its entry")
 	}
 	tr.unwatch(quiet)
 	tr.invalidated("q")
-	if keys, _ := tr.dueKeys(nil, now); len(keys) != 0 || tr.gone("q", nil) != nil {
+	if keys, _ := tr.dueKeys(nil, now); len(keys) != 0 || tr.gone("q") != nil {
 		t.Fatal("an unwatched key is read no more")
 	}
 	moved := &entry{name: "ch:m", key: "m"}
