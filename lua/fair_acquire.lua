@@ -187,7 +187,7 @@ if free then
     -- The lock waits for the head. If dead heads were just skipped, the
     -- new head may be asleep: wake it.
     if pruned and head ~= ARGV[2] then
-        redis.call(ARGV[8], ARGV[7] .. ':' .. head, '0')
+        redis.pcall(ARGV[8], ARGV[7] .. ':' .. head, '0')
     end
     sleep = math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)
 elseif ttl == 0 then

@@ -13,7 +13,7 @@
 if redis.call('del', KEYS[1]) == 1 then
     local head = redis.call('lindex', KEYS[2], 0)
     if head then
-        redis.call(ARGV[2], ARGV[3] .. ':' .. head, ARGV[1])
+        redis.pcall(ARGV[2], ARGV[3] .. ':' .. head, ARGV[1])
     end
     return 1
 end

@@ -57,10 +57,10 @@ local function lockgen_fair_next(lock, queue, scores, waiters, grants, now, pref
                     -- clear (its release lost to a fault) goes with it.
                     redis.call('pexpire', grants, lease)
                 end
-                redis.call(publish, prefix .. ':' .. head, '2:' .. nonce)
+                redis.pcall(publish, prefix .. ':' .. head, '2:' .. nonce)
                 return head
             end
-            redis.call(publish, prefix .. ':' .. head, '0')
+            redis.pcall(publish, prefix .. ':' .. head, '0')
             return nil
         end
         redis.call('lpop', queue)

@@ -9,7 +9,7 @@
 --   1  the lock existed and was deleted
 --   0  there was no lock
 if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[2], KEYS[2], ARGV[1])
+    redis.pcall(ARGV[2], KEYS[2], ARGV[1])
     return 1
 end
 return 0

@@ -135,7 +135,7 @@ local function lockgen_grant_next(lock, queue, grants, hubs, prefix, listening, 
             redis.call('hset', grants, head, 'granted')
             redis.call('hset', lock, head, 1)
             redis.call('pexpire', lock, math.min(tonumber(px), tonumber(alive) - now))
-            redis.call(publish, prefix .. ':' .. id, '2:' .. head .. ' ' .. nonce)
+            redis.pcall(publish, prefix .. ':' .. id, '2:' .. head .. ' ' .. nonce)
             return head
         end
         redis.call('zrem', queue, head)

@@ -126,7 +126,7 @@ if handOn and redis.call('exists', KEYS[3]) == 0 then
     end
     return 2
 end
-redis.call(ARGV[2], KEYS[2], '0')
+redis.pcall(ARGV[2], KEYS[2], '0')
 if listening > 1 then
     return 4
 end

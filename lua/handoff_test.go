@@ -187,6 +187,54 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	}
 }
 
+// A wake-up's PUBLISH that Redis refuses (an ACL without PUBLISH) does not
+// fail the script that wrote before it: a release still frees the lock
+// and says so, and a fair lock's release still reports the grant it wrote
+// (the grantee's client finds it by key tracking). A wake-up is a hint.
+func TestAWakeUpRefusedByAnACLKeepsTheScriptsWritesAndReply(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	const (
+		queue    = "redisson_lock_queue:{doc}"
+		timeouts = "redisson_lock_timeout:{doc}"
+		waiters  = "lockgen_fair_waiters:{doc}"
+		grants   = "lockgen_fair_grants:{doc}"
+	)
+	fair := []string{lock, queue, timeouts, waiters, grants}
+	join := func(owner, grantPx string) {
+		t.Helper()
+		keys := []string{lock, queue, timeouts, latch(owner), waiters, grants}
+		if _, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", grantPx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	join(ownerA, "0")
+	join(ownerB, "20000:b1")
+	if err := rdb.Do(ctx, "acl", "setuser", "default", "-publish", "-spublish").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Do(ctx, "acl", "setuser", "default", "+@all")
+	if err := rdb.Publish(ctx, channel, "0").Err(); err == nil {
+		t.Fatal("PUBLISH not refused")
+	}
+
+	if n, err := run(t, rdb, lua.FairRelease, fair, 30000, ownerA, "publish", 1, channel); err != nil || n.(int64) != 2 {
+		t.Fatalf("fair release = %v %v, want 2 (granted to the head)", n, err)
+	}
+	if got := rdb.HGetAll(ctx, lock).Val(); len(got) != 1 || got[ownerB] != "1" {
+		t.Fatalf("lock = %v, want the grant {%s: 1}", got, ownerB)
+	}
+	rdb.Del(ctx, lock, queue, timeouts, waiters, grants)
+
+	rdb.HSet(ctx, lock, ownerA, 1)
+	if n, err := run(t, rdb, lua.Release, []string{lock, channel}, 30000, ownerA, "publish", 1); err != nil || n.(int64) != 1 {
+		t.Fatalf("release = %v %v, want 1 (the lock freed)", n, err)
+	}
+	if rdb.Exists(ctx, lock).Val() != 0 {
+		t.Fatal("the lock is left after its last release")
+	}
+}
+
 // A releasing client that believes it listens but whose subscription is
 // gone from the server (its connection died unseen, or its cluster slot
 // moved) is not counted among the channel's subscribers when it names its

@@ -16,6 +16,6 @@ if v <= 0 then
     redis.call('del', KEYS[1])
 end
 if v == 0 then
-    redis.call(ARGV[1], KEYS[2], '0')
+    redis.pcall(ARGV[1], KEYS[2], '0')
 end
 return v

@@ -9,7 +9,7 @@
 --
 -- Returns 1 when the latch existed, 0 otherwise.
 if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[1], KEYS[2], '1')
+    redis.pcall(ARGV[1], KEYS[2], '1')
     return 1
 end
 return 0

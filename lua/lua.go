@@ -21,6 +21,12 @@
 // reentrant lock's acquire, hand-off and leave the queue of lockgen's
 // waiters, from grant_next.lua.
 //
+// A wake-up (PUBLISH or SPUBLISH of an unlock or grant message) is sent
+// with redis.pcall, after the script's writes: a refused one (an ACL
+// without PUBLISH) is a hint lost, not a failed script, so the reply still
+// says what was written. Waiters do not count on it alone (the holder's
+// TTL bounds their sleep, and key tracking sees a lock freed or granted).
+//
 // The exported values are ready *redis.Script values: Run sends EVALSHA with
 // the SHA-1 computed at init and falls back to EVAL when the server answers
 // NOSCRIPT (after a restart or SCRIPT FLUSH).

@@ -30,7 +30,7 @@ for i = 1, m do
         out[i] = 0
     else
         redis.call('hdel', lock, ARGV[2])
-        redis.call(ARGV[3], channel, '0')
+        redis.pcall(ARGV[3], channel, '0')
         out[i] = 1
     end
 end

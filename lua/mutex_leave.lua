@@ -31,7 +31,7 @@ if ARGV[3] == '1' and granted and redis.call('hget', KEYS[1], ARGV[1]) == '1' th
     redis.call('hdel', KEYS[1], ARGV[1])
     local listening = lockgen_numsub(ARGV[2], KEYS[2])[2]
     if listening == 0 or not lockgen_grant_next(KEYS[1], KEYS[3], KEYS[4], KEYS[5], ARGV[4], listening, ARGV[2], lockgen_now(), '') then
-        redis.call(ARGV[2], KEYS[2], '0')
+        redis.pcall(ARGV[2], KEYS[2], '0')
     end
     return 2
 end

@@ -12,5 +12,5 @@
 -- Returns the new free count, which is also the payload published (it
 -- wakes that many waiters).
 local value = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], value)
+redis.pcall(ARGV[2], KEYS[2], value)
 return value

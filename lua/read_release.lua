@@ -89,10 +89,10 @@ end
 if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
     if longest < ttl / 2 then
-        redis.call(ARGV[2], KEYS[2], '0')
+        redis.pcall(ARGV[2], KEYS[2], '0')
     end
     return 0
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[2], KEYS[2], '0')
+redis.pcall(ARGV[2], KEYS[2], '0')
 return 1

@@ -33,7 +33,7 @@ local function lockgen_reclaim(counter, timeouts, channel, publish, now)
     end
     local value = redis.call('incrby', counter, #expired)
     if value > 0 then
-        redis.call(publish, channel, value)
+        redis.pcall(publish, channel, value)
     end
     return #expired
 end

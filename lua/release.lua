@@ -25,7 +25,7 @@ if expected == 1 then
     end
     -- The owner's field was the hash's only one: HDEL deleted the lock.
     -- "0" is Redisson's unlock message: it wakes one waiter.
-    redis.call(ARGV[3], KEYS[2], '0')
+    redis.pcall(ARGV[3], KEYS[2], '0')
     return 1
 end
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[2]))

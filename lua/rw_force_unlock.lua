@@ -9,7 +9,7 @@
 --   1  the lock existed and was deleted
 --   0  there was no lock
 if redis.call('del', KEYS[1]) == 1 then
-    redis.call(ARGV[1], KEYS[2], '1')
+    redis.pcall(ARGV[1], KEYS[2], '1')
     return 1
 end
 return 0

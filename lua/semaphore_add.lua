@@ -24,6 +24,6 @@ else
     value = redis.call('incrby', KEYS[1], ARGV[3])
 end
 if value > 0 then
-    redis.call(ARGV[1], KEYS[3], value)
+    redis.pcall(ARGV[1], KEYS[3], value)
 end
 return value

@@ -25,6 +25,6 @@ end
 redis.call('set', KEYS[4], 'abort', 'px', ARGV[3])
 if freed > 0 then
     local value = redis.call('incrby', KEYS[1], freed)
-    redis.call(ARGV[1], KEYS[3], value)
+    redis.pcall(ARGV[1], KEYS[3], value)
 end
 return freed

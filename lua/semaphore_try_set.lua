@@ -12,5 +12,5 @@ if redis.call('exists', KEYS[1]) == 1 then
     return 0
 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call(ARGV[2], KEYS[2], ARGV[1])
+redis.pcall(ARGV[2], KEYS[2], ARGV[1])
 return 1

@@ -16,6 +16,6 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('zremrangebyscore', KEYS[3], '-inf', now)
 if redis.call('zcard', KEYS[3]) == 0 and redis.call('hget', KEYS[1], 'mode') ~= 'write' then
-    redis.call(ARGV[2], KEYS[2], '1')
+    redis.pcall(ARGV[2], KEYS[2], '1')
 end
 return removed

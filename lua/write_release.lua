@@ -65,5 +65,5 @@ else
         end
     end
 end
-redis.call(ARGV[3], KEYS[2], '1')
+redis.pcall(ARGV[3], KEYS[2], '1')
 return 1

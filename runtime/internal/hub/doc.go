@@ -28,8 +28,9 @@
 //     found half-open is replaced, its channels subscribed again and its
 //     waiters signalled (conn.go); so are the channels of a cluster slot
 //     that moved to another master, on that master (route.go); a key
-//     gone without a message wakes its lock's longest waiter (key
-//     tracking, track.go).
+//     gone without a message wakes its lock's longest waiter, and a key
+//     granted to that waiter without one wakes it (key tracking,
+//     track.go).
 //   - An offer is settled. A parked waiter may be offered the lock by a
 //     release of the same client (Offer); Unpark waits for the outcome the
 //     releaser reports with Settle. A grant made in Redis comes out of

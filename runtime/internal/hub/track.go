@@ -30,7 +30,10 @@ import (
 //     client (every reader with it, as a write unlock would): on the
 //     first of the key's channels that has waiters (a fair waiter's own
 //     channel stays a while after it took the lock and left, and a wake-up
-//     there would wake no one).
+//     there would wake no one). If the key is held by that waiter's own
+//     field instead, a release in Redis granted it the lock and its
+//     message was lost (an ACL without PUBLISH): the waiter is woken to
+//     try, which takes the grant (one HEXISTS more per read).
 //
 // A key deleted between a waiter's try and the first EXISTS is seen by
 // that EXISTS. A quiet lock costs one EXISTS per change (a renewal), and
@@ -285,17 +288,25 @@ func (sc *subConn) trackKeys(tctx context.Context, conn *redis.Conn) error {
 	}
 }
 
-// readKeys reads keys on conn and wakes the locks whose key is gone. It
-// returns the slots of keys answered MOVED, and where they went; a key
-// answered ASK (its slot is migrating) is left alone: its watch moves
-// when the migration ends.
+// readKeys reads keys on conn and wakes the locks whose key is gone, and
+// a longest waiter the key is held by (granted to it in Redis, its
+// message lost: a refused PUBLISH). It returns the slots of keys answered
+// MOVED, and where they went; a key answered ASK (its slot is migrating)
+// is left alone: its watch moves when the migration ends.
 func readKeys(tctx context.Context, t *tracker, conn *redis.Conn, keys []string) (moved []slotMove, err error) {
 	ctx, cancel := context.WithTimeout(tctx, ioTimeout)
 	defer cancel()
 	cmds := make([]*redis.IntCmd, len(keys))
+	grantees := make([]grantee, len(keys))
+	for i, k := range keys {
+		grantees[i] = longestGrantee(t.gone(k))
+	}
 	_, err = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
 			cmds[i] = p.Exists(ctx, k)
+			if g := &grantees[i]; g.w != nil {
+				g.held = p.HExists(ctx, k, g.field)
+			}
 		}
 		return nil
 	})
@@ -318,7 +329,49 @@ func readKeys(tctx context.Context, t *tracker, conn *redis.Conn, keys []string)
 		}
 		if cmd.Val() == 0 {
 			wakeLongest(t.gone(keys[i]))
+		} else if g := grantees[i]; g.held != nil && g.held.Val() {
+			g.wake()
 		}
 	}
 	return moved, nil
+}
+
+// A grantee is the longest waiter for a key that a release may give the
+// lock to, and its read of the key's field.
+type grantee struct {
+	e     *entry
+	w     *Waiter
+	field string
+	held  *redis.BoolCmd
+}
+
+// longestGrantee returns the longest waiter of the first of entries (a
+// key's, the longest waiting first) still in the table with waiters, if a
+// release may give it the lock (it has a field).
+func longestGrantee(entries []*entry) grantee {
+	for _, e := range entries {
+		e.sh.mu.Lock()
+		var g grantee
+		live := e.sh.entries[e.name] == e && len(e.waiters) > 0
+		if live && e.waiters[0].field != "" {
+			g = grantee{e: e, w: e.waiters[0], field: e.waiters[0].field}
+		}
+		e.sh.mu.Unlock()
+		if live {
+			return g
+		}
+	}
+	return grantee{}
+}
+
+// wake signals the grantee, found holding the lock, to try (its try takes
+// the grant), if it still waits there as that field and no offer to it
+// stands.
+func (g grantee) wake() {
+	e := g.e
+	e.sh.mu.Lock()
+	defer e.sh.mu.Unlock()
+	if e.sh.entries[e.name] == e && slices.Contains(e.waiters, g.w) && g.w.field == g.field && g.w.offer == OfferNone {
+		signal(e, g.w)
+	}
 }

@@ -41,3 +41,38 @@ func TestTrackerReadsQuietKeysAndPutsOffBusyOnes(t *testing.T) {
 		t.Fatalf("due %v: a key due when its last waiter left (or its slot moved away) is not read", keys)
 	}
 }
+
+// A key found held by its longest waiter's own field (a grant in Redis
+// whose message was lost) wakes that waiter, and only while no offer to
+// it stands; a channel without waiters passes the check on.
+func TestAKeyGrantedToTheLongestWaiterWakesIt(t *testing.T) {
+	h := memHub(t)
+	left, _ := h.Join("left", false, Sub{Key: "k"})
+	confirm(h, "left")
+	tried(h, left)
+	gone := left.e
+	h.Leave(left, true) // took the lock: its channel lingers without waiters
+	w1 := parked(t, h, "ch", "f1")
+	w2 := parked(t, h, "ch", "f2")
+	confirm(h, "ch")
+	tried(h, w1, w2)
+	h.Park(w1)
+	h.Park(w2)
+	g := longestGrantee([]*entry{gone, w1.e})
+	if g.w != w1 || g.field != "f1" {
+		t.Fatalf("grantee %v %q, want the longest waiter on a channel with waiters, as f1", g.w, g.field)
+	}
+	g.wake()
+	if !signalled(w1) || signalled(w2) {
+		t.Fatal("the waiter the key was granted to is woken, and only it")
+	}
+	h.Tried(w1, false, false)
+	h.Park(w1)
+	if o := h.Offer("ch"); !o.Made() || o.w != w1 {
+		t.Fatal("no offer to w1")
+	}
+	g.wake()
+	if signalled(w1) {
+		t.Fatal("a waiter with an offer in flight is left to its releaser's Settle")
+	}
+}
