@@ -127,6 +127,25 @@ var errNotMade = fmt.Errorf("%w: a handle not made by a Client (make it with Cli
 // notMade is the error of op on a handle no Client made.
 func notMade(op string) error { return fail(op, "", "", errNotMade) }
 
+// A handle is what guard needs of a lock handle.
+type handle interface {
+	made() bool
+	Key() string
+	fail(op string, err error) error
+}
+
+// guard refuses op on h with ctx: h not made by a Client (errNotMade), a
+// nil ctx or a key no lock can have (usable).
+func guard(h handle, ctx context.Context, op string) error {
+	if !h.made() {
+		return notMade(op)
+	}
+	if err := usable(ctx, h.Key()); err != nil {
+		return h.fail(op, err)
+	}
+	return nil
+}
+
 // usable refuses a call on key with ctx that cannot work: a nil ctx, or
 // a key no lock can have (lockenv.Validate).
 func usable(ctx context.Context, key string) error {

@@ -72,11 +72,8 @@ func (f *FencedLock) DoFenced(ctx context.Context, fn func(ctx context.Context, 
 // Token is the lock's token counter as it stands: the token of the latest
 // acquisition by anyone (0 before the first).
 func (f *FencedLock) Token(ctx context.Context) (int64, error) {
-	if !f.made() {
-		return 0, notMade("inspect")
-	}
-	if err := usable(ctx, f.e.Key()); err != nil {
-		return 0, f.fail("inspect", err)
+	if err := guard(f, ctx, "inspect"); err != nil {
+		return 0, err
 	}
 	return f.e.Token(ctx)
 }

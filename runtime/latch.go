@@ -122,11 +122,8 @@ func (l *Latch) CountDown(ctx context.Context) error {
 
 // Count is the latch's count: 0 when it is released or not armed.
 func (l *Latch) Count(ctx context.Context) (int64, error) {
-	if !l.made() {
-		return 0, notMade("inspect")
-	}
-	if err := usable(ctx, l.e.Key()); err != nil {
-		return 0, l.fail("inspect", err)
+	if err := guard(l, ctx, "inspect"); err != nil {
+		return 0, err
 	}
 	return l.e.Count(ctx)
 }

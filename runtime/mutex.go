@@ -205,11 +205,8 @@ func do(ctx context.Context, l locker, opts LockOptions, fn func(ctx context.Con
 // IsLocked reports whether anyone holds the lock (for a read-write lock:
 // either side).
 func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
-	if !m.made() {
-		return false, notMade("inspect")
-	}
-	if err := usable(ctx, m.e.Key()); err != nil {
-		return false, m.fail("inspect", err)
+	if err := guard(m, ctx, "inspect"); err != nil {
+		return false, err
 	}
 	return m.e.IsLocked(ctx)
 }
@@ -217,11 +214,8 @@ func (m *Mutex) IsLocked(ctx context.Context) (bool, error) {
 // HoldCount is the number of holds the owner carried by ctx has on the lock
 // (0 when ctx carries no owner or it does not hold the lock).
 func (m *Mutex) HoldCount(ctx context.Context) (int, error) {
-	if !m.made() {
-		return 0, notMade("inspect")
-	}
-	if err := usable(ctx, m.e.Key()); err != nil {
-		return 0, m.fail("inspect", err)
+	if err := guard(m, ctx, "inspect"); err != nil {
+		return 0, err
 	}
 	return m.e.HoldCount(ctx)
 }
@@ -232,11 +226,8 @@ const NoExpiry time.Duration = -1
 // RemainTTL is the time until the lock's lease runs out: 0 when the lock is
 // free, NoExpiry when the key has no expiry.
 func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
-	if !m.made() {
-		return 0, notMade("inspect")
-	}
-	if err := usable(ctx, m.e.Key()); err != nil {
-		return 0, m.fail("inspect", err)
+	if err := guard(m, ctx, "inspect"); err != nil {
+		return 0, err
 	}
 	return m.e.RemainTTL(ctx)
 }
@@ -246,11 +237,8 @@ func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
 // end as lost. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (the lock may be gone; local holds end then too).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
-	if !m.made() {
-		return false, notMade("force-unlock")
-	}
-	if err := usable(ctx, m.e.Key()); err != nil {
-		return false, m.fail("force-unlock", err)
+	if err := guard(m, ctx, "force-unlock"); err != nil {
+		return false, err
 	}
 	return m.e.ForceUnlock(ctx)
 }

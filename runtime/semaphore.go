@@ -190,11 +190,8 @@ func (p permitLocker) Unlock(ctx context.Context) error { return p.s.Release(ctx
 // Available is the number of free permits, after the expired ones were
 // reclaimed (0 when the semaphore was never set).
 func (s *Semaphore) Available(ctx context.Context) (int, error) {
-	if !s.made() {
-		return 0, notMade("inspect")
-	}
-	if err := usable(ctx, s.e.Key()); err != nil {
-		return 0, s.fail("inspect", err)
+	if err := guard(s, ctx, "inspect"); err != nil {
+		return 0, err
 	}
 	return s.e.Available(ctx)
 }
@@ -203,11 +200,8 @@ func (s *Semaphore) Available(ctx context.Context) (int, error) {
 // The drained permits belong to no one: AddPermits gives them back. It is
 // sent once: when its reply is lost the error wraps ErrOutcomeUnknown.
 func (s *Semaphore) Drain(ctx context.Context) (int, error) {
-	if !s.made() {
-		return 0, notMade("drain")
-	}
-	if err := usable(ctx, s.e.Key()); err != nil {
-		return 0, s.fail("drain", err)
+	if err := guard(s, ctx, "drain"); err != nil {
+		return 0, err
 	}
 	return s.e.Drain(ctx)
 }
@@ -217,11 +211,8 @@ func (s *Semaphore) Drain(ctx context.Context) (int, error) {
 // did. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (Available tells whether it ran).
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	if !s.made() {
-		return false, notMade("set-permits")
-	}
-	if err := usable(ctx, s.e.Key()); err != nil {
-		return false, s.fail("set-permits", err)
+	if err := guard(s, ctx, "set-permits"); err != nil {
+		return false, err
 	}
 	return s.e.TrySetPermits(ctx, n)
 }
@@ -230,11 +221,8 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // the permits held now (Redisson setPermits). Waiters are woken for the
 // permits that came free.
 func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
-	if !s.made() {
-		return notMade("set-permits")
-	}
-	if err := usable(ctx, s.e.Key()); err != nil {
-		return s.fail("set-permits", err)
+	if err := guard(s, ctx, "set-permits"); err != nil {
+		return err
 	}
 	return s.e.SetPermits(ctx, n)
 }
@@ -244,11 +232,8 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // its reply is lost it returns an error wrapping ErrOutcomeUnknown (the
 // permits may or may not have been added).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
-	if !s.made() {
-		return notMade("set-permits")
-	}
-	if err := usable(ctx, s.e.Key()); err != nil {
-		return s.fail("set-permits", err)
+	if err := guard(s, ctx, "set-permits"); err != nil {
+		return err
 	}
 	return s.e.AddPermits(ctx, n)
 }

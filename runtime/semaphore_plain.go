@@ -46,11 +46,8 @@ func (p *PlainSemaphore) fail(op string, err error) error {
 // AddPermits and Release, it is sent once: when its reply is lost the
 // error wraps ErrOutcomeUnknown.
 func (p *PlainSemaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	if !p.made() {
-		return false, notMade("set-permits")
-	}
-	if err := usable(ctx, p.e.Key()); err != nil {
-		return false, p.fail("set-permits", err)
+	if err := guard(p, ctx, "set-permits"); err != nil {
+		return false, err
 	}
 	return p.e.TrySetPermits(ctx, n)
 }
@@ -89,11 +86,8 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 // Release gives back n permits and wakes that many waiters. It runs
 // detached from ctx's cancellation, with the Client's ReleaseTimeout.
 func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
-	if !p.made() {
-		return notMade("release")
-	}
-	if err := usable(ctx, p.e.Key()); err != nil {
-		return p.fail("release", err)
+	if err := guard(p, ctx, "release"); err != nil {
+		return err
 	}
 	if n < 1 {
 		return p.fail("release", fmt.Errorf("%w: %d permits (release at least 1)", ErrInvalidArgument, n))
@@ -106,22 +100,16 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 // reply is lost the error wraps ErrOutcomeUnknown (the permits may or may
 // not have been added).
 func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
-	if !p.made() {
-		return notMade("set-permits")
-	}
-	if err := usable(ctx, p.e.Key()); err != nil {
-		return p.fail("set-permits", err)
+	if err := guard(p, ctx, "set-permits"); err != nil {
+		return err
 	}
 	return p.e.AddPermits(ctx, n)
 }
 
 // Available is the free count (0 when absent).
 func (p *PlainSemaphore) Available(ctx context.Context) (int, error) {
-	if !p.made() {
-		return 0, notMade("inspect")
-	}
-	if err := usable(ctx, p.e.Key()); err != nil {
-		return 0, p.fail("inspect", err)
+	if err := guard(p, ctx, "inspect"); err != nil {
+		return 0, err
 	}
 	return p.e.Available(ctx)
 }
