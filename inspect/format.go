@@ -89,6 +89,8 @@ func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
 	switch {
 	case st.Token != nil:
 		row("token", formatInt(*st.Token)+" (the last handed out)")
+	case st.TokenUnreadable != "":
+		row("token", "unreadable: "+st.TokenUnreadable)
 	case st.Fenced:
 		row("token", "none handed out yet")
 	}

@@ -505,3 +505,36 @@ func TestJSONWritesNoExpiryAsPTTLDoes(t *testing.T) {
 		t.Fatalf("durations as JSON: %s, want [-1,0,1500] (no expiry, absent, 1.5s)", got)
 	}
 }
+
+func TestInspectReportsAnUnreadableFencingTokenAndKeepsTheSummary(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	ctx := context.Background()
+	rdb.HSet(ctx, "ledger:1", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1", 1)
+	rdb.Set(ctx, "redisson_lock_token:{ledger:1}", "not-a-number", 0)
+	rdb.HSet(ctx, "order:1", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1", 1)
+
+	list, err := in.Summary(ctx)
+	if err != nil {
+		t.Fatalf("summary: %v, want every lock summarised", err)
+	}
+	live := map[string]int{}
+	for _, s := range list {
+		live[s.Lock] = s.Live
+	}
+	if live["LedgerLock"] != 1 || live["OrderLock"] != 1 {
+		t.Errorf("live instances %v, want LedgerLock 1 and OrderLock 1", live)
+	}
+	st, err := in.Instance(ctx, "LedgerLock", map[string]string{"accountID": "1"})
+	if err != nil {
+		t.Fatalf("LedgerLock accountID=1: %v, want its state", err)
+	}
+	const want = "redisson_lock_token:{ledger:1} does not hold a decimal token: is the spec the one the application uses?"
+	if st.Token != nil || st.TokenUnreadable != want {
+		t.Errorf("token %v, unreadable %q; want none and %q", st.Token, st.TokenUnreadable, want)
+	}
+	if got := normalise(table(t, st)); !strings.Contains(got, "token  unreadable: "+want) {
+		t.Errorf("table does not say the token is unreadable:\n%s", got)
+	}
+}

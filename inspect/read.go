@@ -111,14 +111,25 @@ func (r *reader) reentrant(ctx context.Context, rdb redis.UniversalClient, in *I
 	return nil
 }
 
-// fenced reads the last fencing token of a fenced lock.
+// fenced reads the last fencing token of a fenced lock. A token key that
+// holds no decimal number, or is not a string, is reported in
+// in.TokenUnreadable, not as an error: it must not hide the lock's state,
+// nor fail a summary of every lock.
 func (r *reader) fenced(ctx context.Context, in *Instance) error {
-	v, err := r.rdb.Get(ctx, fenceToken(in.Key)).Int64()
-	if errors.Is(err, redis.Nil) {
+	key := fenceToken(in.Key)
+	get := r.rdb.Get(ctx, key)
+	v, err := get.Int64()
+	switch {
+	case errors.Is(err, redis.Nil):
 		return nil
-	}
-	if err != nil {
-		return wrongType(fenceToken(in.Key), err)
+	case redis.HasErrorPrefix(err, "WRONGTYPE"):
+		in.TokenUnreadable = wrongType(key, err).Error()
+		return nil
+	case err != nil && get.Err() == nil:
+		in.TokenUnreadable = key + " does not hold a decimal token: is the spec the one the application uses?"
+		return nil
+	case err != nil:
+		return err
 	}
 	in.Token = &v
 	return nil

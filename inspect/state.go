@@ -40,9 +40,12 @@ type Instance struct {
 	Permits []Permit `json:"permits,omitempty"`
 	Count   *int64   `json:"count,omitempty"` // latch: parties still to count down
 	// Fenced: the lock hands out fencing tokens; Token is the last one
-	// handed out (absent before the first acquisition).
-	Fenced bool   `json:"fenced,omitempty"`
-	Token  *int64 `json:"token,omitempty"`
+	// handed out (absent before the first acquisition). TokenUnreadable
+	// says why Token is absent when the token key holds no decimal number
+	// (or is not a string): the rest of the instance is read all the same.
+	Fenced          bool   `json:"fenced,omitempty"`
+	Token           *int64 `json:"token,omitempty"`
+	TokenUnreadable string `json:"token_unreadable,omitempty"`
 	// Members (multi) and Nodes (red: one per RedLock node).
 	Members []Instance `json:"members,omitempty"`
 	Nodes   []Instance `json:"nodes,omitempty"`
