@@ -32,4 +32,9 @@
 // key only lockgen writes (its queues) names it: then it is a lockgen
 // Client's that has not held a lock yet (the label is written at a
 // Client's first hold) or is gone.
+//
+// Tables show a value read from Redis (a key, a param, an owner, a label)
+// Go-quoted, as strconv.Quote writes it, when it is not printable UTF-8 or
+// starts with a double quote: no escape sequence or line break of a key
+// reaches the terminal or adds a row. JSON carries values exactly.
 package inspect

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteJSON writes v (an Instance, a list of them or of Summary) as
@@ -16,6 +18,24 @@ func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// shown is a value as tables show it: as it is when it is UTF-8 whose
+// every rune is printable (strconv.IsPrint: no control character, escape
+// sequence, line break or tab) and does not start with a double quote;
+// else Go-quoted (strconv.Quote), so that a key, param or owner read from
+// Redis can neither drive the terminal nor add or shift rows, and a
+// quoted value is not taken for a plain one. JSON carries values exactly.
+func shown(s string) string {
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // human is a duration as people read it on a table: ms below a second,
@@ -66,7 +86,12 @@ func WriteInstance(w io.Writer, st Instance) error {
 }
 
 func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
-	row := func(cells ...string) { fmt.Fprintln(tw, indent+strings.Join(cells, "\t")) }
+	row := func(cells ...string) {
+		for i, c := range cells {
+			cells[i] = shown(c)
+		}
+		fmt.Fprintln(tw, indent+strings.Join(cells, "\t"))
+	}
 	row("lock", st.Lock+" ("+kindText(st.Kind, st.Fenced)+")")
 	if st.Kind == "multi" {
 		state := "not held"
@@ -175,9 +200,9 @@ func WriteInstances(w io.Writer, list []Instance, truncated bool, limit int) err
 	for _, st := range list {
 		owners := make([]string, len(st.Holders))
 		for i, h := range st.Holders {
-			owners[i] = h.Who.short()
+			owners[i] = shown(h.Who.short())
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", st.Lock, st.Key, paramText(st.Params), state(st), strings.Join(owners, ", "), len(st.Queue))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", st.Lock, shown(st.Key), paramText(st.Params), shown(state(st)), strings.Join(owners, ", "), len(st.Queue))
 	}
 	if truncated {
 		fmt.Fprintf(tw, "… more than %d: raise -limit to see them\n", limit)
@@ -212,7 +237,7 @@ func paramText(params map[string]string) string {
 	}
 	sort.Strings(names)
 	for i, n := range names {
-		names[i] = n + "=" + params[n]
+		names[i] = n + "=" + shown(params[n])
 	}
 	return strings.Join(names, " ")
 }
@@ -229,7 +254,7 @@ func WriteSummary(w io.Writer, list []Summary, limit int) error {
 		case s.Truncated:
 			live = fmt.Sprintf("%d+", limit)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Lock, kindText(s.Kind, s.Fenced), s.Pattern, live, s.Waiting)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Lock, kindText(s.Kind, s.Fenced), shown(s.Pattern), live, s.Waiting)
 	}
 	return tw.Flush()
 }

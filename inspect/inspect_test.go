@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -536,5 +537,51 @@ func TestInspectReportsAnUnreadableFencingTokenAndKeepsTheSummary(t *testing.T) 
 	}
 	if got := normalise(table(t, st)); !strings.Contains(got, "token  unreadable: "+want) {
 		t.Errorf("table does not say the token is unreadable:\n%s", got)
+	}
+}
+
+func TestInspectTablesQuoteValuesThatAreNotPrintable(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	ctx := context.Background()
+	const sku = "\x1b[31mRED\x1b[0m\nfake line"
+	const owner = "evil\x1b[2J:1"
+	rdb.HSet(ctx, "inventory:"+sku, owner, 1)
+
+	list, _, err := in.Instances(ctx, "InventoryLock")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("InventoryLock instances %+v, %v; want 1", list, err)
+	}
+	var b bytes.Buffer
+	if err := inspect.WriteInstances(&b, list, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	want := `LOCK  KEY  PARAMS  STATE  OWNERS  WAITING
+InventoryLock  "inventory:\x1b[31mRED\x1b[0m\nfake line"  sku="\x1b[31mRED\x1b[0m\nfake line"  held, ttl never  redisson  0
+`
+	// (only alignment is collapsed: normalise would take "0m" for a duration)
+	if got := wsRE.ReplaceAllString(b.String(), "  "); got != want {
+		t.Errorf("instances table:\n%s\nwant:\n%s", got, want)
+	}
+	want = `lock  InventoryLock (fair)
+key  "inventory:\x1b[31mRED\x1b[0m\nfake line"
+state  held, ttl never
+holder  "evil\x1b[2J:1"  ×1  redisson (no lockgen label)
+`
+	if got := wsRE.ReplaceAllString(table(t, list[0]), "  "); got != want {
+		t.Errorf("instance table:\n%s\nwant:\n%s", got, want)
+	}
+	// JSON escapes anyway: it carries the values exactly.
+	b.Reset()
+	if err := inspect.WriteJSON(&b, list[0]); err != nil {
+		t.Fatal(err)
+	}
+	var back inspect.Instance
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Key != "inventory:"+sku || back.Params["sku"] != sku || back.Holders[0].Owner != owner {
+		t.Errorf("JSON key %q, sku %q, owner %q; want them exact", back.Key, back.Params["sku"], back.Holders[0].Owner)
 	}
 }
