@@ -13,8 +13,12 @@
 // over a glob derived from its key pattern (literal text escaped, a
 // placeholder matched by *), on every master of a cluster or only on the
 // one that serves a pattern whose hash tag is literal, and the keys found
-// are then matched exactly against the pattern, so a key of another lock
-// that the glob happens to match is not reported.
+// are then matched exactly against the pattern, and each value parsed
+// with its param's type, so a key of another lock that the glob happens to
+// match, or one no generated helper could have made (an integer out of its
+// type's range or not as strconv writes it, a stray % in a string), is not
+// reported; a string param is reported unescaped, as the application
+// passed it.
 //
 // Waiters are shown where Redis records them: a reentrant lock's grant
 // queue (lockgen_lock_queue, with when each waiter first waited), a fair
@@ -36,5 +40,9 @@
 // Tables show a value read from Redis (a key, a param, an owner, a label)
 // Go-quoted, as strconv.Quote writes it, when it is not printable UTF-8 or
 // starts with a double quote: no escape sequence or line break of a key
-// reaches the terminal or adds a row. JSON carries values exactly.
+// reaches the terminal or adds a row. JSON carries values exactly, but
+// for a key (and its channel) or param value that is not UTF-8 or starts
+// with a double quote: JSON cannot carry such bytes, so it is Go-quoted
+// there too, and Inspector.Instance unquotes a param value that starts
+// with a double quote, so that JSON output reads back.
 package inspect

@@ -20,22 +20,54 @@ func WriteJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// shown is a value as tables show it: as it is when it is UTF-8 whose
-// every rune is printable (strconv.IsPrint: no control character, escape
-// sequence, line break or tab) and does not start with a double quote;
-// else Go-quoted (strconv.Quote), so that a key, param or owner read from
-// Redis can neither drive the terminal nor add or shift rows, and a
-// quoted value is not taken for a plain one. JSON carries values exactly.
+// shown is a value as tables show it: as quoted has it, and Go-quoted
+// too when a rune is not printable (strconv.IsPrint: a control character,
+// an escape sequence, a line break or tab), so that a key, param or owner
+// read from Redis can neither drive the terminal nor add or shift rows.
 func shown(s string) string {
-	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
-		return strconv.Quote(s)
-	}
 	for _, r := range s {
 		if !strconv.IsPrint(r) {
 			return strconv.Quote(s)
 		}
 	}
+	return quoted(s)
+}
+
+// quoted is a key or param value as JSON carries it: as it is when it is
+// UTF-8 and does not start with a double quote, else Go-quoted
+// (strconv.Quote), as JSON cannot carry bytes that are not UTF-8 (it
+// would write U+FFFD), and so that a quoted value is not taken for a
+// plain one. A param value given to Inspector.Instance is unquoted alike.
+func quoted(s string) string {
+	if !utf8.ValidString(s) || strings.HasPrefix(s, `"`) {
+		return strconv.Quote(s)
+	}
 	return s
+}
+
+// unquoted is quoted's inverse: false for a value that starts with a
+// double quote but is not Go-quoted.
+func unquoted(s string) (string, bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return s, true
+	}
+	v, err := strconv.Unquote(s)
+	return v, err == nil
+}
+
+// MarshalJSON writes st with its key, its channel (named after the key)
+// and its param values as quoted has them.
+func (st Instance) MarshalJSON() ([]byte, error) {
+	type plain Instance // Instance without this method
+	p := plain(st)
+	p.Key, p.Channel = quoted(st.Key), quoted(st.Channel)
+	if st.Params != nil {
+		p.Params = make(map[string]string, len(st.Params))
+		for n, v := range st.Params {
+			p.Params[n] = quoted(v)
+		}
+	}
+	return json.Marshal(p)
 }
 
 // human is a duration as people read it on a table: ms below a second,

@@ -70,7 +70,10 @@ func (in *Inspector) HasParams(name string) bool {
 	return l != nil && len(paramsOf(l)) > 0
 }
 
-// Instance reads the lock name at the key its params render.
+// Instance reads the lock name at the key its params render. A param
+// value that starts with a double quote is Go-quoted, as JSON output
+// carries a value that is not UTF-8 (see Instance.MarshalJSON): it is
+// unquoted first.
 func (in *Inspector) Instance(ctx context.Context, name string, params map[string]string) (Instance, error) {
 	l, err := in.lock(name)
 	if err != nil {
@@ -79,6 +82,15 @@ func (in *Inspector) Instance(ctx context.Context, name string, params map[strin
 	if err := in.checkParams(l, params); err != nil {
 		return Instance{}, err
 	}
+	raw := make(map[string]string, len(params))
+	for p, v := range params {
+		u, ok := unquoted(v)
+		if !ok {
+			return Instance{}, usagef("%s=%q: not a Go-quoted string (a value that starts with \" is unquoted as Go does)", p, v)
+		}
+		raw[p] = u
+	}
+	params = raw
 	r, err := newReader(ctx, in.Redis)
 	if err != nil {
 		return Instance{}, err

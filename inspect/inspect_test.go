@@ -489,6 +489,9 @@ func TestInspectRefusesWhatItCannotAnswer(t *testing.T) {
 		{"OrderLock", map[string]string{"orderId": "1"}, "did you mean orderID"},
 		{"OrderLock", map[string]string{"orderID": "x"}, "not an integer"},
 		{"TenantReportLock", map[string]string{"tenant": "a"}, "needs month="},
+		{"TenantReportLock", map[string]string{"tenant": "a", "month": "300"}, `month="300": out of uint8's range (write 0 to 255)`},
+		{"OrderLock", map[string]string{"orderID": "99999999999999999999"}, `orderID="99999999999999999999": out of int64's range (write -9223372036854775808 to 9223372036854775807)`},
+		{"InventoryLock", map[string]string{"sku": `"\xff`}, `sku="\"\\xff": not a Go-quoted string`},
 	} {
 		_, err := in.Instance(ctx, tc.lock, tc.params)
 		if !inspect.IsUsage(err) || !strings.Contains(err.Error(), tc.want) {
@@ -583,5 +586,68 @@ holder  "evil\x1b[2J:1"  ×1  redisson (no lockgen label)
 	}
 	if back.Key != "inventory:"+sku || back.Params["sku"] != sku || back.Holders[0].Owner != owner {
 		t.Errorf("JSON key %q, sku %q, owner %q; want them exact", back.Key, back.Params["sku"], back.Holders[0].Owner)
+	}
+}
+
+func TestInspectListsOnlyKeysAGeneratedHelperCouldHaveMade(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	ctx := context.Background()
+	const owner = "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1"
+	for _, key := range []string{
+		"order:12", "order:99999999999999999999", "order:007", "order:-0", // int64
+		"report:{x}:12", "report:{x}:300", // uint8
+		"inventory:a%25b%7B", "inventory:a%b", "inventory:a%7b", // escaped strings
+		"inventory:\xff\xfe", "inventory:\"q", // not UTF-8, a leading quote
+	} {
+		rdb.HSet(ctx, key, owner, 1)
+	}
+	for _, tc := range []struct {
+		lock   string
+		params []map[string]string
+	}{
+		{"OrderLock", []map[string]string{{"orderID": "12"}}},
+		{"TenantReportLock", []map[string]string{{"tenant": "x", "month": "12"}}},
+		{"InventoryLock", []map[string]string{{"sku": "\"q"}, {"sku": "a%b{"}, {"sku": "\xff\xfe"}}},
+	} {
+		list, _, err := in.Instances(ctx, tc.lock)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.lock, err)
+		}
+		var got []map[string]string
+		for _, st := range list {
+			got = append(got, st.Params)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.params) {
+			t.Errorf("%s instances with params %q, want only %q", tc.lock, got, tc.params)
+		}
+		// Each listed instance is one the lock's own view reads, from
+		// its params as the JSON carries them.
+		var b bytes.Buffer
+		if err := inspect.WriteJSON(&b, list); err != nil {
+			t.Fatal(err)
+		}
+		var back []struct {
+			Key    string            `json:"key"`
+			Params map[string]string `json:"params"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+			t.Fatal(err)
+		}
+		for i, j := range back {
+			st, err := in.Instance(ctx, tc.lock, j.Params)
+			if err != nil || st.Key != list[i].Key || !st.Held {
+				t.Errorf("%s %q from JSON: key %q held %v, %v; want %q held", tc.lock, j.Params, st.Key, st.Held, err, list[i].Key)
+			}
+		}
+	}
+	var b bytes.Buffer
+	st, _ := in.Instance(ctx, "InventoryLock", map[string]string{"sku": "\xff\xfe"})
+	if err := inspect.WriteJSON(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"key": "\"inventory:\\xff\\xfe\""`; !strings.Contains(b.String(), want) {
+		t.Errorf("JSON of a key that is not UTF-8:\n%s\nwant it Go-quoted: %s", b.String(), want)
 	}
 }

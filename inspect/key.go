@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -40,24 +41,32 @@ func renderKey(l *lockgen.Lock, params map[string]string) (string, error) {
 	return b.String(), nil
 }
 
-// renderValue is a value as key text: integers and bools are checked and
-// written in canonical form (as strconv does), anything else is escaped as
-// a string (a user type's String or MarshalText text, as given).
+// renderValue is a value as key text: integers and bools are checked
+// against their type (its range too) and written in canonical form (as
+// strconv, and so the generated code, writes them), anything else is
+// escaped as a string (a user type's String or MarshalText text, as given).
 func renderValue(t lockgen.ParamType, v string) (string, error) {
-	switch t.Basic {
-	case "int", "int8", "int16", "int32", "int64", "rune":
-		n, err := strconv.ParseInt(v, 10, 64)
+	if bits, ok := intBits[t.Basic]; ok {
+		n, err := strconv.ParseInt(v, 10, bits)
+		if errors.Is(err, strconv.ErrRange) {
+			return "", fmt.Errorf("out of %s's range (write %d to %d)", t.Basic, int64(-1)<<(bits-1), int64(1)<<(bits-1)-1)
+		}
 		if err != nil {
 			return "", fmt.Errorf("not an integer (write a decimal number)")
 		}
 		return strconv.FormatInt(n, 10), nil
-	case "uint", "uint8", "uint16", "uint32", "uint64", "byte":
-		n, err := strconv.ParseUint(v, 10, 64)
+	}
+	if bits, ok := uintBits[t.Basic]; ok {
+		n, err := strconv.ParseUint(v, 10, bits)
+		if errors.Is(err, strconv.ErrRange) {
+			return "", fmt.Errorf("out of %s's range (write 0 to %d)", t.Basic, uint64(1)<<(bits-1)<<1-1)
+		}
 		if err != nil {
 			return "", fmt.Errorf("not an unsigned integer (write a decimal number)")
 		}
 		return strconv.FormatUint(n, 10), nil
-	case "bool":
+	}
+	if t.Basic == "bool" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return "", fmt.Errorf("not a bool (write true or false)")
@@ -67,13 +76,45 @@ func renderValue(t lockgen.ParamType, v string) (string, error) {
 	return keyEscaper.Replace(v), nil
 }
 
+// The sizes of the integer types (int and uint: 64 bits, as on every
+// platform the runtime supports).
+var (
+	intBits  = map[string]int{"int": 64, "int8": 8, "int16": 16, "int32": 32, "rune": 32, "int64": 64}
+	uintBits = map[string]int{"uint": 64, "uint8": 8, "byte": 8, "uint16": 16, "uint32": 32, "uint64": 64}
+)
+
+// keyUnescaper undoes keyEscaper.
+var keyUnescaper = strings.NewReplacer("%25", "%", "%7B", "{", "%7D", "}")
+
+// parseValue is the value a key's text was rendered from (renderValue's
+// inverse); false when no value of type t renders to text, so that no
+// generated helper could have made the key: an integer out of its type's
+// range or not in canonical form (007, -0), a stray % in a string.
+func parseValue(t lockgen.ParamType, text string) (string, bool) {
+	v := text
+	if !numberOrBool(t) {
+		v = keyUnescaper.Replace(text)
+	}
+	r, err := renderValue(t, v)
+	return v, err == nil && r == text
+}
+
+// numberOrBool reports whether t renders as a number or a bool, not as an
+// escaped string.
+func numberOrBool(t lockgen.ParamType) bool {
+	_, i := intBits[t.Basic]
+	_, u := uintBits[t.Basic]
+	return i || u || t.Basic == "bool"
+}
+
 // matcher finds the live instances of one lock's key pattern: glob is the
 // SCAN MATCH pattern, re checks a key exactly and captures its params.
 type matcher struct {
 	glob   string
 	re     *regexp.Regexp
 	params []string // the names of re's groups, in order
-	tag    string   // the literal hash tag text, when the whole tag is literal
+	types  map[string]lockgen.ParamType
+	tag    string // the literal hash tag text, when the whole tag is literal
 }
 
 // globEscaper escapes the characters SCAN's MATCH treats specially.
@@ -84,7 +125,7 @@ func newMatcher(l *lockgen.Lock) *matcher {
 	for _, p := range l.Params {
 		types[p.Name] = p.Type
 	}
-	m := &matcher{}
+	m := &matcher{types: types}
 	var glob, re strings.Builder
 	re.WriteString("^")
 	seen := map[string]bool{}
@@ -129,7 +170,9 @@ func valueClass(t lockgen.ParamType) string {
 	return `[^{}]*`
 }
 
-// match reports whether key is an instance of the pattern, with its params.
+// match reports whether key is an instance of the pattern that a
+// generated helper could have made, with its params' values (as the
+// application passed them: parseValue).
 func (m *matcher) match(key string) (map[string]string, bool) {
 	sub := m.re.FindStringSubmatch(key)
 	if sub == nil {
@@ -137,10 +180,14 @@ func (m *matcher) match(key string) (map[string]string, bool) {
 	}
 	params := map[string]string{}
 	for i, name := range m.params {
-		if v, ok := params[name]; ok && v != sub[i+1] {
+		v, ok := parseValue(m.types[name], sub[i+1])
+		if !ok {
 			return nil, false
 		}
-		params[name] = sub[i+1]
+		if seen, ok := params[name]; ok && seen != v {
+			return nil, false
+		}
+		params[name] = v
 	}
 	return params, true
 }
