@@ -2,6 +2,7 @@ package lockgen
 
 import (
 	"go/token"
+	"go/types"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -72,8 +73,22 @@ func camel(s string) string {
 }
 
 // reservedParams are names a param must not take: the generated functions
-// use them for their own parameters, receiver and imported packages.
+// use them for their own parameters, receiver, locals and imported
+// packages.
 var reservedParams = []string{"ctx", "fn", "l", "m", "err", "key", "keyPart", "keyEscaper", "context", "errors", "runtime", "strconv", "strings", "time"}
+
+// predeclared lists the names a param must not take besides reservedParams:
+// the blank identifier, which generated code cannot pass on, and Go's
+// predeclared identifiers (types.Universe), which generated code uses as
+// conversions (uint64(id)) and values (nil, false), so a param of that
+// name would shadow them.
+func predeclared() []string {
+	return append([]string{"_"}, types.Universe.Names()...)
+}
+
+func isPredeclared(s string) bool {
+	return types.Universe.Lookup(s) != nil
+}
 
 func isReservedParam(s string) bool {
 	for _, r := range reservedParams {

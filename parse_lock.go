@@ -291,6 +291,12 @@ func (p *parser) params(l *Lock, n *yaml.Node, path string) {
 		case !isIdent(f.name):
 			p.add(pos(f.key), fp, "param name %q is not a Go identifier (write it as %s)", f.name, lowerFirst(camel(f.name)))
 			continue
+		case f.name == "_":
+			p.add(pos(f.key), fp, "param name \"_\" is the blank identifier, which the generated code cannot pass on (rename it, e.g. id, in params and key)")
+			continue
+		case isPredeclared(f.name):
+			p.add(pos(f.key), fp, "param name %q is predeclared in Go, and the generated code uses it unshadowed (rename it, e.g. %sValue, in params and key)", f.name, f.name)
+			continue
 		case isReservedParam(f.name):
 			p.add(pos(f.key), fp, "param name %q is used by the generated code (rename it, e.g. %sID)", f.name, f.name)
 			continue

@@ -156,7 +156,7 @@ func buildSchema() (*schema, []prop) {
 		minLength: intp(1),
 		want:      `a pattern such as "order:${orderID}"`,
 	}
-	reservedAndKeywords := append(strs(reservedParams...), goKeywords()...)
+	reservedAndKeywords := append(append(strs(reservedParams...), goKeywords()...), strs(predeclared()...)...)
 	lock := &schema{
 		desc: "One lock. Its name is an exported Go identifier and names the generated methods <Name> (the handle) and With<Name> (With<Name>Read and With<Name>Write for readwrite; " +
 			"Arm<Name>, Await<Name> and CountDown<Name> for a latch).",
@@ -181,13 +181,13 @@ func buildSchema() (*schema, []prop) {
 				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune " +
 					"(floats are refused: 1 and 1.0 would be two keys). User types: import/path.Type, resolved with go/packages from the spec's directory, with a string, integer or bool " +
 					"underlying type, or a String() string or MarshalText() ([]byte, error) method. " +
-					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + ") and Go keywords are refused.",
+					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + "), Go keywords, Go's predeclared identifiers (bool, int64, string, nil, false, len, ...) and _ are refused.",
 				types: []string{"object", "null"},
 				want:  "a mapping of name: Go type, such as {orderID: int64}",
 				propertyNames: &schema{
 					pattern: identPattern,
 					not:     &schema{enum: reservedAndKeywords},
-					want:    "a Go identifier such as orderID, not a keyword nor a name the generated code uses",
+					want:    "a Go identifier such as orderID, not a keyword, a predeclared identifier, _ nor a name the generated code uses",
 				},
 				additional: &schema{types: str, pattern: paramTypePattern(), want: "a Go basic type such as int64 or string, or import/path.Type"},
 			}},

@@ -34,7 +34,8 @@ func Fenced(l *Lock) jen.Code {
 // handleHelper emits name(ctx, params, extra...) results, whose body is
 // body applied to the lock's handle. When the handle can fail to build,
 // the helper builds it first and returns fail (its results with the
-// error err) if that fails.
+// error err) if that fails; its local for the handle is h, or h_ (h__ ...)
+// when a param takes that name.
 func handleHelper(l *Lock, name string, doc []string, extra, results []jen.Code, build buildFunc, body func(handle *jen.Statement) jen.Code, fail jen.Code) jen.Code {
 	params := append(append([]jen.Code{jen.Id("ctx").Qual("context", "Context")}, paramList(l)...), extra...)
 	sig := jen.Func().Params(jen.Id("l").Op("*").Id("Locks")).Id(name).Params(params...)
@@ -45,10 +46,18 @@ func handleHelper(l *Lock, name string, doc []string, extra, results []jen.Code,
 	}
 	code := jen.Add(comment(doc...), jen.Line())
 	if l.fallible() {
+		taken := map[string]bool{}
+		for _, p := range l.Params {
+			taken[p.Name] = true
+		}
+		h := "h"
+		for taken[h] {
+			h += "_"
+		}
 		return code.Add(sig.Block(
-			jen.List(jen.Id("h"), jen.Err()).Op(":=").Id("l").Dot(l.Name).Call(argList(l)...),
+			jen.List(jen.Id(h), jen.Err()).Op(":=").Id("l").Dot(l.Name).Call(argList(l)...),
 			jen.If(jen.Err().Op("!=").Nil()).Block(fail),
-			body(jen.Id("h")),
+			body(jen.Id(h)),
 		))
 	}
 	return code.Add(sig.Block(body(build())))

@@ -5,13 +5,16 @@
 //
 // New(client) gives a *Locks. Each lock has a handle constructor named after
 // it and a With<Name> helper that runs a function while holding it
-// (With<Name>Read and With<Name>Write for a readwrite lock):
+// (With<Name>Read and With<Name>Write for a readwrite lock; Arm<Name>,
+// Await<Name> and CountDown<Name> for a latch):
 //
 //	lock        kind       key                             lease     wait  more
 //	OrderLock   reentrant  order:${orderID}                watchdog  5s
 //	StockLock   reentrant  stock:${sku}:${status}:${flag}  watchdog  5s
 //	RegionLock  reentrant  region:${region}                watchdog  5s
 //	PointLock   reentrant  point:${point}:${orderID}       watchdog  5s
+//	PointFence  reentrant  point-fence:${h}                watchdog  5s    fenced
+//	PointGate   latch      point-gate:${h}                 -         5s    count 2
 //
 // A lease of watchdog is renewed while held; a duration is fixed, never
 // renewed. The wait is how long With<Name> waits: 0 tries once, forever
@@ -218,6 +221,151 @@ func pointLockKey(point domain.Point, orderID domain.OrderID) (string, error) {
 		return "", err
 	}
 	return "point:" + keyPart(string(pointText)) + ":" + strconv.FormatInt(int64(orderID), 10), nil
+}
+
+// PointFence returns the handle of the fenced reentrant lock PointFence for h,
+// for LockFenced and TryLockFenced (which return the fencing token), Unlock,
+// Token, and IsLocked, HoldCount, RemainTTL and ForceUnlock.
+//
+// A param named h, the helpers' local for a handle that can fail to build.
+//
+//	kind:     reentrant
+//	key:      point-fence:${h}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 5s
+//	fenced:   yes: each acquisition gets a token from redisson_lock_token:{<key>}
+func (l *Locks) PointFence(h domain.Point) (*runtime.FencedLock, error) {
+	key, err := pointFenceKey(h)
+	if err != nil {
+		return nil, &runtime.LockError{
+			Err:  errors.Join(runtime.ErrInvalidKey, err),
+			Name: "PointFence",
+			Op:   "acquire",
+		}
+	}
+	return l.c.FencedLock(key, pointFenceOptions), nil
+}
+
+// WithPointFence runs fn while holding PointFence for h.
+// It waits up to 5s for the lock, and releases it when fn returns.
+//
+// fn gets the ctx of the hold, cancelled if the lock is lost (a nested call
+// with it re-enters the lock), and the acquisition's fencing token: a number
+// that grows with every acquisition by anyone. Send it with every write to the
+// storage the lock guards, and have the storage refuse a token lower than the
+// highest it has seen: that stops a holder that was paused past its lease.
+//
+// To get a value back from fn, pass the Do of the handle h that
+// l.PointFence(h) returns to runtime.Value: runtime.Value(ctx, h.Do, fn),
+// with fn returning (T, error).
+// That fn reads the fencing token with runtime.Fence(ctx).
+//
+//	kind:     reentrant
+//	key:      point-fence:${h}
+//	lease:    watchdog (renewed while held)
+//	waitTime: 5s
+//	fenced:   yes: each acquisition gets a token from redisson_lock_token:{<key>}
+func (l *Locks) WithPointFence(ctx context.Context, h domain.Point, fn func(ctx context.Context, fence int64) error) error {
+	h_, err := l.PointFence(h)
+	if err != nil {
+		return err
+	}
+	return h_.DoFenced(ctx, fn)
+}
+
+var pointFenceOptions = runtime.LockOptions{
+	Name:     "PointFence",
+	Lease:    runtime.Watchdog,
+	WaitTime: 5 * time.Second,
+}
+
+// pointFenceKey renders the key point-fence:${h}.
+func pointFenceKey(h domain.Point) (string, error) {
+	hText, err := h.MarshalText()
+	if err != nil {
+		return "", err
+	}
+	return "point-fence:" + keyPart(string(hText)), nil
+}
+
+// PointGate returns the handle of the count-down latch PointGate for h,
+// for TrySetCount, CountDown, Count, Await, TryAwait and Delete.
+//
+//	kind:     latch
+//	key:      point-gate:${h}
+//	waitTime: 5s
+//	count:    2 (what ArmPointGate sets)
+func (l *Locks) PointGate(h domain.Point) (*runtime.Latch, error) {
+	key, err := pointGateKey(h)
+	if err != nil {
+		return nil, &runtime.LockError{
+			Err:  errors.Join(runtime.ErrInvalidKey, err),
+			Name: "PointGate",
+			Op:   "acquire",
+		}
+	}
+	return l.c.Latch(key, pointGateOptions), nil
+}
+
+// ArmPointGate arms PointGate for h with the count 2, only if it is not
+// armed; it reports whether it did. A latch that reached zero is deleted,
+// and nothing but this arms it again.
+//
+//	kind:     latch
+//	key:      point-gate:${h}
+//	waitTime: 5s
+//	count:    2 (what ArmPointGate sets)
+func (l *Locks) ArmPointGate(ctx context.Context, h domain.Point) (bool, error) {
+	h_, err := l.PointGate(h)
+	if err != nil {
+		return false, err
+	}
+	return h_.Arm(ctx)
+}
+
+// AwaitPointGate waits until PointGate for h has been counted down to
+// zero (or is not armed). It waits up to 5s (then runtime.ErrNotAcquired).
+//
+//	kind:     latch
+//	key:      point-gate:${h}
+//	waitTime: 5s
+//	count:    2 (what ArmPointGate sets)
+func (l *Locks) AwaitPointGate(ctx context.Context, h domain.Point) error {
+	h_, err := l.PointGate(h)
+	if err != nil {
+		return err
+	}
+	return h_.TryAwait(ctx, pointGateOptions.WaitTime)
+}
+
+// CountDownPointGate counts PointGate for h down by one; the call that
+// reaches zero releases every waiter. It never arms the latch.
+//
+//	kind:     latch
+//	key:      point-gate:${h}
+//	waitTime: 5s
+//	count:    2 (what ArmPointGate sets)
+func (l *Locks) CountDownPointGate(ctx context.Context, h domain.Point) error {
+	h_, err := l.PointGate(h)
+	if err != nil {
+		return err
+	}
+	return h_.CountDown(ctx)
+}
+
+var pointGateOptions = runtime.LatchOptions{
+	Name:     "PointGate",
+	Count:    2,
+	WaitTime: 5 * time.Second,
+}
+
+// pointGateKey renders the key point-gate:${h}.
+func pointGateKey(h domain.Point) (string, error) {
+	hText, err := h.MarshalText()
+	if err != nil {
+		return "", err
+	}
+	return "point-gate:" + keyPart(string(hText)), nil
 }
 
 // keyPart escapes % { and } in a key param as %25 %7B and %7D: a brace in a
