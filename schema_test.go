@@ -25,6 +25,7 @@ var parserOnly = map[string]string{
 	"bad_duplicate_lock_name":               "duplicate YAML keys (JSON has none)",
 	"bad_empty_placeholder":                 "placeholders inside a key pattern",
 	"bad_generated_name_collision":          "generated names of two locks",
+	"bad_latch_method_collision":            "generated names of two locks",
 	"bad_lease_below_minimum":               "a duration's value (10ms minimum)",
 	"bad_member_cycle":                      "other locks' members",
 	"bad_member_param_type_conflict":        "other locks' params",

@@ -353,10 +353,14 @@ func validateNames(s *Spec, e *errs) {
 	}
 }
 
-// methodNames lists the methods generated on *Locks for l.
+// methodNames lists the methods generated on *Locks for l: the handle
+// <Name>, and the helpers of its kind (package templates emits them).
 func methodNames(l *Lock) []string {
-	if l.Kind == ReadWrite {
+	switch l.Kind {
+	case ReadWrite:
 		return []string{l.Name, "With" + l.Name + "Read", "With" + l.Name + "Write"}
+	case Latch:
+		return []string{l.Name, "Arm" + l.Name, "Await" + l.Name, "CountDown" + l.Name}
 	}
 	return []string{l.Name, "With" + l.Name}
 }
