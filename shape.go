@@ -174,7 +174,8 @@ func buildSchema() (*schema, []prop) {
 			}},
 			{"key", &schema{
 				desc: "The Redis key pattern, e.g. order:${orderID}. Every ${param} is declared under params and every param is used; two placeholders may not touch (${a}${b} could collide). " +
-					"Literal {...} is a Redis hash tag: balanced, not nested. String values are escaped (% { } as %25 %7B %7D), so no value can move a key to another cluster slot.",
+					"Literal {...} is a Redis hash tag: balanced, not nested. String values are escaped (% { } as %25 %7B %7D), so no value can move a key to another cluster slot. " +
+					"No two locks may be able to render the same key: order:${id} beside order:${name} (a string renders any number) is refused, beside invoice:${id} it is not.",
 				ref: "#/$defs/pattern",
 			}},
 			{"params", &schema{

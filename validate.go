@@ -16,6 +16,7 @@ func validate(s *Spec, e *errs) {
 	}
 	validateMembers(s, e)
 	validateNames(s, e)
+	validateKeySpaces(s, e)
 }
 
 // validateKey checks placeholders against params, and the slot.
