@@ -353,7 +353,7 @@ func (p *parser) quorum(l *Lock, n *yaml.Node, path string) {
 	if v == "majority" {
 		return
 	}
-	q, err := strconv.Atoi(v)
+	q, err := wholeNumber(v)
 	switch {
 	case err != nil && suggest(v, []string{"majority"}) != "":
 		p.add(at, path, "%q is not a quorum (did you mean \"majority\"?)", v)
@@ -361,7 +361,9 @@ func (p *parser) quorum(l *Lock, n *yaml.Node, path string) {
 		p.add(at, path, "%q is not a quorum (write majority, or a number of nodes such as 3)", v)
 	case q < 1:
 		p.add(at, path, "quorum %d: at least one node must grant the lock (write majority, or a number of nodes >= 1)", q)
+	case q > maxNumber:
+		p.add(at, path, "quorum %s: must be at most %s (write majority, or a number of nodes such as 3)", v, maxNumberText)
 	default:
-		l.Quorum.N = q
+		l.Quorum.N = int(q)
 	}
 }

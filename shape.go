@@ -30,6 +30,7 @@ type schema struct {
 	pattern       string
 	minLength     *int
 	minimum       *int
+	maximum       *int
 	minItems      *int
 	uniqueItems   bool
 	items         *schema
@@ -145,9 +146,10 @@ func buildSchema() (*schema, []prop) {
 	}
 	replicas := &schema{
 		desc: "How many replicas must acknowledge each acquisition (Redis WAIT, up to the client's Options.ReplicaTimeout, 1s by default); with fewer it is undone and fails with runtime.ErrNotReplicated. " +
-			"0 waits for none. Becomes LockOptions.SyncReplicas. Needs the client to be a *redis.Client or *redis.ClusterClient.",
+			"0 waits for none; at most 2147483647 (2^31-1). Becomes LockOptions.SyncReplicas. Needs the client to be a *redis.Client or *redis.ClusterClient.",
 		types:   []string{"integer"},
 		minimum: intp(0),
+		maximum: intp(maxNumber),
 		want:    "a number of replicas such as 1",
 	}
 	pattern := &schema{
@@ -239,9 +241,9 @@ func buildSchema() (*schema, []prop) {
 				want:  "true or false",
 			}},
 			{"quorum", &schema{
-				desc: "red locks only: how many of the client's Options.RedLockNodes must grant the lock: majority (default) or a number of nodes >= 1; becomes LockOptions.Quorum (0 for majority). " +
+				desc: "red locks only: how many of the client's Options.RedLockNodes must grant the lock: majority (default) or a number of nodes, 1 to 2147483647 (2^31-1); becomes LockOptions.Quorum (0 for majority). " +
 					"A quorum larger than the number of nodes, or not a majority of them, is refused by the runtime, which is the first to know the nodes.",
-				anyOf: []*schema{{hasConst: true, constant: "majority"}, {types: []string{"integer"}, minimum: intp(1)}},
+				anyOf: []*schema{{hasConst: true, constant: "majority"}, {types: []string{"integer"}, minimum: intp(1), maximum: intp(maxNumber)}},
 				want:  "majority, or a number of nodes such as 3",
 			}},
 			{"fenced", &schema{
@@ -253,17 +255,19 @@ func buildSchema() (*schema, []prop) {
 				want:  "true or false",
 			}},
 			{"permits", &schema{
-				desc: "semaphores only (required): how many holders the semaphore admits at once, >= 1. The count a fresh semaphore starts with: an acquire that finds no count " +
+				desc: "semaphores only (required): how many holders the semaphore admits at once, 1 to 2147483647 (2^31-1, the largest int on every target). The count a fresh semaphore starts with: an acquire that finds no count " +
 					"sets it (minus the permits held), once; SetPermits and AddPermits on the handle change it later. Becomes SemaphoreOptions.Permits.",
 				types:   []string{"integer"},
 				minimum: intp(1),
+				maximum: intp(maxNumber),
 				want:    "a number of permits such as 10",
 			}},
 			{"count", &schema{
-				desc: "latches only (required): how many CountDown<Name> calls release the waiters, >= 1. Arm<Name> sets it, only when the latch is not armed; " +
+				desc: "latches only (required): how many CountDown<Name> calls release the waiters, 1 to 2147483647 (2^31-1). Arm<Name> sets it, only when the latch is not armed; " +
 					"a latch that reached zero is deleted and is never armed again but by Arm<Name>. Becomes LatchOptions.Count.",
 				types:   []string{"integer"},
 				minimum: intp(1),
+				maximum: intp(maxNumber),
 				want:    "a count such as 3",
 			}},
 			{"slot", &schema{
@@ -476,6 +480,9 @@ func writeSchema(b *bytes.Buffer, s *schema, root bool) {
 	}
 	if s.minimum != nil {
 		val("minimum", *s.minimum)
+	}
+	if s.maximum != nil {
+		val("maximum", *s.maximum)
 	}
 	if s.minItems != nil {
 		val("minItems", *s.minItems)

@@ -137,6 +137,11 @@ func check(s *schema, n *yaml.Node, path string, report reportFunc) {
 			report(at, path, "%s is below %d (write %s)", n.Value, *s.minimum, wantOf(s))
 		}
 	}
+	if s.maximum != nil && (typ == "integer" || typ == "number") {
+		if v, _ := jsonValue(n).(float64); v > float64(*s.maximum) {
+			report(at, path, "%s is above %d (write %s)", n.Value, *s.maximum, wantOf(s))
+		}
+	}
 	switch n.Kind {
 	case yaml.SequenceNode:
 		checkArray(s, n, path, report)

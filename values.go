@@ -1,6 +1,8 @@
 package lockgen
 
 import (
+	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -96,7 +98,7 @@ func (p *parser) replicas(n *yaml.Node, path string) (int, bool) {
 		return 0, false
 	}
 	at := pos(deref(n))
-	r, err := strconv.Atoi(v)
+	r, err := wholeNumber(v)
 	switch {
 	case err != nil:
 		p.add(at, path, "%q is not a number of replicas (%s)", v, fix)
@@ -104,8 +106,11 @@ func (p *parser) replicas(n *yaml.Node, path string) (int, bool) {
 	case r < 0:
 		p.add(at, path, "%d is negative (%s)", r, fix)
 		return 0, false
+	case r > maxNumber:
+		p.add(at, path, "%s is more than %s, the largest syncReplicas lockgen takes (%s)", v, maxNumberText, fix)
+		return 0, false
 	}
-	return r, true
+	return int(r), true
 }
 
 // boolean reads true or false; anything else is reported with want.
@@ -130,7 +135,7 @@ func (p *parser) positive(n *yaml.Node, path, name, fix string) (int, bool) {
 		return 0, false
 	}
 	at := pos(deref(n))
-	x, err := strconv.Atoi(v)
+	x, err := wholeNumber(v)
 	switch {
 	case err != nil:
 		p.add(at, path, "%q is not a whole number (write %s)", v, fix)
@@ -138,6 +143,27 @@ func (p *parser) positive(n *yaml.Node, path, name, fix string) (int, bool) {
 	case x < 1:
 		p.add(at, path, "%s %d: must be at least 1 (write %s)", name, x, fix)
 		return 0, false
+	case x > maxNumber:
+		p.add(at, path, "%s %s: must be at most %s (write %s)", name, v, maxNumberText, fix)
+		return 0, false
 	}
-	return x, true
+	return int(x), true
+}
+
+// maxNumber is the largest permits, count, quorum or syncReplicas a spec
+// may set: 2^31-1, the largest int on every target (the generated code
+// sets int fields with it, which a 32-bit build cannot hold past that).
+const maxNumber = math.MaxInt32
+
+const maxNumberText = "2147483647 (2^31-1)"
+
+// wholeNumber reads a decimal whole number. One past the range of int64
+// reads as the nearest bound, so that it is reported as too large (or
+// negative) rather than as not a number.
+func wholeNumber(v string) (int64, error) {
+	x, err := strconv.ParseInt(v, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return x, nil
+	}
+	return x, err
 }
