@@ -1,6 +1,9 @@
 package lockgen
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -51,7 +54,8 @@ type parser struct {
 // document parses the YAML and returns the root mapping.
 func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 	var doc yaml.Node
-	if err := safeUnmarshal(src, &doc); err != nil {
+	next, err := safeDecode(src, &doc)
+	if err != nil {
 		at := syntaxPos(err)
 		if col := tabIndent(src, at.Line); col > 0 {
 			p.add(Pos{at.Line, col}, "", "tabs are not allowed in YAML indentation; use spaces (replace the tab at the start of this line with spaces)")
@@ -59,6 +63,13 @@ func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 		}
 		p.add(at, "", "invalid YAML: %s (fix the syntax at this line)", syntaxMsg(err))
 		return nil, false
+	}
+	if next != nil {
+		if doc.Kind == 0 || len(doc.Content) == 0 || deref(doc.Content[0]).Tag == "!!null" {
+			p.add(Pos{next.Line, next.Column}, "", "a second YAML document starts here, after an empty one: a spec is one document (remove this ---)")
+			return nil, false
+		}
+		p.add(Pos{next.Line, next.Column}, "", "a second YAML document starts here, which lockgen would ignore: a spec is one document (remove this --- and what follows it, or move that into a spec of its own)")
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		p.add(Pos{1, 1}, "", "the spec is empty (start from `lockgen init`, or write version: 1, package: and locks:)")
@@ -72,15 +83,31 @@ func (p *parser) document(src []byte) (root *yaml.Node, ok bool) {
 	return root, true
 }
 
-// safeUnmarshal turns a panic in the YAML library into an error: bad
-// input must never crash the generator.
-func safeUnmarshal(src []byte, n *yaml.Node) (err error) {
+// safeDecode reads the first YAML document of src into n, and returns the
+// document node of a second one (next: its --- line), which a spec may not
+// have. It turns a panic in the YAML library into an error: bad input must
+// never crash the generator.
+func safeDecode(src []byte, n *yaml.Node) (next *yaml.Node, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &yaml.TypeError{Errors: []string{"yaml: cannot parse document"}}
+			next, err = nil, &yaml.TypeError{Errors: []string{"yaml: cannot parse document"}}
 		}
 	}()
-	return yaml.Unmarshal(src, n)
+	d := yaml.NewDecoder(bytes.NewReader(src))
+	if err := d.Decode(n); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var second yaml.Node
+	switch err := d.Decode(&second); {
+	case errors.Is(err, io.EOF):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return &second, nil
 }
 
 var lineRE = regexp.MustCompile(`line (\d+)(?::(\d+))?`)

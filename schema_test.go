@@ -55,6 +55,7 @@ var parserOnly = map[string]string{
 	"bad_yaml_tab_after_spaces":             "not YAML: no data for a schema",
 	"bad_alias_contains_itself":             "an alias inside its own value: not data for a schema",
 	"bad_empty_file":                        "an empty file is not a JSON document",
+	"bad_second_yaml_document":              "a second YAML document: JSON has one",
 }
 
 // inlineSpecs are malformed specs beside testdata/, one per shape rule the
