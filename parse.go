@@ -3,7 +3,9 @@ package lockgen
 import (
 	"bytes"
 	"errors"
+	"go/build"
 	"io"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -349,10 +351,31 @@ func (p *parser) output(s *Spec, f field) {
 		p.add(at, "output", "%q is an absolute path: output is relative to the spec's directory and stays inside its module (write e.g. %s, or gen/%s)", v, DefaultOutput, DefaultOutput)
 	case strings.Contains(v, "\\") || strings.ContainsRune(v, 0):
 		p.add(at, "output", "%q must be a relative path with / separators (it is relative to the spec's directory)", v)
+	case ignoredName(path.Base(v)) != "":
+		p.add(at, "output", "%q is a file the go tool leaves out of its package: %s (name it e.g. %s)", v, ignoredName(path.Base(v)), path.Join(path.Dir(v), DefaultOutput))
 	default:
 		s.Output = v
 		s.outputPos = at
 	}
+}
+
+// ignoredName says why the go tool leaves a .go file named name out of
+// its package, by go/build's rules, or "" when it builds it everywhere.
+func ignoredName(name string) string {
+	if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
+		return "it ignores names starting with _ or ."
+	}
+	// A _GOOS or _GOARCH suffix fails one of two targets that share
+	// neither; the file's own build tags are not read (it is generated).
+	for _, target := range [][2]string{{"linux", "amd64"}, {"windows", "arm64"}} {
+		ctxt := build.Default
+		ctxt.GOOS, ctxt.GOARCH = target[0], target[1]
+		ctxt.OpenFile = func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("package p\n")), nil }
+		if ok, err := ctxt.MatchFile(".", name); err == nil && !ok {
+			return "a _GOOS or _GOARCH suffix builds it only for that target"
+		}
+	}
+	return ""
 }
 
 // scalar returns the text of a scalar node, reporting anything else as an

@@ -82,6 +82,12 @@ func resolve(s *Spec, e *errs) (target, error) {
 		byPath[p.PkgPath] = p
 	}
 	if t.path == "" {
+		// What the go command said of the output directory says why.
+		for _, p := range pkgs {
+			if !seen[p.PkgPath] && len(p.Errors) > 0 {
+				return target{}, fmt.Errorf("cannot find the Go package of %s: %s", t.dir, firstLine(p.Errors[0].Msg))
+			}
+		}
 		return target{}, fmt.Errorf("cannot find the Go package of %s (is it inside a Go module?)", t.dir)
 	}
 	for _, l := range s.Locks {

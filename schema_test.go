@@ -56,6 +56,7 @@ var parserOnly = map[string]string{
 	"bad_alias_contains_itself":             "an alias inside its own value: not data for a schema",
 	"bad_empty_file":                        "an empty file is not a JSON document",
 	"bad_second_yaml_document":              "a second YAML document: JSON has one",
+	"bad_output_built_only_for_one_target":  "go/build's _GOOS and _GOARCH file name suffixes",
 }
 
 // inlineSpecs are malformed specs beside testdata/, one per shape rule the
