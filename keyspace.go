@@ -41,7 +41,7 @@ func validateKeySpaces(s *Spec, e *errs) {
 
 // keyLanguage compiles the keys l can render as a regexp program: its
 // literal text as is, and each placeholder as what its type renders to
-// (valueClass). ok is false when a param's type is unknown.
+// (ParamType.KeyClass). ok is false when a param's type is unknown.
 func keyLanguage(l *Lock) (*syntax.Prog, bool) {
 	types := map[string]ParamType{}
 	for _, p := range l.Params {
@@ -57,7 +57,7 @@ func keyLanguage(l *Lock) (*syntax.Prog, bool) {
 		if !ok {
 			return nil, false
 		}
-		re.WriteString("(?:" + valueClass(t) + ")")
+		re.WriteString("(?:" + t.KeyClass() + ")")
 	}
 	parsed, err := syntax.Parse(re.String(), syntax.Perl)
 	if err != nil {
@@ -70,11 +70,12 @@ func keyLanguage(l *Lock) (*syntax.Prog, bool) {
 	return prog, true
 }
 
-// valueClass is what a value of type t can render to: integers and bools
-// as strconv writes them; strings, and user types (whose rendering is known
-// only once resolved, so the widest), through keyPart, which escapes
-// braces.
-func valueClass(t ParamType) string {
+// KeyClass is a regular expression of what a value of type t can render
+// to in a key: integers and bools as strconv writes them; strings, and
+// user types (whose rendering is known only once resolved, so the widest),
+// through keyPart, which escapes braces. Package inspect matches keys with
+// it too.
+func (t ParamType) KeyClass() string {
 	switch t.Basic {
 	case "int", "int8", "int16", "int32", "int64", "rune":
 		return `-?[0-9]+`

@@ -141,12 +141,12 @@ func newMatcher(l *lockgen.Lock) *matcher {
 		if seen[s.Param] {
 			// A repeated param must have the same value: Go's regexp has
 			// no back-references, so keys are checked after the match.
-			re.WriteString("(" + valueClass(types[s.Param]) + ")")
+			re.WriteString("(" + types[s.Param].KeyClass() + ")")
 			m.params = append(m.params, s.Param)
 			continue
 		}
 		seen[s.Param] = true
-		re.WriteString("(" + valueClass(types[s.Param]) + ")")
+		re.WriteString("(" + types[s.Param].KeyClass() + ")")
 		m.params = append(m.params, s.Param)
 	}
 	re.WriteString("$")
@@ -154,20 +154,6 @@ func newMatcher(l *lockgen.Lock) *matcher {
 	m.re = regexp.MustCompile(re.String())
 	m.tag = literalTag(l.KeyPattern())
 	return m
-}
-
-// valueClass is what a rendered value of type t can look like. Escaped
-// strings never hold braces.
-func valueClass(t lockgen.ParamType) string {
-	switch t.Basic {
-	case "int", "int8", "int16", "int32", "int64", "rune":
-		return `-?[0-9]+`
-	case "uint", "uint8", "uint16", "uint32", "uint64", "byte":
-		return `[0-9]+`
-	case "bool":
-		return `true|false`
-	}
-	return `[^{}]*`
 }
 
 // match reports whether key is an instance of the pattern that a
