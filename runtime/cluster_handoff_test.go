@@ -24,6 +24,7 @@ import (
 // makes them publish, and classic pub/sub on a cluster, whose NUMSUB
 // counts one node only, keeps them off.
 func TestHandoffsAndGrantsOnCluster(t *testing.T) {
+	skipShortOutsideCI(t)
 	// A cluster of its own; it counts messages and grants, not time.
 	t.Parallel()
 	cl := redistest.StartCluster(t)

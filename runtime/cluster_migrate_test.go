@@ -17,6 +17,7 @@ import (
 // follow the slot (MOVED) and renew it on the new master, never on the
 // old one, for several leases; and its release deletes it there.
 func TestHoldsFollowAMigratedSlot(t *testing.T) {
+	skipShortOutsideCI(t)
 	// A cluster of its own; it mostly waits for renewals across leases.
 	t.Parallel()
 	cl := redistest.StartCluster(t)
@@ -58,6 +59,7 @@ func TestHoldsFollowAMigratedSlot(t *testing.T) {
 // both, where scripts on keys split between them meet TRYAGAIN) does to
 // each part, one after another: each moves a slot of its own.
 func TestHalfMovedSlots(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel()
 	cl := redistest.StartCluster(t)
 	for _, tc := range []struct {

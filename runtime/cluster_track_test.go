@@ -19,6 +19,7 @@ import (
 // 30 s TTL the waiter saw (issue #25 item 3). The single-server runs are
 // there to compare with.
 func TestKeyTrackingOnCluster(t *testing.T) {
+	skipShortOutsideCI(t)
 	cl := redistest.StartCluster(t)
 	s := redistest.Start(t)
 	for _, on := range []struct {

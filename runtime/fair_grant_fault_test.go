@@ -50,6 +50,7 @@ func (h *whenHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // the release (cut to the waiter's queue record), before the try was sent.
 // Another owner must not take the lock while the grantee's ctx is live.
 func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
+	skipShortOutsideCI(t)
 	// A server of its own; what it checks is an order (no other owner
 	// while the hold is live), which no load may break.
 	t.Parallel()

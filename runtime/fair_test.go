@@ -123,6 +123,7 @@ func TestFairLockGrantsInArrivalOrderAcrossProcesses(t *testing.T) {
 }
 
 func TestFairLockSkipsCrashedWaiterAfterQueueTimeout(t *testing.T) {
+	skipShortOutsideCI(t)
 	const queueTimeout = time.Second
 	s, rdb, c := setup(t, nil)
 	ctx := ctxT(t)

@@ -266,6 +266,7 @@ func TestRedLockUnlockReportsALossWhenNotAllNodesGranted(t *testing.T) {
 
 // watchdog flag is sticky: a fixed-lease hold keeps being renewed after a nested watchdog hold is released.
 func TestWatchdogStopsWithTheLastWatchdogAcquisition(t *testing.T) {
+	skipShortOutsideCI(t)
 	// A server of its own; it checks that a key is gone well after its
 	// fixed lease ran out: load can only make a renewal less likely. The
 	// lease is a second: at 200 ms a loaded box once let it run out

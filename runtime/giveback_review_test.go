@@ -523,6 +523,7 @@ func TestGiveBackFreesALostPermitOnce(t *testing.T) {
 // misuse, ends the give-back, and leaves no goroutine behind. Run it with
 // -race and -count.
 func TestCloseRacingALossAtTheDeadlineEndsTheGiveBack(t *testing.T) {
+	skipShortOutsideCI(t)
 	s := redistest.Start(t)
 	ignore := goleak.IgnoreCurrent()
 	const wd = 300 * time.Millisecond

@@ -71,6 +71,7 @@ func survives(hctx context.Context, d time.Duration) error {
 // after Lock returned it. (Before aaf8c81 the waiter did not claim such a
 // grant: its next try, at once, took it with the whole lease.)
 func TestGrantReview2FairShortQueueTimeoutKeepsAGrantedWatchdogHold(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // a server of its own; it waits a second per round
 	s := redistest.Start(t)
 	plain := s.Client(t)
@@ -153,6 +154,7 @@ func grantToB(t *testing.T, ctx context.Context, plain *redis.Client, key string
 // grant reaches it), its ctx must end before Redis expires the key
 // (design.md §7), and then the next waiter gets the lock.
 func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.T) {
+	skipShortOutsideCI(t)
 	// A server of its own; what it checks is an order (the hold ends
 	// before its key), which no load may break.
 	t.Parallel()
@@ -249,6 +251,7 @@ func TestGrantReview2GrantedHoldEndsBeforeItsKeyWhenTheRenewalIsLost(t *testing.
 // queue); a hold whose field is deleted meanwhile is lost at once (a
 // renewal finds the field gone), not kept to its deadline.
 func TestGrantReview2GrantedHoldReentersAndIsLostWhenItsFieldGoes(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	t.Run("reenter", func(t *testing.T) {
 		s := redistest.Start(t)

@@ -273,6 +273,7 @@ func testShortLeasesUnderContention(t *testing.T, lease, wd time.Duration) {
 // and the settler's give-back is what is checked (the grant's message
 // comes as late: B takes the grant only if the cancel runs that late).
 func TestGrantReviewCancelRacingAGrantGivesItBack(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Run("fast", func(t *testing.T) { testCancelRacingAGrant(t, 0, 20) })
 	t.Run("slow", func(t *testing.T) { testCancelRacingAGrant(t, 100*time.Millisecond, 8) })
 }

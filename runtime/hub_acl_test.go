@@ -37,6 +37,7 @@ func connectionsReceived(t *testing.T, admin *redis.Client) int {
 // reconnect loop: one pub/sub connection serves a waiter for as long as
 // it waits.
 func TestChannelRestrictedACLUserKeepsOnePubSubConnection(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; it checks counts and order, not times
 	s := redistest.Start(t)
 	ctx := ctxT(t)

@@ -23,6 +23,7 @@ import (
 // woken by its lock's release, and a slot migrated while waiters sleep on
 // it takes their subscriptions along.
 func TestShardedPubSubOnClusterIsPerNode(t *testing.T) {
+	skipShortOutsideCI(t)
 	cl := redistest.StartCluster(t)
 	for _, k := range []int{10, 100, 1000} {
 		t.Run(fmt.Sprintf("%d slots", k), func(t *testing.T) { testWaitersInSlots(t, cl, k) })

@@ -256,6 +256,7 @@ func TestKeyDeletedAfterTheTrackingConnectionDiedWakesTheWaiter(t *testing.T) {
 // in many deployments): the tracking connection idles between changes of
 // the key, the pub/sub connection is exempt and stays.
 func TestKeyDeletedAfterTheServerTimedOutTheIdleTrackingConnectionWakesTheWaiter(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; it waits out seconds-long timeouts
 	s := redistest.Start(t, redistest.Arg("--timeout", "1"))
 	ctx := ctxT(t)

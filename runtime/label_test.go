@@ -10,6 +10,7 @@ import (
 )
 
 func TestClientLabelsItsOwnerTokensWithHostPIDAndName(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; it waits out seconds-long timeouts
 	_, rdb, c := setup(t, &runtime.Options{Name: "checkout", WatchdogTimeout: 900 * time.Millisecond})
 	ctx := ctxT(t)

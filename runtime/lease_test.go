@@ -98,6 +98,7 @@ func TestFixedLeaseExpiresAndEndsHoldContextFirst(t *testing.T) {
 }
 
 func TestLostLockCancelsHoldContext(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; its bounds are hundreds of ms or more
 	forEachKind(t, append(exclusiveKinds, readKind), testLostLock)
 }

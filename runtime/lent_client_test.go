@@ -23,6 +23,7 @@ import (
 // the race detector reports (AddHook on a client in use races with its
 // dials: go-redis reads the hook chain on every new connection).
 func TestClientsComeAndGoOnABusyLentClient(t *testing.T) {
+	skipShortOutsideCI(t)
 	s := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 2, ConnMaxLifetime: 5 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })

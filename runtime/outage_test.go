@@ -175,6 +175,7 @@ func outageEnv(t *testing.T, defaults bool) (*runtime.Client, []*redistest.Serve
 }
 
 func TestEveryCallIsBoundedWhenRedisIsUnreachable(t *testing.T) {
+	skipShortOutsideCI(t)
 	for _, f := range outageFaults {
 		// One fault at a time: the bound leaves 50 ms past the wait, and
 		// rows run side by side (each three servers, three proxies and a
@@ -317,6 +318,7 @@ func shortErr(err error) string {
 // ReleaseTimeout: a client whose reads wait out go-redis' ReadTimeout (3
 // s) whatever the ctx says must not make the Unlock wait with it.
 func TestUnlockAfterAnUnknownOutcomeReturnsWithinOneReleaseTimeout(t *testing.T) {
+	skipShortOutsideCI(t)
 	const release = 300 * time.Millisecond
 	lag := runtimetest.StartLagMeter(t)
 	for _, defaults := range []bool{false, true} {

@@ -19,6 +19,7 @@ import (
 // other: here a Redisson-style unlock (DEL, then SPUBLISH "0") must wake a
 // lockgen waiter long before the holder's lease ends.
 func TestPubSubFlavourIsChosenAsRedissonDoes(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of its own; it waits out seconds-long timeouts
 	cl := redistest.StartCluster(t)
 	ctx := ctxT(t)

@@ -25,6 +25,7 @@ import (
 // before the hold's deadline ends it. With a 300 ms lease, a process
 // stalled 200 ms under load lost the hold with no schedule at fault.
 func TestReconnectsNeverPushARenewalPastTheDeadline(t *testing.T) {
+	skipShortOutsideCI(t)
 	s := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), PoolSize: 200})
 	t.Cleanup(func() { _ = rdb.Close() })

@@ -260,6 +260,7 @@ func TestWritersFirstStopsReadersStarvingAWriter(t *testing.T) {
 // lock whenever they come, so under a steady stream of overlapping readers
 // the writer waits until the stream pauses: here, it does not get in at all.
 func TestWithoutWritersFirstReadersCanStarveAWriter(t *testing.T) {
+	skipShortOutsideCI(t)
 	const hold = 100 * time.Millisecond
 	waited, err := writerWaitUnderReaders(t, false, hold, 2*time.Second)
 	t.Logf("Redisson order: writer waited %v (err %v) under 8 readers holding %v each", waited, err, hold)

@@ -94,6 +94,7 @@ func TestSemaphoreKilledHoldersPermitComesBackAfterItsLease(t *testing.T) {
 // A lease of a second: at 300 ms (renewals every 100 ms), a 200 ms stall of
 // a loaded test process lost the hold, as it should.
 func TestSemaphoreWatchdogKeepsAPermitFourLeases(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // it waits
 	const lease = time.Second
 	_, rdb, c := setup(t, &runtime.Options{WatchdogTimeout: lease})

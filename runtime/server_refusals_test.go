@@ -76,6 +76,7 @@ func allowScripts(t *testing.T, admin *redis.Client, allow bool) {
 // within its ReleaseTimeout. A call that runs out of time first is
 // ErrUnavailable.
 func TestABusyOrFullRedisIsWaitedOut(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // servers of their own; bounds of seconds
 	faults := []struct {
 		name  string

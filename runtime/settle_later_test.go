@@ -23,6 +23,7 @@ import (
 // the Client keeps sending on the caller's go-redis client once Close has
 // returned.
 func TestCloseWaitsForTheBackgroundSettlement(t *testing.T) {
+	skipShortOutsideCI(t)
 	s := redistest.Start(t)
 	p := faultproxy.Start(t, s.Addr())
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, Protocol: 2})
@@ -74,6 +75,7 @@ func (h *blackholeBeforeAcquire) ProcessPipelineHook(next redis.ProcessPipelineH
 // unknown mark of the second call: the lock the second lost request took
 // is still given back once Redis answers, not held until its lease.
 func TestAnExpiredBackgroundSettlementKeepsTheOwnersNewerUnknownMark(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel() // a server of its own; its times are seconds apart
 	s := redistest.Start(t)
 	p := faultproxy.Start(t, s.Addr())

@@ -213,6 +213,7 @@ func TestAtomicMultiLockUnlockWithOneMemberLost(t *testing.T) {
 // long ReadTimeout), an attempt stuck on a dead connection still ends
 // with Close, not a read timeout later.
 func TestCloseDoesNotWaitOutAReadTimeoutOfABackgroundSettlement(t *testing.T) {
+	skipShortOutsideCI(t)
 	t.Parallel()
 	const readTimeout = 1500 * time.Millisecond
 	s := redistest.Start(t)

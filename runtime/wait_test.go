@@ -159,6 +159,7 @@ func testCancelledWaiter(t *testing.T, k lockKind) {
 }
 
 func TestScriptFlushMidRunIsSurvived(t *testing.T) {
+	skipShortOutsideCI(t)
 	// A lease of 1.5 s, so that only NOSCRIPT, not a loaded box's stall,
 	// can lose the hold: at 600 ms (renewals 200 ms apart, each two round
 	// trips after the flush) a 400 ms stall would, as it should.

@@ -58,11 +58,11 @@ func Ctx(t testing.TB) context.Context {
 	return ctx
 }
 
-// SkipShortOutsideCI skips a long fault or soak test (one that takes more
-// than about 3 s: partitions, restarts, failovers, a cluster, leases run
-// out on purpose, a soak) under go test -short on a developer's machine,
-// so that the quick mode stays under a minute. Under CI (CI set) it never
-// skips, whatever the flags.
+// SkipShortOutsideCI skips a long test (one that takes more than about
+// 2 s: partitions, restarts, failovers, a cluster, leases run out on
+// purpose, a soak) under go test -short on a developer's machine, so that
+// the quick mode stays at about 2 minutes on 2 cores. Under CI (CI set) it
+// never skips, whatever the flags.
 func SkipShortOutsideCI(t *testing.T) {
 	t.Helper()
 	if testing.Short() && os.Getenv("CI") == "" {
