@@ -90,22 +90,10 @@ func TestHandoffGivesTheLockOnOnlyWhenNoOneElseListens(t *testing.T) {
 func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	const (
-		queue    = "redisson_lock_queue:{doc}"
-		timeouts = "redisson_lock_timeout:{doc}"
-		waiters  = "lockgen_fair_waiters:{doc}"
-		grants   = "lockgen_fair_grants:{doc}"
-	)
-	join := func(owner, grantPx string) {
-		t.Helper()
-		keys := []string{lock, queue, timeouts, latch(owner), waiters, grants}
-		if _, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", grantPx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	join := func(owner, grantPx string) { fairJoin(t, rdb, owner, grantPx) }
 	release := func(owner string) int64 {
 		t.Helper()
-		n, err := run(t, rdb, lua.FairRelease, []string{lock, queue, timeouts, waiters, grants}, 30000, owner, "publish", 1, channel)
+		n, err := run(t, rdb, lua.FairRelease, []string{lock, fairQueue, fairTimeouts, fairWaiters, fairGrants}, 30000, owner, "publish", 1, channel)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,10 +121,10 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, lock).Val(); ttl <= 19*time.Second || ttl > 20*time.Second {
 		t.Fatalf("PTTL %v, want the grantee's 20s lease", ttl)
 	}
-	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 1 || q[0] != "java" {
+	if q := rdb.LRange(ctx, fairQueue, 0, -1).Val(); len(q) != 1 || q[0] != "java" {
 		t.Fatalf("queue %v, want [java]", q)
 	}
-	if got := rdb.HGetAll(ctx, grants).Val(); len(got) != 1 || got[ownerB] != "granted" {
+	if got := rdb.HGetAll(ctx, fairGrants).Val(); len(got) != 1 || got[ownerB] != "granted" {
 		t.Fatalf("grant records %v, want only {%s: granted}", got, ownerB)
 	}
 	if msg, err := subB.ReceiveMessage(ctx); err != nil || msg.Payload != "2:b1" {
@@ -148,7 +136,7 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	if got := rdb.HGet(ctx, lock, ownerB).Val(); got != "1" {
 		t.Fatalf("count %q after the grantee's try, want 1", got)
 	}
-	if n := rdb.Exists(ctx, latch(ownerB), grants).Val(); n != 0 {
+	if n := rdb.Exists(ctx, latch(ownerB), fairGrants).Val(); n != 0 {
 		t.Fatal("the grantee's try left a marker or its granted mark")
 	}
 
@@ -164,14 +152,14 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 	}
 
 	// A grant never taken is released by the grantee's leave, to the next.
-	rdb.Del(ctx, queue, timeouts, waiters, grants)
+	rdb.Del(ctx, fairQueue, fairTimeouts, fairWaiters, fairGrants)
 	join(ownerA, "0")
 	join(ownerB, "20000:b2")
 	join("c", "20000:c1")
 	if n := release(ownerA); n != 2 {
 		t.Fatalf("release = %d, want 2", n)
 	}
-	leave := []string{lock, queue, timeouts, waiters, grants}
+	leave := []string{lock, fairQueue, fairTimeouts, fairWaiters, fairGrants}
 	if n, err := run(t, rdb, lua.FairLeave, leave, ownerB, channel, "publish", "1"); err != nil || n.(int64) != 2 {
 		t.Fatalf("leave = %v %v, want 2 (the untaken grant released)", n, err)
 	}
@@ -194,20 +182,8 @@ func TestFairReleaseGrantsTheHeadThatTakesGrants(t *testing.T) {
 func TestAWakeUpRefusedByAnACLKeepsTheScriptsWritesAndReply(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	const (
-		queue    = "redisson_lock_queue:{doc}"
-		timeouts = "redisson_lock_timeout:{doc}"
-		waiters  = "lockgen_fair_waiters:{doc}"
-		grants   = "lockgen_fair_grants:{doc}"
-	)
-	fair := []string{lock, queue, timeouts, waiters, grants}
-	join := func(owner, grantPx string) {
-		t.Helper()
-		keys := []string{lock, queue, timeouts, latch(owner), waiters, grants}
-		if _, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", grantPx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fair := []string{lock, fairQueue, fairTimeouts, fairWaiters, fairGrants}
+	join := func(owner, grantPx string) { fairJoin(t, rdb, owner, grantPx) }
 	join(ownerA, "0")
 	join(ownerB, "20000:b1")
 	if err := rdb.Do(ctx, "acl", "setuser", "default", "-publish", "-spublish").Err(); err != nil {
@@ -224,7 +200,7 @@ func TestAWakeUpRefusedByAnACLKeepsTheScriptsWritesAndReply(t *testing.T) {
 	if got := rdb.HGetAll(ctx, lock).Val(); len(got) != 1 || got[ownerB] != "1" {
 		t.Fatalf("lock = %v, want the grant {%s: 1}", got, ownerB)
 	}
-	rdb.Del(ctx, lock, queue, timeouts, waiters, grants)
+	rdb.Del(ctx, lock, fairQueue, fairTimeouts, fairWaiters, fairGrants)
 
 	rdb.HSet(ctx, lock, ownerA, 1)
 	if n, err := run(t, rdb, lua.Release, []string{lock, channel}, 30000, ownerA, "publish", 1); err != nil || n.(int64) != 1 {
@@ -275,5 +251,15 @@ func TestHandoffCountsTheReleaserOnlyWhereItsSubscriptionIs(t *testing.T) {
 	rdb.HSet(ctx, lock, ownerA, 1)
 	if n, err := run(t, rdb, lua.Handoff, keys, ownerA, "publish", ownerB, 30000, gprefix, "1", "1", "0", mine); err != nil || n.(int64) != 2 {
 		t.Fatalf("release with the releaser subscribed = %v, %v; want 2 (handed on)", n, err)
+	}
+}
+
+// fairJoin queues owner as a fair waiter of lock (fair_acquire.lua, the
+// lock held), with grantPx as the lease it wants granted ("0": none).
+func fairJoin(t *testing.T, rdb *redis.Client, owner, grantPx string) {
+	t.Helper()
+	keys := []string{lock, fairQueue, fairTimeouts, latch(owner), fairWaiters, fairGrants}
+	if _, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", grantPx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -23,6 +23,12 @@ const (
 	channel = "redisson_lock__channel:{doc}"
 	ownerA  = "a"
 	ownerB  = "b"
+
+	// A fair lock's keys beside lock.
+	fairQueue    = "redisson_lock_queue:{doc}"
+	fairTimeouts = "redisson_lock_timeout:{doc}"
+	fairWaiters  = "lockgen_fair_waiters:{doc}"
+	fairGrants   = "lockgen_fair_grants:{doc}"
 )
 
 func run(t *testing.T, rdb *redis.Client, s *redis.Script, keys []string, args ...any) (any, error) {
@@ -611,14 +617,11 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
 	const (
-		queue    = "redisson_lock_queue:{doc}"
-		timeouts = "redisson_lock_timeout:{doc}"
-		waiters  = "lockgen_fair_waiters:{doc}"
-		qt       = 300000
+		qt = 300000
 	)
 	try := func(owner string) int64 {
 		t.Helper()
-		keys := []string{lock, queue, timeouts, latch(owner), waiters, "lockgen_fair_grants:{doc}"}
+		keys := []string{lock, fairQueue, fairTimeouts, latch(owner), fairWaiters, fairGrants}
 		got, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, qt, 0, 10000, "1", channel, "publish", "0")
 		if err != nil {
 			t.Fatal(err)
@@ -628,7 +631,7 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	now := func() float64 { return float64(time.Now().UnixMilli()) }
 	score := func(owner string, lo, hi float64) {
 		t.Helper()
-		got := rdb.ZScore(ctx, timeouts, owner).Val()
+		got := rdb.ZScore(ctx, fairTimeouts, owner).Val()
 		if n := now(); got < n+lo || got > n+hi {
 			t.Fatalf("%s's score is now%+.0f ms, want now+[%.0f, %.0f]", owner, got-n, lo, hi)
 		}
@@ -643,24 +646,24 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 
 	// A Redisson waiter joins with its chain score; a lockgen waiter
 	// behind it gets one queue timeout more.
-	rdb.RPush(ctx, queue, "java")
-	rdb.ZAdd(ctx, timeouts, redis.Z{Score: rdb.ZScore(ctx, timeouts, "g2").Val() + qt, Member: "java"})
+	rdb.RPush(ctx, fairQueue, "java")
+	rdb.ZAdd(ctx, fairTimeouts, redis.Z{Score: rdb.ZScore(ctx, fairTimeouts, "g2").Val() + qt, Member: "java"})
 	try("g3")
 	score("g3", 2*qt-1000, 2*qt+1000)
 
 	// A refresh never lowers a score.
-	rdb.ZAdd(ctx, timeouts, redis.Z{Score: now() + 5*qt, Member: "g1"})
+	rdb.ZAdd(ctx, fairTimeouts, redis.Z{Score: now() + 5*qt, Member: "g1"})
 	try("g1")
 	score("g1", 5*qt-1000, 5*qt+1000)
 
 	// Popped by a Redisson client while alive: back in the queue at once,
 	// with a short sleep rather than the holder's 30s.
-	rdb.LRem(ctx, queue, 0, "g2")
-	rdb.ZRem(ctx, timeouts, "g2")
+	rdb.LRem(ctx, fairQueue, 0, "g2")
+	rdb.ZRem(ctx, fairTimeouts, "g2")
 	if got := try("g2"); got <= 0 || got > 100 {
 		t.Fatalf("popped waiter's reply = %d, want a sleep of at most 100 ms", got)
 	}
-	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 4 || q[3] != "g2" {
+	if q := rdb.LRange(ctx, fairQueue, 0, -1).Val(); len(q) != 4 || q[3] != "g2" {
 		t.Fatalf("queue %v, want g2 back at the tail", q)
 	}
 	score("g2", 2*qt-1000, 2*qt+1000) // behind the Redisson waiter now
@@ -672,10 +675,10 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 	// every score behind it by its wait timeout. A refresh then finds the
 	// waiters behind at their own deadlines, no foreign waiter ahead any
 	// more, without counting the queue again.
-	rdb.LRem(ctx, queue, 0, "java")
-	rdb.ZRem(ctx, timeouts, "java")
+	rdb.LRem(ctx, fairQueue, 0, "java")
+	rdb.ZRem(ctx, fairTimeouts, "java")
 	for _, w := range []string{"g3", "g2"} {
-		rdb.ZIncrBy(ctx, timeouts, -qt, w)
+		rdb.ZIncrBy(ctx, fairTimeouts, -qt, w)
 	}
 	time.Sleep(20 * time.Millisecond)
 	try("g3")
@@ -690,13 +693,9 @@ func TestFairAcquireScoresSurviveRedissonsArithmetic(t *testing.T) {
 func TestFairAcquireRejoinsAnEvictedQueue(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()
-	const (
-		queue    = "redisson_lock_queue:{doc}"
-		timeouts = "redisson_lock_timeout:{doc}"
-	)
 	try := func(owner string) int64 {
 		t.Helper()
-		keys := []string{lock, queue, timeouts, latch(owner), "lockgen_fair_waiters:{doc}", "lockgen_fair_grants:{doc}"}
+		keys := []string{lock, fairQueue, fairTimeouts, latch(owner), fairWaiters, fairGrants}
 		got, err := run(t, rdb, lua.FairAcquire, keys, 30000, owner, 300000, 0, 10000, "1", channel, "publish", "0")
 		if err != nil {
 			t.Fatal(err)
@@ -708,13 +707,13 @@ func TestFairAcquireRejoinsAnEvictedQueue(t *testing.T) {
 	for _, w := range []string{"g1", "g2", "g3"} {
 		try(w)
 	}
-	rdb.Del(ctx, queue) // evicted
+	rdb.Del(ctx, fairQueue) // evicted
 	for _, w := range []string{"g3", "g1", "g3"} {
 		if got := try(w); got < 29000 {
 			t.Fatalf("%s's try = %d, want the holder's lease", w, got)
 		}
 	}
-	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 2 || q[0] != "g3" || q[1] != "g1" {
+	if q := rdb.LRange(ctx, fairQueue, 0, -1).Val(); len(q) != 2 || q[0] != "g3" || q[1] != "g1" {
 		t.Fatalf("queue %v, want [g3 g1]: each back once, in the order of their tries", q)
 	}
 	rdb.Del(ctx, lock)
@@ -722,9 +721,9 @@ func TestFairAcquireRejoinsAnEvictedQueue(t *testing.T) {
 		t.Fatalf("g2's try = %d, want it back in line behind g3 and g1, not the lock", got)
 	}
 	if got := try("g3"); got != 0 {
-		t.Fatalf("g3's try = %d, want the free lock (head of the queue)", got)
+		t.Fatalf("g3's try = %d, want the free lock (head of the fairQueue)", got)
 	}
-	if q := rdb.LRange(ctx, queue, 0, -1).Val(); len(q) != 2 || q[0] != "g1" || q[1] != "g2" {
+	if q := rdb.LRange(ctx, fairQueue, 0, -1).Val(); len(q) != 2 || q[0] != "g1" || q[1] != "g2" {
 		t.Fatalf("queue %v, want [g1 g2]", q)
 	}
 }
