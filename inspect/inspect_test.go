@@ -98,6 +98,12 @@ func startChild(t *testing.T, addr, mode string) int {
 	return cmd.Process.Pid
 }
 
+// inspector is an Inspector of spec's locks on a server of its own.
+func inspector(t *testing.T) (*inspect.Inspector, *redis.Client) {
+	rdb := redistest.Start(t).Client(t)
+	return &inspect.Inspector{Spec: spec(t), Redis: rdb}, rdb
+}
+
 func spec(t *testing.T) *lockgen.Spec {
 	t.Helper()
 	src, err := os.ReadFile("testdata/locks.yaml")
@@ -511,9 +517,7 @@ func TestJSONWritesNoExpiryAsPTTLDoes(t *testing.T) {
 }
 
 func TestInspectReportsAnUnreadableFencingTokenAndKeepsTheSummary(t *testing.T) {
-	s := redistest.Start(t)
-	rdb := s.Client(t)
-	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	in, rdb := inspector(t)
 	ctx := context.Background()
 	rdb.HSet(ctx, "ledger:1", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1", 1)
 	rdb.Set(ctx, "redisson_lock_token:{ledger:1}", "not-a-number", 0)
@@ -544,9 +548,7 @@ func TestInspectReportsAnUnreadableFencingTokenAndKeepsTheSummary(t *testing.T) 
 }
 
 func TestInspectTablesQuoteValuesThatAreNotPrintable(t *testing.T) {
-	s := redistest.Start(t)
-	rdb := s.Client(t)
-	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	in, rdb := inspector(t)
 	ctx := context.Background()
 	const sku = "\x1b[31mRED\x1b[0m\nfake line"
 	const owner = "evil\x1b[2J:1"
@@ -590,9 +592,7 @@ holder  "evil\x1b[2J:1"  ×1  redisson (no lockgen label)
 }
 
 func TestInspectListsOnlyKeysAGeneratedHelperCouldHaveMade(t *testing.T) {
-	s := redistest.Start(t)
-	rdb := s.Client(t)
-	in := &inspect.Inspector{Spec: spec(t), Redis: rdb}
+	in, rdb := inspector(t)
 	ctx := context.Background()
 	const owner = "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1"
 	for _, key := range []string{
