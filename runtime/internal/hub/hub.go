@@ -418,6 +418,10 @@ func wakeEntries(entries []*entry) {
 	}
 }
 
+// waitedOn reports, under e.sh.mu, whether e is still in the table and
+// has waiters.
+func (e *entry) waitedOn() bool { return e.sh.entries[e.name] == e && len(e.waiters) > 0 }
+
 // wakeLongest wakes the longest waiter of the first of entries (one
 // lock's, the longest waiting first) still in the table with waiters, and
 // every reader with it, as a write unlock would (a key found gone): an
@@ -426,7 +430,7 @@ func wakeEntries(entries []*entry) {
 func wakeLongest(entries []*entry) {
 	for _, e := range entries {
 		e.sh.mu.Lock()
-		live := e.sh.entries[e.name] == e && len(e.waiters) > 0
+		live := e.waitedOn()
 		if live {
 			wakeReaders(e)
 		}

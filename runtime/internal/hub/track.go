@@ -352,7 +352,7 @@ func longestGrantee(entries []*entry) grantee {
 	for _, e := range entries {
 		e.sh.mu.Lock()
 		var g grantee
-		live := e.sh.entries[e.name] == e && len(e.waiters) > 0
+		live := e.waitedOn()
 		if live && e.waiters[0].field != "" {
 			g = grantee{e: e, w: e.waiters[0], field: e.waiters[0].field}
 		}
