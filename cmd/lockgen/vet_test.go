@@ -221,6 +221,20 @@ func TestVetReportsAnInversionThatDeadlocksOnRealRedis(t *testing.T) {
 	}
 }
 
+// TestVetOfOnePackageSeesTheLocksItsImportsTake vets only main: the two
+// services it imports are dependencies, which lockgen vet type-checks from
+// source because they import the runtime (the rest come from export data),
+// so main's analysis still gets their lock orders and reports the cycle
+// they close in it.
+func TestVetOfOnePackageSeesTheLocksItsImportsTake(t *testing.T) {
+	vetModule(t)
+	code, out, errOut := runCLI(t, "vet", ".")
+	want := strings.Join(strings.SplitAfter(vetReport, "\n")[:4], "")
+	if code != exitFail || out != "" || errOut != want {
+		t.Fatalf("lockgen vet . exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
+	}
+}
+
 func TestVetJSONIsGoAnalysisFormat(t *testing.T) {
 	vetModule(t)
 	code, out, errOut := runCLI(t, "vet", "-json", "./...")
