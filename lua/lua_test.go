@@ -241,6 +241,40 @@ func TestRenewBatchExtendsOnlyLiveHolds(t *testing.T) {
 	}
 }
 
+// A hold's key of another type (the lock deleted and the key written by
+// someone else) is a hold gone, and the other holds of the call are
+// renewed: a WRONGTYPE raised for one key used to end the call with none
+// renewed, every round, until all holds sent with it were lost.
+func TestRenewBatchAnswersGoneForAKeyOfAnotherType(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	for _, k := range []string{"k1", "k3"} {
+		rdb.HSet(ctx, k, ownerA, 1)
+		rdb.PExpire(ctx, k, 10*time.Second)
+	}
+	rdb.Set(ctx, "str", "not a lock", 0)
+	rdb.RPush(ctx, "list", "not a semaphore")
+	for _, c := range []struct {
+		layout string
+		keys   []string
+		args   []any
+		want   string
+	}{
+		{"", []string{"k1", "str", "k3"}, []any{ownerA, ownerA, ownerA}, "101"},
+		{"x", []string{"k1", "str", "k3"}, []any{ownerA, 0, ownerA, 0, ownerA, 0}, "101"},
+		{"x", []string{"k1", "list", "k3"}, []any{ownerA, 0, "0123456789abcdef", -1, ownerA, 0}, "101"},
+	} {
+		got, err := run(t, rdb, lua.RenewBatch, c.keys, append([]any{30000, c.layout}, c.args...)...)
+		if err != nil || got != c.want {
+			t.Fatalf("renew %v (layout %q) = %v %v, want %s", c.keys, c.layout, got, err, c.want)
+		}
+		if ttl := rdb.PTTL(ctx, "k3").Val(); ttl < 29*time.Second {
+			t.Fatalf("k3, after the key of another type, not extended: %v", ttl)
+		}
+		rdb.PExpire(ctx, "k3", 10*time.Second)
+	}
+}
+
 func TestForceUnlockDeletesAndPublishes(t *testing.T) {
 	rdb := redistest.Start(t).Client(t)
 	ctx := context.Background()

@@ -32,11 +32,18 @@
 --   "0"  the hold is gone (expired, deleted, taken by someone else): not
 --        touched (for permits: one of the ids is no longer held)
 --
--- Cost: a plain hold is one HEXISTS and one PEXPIRE ... GT, called
--- directly: the one pcall is the first PEXPIRE, which finds out whether
--- the server knows GT. Before Redis 7.0 (no GT) it is refused and the
--- script reads each key's PTTL first instead, with the same rule.
-local call = redis.call
+-- A hold's key of another type (someone deleted the lock and wrote a
+-- string there, say) is a hold gone: "0", and the batch's other holds are
+-- renewed. Its HEXISTS or ZSCORE is a redis.pcall for that: a WRONGTYPE error
+-- raised by call would end the script with nothing renewed, every round,
+-- until all holds sent with that key were lost.
+--
+-- Cost: a plain hold is one HEXISTS and one PEXPIRE ... GT (pcall and
+-- call cost Redis the same). The first PEXPIRE finds out whether the
+-- server knows GT. Before Redis 7.0 (no GT) it is refused and the script
+-- reads each key's PTTL first instead, with the same rule.
+-- try is redis.pcall: it returns an error reply as a value (a table).
+local call, try = redis.call, redis.pcall
 local lease = tonumber(ARGV[1])
 -- PEXPIRE's argument, formatted once rather than per key
 local lease_ms = string.format('%d', lease)
@@ -50,7 +57,7 @@ local function extend(key)
         return
     end
     if gt == nil then
-        local r = redis.pcall('pexpire', key, lease_ms, 'gt')
+        local r = try('pexpire', key, lease_ms, 'gt')
         gt = type(r) ~= 'table' or not r.err
         if gt then
             return
@@ -65,7 +72,7 @@ end
 if ARGV[2] == '' then
     for i = 3, #ARGV do
         local key = KEYS[i - 2]
-        if call('hexists', key, ARGV[i]) == 1 then
+        if try('hexists', key, ARGV[i]) == 1 then
             if gt then
                 call('pexpire', key, lease_ms, 'gt')
             else
@@ -82,8 +89,8 @@ end
 -- script reclaims it: it is never revived.
 local function permits_held(zset, ids, now)
     for j = 1, #ids, 16 do
-        local score = call('zscore', zset, string.sub(ids, j, j + 15))
-        if not score or tonumber(score) <= now then
+        local score = try('zscore', zset, string.sub(ids, j, j + 15))
+        if type(score) ~= 'string' or tonumber(score) <= now then
             return false
         end
     end
@@ -111,7 +118,7 @@ for i = 3, #ARGV, 2 do
             renewed[#renewed + 1] = '0'
         end
         extra = 0
-    elseif call('hexists', KEYS[k], ARGV[i]) == 1 then
+    elseif try('hexists', KEYS[k], ARGV[i]) == 1 then
         extend(KEYS[k])
         for j = 1, extra do
             extend(KEYS[k + j])

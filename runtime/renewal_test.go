@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -106,5 +108,46 @@ func TestCloseDoesNotWaitOutARenewalInABlackhole(t *testing.T) {
 	_ = c.Close()
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Fatalf("Close took %v: it waited for a renewal stuck in a blackhole", d)
+	}
+}
+
+// A lock key overwritten with a value of another type is a hold gone: that
+// hold is lost at its next renewal, and the holds renewed in the same call
+// stay. The renewal script used to fail the whole call with WRONGTYPE,
+// every round, until every hold sent with that key was lost.
+func TestAKeyOfAnotherTypeLosesOnlyItsOwnHold(t *testing.T) {
+	skipShortOutsideCI(t)
+	const wd = 1500 * time.Millisecond
+	e := newEnv(t, &runtime.Options{WatchdogTimeout: wd})
+	ctx := ctxT(t)
+	holds := make([]context.Context, 20)
+	for i := range holds {
+		h, err := e.c.Mutex(fmt.Sprintf("typed:%d", i), runtime.LockOptions{}).TryLock(ctx, 0, runtime.Watchdog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holds[i] = h
+	}
+	e.rdb.Set(ctx, "typed:0", "not a lock", 0) // replaces the hash
+	select {
+	case <-holds[0].Done():
+		if !errors.Is(context.Cause(holds[0]), runtime.ErrLockLost) {
+			t.Fatalf("the overwritten hold ended with %v, want ErrLockLost", context.Cause(holds[0]))
+		}
+	case <-time.After(3 * wd):
+		t.Fatal("the hold whose key was overwritten was never found lost")
+	}
+	// Its batch renewed the others: each key's TTL was pushed back up to
+	// about a lease after it had run down by a period.
+	for i, h := range holds[1:] {
+		if h.Err() != nil {
+			t.Fatalf("hold %d lost with the overwritten one: %v", i+1, context.Cause(h))
+		}
+	}
+	time.Sleep(wd / 3)
+	for i, h := range holds[1:] {
+		if h.Err() != nil {
+			t.Fatalf("hold %d lost after the overwritten one: %v", i+1, context.Cause(h))
+		}
 	}
 }
