@@ -59,7 +59,7 @@ type Observer struct {
 	holds map[holdID][]trace.Span // open hold spans, innermost last
 }
 
-type holdID struct{ key, owner string }
+type holdID struct{ key, owner, lock string } // lock: a downgrade holds both sides of one key
 
 var _ runtime.Observer = (*Observer)(nil)
 
@@ -171,7 +171,7 @@ func (o *Observer) acquireSpan(ctx context.Context, e runtime.Event, outcome str
 	}
 	_, hold := o.tracer.Start(ctx, "lockgen.hold", trace.WithTimestamp(now),
 		trace.WithAttributes(AttrName.String(e.Name), AttrKind.String(e.Lock), AttrKey.String(e.Key)))
-	id := holdID{e.Key, e.Owner}
+	id := holdID{e.Key, e.Owner, e.Lock}
 	o.mu.Lock()
 	o.holds[id] = append(o.holds[id], hold)
 	o.mu.Unlock()
@@ -184,7 +184,7 @@ func (o *Observer) endHold(e runtime.Event, lost error) {
 	if !o.holdSpans {
 		return
 	}
-	id := holdID{e.Key, e.Owner}
+	id := holdID{e.Key, e.Owner, e.Lock}
 	o.mu.Lock()
 	spans := o.holds[id]
 	var end []trace.Span

@@ -222,6 +222,43 @@ func TestObserverTracesAttemptsAndHoldsUnderTheCallersSpan(t *testing.T) {
 	}
 }
 
+// An owner holds both sides of a read-write lock after a downgrade (the
+// write hold, then a read hold under it): the write side's release ends the
+// write hold's span, not the read one's. Spans were paired by key and owner
+// alone.
+func TestADowngradedWriteReleaseEndsTheWriteHoldSpan(t *testing.T) {
+	e := setup(t, true)
+	ctx := context.Background()
+	rw := e.c.ReadWrite("otel:rw", runtime.LockOptions{Name: "Doc"})
+	wctx, err := rw.Write().TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, err := rw.Read().TryLock(wctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rw.Write().Unlock(wctx); err != nil {
+		t.Fatal(err)
+	}
+	var ended []string
+	for _, s := range e.spans.Ended() {
+		if s.Name() == "lockgen.hold" {
+			for _, a := range s.Attributes() {
+				if a.Key == "lock.kind" {
+					ended = append(ended, a.Value.AsString())
+				}
+			}
+		}
+	}
+	if len(ended) != 1 || ended[0] != "write" {
+		t.Fatalf("hold spans ended by the write side's release: %v, want [write]", ended)
+	}
+	if err := rw.Read().Unlock(rctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOutcomeClassifiesEveryFailure(t *testing.T) {
 	for err, want := range map[error]string{
 		nil:                      "acquired",

@@ -197,6 +197,9 @@ func (c *Client) newRegistry() *holds.Registry {
 		Started:  func() { c.wd.Start() }, // c.wd is made after the registry
 		Lost: func(h *holds.Hold, cause error) {
 			c.env.Warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
+			if h.Part {
+				return // the multi-lock's loss is reported by its hold (observeLoss)
+			}
 			c.observe(Event{Kind: EventLost, Name: h.Name, Key: h.Key, Lock: h.Kind, Owner: h.Owner, Deadline: h.DeadlineLocked(), Err: cause})
 		},
 		Expired: func(h *holds.Hold, why string) error { return c.env.LostError(h, why) },

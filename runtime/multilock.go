@@ -85,7 +85,11 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 	}
 	owner, start := "", time.Now()
 	defer func() {
-		observeTry(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", owner, start, err)
+		keys := strings.Join(l.Keys(), ",")
+		observeTry(l.c.opts.Observer, ctx, l.opts.Name, keys, "multi", owner, start, err)
+		if err == nil {
+			observeLoss(l.c.opts.Observer, hctx, l.opts.Name, keys, "multi", owner)
+		}
 	}()
 	if len(l.members) == 0 {
 		return nil, l.fail("acquire", fmt.Errorf("%w: a multi-lock needs members", ErrInvalidArgument))
@@ -166,8 +170,10 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	if hc == nil {
 		return l.fail("release", fmt.Errorf("%w: ctx carries no acquisition of this lock", ErrNotHeld))
 	}
-	defer observeRelease(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
-	if !l.atomic {
+	var err error
+	if l.atomic {
+		err = l.multi.Release(ctx, hc.Owner())
+	} else {
 		// All or nothing, as the atomic release: a ctx that holds one
 		// member alone (not the multi-lock) must not release it.
 		for _, m := range l.members {
@@ -175,9 +181,21 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 				return l.fail("release", fmt.Errorf("%s: %w", m.Key(), err))
 			}
 		}
-		return unlockEach(l.members, func(int) context.Context { return ctx })
+		err = unlockEach(l.members, func(int) context.Context { return ctx })
 	}
-	return l.multi.Release(ctx, hc.Owner())
+	if released(ctx, err) {
+		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
+	}
+	return err
+}
+
+// released reports whether the release of a composite lock's hold ctx
+// that returned err is one to report: not when it released nothing
+// (ErrNotHeld), nor when ctx had ended with ErrLockLost, whose loss
+// observeLoss reported (a release may still succeed then: a fixed lease's
+// ctx ends a drift before Redis lets the key go).
+func released(ctx context.Context, err error) bool {
+	return !errors.Is(err, ErrNotHeld) && !errors.Is(context.Cause(ctx), ErrLockLost)
 }
 
 // unlockEach releases members[i]'s hold hold(i), all at once: they are

@@ -132,11 +132,15 @@ func (m *Mutex) acquireAs(ctx context.Context, owner string, wait, lease time.Du
 		observeTry(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start, err)
 		return nil, err
 	}
+	// Reported before the hold goes on the lease clock, which may report
+	// its loss at once: a loss must come after its acquisition.
+	observeTry(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start, nil)
 	hctx, err := a.Record()
 	if err != nil {
+		// The Client closed meanwhile and Record gave the lock back.
+		observeRelease(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start)
 		return nil, err
 	}
-	observeTry(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start, nil)
 	return hctx, nil
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -111,6 +112,22 @@ func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, 
 		e.Kind, e.Owner, e.Err = EventAcquireFailed, "", err
 	}
 	o.ObserveLock(e)
+}
+
+// observeLoss reports EventLost of a composite hold (a multi-lock's, a
+// RedLock's), whose parts the registry does not report as the lock the
+// caller took: once, when hctx ends with ErrLockLost (not when it is
+// released, or when the caller's ctx ends). Call it after the
+// acquisition's EventAcquired.
+func observeLoss(o Observer, hctx context.Context, name, key, lock, owner string) {
+	if o == nil {
+		return
+	}
+	context.AfterFunc(hctx, func() {
+		if cause := context.Cause(hctx); errors.Is(cause, ErrLockLost) {
+			o.ObserveLock(Event{Kind: EventLost, Name: name, Key: key, Lock: lock, Owner: owner, Err: cause})
+		}
+	})
 }
 
 // observeRelease reports the release of owner's hold taken at start.

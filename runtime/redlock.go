@@ -67,7 +67,12 @@ func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx 
 		return nil, l.fail("acquire", err)
 	}
 	owner, begin := "", time.Now()
-	defer func() { observeTry(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, begin, err) }()
+	defer func() {
+		observeTry(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, begin, err)
+		if err == nil {
+			observeLoss(l.c.opts.Observer, hctx, l.opts.Name, l.e.Key(), "red", owner)
+		}
+	}()
 	switch {
 	case l.e.Nodes() == 0:
 		return nil, l.fail("acquire", fmt.Errorf("%w: no RedLock nodes (set Options.RedLockNodes)", ErrInvalidArgument))
@@ -93,7 +98,7 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 		return l.fail("release", err)
 	}
 	owner, start, err := l.e.Release(ctx)
-	if owner != "" {
+	if owner != "" && released(ctx, err) {
 		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, start)
 	}
 	return err

@@ -135,11 +135,13 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int, wait time.Duration) (
 		observeTry(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", "", start, err)
 		return nil, err
 	}
+	// Before the hold goes on the lease clock, as Mutex's (acquireAs).
+	observeTry(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", w.Owner(), start, nil)
 	hctx, err := w.Record()
 	if err != nil {
+		observeRelease(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", w.Owner(), start)
 		return nil, err
 	}
-	observeTry(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", w.Owner(), start, nil)
 	return hctx, nil
 }
 

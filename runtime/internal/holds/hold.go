@@ -61,13 +61,16 @@ type Hold struct {
 	// Permit: a semaphore acquisition's permits: Args.Key is the timeout
 	// set, Field the permit ids.
 	Permit bool
-	queued bool             // see Spec.Queued
-	lease  leaseclock.Entry // its term and its place on the lease clock
-	renew  renew.Entry      // when its next renewal is due
-	seq    uint64           // creation order, which a round sends in
-	Key    string           // the lock key (for Permit, the semaphore's)
-	Field  string           // the hash field renewals check
-	Slot   int              // cluster slot of Key
+	queued bool // see Spec.Queued
+	// Part: a member of an atomic multi-lock (Spec.Part), whose loss is
+	// reported as the multi-lock's (it fills padding here).
+	Part  bool
+	lease leaseclock.Entry // its term and its place on the lease clock
+	renew renew.Entry      // when its next renewal is due
+	seq   uint64           // creation order, which a round sends in
+	Key   string           // the lock key (for Permit, the semaphore's)
+	Field string           // the hash field renewals check
+	Slot  int              // cluster slot of Key
 
 	Args  Args
 	Name  string // logical name

@@ -172,6 +172,7 @@ type Spec struct {
 	Permit          bool
 	From            Taker
 	Extra           bool // it may have keys renewed with it (From.ExtraKeys)
+	Part            bool // a member of an atomic multi-lock (Hold.Part)
 	// Confirmed, when > 0, is all the lease Redis is known to have applied
 	// from start, if shorter than the hold's (a grant cut to the waiter's
 	// record): the deadline counts it, and the first renewal is due now.
@@ -198,7 +199,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	h := sh.holds[id]
 	if h == nil {
 		h = &Hold{sh: sh, Name: spec.Name, Key: spec.Key, Owner: args.OwnerID(), Field: id.Field, Args: args,
-			Kind: spec.Kind, Permit: spec.Permit, From: spec.From, extra: spec.Extra, seq: r.seq.Add(1)}
+			Kind: spec.Kind, Part: spec.Part, Permit: spec.Permit, From: spec.From, extra: spec.Extra, seq: r.seq.Add(1)}
 		h.acqs = h.inline[:0]
 		if r.cfg.Cluster {
 			h.Slot = scripts.KeySlot(spec.Key)

@@ -56,7 +56,9 @@ func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Dura
 	defer c.Reg.ExitAll(mw.ids)
 	hctx := ctx
 	for i, m := range l.locks {
-		h, err := c.AddHold(hctx, m.spec(), mw.args[i], lease, mw.sent)
+		spec := m.spec()
+		spec.Part = true
+		h, err := c.AddHold(hctx, spec, mw.args[i], lease, mw.sent)
 		if err != nil {
 			// Closed while acquiring: forget and give back every member.
 			for hc := c.Reg.Of(hctx); hc != nil && hc != c.Reg.Of(ctx); hc = hc.Parent() {
