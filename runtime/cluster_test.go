@@ -50,6 +50,7 @@ func TestLocksOnCluster(t *testing.T) {
 // own.
 func TestLocksExcludeGoroutinesOnCluster(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // no time bound: only exclusion and the counter are checked
 	forEachKind(t, exclusiveKinds, func(t *testing.T, k lockKind) {
 		t.Parallel()
 		runOnCluster(t, redistest.StartCluster(t))

@@ -35,6 +35,7 @@ func TestMutexUncontendedAcquireReleaseCostsTwoCommands(t *testing.T) {
 // its own.
 func TestLocksExcludeGoroutines(t *testing.T) {
 	skipShortOutsideCI(t)
+	t.Parallel() // no time bound: only exclusion and the counter are checked
 	forEachKind(t, exclusiveKinds, func(t *testing.T, k lockKind) {
 		t.Parallel()
 		testExcludesGoroutines(t, k)

@@ -127,6 +127,7 @@ func startChild(t *testing.T, role string, env ...string) (*exec.Cmd, *bufio.Rea
 // Its kinds run at once, each on a server of its own, before the
 // parallel tests: it computes more than it waits.
 func TestLocksExcludeProcesses(t *testing.T) {
+	t.Parallel() // no time bound: only exclusion and the counter are checked
 	forEachKind(t, exclusiveKinds, func(t *testing.T, k lockKind) {
 		t.Parallel()
 		testExcludesProcesses(t, k)
