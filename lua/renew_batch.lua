@@ -31,6 +31,10 @@
 --        release that just deleted one
 --   "0"  the hold is gone (expired, deleted, taken by someone else): not
 --        touched (for permits: one of the ids is no longer held)
+--   "2"  held, but Redis refused the renewal (permits: ZADD is refused
+--        with OOM under maxmemory while the call has written nothing,
+--        where PEXPIRE is not): not confirmed, the watchdog tries again.
+--        Raised, the refusal ended the call with no hold of it renewed
 --
 -- A hold's key of another type (someone deleted the lock and wrote a
 -- string there, say) is a hold gone: "0", and the batch's other holds are
@@ -107,13 +111,18 @@ for i = 3, #ARGV, 2 do
         end
         if permits_held(KEYS[k], ARGV[i], now) then
             local expiry = now + lease
+            local result = '1'
             for j = 1, #ARGV[i], 16 do
                 local id = string.sub(ARGV[i], j, j + 15)
                 if tonumber(call('zscore', KEYS[k], id)) < expiry then
-                    call('zadd', KEYS[k], 'xx', expiry, id)
+                    local r = try('zadd', KEYS[k], 'xx', expiry, id)
+                    if type(r) == 'table' and r.err then
+                        result = '2' -- refused: OOM while the call has written nothing
+                        break
+                    end
                 end
             end
-            renewed[#renewed + 1] = '1'
+            renewed[#renewed + 1] = result
         else
             renewed[#renewed + 1] = '0'
         end

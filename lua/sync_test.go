@@ -3,6 +3,7 @@ package lua_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -177,6 +178,34 @@ func TestRenewBatchExtendsPermitsButNeverRevivesOne(t *testing.T) {
 	rdb.ZAdd(ctx, semZ, redis.Z{Score: 1, Member: idB})
 	if got := renew(idA + idB); got != "0" || rdb.ZScore(ctx, semZ, idB).Val() != 1 {
 		t.Fatalf("renewal of an expired permit: %q, score %v; want 0 and untouched", got, rdb.ZScore(ctx, semZ, idB).Val())
+	}
+}
+
+// Under maxmemory with noeviction Redis refuses a script's ZADD (it may
+// grow memory) while the script has written nothing, and lets PEXPIRE
+// through: a permit hold first in a call is answered "2" (held, not
+// renewed: the watchdog tries again), and the lock hashes after it are
+// renewed. The raised refusal ended the call, none of its holds renewed.
+func TestRenewBatchUnderOOMRenewsTheHashesAndRetriesThePermits(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	semAcquire(t, rdb, semMark, 1000, 2, idA)
+	rdb.HSet(ctx, "k1", ownerA, 1)
+	rdb.PExpire(ctx, "k1", 10*time.Second)
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	before := rdb.ZScore(ctx, semZ, idA).Val()
+	got, err := lua.RenewBatch.Run(ctx, rdb, []string{semZ, "k1"}, 60000, "x", idA, -1, ownerA, 0).Text()
+	if err != nil || got != "21" {
+		t.Fatalf("renewal under OOM = %q %v, want 21", got, err)
+	}
+	if after := rdb.ZScore(ctx, semZ, idA).Val(); after != before {
+		t.Fatalf("the permit's score moved from %v to %v", before, after)
+	}
+	if ttl := rdb.PTTL(ctx, "k1").Val(); ttl < 59*time.Second {
+		t.Fatalf("k1 not renewed: %v", ttl)
 	}
 }
 

@@ -270,6 +270,8 @@ func (w *Watchdog) renewJob(batches [][]holds.Due, deadline time.Time, slot int)
 				return holds.Unconfirmed
 			case res[j] == '1':
 				return holds.Renewed
+			case res[j] == '2': // held, the renewal refused (OOM)
+				return holds.Unconfirmed
 			}
 			return holds.Gone
 		}, sent, now, cfg.Gone)
