@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
+	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -150,4 +151,27 @@ func TestAKeyOfAnotherTypeLosesOnlyItsOwnHold(t *testing.T) {
 			t.Fatalf("hold %d lost after the overwritten one: %v", i+1, context.Cause(h))
 		}
 	}
+}
+
+// The first hold loads the renewal script through the renewal client at
+// once, a period before the first renewal: that renewal finds a connection
+// dialled and the script loaded instead of paying a dial, NOSCRIPT and
+// SCRIPT LOAD before its call (six round trips on a cold start, more than
+// a short lease's renewal window on a slow link).
+func TestTheFirstHoldWarmsTheRenewalPath(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := ctxT(t)
+	if err := e.rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := e.c.Mutex("warm", runtime.LockOptions{})
+	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(h)
+	eventually(t, 5*time.Second, "the renewal script loaded", func() bool {
+		ok, err := e.rdb.ScriptExists(ctx, lua.RenewBatch.Hash()).Result()
+		return err == nil && ok[0]
+	})
 }

@@ -109,6 +109,7 @@ func (w *Watchdog) loop() {
 	ticker := time.NewTicker(w.timing.Tick)
 	defer ticker.Stop()
 	var lastPoke time.Time
+	w.warm()
 	w.renewLabel(time.Now())
 	w.dialled() // takes the count
 	for {
@@ -129,6 +130,22 @@ func (w *Watchdog) loop() {
 		w.observe(time.Now(), 0)
 		w.renewLabel(time.Now())
 	}
+}
+
+// warm loads the renewal script through the renewal client as the first
+// hold starts the loop, a period before the first renewal, which then
+// finds a connection dialled (HELLO done) and the script loaded: cold, it
+// paid a dial, NOSCRIPT and SCRIPT LOAD before its EVALSHA, and on a
+// 300 ms round trip the first renewal of a 1.5 s WatchdogTimeout missed
+// its deadline.
+func (w *Watchdog) warm() {
+	w.jobs.Add(1)
+	go func() {
+		defer w.jobs.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), w.timing.Period)
+		defer cancel()
+		_ = scripts.RenewBatch.Load(ctx, w.cfg.Renewal) // a renewal loads it again if this failed
+	}()
 }
 
 // renewDue sends a renewal for every watchdog hold due by now (all: every
