@@ -152,7 +152,11 @@ func (l *Latch) Await(ctx context.Context) error { return l.TryAwait(ctx, Foreve
 // It wakes on the "0" message, and checks the count again once subscribed
 // (a release published before the subscription is never missed) and
 // whenever the pub/sub connection was replaced (messages published while
-// it was down are made up for).
+// it was down are made up for). A wake-up is a hint: the waiter returns
+// when it reads a count of zero (or no latch), as Redisson's await does,
+// so a latch armed again (TrySetCount) right after its release, before a
+// waiter read it, holds that waiter for the new round too. Arm a new
+// round under a new name when every waiter of the last one must go.
 func (l *Latch) TryAwait(ctx context.Context, wait time.Duration) error {
 	if !l.made() {
 		return notMade("await")
