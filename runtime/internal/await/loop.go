@@ -198,6 +198,7 @@ func (wt *waiting) attach() error {
 	wt.joined, _ = s.names()
 	var deferred bool
 	wt.w, deferred = h.Attach(wt.joined, s.Shared, s.Queue)
+	wt.need()
 	grantee := wt.w != nil && s.Handed != nil && h.Grantee(wt.w, s.Handed.Grantee)
 	switch {
 	case deferred && grantee:
@@ -206,6 +207,13 @@ func (wt *waiting) attach() error {
 		return wt.deferFirstTry()
 	}
 	return nil
+}
+
+// need tells the hub how many permits the waiter needs, if it said.
+func (wt *waiting) need() {
+	if wt.w != nil && wt.s.Need > 0 {
+		wt.l.Hub.Need(wt.w, wt.s.Need)
+	}
 }
 
 // tryStep makes one try (steps 2 and 3 of Await) and says what comes
@@ -227,9 +235,10 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 	// Blocked by another lock now (a multi-lock): sleep on its channel.
 	moved := err == nil && !acquired && wt.w != nil && s.Dynamic && s.At.WaitChannel() != wt.joined
 	if wt.w != nil {
-		// A wake-up not used (another waiter first, or another member
-		// blocked) goes on to the next waiter.
-		h.Tried(wt.w, err == nil && !acquired && (ttl == TTLWaiterFirst || moved),
+		// A wake-up not used (another waiter first, another member
+		// blocked, or fewer permits free than this waiter needs) goes on
+		// to the next waiter.
+		h.Tried(wt.w, err == nil && !acquired && (ttl == TTLWaiterFirst || moved || s.Need > 0),
 			s.Grants != nil && !acquired && s.Grants.Queued())
 	}
 	switch {
@@ -296,6 +305,7 @@ func (wt *waiting) join(ttl time.Duration) (int, time.Duration, error) {
 	if s.Handed != nil {
 		h.Grantee(wt.w, s.Handed.Grantee)
 	}
+	wt.need()
 	if ready {
 		return waitTryAgain, 0, nil
 	}

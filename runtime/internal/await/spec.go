@@ -20,6 +20,10 @@ type Spec struct {
 	MaxSleep     time.Duration // bound on one sleep, so the waiter refreshes its place; 0: none
 	Queue        bool          // in-process FIFO (package hub): an exclusive lock, not a re-entry
 	Wake         hub.Mode      // what a message on the channel wakes; zero: a lock's
+	// Need is the permits a semaphore's waiter takes (Wake is
+	// hub.WakeCount): a wake-up for fewer goes on to the next waiter, which
+	// they may serve (hub.Tried). 0: none said.
+	Need int
 	// Until, when set, is when the whole call this wait is part of must
 	// return (a multi-lock's or a RedLock's wait): no try runs past it.
 	Until  time.Time

@@ -16,7 +16,11 @@
 //   - None wasted. A waiter reports each try with Tried. One that leaves
 //     with a wake-up it has not used up (pending, or woken and its try not
 //     reported) passes it to the next waiter if it gave up, and drops it if
-//     it acquired; Tried with handOn passes a used one on.
+//     it acquired; Tried with handOn passes a used one on. On a
+//     semaphore's channel a wake-up for fewer permits than its waiter
+//     needs (Need) goes on to the next waiter its message did not wake,
+//     each woken once per message, so free permits reach a waiter they
+//     serve.
 //   - FIFO within a client. An unlock wakes the longest waiter (exclusive
 //     before readers). A newcomer (Attach with fifo) where this client has
 //     waiters lets a hand-off go first, so a goroutine that unlocked and

@@ -32,6 +32,7 @@ const (
 //     thundering herd; "1" (write unlock) wakes every waiting reader and
 //     one other waiter; a grant wakes its grantee;
 //   - WakeCount (semaphores): as many waiters as the payload's free permits;
+//     a waiter that needs more than that passes its wake-up on (Tried);
 //   - WakeZero (latches): "0" (the count reached zero) every waiter, any
 //     other payload none.
 //
@@ -101,6 +102,10 @@ type entry struct {
 	// remote: other processes wait on the lock too: a newcomer tries
 	// before it sleeps, so it is queued for grants.
 	remote bool
+	// counts numbers the count messages delivered (WakeCount), free is the
+	// last one's payload: the permits it said were free.
+	counts uint64
+	free   int
 
 	gen atomic.Uint64 // subscribes sent for the entry; written under links.mu
 	// conn is the connection it is (being) subscribed on; placing says it
@@ -126,6 +131,10 @@ type Waiter struct {
 	// untried: it sleeps without a try of its own (see Undefer), so it
 	// knows no holder's TTL and counts on the waiters ahead of it.
 	untried bool
+	// need is the permits it waits for (WakeCount; 0: none said), count
+	// the count message (entry.counts) its latest signal was for.
+	need  int
+	count uint64
 
 	// Offers (offer.go). field and px are the owner token and lease a
 	// release hands the lock over with ("": it cannot be handed it).
@@ -270,11 +279,21 @@ func (h *Hub) addLocked(e *entry, shared bool) *Waiter {
 	return w
 }
 
+// Need says that w waits for n permits (WakeCount): a wake-up for fewer
+// is not its to use (see Tried).
+func (h *Hub) Need(w *Waiter, n int) {
+	w.e.sh.mu.Lock()
+	w.need = n
+	w.e.sh.mu.Unlock()
+}
+
 // Tried tells the hub that w finished a try. A wake-up it used is spent,
-// unless handOn: another waiter goes first (a reader behind a waiting
-// writer), and the wake-up goes to the next one. A signal pending in C
-// came after the try started: w uses it on its next wait. queued: the try
-// queued w in Redis for grants.
+// unless handOn (the try did not take the lock, or the permits): another
+// waiter goes first (a reader behind a waiting writer), and the wake-up
+// goes to the next one; on a semaphore's channel (WakeCount) only a
+// wake-up for fewer permits than w needs goes on (see handOnCount). A
+// signal pending in C came after the try started: w uses it on its next
+// wait. queued: the try queued w in Redis for grants.
 func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 	e := w.e
 	e.sh.mu.Lock()
@@ -285,8 +304,30 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 		return
 	}
 	spentLocked(w)
-	if handOn {
+	switch {
+	case !handOn:
+	case e.mode == WakeCount:
+		handOnCount(e, w)
+	default:
 		wakeOne(e, w)
+	}
+}
+
+// handOnCount passes on the wake-up of w, which did not take the permits
+// it needs, if the latest count message woke it and said fewer were free
+// than it needs: they may serve the next waiter that message did not wake.
+// Each waiter is woken at most once per message, so a wake-up goes down
+// the line once and stops. A waiter that needed no more than were said
+// free found them taken (by a newcomer, another process): nothing is left
+// to pass on, and none is woken in vain. e.sh.mu is held.
+func handOnCount(e *entry, w *Waiter) {
+	if w.count != e.counts || w.need <= e.free {
+		return
+	}
+	for _, x := range e.waiters {
+		if x.count != e.counts && signal(e, x) {
+			return
+		}
 	}
 }
 
@@ -378,6 +419,8 @@ func (h *Hub) deliver(channel, payload string) {
 		if err != nil {
 			n = 1
 		}
+		e.counts++
+		e.free = n
 		wakeN(e, n, false)
 	case WakeZero:
 		if payload == UnlockMessage {
@@ -441,14 +484,15 @@ func wakeLongest(entries []*entry) {
 	}
 }
 
-// signal sends w a wake-up unless one is pending; it reports whether it did.
+// signal sends w a wake-up unless one is pending; it reports whether it
+// did. The wake-up is for the latest count message (handOnCount).
 func signal(e *entry, w *Waiter) bool {
 	select {
 	case w.c <- struct{}{}:
 	default:
 		return false
 	}
-	w.deferred = false
+	w.deferred, w.count = false, e.counts
 	if !w.woken {
 		w.woken = true
 		e.inflight++

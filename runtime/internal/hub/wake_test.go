@@ -190,3 +190,65 @@ func TestHubLatchZeroWakesEveryWaiterAndOtherCountsNone(t *testing.T) {
 		}
 	}
 }
+
+// attachNeeding attaches one waiter per count in needs to channel, longest
+// waiting first, each needing that many permits.
+func attachNeeding(h *Hub, channel string, needs ...int) []*Waiter {
+	ws := attachN(h, channel, len(needs))
+	for i, n := range needs {
+		h.Need(ws[i], n)
+	}
+	return ws
+}
+
+func TestHubCountWakeUpGoesPastWaitersNeedingMoreToOneItServes(t *testing.T) {
+	h := newModeHub(t, "sc", WakeCount)
+	ws := attachNeeding(h, "sc", 3, 2, 1, 1)
+	h.deliver("sc", "1")
+	if !signalled(ws[0]) || signalled(ws[1]) {
+		t.Fatal(`"1" must wake the longest waiter only`)
+	}
+	for i := range 2 { // each needs more than 1: not theirs to use
+		h.Tried(ws[i], true, false)
+		if !signalled(ws[i+1]) {
+			t.Fatalf("waiter %d needed more than was free: its wake-up must go to waiter %d", i, i+1)
+		}
+	}
+	h.Tried(ws[2], false, false) // took the permit
+	h.Leave(ws[2], true)
+	if signalled(ws[3]) || signalled(ws[0]) {
+		t.Fatal("a wake-up used must not go on")
+	}
+}
+
+func TestHubCountWakeUpTriesEachWaiterOncePerMessage(t *testing.T) {
+	h := newModeHub(t, "sc", WakeCount)
+	ws := attachNeeding(h, "sc", 3, 3)
+	h.deliver("sc", "1")
+	signalled(ws[0])
+	h.Tried(ws[0], true, false)
+	if !signalled(ws[1]) {
+		t.Fatal("the wake-up must go to the next waiter")
+	}
+	h.Tried(ws[1], true, false)
+	if signalled(ws[0]) || signalled(ws[1]) {
+		t.Fatal("a waiter tried for this message must not be woken for it again")
+	}
+	h.deliver("sc", "2") // a new message: everyone may be woken again
+	if !signalled(ws[0]) || !signalled(ws[1]) {
+		t.Fatal(`"2" must wake both waiters`)
+	}
+}
+
+func TestHubCountWakeUpForPermitsTakenMeanwhileGoesNoFurther(t *testing.T) {
+	h := newModeHub(t, "sc", WakeCount)
+	ws := attachNeeding(h, "sc", 1, 1)
+	h.deliver("sc", "1")
+	signalled(ws[0])
+	// It needed no more than was free, yet did not get it: someone else
+	// took the permit, and waking the next waiter would be in vain.
+	h.Tried(ws[0], true, false)
+	if signalled(ws[1]) {
+		t.Fatal("a wake-up whose permits were taken must not go on")
+	}
+}

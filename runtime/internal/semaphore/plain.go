@@ -80,7 +80,7 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 		}
 		return took == 1, -1, err // -1: no leases, sleep until a release
 	}
-	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Unsettled: true}
+	w := await.Spec{Channel: p.channel, Wait: wait, Wake: hub.WakeCount, Need: n, Unsettled: true}
 	return p.fail("acquire", p.env.Waits.Await(ctx, w, try))
 }
 

@@ -58,7 +58,7 @@ func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*A
 	w := &Acquiring{s: s, ctx: ctx, n: n, a: holds.Args{Key: s.timeouts, Owner: c.NewOwner()}, lease: lease, px: c.LeaseArg(px)}
 	w.newIDs()
 	// Key: a deleted counter is a fresh semaphore, whose waiters try again.
-	spec := await.Spec{Channel: s.channel, Key: s.key, Wait: wait, Wake: hub.WakeCount}
+	spec := await.Spec{Channel: s.channel, Key: s.key, Wait: wait, Wake: hub.WakeCount, Need: n}
 	if err := c.Waits.Await(ctx, spec, w.try); err != nil {
 		return nil, s.fail("acquire", err)
 	}
