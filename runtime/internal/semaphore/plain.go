@@ -25,6 +25,9 @@ type counter struct {
 // Key is the Redis key of the count.
 func (c *counter) Key() string { return c.key }
 
+// Channel is the pub/sub channel its changes are published on.
+func (c *counter) Channel() string { return c.channel }
+
 // Name is the counter's name in errors.
 func (c *counter) Name() string { return c.name }
 
