@@ -59,7 +59,9 @@
 // An acquisition tries once; on contention it subscribes to the lock's
 // Redisson channel through the Client's one pub/sub connection, tries
 // again, then sleeps until an unlock message wakes it or the holder's lease
-// would have run out. One unlock wakes one waiter. A lock freed without a
+// would have run out. One unlock wakes one waiter (a semaphore's release,
+// as many as permits came free; a wake-up for fewer permits than its waiter
+// needs goes on to the next waiter). A lock freed without a
 // message (its key deleted, flushed or expired) wakes its waiters too: the
 // hub tracks the keys waited for with CLIENT TRACKING (on Redis Cluster
 // with sharded pub/sub, on each key's master; not with classic pub/sub
