@@ -23,12 +23,14 @@ type Admission struct {
 	t    Timing
 }
 
-// CloseLag is the backlog at which the gate closes: a quarter of a period
-// (at least 50 ms, above the scheduling jitter of a busy process), well
-// within the two periods a hold has between its due renewal and its
-// deadline. The watchdog spaces the rounds of every hold that new
-// connections start by it too.
-func (t Timing) CloseLag() time.Duration { return max(t.Period/4, 50*time.Millisecond) }
+// CloseLag is the backlog at which the gate closes: a quarter of a period,
+// at least 50 ms (above the scheduling jitter of a busy process) but never
+// more than a period, well within the two periods a hold has between its
+// due renewal and its deadline (a floor of 50 ms on a WatchdogTimeout
+// under 150 ms closed the gate only after the holds it was for were lost).
+// The watchdog spaces the rounds of every hold that new connections start
+// by it too.
+func (t Timing) CloseLag() time.Duration { return max(t.Period/4, min(50*time.Millisecond, t.Period)) }
 
 // OpenLag is the backlog under which a closed gate opens again.
 func (t Timing) OpenLag() time.Duration { return t.CloseLag() / 2 }

@@ -32,10 +32,17 @@ func TestAdmissionClosesOnABacklogAndOpensWhenItIsWorkedOff(t *testing.T) {
 	}
 }
 
-func TestAdmissionThresholdsHaveAFloor(t *testing.T) {
-	tm := NewTiming(30 * time.Millisecond) // period 10ms
-	if tm.CloseLag() != 50*time.Millisecond || tm.OpenLag() != 25*time.Millisecond {
-		t.Fatalf("close %v open %v, want 50ms and 25ms", tm.CloseLag(), tm.OpenLag())
+func TestAdmissionThresholdsHaveAFloorUnderAPeriod(t *testing.T) {
+	for _, c := range []struct{ watchdog, close time.Duration }{
+		{30 * time.Second, 2500 * time.Millisecond}, // a quarter of the period
+		{600 * time.Millisecond, 50 * time.Millisecond},
+		{150 * time.Millisecond, 50 * time.Millisecond},
+		{30 * time.Millisecond, 10 * time.Millisecond}, // the period: the holds' slack is two
+	} {
+		tm := NewTiming(c.watchdog)
+		if tm.CloseLag() != c.close || tm.OpenLag() != c.close/2 {
+			t.Fatalf("WatchdogTimeout %v: close %v open %v, want %v and %v", c.watchdog, tm.CloseLag(), tm.OpenLag(), c.close, c.close/2)
+		}
 	}
 }
 
