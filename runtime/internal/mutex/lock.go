@@ -436,7 +436,9 @@ func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last
 // acquireReplicated runs one attempt and WAITs for SyncReplicas replicas
 // on the same connection (WAIT counts its own connection's writes); too
 // few undo it (errs.NotReplicated): Redisson's checkLockSyncedSlaves,
-// without leaving the lock behind.
+// without leaving the lock behind. go-redis does not redirect a
+// connection's commands: an attempt refused with MOVED is sent once more
+// on the node named (redirect), within ctx.
 func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (int64, error) {
 	conn, err := stickyConn(ctx, m.env.RDB, m.key)
 	if err != nil {
@@ -445,6 +447,11 @@ func (m *Lock) acquireReplicated(ctx context.Context, a lockArgs, at attempt) (i
 	defer conn.Close()
 	at.via = conn
 	ttl, err := m.kind.acquire(ctx, m, a, at)
+	if to := redirect(ctx, m.env.RDB, err); to != nil {
+		defer to.Close()
+		conn, at.via = to, to
+		ttl, err = m.kind.acquire(ctx, m, a, at)
+	}
 	if err != nil || ttl != 0 {
 		return ttl, err
 	}
@@ -481,6 +488,37 @@ func stickyConn(ctx context.Context, rdb redis.UniversalClient, key string) (*re
 		return node.Conn(), nil
 	}
 	return nil, fmt.Errorf("%w: SyncReplicas needs a *redis.Client or *redis.ClusterClient, not %T", errs.InvalidArgument, rdb)
+}
+
+// redirect returns a connection to the node that a MOVED reply, err,
+// named, or nil for any other err. MOVED says the script did not run
+// where it went (the slot moved since rdb read its map): sending it there
+// is no resend. The node is looked for in rdb's map, re-read first (at
+// once, unlike calls.SlotMaps' reloads): a new master is found even when
+// rdb did not know it, and rdb's next calls go there too. An ASK is not
+// followed: on the node importing the slot every acquire script meets
+// TRYAGAIN (its request marker is never there), as go-redis' redirect of
+// a lock without SyncReplicas does; either refusal is retried by a waiter.
+func redirect(ctx context.Context, rdb redis.UniversalClient, err error) *redis.Conn {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok || err == nil {
+		return nil
+	}
+	addr, moved := redis.IsMovedError(err)
+	if !moved {
+		return nil
+	}
+	var node atomic.Pointer[redis.Client]
+	_ = cc.ForEachShard(ctx, func(_ context.Context, c *redis.Client) error {
+		if c.Options().Addr == addr {
+			node.Store(c)
+		}
+		return nil
+	})
+	if n := node.Load(); n != nil {
+		return n.Conn()
+	}
+	return nil
 }
 
 // IsLocked reports whether anyone holds the lock (for a read-write lock: either side).
