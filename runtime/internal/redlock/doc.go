@@ -10,6 +10,11 @@
 //   - a round tries every node once, in parallel, with one owner token;
 //     a round that did not win is released on every node it took before
 //     anything else happens;
+//   - a round does not wait on a minority of slow nodes: once a quorum
+//     granted, the others are waited for until half the validity is
+//     spent, and a round that can no longer win ends once a quorum
+//     answered; a try still running then gives back what it takes when it
+//     ends (nothing the round did not count is left locked);
 //   - a hold is handed out only while a quorum granted it and its
 //     validity (a lease − drift, leaseclock.Drift, after the earliest
 //     send of a granted node's try) is ahead; fewer than a quorum of

@@ -93,8 +93,9 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	var ws []*hub.Waiter // its place on the nodes' channels, once it waited
 	defer func() { l.leave(ws, err == nil) }()
 	heard := false // a quorum of nodes answered a round
+	validity := effective - leaseclock.Drift(effective)
 	for {
-		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until)
+		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until, validity)
 		// A quorum that answered that the lock was held, and a last round
 		// cut short by the end of the wait: the lock was held as far as
 		// anyone knows (as await reports a waiter's last try cut so).
@@ -108,7 +109,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 		// its try was sent: the validity ends a drift before that, from
 		// the earliest send (not the round's start: a try may wait in its
 		// node's admission gate first).
-		validUntil := first.Add(effective - leaseclock.Drift(effective))
+		validUntil := first.Add(validity)
 		if granted >= l.quorum && time.Now().Before(validUntil) {
 			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
 		}
@@ -149,38 +150,90 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	}
 }
 
-// tryAll tries every node once, in parallel: answered counts the nodes
-// that replied (granted or held), first is the earliest send of a granted
-// node's try.
-func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time) (parts []context.Context, granted, answered int, first time.Time) {
-	parts = make([]context.Context, len(l.nodes))
-	sent := make([]time.Time, len(l.nodes))
-	var replied atomic.Int32
-	var wg sync.WaitGroup
+// tryAll tries every node once, in parallel, and decides the round
+// without waiting for a minority of slow nodes: once a quorum granted, the
+// others are waited for (spare parts) only until a share of the validity
+// is spent (stragglerShare), and a round that can no longer win ends once
+// a quorum answered (fewer answers wait for the rest: they tell
+// errs.Quorum from a lock held). The tries still running then are left to
+// giveBackLate. answered counts the nodes that replied (granted or held),
+// first is the earliest send of a granted node's try.
+func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time, validity time.Duration) (parts []context.Context, granted, answered int, first time.Time) {
+	// Buffered: a try that ends after its round was decided never blocks.
+	replies := make(chan reply, len(l.nodes))
 	for i := range l.nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a, err := l.nodes[i].lock.Acquire(ctx, owner, 0, lease, until)
-			if err == nil {
-				sent[i] = a.Sent()
-				parts[i], err = a.Record()
-			}
-			if err == nil || errors.Is(err, errs.NotAcquired) {
-				replied.Add(1)
-			}
-		}()
+		go func() { replies <- l.tryNode(ctx, i, owner, lease, until) }()
 	}
-	wg.Wait()
-	for i, p := range parts {
-		if p != nil {
-			granted++
-			if first.IsZero() || sent[i].Before(first) {
-				first = sent[i]
-			}
+	parts = make([]context.Context, len(l.nodes))
+	var cut <-chan time.Time // once a quorum granted: the others are waited for until then
+	left := len(l.nodes)
+	// Until every try ended, or the round can no longer win and a quorum answered.
+	for ; left > 0 && (answered < l.quorum || granted+left >= l.quorum); left-- {
+		var r reply
+		select {
+		case r = <-replies:
+		case <-cut:
+			go l.giveBackLate(replies, left)
+			return parts, granted, answered, first
+		}
+		if r.answered {
+			answered++
+		}
+		if r.part == nil {
+			continue
+		}
+		parts[r.i] = r.part
+		if granted++; first.IsZero() || r.sent.Before(first) {
+			first = r.sent
+		}
+		if granted >= l.quorum {
+			cut = time.After(time.Until(first.Add(validity / stragglerShare)))
 		}
 	}
-	return parts, granted, int(replied.Load()), first
+	if left > 0 {
+		go l.giveBackLate(replies, left)
+	}
+	return parts, granted, answered, first
+}
+
+// stragglerShare: once a quorum granted, a round waits for the other
+// nodes until 1/stragglerShare of its validity is spent, and the holder
+// keeps the rest. Their parts are spares (a watchdog hold outlives the
+// loss of as many), worth a wait for a node a little slower than the
+// others (a quarter cut off the first, cold, tries of a loaded box), not
+// for one slower than the lease (a node cut off answers only at its
+// call's bound).
+const stragglerShare = 2
+
+// reply is what one node's try in a round came to.
+type reply struct {
+	i        int
+	part     context.Context // the hold's ctx on the node; nil: not taken
+	sent     time.Time       // when the try that took it was sent
+	answered bool            // the node replied (granted or held)
+}
+
+// tryNode tries node i once.
+func (l *Lock) tryNode(ctx context.Context, i int, owner string, lease time.Duration, until time.Time) reply {
+	r := reply{i: i}
+	a, err := l.nodes[i].lock.Acquire(ctx, owner, 0, lease, until)
+	if err == nil {
+		r.sent = a.Sent()
+		r.part, err = a.Record()
+	}
+	r.answered = err == nil || errors.Is(err, errs.NotAcquired)
+	return r
+}
+
+// giveBackLate waits for the n tries still running when their round was
+// decided, and releases what each took: nothing the round did not count
+// is left locked.
+func (l *Lock) giveBackLate(replies <-chan reply, n int) {
+	for range n {
+		if r := <-replies; r.part != nil {
+			_, _, _ = l.nodes[r.i].lock.Release(r.part)
+		}
+	}
 }
 
 // releaseParts releases the parts taken, on their nodes, in parallel.
