@@ -30,7 +30,7 @@ func (taker) GiveBackLost(*holds.Hold)       {}
 func (taker) ExtraKeys(*holds.Hold) []string { return nil }
 
 type fixture struct {
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	reg    *holds.Registry
 	wd     *Watchdog
 	closed chan struct{}
@@ -46,12 +46,14 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // newFixtureOn is newFixture, the watchdog and the test reaching Redis
-// through rdb.
-func newFixtureOn(t *testing.T, rdb *redis.Client) *fixture {
+// through rdb (a cluster client: holds are batched by slot).
+func newFixtureOn(t *testing.T, rdb redis.UniversalClient) *fixture {
 	t.Helper()
 	f := &fixture{rdb: rdb, closed: make(chan struct{})}
+	_, cluster := rdb.(*redis.ClusterClient)
 	f.reg = holds.New(holds.Config{
 		Watchdog: lease,
+		Cluster:  cluster,
 		Started:  func() { f.wd.Start() },
 		Lost:     func(*holds.Hold, error) {},
 		Expired:  func(*holds.Hold, string) error { return context.DeadlineExceeded },
