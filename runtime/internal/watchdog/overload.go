@@ -3,15 +3,14 @@ package watchdog
 import (
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 )
 
 // Overload (design.md §6): the backlog the admission gate is told at each
 // tick is the largest of the age of the oldest due renewal of a call in
-// flight (busy), how late the replies since the last tick came after
-// their holds were due (late), and the age of the oldest hold of a call
-// waiting for a worker.
+// flight (a lane's busy), how late the replies since the last tick came
+// after their holds were due (late), and the age of the oldest hold of a
+// call queued for a worker of its node (a lane's queue).
 
 // replied records that a call whose oldest hold was due at oldest got its
 // replies (or gave up) at now.
@@ -25,17 +24,22 @@ func (w *Watchdog) replied(now time.Time, oldest int64) {
 	}
 }
 
-// observe tells the gate the backlog at now; pending is the oldest due
-// time of a call waiting for a worker (0: none).
-func (w *Watchdog) observe(now time.Time, pending int64) {
+// observe tells the gate the backlog at now.
+func (w *Watchdog) observe(now time.Time) {
 	backlog := time.Duration(w.late.Swap(0))
-	for i := range w.busy {
-		if at := w.busy[i].Load(); at != 0 {
+	behind := func(l *lane) {
+		for i := range l.busy {
+			if at := l.busy[i].Load(); at != 0 {
+				backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-at))
+			}
+		}
+		if at := l.pending(); at != 0 {
 			backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-at))
 		}
 	}
-	if pending != 0 {
-		backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-pending))
+	behind(w.one)
+	for _, l := range w.lanes {
+		behind(l)
 	}
 	if !w.gate.Observe(backlog) {
 		return
@@ -47,39 +51,17 @@ func (w *Watchdog) observe(now time.Time, pending int64) {
 	w.cfg.Log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
 }
 
-// worker takes a free worker slot for calls[0], waiting while every
-// worker is busy (telling the gate how late that call gets); false: the
-// Client closed meanwhile.
-func (w *Watchdog) worker(calls [][][]holds.Due) (int, bool) {
-	select {
-	case s := <-w.workers:
-		return s, true
-	default:
-	}
-	stall := time.NewTimer(w.timing.Tick)
-	defer stall.Stop()
-	pending, _ := holds.Earliest(calls[0])
-	for {
-		select {
-		case s := <-w.workers:
-			return s, true
-		case <-w.cfg.Closed:
-			return 0, false
-		case now := <-stall.C:
-			w.observe(now, pending)
-			stall.Reset(w.timing.Tick)
-		}
-	}
-}
-
-// Stall, for tests, takes a worker slot and marks its call due long ago
-// until release, as if Redis had not answered: the next tick closes the
-// gate.
+// Stall, for tests, takes a worker slot of the lane of one server and
+// marks its call due long ago until release, as if Redis had not
+// answered: the next tick closes the gate.
 func (w *Watchdog) Stall() (release func()) {
-	slot := <-w.workers
-	w.busy[slot].Store(leaseclock.Nanos(time.Now().Add(-2 * w.timing.CloseLag())))
+	l := w.one
+	slot := <-l.free
+	l.busy[slot].Store(leaseclock.Nanos(time.Now().Add(-2 * w.timing.CloseLag())))
 	return func() {
-		w.busy[slot].Store(0)
-		w.workers <- slot
+		if j, ok := l.next(slot); ok { // a call queued meanwhile
+			w.jobs.Add(1)
+			go w.work(l, slot, j)
+		}
 	}
 }

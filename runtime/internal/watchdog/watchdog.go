@@ -23,19 +23,21 @@ import (
 // from the registry before it is sent, so no renewal is scheduled after an
 // unlock; one in flight finds the field gone.
 type Watchdog struct {
-	cfg     Config
-	lease   any // the lease in ms, a script argument
-	once    sync.Once
-	done    chan struct{}
-	timing  renew.Timing // the registry's
-	workers chan int     // the free worker slots
-	jobs    sync.WaitGroup
-	// busy[i] is the oldest due time (leaseclock.Nanos) of worker slot i's
-	// call, 0 while free; late is how late replies came since the loop
-	// last read it (overload.go).
-	busy [Workers]atomic.Int64
+	cfg    Config
+	lease  any // the lease in ms, a script argument
+	once   sync.Once
+	done   chan struct{}
+	timing renew.Timing // the registry's
+	jobs   sync.WaitGroup
+	// The calls go by node (lanes.go): on one server all in the lane one;
+	// on a cluster (cluster, the renewal client) in the lane of their
+	// master's address, which only the loop reads or adds.
+	one     *lane
+	cluster *redis.ClusterClient
+	lanes   map[string]*lane
+	// late is how late replies came since the loop last read it
+	// (overload.go).
 	late atomic.Int64
-	args [Workers][][]any // worker slot i's call arguments, reused
 	gate *renew.Admission
 	// Used by the loop only: dials is the caller's pool's dial count
 	// (dialled); lastDue the size of the last round not of every hold;
@@ -68,7 +70,7 @@ type Config struct {
 }
 
 const (
-	Workers        = 4 // bounds the renewal calls in flight
+	Workers        = 4 // bounds the renewal calls in flight to one node
 	batchesPerCall = 8 // RenewBatch calls per pipeline
 )
 
@@ -78,10 +80,8 @@ func New(cfg Config) *Watchdog {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Registry.WatchdogLease().Milliseconds(), 10), timing: cfg.Registry.Timing(),
-		done: make(chan struct{}), workers: make(chan int, Workers), rounds: make(chan *round, Workers+1)}
-	for i := range Workers {
-		w.workers <- i
-	}
+		done: make(chan struct{}), rounds: make(chan *round, Workers+1),
+		one: newLane(), cluster: clusterOf(cfg.Renewal), lanes: map[string]*lane{}}
 	w.gate = renew.NewAdmission(w.timing)
 	return w
 }
@@ -127,7 +127,7 @@ func (w *Watchdog) loop() {
 			lastPoke = time.Now()
 		}
 		w.renewDue(time.Now(), all)
-		w.observe(time.Now(), 0)
+		w.observe(time.Now())
 		w.renewLabel(time.Now())
 	}
 }
@@ -181,26 +181,22 @@ func (w *Watchdog) renewDue(now time.Time, all bool) {
 		}
 	}
 	calls = append(calls, plan(due[urgent:])...)
-	for i, call := range calls {
-		slot, ok := w.worker(calls[i:])
-		if !ok {
-			for _, call := range calls[i:] {
-				for _, b := range call {
-					unsent(reg, b, now)
-				}
-			}
-			return
-		}
+	// Each call goes to its node's lane at once: a node whose calls take
+	// all its workers holds up none of the other nodes' (lanes.go).
+	ctx, cancel := w.routing()
+	defer cancel()
+	for _, call := range calls {
 		oldest, deadline := holds.Earliest(call)
-		w.busy[slot].Store(oldest)
-		w.jobs.Add(1)
-		r.refs.Add(1)
-		go func() {
-			defer func() { w.busy[slot].Store(0); w.workers <- slot; w.roundDone(r); w.jobs.Done() }()
-			w.renewJob(call, deadline, slot)
-			w.replied(time.Now(), oldest)
-		}()
+		w.dispatch(w.laneOf(ctx, call), job{call: call, r: r, oldest: oldest, deadline: deadline})
 	}
+}
+
+// routing bounds the cluster slot map lookups of a round to a tick.
+func (w *Watchdog) routing() (context.Context, context.CancelFunc) {
+	if w.cluster == nil {
+		return w.cfg.Life, func() {}
+	}
+	return context.WithTimeout(w.cfg.Life, w.timing.Tick)
 }
 
 // unsent reports the holds of b, taken at now, unconfirmed.
@@ -247,18 +243,18 @@ func (w *Watchdog) roundDone(r *round) {
 	}
 }
 
-// renewJob sends one pipeline of batches from worker slot, under a ctx
-// ending at deadline (the earliest of their holds'), and applies the
-// replies.
-func (w *Watchdog) renewJob(batches [][]holds.Due, deadline time.Time, slot int) {
+// renewJob sends one pipeline of batches, under a ctx ending at deadline
+// (the earliest of their holds'), and applies the replies; args is its
+// worker's argument slices.
+func (w *Watchdog) renewJob(batches [][]holds.Due, deadline time.Time, args *[][]any) {
 	cfg := &w.cfg
 	ctx, cancel := context.WithDeadline(cfg.Life, deadline) // Close ends it too
 	defer cancel()
 	sent := time.Now()
-	cmds, err := w.runRenewals(ctx, batches, w.lease, &w.args[slot])
+	cmds, err := w.runRenewals(ctx, batches, w.lease, args)
 	used := len(batches) // the argument slices to clear
 	defer func() {
-		for _, b := range w.args[slot][:used] {
+		for _, b := range (*args)[:used] {
 			clear(b) // they point into holds: keep none alive
 		}
 	}()
