@@ -24,7 +24,9 @@
 //     send it follows, so early renewals cannot push renewals towards the
 //     deadline (3 periods);
 //   - a batch holds at most maxKeys keys, all of one cluster slot when
-//     keys are grouped by slot; a call (Calls) then serves one slot;
+//     keys are grouped by slot; a call (Calls) then serves one slot, so
+//     one node: the watchdog bounds the calls in flight per node, and a
+//     node that does not answer holds up only its own holds;
 //   - a closed Admission opens only for a backlog under half the one that
 //     closed it (OpenLag, CloseLag), and a waiter never waits past the
 //     limit it passes, or its ctx.

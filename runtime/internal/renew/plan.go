@@ -25,7 +25,8 @@ func Batches[T any](items []T, unit func(T) Unit, bySlot bool, maxKeys int) [][]
 }
 
 // Calls groups batches into pipelines of at most per; with bySlot a call
-// serves one slot, so a slow node holds up only its own holds.
+// serves one slot, so it goes to one node, whose own workers send it (the
+// watchdog's lanes): a slow node holds up only its own holds.
 func Calls[T any](batches [][]T, unit func(T) Unit, bySlot bool, per int) [][][]T {
 	var calls [][][]T
 	for len(batches) > 0 {

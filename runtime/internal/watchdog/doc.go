@@ -2,11 +2,13 @@
 // ticking at the registry's tick, takes the holds due (package holds keeps
 // them on its renewal wheel), cuts them into RenewBatch calls of at most
 // lua.MaxBatch keys of one slot (package renew plans them) and sends them
-// from a few workers, each a pipeline on its own connection, so a slow
-// node holds up only the holds it serves. It also measures how far
-// renewals run behind (overload.go), which drives the admission gate, and
-// rewrites the Client's owner label every period (label.go). It knows
-// nothing of lock kinds: a hold is a key, a field and maybe extra keys.
+// by node: each call, a pipeline on its own connection, goes at once to
+// its node's lane (lanes.go: one server, or its slot's master), whose few
+// workers send it or queue it, so a slow node holds up only the holds it
+// serves. It also measures how far renewals run behind (overload.go),
+// which drives the admission gate, and rewrites the Client's owner label
+// every period (label.go). It knows nothing of lock kinds: a hold is a
+// key, a field and maybe extra keys.
 //
 // Invariants:
 //
@@ -21,9 +23,13 @@
 //     unconfirmed): the lease clock, not the watchdog, ends a hold's ctx;
 //   - the script renews a key only while its field names the owner, and
 //     never shortens a lease (renew_batch.lua);
-//   - at most Workers calls are in flight; the wait of a round that finds
-//     every worker busy counts in the backlog, which closes the gate for
-//     fresh acquisitions (held locks first) and never releases a hold;
+//   - at most Workers calls are in flight to one node (a server, a cluster
+//     master); a node's other calls wait in its lane, in the order the
+//     rounds sent them, and the round goes on with the other nodes' calls:
+//     it never waits for a worker, so a node that does not answer delays
+//     no other node's renewals. The age of a call waiting in a lane counts
+//     in the backlog, which closes the gate for fresh acquisitions (held
+//     locks first) and never releases a hold;
 //   - a new connection of the caller's client (a restart, a failover) makes
 //     the next round renew every hold, at most once per quarter period
 //     (renew.Timing.CloseLag), so a server that forgot them is found
