@@ -11,12 +11,12 @@ import (
 )
 
 // Holds outlive many leases while their scripts are flushed again and
-// again (SCRIPT FLUSH, a restart): each NOSCRIPT reply is sent again, by
-// SHA once the script is loaded, or as a full EVAL where SCRIPT LOAD is
-// refused (here by an ACL), and never is a renewal left unsent for it.
+// again (SCRIPT FLUSH, a restart): each NOSCRIPT reply is sent again as a
+// full EVAL, which needs no SCRIPT LOAD (here also refused by an ACL), and
+// never is a renewal left unsent for it.
 func TestHoldsOutliveScriptFlushesWithOrWithoutScriptLoad(t *testing.T) {
 	for _, load := range []bool{true, false} {
-		t.Run(map[bool]string{true: "loaded", false: "eval"}[load], func(t *testing.T) {
+		t.Run(map[bool]string{true: "load allowed", false: "load refused"}[load], func(t *testing.T) {
 			srv := redistest.Start(t)
 			admin := srv.Client(t)
 			ctx := context.Background()

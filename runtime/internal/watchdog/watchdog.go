@@ -374,18 +374,19 @@ func renewKey(h *holds.Hold, first bool) any {
 	return &h.Key
 }
 
-// runRenewals sends one RenewBatch per batch in a single pipeline. On
-// NOSCRIPT the script is loaded once (on every master of a cluster) and
-// the refused batches sent again by SHA (by EVAL if loading failed). The
-// arguments are built in *bufs, one slice per batch, for the caller to
-// clear after the replies and reuse.
+// runRenewals sends one RenewBatch per batch in a single pipeline. The
+// batches refused with NOSCRIPT (a restarted or promoted master, SCRIPT
+// FLUSH) are sent again by EVAL, which caches the script on their node: a
+// SCRIPT LOAD goes to every master of a cluster, and waited on one that
+// did not answer. The arguments are built in *bufs, one slice per batch,
+// for the caller to clear after the replies and reuse.
 func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease any, bufs *[][]any) ([]*redis.Cmd, error) {
 	rdb := w.cfg.Renewal
 	cmds := make([]*redis.Cmd, len(batches))
 	for len(*bufs) < len(batches) {
 		*bufs = append(*bufs, nil)
 	}
-	send := func(retry bool, eval bool) error {
+	send := func(retry bool) error {
 		pipe := rdb.Pipeline()
 		for i, b := range batches {
 			if retry && !redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
@@ -393,7 +394,7 @@ func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease
 			}
 			args, numKeys := renewArgs(b, lease, (*bufs)[i])
 			(*bufs)[i] = args
-			if eval {
+			if retry {
 				cmds[i] = scripts.RenewBatch.Eval(ctx, pipe, numKeys, args)
 				continue
 			}
@@ -403,9 +404,9 @@ func (w *Watchdog) runRenewals(ctx context.Context, batches [][]holds.Due, lease
 		_, err := pipe.Exec(ctx)
 		return err
 	}
-	err := send(false, false)
+	err := send(false)
 	if err != nil && slices.ContainsFunc(cmds, func(c *redis.Cmd) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
-		err = send(true, scripts.RenewBatch.Load(ctx, rdb) != nil)
+		err = send(true)
 	}
 	return cmds, err
 }
