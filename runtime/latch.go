@@ -109,7 +109,9 @@ func (l *Latch) Arm(ctx context.Context) (bool, error) {
 //
 // A CountDown whose reply was lost is not resent, by go-redis either (it
 // is not idempotent): the error wraps ErrOutcomeUnknown, and Count tells
-// whether it ran.
+// whether it ran. One that Redis refused before it ran (BUSY, LOADING,
+// READONLY, OOM) is sent again, within ctx and the Client's
+// ReleaseTimeout; refused until then, the error wraps ErrUnavailable.
 func (l *Latch) CountDown(ctx context.Context) error {
 	if !l.made() {
 		return notMade("count-down")

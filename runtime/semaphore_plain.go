@@ -17,7 +17,8 @@ import (
 // It is not crash-safe: permits have no ids and no leases, so a holder
 // that crashes, or whose Release is lost, never gives its permits back
 // (AddPermits can, by hand). Neither is an acquire or release whose reply
-// was lost resent: each returns an error wrapping ErrOutcomeUnknown.
+// was lost resent: each returns an error wrapping ErrOutcomeUnknown. A
+// release that Redis refused before it ran is sent again.
 // Prefer Semaphore (RPermitExpirableSemaphore's layout) for anything new;
 // the DSL offers only that one.
 //
@@ -84,7 +85,10 @@ func (p *PlainSemaphore) TryAcquire(ctx context.Context, n int, wait time.Durati
 }
 
 // Release gives back n permits and wakes that many waiters. It runs
-// detached from ctx's cancellation, with the Client's ReleaseTimeout.
+// detached from ctx's cancellation, with the Client's ReleaseTimeout,
+// within which it is sent again while Redis refuses it before it runs
+// (BUSY, LOADING, READONLY, OOM); refused until then, the error wraps
+// ErrUnavailable (it did not run: the permits are still held).
 func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 	if err := guard(p, ctx, "release"); err != nil {
 		return err
@@ -96,9 +100,10 @@ func (p *PlainSemaphore) Release(ctx context.Context, n int) error {
 }
 
 // AddPermits adds n (which may be negative) to the free count, and wakes
-// waiters for the permits that came free. It is never sent twice: when its
+// waiters for the permits that came free. It never runs twice: when its
 // reply is lost the error wraps ErrOutcomeUnknown (the permits may or may
-// not have been added).
+// not have been added). Like Release, it is sent again while Redis refuses
+// it before it runs, within ctx and the Client's ReleaseTimeout.
 func (p *PlainSemaphore) AddPermits(ctx context.Context, n int) error {
 	if err := guard(p, ctx, "set-permits"); err != nil {
 		return err

@@ -79,26 +79,71 @@ func StayAttached(ctx context.Context) context.Context {
 func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, error)) (int64, error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
+	o := k.attempts(ctx, op, resendable)
+	if o.cut {
+		return o.v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, o.err)
+	}
+	return o.v, o.err
+}
+
+// ResendRefused runs op, which must not run twice (scripts.RunOnce), again
+// while it is refused before it ran or was never sent, until the limit or
+// ctx's end (it is not detached), then ends with errs.Unavailable. Any
+// other outcome ends it, a lost reply too (errs.OutcomeUnknown: it may
+// have run).
+func (k *Limits) ResendRefused(ctx context.Context, op func(context.Context) error) error {
+	ctx, cancel := context.WithDeadline(ctx, k.Limit(ctx))
+	defer cancel()
+	o := k.attempts(ctx, func(ctx context.Context) (int64, error) { return 0, op(ctx) }, notRun)
+	if o.cut {
+		return fmt.Errorf("%w: %w", errs.Unavailable, o.err)
+	}
+	return o.err
+}
+
+// resendable says whether an idempotent op that failed with err is sent
+// again: it got no reply, or was refused before it ran.
+func resendable(err error) bool {
+	return err != nil && (!scripts.IsReply(err) || scripts.Refused(err))
+}
+
+// notRun says whether an op that failed with err provably did not run.
+func notRun(err error) bool { return scripts.Refused(err) || scripts.NotSent(err) }
+
+// outcome is what the attempts of an op came to.
+type outcome struct {
+	v   int64
+	err error // the last attempt's; when cut, why (see attempts)
+	// unanswered: an attempt was sent and got no reply (it may have run).
+	unanswered bool
+	cut        bool // ctx ended while again still held
+}
+
+// attempts runs op until again(err) is false or ctx ends, backing off
+// between attempts. When ctx ends first, the outcome's err is the last
+// attempt sent that got no reply (it may have run), or else the last one
+// sent (a refusal), or else the last.
+func (k *Limits) attempts(ctx context.Context, op func(context.Context) (int64, error), again func(error) bool) outcome {
 	backoff := 5 * time.Millisecond
-	// last says why: the last attempt sent that got no reply (it may have
-	// run), or else the last one sent (a refusal), or else the last.
-	var last error
-	unanswered := false
+	var o outcome
 	for {
 		v, err := op(ctx)
-		if err == nil || scripts.IsReply(err) && !scripts.Refused(err) {
-			return v, err
+		o.v = v
+		if !again(err) {
+			o.err = err
+			return o
 		}
 		switch sent := !scripts.NotSent(err); {
 		case sent && !scripts.IsReply(err):
-			last, unanswered = err, true
-		case !unanswered && (sent || last == nil):
-			last = err
+			o.err, o.unanswered = err, true
+		case !o.unanswered && (sent || o.err == nil):
+			o.err = err
 		}
 		k.Slots.Failed(err)
 		select { // time.After's timer needs no Stop (Go 1.23)
 		case <-ctx.Done():
-			return v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, last)
+			o.cut = true
+			return o
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 250*time.Millisecond)

@@ -3,6 +3,7 @@ package calls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"testing"
@@ -62,6 +63,44 @@ func TestRetryAfterAnUnansweredAttemptIsNoReply(t *testing.T) {
 			}
 			if scripts.IsReply(err) {
 				t.Errorf("an outcome unknown reads as a reply (handoff.go takes it as 'the script failed before it wrote'): %v", err)
+			}
+		})
+	}
+}
+
+// An op that must not run twice is sent again after a refusal (it did not
+// run), never after a lost reply (it may have run); refused until its
+// limit, it did not run: errs.Unavailable, not an unknown outcome. A
+// plain semaphore's release refused with BUSY was sent once, and its
+// permit lost for good.
+func TestResendRefusedSendsAgainOnlyWhatDidNotRun(t *testing.T) {
+	busy := replyErr("BUSY Redis is busy running a script.")
+	lost := fmt.Errorf("%w: %w", errs.OutcomeUnknown, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded})
+	k := Limits{Timeout: 200 * time.Millisecond}
+	for _, tc := range []struct {
+		name     string
+		steps    []error // the last repeats
+		attempts int     // 0: more than one
+		want     error
+	}{
+		{"refused, then run", []error{busy, busy, nil}, 3, nil},
+		{"refused, then lost", []error{busy, lost}, 2, errs.OutcomeUnknown},
+		{"refused until the limit", []error{busy}, 0, errs.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			err := k.ResendRefused(context.Background(), func(context.Context) error {
+				n++
+				return tc.steps[min(n, len(tc.steps))-1]
+			})
+			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("%v, want %v", err, tc.want)
+			}
+			if errors.Is(err, errs.Unavailable) && errors.Is(err, errs.OutcomeUnknown) {
+				t.Errorf("%v is both unavailable and an unknown outcome", err)
+			}
+			if tc.attempts != 0 && n != tc.attempts || tc.attempts == 0 && n < 2 {
+				t.Errorf("%d attempts, want %d", n, tc.attempts)
 			}
 		})
 	}

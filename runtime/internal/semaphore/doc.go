@@ -18,8 +18,9 @@
 //     gives them back);
 //   - a release, a give-back or a late reply's give-back is resent until
 //     Redis answers: a resend finds the ids gone and frees nothing twice;
-//     adding to a count is never resent (a lost reply is an unknown
-//     outcome), setting it may be;
+//     adding to a count (Plain's release too) or counting a latch down
+//     is never resent after a lost reply (an unknown outcome), only after
+//     a refusal before it ran, within ReleaseTimeout; setting it may be;
 //   - a hold's ctx is done before its release is sent;
 //   - (Latch) only an explicit arm creates the count; a count-down or a
 //     late waiter never re-arms it, and a waiter checks the count before

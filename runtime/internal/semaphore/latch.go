@@ -31,9 +31,13 @@ func (l *Latch) TrySet(ctx context.Context, n int) (bool, error) {
 	return set == 1, l.fail("arm", err)
 }
 
-// CountDown counts the latch down by one, sent once: a lost reply is an unknown outcome.
+// CountDown counts the latch down by one, within ctx and the Client's
+// ReleaseTimeout. It is sent again only when Redis refused it before it
+// ran: a lost reply is an unknown outcome.
 func (l *Latch) CountDown(ctx context.Context) error {
-	return l.fail("count-down", scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err())
+	return l.fail("count-down", l.env.Calls.ResendRefused(ctx, func(ctx context.Context) error {
+		return scripts.LatchCountDown.RunOnce(ctx, l.env.RDB, 2, []any{3: l.key, l.channel, l.env.Publish}).Err()
+	}))
 }
 
 // Count is the latch's count: 0 when it is released or not armed.

@@ -66,7 +66,9 @@ func (c *counter) TrySetPermits(ctx context.Context, n int) (bool, error) {
 
 // Plain is the engine of a plain semaphore (runtime.PlainSemaphore): its
 // permits have no ids and no leases, so an acquire or release whose reply
-// was lost is not resent, and reports an unknown outcome.
+// was lost is not resent, and reports an unknown outcome. A release
+// refused before it ran is sent again: nothing else would ever give its
+// permits back.
 type Plain struct{ counter }
 
 // Init makes p the plain semaphore at key, named name.
@@ -95,7 +97,8 @@ func (p *Plain) Release(ctx context.Context, n int) error {
 	return p.fail("release", p.add(dctx, n))
 }
 
-// AddPermits adds n (which may be negative) to the free count, waking waiters for those freed.
+// AddPermits adds n (which may be negative) to the free count, waking
+// waiters for those freed, within ctx and the Client's ReleaseTimeout.
 func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	if n == 0 {
 		return nil
@@ -103,10 +106,14 @@ func (p *Plain) AddPermits(ctx context.Context, n int) error {
 	return p.fail("set-permits", p.add(ctx, n))
 }
 
-// add adds n to the free count and wakes waiters for what came free,
-// sent once (a copy would add the permits twice).
+// add adds n to the free count and wakes waiters for what came free. A
+// copy would add the permits twice: it is sent again only when Redis
+// refused it before it ran (BUSY, LOADING, READONLY, OOM...), never after
+// a lost reply.
 func (p *Plain) add(ctx context.Context, n int) error {
-	return scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
+	return p.env.Calls.ResendRefused(ctx, func(ctx context.Context) error {
+		return scripts.PlainSemaphoreRelease.RunOnce(ctx, p.env.RDB, 2, []any{3: p.key, p.channel, n, p.env.Publish}).Err()
+	})
 }
 
 // Available is the free count (0 when absent).
