@@ -2,11 +2,13 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -74,5 +76,70 @@ func TestAPlainSemaphoreReleaseRefusedByRedisIsSentAgain(t *testing.T) {
 	}
 	if n, err := l.Count(ctx); n != 1 || err != nil {
 		t.Errorf("after one count-down of 2: count %d (%v), want 1", n, err)
+	}
+}
+
+// A release whose reply was lost is sent again; the resend finds nothing
+// left to free, since the first copy freed it. That is an unknown outcome
+// (the release may have been applied), not ErrLockLost ("fn ran without
+// its lock"), which the release reported before.
+func TestAReleaseResentAfterALostReplyIsAnUnknownOutcomeNotALoss(t *testing.T) {
+	t.Parallel() // servers of their own; bounds of seconds
+	for _, kind := range []string{"mutex", "semaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			s := redistest.Start(t)
+			px := faultproxy.Start(t, s.Addr())
+			rdb := redis.NewClient(&redis.Options{Addr: px.Addr(), ReadTimeout: 300 * time.Millisecond})
+			t.Cleanup(func() { _ = rdb.Close() })
+			c := newClient(t, rdb, &runtime.Options{ReleaseTimeout: 5 * time.Second})
+			admin, ctx := s.Client(t), ctxT(t)
+			acquire, release, freed := lockAndRelease(t, c, admin, kind)
+			// The first round loads the scripts, so the release below is one EVALSHA.
+			if err := release(acquire()); err != nil {
+				t.Fatal(err)
+			}
+			h := acquire()
+			px.Blackhole(faultproxy.Downstream)
+			done := make(chan error, 1)
+			go func() { done <- release(h) }()
+			eventually(t, 5*time.Second, "the release ran in Redis", freed)
+			px.Heal()
+			err := <-done
+			t.Logf("release: %v", err)
+			if errors.Is(err, runtime.ErrLockLost) || !errors.Is(err, runtime.ErrOutcomeUnknown) {
+				t.Errorf("a release whose first copy freed the %s, reply lost: %v, want ErrOutcomeUnknown", kind, err)
+			}
+			if !freed() {
+				t.Errorf("the %s is held again after its release: %v", kind, admin.Keys(ctx, "*").Val())
+			}
+		})
+	}
+}
+
+// lockAndRelease returns, for a mutex or a semaphore of one permit on c,
+// how to take it, release it, and whether Redis has it free.
+func lockAndRelease(t *testing.T, c *runtime.Client, admin *redis.Client, kind string) (acquire func() context.Context, release func(context.Context) error, free func() bool) {
+	ctx := ctxT(t)
+	if kind == "mutex" {
+		m := c.Mutex("lock", runtime.LockOptions{})
+		acquire = func() context.Context {
+			h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		return acquire, m.Unlock, func() bool { return admin.Exists(ctx, "lock").Val() == 0 }
+	}
+	sem := c.Semaphore("sem", runtime.SemaphoreOptions{Permits: 1})
+	acquire = func() context.Context {
+		h, err := sem.TryAcquire(ctx, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	return acquire, sem.Release, func() bool {
+		return admin.ZCard(ctx, "{sem}:timeout").Val() == 0 && admin.Get(ctx, "sem").Val() == "1"
 	}
 }

@@ -2,6 +2,7 @@ package calls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,9 +82,23 @@ func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, err
 	defer cancel()
 	o := k.attempts(ctx, op, resendable)
 	if o.cut {
-		return o.v, fmt.Errorf("%w: %w", errs.OutcomeUnknown, o.err)
+		return o.v, labelled(errs.OutcomeUnknown, o.err)
 	}
 	return o.v, o.err
+}
+
+// RetryRelease is Retry for a release, whose caller needs to know more
+// than what the op settles: unanswered reports whether an attempt went
+// without a reply: it may have run, so a resend that found nothing to
+// free may have followed the copy that freed it.
+func (k *Limits) RetryRelease(ctx context.Context, op func(context.Context) (int64, error)) (v int64, unanswered bool, err error) {
+	ctx, cancel := k.Detached(ctx)
+	defer cancel()
+	o := k.attempts(ctx, op, resendable)
+	if o.cut {
+		return o.v, o.unanswered, labelled(errs.OutcomeUnknown, o.err)
+	}
+	return o.v, o.unanswered, o.err
 }
 
 // ResendRefused runs op, which must not run twice (scripts.RunOnce), again
@@ -96,9 +111,18 @@ func (k *Limits) ResendRefused(ctx context.Context, op func(context.Context) err
 	defer cancel()
 	o := k.attempts(ctx, func(ctx context.Context) (int64, error) { return 0, op(ctx) }, notRun)
 	if o.cut {
-		return fmt.Errorf("%w: %w", errs.Unavailable, o.err)
+		return labelled(errs.Unavailable, o.err)
 	}
 	return o.err
+}
+
+// labelled is err, of attempts cut by their limit, wrapped with label,
+// unless it has it already (scripts.RunOnce's errs.OutcomeUnknown).
+func labelled(label, err error) error {
+	if errors.Is(err, label) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", label, err)
 }
 
 // resendable says whether an idempotent op that failed with err is sent

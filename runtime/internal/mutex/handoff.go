@@ -70,8 +70,8 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	// lock's): the hub may not know yet that the server dropped it.
 	// records: the releaser's or the grantee's record is in the queue.
 	own, across, records := flag(o.Known), flag(c.grants.allow(m.key)), flag(queued || o.Queued)
-	n, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
-		return scripts.Handoff.Run(ctx, c.RDB, 6, []any{
+	n, unanswered, err := c.Calls.RetryRelease(ctx, func(ctx context.Context) (int64, error) {
+		return scripts.Handoff.RunOnce(ctx, c.RDB, 6, []any{
 			3: a.Key, names.lockCh, marker, names.queue, names.records, names.hubs,
 			a.Owner, c.Publish, field, px, names.lockCh, across, own, records, names.channel,
 		}).Int64()
@@ -87,9 +87,14 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 	case err == nil:
 		o.State = hub.OfferPublished
 		return true, o, nil
-	case errors.Is(err, redis.Nil):
+	case errors.Is(err, redis.Nil) && !unanswered:
 		o.State = hub.OfferDeclined
 		return false, o, nil
+	case errors.Is(err, redis.Nil):
+		// A copy that got no reply may have granted the lock: the
+		// grantee settles the offer, as after a lost reply.
+		o.State = hub.OfferUnknown
+		return false, o, errFreedUnseen
 	case scripts.IsReply(err) && !errors.Is(err, errs.OutcomeUnknown):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.

@@ -163,26 +163,28 @@ func fencedAcquire(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64,
 }
 
 // release runs the kind's release script once: nil reply (redis.Nil)
-// not held, 0 partial, 1 last.
+// not held, 0 partial, 1 last. Without go-redis' resends (RunOnce): its
+// callers resend it themselves (calls.Limits), and so see every attempt
+// that got no reply, after which a resend may find the hold released.
 func (k Kind) release(ctx context.Context, m *Lock, a lockArgs, at attempt) (int64, error) {
 	c, key := m.env, m.key
 	switch k {
 	case Fair:
-		return scripts.FairRelease.Run(ctx, at.via, 5, []any{
+		return scripts.FairRelease.RunOnce(ctx, at.via, 5, []any{
 			3: a.Key, fairQueue(key), fairTimeouts(key), fairWaiters(key), fairGrants(key),
 			at.px, a.Owner, c.Publish, at.count, LockChannel(key),
 		}).Int64()
 	case Read:
-		return scripts.ReadRelease.Run(ctx, at.via, 4, []any{
+		return scripts.ReadRelease.RunOnce(ctx, at.via, 4, []any{
 			3: a.Key, rwChannel(key), readTimeoutKey(key, a.OwnerID(), at.count), readTimeoutPrefix(key),
 			a.Owner, c.Publish, at.count,
 		}).Int64()
 	case Write:
-		return scripts.WriteRelease.Run(ctx, at.via, 3, []any{
+		return scripts.WriteRelease.RunOnce(ctx, at.via, 3, []any{
 			3: a.Key, rwChannel(key), readTimeoutPrefix(key), at.px, a.Field, c.Publish, at.count,
 		}).Int64()
 	}
-	return scripts.Release.Run(ctx, at.via, 2, []any{3: a.Key, LockChannel(key), at.px, a.Owner, c.Publish, at.count}).Int64()
+	return scripts.Release.RunOnce(ctx, at.via, 2, []any{3: a.Key, LockChannel(key), at.px, a.Owner, c.Publish, at.count}).Int64()
 }
 
 // leave withdraws a waiter that gave up (when Kind.waits); the fair

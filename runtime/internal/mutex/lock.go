@@ -364,6 +364,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	}
 	var held bool
 	rel = m.env.Calls.Yield(rel)
+	sent := time.Now()
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (looked for when the hold came through the
 	// queue, even when this client no longer waits). h.Queued is read
@@ -379,6 +380,9 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		// Redis may still count the hold the client dropped (no reply, or
 		// a refusal such as NOPERM): the owner's next call re-reads it.
 		m.env.Reg.MarkUnknown(id)
+	}
+	if errors.Is(err, errFreedUnseen) && !sent.Before(h.Deadline()) {
+		err = nil // the hold's deadline passed before the release: it was lost
 	}
 	if err == nil && !held {
 		err = fmt.Errorf("%w: the lease ran out or the key was deleted before the release", errs.LockLost)
@@ -417,17 +421,32 @@ func (m *Lock) Held(ctx context.Context) error {
 
 // release runs the kind's release script through via, resent on transport
 // errors (the owner's hold count before it, count, makes that harmless);
-// held is false when Redis had no hold of the owner.
+// held is false when Redis had no hold of the owner: errFreedUnseen when
+// a copy sent before got no reply (it may be the one that released it).
 func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (held bool, _ error) {
 	c := m.env
 	if last {
 		lease = c.Watchdog // not applied: the last hold deletes the key
 	}
 	r := attempt{via: via, px: c.LeaseArg(max(lease, lockenv.MinLease)), count: count}
-	_, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+	_, unanswered, err := c.Calls.RetryRelease(ctx, func(ctx context.Context) (int64, error) {
 		return m.kind.release(ctx, m, a, r)
 	})
-	if errors.Is(err, redis.Nil) {
+	return releasedFrom(err, unanswered)
+}
+
+// errFreedUnseen: a release found no hold of the owner after a copy of it
+// got no reply. That copy may have released the hold, which was then held
+// until the release: an unknown outcome, not a loss.
+var errFreedUnseen = fmt.Errorf("%w: the release got no reply and its resend found the hold gone (the first copy may have released it)", errs.OutcomeUnknown)
+
+// releasedFrom reads a release script's error (redis.Nil: no hold of the
+// owner), after unanswered attempts or not: see release.
+func releasedFrom(err error, unanswered bool) (held bool, _ error) {
+	switch {
+	case errors.Is(err, redis.Nil) && unanswered:
+		return false, errFreedUnseen
+	case errors.Is(err, redis.Nil):
 		return false, nil
 	}
 	return true, err

@@ -45,7 +45,7 @@ func (m *Lock) reconcile(ctx context.Context, via redis.UniversalClient, a lockA
 		if n <= keep {
 			break
 		}
-		if _, err := m.release(ctx, via, a, n == 1, px, n); err != nil {
+		if _, err := m.release(ctx, via, a, n == 1, px, n); err != nil && !errors.Is(err, errFreedUnseen) {
 			return fmt.Errorf("%w: giving back a hold taken by a lost request: %w", errs.OutcomeUnknown, err)
 		}
 	}

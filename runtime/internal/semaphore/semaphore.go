@@ -74,7 +74,7 @@ func (w *Acquiring) Record() (context.Context, error) {
 	hctx, err := s.env.AddHold(w.ctx, holds.Spec{Name: s.name, Key: s.key, Kind: "semaphore", Permit: true, From: (*taker)(s)}, w.a, w.lease, w.sent)
 	if err != nil {
 		// Closed while acquiring: give the permits back rather than leave them.
-		_, _ = s.release(w.ctx, w.a)
+		_, _, _ = s.release(w.ctx, w.a)
 		return nil, s.fail("acquire", err)
 	}
 	return hctx, nil
@@ -152,9 +152,11 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 		return "", time.Time{}, s.fail("release", err)
 	}
 	h := acq.Hold()
-	freed, err := s.release(s.env.Calls.Yield(acq.Parent), h.Args)
+	rel := s.env.Calls.Yield(acq.Parent)
+	sent := time.Now()
+	freed, unanswered, err := s.release(rel, h.Args)
 	if n := int64(len(h.Field) / permitIDLen); err == nil && freed < n {
-		err = fmt.Errorf("%w: %d of %d permits ran out or were deleted before the release", errs.LockLost, n-freed, n)
+		err = unfreed(n-freed, n, unanswered && sent.Before(h.Deadline()))
 	}
 	if err != nil {
 		err = s.fail("release", err)
@@ -165,15 +167,30 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 }
 
 // release runs the release script, resent on transport errors (a resend
-// finds the ids gone), and returns the number of permits freed.
-func (s *Sem) release(ctx context.Context, a holds.Args) (int64, error) {
-	return s.env.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+// finds the ids gone), and returns the number of permits freed and
+// whether an attempt got no reply (calls.Limits.RetryRelease).
+func (s *Sem) release(ctx context.Context, a holds.Args) (int64, bool, error) {
+	return s.env.Calls.RetryRelease(ctx, func(ctx context.Context) (int64, error) {
 		return s.releaseOnce(ctx, s.env.RDB, a)
 	})
 }
 
+// unfreed is the error of a release that freed missing of the n permits
+// of a hold. After an attempt that got no reply, sent before the hold's
+// deadline (resentInTime), a resend finds gone what that attempt freed:
+// the permits may have been held until then, an unknown outcome. Else
+// they ran out or were deleted before: lost.
+func unfreed(missing, n int64, resentInTime bool) error {
+	if resentInTime {
+		return fmt.Errorf("%w: the release got no reply and its resend found %d of %d permits gone (the first copy may have freed them)", errs.OutcomeUnknown, missing, n)
+	}
+	return fmt.Errorf("%w: %d of %d permits ran out or were deleted before the release", errs.LockLost, missing, n)
+}
+
+// releaseOnce runs the release script once, without go-redis' resends
+// (RunOnce): its callers resend it, and see every attempt without a reply.
 func (s *Sem) releaseOnce(ctx context.Context, via scripts.Runner, a holds.Args) (int64, error) {
-	return scripts.SemaphoreRelease.Run(ctx, via, 4, []any{
+	return scripts.SemaphoreRelease.RunOnce(ctx, via, 4, []any{
 		3: s.key, s.timeouts, s.channel, s.marker(a.FieldID()),
 		s.env.Publish, a.Field, s.env.MarkerTTL,
 	}).Int64()
