@@ -143,3 +143,49 @@ func lockAndRelease(t *testing.T, c *runtime.Client, admin *redis.Client, kind s
 		return admin.ZCard(ctx, "{sem}:timeout").Val() == 0 && admin.Get(ctx, "sem").Val() == "1"
 	}
 }
+
+// A release that Redis refused until its ReleaseTimeout ran out did not
+// run: it is ErrUnavailable, not an unknown outcome, and the lock or
+// permit is released in the background once Redis answers. Before, the
+// error said "outcome unknown" and the hold stayed in Redis until its
+// lease ran out (the watchdog's 30 s here), no longer renewed. (READONLY,
+// a master demoted with nothing to sync from, refuses at once; still, a
+// slow machine may have the last attempt in flight at the timeout: then
+// the outcome is unknown. calls' TestRetryReleaseTellsARefusedReleaseFromAnUnansweredOne
+// checks the labels without timing.)
+func TestAReleaseRefusedPastItsTimeoutIsUnavailableAndFinishedOnceRedisAnswers(t *testing.T) {
+	t.Parallel() // a server of its own; bounds of seconds
+	s := redistest.Start(t)
+	admin, ctx := s.Client(t), ctxT(t)
+	c := newClient(t, s.Client(t), &runtime.Options{ReleaseTimeout: 300 * time.Millisecond})
+	kinds := []string{"mutex", "semaphore"}
+	held := make([]context.Context, len(kinds))
+	releases := make([]func(context.Context) error, len(kinds))
+	frees := make([]func() bool, len(kinds))
+	for i, kind := range kinds {
+		var acquire func() context.Context
+		acquire, releases[i], frees[i] = lockAndRelease(t, c, admin, kind)
+		held[i] = acquire()
+	}
+	if err := admin.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, kind := range kinds {
+		err := releases[i](held[i])
+		t.Logf("%s: %v", kind, err)
+		if err == nil || errors.Is(err, runtime.ErrLockLost) || !errors.Is(err, runtime.ErrUnavailable) && !errors.Is(err, runtime.ErrOutcomeUnknown) {
+			t.Errorf("%s: a release refused until its timeout: %v, want ErrUnavailable", kind, err)
+		}
+	}
+	for i, kind := range kinds {
+		if frees[i]() {
+			t.Fatalf("the %s is free while Redis refused every write", kind)
+		}
+	}
+	if err := admin.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, kind := range kinds {
+		eventually(t, 5*time.Second, kind+" released once Redis answers", frees[i])
+	}
+}

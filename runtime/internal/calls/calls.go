@@ -88,17 +88,30 @@ func (k *Limits) Retry(ctx context.Context, op func(context.Context) (int64, err
 }
 
 // RetryRelease is Retry for a release, whose caller needs to know more
-// than what the op settles: unanswered reports whether an attempt went
-// without a reply: it may have run, so a resend that found nothing to
-// free may have followed the copy that freed it.
+// than what the op settles. Cut by the limit after attempts that were all
+// refused or never sent, it ends with errs.Unavailable: the release did
+// not run, and may be sent again later. unanswered reports whether an
+// attempt went without a reply: it may have run, so a resend that found
+// nothing to free may have followed the copy that freed it.
 func (k *Limits) RetryRelease(ctx context.Context, op func(context.Context) (int64, error)) (v int64, unanswered bool, err error) {
 	ctx, cancel := k.Detached(ctx)
 	defer cancel()
 	o := k.attempts(ctx, op, resendable)
 	if o.cut {
-		return o.v, o.unanswered, labelled(errs.OutcomeUnknown, o.err)
+		label := errs.Unavailable
+		if o.unanswered {
+			label = errs.OutcomeUnknown
+		}
+		return o.v, o.unanswered, labelled(label, o.err)
 	}
 	return o.v, o.unanswered, o.err
+}
+
+// Unfinished reports whether err, from RetryRelease, ended a release at
+// its limit with no reply that decided it (every attempt refused, never
+// sent, or unanswered): Redis may still have what it was to free.
+func Unfinished(err error) bool {
+	return errors.Is(err, errs.Unavailable) || errors.Is(err, errs.OutcomeUnknown)
 }
 
 // ResendRefused runs op, which must not run twice (scripts.RunOnce), again

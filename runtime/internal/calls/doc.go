@@ -12,9 +12,9 @@
 //
 //   - a call made through Limits returns by its limit, with
 //     errs.OutcomeUnknown wrapping the last transport error when Redis
-//     never answered; an op sent once (ResendRefused) whose every attempt
-//     was refused before it ran, or never sent, ends with
-//     errs.Unavailable instead: it did not run;
+//     never answered; a release (RetryRelease) or an op sent once
+//     (ResendRefused) whose every attempt was refused before it ran, or
+//     never sent, ends with errs.Unavailable instead: it did not run;
 //   - an op that must not run twice is sent again only after a refusal
 //     (scripts.Refused) or a send that never left (ResendRefused);
 //   - Redis' replies, errors included, end the retries: a resend would not

@@ -105,3 +105,60 @@ func TestResendRefusedSendsAgainOnlyWhatDidNotRun(t *testing.T) {
 		})
 	}
 }
+
+// A release refused until its limit did not run: errs.Unavailable, which
+// its caller may send again later, not an unknown outcome (as Retry, for
+// what a settlement settles, still says). One whose attempt went
+// unanswered, or was cut short in flight by the limit, may have run: an
+// unknown outcome, and unanswered tells the caller a resend that found
+// nothing may have followed the copy that freed it. Before, a release
+// refused by a busy Redis until its ReleaseTimeout said "outcome unknown".
+func TestRetryReleaseTellsARefusedReleaseFromAnUnansweredOne(t *testing.T) {
+	busy := replyErr("BUSY Redis is busy running a script.")
+	timeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded} // sent, no reply
+	k := Limits{Timeout: 200 * time.Millisecond}
+	for _, tc := range []struct {
+		name       string
+		op         func(n int, ctx context.Context) error // n: the attempt, from 1
+		want       error
+		unanswered bool
+	}{
+		{"refused to the end", func(int, context.Context) error { return busy }, errs.Unavailable, false},
+		{"unanswered, then refused", func(n int, _ context.Context) error {
+			if n == 1 {
+				return timeout
+			}
+			return busy
+		}, errs.OutcomeUnknown, true},
+		{"refused, then cut in flight", func(n int, ctx context.Context) error {
+			if n < 3 {
+				return busy
+			}
+			<-ctx.Done()
+			return fmt.Errorf("no reply by the end of the call: %w", ctx.Err())
+		}, errs.OutcomeUnknown, true},
+		{"unanswered, then found nothing", func(n int, _ context.Context) error {
+			if n == 1 {
+				return timeout
+			}
+			return redis.Nil
+		}, redis.Nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			_, unanswered, err := k.RetryRelease(context.Background(), func(ctx context.Context) (int64, error) {
+				n++
+				return 0, tc.op(n, ctx)
+			})
+			if !errors.Is(err, tc.want) || unanswered != tc.unanswered {
+				t.Errorf("%v (unanswered %v), want %v (unanswered %v)", err, unanswered, tc.want, tc.unanswered)
+			}
+			if errors.Is(err, errs.Unavailable) && errors.Is(err, errs.OutcomeUnknown) {
+				t.Errorf("%v is both unavailable and an unknown outcome", err)
+			}
+			if errors.Is(err, redis.Nil) == Unfinished(err) {
+				t.Errorf("Unfinished(%v) = %v", err, Unfinished(err))
+			}
+		})
+	}
+}

@@ -23,6 +23,11 @@
 //     read side under the write side (Lock.checkReentry);
 //   - a hold's ctx is done before its release is sent: no other owner can
 //     be granted the lock while it still runs;
+//   - a last release that Redis refused or did not answer within its
+//     ReleaseTimeout is marked unknown and handed to the settler, which
+//     gives back what Redis still has of the hold once it answers; one
+//     whose resend found the hold gone after a copy without a reply is an
+//     unknown outcome, not a loss;
 //   - a waiter is handed a lock by a release of its Client only when it
 //     is parked with an owner of its own, and it never tries while an
 //     offer to it is in flight.

@@ -95,7 +95,7 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 		// grantee settles the offer, as after a lost reply.
 		o.State = hub.OfferUnknown
 		return false, o, errFreedUnseen
-	case scripts.IsReply(err) && !errors.Is(err, errs.OutcomeUnknown):
+	case scripts.IsReply(err) && !errors.Is(err, errs.OutcomeUnknown) && !errors.Is(err, errs.Unavailable):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
 		// (Refused until ReleaseTimeout, it may still have run before:

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
@@ -376,10 +377,13 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	} else {
 		held, err = m.release(rel, m.env.RDB, h.Args, d.Last, d.Lease, d.Count)
 	}
-	if !d.Last && err != nil {
+	switch {
+	case !d.Last && err != nil:
 		// Redis may still count the hold the client dropped (no reply, or
 		// a refusal such as NOPERM): the owner's next call re-reads it.
 		m.env.Reg.MarkUnknown(id)
+	case calls.Unfinished(err) && !errors.Is(err, errFreedUnseen):
+		m.giveBackUnreleased(h, id)
 	}
 	if errors.Is(err, errFreedUnseen) && !sent.Before(h.Deadline()) {
 		err = nil // the hold's deadline passed before the release: it was lost
@@ -393,6 +397,16 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		return "", time.Time{}, err
 	}
 	return h.Owner, acq.Start, nil
+}
+
+// giveBackUnreleased hands the last hold of h, whose release Redis refused
+// or did not answer, to the settler, which releases what Redis still has
+// of it once Redis answers (settleLater, as for a hold lost at its
+// deadline), rather than leave the lock taken until its lease runs out.
+// The owner's next call re-reads its count first. The caller has id's turn.
+func (m *Lock) giveBackUnreleased(h *hold, id holdID) {
+	gen := m.env.Reg.MarkUnknown(id)
+	m.settleLater(h.Args, nil, time.Until(h.Deadline())+m.env.GiveBackFor(), gen)
 }
 
 // held is the innermost acquisition of m that hc carries. One of m's key
@@ -423,6 +437,7 @@ func (m *Lock) Held(ctx context.Context) error {
 // errors (the owner's hold count before it, count, makes that harmless);
 // held is false when Redis had no hold of the owner: errFreedUnseen when
 // a copy sent before got no reply (it may be the one that released it).
+// Refused until its bound, it did not run: errs.Unavailable.
 func (m *Lock) release(ctx context.Context, via scripts.Runner, a lockArgs, last bool, lease time.Duration, count int) (held bool, _ error) {
 	c := m.env
 	if last {

@@ -17,7 +17,10 @@
 //     (Plain: the outcome is unknown, and a late reply that took permits
 //     gives them back);
 //   - a release, a give-back or a late reply's give-back is resent until
-//     Redis answers: a resend finds the ids gone and frees nothing twice;
+//     Redis answers: a resend finds the ids gone and frees nothing twice
+//     (after a copy without a reply, an unknown outcome, not a loss); a
+//     release still refused or unanswered at ReleaseTimeout is given back
+//     by the settler;
 //     adding to a count (Plain's release too) or counting a latch down
 //     is never resent after a lost reply (an unknown outcome), only after
 //     a refusal before it ran, within ReleaseTimeout; setting it may be;

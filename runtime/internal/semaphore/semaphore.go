@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockgen/lockgen/internal/redisnames"
 	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
@@ -155,6 +156,11 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	rel := s.env.Calls.Yield(acq.Parent)
 	sent := time.Now()
 	freed, unanswered, err := s.release(rel, h.Args)
+	if calls.Unfinished(err) {
+		// Redis refused it or did not answer: the permits are given back
+		// once it does, rather than held until their lease runs out.
+		s.giveBack(h.Args, time.Until(h.Deadline())+s.env.GiveBackFor())
+	}
 	if n := int64(len(h.Field) / permitIDLen); err == nil && freed < n {
 		err = unfreed(n-freed, n, unanswered && sent.Before(h.Deadline()))
 	}
@@ -256,18 +262,19 @@ type taker Sem
 func (*taker) ExtraKeys(*holds.Hold) []string { return nil }
 
 // GiveBackLost releases the permit ids of h, lost at its deadline.
-func (t *taker) GiveBackLost(h *holds.Hold) { (*Sem)(t).giveBack(h.Args) }
+func (t *taker) GiveBackLost(h *holds.Hold) { (*Sem)(t).giveBack(h.Args, t.env.GiveBackFor()) }
 
 // giveBack releases the permit ids of a in the background (package
 // settle), through the client that honours deadlines, until Redis answers
-// without an error (READONLY, LOADING in a failover are tried again).
-func (s *Sem) giveBack(a holds.Args) {
+// without an error (READONLY, LOADING in a failover are tried again), for
+// up to within (by then Redis has expired them).
+func (s *Sem) giveBack(a holds.Args, within time.Duration) {
 	s.env.Settler.Add(settle.Job{
 		Try: func(ctx context.Context) bool {
 			_, err := s.releaseOnce(ctx, s.env.Renewal, a)
 			return err == nil
 		},
-		Until: time.Now().Add(s.env.GiveBackFor()),
+		Until: time.Now().Add(within),
 	})
 }
 
@@ -278,7 +285,7 @@ func (s *Sem) giveBack(a holds.Args) {
 func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args) {
 	p.Then(func(cmd *redis.Cmd) {
 		if ttl, err := cmd.Int64(); !lockenv.Replied(err) || err == nil && ttl == 0 {
-			s.giveBack(a)
+			s.giveBack(a, s.env.GiveBackFor())
 		}
 	})
 }
