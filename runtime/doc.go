@@ -91,8 +91,15 @@
 // # Failures
 //
 // Releases run detached from the caller's ctx with Options.ReleaseTimeout,
-// are resent on transport errors and are idempotent (a resend never counts
-// down twice). An acquire whose reply is lost is settled: it either took
+// are resent on transport errors and refusals (BUSY, LOADING, READONLY,
+// OOM, a slot moving) and are idempotent (a resend never counts down
+// twice). A release Redis refused until ReleaseTimeout is ErrUnavailable;
+// one without a reply, or whose resend found the hold gone after a copy
+// went unanswered, is ErrOutcomeUnknown; either way the Client releases
+// what Redis still has of the hold in the background once Redis answers
+// (not a plain semaphore's permits, which have no owner: its Release that
+// returned ErrUnavailable did not run, and may be called again). An
+// acquire whose reply is lost is settled: it either took
 // the lock, and the caller holds it, or it is marked aborted on the server.
 // The scripts get both without writing anything per request: they are
 // sent the hold count the owner has before the call, and one owner's calls
