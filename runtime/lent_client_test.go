@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	goruntime "runtime"
 	"runtime/debug"
@@ -60,6 +61,7 @@ func TestClientsComeAndGoOnABusyLentClient(t *testing.T) {
 					return
 				}
 				m := c.Mutex("lent:"+string(rune('a'+g)), runtime.LockOptions{})
+				sent := time.Now()
 				hctx, err := m.TryLock(ctx, 5*time.Second, runtime.Watchdog)
 				if err != nil {
 					t.Errorf("client %d/%d: %v", g, i, err)
@@ -67,7 +69,12 @@ func TestClientsComeAndGoOnABusyLentClient(t *testing.T) {
 					return
 				}
 				time.Sleep(time.Duration(i%3) * 180 * time.Millisecond) // some holds see a renewal (at 300 ms)
-				if err := m.Unlock(hctx); err != nil {
+				err = m.Unlock(hctx)
+				// A hold older than its lease may have run out with its
+				// first renewal held up in the busy pool of two (load
+				// 10): its Unlock rightly says so. What is tested is
+				// the lent client, not renewals on a starved process.
+				if ranOut := time.Since(sent) > 900*time.Millisecond; err != nil && !(ranOut && errors.Is(err, runtime.ErrLockLost)) {
 					t.Errorf("client %d/%d: unlock: %v", g, i, err)
 				}
 				_ = c.Close()
