@@ -197,8 +197,12 @@ func (c *Client) newRegistry() *holds.Registry {
 		Started:  func() { c.wd.Start() }, // c.wd is made after the registry
 		Lost: func(h *holds.Hold, cause error) {
 			c.env.Warn("lock lost", "lock", h.Name, "key", h.Key, "cause", cause)
-			if h.Part {
-				return // the multi-lock's loss is reported by its hold (observeLoss)
+			if g := h.Group; g != nil {
+				// A member of an atomic multi-lock, reported as it, once.
+				if e := (holds.Event{Owner: h.Owner, Deadline: h.DeadlineLocked(), Cause: cause}); g.Lost(e) {
+					c.observeGroupLoss(g, e)
+				}
+				return
 			}
 			c.observe(Event{Kind: EventLost, Name: h.Name, Key: h.Key, Lock: h.Kind, Owner: h.Owner, Deadline: h.DeadlineLocked(), Err: cause})
 		},
@@ -272,6 +276,11 @@ func (c *Client) Close() error {
 		_ = n.Close()
 	}
 	return nil
+}
+
+// observeGroupLoss reports the loss e of the atomic multi-lock g.
+func (c *Client) observeGroupLoss(g *holds.Group, e holds.Event) {
+	c.observe(Event{Kind: EventLost, Name: g.Name, Key: g.Keys, Lock: "multi", Owner: e.Owner, Deadline: e.Deadline, Err: e.Cause})
 }
 
 func (c *Client) observe(e Event) {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
 )
 
@@ -87,7 +89,15 @@ func (l *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (hct
 	defer func() {
 		keys := strings.Join(l.Keys(), ",")
 		observeTry(l.c.opts.Observer, ctx, l.opts.Name, keys, "multi", owner, start, err)
-		if err == nil {
+		switch {
+		case err != nil:
+		case l.atomic: // its members report its loss (holds.Group), from now on
+			if g := l.c.env.Reg.Of(hctx).Acquisition().Hold().Group; g != nil {
+				if e, ok := g.Announced(); ok {
+					l.c.observeGroupLoss(g, e)
+				}
+			}
+		default:
 			observeLoss(l.c.opts.Observer, hctx, l.opts.Name, keys, "multi", owner)
 		}
 	}()
@@ -183,19 +193,27 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 		}
 		err = unlockEach(l.members, func(int) context.Context { return ctx })
 	}
-	if released(ctx, err) {
-		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, strings.Join(l.Keys(), ","), "multi", hc.Owner(), hc.Acquisition().Start)
+	keys := strings.Join(l.Keys(), ",")
+	switch g := hc.Acquisition().Hold().Group; {
+	case g != nil && (endedLost(ctx) || errors.Is(err, ErrLockLost)):
+		// An atomic multi-lock lost, which its members' registry did not
+		// report if this release dropped them first.
+		if e := (holds.Event{Owner: hc.Owner(), Cause: cmp.Or(context.Cause(ctx), err)}); g.Lost(e) {
+			l.c.observeGroupLoss(g, e)
+		}
+	case released(ctx, err):
+		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, keys, "multi", hc.Owner(), hc.Acquisition().Start)
 	}
 	return err
 }
 
 // released reports whether the release of a composite lock's hold ctx
 // that returned err is one to report: not when it released nothing
-// (ErrNotHeld), nor when ctx had ended with ErrLockLost, whose loss
-// observeLoss reported (a release may still succeed then: a fixed lease's
-// ctx ends a drift before Redis lets the key go).
+// (ErrNotHeld), nor when ctx had ended lost or cut, which was reported
+// then (endedLost; a release may still succeed after: a fixed lease's ctx
+// ends a drift before Redis lets the key go).
 func released(ctx context.Context, err error) bool {
-	return !errors.Is(err, ErrNotHeld) && !errors.Is(context.Cause(ctx), ErrLockLost)
+	return !errors.Is(err, ErrNotHeld) && !endedLost(ctx)
 }
 
 // unlockEach releases members[i]'s hold hold(i), all at once: they are

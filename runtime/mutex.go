@@ -160,11 +160,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return m.fail("release", err)
 	}
 	owner, start, err := m.e.Release(ctx)
-	if err != nil {
-		return err
+	if owner != "" { // the hold ended here (an earlier end was reported then)
+		observeEnd(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start, err)
 	}
-	observeRelease(m.c.opts.Observer, ctx, m.opts.Name, m.e.Key(), m.e.KindName(), owner, start)
-	return nil
+	return err
 }
 
 // Do acquires the lock with the Mutex's options (waiting up to WaitTime),

@@ -16,7 +16,8 @@ const (
 	EventAcquireFailed
 	// EventReleased: a hold was released (Held is how long it was held).
 	EventReleased
-	// EventLost: a hold was lost (Err wraps ErrLockLost).
+	// EventLost: a hold was lost (Err wraps ErrLockLost), or cut by
+	// Shutdown before it was released (Err wraps ErrDraining).
 	EventLost
 	// EventRenewed: one watchdog renewal call finished (Renewed holds in
 	// Calls script calls, Took from send to reply).
@@ -114,20 +115,41 @@ func observeTry(o Observer, ctx context.Context, name, key, lock, owner string, 
 	o.ObserveLock(e)
 }
 
-// observeLoss reports EventLost of a composite hold (a multi-lock's, a
-// RedLock's), whose parts the registry does not report as the lock the
-// caller took: once, when hctx ends with ErrLockLost (not when it is
-// released, or when the caller's ctx ends). Call it after the
+// observeLoss reports EventLost of a composite hold (a multi-lock taken
+// member by member, a RedLock), whose parts the registry does not report
+// as the lock the caller took: once, when hctx ends lost (endedLost), not
+// when it is released or the caller's ctx ends. Call it after the
 // acquisition's EventAcquired.
 func observeLoss(o Observer, hctx context.Context, name, key, lock, owner string) {
 	if o == nil {
 		return
 	}
 	context.AfterFunc(hctx, func() {
-		if cause := context.Cause(hctx); errors.Is(cause, ErrLockLost) {
-			o.ObserveLock(Event{Kind: EventLost, Name: name, Key: key, Lock: lock, Owner: owner, Err: cause})
+		if endedLost(hctx) {
+			o.ObserveLock(Event{Kind: EventLost, Name: name, Key: key, Lock: lock, Owner: owner, Err: context.Cause(hctx)})
 		}
 	})
+}
+
+// endedLost reports whether hold ctx ended lost (ErrLockLost) or cut by
+// Shutdown (ErrDraining): the ends EventLost reports.
+func endedLost(hctx context.Context) bool {
+	cause := context.Cause(hctx)
+	return errors.Is(cause, ErrLockLost) || errors.Is(cause, ErrDraining)
+}
+
+// observeEnd reports the end of owner's hold taken at start by a release
+// that returned err: EventLost when Redis no longer had it (ErrLockLost:
+// the registry, which had not seen it lost, reports nothing), else
+// EventReleased (a release left to finish in the background too).
+func observeEnd(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time, err error) {
+	switch {
+	case o == nil:
+	case errors.Is(err, ErrLockLost):
+		o.ObserveLock(Event{Kind: EventLost, Name: name, Key: key, Lock: lock, Owner: owner, Err: err})
+	default:
+		observeRelease(o, ctx, name, key, lock, owner, start)
+	}
 }
 
 // observeRelease reports the release of owner's hold taken at start.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -266,7 +267,8 @@ func runOverlap(t *testing.T, f overlapFault, lease, wd time.Duration) {
 		// judged holds by the AfterFunc's stamp alone, as late as the
 		// lease clock's timer ran, and failed with 20-430 ms "overlaps").
 		var deadline time.Time
-		for _, k := range r.keys {
+		// A multi-lock's loss is reported under its keys joined.
+		for _, k := range append(r.keys, strings.Join(r.keys, ",")) {
 			at, dl := e.lost(k)
 			if !at.IsZero() && (cancelled.IsZero() || at.Before(cancelled)) {
 				cancelled = at

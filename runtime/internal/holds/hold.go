@@ -2,6 +2,7 @@ package holds
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -61,29 +62,76 @@ type Hold struct {
 	// Permit: a semaphore acquisition's permits: Args.Key is the timeout
 	// set, Field the permit ids.
 	Permit bool
-	queued bool // see Spec.Queued
-	// Part: a member of an atomic multi-lock (Spec.Part), whose loss is
-	// reported as the multi-lock's (it fills padding here).
-	Part  bool
-	lease leaseclock.Entry // its term and its place on the lease clock
-	renew renew.Entry      // when its next renewal is due
-	seq   uint64           // creation order, which a round sends in
-	Key   string           // the lock key (for Permit, the semaphore's)
-	Field string           // the hash field renewals check
-	Slot  int              // cluster slot of Key
+	queued bool             // see Spec.Queued
+	lease  leaseclock.Entry // its term and its place on the lease clock
+	renew  renew.Entry      // when its next renewal is due
+	seq    uint64           // creation order, which a round sends in
+	Key    string           // the lock key (for Permit, the semaphore's)
+	Field  string           // the hash field renewals check
+	Slot   int              // cluster slot of Key
 
 	Args  Args
 	Name  string // logical name
 	Owner string // owner token
 	Kind  string // what it is a hold of, as events name it
 	From  Taker
+	// Group: the atomic multi-lock it is a member of (Spec.Group), whose
+	// loss its loss is reported as; nil for other holds.
+	Group *Group
 
 	count   int
-	wdAcqs  int // acquisitions with the watchdog lease
+	wdAcqs  int32       // acquisitions with the watchdog lease
+	lost    atomic.Bool // lostErr != nil, for readers without the mutex
 	acqs    []*Acquisition
 	inline  [2]*Acquisition // backs acqs for the common outer + one nested
 	lostErr error           // why it was lost
-	lost    atomic.Bool     // lostErr != nil, for readers without the mutex
+}
+
+// A Group is one acquisition of an atomic multi-lock, whose members' holds
+// are reported as it: Name and Keys (comma-separated) are the multi-lock's.
+// Its loss is reported once, and never before its acquisition: a member
+// may be lost (a short fixed lease) before the caller has reported the
+// acquisition, which goes on the lease clock member by member.
+type Group struct {
+	Name, Keys string
+
+	mu        sync.Mutex
+	announced bool  // the acquisition was reported (Announced)
+	done      bool  // its loss was reported, or is pending
+	loss      Event // a loss before Announced, reported by it
+}
+
+// Event is what a Group's loss is reported with.
+type Event struct {
+	Owner    string
+	Deadline time.Time
+	Cause    error
+}
+
+// Lost records a member's loss, e, and reports whether the caller reports
+// it now: the first loss of an announced group. One before Announced is
+// kept for it.
+func (g *Group) Lost(e Event) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done {
+		return false
+	}
+	g.done = true
+	if !g.announced {
+		g.loss = e
+		return false
+	}
+	return true
+}
+
+// Announced marks g's acquisition reported, and returns the loss recorded
+// before, for the caller to report now (ok).
+func (g *Group) Announced() (e Event, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.announced = true
+	return g.loss, g.done && g.loss.Cause != nil
 }
 
 // Lost reports whether h was lost. It takes no lock.

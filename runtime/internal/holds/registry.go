@@ -171,8 +171,8 @@ type Spec struct {
 	Name, Key, Kind string
 	Permit          bool
 	From            Taker
-	Extra           bool // it may have keys renewed with it (From.ExtraKeys)
-	Part            bool // a member of an atomic multi-lock (Hold.Part)
+	Extra           bool   // it may have keys renewed with it (From.ExtraKeys)
+	Group           *Group // the atomic multi-lock acquisition it is a member of (Hold.Group)
 	// Confirmed, when > 0, is all the lease Redis is known to have applied
 	// from start, if shorter than the hold's (a grant cut to the waiter's
 	// record): the deadline counts it, and the first renewal is due now.
@@ -199,7 +199,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 	h := sh.holds[id]
 	if h == nil {
 		h = &Hold{sh: sh, Name: spec.Name, Key: spec.Key, Owner: args.OwnerID(), Field: id.Field, Args: args,
-			Kind: spec.Kind, Part: spec.Part, Permit: spec.Permit, From: spec.From, extra: spec.Extra, seq: r.seq.Add(1)}
+			Kind: spec.Kind, Group: spec.Group, Permit: spec.Permit, From: spec.From, extra: spec.Extra, seq: r.seq.Add(1)}
 		h.acqs = h.inline[:0]
 		if r.cfg.Cluster {
 			h.Slot = scripts.KeySlot(spec.Key)

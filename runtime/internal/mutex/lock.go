@@ -325,7 +325,10 @@ func (m *Lock) leave(ctx context.Context, a lockArgs) {
 const leaveWithin = 15 * time.Millisecond
 
 // Release releases the acquisition that ctx carries, detached from ctx's
-// cancellation (within ReleaseTimeout), and returns its owner and start.
+// cancellation (within ReleaseTimeout), and returns its owner and start:
+// with an error too when the hold ended here (the release failed, or found
+// the hold gone in Redis: errs.LockLost), not when it had ended before
+// (lost, released: owner "").
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	acq, err := m.held(m.env.Reg.Of(ctx))
 	if err != nil {
@@ -394,9 +397,10 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	if err != nil {
 		err = m.fail("release", err)
 		m.env.Warn("release failed", "lock", m.opts.Name, "key", m.key, "err", err)
-		return "", time.Time{}, err
 	}
-	return h.Owner, acq.Start, nil
+	// With an error too: the hold ended here, unseen by the registry,
+	// whose loss reports only holds it still has.
+	return h.Owner, acq.Start, err
 }
 
 // giveBackUnreleased hands the last hold of h, whose release Redis refused

@@ -34,11 +34,17 @@ func NewMulti(env *Env, name string, locks []*Lock) *Multi {
 }
 
 func (l *Multi) fail(op string, err error) error {
+	return l.env.Fail(op, l.name, l.keys(), err)
+}
+
+// keys are the members' keys, comma-separated, as errors and events name
+// the multi-lock.
+func (l *Multi) keys() string {
 	keys := make([]string, len(l.locks))
 	for i, m := range l.locks {
 		keys[i] = m.key
 	}
-	return l.env.Fail(op, l.name, strings.Join(keys, ","), err)
+	return strings.Join(keys, ",")
 }
 
 // Acquire takes every member as owner, sleeping on the channel of the member that blocked it.
@@ -55,9 +61,10 @@ func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Dura
 	}
 	defer c.Reg.ExitAll(mw.ids)
 	hctx := ctx
+	group := &holds.Group{Name: l.name, Keys: l.keys()}
 	for i, m := range l.locks {
 		spec := m.spec()
-		spec.Part = true
+		spec.Group = group
 		h, err := c.AddHold(hctx, spec, mw.args[i], lease, mw.sent)
 		if err != nil {
 			// Closed while acquiring: forget and give back every member.
