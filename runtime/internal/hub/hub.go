@@ -103,7 +103,8 @@ type entry struct {
 	// before it sleeps, so it is queued for grants.
 	remote bool
 	// counts numbers the count messages delivered (WakeCount), free is the
-	// last one's payload: the permits it said were free.
+	// last one's payload, the permits it said were free, less those its
+	// waiters took since.
 	counts uint64
 	free   int
 
@@ -306,6 +307,9 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 	spentLocked(w)
 	switch {
 	case !handOn:
+		if e.mode == WakeCount && w.count == e.counts {
+			e.free -= w.need // took them: what is left goes on (handOnCount)
+		}
 	case e.mode == WakeCount:
 		handOnCount(e, w)
 	default:
@@ -314,18 +318,20 @@ func (h *Hub) Tried(w *Waiter, handOn, queued bool) {
 }
 
 // handOnCount passes on the wake-up of w, which did not take the permits
-// it needs, if the latest count message woke it and said fewer were free
-// than it needs: they may serve the next waiter that message did not wake.
+// it needs, if the latest count message woke it: what is left of the
+// permits it said were free (less what the waiters it woke took) may
+// serve the longest waiter that message has not woken and that needs no
+// more than that (one that needs more cannot be served by it; one that
+// said nothing may). w needed more than were left, or others took them
+// (a newcomer, another process: then the next try is in vain, once).
 // Each waiter is woken at most once per message, so a wake-up goes down
-// the line once and stops. A waiter that needed no more than were said
-// free found them taken (by a newcomer, another process): nothing is left
-// to pass on, and none is woken in vain. e.sh.mu is held.
+// the line once and stops. e.sh.mu is held.
 func handOnCount(e *entry, w *Waiter) {
-	if w.count != e.counts || w.need <= e.free {
+	if w.count != e.counts {
 		return
 	}
 	for _, x := range e.waiters {
-		if x.count != e.counts && signal(e, x) {
+		if x.count != e.counts && x.need <= e.free && signal(e, x) {
 			return
 		}
 	}

@@ -208,47 +208,71 @@ func TestHubCountWakeUpGoesPastWaitersNeedingMoreToOneItServes(t *testing.T) {
 	if !signalled(ws[0]) || signalled(ws[1]) {
 		t.Fatal(`"1" must wake the longest waiter only`)
 	}
-	for i := range 2 { // each needs more than 1: not theirs to use
-		h.Tried(ws[i], true, false)
-		if !signalled(ws[i+1]) {
-			t.Fatalf("waiter %d needed more than was free: its wake-up must go to waiter %d", i, i+1)
-		}
+	h.Tried(ws[0], true, false) // needed more than 1: not its to use
+	if signalled(ws[1]) || !signalled(ws[2]) {
+		t.Fatal("the wake-up must go past the waiter needing 2 to the first needing 1")
 	}
 	h.Tried(ws[2], false, false) // took the permit
 	h.Leave(ws[2], true)
-	if signalled(ws[3]) || signalled(ws[0]) {
+	if signalled(ws[3]) || signalled(ws[0]) || signalled(ws[1]) {
 		t.Fatal("a wake-up used must not go on")
+	}
+}
+
+// The case a review found: "3" wakes three waiters; the two needing 1
+// take 2, the one needing 3 fails, and the permit left goes on to the
+// fourth, which needs 1 (it had stayed asleep with the permit free).
+func TestHubCountWakeUpPassesOnWhatTheWokenLeft(t *testing.T) {
+	h := newModeHub(t, "sc", WakeCount)
+	ws := attachNeeding(h, "sc", 3, 1, 1, 1)
+	h.deliver("sc", "3")
+	for i := range 3 {
+		if !signalled(ws[i]) {
+			t.Fatalf(`"3" must wake waiter %d`, i)
+		}
+	}
+	h.Tried(ws[1], false, false)
+	h.Leave(ws[1], true)
+	h.Tried(ws[2], false, false)
+	h.Leave(ws[2], true)
+	h.Tried(ws[0], true, false) // 1 left, it needs 3
+	if !signalled(ws[3]) {
+		t.Fatal("the permit left must go on to the waiter needing 1")
 	}
 }
 
 func TestHubCountWakeUpTriesEachWaiterOncePerMessage(t *testing.T) {
 	h := newModeHub(t, "sc", WakeCount)
-	ws := attachNeeding(h, "sc", 3, 3)
+	ws := attachNeeding(h, "sc", 1, 1, 1)
 	h.deliver("sc", "1")
 	signalled(ws[0])
-	h.Tried(ws[0], true, false)
-	if !signalled(ws[1]) {
-		t.Fatal("the wake-up must go to the next waiter")
+	// Each found the permit taken (a newcomer, another process): the
+	// wake-up goes down the line once, and stops.
+	for i := range 2 {
+		h.Tried(ws[i], true, false)
+		if !signalled(ws[i+1]) {
+			t.Fatalf("the wake-up must go to waiter %d", i+1)
+		}
 	}
-	h.Tried(ws[1], true, false)
-	if signalled(ws[0]) || signalled(ws[1]) {
-		t.Fatal("a waiter tried for this message must not be woken for it again")
+	h.Tried(ws[2], true, false)
+	for i := range ws {
+		if signalled(ws[i]) {
+			t.Fatalf("waiter %d, tried for this message, was woken for it again", i)
+		}
 	}
 	h.deliver("sc", "2") // a new message: everyone may be woken again
 	if !signalled(ws[0]) || !signalled(ws[1]) {
-		t.Fatal(`"2" must wake both waiters`)
+		t.Fatal(`"2" must wake two waiters`)
 	}
 }
 
-func TestHubCountWakeUpForPermitsTakenMeanwhileGoesNoFurther(t *testing.T) {
+func TestHubCountWakeUpGoesToNoWaiterNeedingMoreThanWasFree(t *testing.T) {
 	h := newModeHub(t, "sc", WakeCount)
-	ws := attachNeeding(h, "sc", 1, 1)
+	ws := attachNeeding(h, "sc", 1, 2, 2)
 	h.deliver("sc", "1")
 	signalled(ws[0])
-	// It needed no more than was free, yet did not get it: someone else
-	// took the permit, and waking the next waiter would be in vain.
-	h.Tried(ws[0], true, false)
-	if signalled(ws[1]) {
-		t.Fatal("a wake-up whose permits were taken must not go on")
+	h.Tried(ws[0], true, false) // the permit taken by someone else
+	if signalled(ws[1]) || signalled(ws[2]) {
+		t.Fatal("a wake-up for 1 permit must not go to waiters needing 2")
 	}
 }
