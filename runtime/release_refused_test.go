@@ -189,3 +189,54 @@ func TestAReleaseRefusedPastItsTimeoutIsUnavailableAndFinishedOnceRedisAnswers(t
 		eventually(t, 5*time.Second, kind+" released once Redis answers", frees[i])
 	}
 }
+
+// A hand-off to a waiter of the releasing Client that Redis refused
+// (READONLY) until ReleaseTimeout did not run: the waiter keeps waiting
+// and gets the lock once Redis answers and the release is finished in the
+// background. It used to be told the offer's outcome was unknown, failed
+// to settle it while Redis still refused, and gave up its wait with
+// ErrOutcomeUnknown, 14 s of it left.
+func TestAWaiterOfARefusedHandOffKeepsWaiting(t *testing.T) {
+	t.Parallel() // a server of its own; bounds of seconds
+	s := redistest.Start(t)
+	admin, ctx := s.Client(t), ctxT(t)
+	c := newClient(t, s.Client(t), &runtime.Options{ReleaseTimeout: 300 * time.Millisecond})
+	m := c.Mutex("handed", runtime.LockOptions{})
+	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := m.TryLock(ctx, 15*time.Second, runtime.Watchdog)
+		if err == nil {
+			err = m.Unlock(w)
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "the waiter parked", func() bool { return waitersOn(t, admin, "handed") >= 1 })
+	time.Sleep(100 * time.Millisecond)
+	if err := admin.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(h); !errors.Is(err, runtime.ErrUnavailable) && !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Errorf("a hand-off refused until its timeout: %v, want ErrUnavailable", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter returned while Redis refused writes: %v", err)
+	default:
+	}
+	if err := admin.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiter, 14 s of its wait left: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lock within 10 s of Redis answering")
+	}
+}

@@ -95,6 +95,12 @@ func (m *Lock) releaseHandingOff(ctx context.Context, a lockArgs, queued bool) (
 		// grantee settles the offer, as after a lost reply.
 		o.State = hub.OfferUnknown
 		return false, o, errFreedUnseen
+	case errors.Is(err, errs.Unavailable):
+		// Refused (or never sent) until the limit: it did not run. The
+		// waiter goes on waiting; the give-back that finishes this
+		// release (Release) wakes it with the unlock message.
+		o.State = hub.OfferDeclined
+		return true, o, err
 	case scripts.IsReply(err) && !errors.Is(err, errs.OutcomeUnknown) && !errors.Is(err, errs.Unavailable):
 		// The script failed before it wrote anything (see handoff.lua):
 		// this server will not run it. Release as usual, from now on too.
