@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding"
 	"errors"
 	"io"
 	"strconv"
@@ -240,14 +241,53 @@ func TestLocalHandoffWithLostRepliesIsSettledByTheWaiter(t *testing.T) {
 	}
 }
 
-// A hand-off that never reached Redis is settled as aborted by the
-// waiter, which then waits for the lock as usual; a copy of the hand-off
-// arriving after that never gives it the lock.
-func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
+// A hand-off that never reached Redis did not run (ErrUnavailable): the
+// offer is declined, the waiter goes on waiting, and takes the lock once
+// the release is finished in the background. (One sent without a reply is
+// settled as aborted by the waiter instead, so that a late copy grants
+// nothing: TestLocalHandoffWithLostReplyIsSettled and the fault tests.)
+func TestLocalHandoffThatNeverLeftIsDeclined(t *testing.T) {
+	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}}
+	_, c, plain := handoffSetup(t, h)
+	ctx := ctxT(t)
+	m := c.Mutex("declined", runtime.LockOptions{})
+	held, got := heldWithOneWaiter(t, m)
+	h.on.Store(true)
+	if err := m.Unlock(held); !errors.Is(err, runtime.ErrUnavailable) || errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("Unlock = %v, want ErrUnavailable", err)
+	}
+	h.on.Store(false)
+	// The old hold is given back in the background (or expires: 600 ms
+	// watchdog lease, no longer renewed), and the waiter takes the lock.
+	hctx := <-got
+	if hctx == nil {
+		t.Fatal("the waiter never got the lock")
+	}
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := plain.Exists(ctx, "declined").Val(); n != 0 {
+		t.Fatalf("the lock is left held: %v", plain.HGetAll(ctx, "declined").Val())
+	}
+}
+
+// A hand-off sent without a reply (lost on the way, not yet run) is
+// settled as aborted by the waiter, which then waits for the lock as
+// usual; a copy of the hand-off arriving after that never gives it the
+// lock.
+func TestLocalHandoffLostOnTheWayIsSettledAsAbortedAndNeverGrantsLater(t *testing.T) {
 	var stash []any
 	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
 		if stash == nil {
 			stash = copyArgs(cmd.Args())
+		}
+		for _, a := range cmd.Args() { // written to the wire, as far as the runtime can tell
+			if b, ok := a.(encoding.BinaryMarshaler); ok {
+				_, _ = b.MarshalBinary()
+			}
 		}
 		cmd.SetErr(io.ErrUnexpectedEOF)
 		return io.ErrUnexpectedEOF
@@ -257,14 +297,10 @@ func TestLocalHandoffSettledAsAbortedNeverGrantsLater(t *testing.T) {
 	m := c.Mutex("aborted", runtime.LockOptions{})
 	held, got := heldWithOneWaiter(t, m)
 	h.on.Store(true)
-	// It never left: it did not run (ErrUnavailable, not an unknown outcome).
-	if err := m.Unlock(held); !errors.Is(err, runtime.ErrUnavailable) || errors.Is(err, runtime.ErrOutcomeUnknown) {
-		t.Fatalf("Unlock = %v, want ErrUnavailable", err)
+	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Fatalf("Unlock = %v, want ErrOutcomeUnknown", err)
 	}
 	h.on.Store(false)
-	// The release never ran: the old hold is given back in the background
-	// (or expires: 600 ms watchdog lease, no longer renewed), and the
-	// waiter takes the lock with its own try.
 	hctx := <-got
 	if hctx == nil {
 		t.Fatal("the waiter never got the lock")
