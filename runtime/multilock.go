@@ -202,16 +202,17 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 			l.c.observeGroupLoss(g, e)
 		}
 	case released(ctx, err):
-		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, keys, "multi", hc.Owner(), hc.Acquisition().Start)
+		observeEnd(l.c.opts.Observer, ctx, l.opts.Name, keys, "multi", hc.Owner(), hc.Acquisition().Start, err)
 	}
 	return err
 }
 
 // released reports whether the release of a composite lock's hold ctx
-// that returned err is one to report: not when it released nothing
-// (ErrNotHeld), nor when ctx had ended lost or cut, which was reported
-// then (endedLost; a release may still succeed after: a fixed lease's ctx
-// ends a drift before Redis lets the key go).
+// that returned err ended a hold to report (observeEnd: released, or
+// found lost): not when it released nothing (ErrNotHeld), nor when ctx
+// had ended lost or cut, which was reported then (endedLost; a release
+// may still succeed after: a fixed lease's ctx ends a drift before Redis
+// lets the key go).
 func released(ctx context.Context, err error) bool {
 	return !errors.Is(err, ErrNotHeld) && !endedLost(ctx)
 }

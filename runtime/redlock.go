@@ -99,7 +99,7 @@ func (l *RedLock) Unlock(ctx context.Context) error {
 	}
 	owner, start, err := l.e.Release(ctx)
 	if owner != "" && released(ctx, err) {
-		observeRelease(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, start)
+		observeEnd(l.c.opts.Observer, ctx, l.opts.Name, l.e.Key(), "red", owner, start, err)
 	}
 	return err
 }

@@ -233,3 +233,36 @@ func expiredKeys(t *testing.T, rdb *redis.Client) int64 {
 	t.Fatal("no expired_keys in INFO stats")
 	return 0
 }
+
+// A RedLock hold whose keys are gone on a quorum of nodes (deleted, or
+// lost in a restart without persistence; a fixed lease checks nothing
+// until its end) was not held when it was released: Unlock says
+// ErrLockLost, as a Mutex's does. It returned nil, counting only the parts
+// already known lost.
+func TestARedLockUnlockOfAHoldGoneOnAQuorumIsLockLost(t *testing.T) {
+	var nodes []redis.UniversalClient
+	for range 3 {
+		nodes = append(nodes, redistest.Start(t).Client(t))
+	}
+	c := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
+	ctx := ctxT(t)
+	l := c.RedLock("gone", runtime.LockOptions{})
+	h, err := l.TryLock(ctx, 0, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:2] {
+		n.Del(ctx, "gone")
+	}
+	if err := l.Unlock(h); !errors.Is(err, runtime.ErrLockLost) {
+		t.Fatalf("Unlock of a hold gone on 2 of 3 nodes: %v, want ErrLockLost", err)
+	}
+	h, err = l.TryLock(ctx, 0, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].Del(ctx, "gone") // one part gone: the quorum still held it
+	if err := l.Unlock(h); err != nil {
+		t.Fatalf("Unlock of a hold gone on 1 of 3 nodes: %v, want nil", err)
+	}
+}

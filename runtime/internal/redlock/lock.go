@@ -236,19 +236,24 @@ func (l *Lock) giveBackLate(replies <-chan reply, n int) {
 	}
 }
 
-// releaseParts releases the parts taken, on their nodes, in parallel.
-func (l *Lock) releaseParts(parts []context.Context) {
+// releaseParts releases the parts taken, on their nodes, in parallel, and
+// returns how many were lost (lost before, or found gone by the release).
+func (l *Lock) releaseParts(parts []context.Context) int {
 	var wg sync.WaitGroup
+	var gone atomic.Int32
 	for i, p := range parts {
 		if p != nil {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, _, _ = l.nodes[i].lock.Release(p)
+				if _, _, err := l.nodes[i].lock.Release(p); errors.Is(err, errs.LockLost) {
+					gone.Add(1)
+				}
 			}()
 		}
 	}
 	wg.Wait()
+	return int(gone.Load())
 }
 
 // hold is one acquisition of a RedLock: a hold in each node Client's registry.
@@ -357,8 +362,9 @@ func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 	}
 	lost := h.lost.Load() > h.spare
 	h.cancel(context.Canceled)
-	l.releaseParts(h.parts)
-	if lost {
+	// Parts found gone count too: keys deleted, or lost in a restart
+	// without persistence, under a fixed lease no renewal checks.
+	if gone := l.releaseParts(h.parts); lost || int32(gone) > h.spare {
 		return h.owner, h.start, l.fail("release", fmt.Errorf("%w: fewer than %d nodes held it", errs.LockLost, l.quorum))
 	}
 	return h.owner, h.start, nil
