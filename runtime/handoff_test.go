@@ -245,32 +245,14 @@ func TestLocalHandoffWithLostRepliesIsSettledByTheWaiter(t *testing.T) {
 // offer is declined, the waiter goes on waiting, and takes the lock once
 // the release is finished in the background. (One sent without a reply is
 // settled as aborted by the waiter instead, so that a late copy grants
-// nothing: TestLocalHandoffWithLostReplyIsSettled and the fault tests.)
+// nothing: the next test.)
 func TestLocalHandoffThatNeverLeftIsDeclined(t *testing.T) {
-	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		cmd.SetErr(io.ErrUnexpectedEOF)
-		return io.ErrUnexpectedEOF
-	}}
-	_, c, plain := handoffSetup(t, h)
-	ctx := ctxT(t)
-	m := c.Mutex("declined", runtime.LockOptions{})
-	held, got := heldWithOneWaiter(t, m)
-	h.on.Store(true)
-	if err := m.Unlock(held); !errors.Is(err, runtime.ErrUnavailable) || errors.Is(err, runtime.ErrOutcomeUnknown) {
+	_, plain, err := dropHandoff(t, "declined", false)
+	if !errors.Is(err, runtime.ErrUnavailable) || errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Fatalf("Unlock = %v, want ErrUnavailable", err)
 	}
-	h.on.Store(false)
-	// The old hold is given back in the background (or expires: 600 ms
-	// watchdog lease, no longer renewed), and the waiter takes the lock.
-	hctx := <-got
-	if hctx == nil {
-		t.Fatal("the waiter never got the lock")
-	}
-	if err := m.Unlock(hctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := plain.Exists(ctx, "declined").Val(); n != 0 {
-		t.Fatalf("the lock is left held: %v", plain.HGetAll(ctx, "declined").Val())
+	if n := plain.Exists(context.Background(), "declined").Val(); n != 0 {
+		t.Fatalf("the lock is left held: %v", plain.HGetAll(context.Background(), "declined").Val())
 	}
 }
 
@@ -279,36 +261,12 @@ func TestLocalHandoffThatNeverLeftIsDeclined(t *testing.T) {
 // usual; a copy of the hand-off arriving after that never gives it the
 // lock.
 func TestLocalHandoffLostOnTheWayIsSettledAsAbortedAndNeverGrantsLater(t *testing.T) {
-	var stash []any
-	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
-		if stash == nil {
-			stash = copyArgs(cmd.Args())
-		}
-		for _, a := range cmd.Args() { // written to the wire, as far as the runtime can tell
-			if b, ok := a.(encoding.BinaryMarshaler); ok {
-				_, _ = b.MarshalBinary()
-			}
-		}
-		cmd.SetErr(io.ErrUnexpectedEOF)
-		return io.ErrUnexpectedEOF
-	}}
-	_, c, plain := handoffSetup(t, h)
-	ctx := ctxT(t)
-	m := c.Mutex("aborted", runtime.LockOptions{})
-	held, got := heldWithOneWaiter(t, m)
-	h.on.Store(true)
-	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+	stash, plain, err := dropHandoff(t, "aborted", true)
+	if !errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Fatalf("Unlock = %v, want ErrOutcomeUnknown", err)
 	}
-	h.on.Store(false)
-	hctx := <-got
-	if hctx == nil {
-		t.Fatal("the waiter never got the lock")
-	}
-	if err := m.Unlock(hctx); err != nil {
-		t.Fatal(err)
-	}
 	// The delayed copy arrives: the grant was settled, so it grants nothing.
+	ctx := ctxT(t)
 	plain.HSet(ctx, "aborted", stash[9], 1) // the releaser's hold (ARGV[1]), as if still there
 	if err := plain.Do(ctx, stash...).Err(); err != nil {
 		t.Fatal(err)
@@ -316,6 +274,42 @@ func TestLocalHandoffLostOnTheWayIsSettledAsAbortedAndNeverGrantsLater(t *testin
 	if n := plain.Exists(ctx, "aborted").Val(); n != 0 {
 		t.Fatalf("the late copy left the lock held: %v", plain.HGetAll(ctx, "aborted").Val())
 	}
+}
+
+// dropHandoff holds key with one waiter of the same Client and releases
+// it with the hand-off dropped before Redis: sent says whether it was
+// written to the wire first (its reply lost) or never left. Once the
+// waiter took the lock (after the background give-back, or the old hold's
+// 600 ms lease) and released it, it returns the hand-off's arguments, a
+// client straight to the server, and the first Unlock's error.
+func dropHandoff(t *testing.T, key string, sent bool) (handoff []any, plain *redis.Client, unlockErr error) {
+	t.Helper()
+	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		if handoff == nil {
+			handoff = copyArgs(cmd.Args())
+		}
+		for _, a := range cmd.Args() { // written, as far as the runtime can tell
+			if b, ok := a.(encoding.BinaryMarshaler); ok && sent {
+				_, _ = b.MarshalBinary()
+			}
+		}
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}}
+	_, c, plain := handoffSetup(t, h)
+	m := c.Mutex(key, runtime.LockOptions{})
+	held, got := heldWithOneWaiter(t, m)
+	h.on.Store(true)
+	unlockErr = m.Unlock(held)
+	h.on.Store(false)
+	hctx := <-got
+	if hctx == nil {
+		t.Fatalf("the waiter never got the lock (the first Unlock: %v)", unlockErr)
+	}
+	if err := m.Unlock(hctx); err != nil {
+		t.Fatal(err)
+	}
+	return handoff, plain, unlockErr
 }
 
 // A waiter whose ctx ends while a release is handing it the lock either
