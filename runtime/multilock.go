@@ -207,16 +207,6 @@ func (l *MultiLock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// released reports whether the release of a composite lock's hold ctx
-// that returned err ended a hold to report (observeEnd: released, or
-// found lost): not when it released nothing (ErrNotHeld), nor when ctx
-// had ended lost or cut, which was reported then (endedLost; a release
-// may still succeed after: a fixed lease's ctx ends a drift before Redis
-// lets the key go).
-func released(ctx context.Context, err error) bool {
-	return !errors.Is(err, ErrNotHeld) && !endedLost(ctx)
-}
-
 // unlockEach releases members[i]'s hold hold(i), all at once: they are
 // independent locks, and released in parallel the whole release is
 // bounded by one ReleaseTimeout.

@@ -152,6 +152,16 @@ func observeEnd(o Observer, ctx context.Context, name, key, lock, owner string, 
 	}
 }
 
+// released reports whether the release of a composite lock's hold ctx
+// that returned err ended a hold to report (observeEnd: released, or
+// found lost): not when it released nothing (ErrNotHeld), nor when ctx
+// had ended lost or cut, which was reported then (endedLost; a release
+// may still succeed after: a fixed lease's ctx ends a drift before Redis
+// lets the key go).
+func released(ctx context.Context, err error) bool {
+	return !errors.Is(err, ErrNotHeld) && !endedLost(ctx)
+}
+
 // observeRelease reports the release of owner's hold taken at start.
 func observeRelease(o Observer, ctx context.Context, name, key, lock, owner string, start time.Time) {
 	if o != nil {
