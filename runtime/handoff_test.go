@@ -241,6 +241,60 @@ func TestLocalHandoffWithLostRepliesIsSettledByTheWaiter(t *testing.T) {
 	}
 }
 
+// A hand-off whose reply is lost, after which Redis refuses writes for a
+// while (READONLY): the waiter cannot settle the offer yet, but its wait
+// has time left, so it goes on waiting and settles once Redis answers. It
+// used to give up at once with ErrOutcomeUnknown, 14 s of its wait left.
+func TestAWaiterWhoseUnknownHandOffCannotBeSettledYetKeepsWaiting(t *testing.T) {
+	t.Parallel()
+	var plain *redis.Client
+	h := &handoffHook{fn: func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+		_ = next(ctx, cmd) // the lock is the waiter's in Redis
+		_ = plain.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err()
+		cmd.SetErr(io.ErrUnexpectedEOF)
+		return io.ErrUnexpectedEOF
+	}}
+	rdb, c, p := handoffSetup(t, h)
+	plain = p
+	ctx := ctxT(t)
+	m := c.Mutex("unsettled", runtime.LockOptions{})
+	held, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := m.TryLock(ctx, 15*time.Second, runtime.Watchdog)
+		if err == nil {
+			err = m.Unlock(w)
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
+	h.on.Store(true)
+	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
+		t.Errorf("Unlock = %v, want ErrOutcomeUnknown (the reply was lost)", err)
+	}
+	h.on.Store(false)
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter returned while Redis refused writes, 14 s of its wait left: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := plain.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiter, its wait not over: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lock within 10 s of Redis answering")
+	}
+	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
 // A hand-off that never reached Redis did not run (ErrUnavailable): the
 // offer is declined, the waiter goes on waiting, and takes the lock once
 // the release is finished in the background. (One sent without a reply is

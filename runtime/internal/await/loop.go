@@ -337,7 +337,15 @@ func (wt *waiting) sleepStep(ttl time.Duration) (done bool, _ error) {
 	if state, marker, sent := h.Unpark(wt.w); state == hub.OfferGranted || state == hub.OfferUnknown || state == hub.OfferRemote {
 		acquired, err := s.Handed.Claim(state, marker, sent)
 		h.Tried(wt.w, false, false)
-		if err != nil || acquired {
+		switch {
+		case err != nil && wt.ctx.Err() == nil && (scripts.Unreachable(err) || scripts.Refused(err)):
+			// A hand-off not settled yet (Redis did not answer, or
+			// refused): its outcome stays unknown, and the next try
+			// settles it first, as after a try's lost reply. The wait
+			// goes on until its bound, like a try Redis did not answer.
+			n, _, err := wt.unreachable(err)
+			return n == waitDone, err
+		case err != nil || acquired:
 			return true, err
 		}
 	}
