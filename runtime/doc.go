@@ -92,7 +92,7 @@
 //
 // Releases run detached from the caller's ctx with Options.ReleaseTimeout,
 // are resent on transport errors and refusals (BUSY, LOADING, READONLY,
-// OOM, a slot moving) and are idempotent (a resend never counts down
+// OOM, NOREPLICAS, MISCONF, a slot moving) and are idempotent (a resend never counts down
 // twice). A release Redis refused until ReleaseTimeout is ErrUnavailable;
 // one without a reply, or whose resend found the hold gone after a copy
 // went unanswered, is ErrOutcomeUnknown; either way the Client releases

@@ -83,9 +83,13 @@ func NotSent(err error) bool {
 // MOVED or ASK past go-redis' redirects (its slot moved meanwhile),
 // CLUSTERDOWN, MASTERDOWN, LOADING or READONLY (a failover or restart in
 // progress), BUSY (another program's script runs past
-// busy-reply-threshold) or OOM (maxmemory reached under noeviction: Redis
+// busy-reply-threshold), OOM (maxmemory reached under noeviction: Redis
 // refuses a script at its first command that may grow memory, and only
-// while it has written nothing). Nothing ran: trying again is safe.
+// while it has written nothing), NOREPLICAS (fewer replicas in sync than
+// min-replicas-to-write asks) or MISCONF (a snapshot failed while
+// stop-writes-on-bgsave-error is on): the last two, like READONLY, refuse
+// a script at its first write, before anything was written. Nothing ran:
+// trying again is safe.
 func Refused(err error) bool {
 	if !IsReply(err) {
 		return false
@@ -98,7 +102,7 @@ func Refused(err error) bool {
 	return false
 }
 
-var refusals = [...]string{"TRYAGAIN ", "MOVED ", "ASK ", "CLUSTERDOWN ", "MASTERDOWN ", "LOADING ", "READONLY ", "BUSY ", "OOM "}
+var refusals = [...]string{"TRYAGAIN ", "MOVED ", "ASK ", "CLUSTERDOWN ", "MASTERDOWN ", "LOADING ", "READONLY ", "BUSY ", "OOM ", "NOREPLICAS ", "MISCONF "}
 
 // Unreachable reports whether err says Redis could not be reached (no
 // reply: refused, reset, timed out, pool exhausted), as opposed to a reply
