@@ -4,11 +4,16 @@ package inspect_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen"
 	"github.com/lockgen/lockgen/inspect"
+	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -73,4 +78,30 @@ func TestZZOneWrongTypedAuxKeyFailsTheWholeSummary(t *testing.T) {
 		t.Fatalf("summary failed over one stray key of InventoryLock; OrderLock's live hold is hidden: %v", err)
 	}
 	_ = sum
+}
+
+// Finding (slow Redis): each command is bounded by go-redis's ReadTimeout,
+// but a view is not: inspect reads instance after instance, two to four
+// round trips each, sequentially, with no overall deadline and no flag to
+// set one. With 100 live instances and a 100 ms round trip (each command
+// far below the 3 s ReadTimeout), the summary takes tens of seconds.
+func TestZZInspectSummaryTimeGrowsWithInstancesTimesRTT(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	for i := 0; i < 100; i++ {
+		rdb.HSet(ctx, "order:"+strconv.Itoa(i), "deadbeef-0000-0000-0000-000000000000:1", 1)
+	}
+	p := faultproxy.Start(t, s.Addr())
+	p.Latency(faultproxy.Both, 50*time.Millisecond)
+	slow := redis.NewClient(&redis.Options{Addr: p.Addr()})
+	defer slow.Close()
+	in := &inspect.Inspector{Spec: spec(t), Redis: slow}
+	start := time.Now()
+	if _, err := in.Summary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("summary took %v over a 100 ms round trip (100 live instances of one lock): no overall bound, reads not pipelined across instances", d)
+	}
 }
