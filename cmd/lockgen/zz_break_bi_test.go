@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -194,5 +195,46 @@ func (s *S) E(ctx context.Context, id int64) error {
 				t.Fatalf("lockgen vet exited 0 on %q inside fn:\n%s%s", body, out, errs)
 			}
 		})
+	}
+}
+
+// Finding: one -redis URL of a Redis Cluster node without -cluster is
+// taken for a single server (inspect.Connect): the summary and a lock's
+// instance list then silently cover that node's slots only (exit 0, no
+// warning), and a single instance whose key lives elsewhere fails with a
+// bare "MOVED <slot> <addr>". Inspect could tell (the node answers SCAN
+// and refuses keys with MOVED; CLUSTER INFO / INFO cluster says so).
+func TestZZInspectOneClusterNodeWithoutClusterFlagIsSilentlyPartial(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	rdb := cl.Client(t)
+	ctx := context.Background()
+	c, err := runtime.NewClient(rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 12 {
+		if _, err := c.Mutex("order:"+strconv.Itoa(i), runtime.LockOptions{Name: "OrderLock"}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := "../../inspect/testdata/locks.yaml"
+	node := "redis://" + cl.Masters()[0].Addr()
+	code, out, errs := runCLI(t, "inspect", "-config", spec, "-redis", node, "OrderLock")
+	n := strings.Count(out, "\nOrderLock ")
+	if code == exitOK && n < 12 {
+		t.Errorf("inspect -redis <one cluster node> OrderLock: exit 0 listing %d of 12 live instances, no warning (stderr %q):\n%s", n, errs, out)
+	}
+	var other string
+	for i := range 12 {
+		if cl.MasterForKey("order:"+strconv.Itoa(i)).Addr() != cl.Masters()[0].Addr() {
+			other = strconv.Itoa(i)
+			break
+		}
+	}
+	code, out, errs = runCLI(t, "inspect", "-config", spec, "-redis", node, "OrderLock", "orderID="+other)
+	t.Logf("instance on another master: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	if strings.HasPrefix(strings.TrimPrefix(errs, "lockgen inspect: "), "MOVED") {
+		t.Errorf("a key on another master fails with a bare %q: no hint to pass -cluster", strings.TrimSpace(errs))
 	}
 }
