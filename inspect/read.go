@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,8 +196,10 @@ func (r *reader) grantQueue(ctx context.Context, in *Instance) error {
 	}
 	for _, z := range queue.Val() {
 		owner := z.Member.(string)
-		since := time.UnixMilli(int64(z.Score))
-		w := Waiter{Owner: owner, Since: since, Waited: Duration(max(r.now.Sub(since), 0))}
+		w := Waiter{Owner: owner, Since: scoreTime(z.Score)}
+		if !w.Since.IsZero() {
+			w.Waited = Duration(max(r.now.Sub(w.Since), 0))
+		}
 		if rec := strings.SplitN(records.Val()[owner], ":", 3); len(rec) == 3 {
 			if alive, err := strconv.ParseFloat(rec[1], 64); err == nil {
 				w.Deadline = max(r.untilScore(alive), 0)
@@ -421,7 +424,27 @@ func (r *reader) who(ctx context.Context, owner string) Who {
 	if l == nil {
 		return Who{Client: client, NoLabel: true, Redisson: !r.lockgen[client]}
 	}
-	return Who{Client: client, Host: l.Host, PID: l.PID, Name: l.Name, ClientStarted: l.Since}
+	return Who{Client: client, Host: l.Host, PID: l.PID, Name: l.Name, ClientStarted: readable(l.Since)}
+}
+
+// scoreTime is the time of a score in epoch ms, zero (unknown) when the
+// score is no such time (±inf, or past what readable keeps).
+func scoreTime(score float64) time.Time {
+	const limit = 1 << 53 // exact in a float64, far beyond year 9999
+	if math.IsNaN(score) || score < -limit || score > limit {
+		return time.Time{}
+	}
+	return readable(time.UnixMilli(int64(score)))
+}
+
+// readable is t, or zero (unknown) when t is outside years 1–9999: a time
+// read from Redis that no writer meant, and that encoding/json refuses to
+// write (which would fail the whole -json output).
+func readable(t time.Time) time.Time {
+	if y := t.Year(); y < 1 || y > 9999 {
+		return time.Time{}
+	}
+	return t
 }
 
 // permitOwner finds the Client whose uuid starts a permit id (see

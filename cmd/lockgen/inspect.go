@@ -120,19 +120,23 @@ func showInspect(ctx context.Context, in *inspect.Inspector, name string, params
 		}
 		return exitFail
 	}
-	print := func(v any, table func() error) {
+	// print writes v, as JSON or a table; an error writing it (a closed
+	// pipe, a value JSON cannot carry) is a failure, never an empty
+	// "success".
+	print := func(v any, table func() error) error {
 		if asJSON {
-			_ = inspect.WriteJSON(stdout, v)
-			return
+			return inspect.WriteJSON(stdout, v)
 		}
-		_ = table()
+		return table()
 	}
 	if name == "" {
 		list, err := in.Summary(ctx)
 		if err != nil {
 			return fail(err)
 		}
-		print(list, func() error { return inspect.WriteSummary(stdout, list, in.Limit) })
+		if err := print(list, func() error { return inspect.WriteSummary(stdout, list, in.Limit) }); err != nil {
+			return fail(err)
+		}
 		return exitOK
 	}
 	if len(params) == 0 && in.HasParams(name) {
@@ -140,7 +144,9 @@ func showInspect(ctx context.Context, in *inspect.Inspector, name string, params
 		if err != nil {
 			return fail(err)
 		}
-		print(list, func() error { return inspect.WriteInstances(stdout, list, truncated, in.Limit) })
+		if err := print(list, func() error { return inspect.WriteInstances(stdout, list, truncated, in.Limit) }); err != nil {
+			return fail(err)
+		}
 		if len(list) == 0 {
 			if !asJSON {
 				fmt.Fprintf(stderr, "lockgen inspect: no live instance of %s\n", name)
@@ -153,7 +159,9 @@ func showInspect(ctx context.Context, in *inspect.Inspector, name string, params
 	if err != nil {
 		return fail(err)
 	}
-	print(st, func() error { return inspect.WriteInstance(stdout, st) })
+	if err := print(st, func() error { return inspect.WriteInstance(stdout, st) }); err != nil {
+		return fail(err)
+	}
 	if !st.Held {
 		return exitFail
 	}

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
@@ -80,5 +83,36 @@ func TestInspectWatchRedrawsUntilInterrupted(t *testing.T) {
 	code := watchInspect(ctx, 50*time.Millisecond, func() int { frames++; return exitFail }, &out)
 	if code != exitFail || frames < 2 || strings.Count(out.String(), "(^C to stop)") != frames {
 		t.Fatalf("exit %d after %d frames:\n%s", code, frames, out.String())
+	}
+}
+
+// A time read from Redis past year 9999 (a grant-queue score of -inf or
+// +inf, an owner label's "since") is beyond what encoding/json writes:
+// inspect -json once printed nothing and exited 0. Such a time is left
+// out (unreadable), and the rest of the instance is printed.
+func TestInspectJSONPrintsAnInstanceWithTimesPastYear9999(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	c, err := runtime.NewClient(rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Mutex("order:1", runtime.LockOptions{Name: "OrderLock"}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+		t.Fatal(err)
+	}
+	queue := "lockgen_lock_queue:{order:1}"
+	rdb.ZAdd(ctx, queue, redis.Z{Score: math.Inf(-1), Member: "deadbeef-0000-0000-0000-000000000000:1"})
+	rdb.ZAdd(ctx, queue, redis.Z{Score: 2.5e14, Member: "deadbeef-0000-0000-0000-000000000000:2"})
+	rdb.HSet(ctx, runtime.OwnerLabelKey(c.ID()), "since", "300000000000000")
+	spec := "../../inspect/testdata/locks.yaml"
+	code, out, errs := runCLI(t, "inspect", "-config", spec, "-redis", s.URL(), "-json", "OrderLock", "orderID=1")
+	var st struct {
+		Held  bool
+		Queue []struct{ Owner string }
+	}
+	if err := json.Unmarshal([]byte(out), &st); code != exitOK || err != nil || !st.Held || len(st.Queue) != 2 {
+		t.Fatalf("-json: exit %d, %v, %+v; stdout %q, stderr %q", code, err, st, out, errs)
 	}
 }
