@@ -651,3 +651,33 @@ func TestInspectListsOnlyKeysAGeneratedHelperCouldHaveMade(t *testing.T) {
 		t.Errorf("JSON of a key that is not UTF-8:\n%s\nwant it Go-quoted: %s", b.String(), want)
 	}
 }
+
+// A key pattern that is one string param matches any key without braces,
+// the runtime's own owner labels (lockgen_owner:<uuid>, hashes) and
+// lockgen_*/redisson_* helper keys among them: they were listed as held
+// instances. Names under those prefixes are the runtime's (or
+// Redisson's), not a lock's.
+func TestInspectDoesNotListTheRuntimesOwnKeysAsInstances(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := context.Background()
+	s, err := lockgen.Parse("locks.yaml", []byte("version: 1\npackage: locks\nlocks:\n  JobLock:\n    key: \"${job}\"\n    params: {job: string}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &inspect.Inspector{Spec: s, Redis: rdb}
+	c := lockClient(t, rdb, runtime.Options{Name: "worker"})
+	hold(t, ctx, c.Mutex("nightly-report", runtime.LockOptions{Name: "JobLock"}))
+	labelled(t, rdb, c)
+	rdb.HSet(ctx, "redisson_stray", "deadbeef-0000-0000-0000-000000000000:1", 1)
+	list, _, err := in.Instances(ctx, "JobLock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Key != "nightly-report" {
+		var keys []string
+		for _, st := range list {
+			keys = append(keys, st.Key)
+		}
+		t.Errorf("JobLock instances %q, want only [nightly-report]", keys)
+	}
+}

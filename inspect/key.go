@@ -115,6 +115,25 @@ type matcher struct {
 	params []string // the names of re's groups, in order
 	types  map[string]lockgen.ParamType
 	tag    string // the literal hash tag text, when the whole tag is literal
+	lead   string // the pattern's leading literal text
+}
+
+// reservedPrefixes start the names of the runtime's own keys (owner
+// labels, queues, grants: lockgen_*) and Redisson's helper keys
+// (redisson_*), see docs/redisson.md. A pattern that begins with a
+// placeholder may render such a name, but a key under one of them is
+// not a lock's instance unless the pattern's own literal start says so.
+var reservedPrefixes = []string{"lockgen_", "redisson_"}
+
+// reserved reports whether key is a runtime or Redisson helper name the
+// pattern does not spell out itself.
+func (m *matcher) reserved(key string) bool {
+	for _, p := range reservedPrefixes {
+		if strings.HasPrefix(key, p) && !strings.HasPrefix(m.lead, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // globEscaper escapes the characters SCAN's MATCH treats specially.
@@ -129,8 +148,11 @@ func newMatcher(l *lockgen.Lock) *matcher {
 	var glob, re strings.Builder
 	re.WriteString("^")
 	seen := map[string]bool{}
-	for _, s := range l.KeyPattern().Segments {
+	for i, s := range l.KeyPattern().Segments {
 		if s.Param == "" {
+			if i == 0 {
+				m.lead = s.Lit
+			}
 			glob.WriteString(globEscaper.Replace(s.Lit))
 			re.WriteString(regexp.QuoteMeta(s.Lit))
 			continue
@@ -161,7 +183,7 @@ func newMatcher(l *lockgen.Lock) *matcher {
 // application passed them: parseValue).
 func (m *matcher) match(key string) (map[string]string, bool) {
 	sub := m.re.FindStringSubmatch(key)
-	if sub == nil {
+	if sub == nil || m.reserved(key) {
 		return nil, false
 	}
 	params := map[string]string{}
