@@ -151,6 +151,9 @@ func writeInstance(tw *tabwriter.Writer, st Instance, indent string) {
 	case st.Fenced:
 		row("token", "none handed out yet")
 	}
+	for _, u := range st.Unreadable {
+		row("unreadable", u)
+	}
 	for _, h := range st.Holders {
 		what := fmt.Sprintf("×%d", h.Count)
 		if h.Side != "" {
@@ -281,6 +284,8 @@ func WriteSummary(w io.Writer, list []Summary, limit int) error {
 	for _, s := range list {
 		live := fmt.Sprint(s.Live)
 		switch {
+		case s.Error != "":
+			live = "?"
 		case s.Live < 0:
 			live = "-"
 		case s.Truncated:
@@ -288,5 +293,13 @@ func WriteSummary(w io.Writer, list []Summary, limit int) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", s.Lock, kindText(s.Kind, s.Fenced), shown(s.Pattern), live, s.Waiting)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, s := range list {
+		if s.Error != "" {
+			fmt.Fprintf(w, "%s: not read: %s\n", s.Lock, shown(s.Error))
+		}
+	}
+	return nil
 }

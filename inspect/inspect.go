@@ -178,8 +178,13 @@ func keyParams(l *lockgen.Lock, params map[string]string) map[string]string {
 
 // readKey fills in st, whose Key is set, by l's kind: its holders, the
 // waiters Redis records, what it does not record, and how many clients
-// listen on the channel the unrecorded ones sleep on.
+// listen on the channel the unrecorded ones sleep on. A key it cannot
+// read as the kind's is noted in st.Unreadable, not an error.
 func (in *Inspector) readKey(ctx context.Context, r *reader, l *lockgen.Lock, st *Instance) error {
+	return note(st, in.readKind(ctx, r, l, st))
+}
+
+func (in *Inspector) readKind(ctx context.Context, r *reader, l *lockgen.Lock, st *Instance) error {
 	st.Unrecorded = unrecorded(l, r.cluster())
 	switch kindOf(l) {
 	case "fair":
@@ -351,15 +356,18 @@ func (in *Inspector) instances(ctx context.Context, r *reader, l *lockgen.Lock) 
 		if err := in.readKey(ctx, r, l, &st); err != nil {
 			return nil, false, err
 		}
-		if st.Held || len(st.Queue) > 0 || st.Count != nil || st.Free != nil {
-			list = append(list, st) // gone between SCAN and read: not live
+		// Else gone between SCAN and read: not live. A key that could
+		// not be read is listed, with its note.
+		if st.Held || len(st.Queue) > 0 || st.Count != nil || st.Free != nil || len(st.Unreadable) > 0 {
+			list = append(list, st)
 		}
 	}
 	return list, truncated, nil
 }
 
 // Summary lists every declared lock with its live instances (up to Limit
-// each) and the waiters queued on them.
+// each) and the waiters queued on them. A lock whose instances cannot be
+// listed has its Error set; the others are listed all the same.
 func (in *Inspector) Summary(ctx context.Context) ([]Summary, error) {
 	r, err := newReader(ctx, in.Redis)
 	if err != nil {
@@ -380,8 +388,13 @@ func (in *Inspector) Summary(ctx context.Context) ([]Summary, error) {
 			continue
 		}
 		list, more, err := in.instances(ctx, r, l)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", l.Name, err)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("%s: %w", l.Name, err) // out of time: so is every lock after it
+		case err != nil:
+			s.Error = err.Error()
+			out = append(out, s)
+			continue
 		}
 		s.Live, s.Truncated = len(list), more
 		for _, st := range list {

@@ -681,3 +681,95 @@ func TestInspectDoesNotListTheRuntimesOwnKeysAsInstances(t *testing.T) {
 		t.Errorf("JobLock instances %q, want only [nightly-report]", keys)
 	}
 }
+
+// One helper key of the wrong type (a stray SET over a lock's queue,
+// writers or permits) once failed the whole summary, hiding every other
+// lock's holds. Each is now a note on its instance (Unreadable), read
+// like an unreadable fencing token: the rest is shown all the same.
+func TestInspectNotesAWrongTypedHelperKeyAndKeepsTheSummary(t *testing.T) {
+	in, rdb := inspector(t)
+	ctx := context.Background()
+	const owner = "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1"
+	rdb.HSet(ctx, "order:1", owner, 1)
+	rdb.HSet(ctx, "order:2", owner, 1)
+	rdb.Set(ctx, "lockgen_lock_queue:{order:2}", "junk", 0)
+	rdb.HSet(ctx, "inventory:sku-1", owner, 1)
+	rdb.RPush(ctx, "redisson_lock_queue:{inventory:sku-1}", "w:1")
+	rdb.Set(ctx, "lockgen_fair_waiters:{inventory:sku-1}", "junk", 0)
+	rdb.HSet(ctx, "catalog:s1", "mode", "write", owner+":write", 1)
+	rdb.Set(ctx, "lockgen_rwlock_writers:{catalog:s1}", "junk", 0)
+	rdb.Set(ctx, "payslots:acme", "2", 0)
+	rdb.Set(ctx, "{payslots:acme}:timeout", "junk", 0)
+	rdb.Set(ctx, "payslots:bad", "not-a-number", 0)
+
+	list, err := in.Summary(ctx)
+	if err != nil {
+		t.Fatalf("summary: %v, want every lock summarised", err)
+	}
+	live := map[string]int{}
+	for _, s := range list {
+		live[s.Lock] = s.Live
+	}
+	if live["OrderLock"] != 2 || live["InventoryLock"] != 1 || live["Catalog"] != 1 || live["PaymentSlots"] != 2 {
+		t.Errorf("live instances %v, want OrderLock 2, InventoryLock 1, Catalog 1, PaymentSlots 2", live)
+	}
+	for _, tc := range []struct {
+		lock, param, value, note string
+		held                     bool
+	}{
+		{"OrderLock", "orderID", "2", "lockgen_lock_queue:{order:2} is not", true},
+		{"InventoryLock", "sku", "sku-1", "lockgen_fair_waiters:{inventory:sku-1} is not", true},
+		{"Catalog", "shopID", "s1", "lockgen_rwlock_writers:{catalog:s1} is not", true},
+		{"PaymentSlots", "provider", "acme", "{payslots:acme}:timeout is not", false}, // its permits are unreadable
+		{"PaymentSlots", "provider", "bad", "payslots:bad does not hold a decimal count", false},
+	} {
+		st, err := in.Instance(ctx, tc.lock, map[string]string{tc.param: tc.value})
+		if err != nil {
+			t.Errorf("%s %s=%s: %v, want its state with a note", tc.lock, tc.param, tc.value, err)
+			continue
+		}
+		if st.Held != tc.held || len(st.Unreadable) != 1 || !strings.HasPrefix(st.Unreadable[0], tc.note) {
+			t.Errorf("%s %s=%s: held %v, unreadable %q; want held %v, noted %q…", tc.lock, tc.param, tc.value, st.Held, st.Unreadable, tc.held, tc.note)
+		}
+		if got := normalise(table(t, st)); !strings.Contains(got, "unreadable  "+tc.note) {
+			t.Errorf("%s table does not note the unreadable key:\n%s", tc.lock, got)
+		}
+	}
+}
+
+// A lock whose keys Redis refuses to read (here an ACL without them) is a
+// row with its error in the summary, not a failure of every lock's.
+func TestInspectSummaryKeepsOtherLocksWhenOneCannotBeRead(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	ctx := context.Background()
+	const owner = "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1"
+	rdb.HSet(ctx, "order:1", owner, 1)
+	rdb.Set(ctx, "payslots:acme", "2", 0)
+	// Every lock's keys but PaymentSlots' (payslots:*, {payslots:*}).
+	if err := rdb.Do(ctx, "ACL", "SETUSER", "reader", "on", ">pw", "-@all", "+@read", "+time", "+scan", "+pubsub",
+		"%R~[a-o]*", "%R~[q-z]*", "%R~pay[a-r]*", "%R~{[a-o]*", "%R~{[q-z]*", "%R~{pay[a-r]*").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ro := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "reader", Password: "pw"})
+	t.Cleanup(func() { _ = ro.Close() })
+	in := &inspect.Inspector{Spec: spec(t), Redis: ro}
+	list, err := in.Summary(ctx)
+	if err != nil {
+		t.Fatalf("summary: %v, want every lock summarised", err)
+	}
+	rows := map[string]inspect.Summary{}
+	for _, s := range list {
+		rows[s.Lock] = s
+	}
+	if r := rows["OrderLock"]; r.Live != 1 || r.Error != "" {
+		t.Errorf("OrderLock row %+v, want 1 live, no error", r)
+	}
+	if r := rows["PaymentSlots"]; !strings.Contains(r.Error, "NOPERM") {
+		t.Errorf("PaymentSlots row %+v, want the NOPERM error", r)
+	}
+	var b bytes.Buffer
+	if err := inspect.WriteSummary(&b, list, 0); err != nil || !strings.Contains(b.String(), "PaymentSlots: not read: ") {
+		t.Errorf("summary table (%v) does not say PaymentSlots was not read:\n%s", err, b.String())
+	}
+}

@@ -89,9 +89,34 @@ func (r *reader) lockHash(ctx context.Context, rdb redis.UniversalClient, key st
 	return fields.Val(), ttl(pttl.Val()), nil
 }
 
+// unreadableError is a key that holds no state of the kind read (the
+// wrong type, a count that is no number): a note on its instance (see
+// Instance.Unreadable), not a failure of the view.
+type unreadableError struct{ msg string }
+
+func (e *unreadableError) Error() string { return e.msg }
+
+// wrongType turns Redis's WRONGTYPE for key into an unreadableError; nil
+// and other errors are returned as they are.
 func wrongType(key string, err error) error {
 	if redis.HasErrorPrefix(err, "WRONGTYPE") {
-		return errors.New(key + " is not a lock of this kind (WRONGTYPE): is the spec the one the application uses?")
+		return &unreadableError{key + " is not a lock of this kind (WRONGTYPE): is the spec the one the application uses?"}
+	}
+	return err
+}
+
+func notDecimal(key, what string) error {
+	return &unreadableError{key + " does not hold a decimal " + what + ": is the spec the one the application uses?"}
+}
+
+// note records err on in when it is an unreadableError, so that one stray
+// key neither hides the rest of the instance nor fails a list or summary;
+// any other error (Redis unreachable, a timeout) is returned.
+func note(in *Instance, err error) error {
+	var u *unreadableError
+	if errors.As(err, &u) {
+		in.Unreadable = append(in.Unreadable, err.Error())
+		return nil
 	}
 	return err
 }
@@ -127,7 +152,7 @@ func (r *reader) fenced(ctx context.Context, in *Instance) error {
 		in.TokenUnreadable = wrongType(key, err).Error()
 		return nil
 	case err != nil && get.Err() == nil:
-		in.TokenUnreadable = key + " does not hold a decimal token: is the spec the one the application uses?"
+		in.TokenUnreadable = notDecimal(key, "token").Error()
 		return nil
 	case err != nil:
 		return err
@@ -143,13 +168,16 @@ func (r *reader) fair(ctx context.Context, in *Instance) error {
 	}
 	var queue *redis.StringSliceCmd
 	var scores *redis.ZSliceCmd
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		queue = p.LRange(ctx, fairQueue(in.Key), 0, -1)
 		scores = p.ZRangeWithScores(ctx, fairTimeouts(in.Key), 0, -1)
 		return nil
 	})
-	if err != nil {
-		return wrongType(fairQueue(in.Key), err)
+	if err := note(in, wrongType(fairQueue(in.Key), queue.Err())); err != nil {
+		return err
+	}
+	if err := note(in, wrongType(fairTimeouts(in.Key), scores.Err())); err != nil {
+		return err
 	}
 	score := map[string]float64{}
 	for _, z := range scores.Val() {
@@ -165,8 +193,8 @@ func (r *reader) fair(ctx context.Context, in *Instance) error {
 	// lockgen's own record of its waiters tells them from Redisson's.
 	if len(in.Queue) > 0 {
 		mine, err := r.rdb.ZRange(ctx, fairWaiters(in.Key), 0, -1).Result()
-		if err != nil {
-			return wrongType(fairWaiters(in.Key), err)
+		if err := note(in, wrongType(fairWaiters(in.Key), err)); err != nil {
+			return err
 		}
 		for _, owner := range mine {
 			r.lockgen[clientOf(owner)] = true
@@ -188,11 +216,11 @@ func (r *reader) grantQueue(ctx context.Context, in *Instance) error {
 		records = p.HGetAll(ctx, grantRecords(in.Key))
 		return nil
 	})
-	if err := queue.Err(); err != nil {
-		return wrongType(grantQueue(in.Key), err)
+	if err := note(in, wrongType(grantQueue(in.Key), queue.Err())); err != nil {
+		return err
 	}
-	if err := records.Err(); err != nil {
-		return wrongType(grantRecords(in.Key), err)
+	if err := note(in, wrongType(grantRecords(in.Key), records.Err())); err != nil {
+		return err
 	}
 	for _, z := range queue.Val() {
 		owner := z.Member.(string)
@@ -289,7 +317,7 @@ func (r *reader) readWrite(ctx context.Context, in *Instance) error {
 	in.Held = len(in.Holders) > 0
 	var cmds []*redis.DurationCmd
 	var writers *redis.ZSliceCmd
-	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, h := range in.Holders {
 			if h.Side != "read" {
 				continue
@@ -301,7 +329,12 @@ func (r *reader) readWrite(ctx context.Context, in *Instance) error {
 		writers = p.ZRangeWithScores(ctx, rwWriters(in.Key), 0, -1)
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	if err := note(in, wrongType(rwWriters(in.Key), writers.Err())); err != nil {
 		return err
 	}
 	i := 0
@@ -348,8 +381,8 @@ func (r *reader) semaphore(ctx context.Context, in *Instance) error {
 	if err := free.Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrongType(in.Key, err)
 	}
-	if err := permits.Err(); err != nil {
-		return wrongType(permitTimeouts(in.Key), err)
+	if err := note(in, wrongType(permitTimeouts(in.Key), permits.Err())); err != nil {
+		return err
 	}
 	var expired int64
 	for _, z := range permits.Val() {
@@ -365,7 +398,7 @@ func (r *reader) semaphore(ctx context.Context, in *Instance) error {
 		n += expired
 		in.Free, in.TTL = &n, ttl(pttl.Val())
 	} else if !errors.Is(err, redis.Nil) {
-		return errors.New(in.Key + " does not hold a decimal count: is the spec the one the application uses?")
+		return notDecimal(in.Key, "count")
 	}
 	in.Held = len(in.Permits) > 0
 	return nil
@@ -389,7 +422,7 @@ func (r *reader) latch(ctx context.Context, in *Instance) error {
 	case redis.HasErrorPrefix(err, "WRONGTYPE"):
 		return wrongType(in.Key, err)
 	case err != nil && count.Err() == nil:
-		return errors.New(in.Key + " does not hold a decimal count: is the spec the one the application uses?")
+		return notDecimal(in.Key, "count")
 	case err != nil:
 		return err
 	}

@@ -46,6 +46,11 @@ type Instance struct {
 	Fenced          bool   `json:"fenced,omitempty"`
 	Token           *int64 `json:"token,omitempty"`
 	TokenUnreadable string `json:"token_unreadable,omitempty"`
+	// Unreadable notes each key of this instance that could not be read
+	// (one of the wrong type, a count that is no number), with why: the
+	// rest of the instance is read all the same, and a list or summary
+	// still shows the other instances and locks.
+	Unreadable []string `json:"unreadable,omitempty"`
 	// Members (multi) and Nodes (red: one per RedLock node).
 	Members []Instance `json:"members,omitempty"`
 	Nodes   []Instance `json:"nodes,omitempty"`
@@ -119,6 +124,9 @@ type Summary struct {
 	Live      int    `json:"live"`
 	Truncated bool   `json:"truncated,omitempty"` // more than Live exist
 	Waiting   int    `json:"waiting,omitempty"`   // waiters Redis records among them (Instance.Queue)
+	// Error says why this lock's instances could not be listed (SCAN
+	// refused, a node down): the other locks are summarised all the same.
+	Error string `json:"error,omitempty"`
 }
 
 // Duration is a time.Duration that JSON writes as whole milliseconds.

@@ -137,6 +137,11 @@ func showInspect(ctx context.Context, in *inspect.Inspector, name string, params
 		if err := print(list, func() error { return inspect.WriteSummary(stdout, list, in.Limit) }); err != nil {
 			return fail(err)
 		}
+		for _, s := range list {
+			if s.Error != "" {
+				return exitFail // shown, but not every lock could be read
+			}
+		}
 		return exitOK
 	}
 	if len(params) == 0 && in.HasParams(name) {
