@@ -81,7 +81,10 @@
 // load (a longer cycle needs as many callers as it has locks). It is reported at each edge the package owns, naming the positions
 // of the edges that go the other way. Fix: take both in one multi lock
 // (its members are taken in key order and released again if one cannot be
-// had), or take them in one order everywhere.
+// had), or take them in one order everywhere. A TryLock, TryLockFenced or
+// TryAcquire with a constant wait of 0 is no edge: it fails rather than
+// waits, so it cannot close a cycle (try-and-back-off is the usual way out
+// of an inversion).
 //
 // Nested acquisition with the wrong ctx (wrongctx). Inside With<A>(ctx, …,
 // func(hctx context.Context) error { … }), a lock taken with the outer ctx

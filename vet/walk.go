@@ -286,7 +286,8 @@ func (w *walker) through(c *ast.CallExpr, fn *types.Func, called bool) {
 
 // take records that lock a.Lock (the instance here, rendered in this
 // function) is taken at pos: in the function's summary, as lock-order
-// edges from every lock held here, and as nested instances.
+// edges from every lock held here (unless a.NoWait), and as nested
+// instances.
 func (w *walker) take(a Acq, here []string, pos token.Pos) {
 	if w.cur != nil {
 		if k := a.sumKey(); w.cur[k].Lock == "" && w.perLock[a.Lock] < maxInstances {
@@ -304,6 +305,12 @@ func (w *walker) take(a Acq, here []string, pos token.Pos) {
 				return // held already: a re-entry takes nothing new (or a self-deadlock, reported on its own)
 			}
 		}
+	}
+	if a.NoWait {
+		// A try with a wait of 0 fails rather than waits: it cannot close
+		// a deadlock cycle, and try-and-back-off is the usual way out of
+		// an inversion. What it holds afterwards still orders later locks.
+		return
 	}
 	for _, h := range w.held {
 		for _, from := range h.op.members {
