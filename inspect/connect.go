@@ -7,7 +7,8 @@ import (
 )
 
 // Connect opens the Redis deployment the URLs name, as go-redis parses
-// them: one redis:// or rediss:// URL is a server; one with a master_name
+// them, with commands bounded by their ctx's deadline (the CLI's
+// -timeout) as well as go-redis's read and write timeouts: one redis:// or rediss:// URL is a server; one with a master_name
 // query parameter is a Sentinel failover client (the URL names the
 // sentinels); several URLs, or cluster set, are the seed nodes of a Redis
 // Cluster (a URL may also list more seeds with addr= parameters).
@@ -25,12 +26,14 @@ func Connect(urls []string, cluster bool) (redis.UniversalClient, error) {
 			if err != nil {
 				return nil, usagef("-redis %q: %v", urls[0], err)
 			}
+			o.ContextTimeoutEnabled = true
 			return redis.NewFailoverClient(o), nil
 		}
 		o, err := redis.ParseURL(urls[0])
 		if err != nil {
 			return nil, usagef("-redis %q: %v", urls[0], err)
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewClient(o), nil
 	}
 	o, err := redis.ParseClusterURL(urls[0])
@@ -44,6 +47,7 @@ func Connect(urls []string, cluster bool) (redis.UniversalClient, error) {
 		}
 		o.Addrs = append(o.Addrs, more.Addrs...)
 	}
+	o.ContextTimeoutEnabled = true
 	return redis.NewClusterClient(o), nil
 }
 
@@ -59,6 +63,7 @@ func ConnectNodes(urls []string) ([]redis.UniversalClient, []string, error) {
 			}
 			return nil, nil, usagef("-red %q: %v", s, err)
 		}
+		o.ContextTimeoutEnabled = true
 		nodes = append(nodes, redis.NewClient(o))
 		addrs = append(addrs, o.Addr)
 	}

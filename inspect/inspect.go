@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -314,9 +315,7 @@ func (in *Inspector) Instances(ctx context.Context, name string) (list []Instanc
 		}
 		list, truncated = append(list, got...), truncated || more
 	}
-	for i := range list {
-		r.label(ctx, &list[i])
-	}
+	r.labelAll(ctx, list)
 	return list, truncated, nil
 }
 
@@ -349,13 +348,17 @@ func (in *Inspector) instances(ctx context.Context, r *reader, l *lockgen.Lock) 
 			return nil, false, err
 		}
 	}
+	read := make([]Instance, len(keys))
+	err := readAll(ctx, len(keys), func(i int) error {
+		params, _ := m.match(keys[i])
+		read[i] = Instance{Lock: l.Name, Kind: string(l.Kind), Key: keys[i], Params: params}
+		return in.readKey(ctx, r, l, &read[i])
+	})
+	if err != nil {
+		return nil, false, err
+	}
 	var list []Instance
-	for _, k := range keys {
-		params, _ := m.match(k)
-		st := Instance{Lock: l.Name, Kind: string(l.Kind), Key: k, Params: params}
-		if err := in.readKey(ctx, r, l, &st); err != nil {
-			return nil, false, err
-		}
+	for _, st := range read {
 		// Else gone between SCAN and read: not live. A key that could
 		// not be read is listed, with its note.
 		if st.Held || len(st.Queue) > 0 || st.Count != nil || st.Free != nil || len(st.Unreadable) > 0 {
@@ -363,6 +366,47 @@ func (in *Inspector) instances(ctx context.Context, r *reader, l *lockgen.Lock) 
 		}
 	}
 	return list, truncated, nil
+}
+
+// readConcurrency is how many instances readAll reads at once: their
+// round trips overlap, so a view over a slow link takes a few round trips
+// per batch, not per key. It stays below go-redis's default pool size.
+const readConcurrency = 16
+
+// readAll runs read(0) … read(n-1), up to readConcurrency at once, and
+// returns the first error (the rest are not started once one failed).
+func readAll(ctx context.Context, n int, read func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	slots := make(chan struct{}, readConcurrency)
+	for i := range n {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed || ctx.Err() != nil {
+			break
+		}
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := read(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first == nil {
+		first = ctx.Err()
+	}
+	return first
 }
 
 // Summary lists every declared lock with its live instances (up to Limit

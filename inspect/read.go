@@ -19,15 +19,18 @@ import (
 
 // reader reads lock state with read-only commands and resolves owner
 // tokens to labels, each client's label once.
+//
+// Instances are read concurrently (see readAll): mu guards the maps.
 type reader struct {
 	rdb    redis.UniversalClient
 	now    time.Time // the server's clock, read once: scores are in its ms
+	mu     sync.Mutex
 	labels map[string]*runtime.OwnerLabel
 	// byPrefix maps the hex of a uuid's first runtime.PermitOwnerLen
-	// bytes to the uuid, for the live owner labels (permitOwner); mu
-	// guards it while the masters of a cluster are scanned at once.
+	// bytes to the uuid, for the live owner labels (permitOwner), listed
+	// once (prefixes).
 	byPrefix map[string]string
-	mu       sync.Mutex
+	prefixes sync.Once
 	// lockgen: clients a lockgen-only key names (a queue only lockgen
 	// writes): theirs even without a label.
 	lockgen map[string]bool
@@ -197,7 +200,7 @@ func (r *reader) fair(ctx context.Context, in *Instance) error {
 			return err
 		}
 		for _, owner := range mine {
-			r.lockgen[clientOf(owner)] = true
+			r.markLockgen(clientOf(owner))
 		}
 	}
 	return nil
@@ -234,7 +237,7 @@ func (r *reader) grantQueue(ctx context.Context, in *Instance) error {
 			}
 		}
 		in.Queue = append(in.Queue, w)
-		r.lockgen[clientOf(owner)] = true
+		r.markLockgen(clientOf(owner))
 	}
 	return nil
 }
@@ -351,7 +354,7 @@ func (r *reader) readWrite(ctx context.Context, in *Instance) error {
 	for _, z := range writers.Val() {
 		owner, _ := strings.CutSuffix(z.Member.(string), ":write") // members are write fields
 		in.Queue = append(in.Queue, Waiter{Owner: owner, Deadline: r.untilScore(z.Score)})
-		r.lockgen[clientOf(owner)] = true
+		r.markLockgen(clientOf(owner))
 	}
 	return nil
 }
@@ -444,17 +447,18 @@ func sortHolders(hs []Holder) {
 // unless a queue only lockgen writes names its client.
 func (r *reader) who(ctx context.Context, owner string) Who {
 	client := clientOf(owner)
+	r.mu.Lock()
 	l, ok := r.labels[client]
+	r.mu.Unlock()
 	if !ok {
-		fields, err := r.rdb.HGetAll(ctx, runtime.OwnerLabelKey(client)).Result()
-		if err == nil {
-			if label, found := runtime.ParseOwnerLabel(fields); found {
-				l = &label
-			}
-		}
-		r.labels[client] = l
+		r.fetchLabels(ctx, []string{client})
+		r.mu.Lock()
+		l = r.labels[client]
+		r.mu.Unlock()
 	}
 	if l == nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		return Who{Client: client, NoLabel: true, Redisson: !r.lockgen[client]}
 	}
 	return Who{Client: client, Host: l.Host, PID: l.PID, Name: l.Name, ClientStarted: readable(l.Since)}
@@ -480,6 +484,37 @@ func readable(t time.Time) time.Time {
 	return t
 }
 
+// fetchLabels reads the labels of clients in one pipeline (a label Redis
+// refuses to give counts as none).
+func (r *reader) fetchLabels(ctx context.Context, clients []string) {
+	if len(clients) == 0 {
+		return
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(clients))
+	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, c := range clients {
+			cmds[i] = p.HGetAll(ctx, runtime.OwnerLabelKey(c))
+		}
+		return nil
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, c := range clients {
+		var l *runtime.OwnerLabel
+		if label, found := runtime.ParseOwnerLabel(cmds[i].Val()); found && cmds[i].Err() == nil {
+			l = &label
+		}
+		r.labels[c] = l
+	}
+}
+
+// markLockgen records that a lockgen-only key names client.
+func (r *reader) markLockgen(client string) {
+	r.mu.Lock()
+	r.lockgen[client] = true
+	r.mu.Unlock()
+}
+
 // permitOwner finds the Client whose uuid starts a permit id (see
 // runtime.PermitOwnerLen) among the live owner labels, listed once per
 // reader with SCAN. Nil when none matches.
@@ -487,7 +522,7 @@ func (r *reader) permitOwner(ctx context.Context, id string) *Who {
 	if len(id) < runtime.PermitOwnerLen {
 		return nil
 	}
-	if r.byPrefix == nil {
+	r.prefixes.Do(func() {
 		r.byPrefix = map[string]string{}
 		prefix := runtime.OwnerLabelKey("")
 		scan := func(ctx context.Context, node redis.UniversalClient) error {
@@ -508,12 +543,14 @@ func (r *reader) permitOwner(ctx context.Context, id string) *Who {
 		} else {
 			_ = scan(ctx, r.rdb)
 		}
-	}
+	})
+	r.mu.Lock()
 	client, ok := r.byPrefix[hex.EncodeToString([]byte(id[:runtime.PermitOwnerLen]))]
+	r.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	r.lockgen[client] = true
+	r.markLockgen(client)
 	w := r.who(ctx, client+":0")
 	return &w
 }
@@ -528,6 +565,41 @@ func clientOf(owner string) string {
 		return owner[:i]
 	}
 	return owner
+}
+
+// labelAll fills in Who for every owner of list, reading the labels it
+// has not read yet in one pipeline first.
+func (r *reader) labelAll(ctx context.Context, list []Instance) {
+	seen := map[string]bool{}
+	var missing []string
+	var collect func(in *Instance)
+	collect = func(in *Instance) {
+		add := func(owner string) {
+			c := clientOf(owner)
+			if _, ok := r.labels[c]; !ok && !seen[c] {
+				seen[c] = true
+				missing = append(missing, c)
+			}
+		}
+		for _, h := range in.Holders {
+			add(h.Owner)
+		}
+		for _, q := range in.Queue {
+			add(q.Owner)
+		}
+		for i := range in.Members {
+			collect(&in.Members[i])
+		}
+	}
+	r.mu.Lock()
+	for i := range list {
+		collect(&list[i])
+	}
+	r.mu.Unlock()
+	r.fetchLabels(ctx, missing)
+	for i := range list {
+		r.label(ctx, &list[i])
+	}
 }
 
 // label fills in Who for every owner of in and its members.

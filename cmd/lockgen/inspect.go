@@ -34,9 +34,14 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON for scripts")
 	limit := fs.Int("limit", inspect.DefaultLimit, "most instances listed per lock")
 	watch := fs.Duration("watch", 0, "redraw every interval (e.g. 1s) until interrupted")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up a view (each -watch frame) that Redis has not answered within this")
 	name, params, code, ok := parseInspectArgs(fs, args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if *timeout <= 0 {
+		fmt.Fprintf(stderr, "lockgen inspect: -timeout %v: give a positive duration (e.g. -timeout 30s)\n", *timeout)
+		return exitUsage
 	}
 	if !specExists(*config, stderr) {
 		return exitUsage
@@ -66,7 +71,11 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	in := &inspect.Inspector{Spec: spec, Redis: rdb, RedNodes: nodes, RedAddrs: addrs, Limit: *limit}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	show := func() int { return showInspect(ctx, in, name, params, *asJSON, stdout, stderr) }
+	show := func() int {
+		vctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("Redis did not answer within -timeout %v (raise it for a slow link or a large keyspace)", *timeout))
+		defer cancel()
+		return showInspect(vctx, in, name, params, *asJSON, stdout, stderr)
+	}
 	if *watch <= 0 {
 		return show()
 	}
@@ -114,6 +123,9 @@ func parseInspectArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer)
 // instance, and returns its exit code.
 func showInspect(ctx context.Context, in *inspect.Inspector, name string, params map[string]string, asJSON bool, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
+		if cause := context.Cause(ctx); cause != nil && ctx.Err() == context.DeadlineExceeded {
+			err = cause // the view's deadline (-timeout), named as such
+		}
 		fmt.Fprintln(stderr, "lockgen inspect:", err)
 		if inspect.IsUsage(err) {
 			return exitUsage

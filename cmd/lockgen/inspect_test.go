@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -114,5 +115,25 @@ func TestInspectJSONPrintsAnInstanceWithTimesPastYear9999(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &st); code != exitOK || err != nil || !st.Held || len(st.Queue) != 2 {
 		t.Fatalf("-json: exit %d, %v, %+v; stdout %q, stderr %q", code, err, st, out, errs)
+	}
+}
+
+// A view over a Redis that answers too slowly stops at -timeout (default
+// 10s) with a message naming the flag, not after as long as its reads
+// take; -timeout must be positive.
+func TestInspectStopsAViewAtTimeout(t *testing.T) {
+	s := redistest.Start(t)
+	p := faultproxy.Start(t, s.Addr())
+	p.Latency(faultproxy.Both, time.Second)
+	spec := "../../inspect/testdata/locks.yaml"
+	start := time.Now()
+	code, out, errs := runCLI(t, "inspect", "-config", spec, "-redis", "redis://"+p.Addr(), "-timeout", "300ms")
+	if d := time.Since(start); code != exitFail || !strings.Contains(errs, "-timeout 300ms") || d > 1500*time.Millisecond {
+		t.Errorf("inspect -timeout 300ms over a 2s round trip: exit %d after %v, stdout %q, stderr %q; want exit 1 within 1.5s naming -timeout", code, d, out, errs)
+	}
+	for _, bad := range []string{"0s", "-1s"} {
+		if code, _, errs := runCLI(t, "inspect", "-config", spec, "-redis", s.URL(), "-timeout", bad); code != exitUsage || !strings.Contains(errs, "-timeout") {
+			t.Errorf("-timeout %s: exit %d, stderr %q; want a usage error", bad, code, errs)
+		}
 	}
 }
