@@ -1,7 +1,9 @@
 package inspect
 
 import (
+	"context"
 	"net/url"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -68,4 +70,21 @@ func ConnectNodes(urls []string) ([]redis.UniversalClient, []string, error) {
 		addrs = append(addrs, o.Addr)
 	}
 	return nodes, addrs, nil
+}
+
+// NotClusterNode refuses a single-server client (one -redis URL without
+// -cluster) that reaches a node of a Redis Cluster: read as one server,
+// it would show that node's keys only, as if they were all, and fail
+// with MOVED on a key of another node. A server that refuses INFO is
+// taken for what the URL says.
+func NotClusterNode(ctx context.Context, rdb redis.UniversalClient) error {
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		return nil
+	}
+	info, err := c.Info(ctx, "cluster").Result()
+	if err == nil && strings.Contains(info, "cluster_enabled:1") {
+		return usagef("-redis %s is a node of a Redis Cluster: add -cluster (read as one server, it would show that node's keys only)", c.Options().Addr)
+	}
+	return nil
 }

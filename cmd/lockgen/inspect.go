@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockgen/lockgen"
 	"github.com/lockgen/lockgen/inspect"
 )
@@ -60,6 +62,11 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer rdb.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if code, ok := checkDeployment(ctx, rdb, *timeout, stderr); !ok {
+		return code
+	}
 	nodes, addrs, err := inspect.ConnectNodes(red)
 	if err != nil {
 		fmt.Fprintln(stderr, "lockgen inspect:", err)
@@ -69,8 +76,6 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		defer n.Close()
 	}
 	in := &inspect.Inspector{Spec: spec, Redis: rdb, RedNodes: nodes, RedAddrs: addrs, Limit: *limit}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	show := func() int {
 		vctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("Redis did not answer within -timeout %v (raise it for a slow link or a large keyspace)", *timeout))
 		defer cancel()
@@ -80,6 +85,29 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		return show()
 	}
 	return watchInspect(ctx, *watch, show, stdout)
+}
+
+// checkDeployment refuses a cluster node given as a single server (see
+// inspect.NotClusterNode), within timeout.
+func checkDeployment(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, stderr io.Writer) (int, bool) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := inspect.NotClusterNode(ctx, rdb); err != nil {
+		fmt.Fprintln(stderr, "lockgen inspect:", err)
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// withClusterHint adds the fix to a MOVED or ASK reply: the -redis URL is
+// a Redis Cluster node read as a single server (one that did not say so
+// to INFO).
+func withClusterHint(err error) error {
+	var re redis.Error
+	if errors.As(err, &re) && (strings.HasPrefix(re.Error(), "MOVED ") || strings.HasPrefix(re.Error(), "ASK ")) {
+		return fmt.Errorf("%w (the -redis URL is a Redis Cluster node: add -cluster)", err)
+	}
+	return err
 }
 
 // parseInspectArgs parses the flags, then [Name [param=value …]]; flags
@@ -126,6 +154,7 @@ func showInspect(ctx context.Context, in *inspect.Inspector, name string, params
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() == context.DeadlineExceeded {
 			err = cause // the view's deadline (-timeout), named as such
 		}
+		err = withClusterHint(err)
 		fmt.Fprintln(stderr, "lockgen inspect:", err)
 		if inspect.IsUsage(err) {
 			return exitUsage

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -137,3 +139,45 @@ func TestInspectStopsAViewAtTimeout(t *testing.T) {
 		}
 	}
 }
+
+// One cluster node's URL without -cluster was read as a single server:
+// the summary and a lock's list covered that node's slots only (exit 0,
+// 2 of 12 instances), and a key on another master failed with a bare
+// "MOVED …". inspect now asks the node (INFO cluster) and refuses with
+// a hint to add -cluster; a MOVED reply gets the same hint.
+func TestInspectRefusesOneClusterNodeWithoutClusterFlag(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := context.Background()
+	c, err := runtime.NewClient(cl.Client(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i := range 12 {
+		if _, err := c.Mutex("order:"+strconv.Itoa(i), runtime.LockOptions{Name: "OrderLock"}).TryLock(ctx, 0, runtime.Watchdog); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := "../../inspect/testdata/locks.yaml"
+	node := "redis://" + cl.Masters()[0].Addr()
+	for _, args := range [][]string{{"OrderLock"}, {"OrderLock", "orderID=1"}, nil} {
+		code, out, errs := runCLI(t, append([]string{"inspect", "-config", spec, "-redis", node}, args...)...)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "add -cluster") {
+			t.Errorf("inspect %v on one cluster node: exit %d, stdout %q, stderr %q; want exit 2 and a hint to add -cluster", args, code, out, errs)
+		}
+	}
+	code, out, errs := runCLI(t, "inspect", "-config", spec, "-redis", node, "-cluster", "OrderLock")
+	if n := strings.Count(out, "\nOrderLock "); code != exitOK || n != 12 {
+		t.Errorf("with -cluster: exit %d, %d of 12 instances (stderr %q):\n%s", code, n, errs, out)
+	}
+	moved := withClusterHint(fmt.Errorf("OrderLock: %w", replyError("MOVED 3300 127.0.0.1:7001")))
+	if !strings.Contains(moved.Error(), "add -cluster") {
+		t.Errorf("a MOVED reply reads %q, want a hint to add -cluster", moved)
+	}
+}
+
+// replyError is an error reply as go-redis returns it (a redis.Error).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
