@@ -45,6 +45,10 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "lockgen inspect: -timeout %v: give a positive duration (e.g. -timeout 30s)\n", *timeout)
 		return exitUsage
 	}
+	if *limit <= 0 {
+		fmt.Fprintf(stderr, "lockgen inspect: -limit %d: give how many instances to list per lock, at least 1 (default %d)\n", *limit, inspect.DefaultLimit)
+		return exitUsage
+	}
 	if !specExists(*config, stderr) {
 		return exitUsage
 	}

@@ -181,3 +181,17 @@ type replyError string
 
 func (e replyError) Error() string { return string(e) }
 func (replyError) RedisError()     {}
+
+// -limit 0 or below once printed "LIVE 0+" and "more than -5: raise
+// -limit" (the tables were given the flag, the reads the default): it
+// is a usage error.
+func TestInspectRefusesALimitBelowOne(t *testing.T) {
+	s := redistest.Start(t)
+	spec := "../../inspect/testdata/locks.yaml"
+	for _, bad := range []string{"0", "-5"} {
+		code, out, errs := runCLI(t, "inspect", "-config", spec, "-redis", s.URL(), "-limit", bad)
+		if code != exitUsage || out != "" || !strings.Contains(errs, "-limit "+bad) {
+			t.Errorf("-limit %s: exit %d, stdout %q, stderr %q; want a usage error naming -limit", bad, code, out, errs)
+		}
+	}
+}
