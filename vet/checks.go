@@ -180,15 +180,65 @@ func (w *walker) waitedFor(g *ast.GoStmt) bool {
 	return waits
 }
 
+// carried is the hold whose ctx e is, derives from, or carries: as an
+// element appended (append's args), a composite literal's element (also
+// behind &), or a variable a func literal captures. Other calls are not
+// searched: what they return is computed with the ctx, not the ctx.
+func (w *walker) carried(e ast.Expr) *region {
+	if h := w.holdOf(e); h != nil {
+		return h
+	}
+	switch e := ast.Unparen(e).(type) {
+	case *ast.CallExpr:
+		if b, ok := w.pass.TypesInfo.Uses[identOf(e.Fun)].(*types.Builtin); ok && b.Name() == "append" {
+			for _, arg := range e.Args[1:] {
+				if h := w.carried(arg); h != nil {
+					return h
+				}
+			}
+		}
+	case *ast.UnaryExpr:
+		if e.Op == token.AND {
+			return w.carried(e.X)
+		}
+	case *ast.CompositeLit:
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			if h := w.carried(el); h != nil {
+				return h
+			}
+		}
+	case *ast.FuncLit:
+		var found *region
+		ast.Inspect(e.Body, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && found == nil {
+				found = w.holdOf(id)
+			}
+			return found == nil
+		})
+		return found
+	}
+	return nil
+}
+
+// identOf is the identifier e names, or nil.
+func identOf(e ast.Expr) *ast.Ident {
+	id, _ := ast.Unparen(e).(*ast.Ident)
+	return id
+}
+
 // checkEscapeAssign reports the hold's ctx stored in a field, a global or
-// a variable declared outside the critical section.
+// a variable declared outside the critical section, as itself or carried
+// in what is stored (see carried).
 func (w *walker) checkEscapeAssign(a *ast.AssignStmt) {
 	if len(w.held) == 0 || a.Tok != token.ASSIGN || len(a.Lhs) != len(a.Rhs) {
 		return
 	}
 	h := w.held[len(w.held)-1]
 	for i, r := range a.Rhs {
-		held := w.holdOf(r)
+		held := w.carried(r)
 		if held == nil {
 			continue
 		}
@@ -254,4 +304,86 @@ func (o op) pairKey() string {
 		return o.handle
 	}
 	return "recv " + o.recv
+}
+
+// checkUseAfterUnlock reports a hold's ctx (a Lock's result) given to an
+// acquisition after the Unlock that released it, in source order within
+// one block. Only an Unlock that is a statement of the block itself
+// counts (not one in a branch, a defer or a func literal), so a use that
+// may run while the lock is held is never reported.
+func (w *walker) checkUseAfterUnlock(body *ast.BlockStmt) {
+	ast.Inspect(body, func(n ast.Node) bool {
+		b, ok := n.(*ast.BlockStmt)
+		if !ok {
+			return true
+		}
+		released := map[token.Pos]token.Pos{} // a Lock call → the Unlock of its hold
+		for _, s := range b.List {
+			w.usesAfterUnlock(s, released)
+			if c := stmtCall(s); c != nil {
+				if o, ok := w.r.op(c); ok && o.kind == opUnlock {
+					if org := w.r.origin(o.ctx); org.kind == originLock {
+						released[org.at] = c.Pos()
+					}
+				}
+			}
+		}
+		return true
+	})
+}
+
+// stmtCall is the call a statement makes itself: f(…), _ = f(…), or an
+// if statement's init.
+func stmtCall(s ast.Stmt) *ast.CallExpr {
+	switch s := s.(type) {
+	case *ast.ExprStmt:
+		c, _ := ast.Unparen(s.X).(*ast.CallExpr)
+		return c
+	case *ast.AssignStmt:
+		if len(s.Rhs) == 1 {
+			c, _ := ast.Unparen(s.Rhs[0]).(*ast.CallExpr)
+			return c
+		}
+	case *ast.IfStmt:
+		if s.Init != nil {
+			return stmtCall(s.Init)
+		}
+	}
+	return nil
+}
+
+// usesAfterUnlock reports the acquisitions in s given the ctx of a hold
+// released earlier in its block.
+func (w *walker) usesAfterUnlock(s ast.Stmt, released map[token.Pos]token.Pos) {
+	if len(released) == 0 {
+		return
+	}
+	ast.Inspect(s, func(n ast.Node) bool {
+		if _, ok := n.(*ast.FuncLit); ok {
+			return false // runs later, or not at all
+		}
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		o, ok := w.r.op(c)
+		if !ok || o.kind == opUnlock || o.ctx == nil {
+			return true
+		}
+		org := w.r.origin(o.ctx)
+		unlock, ok := released[org.at]
+		if org.kind != originLock || !ok {
+			return true
+		}
+		ctx := types.ExprString(ast.Unparen(o.ctx))
+		use := "the ctx the Lock was given"
+		for v, at := range w.lockInputs[org.handle] {
+			if at == org.at {
+				use = v.Name() + ", " + use
+			}
+		}
+		w.finding(o.ctx.Pos(), "unlock", ctx+", the hold's ctx, is used after its Unlock released the lock: it still carries that hold's identity (use "+use+")",
+			note(unlock, "the Unlock that released "+ctx+"'s hold"))
+		return true
+	})
 }

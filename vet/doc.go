@@ -125,7 +125,9 @@
 // A hold's ctx escaping its critical section (escape, a warning). hctx, or
 // a ctx derived from it, used by a go statement (unless fn waits for it
 // afterwards on a sync.WaitGroup or errgroup.Group), stored in a field, a
-// global or a variable declared outside fn, or sent on a channel: whoever
+// global or a variable declared outside fn (itself, appended to a slice,
+// in a composite literal, or captured by a func literal), or sent on a
+// channel: whoever
 // has it keeps the hold's identity after fn returns and the lock is
 // released, so a later call with it re-enters a lock it no longer holds
 // (and is refused), or is cancelled for no reason it can see.
@@ -134,7 +136,10 @@
 // ctx passed into m.Lock or m.TryLock in the same function (not the one it
 // returned), context.Background() or TODO(), or the ctx another handle's
 // Lock returned: the Unlock fails with runtime.ErrNotHeld and the lock
-// stays held until its lease runs out.
+// stays held until its lease runs out. Also reported: the ctx a Lock
+// returned, given to another acquisition after its Unlock later in the
+// same block (an Unlock in a branch, a defer or a func literal does not
+// count): it still carries the released hold's identity.
 //
 // # Silencing a finding
 //

@@ -92,6 +92,9 @@ func (w *walker) walkFunc(fd *ast.FuncDecl) {
 		return true
 	})
 	w.walk(fd.Body)
+	if w.report {
+		w.checkUseAfterUnlock(fd.Body)
+	}
 }
 
 // detached walks n as code that does not run while the current locks are

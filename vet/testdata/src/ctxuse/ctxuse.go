@@ -100,3 +100,38 @@ func (s *Service) NestedReentry(ctx context.Context, id int64, sku string) error
 		})
 	})
 }
+
+// Store keeps what it is given past the call.
+type Store struct {
+	l       *locks.Locks
+	ctxs    []context.Context
+	req     *request
+	reqs    []request
+	pending func()
+	n       int
+}
+
+type request struct {
+	ctx context.Context
+	id  int64
+}
+
+// EscapesInside stores the hold's ctx inside what it stores: appended to
+// a slice, in a struct literal, captured by a closure.
+func (s *Store) EscapesInside(ctx context.Context, id int64) error { // want EscapesInside:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		s.ctxs = append(s.ctxs, hctx)              // want `^hctx, the hold's ctx, escapes its critical section: stored in the field s.ctxs \(keep it inside fn\)$`
+		s.req = &request{ctx: hctx, id: id}        // want `stored in the field s.req`
+		s.reqs = append(s.reqs, request{hctx, id}) // want `stored in the field s.reqs`
+		s.pending = func() { audit(hctx) }         // want `stored in the field s.pending`
+		s.ctxs = append(s.ctxs, ctx)               // the caller's ctx may outlive the hold
+		s.n = count(hctx)                          // a value computed with it, not it
+		s.pending = func() { audit(context.TODO()) }
+		s.req = &request{ctx: context.Background(), id: id}
+		return nil
+	})
+}
+
+func audit(ctx context.Context) { <-ctx.Done() }
+
+func count(context.Context) int { return 1 }

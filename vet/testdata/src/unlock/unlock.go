@@ -57,3 +57,30 @@ func Paired(ctx context.Context, l *locks.Locks, id int64, shop string) error { 
 func release(l *locks.Locks, shop string, hctx context.Context) error {
 	return l.Catalog(shop).Write().Unlock(hctx)
 }
+
+// UsedAfterUnlock takes another lock with a hold's ctx after the Unlock
+// that released the hold.
+func UsedAfterUnlock(ctx context.Context, l *locks.Locks, id int64, sku string) error { // want UsedAfterUnlock:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	m := l.OrderLock(id)
+	hctx, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	_ = m.Unlock(hctx)
+	return l.WithInventoryLock(hctx, sku, func(context.Context) error { return nil }) // want `^hctx, the hold's ctx, is used after its Unlock released the lock: it still carries that hold's identity \(use ctx, the ctx the Lock was given\)$`
+}
+
+// UnlockedInABranch releases in one branch only and uses the hold in the
+// other: no finding.
+func UnlockedInABranch(ctx context.Context, l *locks.Locks, id int64, sku string) error { // want UnlockedInABranch:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	m := l.OrderLock(id)
+	hctx, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	if sku == "" {
+		return m.Unlock(hctx)
+	}
+	defer m.Unlock(hctx)
+	return l.WithInventoryLock(hctx, sku, func(context.Context) error { return nil })
+}
