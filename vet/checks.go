@@ -308,9 +308,10 @@ func (o op) pairKey() string {
 
 // checkUseAfterUnlock reports a hold's ctx (a Lock's result) given to an
 // acquisition after the Unlock that released it, in source order within
-// one block. Only an Unlock that is a statement of the block itself
-// counts (not one in a branch, a defer or a func literal), so a use that
-// may run while the lock is held is never reported.
+// one block. Only an Unlock on the Lock's own handle (as written) that is
+// a statement of the block itself counts (not one in a branch, a defer or
+// a func literal), so a use that may run while the lock is held is never
+// reported.
 func (w *walker) checkUseAfterUnlock(body *ast.BlockStmt) {
 	ast.Inspect(body, func(n ast.Node) bool {
 		b, ok := n.(*ast.BlockStmt)
@@ -322,7 +323,8 @@ func (w *walker) checkUseAfterUnlock(body *ast.BlockStmt) {
 			w.usesAfterUnlock(s, released)
 			if c := stmtCall(s); c != nil {
 				if o, ok := w.r.op(c); ok && o.kind == opUnlock {
-					if org := w.r.origin(o.ctx); org.kind == originLock {
+					org := w.r.origin(o.ctx)
+					if lk, ok := w.lockOps[org.at]; ok && org.kind == originLock && lk.recv != "" && lk.recv == o.recv {
 						released[org.at] = c.Pos()
 					}
 				}
@@ -377,10 +379,8 @@ func (w *walker) usesAfterUnlock(s ast.Stmt, released map[token.Pos]token.Pos) {
 		}
 		ctx := types.ExprString(ast.Unparen(o.ctx))
 		use := "the ctx the Lock was given"
-		for v, at := range w.lockInputs[org.handle] {
-			if at == org.at {
-				use = v.Name() + ", " + use
-			}
+		if lk := w.lockOps[org.at]; lk.ctx != nil {
+			use = types.ExprString(ast.Unparen(lk.ctx)) + ", " + use
 		}
 		w.finding(o.ctx.Pos(), "unlock", ctx+", the hold's ctx, is used after its Unlock released the lock: it still carries that hold's identity (use "+use+")",
 			note(unlock, "the Unlock that released "+ctx+"'s hold"))

@@ -137,9 +137,10 @@
 // returned), context.Background() or TODO(), or the ctx another handle's
 // Lock returned: the Unlock fails with runtime.ErrNotHeld and the lock
 // stays held until its lease runs out. Also reported: the ctx a Lock
-// returned, given to another acquisition after its Unlock later in the
-// same block (an Unlock in a branch, a defer or a func literal does not
-// count): it still carries the released hold's identity.
+// returned, given to another acquisition after its Unlock (on the same
+// handle, as written) later in the same block (an Unlock in a branch, a
+// defer or a func literal does not count): it still carries the released
+// hold's identity.
 //
 // # Silencing a finding
 //

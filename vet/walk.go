@@ -41,6 +41,7 @@ type walker struct {
 	deferring  int      // inside a defer statement: its Unlock runs when the function returns
 	here, tmpl *keyRenderer
 	lockInputs map[string]map[*types.Var]token.Pos // per function: ctx variables passed into a handle's Lock, and where
+	lockOps    map[token.Pos]op                    // per function: each handle's Lock, by its call's position
 	nestedAt   map[token.Pos]bool                  // calls already reported as nested instances
 	edges      []Edge
 	positions  *positions
@@ -76,9 +77,11 @@ func (w *walker) walkFunc(fd *ast.FuncDecl) {
 	w.cur, w.perLock, w.held, w.spans, w.deferring = make(map[string]Acq), make(map[string]int), nil, nil, 0
 	w.here, w.tmpl = newKeyRenderer(w.pass.TypesInfo, w.r.defs, fd)
 	w.lockInputs = make(map[string]map[*types.Var]token.Pos)
+	w.lockOps = make(map[token.Pos]op)
 	ast.Inspect(fd.Body, func(n ast.Node) bool {
 		if c, ok := n.(*ast.CallExpr); ok {
 			if o, ok := w.r.op(c); ok && o.kind == opLock {
+				w.lockOps[c.Pos()] = o
 				if org := w.r.origin(o.ctx); org.kind == originVar {
 					if w.lockInputs[o.pairKey()] == nil {
 						w.lockInputs[o.pairKey()] = make(map[*types.Var]token.Pos)

@@ -84,3 +84,16 @@ func UnlockedInABranch(ctx context.Context, l *locks.Locks, id int64, sku string
 	defer m.Unlock(hctx)
 	return l.WithInventoryLock(hctx, sku, func(context.Context) error { return nil })
 }
+
+// UnlockedOnAnotherHandle releases through another handle, which does
+// not release this hold: no finding for the later use.
+func UnlockedOnAnotherHandle(ctx context.Context, l *locks.Locks, id int64, sku string) error { // want UnlockedOnAnotherHandle:`^acquires locks\.InventoryLock, locks\.OrderLock$`
+	m, other := l.OrderLock(id), l.OrderLock(id+1)
+	hctx, err := m.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	_ = other.Unlock(hctx)
+	defer m.Unlock(hctx)
+	return l.WithInventoryLock(hctx, sku, func(context.Context) error { return nil })
+}
