@@ -796,8 +796,10 @@ func TestInspectReadsManyInstancesInFewRoundTrips(t *testing.T) {
 	if err != nil || len(list) != 60 {
 		t.Fatalf("OrderLock: %d instances, %v; want 60", len(list), err)
 	}
-	// Key after key: 60 × (3 reads + a label) × 50 ms = 12 s.
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("60 instances over a 50 ms round trip took %v, want well under 3s", d)
+	// Key after key: 60 × (3 reads + a label) × 50 ms = 12 s; in batches
+	// about 1.4 s. The bound is half the sequential time, so that a loaded
+	// box does not fail it while reads one after another still do.
+	if d := time.Since(start); d > 6*time.Second {
+		t.Errorf("60 instances over a 50 ms round trip took %v, want under half the 12 s of reads one after another", d)
 	}
 }
