@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/lockgen/lockgen"
 )
@@ -349,7 +349,7 @@ func (in *Inspector) instances(ctx context.Context, r *reader, l *lockgen.Lock) 
 		}
 	}
 	read := make([]Instance, len(keys))
-	err := readAll(ctx, len(keys), func(i int) error {
+	err := readAll(ctx, len(keys), func(ctx context.Context, i int) error {
 		params, _ := m.match(keys[i])
 		read[i] = Instance{Lock: l.Name, Kind: string(l.Kind), Key: keys[i], Params: params}
 		return in.readKey(ctx, r, l, &read[i])
@@ -368,45 +368,26 @@ func (in *Inspector) instances(ctx context.Context, r *reader, l *lockgen.Lock) 
 	return list, truncated, nil
 }
 
-// readConcurrency is how many instances readAll reads at once: their
+// readConcurrency is how many instances a view reads at once: their
 // round trips overlap, so a view over a slow link takes a few round trips
 // per batch, not per key. It stays below go-redis's default pool size.
 const readConcurrency = 16
 
 // readAll runs read(0) … read(n-1), up to readConcurrency at once, and
-// returns the first error (the rest are not started once one failed).
-func readAll(ctx context.Context, n int, read func(i int) error) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	slots := make(chan struct{}, readConcurrency)
+// returns the first error (none is started once one failed).
+func readAll(ctx context.Context, n int, read func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
 	for i := range n {
-		mu.Lock()
-		failed := first != nil
-		mu.Unlock()
-		if failed || ctx.Err() != nil {
+		if gctx.Err() != nil {
 			break
 		}
-		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			if err := read(i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}()
+		g.Go(func() error { return read(gctx, i) })
 	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	return ctx.Err() // out of time before every read was started
 }
 
 // Summary lists every declared lock with its live instances (up to Limit
