@@ -112,3 +112,25 @@ func TestZZPackageDocumentation(t *testing.T) {
 		t.Errorf("package: documentation gives a bare error, not locks.yaml:2:10 at package with a fix: %v", rejected)
 	}
 }
+
+// Output directories the go command cannot make a package of: lockgen
+// fails with the go command's text (exit 1), not an error at output.
+func TestZZOutputDirNotAnImportPath(t *testing.T) {
+	for _, out := range []string{"my dir/locks_gen.go", "ünï/locks_gen.go", "a@b/locks_gen.go", "vendor/x/locks_gen.go"} {
+		t.Run(out, func(t *testing.T) {
+			_, rejected := zzGenerateAndBuild(t, map[string]string{
+				"locks.yaml": "version: 1\npackage: x\noutput: \"" + out + "\"\nlocks:\n  A:\n    key: \"a:${id}\"\n    params: {id: int64}\n",
+			})
+			if _, ok := rejected.(ErrorList); !ok {
+				t.Errorf("want a spec error at locks.yaml:3:9 (output) with a fix, got %T: %v", rejected, firstLine(errString(rejected)))
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
