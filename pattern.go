@@ -169,21 +169,77 @@ func (p Pattern) hashed() string {
 // occurrence of the slot's text in the key is wrapped in braces, or, when
 // the key does not contain it (or only inside a placeholder), "{slot}:" is
 // put in front. Key and slot are already valid patterns.
+//
+// The result is built from segments, never by re-parsing text: a literal $
+// right before the inserted { would read as a placeholder "${...}". Its
+// Text is for display only and is ambiguous in that case.
 func withSlot(key, slot Pattern) Pattern {
-	text := "{" + slot.Text + "}:" + key.Text
-	if i := strings.Index(key.Text, slot.Text); i >= 0 && slot.Text != "" &&
-		!insidePlaceholder(key, i) && !insidePlaceholder(key, i+len(slot.Text)) {
-		text = key.Text[:i] + "{" + slot.Text + "}" + key.Text[i+len(slot.Text):]
+	open, closing := []Segment{{Lit: "{"}}, []Segment{{Lit: "}"}}
+	i := strings.Index(key.Text, slot.Text)
+	j := i + len(slot.Text)
+	if i < 0 || slot.Text == "" || insidePlaceholder(key, i) || insidePlaceholder(key, j) {
+		return joinSegments(key.pos, open, slot.Segments, closing, []Segment{{Lit: ":"}}, key.Segments)
 	}
-	segs, _ := parsePattern(text, true)
-	return Pattern{Text: text, Segments: segs, pos: key.pos, set: true}
+	before, rest := splitSegments(key.Segments, i)
+	tagged, after := splitSegments(rest, j)
+	return joinSegments(key.pos, before, open, tagged, closing, after)
+}
+
+// splitSegments cuts segs at byte offset off of their pattern's text,
+// which must not fall inside a placeholder.
+func splitSegments(segs []Segment, off int) (before, after []Segment) {
+	for _, s := range segs {
+		switch end := s.off + s.len(); {
+		case end <= off:
+			before = append(before, s)
+		case s.off >= off:
+			after = append(after, s)
+		default: // a literal across off
+			before = append(before, Segment{Lit: s.Lit[:off-s.off], off: s.off})
+			after = append(after, Segment{Lit: s.Lit[off-s.off:], off: off})
+		}
+	}
+	return before, after
+}
+
+// len is the length of the segment's text in its pattern.
+func (s Segment) len() int {
+	if s.Param != "" {
+		return len(s.Param) + len("${}")
+	}
+	return len(s.Lit)
+}
+
+// joinSegments concatenates segment lists into a pattern at pos, merging
+// adjacent literals and recomputing offsets and text.
+func joinSegments(pos Pos, parts ...[]Segment) Pattern {
+	var segs []Segment
+	var text strings.Builder
+	for _, part := range parts {
+		for _, s := range part {
+			s.off = text.Len()
+			if s.Param != "" {
+				text.WriteString("${" + s.Param + "}")
+			} else {
+				text.WriteString(s.Lit)
+			}
+			if n := len(segs); n > 0 && s.Param == "" && segs[n-1].Param == "" {
+				segs[n-1].Lit += s.Lit
+				continue
+			}
+			if s.Param != "" || s.Lit != "" {
+				segs = append(segs, s)
+			}
+		}
+	}
+	return Pattern{Text: text.String(), Segments: segs, pos: pos, set: true}
 }
 
 // insidePlaceholder reports whether byte offset off falls strictly inside
 // a ${...} of p (a cut there would break the placeholder).
 func insidePlaceholder(p Pattern, off int) bool {
 	for _, s := range p.Segments {
-		if s.Param != "" && off > s.off && off < s.off+len(s.Param)+3 {
+		if s.Param != "" && off > s.off && off < s.off+s.len() {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package lockgen
 
 import (
 	"fmt"
+	"math/rand"
 	"os"
 	"strings"
 	"testing"
@@ -96,4 +97,65 @@ func keySlot(key string) int {
 		}
 	}
 	return int(crc) % 16384
+}
+
+// A slot whose text follows a literal $ in the key must still become a
+// hash tag around that text. withSlot used to insert "{" after the $ and
+// re-parse the text, which read "${x}" as an (undeclared) placeholder: the
+// tag and the literal x vanished, A rendered exactly B's keys, and the
+// key-space check, which gives up on undeclared params, let it pass.
+func TestSlotAfterLiteralDollarKeepsTagAndText(t *testing.T) {
+	src := "version: 1\npackage: locks\nlocks:\n" +
+		"  A:\n    key: \"a$x:${id}\"\n    params: {id: int64}\n    slot: \"x\"\n" +
+		"  B:\n    key: \"a:${id}\"\n    params: {id: int64}\n" +
+		"  C:\n    key: \"c$${t}\"\n    params: {t: string}\n    slot: \"${t}\"\n"
+	s, err := Parse("locks.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(p string) string { return "<" + p + ">" }
+	for name, want := range map[string]string{"A": "a${x}:<id>", "C": "c${<t>}"} {
+		got := renderKey(s.Lock(name).key(), value)
+		if got != want {
+			t.Errorf("%s renders %q, want %q (segments %+v)", name, got, want, s.Lock(name).key().Segments)
+		}
+	}
+}
+
+// TestSlotPropertyKeepsKeyAndAddsOneTag checks withSlot over random keys
+// and slots: the rendered key holds exactly one hash tag whose content is
+// the rendered slot, and without the braces it is the rendered key, with
+// "slot:" in front when the slot was put before it.
+func TestSlotPropertyKeepsKeyAndAddsOneTag(t *testing.T) {
+	alpha := []string{"a", ":", "$", "x", "${t}", "${id}", "-", "%"}
+	r := rand.New(rand.NewSource(1))
+	value := func(p string) string { return "<" + p + ">" }
+	bad := 0
+	for i := 0; i < 20000 && bad < 5; i++ {
+		var k, sl strings.Builder
+		for range 1 + r.Intn(6) {
+			k.WriteString(alpha[r.Intn(len(alpha))])
+		}
+		for range 1 + r.Intn(3) {
+			sl.WriteString(alpha[r.Intn(len(alpha))])
+		}
+		src := "version: 1\npackage: locks\nlocks:\n  A:\n    key: '" + k.String() + "'\n    params: {t: string, id: int64}\n    slot: '" + sl.String() + "'\n"
+		spec, err := Parse("locks.yaml", []byte(src))
+		if err != nil {
+			continue
+		}
+		l := spec.Locks[0]
+		key, slot := renderKey(l.Key, value), renderKey(l.Slot, value)
+		got := renderKey(l.key(), value)
+		open, end := strings.IndexByte(got, '{'), strings.IndexByte(got, '}')
+		ok := strings.Count(got, "{") == 1 && strings.Count(got, "}") == 1 && open < end
+		if ok {
+			bare := got[:open] + got[open+1:end] + got[end+1:]
+			ok = got[open+1:end] == slot && (bare == key || bare == slot+":"+key)
+		}
+		if !ok {
+			bad++
+			t.Errorf("key %q slot %q renders %q", k.String(), sl.String(), got)
+		}
+	}
 }
