@@ -154,6 +154,13 @@ func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
 		return
 	}
 	typ := tn.Type()
+	if t.Path == "time" && t.Name == "Time" {
+		// Neither text is one per instant: String() adds the monotonic
+		// clock reading and the zone name, MarshalText() the zone offset,
+		// so t.Equal(u) would not mean one key.
+		e.add(p.Pos, path, "time.Time cannot be a key param: equal instants render different text (String() adds the zone and the monotonic clock reading, MarshalText() the zone offset) (pass %s.UTC().Unix() as an int64 param, or a string param formatted in UTC)", p.Name)
+		return
+	}
 	if n, ok := typ.(*types.Named); ok && n.TypeParams().Len() > 0 {
 		e.add(p.Pos, path, "%s is generic (use an instantiated named type, or a basic type)", t)
 		return

@@ -183,7 +183,8 @@ func buildSchema() (*schema, []prop) {
 			{"params", &schema{
 				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune " +
 					"(floats are refused: 1 and 1.0 would be two keys). User types: import/path.Type, resolved with go/packages from the spec's directory, with a string, integer or bool " +
-					"underlying type, or a String() string or MarshalText() ([]byte, error) method. " +
+					"underlying type, or a String() string or MarshalText() ([]byte, error) method; time.Time is refused (equal instants render different text: String() adds " +
+					"the zone and the monotonic clock reading, MarshalText() the zone offset), pass t.UTC().Unix() as an int64 or a string formatted in UTC. " +
 					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + "), Go keywords, Go's predeclared identifiers (bool, int64, string, nil, false, len, ...) and _ are refused.",
 				types: []string{"object", "null"},
 				want:  "a mapping of name: Go type, such as {orderID: int64}",
