@@ -26,6 +26,7 @@ var parserOnly = map[string]string{
 	"bad_empty_placeholder":                 "placeholders inside a key pattern",
 	"bad_generated_name_collision":          "generated names of two locks",
 	"bad_latch_method_collision":            "generated names of two locks",
+	"bad_lock_names_fold_to_one_helper":     "generated names of two locks",
 	"bad_two_locks_one_key_space":           "other locks' key patterns",
 	"bad_lease_below_minimum":               "a duration's value (10ms minimum)",
 	"bad_member_cycle":                      "other locks' members",

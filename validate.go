@@ -2,6 +2,7 @@ package lockgen
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // validate checks the rules that span fields and locks. Field syntax has
@@ -333,7 +334,7 @@ func lockNames(s *Spec, except string) []string {
 // param shadows a generated helper.
 func validateNames(s *Spec, e *errs) {
 	owner := map[string]string{}
-	helpers := map[string]bool{}
+	helpers := map[string]string{} // generated helper -> its lock
 	for _, l := range s.Locks {
 		for _, m := range methodNames(l) {
 			if o, taken := owner[m]; taken && o != l.Name {
@@ -342,12 +343,21 @@ func validateNames(s *Spec, e *errs) {
 			}
 			owner[m] = l.Name
 		}
-		helpers[lowerFirst(l.Name)+"Key"] = true
-		helpers[lowerFirst(l.Name)+"Options"] = true
+		// Distinct names can lower to one helper: the KELVIN SIGN in
+		// "Korder" lowers to the k of "Korder".
+		for _, h := range []string{lowerFirst(l.Name) + "Key", lowerFirst(l.Name) + "Options"} {
+			if o, taken := helpers[h]; taken && o != l.Name {
+				a, _ := utf8.DecodeRuneInString(o)
+				b, _ := utf8.DecodeRuneInString(l.Name)
+				e.add(l.Pos, "locks."+l.Name, "the generated helper %s collides with the one of %s: their first letters %U and %U lower to the same one (rename one of the locks)", h, o, a, b)
+				break
+			}
+			helpers[h] = l.Name
+		}
 	}
 	for _, l := range s.Locks {
 		for _, p := range l.Params {
-			if helpers[p.Name] {
+			if _, ok := helpers[p.Name]; ok {
 				e.add(p.namePos, "locks."+l.Name+".params."+p.Name, "param name %q is the name of a generated helper (rename the param)", p.Name)
 			}
 		}
