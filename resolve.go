@@ -97,6 +97,11 @@ func resolve(s *Spec, e *errs) (target, error) {
 			}
 		}
 	}
+	if len(user) > 0 {
+		if err := checkImportable(s, cfg, t, byPath, e); err != nil {
+			return target{}, err
+		}
+	}
 	return t, nil
 }
 

@@ -161,7 +161,8 @@ func buildSchema() (*schema, []prop) {
 	reservedAndKeywords := append(append(strs(reservedParams...), goKeywords()...), strs(predeclared()...)...)
 	lock := &schema{
 		desc: "One lock. Its name is an exported Go identifier and names the generated methods <Name> (the handle) and With<Name> (With<Name>Read and With<Name>Write for readwrite; " +
-			"Arm<Name>, Await<Name> and CountDown<Name> for a latch).",
+			"Arm<Name>, Await<Name> and CountDown<Name> for a latch), and the unexported helpers <name>Key and <name>Options: two names whose first letters lower alike " +
+			"(K and the KELVIN SIGN U+212A) are refused.",
 		types:  []string{"object"},
 		closed: true,
 		props: []prop{
@@ -185,6 +186,7 @@ func buildSchema() (*schema, []prop) {
 					"(floats are refused: 1 and 1.0 would be two keys). User types: import/path.Type, resolved with go/packages from the spec's directory, with a string, integer or bool " +
 					"underlying type, or a String() string or MarshalText() ([]byte, error) method; time.Time is refused (equal instants render different text: String() adds " +
 					"the zone and the monotonic clock reading, MarshalText() the zone offset), pass t.UTC().Unix() as an int64 or a string formatted in UTC. " +
+					"The type's package must be one the output package can import: not a package main, not internal to another tree, not importing the output package. " +
 					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + "), Go keywords, Go's predeclared identifiers (bool, int64, string, nil, false, len, ...) and _ are refused.",
 				types: []string{"object", "null"},
 				want:  "a mapping of name: Go type, such as {orderID: int64}",
