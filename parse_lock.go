@@ -196,6 +196,11 @@ func (p *parser) fairness(l *Lock, f field, path string) *Fairness {
 			fz.queueTimeoutPos = pos(ff.key)
 			if d, ok := p.duration(ff.val, fp, false); ok {
 				fz.QueueTimeout = d
+				if d < minLease {
+					// The runtime refuses it: waiters refresh their places
+					// every queueTimeout/3, too often below that.
+					p.add(pos(deref(ff.val)), fp, "queueTimeout %s is shorter than the runtime's minimum %s (write at least 10ms)", deref(ff.val).Value, minLease)
+				}
 			}
 		case "writers":
 			fz.writersPos = pos(ff.key)

@@ -101,6 +101,10 @@ func parsePattern(text string, tags bool) ([]Segment, []patternProblem) {
 			open = i
 		case c == '}' && open < 0:
 			probs = append(probs, patternProblem{i, "unbalanced } (a literal {...} is a Redis hash tag: add the opening { or remove it)"})
+		case c == '}' && open == i-1:
+			// Redis reads no tag from {}, so the runtime refuses the key.
+			probs = append(probs, patternProblem{open, "empty hash tag {} (Redis hashes no tag from it, and the runtime refuses such a key: put what to hash inside, like {tenant}, or remove the braces)"})
+			open = -1
 		case c == '}':
 			open = -1
 		}

@@ -29,6 +29,8 @@ var parserOnly = map[string]string{
 	"bad_lock_names_fold_to_one_helper":     "generated names of two locks",
 	"bad_two_locks_one_key_space":           "other locks' key patterns",
 	"bad_lease_below_minimum":               "a duration's value (10ms minimum)",
+	"bad_queue_timeout_below_minimum":       "a duration's value (10ms minimum)",
+	"bad_empty_hash_tag":                    "braces inside a key pattern",
 	"bad_member_cycle":                      "other locks' members",
 	"bad_member_param_type_conflict":        "other locks' params",
 	"bad_nested_hash_tag":                   "braces inside a key pattern",

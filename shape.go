@@ -177,7 +177,7 @@ func buildSchema() (*schema, []prop) {
 			}},
 			{"key", &schema{
 				desc: "The Redis key pattern, e.g. order:${orderID}. Every ${param} is declared under params and every param is used; two placeholders may not touch (${a}${b} could collide). " +
-					"Literal {...} is a Redis hash tag: balanced, not nested. String values are escaped (% { } as %25 %7B %7D), so no value can move a key to another cluster slot. " +
+					"Literal {...} is a Redis hash tag: balanced, not nested, not empty. String values are escaped (% { } as %25 %7B %7D), so no value can move a key to another cluster slot. " +
 					"No two locks may be able to render the same key: order:${id} beside order:${name} (a string renders any number) is refused, beside invoice:${id} it is not.",
 				ref: "#/$defs/pattern",
 			}},
@@ -212,7 +212,7 @@ func buildSchema() (*schema, []prop) {
 					{"queueTimeout", &schema{
 						desc: "fair locks only: how long a queued waiter may go silent before the others skip it. A live waiter refreshes its place every queueTimeout/3, " +
 							"so it keeps it however long the holders ahead take; a waiter whose process died is skipped queueTimeout after its last refresh, so shorter means a crashed waiter " +
-							"holds up the queue for less time. Default: 5m. Becomes LockOptions.QueueTimeout.",
+							"holds up the queue for less time. At least 10ms (the runtime's minimum). Default: 5m. Becomes LockOptions.QueueTimeout.",
 						ref: "#/$defs/duration",
 					}},
 					{"writers", &schema{

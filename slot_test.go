@@ -20,7 +20,9 @@ func TestTagIsWhatRedisHashes(t *testing.T) {
 		"x:{${tenant}:${day}}:y": "{${tenant}:${day}}",
 	} {
 		segs, probs := parsePattern(text, true)
-		if len(probs) > 0 {
+		// parsePattern refuses an empty tag, but hashed must still read
+		// one as Redis does.
+		if len(probs) > 0 && !strings.HasPrefix(probs[0].msg, "empty hash tag") {
 			t.Fatalf("%s: %v", text, probs)
 		}
 		if got := (Pattern{Text: text, Segments: segs}).hashed(); got != want {
