@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/mod/modfile"
 
@@ -76,56 +77,35 @@ func checkOutputPath(s *Spec, mod *module, file string, e *errs) (ok bool) {
 		e.add(at, path, format, args...)
 		return false
 	}
-	inside := func(root, p string) bool {
-		rel, err := filepath.Rel(root, p)
-		return err == nil && filepath.IsLocal(rel)
-	}
-	if !inside(mod.dir, file) {
+	if !inModule(mod.dir, file) {
 		return fail("%q leads outside the module %s that holds this spec: lockgen writes only inside the spec's module (write a path inside it, e.g. %s)",
 			shown, mod.path, DefaultOutput)
 	}
-	// Resolve the symbolic links of the part of the path that exists.
-	existing, rest := file, ""
-	for {
-		info, err := os.Lstat(existing)
-		if err == nil {
-			if existing == file {
-				switch {
-				case info.Mode()&fs.ModeSymlink != 0:
-					target, _ := os.Readlink(file)
-					return fail("%q is a symbolic link (to %s): lockgen does not write through links, which can lead out of the module (point output at a regular file)", shown, target)
-				case info.IsDir():
-					return fail("%q is a directory (name the Go file to generate, e.g. %s)", shown, filepath.ToSlash(filepath.Join(s.Output, DefaultOutput)))
-				case !info.Mode().IsRegular():
-					return fail("%q exists and is not a regular file (point output at a new file such as %s)", shown, DefaultOutput)
-				}
-			}
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return fail("%q cannot be checked: %v", shown, err)
-		}
-		rest = filepath.Join(filepath.Base(existing), rest)
-		existing = filepath.Dir(existing)
-	}
-	real, err := filepath.EvalSymlinks(existing)
-	if err != nil {
+	existing, link, linkTo, err := linkEscape(mod, file)
+	switch {
+	case err != nil:
 		return fail("%q cannot be checked: %v", shown, err)
-	}
-	real = filepath.Join(real, rest)
-	if !inside(mod.real, real) {
-		link, target := existing, ""
-		for d := existing; inside(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
-			if t, err := os.Readlink(d); err == nil {
-				link, target = d, t
-			}
+	case existing == file:
+		info, _ := os.Lstat(file)
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(file)
+			return fail("%q is a symbolic link (to %s): lockgen does not write through links, which can lead out of the module (point output at a regular file)", shown, target)
+		case info.IsDir():
+			return fail("%q is a directory (name the Go file to generate, e.g. %s)", shown, filepath.ToSlash(filepath.Join(s.Output, DefaultOutput)))
+		case !info.Mode().IsRegular():
+			return fail("%q exists and is not a regular file (point output at a new file such as %s)", shown, DefaultOutput)
 		}
+	case !isDir(existing):
+		return fail("%q cannot be written: %s is not a directory (point output at a file in a directory, e.g. %s)", shown, s.relToSpec(existing), DefaultOutput)
+	}
+	if link != "" {
 		return fail("%q leads outside the module %s through a symbolic link (%s is a link to %s): lockgen writes only inside the spec's module (point output at a directory of the module itself)",
-			shown, mod.path, s.relToSpec(link), filepath.ToSlash(target))
+			shown, mod.path, s.relToSpec(link), filepath.ToSlash(linkTo))
 	}
 	// A go.mod between the module root and the output makes the output part
 	// of another module.
-	for d := filepath.Dir(file); inside(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
+	for d := filepath.Dir(file); inModule(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
 			return fail("%q is in another module (%s has its own go.mod): lockgen writes only inside the spec's module %s (move the spec into that module, or point output elsewhere)",
 				shown, s.relToSpec(d), mod.path)
@@ -145,6 +125,52 @@ func checkOutputPath(s *Spec, mod *module, file string, e *errs) (ok bool) {
 			shown, from, own, fix, from)
 	}
 	return true
+}
+
+// isDir reports whether path is a directory, following links.
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
+}
+
+// inModule reports whether path p lies inside directory root (by its
+// text: no .., no absolute path elsewhere).
+func inModule(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// linkEscape resolves the symbolic links of the part of file that exists
+// (file inside mod by its text). It returns that existing part and, when
+// the resolved path leaves the module, the link that leads out and its
+// target.
+func linkEscape(mod *module, file string) (existing, link, linkTo string, err error) {
+	existing, rest := file, ""
+	for {
+		_, err := os.Lstat(existing)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+			return "", "", "", err
+		}
+		rest = filepath.Join(filepath.Base(existing), rest)
+		existing = filepath.Dir(existing)
+	}
+	real, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", "", "", err
+	}
+	if inModule(mod.real, filepath.Join(real, rest)) {
+		return existing, "", "", nil
+	}
+	link = existing
+	for d := existing; inModule(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
+		if t, err := os.Readlink(d); err == nil {
+			link, linkTo = d, t
+		}
+	}
+	return existing, link, linkTo, nil
 }
 
 // generatedFrom is the spec a file lockgen generated says it was generated

@@ -45,6 +45,7 @@ func Parse(filename string, src []byte) (spec *Spec, err error) {
 		return nil, err
 	}
 	s.File = filename
+	s.schemaRef, s.schemaPos = modeline(src)
 	return s, nil
 }
 

@@ -38,6 +38,7 @@ func resolve(s *Spec, e *errs) (target, error) {
 	}
 	t := target{file: filepath.Join(specDir, filepath.FromSlash(s.Output))}
 	t.dir = filepath.Dir(t.file)
+	checkSchemaPath(s, mod, specDir, e)
 	if !checkOutputPath(s, mod, t.file, e) {
 		return t, nil // reported at output: load nothing for a file that will not be written
 	}

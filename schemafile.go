@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrForeignFile is wrapped by the error of WriteSchema for a file that
@@ -33,15 +34,59 @@ var modelineRE = regexp.MustCompile(`(?m)^#\s*yaml-language-server:\s*\$schema=(
 // joined to the spec's directory, or "" when the modeline is absent or
 // names a URL rather than a file.
 func LocalSchema(specPath string, src []byte) string {
-	m := modelineRE.FindSubmatch(src)
-	if m == nil {
-		return ""
-	}
-	ref := string(m[1])
-	if strings.Contains(ref, "://") || !strings.HasSuffix(ref, ".json") || filepath.IsAbs(ref) {
+	ref, _ := modeline(src)
+	if ref == "" {
 		return ""
 	}
 	return filepath.Join(filepath.Dir(specPath), filepath.FromSlash(ref))
+}
+
+// modeline returns the local schema file that src's modeline names, as
+// written, and where; "" when there is none or it names a URL.
+func modeline(src []byte) (ref string, at Pos) {
+	m := modelineRE.FindSubmatchIndex(src)
+	if m == nil {
+		return "", Pos{}
+	}
+	ref = string(src[m[2]:m[3]])
+	if strings.Contains(ref, "://") || !strings.HasSuffix(ref, ".json") || filepath.IsAbs(ref) {
+		return "", Pos{}
+	}
+	lineStart := bytes.LastIndexByte(src[:m[2]], '\n') + 1
+	at = Pos{Line: bytes.Count(src[:m[2]], []byte("\n")) + 1, Col: utf8.RuneCount(src[lineStart:m[2]]) + 1}
+	return ref, at
+}
+
+// checkSchemaPath reports, at the modeline, a schema file that generate
+// must not write (it refreshes that file after the Go file): one outside
+// the spec's module, through .. or a symbolic link, or below a file that
+// is not a directory. It runs before anything is written, so a bad
+// modeline leaves no partial output.
+func checkSchemaPath(s *Spec, mod *module, specDir string, e *errs) {
+	if s.schemaRef == "" {
+		return
+	}
+	file := filepath.Join(specDir, filepath.FromSlash(s.schemaRef))
+	fail := func(format string, args ...any) {
+		e.add(s.schemaPos, "$schema", format, args...)
+	}
+	if !inModule(mod.dir, file) {
+		fail("%q leads outside the module %s that holds this spec: lockgen keeps the schema it names current, and writes only inside the spec's module (name a file inside it, e.g. $schema=%s)", s.schemaRef, mod.path, SchemaFile)
+		return
+	}
+	if info, err := os.Lstat(file); err == nil && !info.Mode().IsRegular() {
+		return // a link or a directory: WriteSchema leaves it alone
+	}
+	existing, link, linkTo, err := linkEscape(mod, file)
+	switch {
+	case err != nil:
+		fail("%q cannot be checked: %v", s.schemaRef, err)
+	case link != "":
+		fail("%q leads outside the module %s through a symbolic link (%s is a link to %s): lockgen writes only inside the spec's module (name a file in a directory of the module itself)",
+			s.schemaRef, mod.path, s.relToSpec(link), filepath.ToSlash(linkTo))
+	case existing != file && !isDir(existing):
+		fail("%q cannot be written: %s is not a directory (name a file such as $schema=%s)", s.schemaRef, s.relToSpec(existing), SchemaFile)
+	}
 }
 
 // SchemaState is what a schema file holds.

@@ -13,7 +13,9 @@ type Spec struct {
 
 	packagePos Pos
 	outputPos  Pos
-	firstPos   Pos // of the first top-level key: where errors about a field left out point
+	schemaRef  string // the local schema file the modeline names, or ""
+	schemaPos  Pos    // of schemaRef in the modeline
+	firstPos   Pos    // of the first top-level key: where errors about a field left out point
 }
 
 // Defaults apply to every lock that does not set the field itself.
