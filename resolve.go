@@ -192,20 +192,35 @@ func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
 			return
 		}
 	}
-	if implements(typ, "String", "string") {
+	if types.IsInterface(typ) {
+		// Like any and error: its text is unknown until run time, and a
+		// nil value would panic in the generated key function.
+		e.add(p.Pos, path, "%s cannot be a key param: it is an interface, so its text is unknown until run time and a nil value has none (use a concrete type)", t)
+		return
+	}
+	if implements(typ, "String", stringResult) {
 		p.Type.render = templates.RenderStringer
 		return
 	}
-	if implements(typ, "MarshalText", "([]byte, error)") {
+	if implements(typ, "MarshalText", textResults) {
 		p.Type.render = templates.RenderText
 		return
 	}
 	e.add(p.Pos, path, "%s cannot be a key param: its underlying type is %s (give it a string or integer underlying type, or a String() string or MarshalText method)", t, typ.Underlying())
 }
 
+// The results of String() string and MarshalText() ([]byte, error).
+var (
+	stringResult = types.NewTuple(types.NewVar(0, nil, "", types.Typ[types.String]))
+	textResults  = types.NewTuple(
+		types.NewVar(0, nil, "", types.NewSlice(types.Typ[types.Byte])),
+		types.NewVar(0, nil, "", types.Universe.Lookup("error").Type()))
+)
+
 // implements reports whether T or *T has method name with no parameters
 // and the given results (params are addressable, so pointer methods do).
-func implements(t types.Type, name, results string) bool {
+// Results are compared as types, so named results like (s string) match.
+func implements(t types.Type, name string, results *types.Tuple) bool {
 	for _, typ := range []types.Type{t, types.NewPointer(t)} {
 		ms := types.NewMethodSet(typ)
 		for i := 0; i < ms.Len(); i++ {
@@ -217,8 +232,14 @@ func implements(t types.Type, name, results string) bool {
 			if sig.Params().Len() != 0 {
 				continue
 			}
-			r := types.TypeString(sig.Results(), nil)
-			if r == "("+results+")" || r == results {
+			if sig.Variadic() || sig.Results().Len() != results.Len() {
+				continue
+			}
+			same := true
+			for i := 0; i < results.Len(); i++ {
+				same = same && types.Identical(sig.Results().At(i).Type(), results.At(i).Type())
+			}
+			if same {
 				return true
 			}
 		}

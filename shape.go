@@ -184,7 +184,7 @@ func buildSchema() (*schema, []prop) {
 			{"params", &schema{
 				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune " +
 					"(floats are refused: 1 and 1.0 would be two keys). User types: import/path.Type, resolved with go/packages from the spec's directory, with a string, integer or bool " +
-					"underlying type, or a String() string or MarshalText() ([]byte, error) method; time.Time is refused (equal instants render different text: String() adds " +
+					"underlying type, or a String() string or MarshalText() ([]byte, error) method (result names do not matter); interface types are refused (a nil value has no text); time.Time is refused (equal instants render different text: String() adds " +
 					"the zone and the monotonic clock reading, MarshalText() the zone offset), pass t.UTC().Unix() as an int64 or a string formatted in UTC. " +
 					"The type's package must be one the output package can import: not a package main, not internal to another tree, not importing the output package. " +
 					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + "), Go keywords, Go's predeclared identifiers (bool, int64, string, nil, false, len, ...) and _ are refused.",
