@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	"golang.org/x/mod/modfile"
+	gomodule "golang.org/x/mod/module"
 
 	"github.com/lockgen/lockgen/templates"
 )
@@ -103,6 +105,9 @@ func checkOutputPath(s *Spec, mod *module, file string, e *errs) (ok bool) {
 		return fail("%q leads outside the module %s through a symbolic link (%s is a link to %s): lockgen writes only inside the spec's module (point output at a directory of the module itself)",
 			shown, mod.path, s.relToSpec(link), filepath.ToSlash(linkTo))
 	}
+	if why := importPathProblem(mod, filepath.Dir(file)); why != "" {
+		return fail("%q is in a directory the go command cannot import: %s (use a directory of lower-case ASCII letters, digits and -._~, e.g. %s)", shown, why, DefaultOutput)
+	}
 	// A go.mod between the module root and the output makes the output part
 	// of another module.
 	for d := filepath.Dir(file); inModule(mod.dir, d) && d != mod.dir; d = filepath.Dir(d) {
@@ -125,6 +130,24 @@ func checkOutputPath(s *Spec, mod *module, file string, e *errs) (ok bool) {
 			shown, from, own, fix, from)
 	}
 	return true
+}
+
+// importPathProblem says why directory dir of mod cannot be a package the
+// generated code's users import, or "": its import path must be valid and
+// outside vendor/, whose packages the go command reads as vendored copies.
+func importPathProblem(mod *module, dir string) string {
+	rel, err := filepath.Rel(mod.dir, dir)
+	if err != nil || rel == "." {
+		return ""
+	}
+	rel = filepath.ToSlash(rel)
+	if slices.Contains(strings.Split(rel, "/"), "vendor") {
+		return "vendor/ holds copies of other modules' packages, and ./... patterns skip it"
+	}
+	if err := gomodule.CheckImportPath(mod.path + "/" + rel); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // isDir reports whether path is a directory, following links.

@@ -42,3 +42,25 @@ func TestAnOutputPackageNotFoundSaysWhatTheGoCommandSaid(t *testing.T) {
 		t.Errorf("got %v, want the go command's reason after the directory", err)
 	}
 }
+
+// TestOutputDirectoryMustBeAnImportPath: an output directory the go
+// command cannot import (a space, non-ASCII, @, or under vendor/) is a
+// spec error at output; it used to fail with the go command's raw text.
+func TestOutputDirectoryMustBeAnImportPath(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/m\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "locks.yaml")
+	for _, out := range []string{"my dir/locks_gen.go", "ünï/locks_gen.go", "a@b/locks_gen.go", "vendor/x/locks_gen.go", "x/vendor/locks_gen.go"} {
+		src := "version: 1\npackage: x\noutput: \"" + out + "\"\nlocks:\n  A:\n    key: \"a:${id}\"\n    params: {id: int64}\n"
+		s, err := Parse(file, []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Render(s)
+		if _, ok := err.(ErrorList); !ok || !strings.Contains(err.Error(), "locks.yaml:3:9: output: ") || !strings.Contains(err.Error(), "cannot import") {
+			t.Errorf("%s: got %T %v, want a spec error at output (3:9)", out, err, err)
+		}
+	}
+}

@@ -335,6 +335,11 @@ func (p *parser) pkg(s *Spec, f field) {
 		p.add(pos(deref(f.val)), "package", "%q is not a Go package name (use a lower-case identifier such as %s)", v, strings.ToLower(camel(v)))
 		return
 	}
+	if v == "documentation" {
+		// go/build skips every file of package documentation.
+		p.add(pos(deref(f.val)), "package", "%q is a name the go tool ignores: it leaves files of package documentation out of every build (use another name, e.g. locks)", v)
+		return
+	}
 	s.Package = v
 	s.packagePos = pos(deref(f.val))
 }
