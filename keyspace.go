@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lockgen/lockgen/templates"
 )
 
 // validateKeySpaces refuses two locks whose keys can be the same Redis key:
@@ -54,7 +56,9 @@ func keyLanguage(l *Lock) (*syntax.Prog, bool) {
 			continue
 		}
 		t, ok := types[s.Param]
-		if !ok {
+		if !ok || t.Path != "" && t.render == 0 {
+			// Undeclared, or a user type not resolved yet: Render
+			// checks again once it knows how the type renders.
 			return nil, false
 		}
 		re.WriteString("(?:" + t.KeyClass() + ")")
@@ -71,11 +75,19 @@ func keyLanguage(l *Lock) (*syntax.Prog, bool) {
 }
 
 // KeyClass is a regular expression of what a value of type t can render
-// to in a key: integers and bools as strconv writes them; strings, and
-// user types (whose rendering is known only once resolved, so the widest),
-// through keyPart, which escapes braces. Package inspect matches keys with
-// it too.
+// to in a key: integers and bools as strconv writes them (user types with
+// such an underlying type too, once resolved); strings, other user types
+// and unresolved ones (the widest) through keyPart, which escapes braces.
+// Package inspect matches keys with it too.
 func (t ParamType) KeyClass() string {
+	switch {
+	case t.render == templates.RenderInt:
+		return `-?[0-9]+`
+	case t.render == templates.RenderUint:
+		return `[0-9]+`
+	case t.render == templates.RenderBool:
+		return `true|false`
+	}
 	switch t.Basic {
 	case "int", "int8", "int16", "int32", "int64", "rune":
 		return `-?[0-9]+`

@@ -102,6 +102,9 @@ func resolve(s *Spec, e *errs) (target, error) {
 		if err := checkImportable(s, cfg, t, byPath, e); err != nil {
 			return target{}, err
 		}
+		// Parse skipped the locks with user types: only now is it known
+		// which render digits only.
+		validateKeySpaces(s, e)
 	}
 	return t, nil
 }
