@@ -79,3 +79,15 @@ func parseParamType(s string) (ParamType, string) {
 	}
 	return ParamType{Path: path, Name: name}, ""
 }
+
+// goAlias maps byte and rune to the types they are aliases of, so that a
+// param spelled byte in one lock and uint8 in another is one type.
+func goAlias(basic string) string {
+	switch basic {
+	case "byte":
+		return "uint8"
+	case "rune":
+		return "int32"
+	}
+	return basic
+}

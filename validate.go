@@ -146,7 +146,7 @@ func validateMemberList(s *Spec, l *Lock, byName map[string]*Lock, e *errs) bool
 	for i, m := range l.Members {
 		for _, p := range unionParams(byName[m], byName, 0) {
 			t := p.Type.String()
-			if prev, seen := types[p.Name]; seen && prev != t {
+			if prev, seen := types[p.Name]; seen && goAlias(prev) != goAlias(t) {
 				e.add(l.memberPos[i], path, "param %s is %s in %s but %s in %s (give the members one type for %s)", p.Name, prev, from[p.Name], t, m, p.Name)
 				ok = false
 				continue
