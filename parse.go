@@ -32,7 +32,7 @@ var (
 //
 // The error, when not nil, is an ErrorList holding every problem found.
 func Parse(filename string, src []byte) (spec *Spec, err error) {
-	p := &parser{errs: errs{file: filename}}
+	p := &parser{errs: errs{file: filename}, src: src}
 	root, ok := p.document(src)
 	if !ok {
 		return nil, p.err()
@@ -51,7 +51,8 @@ func Parse(filename string, src []byte) (spec *Spec, err error) {
 
 type parser struct {
 	errs
-	locksReported bool // the locks mapping held only misplaced fields, reported
+	src           []byte // the spec's text, to map pattern offsets to columns
+	locksReported bool   // the locks mapping held only misplaced fields, reported
 }
 
 // document parses the YAML and returns the root mapping.

@@ -1,8 +1,10 @@
 package lockgen
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -251,9 +253,10 @@ func kindList() string {
 func (p *parser) pattern(n *yaml.Node, path string, tags bool, want string) Pattern {
 	v, ok := p.scalar(n, path, want)
 	n = deref(n)
-	pt := Pattern{Text: v, pos: pos(n), set: true,
-		quoted: n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0,
-		multi:  n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 || strings.ContainsAny(v, "\n\"'\\")}
+	pt := Pattern{Text: v, pos: pos(n), set: true}
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		pt.cols = columns(p.line(pt.pos.Line), pt.pos.Col, n.Style, v)
+	}
 	if !ok {
 		return pt
 	}
@@ -272,6 +275,81 @@ func (p *parser) pattern(n *yaml.Node, path string, tags bool, want string) Patt
 		}
 	}
 	return pt
+}
+
+// line returns line n (1-based) of the spec, or "".
+func (p *parser) line(n int) string {
+	src := p.src
+	for ; n > 1 && len(src) > 0; n-- {
+		i := bytes.IndexByte(src, '\n')
+		if i < 0 {
+			return ""
+		}
+		src = src[i+1:]
+	}
+	if i := bytes.IndexByte(src, '\n'); i >= 0 {
+		src = src[:i]
+	}
+	return string(src)
+}
+
+// columns maps each byte offset of value (and its end) to its column in
+// line, where the scalar starts at column col (1-based, in characters, as
+// YAML counts) with the given style. It reads the escapes of a quoted
+// scalar, so that "\u00fc:${}" puts ${ at its own column, not at the
+// decoded text's. nil when the scalar is not on the line as expected
+// (folded over lines, or an escape it does not know): positions fall
+// back to the value's.
+func columns(line string, col int, style yaml.Style, value string) []int {
+	raw := []rune(line)
+	i := col - 1 // index in raw of the scalar's first character
+	quoted := style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
+	if quoted {
+		i++
+	}
+	var cols []int
+	for _, want := range value {
+		if i >= len(raw) {
+			return nil
+		}
+		at, width := i, 1
+		switch {
+		case style&yaml.SingleQuotedStyle != 0 && raw[i] == '\'':
+			width = 2 // '' is one '
+		case style&yaml.DoubleQuotedStyle != 0 && raw[i] == '\\':
+			width = escapeWidth(raw[i+1:])
+			if width == 0 {
+				return nil
+			}
+			width++
+		case raw[i] != want:
+			return nil
+		}
+		for range utf8.RuneLen(want) {
+			cols = append(cols, at+1)
+		}
+		i += width
+	}
+	return append(cols, i+1)
+}
+
+// escapeWidth is how many characters after a backslash a YAML escape
+// takes, or 0 for one columns does not read.
+func escapeWidth(r []rune) int {
+	if len(r) == 0 {
+		return 0
+	}
+	switch r[0] {
+	case 'x':
+		return 3
+	case 'u':
+		return 5
+	case 'U':
+		return 9
+	case '0', 'a', 'b', 't', '\t', 'n', 'v', 'f', 'r', 'e', ' ', '"', '/', '\\', 'N', '_', 'L', 'P':
+		return 1
+	}
+	return 0
 }
 
 // params reads the params mapping, keeping declaration order: it is the

@@ -9,10 +9,9 @@ import (
 type Pattern struct {
 	Text     string
 	Segments []Segment
-	pos      Pos  // of the value
-	quoted   bool // the value was quoted, so text starts one column later
-	multi    bool // the value spans lines; offsets cannot be mapped to columns
-	set      bool // the field was present
+	pos      Pos   // of the value
+	cols     []int // column of each byte offset of Text, when known (see columns)
+	set      bool  // the field was present
 }
 
 // Segment is one piece of a Pattern: literal text, or a placeholder naming
@@ -34,17 +33,13 @@ func (p Pattern) Params() []string {
 	return names
 }
 
-// at is the position of byte offset off of the pattern's text.
+// at is the position of byte offset off of the pattern's text: its
+// column when known, else the value's position.
 func (p Pattern) at(off int) Pos {
-	if p.multi {
+	if off < 0 || off >= len(p.cols) {
 		return p.pos
 	}
-	pos := p.pos
-	pos.Col += off
-	if p.quoted {
-		pos.Col++
-	}
-	return pos
+	return Pos{Line: p.pos.Line, Col: p.cols[off]}
 }
 
 // patternProblem is a syntax problem at a byte offset of a pattern.

@@ -211,6 +211,9 @@ func checkObject(s *schema, n *yaml.Node, path string, report reportFunc) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := deref(n.Content[i]), deref(n.Content[i+1])
 		name := k.Value
+		if k.Tag == "!!merge" {
+			continue // the parser refuses merge keys with their own error
+		}
 		present[name] = true
 		sub := join(path, name)
 		if s.propertyNames != nil {
