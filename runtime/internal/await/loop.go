@@ -33,10 +33,10 @@ type Loop struct {
 const skippedTryBound = 5 * time.Second
 
 // The pause between tries while Redis does not answer doubles from
-// unreachableBackoff up to maxUnreachableBackoff.
+// UnreachableBackoff up to MaxUnreachableBackoff (a RedLock's rounds too).
 const (
-	unreachableBackoff    = 10 * time.Millisecond
-	maxUnreachableBackoff = 250 * time.Millisecond
+	UnreachableBackoff    = 10 * time.Millisecond
+	MaxUnreachableBackoff = 250 * time.Millisecond
 )
 
 // Await runs the waiting protocol shared by the lock kinds:
@@ -155,7 +155,7 @@ const (
 )
 
 func (l *Loop) start(ctx context.Context, s Spec, try Try, running bool) waiting {
-	wt := waiting{l: l, ctx: ctx, s: s, try: try, backoff: unreachableBackoff}
+	wt := waiting{l: l, ctx: ctx, s: s, try: try, backoff: UnreachableBackoff}
 	if !running {
 		wt.drain = l.Draining
 	}
@@ -282,7 +282,7 @@ func (wt *waiting) unreachable(err error) (int, time.Duration, error) {
 	if !wt.bound.IsZero() {
 		d = min(d, time.Until(wt.bound))
 	}
-	wt.backoff = min(2*wt.backoff, maxUnreachableBackoff)
+	wt.backoff = min(2*wt.backoff, MaxUnreachableBackoff)
 	if err := wt.sleep(nil, max(d, 0)); err != nil {
 		return waitDone, 0, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockgen/lockgen/runtime/internal/await"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
@@ -93,6 +94,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	var ws []*hub.Waiter // its place on the nodes' channels, once it waited
 	defer func() { l.leave(ws, err == nil) }()
 	heard := false // a quorum of nodes answered a round
+	backoff := await.UnreachableBackoff
 	validity := effective - leaseclock.Drift(effective)
 	for {
 		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until, validity)
@@ -120,10 +122,19 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			return nil, l.fail("acquire", ctx.Err())
 		case refused != nil:
 			return nil, l.fail("acquire", refused)
-		case answered < l.quorum && !lastCut:
+		case past && answered < l.quorum && !lastCut:
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum))
 		case past:
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, len(parts), l.quorum))
+		case answered < l.quorum:
+			// Too few nodes answered: they may be back within the wait,
+			// so try again after a pause, as a waiter of one server waits
+			// out a Redis that does not answer (package await).
+			if err := l.pause(ctx, backoff, deadline); err != nil {
+				return nil, err
+			}
+			backoff = min(2*backoff, await.MaxUnreachableBackoff)
+			continue
 		}
 		if granted > 0 {
 			// A split vote: back off a random while, as RedLock
