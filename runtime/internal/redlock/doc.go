@@ -18,9 +18,12 @@
 //   - a hold is handed out only while a quorum granted it and its
 //     validity (a lease − drift, leaseclock.Drift, after the earliest
 //     send of a granted node's try) is ahead; fewer than a quorum of
-//     answers ends the call with errs.Quorum, never errs.NotAcquired;
+//     answers in the last round of a wait ends the call with errs.Quorum,
+//     never errs.NotAcquired;
 //   - between rounds a waiter backs off a random 1–20 ms after a split
-//     vote, and otherwise sleeps on the lock's channel of every node
+//     vote, as package await's waiters do (10 ms doubling to 250 ms)
+//     after a round with fewer than a quorum of answers, and otherwise
+//     sleeps on the lock's channel of every node
 //     (package hub, one waiter per node) up to sleepBound; a round after a
 //     join that found a channel subscribed already runs at once;
 //   - a hold's ctx ends with errs.LockLost once more parts are lost than
