@@ -262,36 +262,18 @@ func TestAWaiterWhoseUnknownHandOffCannotBeSettledYetKeepsWaiting(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		w, err := m.TryLock(ctx, 15*time.Second, runtime.Watchdog)
-		if err == nil {
-			err = m.Unlock(w)
-		}
-		got <- err
-	}()
+	got := waitThenUnlock(func() (context.Context, error) { return m.TryLock(ctx, 15*time.Second, runtime.Watchdog) }, m.Unlock)
 	eventually(t, 5*time.Second, "waiter parked", func() bool { return parkedOf(m) == 1 })
 	h.on.Store(true)
 	if err := m.Unlock(held); !errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Errorf("Unlock = %v, want ErrOutcomeUnknown (the reply was lost)", err)
 	}
 	h.on.Store(false)
-	select {
-	case err := <-got:
-		t.Fatalf("the waiter returned while Redis refused writes, 14 s of its wait left: %v", err)
-	case <-time.After(500 * time.Millisecond):
-	}
+	stillWaits(t, got, 500*time.Millisecond, "Redis refused writes")
 	if err := plain.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatalf("the waiter, its wait not over: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not get the lock within 10 s of Redis answering")
-	}
+	takesTheLock(t, got, 10*time.Second, "Redis answered")
 	eventually(t, 5*time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
 }
 

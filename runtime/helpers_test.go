@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
@@ -299,4 +300,44 @@ func verifyNoLeak(t *testing.T, ignore goleak.Option) {
 		// client is closed, in its cleanup. The runtime's own clients
 		// turn maintenance notifications off and never start it.
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/maintnotifications.(*CircuitBreakerManager).cleanupLoop"))
+}
+
+// waitThenUnlock runs try (an acquisition with a wait) in a goroutine
+// and, once it holds the lock, releases it with unlock; the first error of
+// the two (nil: both went well) arrives on the channel.
+func waitThenUnlock(try func() (context.Context, error), unlock func(context.Context) error) chan error {
+	got := make(chan error, 1)
+	go func() {
+		h, err := try()
+		if err == nil {
+			err = unlock(h)
+		}
+		got <- err
+	}()
+	return got
+}
+
+// stillWaits fails t if the waiter on got returned within d, while a
+// fault it should wait out lasts.
+func stillWaits(t *testing.T, got chan error, d time.Duration, while string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter returned while %s, its wait not over: %v", while, err)
+	case <-time.After(d):
+	}
+}
+
+// takesTheLock fails t unless the waiter on got took (and released) the
+// lock within d, once the fault ended.
+func takesTheLock(t *testing.T, got chan error, d time.Duration, once string) {
+	t.Helper()
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("the waiter, once %s: %v", once, err)
+		}
+	case <-time.After(d):
+		t.Fatalf("the waiter did not get the lock within %v of %s", d, once)
+	}
 }

@@ -373,27 +373,10 @@ func TestARedLockWaiterWaitsOutNodesThatAreDownForAWhile(t *testing.T) {
 	l := c.RedLock("red-down", runtime.LockOptions{})
 	servers[1].Kill()
 	servers[2].Kill()
-	got := make(chan error, 1)
-	go func() {
-		h, err := l.TryLock(ctxT(t), 5*time.Second, runtime.Watchdog)
-		if err == nil {
-			err = l.Unlock(h)
-		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("the waiter returned with two nodes down, its wait not over: %v", err)
-	case <-time.After(500 * time.Millisecond):
-	}
+	ctx := ctxT(t)
+	got := waitThenUnlock(func() (context.Context, error) { return l.TryLock(ctx, 5*time.Second, runtime.Watchdog) }, l.Unlock)
+	stillWaits(t, got, 500*time.Millisecond, "two nodes were down")
 	servers[1].Restart()
 	servers[2].Restart()
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatalf("the waiter, the nodes back within its wait: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not return within 10 s")
-	}
+	takesTheLock(t, got, 10*time.Second, "the nodes were back within its wait")
 }

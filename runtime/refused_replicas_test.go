@@ -67,30 +67,12 @@ func TestAServerRefusingWritesForAWhileIsWaitedOut(t *testing.T) {
 			if _, err := m.TryLock(ctx, 0, runtime.Watchdog); !errors.Is(err, runtime.ErrUnavailable) {
 				t.Fatalf("a single try refused with %s: %v, want ErrUnavailable", tc.name, err)
 			}
-			got := make(chan error, 1)
-			go func() {
-				h, err := m.TryLock(ctx, 10*time.Second, runtime.Watchdog)
-				if err == nil {
-					err = m.Unlock(h)
-				}
-				got <- err
-			}()
-			select {
-			case err := <-got:
-				t.Fatalf("the waiter returned while writes were refused, its wait not over: %v", err)
-			case <-time.After(500 * time.Millisecond):
-			}
+			got := waitThenUnlock(func() (context.Context, error) { return m.TryLock(ctx, 10*time.Second, runtime.Watchdog) }, m.Unlock)
+			stillWaits(t, got, 500*time.Millisecond, "writes were refused")
 			if err := tc.end(ctx, admin); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case err := <-got:
-				if err != nil {
-					t.Fatalf("the waiter, once writes were served: %v", err)
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("the waiter did not get the lock within 5 s of writes being served")
-			}
+			takesTheLock(t, got, 5*time.Second, "writes were served")
 		})
 	}
 }

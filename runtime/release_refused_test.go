@@ -210,37 +210,17 @@ func TestAWaiterOfARefusedHandOffKeepsWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan error, 1)
-	go func() {
-		w, err := m.TryLock(ctx, 15*time.Second, runtime.Watchdog)
-		if err == nil {
-			err = m.Unlock(w)
-		}
-		got <- err
-	}()
-	eventually(t, 5*time.Second, "the waiter parked", func() bool { return waitersOn(t, admin, "handed") >= 1 })
-	time.Sleep(100 * time.Millisecond)
+	got := waitThenUnlock(func() (context.Context, error) { return m.TryLock(ctx, 15*time.Second, runtime.Watchdog) }, m.Unlock)
+	eventually(t, 5*time.Second, "the waiter parked", func() bool { return parkedOf(m) == 1 })
 	if err := admin.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Unlock(h); !errors.Is(err, runtime.ErrUnavailable) && !errors.Is(err, runtime.ErrOutcomeUnknown) {
 		t.Errorf("a hand-off refused until its timeout: %v, want ErrUnavailable", err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	select {
-	case err := <-got:
-		t.Fatalf("the waiter returned while Redis refused writes: %v", err)
-	default:
-	}
+	stillWaits(t, got, 300*time.Millisecond, "Redis refused writes")
 	if err := admin.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-got:
-		if err != nil {
-			t.Fatalf("the waiter, 14 s of its wait left: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not get the lock within 10 s of Redis answering")
-	}
+	takesTheLock(t, got, 10*time.Second, "Redis answered")
 }
