@@ -524,14 +524,7 @@ func TestInspectReportsAnUnreadableFencingTokenAndKeepsTheSummary(t *testing.T) 
 	rdb.Set(ctx, "redisson_lock_token:{ledger:1}", "not-a-number", 0)
 	rdb.HSet(ctx, "order:1", "4c6ad8a2-6bd1-4b0b-9f7e-3d3c9a0e1f55:1", 1)
 
-	list, err := in.Summary(ctx)
-	if err != nil {
-		t.Fatalf("summary: %v, want every lock summarised", err)
-	}
-	live := map[string]int{}
-	for _, s := range list {
-		live[s.Lock] = s.Live
-	}
+	live := liveBySummary(t, in)
 	if live["LedgerLock"] != 1 || live["OrderLock"] != 1 {
 		t.Errorf("live instances %v, want LedgerLock 1 and OrderLock 1", live)
 	}
@@ -703,14 +696,7 @@ func TestInspectNotesAWrongTypedHelperKeyAndKeepsTheSummary(t *testing.T) {
 	rdb.Set(ctx, "{payslots:acme}:timeout", "junk", 0)
 	rdb.Set(ctx, "payslots:bad", "not-a-number", 0)
 
-	list, err := in.Summary(ctx)
-	if err != nil {
-		t.Fatalf("summary: %v, want every lock summarised", err)
-	}
-	live := map[string]int{}
-	for _, s := range list {
-		live[s.Lock] = s.Live
-	}
+	live := liveBySummary(t, in)
 	if live["OrderLock"] != 2 || live["InventoryLock"] != 1 || live["Catalog"] != 1 || live["PaymentSlots"] != 2 {
 		t.Errorf("live instances %v, want OrderLock 2, InventoryLock 1, Catalog 1, PaymentSlots 2", live)
 	}
@@ -802,4 +788,19 @@ func TestInspectReadsManyInstancesInFewRoundTrips(t *testing.T) {
 	if d := time.Since(start); d > 6*time.Second {
 		t.Errorf("60 instances over a 50 ms round trip took %v, want under half the 12 s of reads one after another", d)
 	}
+}
+
+// liveBySummary is the live instances of each lock in in's Summary, which
+// must list every lock.
+func liveBySummary(t *testing.T, in *inspect.Inspector) map[string]int {
+	t.Helper()
+	list, err := in.Summary(context.Background())
+	if err != nil {
+		t.Fatalf("summary: %v, want every lock summarised", err)
+	}
+	live := map[string]int{}
+	for _, s := range list {
+		live[s.Lock] = s.Live
+	}
+	return live
 }
