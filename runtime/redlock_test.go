@@ -380,3 +380,57 @@ func TestARedLockWaiterWaitsOutNodesThatAreDownForAWhile(t *testing.T) {
 	servers[2].Restart()
 	takesTheLock(t, got, 10*time.Second, "the nodes were back within its wait")
 }
+
+// A RedLock waiter whose nodes answer with an error no retry mends ends at
+// once with it: the lock's key a string on two of three nodes (WRONGTYPE),
+// for TryLock and for Lock, and a re-entry whose parts on two nodes are
+// gone (ErrLockLost). It retried them for its whole wait (Lock until its
+// ctx ended), then reported only how few nodes answered.
+func TestARedLockWaiterEndsAtOnceOnNodeErrorsThatDoNotPass(t *testing.T) {
+	t.Parallel()
+	servers := redistest.StartN(t, 3)
+	var nodes []redis.UniversalClient
+	for _, s := range servers {
+		nodes = append(nodes, s.Client(t))
+	}
+	c := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes})
+	ctx := ctxT(t)
+	for _, n := range nodes[1:] {
+		if err := n.Set(ctx, "red-string", "not a lock", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := c.RedLock("red-string", runtime.LockOptions{})
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	for name, try := range map[string]func() error{
+		"TryLock(3s)": func() error { _, err := l.TryLock(ctx, 3*time.Second, runtime.Watchdog); return err },
+		"Lock":        func() error { _, err := l.Lock(lctx); return err },
+	} {
+		start := time.Now()
+		err := try()
+		if !errors.Is(err, runtime.ErrQuorum) || !strings.Contains(err.Error(), "WRONGTYPE") {
+			t.Errorf("%s with WRONGTYPE on 2 of 3 nodes: %v, want ErrQuorum with the nodes' error", name, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s with WRONGTYPE on 2 of 3 nodes returned after %v, not at once", name, d)
+		}
+	}
+
+	re := c.RedLock("red-parts-gone", runtime.LockOptions{})
+	h, err := re.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[1:] {
+		n.Del(ctx, "red-parts-gone")
+	}
+	start := time.Now()
+	if _, err := re.TryLock(h, 3*time.Second, runtime.Watchdog); !errors.Is(err, runtime.ErrLockLost) {
+		t.Errorf("a re-entry with 2 of 3 parts gone: %v, want one wrapping ErrLockLost", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("a re-entry with 2 of 3 parts gone returned after %v, not at once", d)
+	}
+	_ = re.Unlock(h)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
 	"github.com/lockgen/lockgen/runtime/internal/mutex"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
 // A Lock is the engine of one RedLock handle: a reentrant lock on every node. It is safe for concurrent use.
@@ -97,7 +98,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	backoff := await.UnreachableBackoff
 	validity := effective - leaseclock.Drift(effective)
 	for {
-		parts, granted, answered, first := l.tryAll(ctx, owner, lease, until, validity)
+		parts, granted, answered, first, lasting := l.tryAll(ctx, owner, lease, until, validity)
 		// A quorum that answered that the lock was held, and a last round
 		// cut short by the end of the wait: the lock was held as far as
 		// anyone knows (as await reports a waiter's last try cut so).
@@ -122,14 +123,21 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			return nil, l.fail("acquire", ctx.Err())
 		case refused != nil:
 			return nil, l.fail("acquire", refused)
-		case past && answered < l.quorum && !lastCut:
-			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum))
+		case answered < l.quorum && lasting != nil, past && answered < l.quorum && !lastCut:
+			// A node that answered with an error no retry mends
+			// (WRONGTYPE, NOPERM, a part of a re-entry gone) ends the call.
+			err := fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum)
+			if lasting != nil {
+				err = fmt.Errorf("%w: %w", err, lasting)
+			}
+			return nil, l.fail("acquire", err)
 		case past:
 			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, len(parts), l.quorum))
 		case answered < l.quorum:
-			// Too few nodes answered: they may be back within the wait,
-			// so try again after a pause, as a waiter of one server waits
-			// out a Redis that does not answer (package await).
+			// Too few nodes answered, for passing reasons (unreachable,
+			// refused): they may be back within the wait, so try again
+			// after a pause, as a waiter of one server waits out a Redis
+			// that does not answer (package await).
 			if err := l.pause(ctx, backoff, deadline); err != nil {
 				return nil, err
 			}
@@ -168,8 +176,9 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 // a quorum answered (fewer answers wait for the rest: they tell
 // errs.Quorum from a lock held). The tries still running then are left to
 // giveBackLate. answered counts the nodes that replied (granted or held),
-// first is the earliest send of a granted node's try.
-func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time, validity time.Duration) (parts []context.Context, granted, answered int, first time.Time) {
+// first is the earliest send of a granted node's try, lasting joins the
+// errors of tries that failed for a reason that does not pass (passing).
+func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, until time.Time, validity time.Duration) (parts []context.Context, granted, answered int, first time.Time, lasting error) {
 	// Buffered: a try that ends after its round was decided never blocks.
 	replies := make(chan reply, len(l.nodes))
 	for i := range l.nodes {
@@ -185,10 +194,12 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 		case r = <-replies:
 		case <-cut:
 			go l.giveBackLate(replies, left)
-			return parts, granted, answered, first
+			return parts, granted, answered, first, lasting
 		}
 		if r.answered {
 			answered++
+		} else if r.err != nil && !passing(r.err) {
+			lasting = errors.Join(lasting, r.err)
 		}
 		if r.part == nil {
 			continue
@@ -204,7 +215,15 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 	if left > 0 {
 		go l.giveBackLate(replies, left)
 	}
-	return parts, granted, answered, first
+	return parts, granted, answered, first, lasting
+}
+
+// passing reports whether a node's try failed for a reason that may pass
+// within a wait: the node did not answer, refused the call before running
+// it, or left its outcome unknown (its turn settles it).
+func passing(err error) bool {
+	return errors.Is(err, errs.Unavailable) || errors.Is(err, errs.OutcomeUnknown) ||
+		scripts.Unreachable(err) || scripts.Refused(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // stragglerShare: once a quorum granted, a round waits for the other
@@ -222,6 +241,7 @@ type reply struct {
 	part     context.Context // the hold's ctx on the node; nil: not taken
 	sent     time.Time       // when the try that took it was sent
 	answered bool            // the node replied (granted or held)
+	err      error           // why it was not taken, unless held by another
 }
 
 // tryNode tries node i once.
@@ -233,6 +253,9 @@ func (l *Lock) tryNode(ctx context.Context, i int, owner string, lease time.Dura
 		r.part, err = a.Record()
 	}
 	r.answered = err == nil || errors.Is(err, errs.NotAcquired)
+	if !r.answered {
+		r.err = err
+	}
 	return r
 }
 
