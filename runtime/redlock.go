@@ -58,7 +58,8 @@ func (l *RedLock) Lock(ctx context.Context) (context.Context, error) {
 // TryLock waits up to wait for a quorum of nodes to grant the lock, with
 // lease (Watchdog or fixed). While fewer than a quorum of nodes answer, it
 // tries again within the wait (they may be back), and fails with ErrQuorum
-// when the wait ends so (a wait of 0: its one round); it fails with
+// when the wait ends so (a wait of 0: its one round), or at once, wrapping
+// their errors, when nodes answered with errors no retry mends; it fails with
 // ErrNotAcquired when they answer but others hold the lock for the whole
 // wait.
 func (l *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (hctx context.Context, err error) {
