@@ -48,3 +48,30 @@ func TestZZTimeTimeBehindAnAliasOrEmbedding(t *testing.T) {
 		})
 	}
 }
+
+// TestZZInterfaceBehindAStructOrAPointer: interface params are refused
+// (text unknown until run time, a nil value panics in the generated key
+// function); the same through an embedded interface, or a pointer alias,
+// is accepted.
+func TestZZInterfaceBehindAStructOrAPointer(t *testing.T) {
+	for name, decl := range map[string]string{
+		"embedded-interface": "type Ref struct{ fmt.Stringer }\n\nvar _ = fmt.Sprint\n",
+		"pointer-alias":      "type Code struct{ N int }\n\nfunc (c *Code) String() string { return fmt.Sprint(c.N) }\n\ntype Ref = *Code\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := zzModule(t, map[string]string{
+				"domain/d.go": "package domain\n\nimport \"fmt\"\n\n" + decl,
+			})
+			file := filepath.Join(dir, "locks.yaml")
+			src := "version: 1\npackage: locks\noutput: gen/locks_gen.go\nlocks:\n  A:\n    key: \"a:${ref}\"\n    params: {ref: example.com/m/domain.Ref}\n"
+			s, err := Parse(file, []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Render(s)
+			if err == nil {
+				t.Errorf("domain.Ref (%s) accepted as a key param: a nil value panics in the key function, as for an interface param", name)
+			}
+		})
+	}
+}
