@@ -75,3 +75,26 @@ func TestZZInterfaceBehindAStructOrAPointer(t *testing.T) {
 		})
 	}
 }
+
+// TestZZParamTypeFromTheOutputPackageItself: a key type declared beside
+// the generated file (same package) must not be imported by it.
+func TestZZParamTypeFromTheOutputPackageItself(t *testing.T) {
+	dir := zzModule(t, map[string]string{
+		"gen/types.go": "package locks\n\ntype OrderID int64\n",
+	})
+	file := filepath.Join(dir, "locks.yaml")
+	src := "version: 1\npackage: locks\noutput: gen/locks_gen.go\nlocks:\n  A:\n    key: \"a:${id}\"\n    params: {id: example.com/m/gen.OrderID}\n"
+	s, err := Parse(file, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Render(s)
+	if err != nil {
+		t.Logf("refused: %v", err)
+		return
+	}
+	_ = out
+	if strings.Contains(string(out.Content), "\"example.com/m/gen\"") {
+		t.Errorf("the generated file imports its own package example.com/m/gen (an import cycle)")
+	}
+}
