@@ -101,6 +101,9 @@ func (in *Inspector) Instance(ctx context.Context, name string, params map[strin
 		return Instance{}, err
 	}
 	r.label(ctx, &st)
+	if err := r.labelErr(ctx); err != nil {
+		return Instance{}, err
+	}
 	return st, nil
 }
 
@@ -219,6 +222,9 @@ func (in *Inspector) readKind(ctx context.Context, r *reader, l *lockgen.Lock, s
 				return fmt.Errorf("red node %s: %w", in.RedAddrs[i], err)
 			}
 			nr.label(ctx, &ns)
+			if err := nr.labelErr(ctx); err != nil {
+				return fmt.Errorf("red node %s: %w", in.RedAddrs[i], err)
+			}
 			if ns.Held {
 				st.Held = true
 			}
@@ -315,7 +321,9 @@ func (in *Inspector) Instances(ctx context.Context, name string) (list []Instanc
 		}
 		list, truncated = append(list, got...), truncated || more
 	}
-	r.labelAll(ctx, list)
+	if err := r.labelAll(ctx, list); err != nil {
+		return nil, false, err
+	}
 	return list, truncated, nil
 }
 

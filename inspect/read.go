@@ -36,6 +36,9 @@ type reader struct {
 	lockgen map[string]bool
 	// uncounted: leave Instance.Listening out (the summary shows none).
 	uncounted bool
+	// failed: the first owner label read that failed (labelErr). A who
+	// that could not be read is unknown, not "no label" (Redisson's).
+	failed error
 }
 
 func newReader(ctx context.Context, rdb redis.UniversalClient) (*reader, error) {
@@ -451,7 +454,9 @@ func (r *reader) who(ctx context.Context, owner string) Who {
 	l, ok := r.labels[client]
 	r.mu.Unlock()
 	if !ok {
-		r.fetchLabels(ctx, []string{client})
+		if err := r.fetchLabels(ctx, []string{client}); err != nil {
+			return Who{Client: client} // the view fails with labelErr
+		}
 		r.mu.Lock()
 		l = r.labels[client]
 		r.mu.Unlock()
@@ -484,28 +489,56 @@ func readable(t time.Time) time.Time {
 	return t
 }
 
-// fetchLabels reads the labels of clients in one pipeline (a label Redis
-// refuses to give counts as none).
-func (r *reader) fetchLabels(ctx context.Context, clients []string) {
+// fetchLabels reads the labels of clients in one pipeline. A read that
+// failed (a timeout, a lost connection) records nothing: caching it as
+// "no label" would show a lockgen client as Redisson's. Its error is
+// returned and kept for labelErr.
+func (r *reader) fetchLabels(ctx context.Context, clients []string) error {
 	if len(clients) == 0 {
-		return
+		return nil
 	}
 	cmds := make([]*redis.MapStringStringCmd, len(clients))
-	_, _ = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, c := range clients {
 			cmds[i] = p.HGetAll(ctx, runtime.OwnerLabelKey(c))
 		}
 		return nil
 	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		r.fail(err)
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, c := range clients {
 		var l *runtime.OwnerLabel
-		if label, found := runtime.ParseOwnerLabel(cmds[i].Val()); found && cmds[i].Err() == nil {
+		if label, found := runtime.ParseOwnerLabel(cmds[i].Val()); found {
 			l = &label
 		}
 		r.labels[c] = l
 	}
+	return nil
+}
+
+// fail keeps err as the first failed owner read (see labelErr).
+func (r *reader) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = err
+	}
+}
+
+// labelErr is why a view's owners may be wrong: an owner read that failed,
+// or the view's ctx ended (a who read after it is unknown). A view
+// returns it rather than show holders with no label.
+func (r *reader) labelErr(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
 }
 
 // markLockgen records that a lockgen-only key names client.
@@ -538,10 +571,14 @@ func (r *reader) permitOwner(ctx context.Context, id string) *Who {
 			}
 			return iter.Err()
 		}
+		var err error
 		if cc, ok := r.rdb.(*redis.ClusterClient); ok {
-			_ = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
+			err = cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
 		} else {
-			_ = scan(ctx, r.rdb)
+			err = scan(ctx, r.rdb)
+		}
+		if err != nil {
+			r.fail(err) // the permits' owners are unknown: the view fails
 		}
 	})
 	r.mu.Lock()
@@ -568,8 +605,8 @@ func clientOf(owner string) string {
 }
 
 // labelAll fills in Who for every owner of list, reading the labels it
-// has not read yet in one pipeline first.
-func (r *reader) labelAll(ctx context.Context, list []Instance) {
+// has not read yet in one pipeline first. It returns labelErr.
+func (r *reader) labelAll(ctx context.Context, list []Instance) error {
 	seen := map[string]bool{}
 	var missing []string
 	var collect func(in *Instance)
@@ -596,10 +633,13 @@ func (r *reader) labelAll(ctx context.Context, list []Instance) {
 		collect(&list[i])
 	}
 	r.mu.Unlock()
-	r.fetchLabels(ctx, missing)
+	if err := r.fetchLabels(ctx, missing); err != nil {
+		return err
+	}
 	for i := range list {
 		r.label(ctx, &list[i])
 	}
+	return r.labelErr(ctx)
 }
 
 // label fills in Who for every owner of in and its members.
