@@ -231,37 +231,75 @@ func identOf(e ast.Expr) *ast.Ident {
 
 // checkEscapeAssign reports the hold's ctx stored in a field, a global or
 // a variable declared outside the critical section, as itself or carried
-// in what is stored (see carried).
+// in what is stored (see carried). A field or element is judged by the
+// variable it belongs to: one declared inside fn (a local slice of steps,
+// an options value, a map) is gone when fn returns, so is not reported.
 func (w *walker) checkEscapeAssign(a *ast.AssignStmt) {
 	if len(w.held) == 0 || a.Tok != token.ASSIGN || len(a.Lhs) != len(a.Rhs) {
 		return
 	}
-	h := w.held[len(w.held)-1]
 	for i, r := range a.Rhs {
 		held := w.carried(r)
 		if held == nil {
 			continue
 		}
-		var where string
-		switch l := ast.Unparen(a.Lhs[i]).(type) {
+		lhs := ast.Unparen(a.Lhs[i])
+		outside := w.outside(held, lhs)
+		if outside == "" {
+			continue
+		}
+		where := outside
+		switch lhs.(type) {
 		case *ast.SelectorExpr:
-			where = "the field " + types.ExprString(l)
-		case *ast.IndexExpr:
-			where = types.ExprString(l)
-		case *ast.Ident:
-			lv, ok := w.pass.TypesInfo.Uses[l].(*types.Var)
-			switch {
-			case !ok:
-			case lv.Parent() == w.pass.Pkg.Scope():
-				where = "the global " + l.Name
-			case h.lit != nil && (lv.Pos() < h.lit.Pos() || lv.Pos() >= h.lit.End()):
-				where = l.Name + ", declared outside fn"
-			}
+			where = "the field " + types.ExprString(lhs)
+		case *ast.IndexExpr, *ast.IndexListExpr, *ast.StarExpr:
+			where = types.ExprString(lhs)
 		}
-		if where != "" {
-			w.escaped(a.Lhs[i].Pos(), held, "escapes its critical section: stored in "+where+" (keep it inside fn)")
-		}
+		w.escaped(a.Lhs[i].Pos(), held, "escapes its critical section: stored in "+where+" (keep it inside fn)")
 	}
+}
+
+// outside describes where the variable that e (x, x.f, x[i], *x, …)
+// stores into lives when it outlives h's fn: a global, or a variable
+// declared outside fn (its parameters and receiver included). It is ""
+// for a variable declared inside fn; a root it cannot name (a call's
+// result) counts as outside.
+func (w *walker) outside(h *region, e ast.Expr) string {
+	root := e
+	for {
+		switch x := ast.Unparen(root).(type) {
+		case *ast.SelectorExpr:
+			if _, ok := w.pass.TypesInfo.Uses[identOf(x.X)].(*types.PkgName); ok {
+				return "the global " + types.ExprString(x)
+			}
+			root = x.X
+			continue
+		case *ast.IndexExpr:
+			root = x.X
+			continue
+		case *ast.IndexListExpr:
+			root = x.X
+			continue
+		case *ast.StarExpr:
+			root = x.X
+			continue
+		}
+		break
+	}
+	id := identOf(root)
+	if id == nil {
+		return types.ExprString(e)
+	}
+	lv, ok := w.pass.TypesInfo.Uses[id].(*types.Var)
+	switch {
+	case !ok:
+		return ""
+	case lv.Parent() == w.pass.Pkg.Scope():
+		return "the global " + id.Name
+	case h.lit != nil && (lv.Pos() < h.lit.Pos() || lv.Pos() >= h.lit.End()):
+		return id.Name + ", declared outside fn"
+	}
+	return ""
 }
 
 // checkUnlock reports an Unlock given a ctx that no Lock or TryLock on the

@@ -124,10 +124,12 @@
 //
 // A hold's ctx escaping its critical section (escape, a warning). hctx, or
 // a ctx derived from it, used by a go statement (unless fn waits for it
-// afterwards on a sync.WaitGroup or errgroup.Group), stored in a field, a
-// global or a variable declared outside fn (itself, appended to a slice,
-// in a composite literal, or captured by a func literal), or sent on a
-// channel: whoever
+// afterwards on a sync.WaitGroup or errgroup.Group), stored in a global or
+// a variable declared outside fn, or in a field or element of one (a
+// parameter's, the receiver's; itself, appended to a slice, in a composite
+// literal, or captured by a func literal), or sent on a channel. A
+// slice, map or struct declared inside fn is gone when fn returns: storing
+// hctx there is not reported. Whoever
 // has it keeps the hold's identity after fn returns and the lock is
 // released, so a later call with it re-enters a lock it no longer holds
 // (and is refused), or is cancelled for no reason it can see.

@@ -135,3 +135,51 @@ func (s *Store) EscapesInside(ctx context.Context, id int64) error { // want Esc
 func audit(ctx context.Context) { <-ctx.Done() }
 
 func count(context.Context) int { return 1 }
+
+type retryOpts struct{ onRetry func() }
+
+func run(o retryOpts) error { o.onRetry(); return nil }
+
+func use(ctx context.Context, item string) error { return ctx.Err() }
+
+// StoresInsideFn keeps the hold's ctx in containers declared inside fn
+// (a slice of steps, an options value, a map), all used before fn
+// returns: nothing outlives the hold, nothing is reported.
+func (s *Store) StoresInsideFn(ctx context.Context, id int64, items []string) error { // want StoresInsideFn:`^acquires locks\.OrderLock$`
+	return s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		steps := make([]func() error, len(items))
+		for i := range items {
+			steps[i] = func() error { return use(hctx, items[i]) }
+		}
+		for _, st := range steps {
+			if err := st(); err != nil {
+				return err
+			}
+		}
+		var o retryOpts
+		o.onRetry = func() { audit(hctx) }
+		m := map[string]context.Context{}
+		m["a"] = hctx
+		var r request
+		r.ctx = hctx
+		_ = use(m["a"], "")
+		return run(o)
+	})
+}
+
+// StoresOutsideFn keeps it in a field of a parameter, a map declared
+// before the hold and an element of a global: each outlives fn.
+func (s *Store) StoresOutsideFn(ctx context.Context, id int64, r *request) error { // want StoresOutsideFn:`^acquires locks\.OrderLock$`
+	m := map[string]context.Context{}
+	err := s.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		r.ctx = hctx       // want `stored in the field r.ctx`
+		m["a"] = hctx      // want `stored in m\["a"\]`
+		byName["a"] = hctx // want `stored in byName\["a"\]`
+		(*r).ctx = hctx    // want `stored in the field \(\*r\).ctx`
+		return nil
+	})
+	_ = m
+	return err
+}
+
+var byName = map[string]context.Context{}
