@@ -82,7 +82,8 @@
 // of the edges that go the other way. Fix: take both in one multi lock
 // (its members are taken in key order and released again if one cannot be
 // had), or take them in one order everywhere. A TryLock, TryLockFenced or
-// TryAcquire with a constant wait of 0 is no edge: it fails rather than
+// TryAcquire with a constant wait of 0 is no edge, nor is the With<Name>
+// or handle's Do of a lock declared with waitTime: 0: it fails rather than
 // waits, so it cannot close a cycle (try-and-back-off is the usual way out
 // of an inversion).
 //
@@ -109,7 +110,8 @@
 // followed when they are its parameters (or fields and expressions of
 // them): post(hctx, to) takes LedgerLock(to) when post takes
 // LedgerLock(id) for its parameter id. Not reported: a TryLock with a
-// constant wait of 0 (it fails rather than waits), and a read inside a
+// constant wait of 0, or a With<Name> or Do of a lock declared with
+// waitTime: 0 (it fails rather than waits), and a read inside a
 // read of a readwrite lock (readers share). Fix: take both in one multi
 // lock, a runtime.Client's MultiLock over the two handles (a kind: multi
 // lock cannot list one lock twice), which takes them in key order, all or

@@ -46,6 +46,9 @@ type lockMethod struct {
 	Mode   string // "read" or "write" for a readwrite lock's With<Name>Read/Write, else ""
 	With   bool   // With<Name>(ctx, params..., fn); else the handle constructor <Name>(params...)
 	Permit bool   // a semaphore: taking it takes a permit
+	// NoWait: the lock is declared with waitTime 0, so its With<Name> and
+	// its handle's Do try once and fail rather than wait.
+	NoWait bool
 }
 
 func (*lockMethod) AFact() {}

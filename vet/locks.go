@@ -3,6 +3,7 @@ package vet
 import (
 	"go/ast"
 	"go/constant"
+	"go/token"
 	"go/types"
 	"strconv"
 	"strings"
@@ -42,7 +43,7 @@ type op struct {
 	permit  bool       // a semaphore: it takes a permit, which is not reentrant
 	inst    []instArgs // per member: its params, to tell its instances apart
 	kinds   []string   // per member: its runtime handle type, "" when unknown
-	noWait  bool       // a TryLock with a constant wait of 0: it fails rather than waits
+	noWait  bool       // a TryLock with a constant wait of 0, or a Do of a lock declared waitTime 0: it fails rather than waits
 }
 
 // exportLockMethods records what each method of a lockgen-generated Locks
@@ -113,9 +114,10 @@ func exportLockMethods(pass *analysis.Pass) {
 			})
 		}
 	}
+	noWait := noWaitHandles(pass, handles)
 	fact := func(name string, m *types.Func) *lockMethod {
 		id := pkg + "." + name
-		lm := &lockMethod{Lock: id, Members: members[name], MemberArgs: memberArgs[name], Kinds: kinds[name], Permit: handleKind(m) == "Semaphore"}
+		lm := &lockMethod{Lock: id, Members: members[name], MemberArgs: memberArgs[name], Kinds: kinds[name], Permit: handleKind(m) == "Semaphore", NoWait: noWait[name]}
 		if lm.Members == nil {
 			lm.Members, lm.Kinds = []string{id}, []string{handleKind(m)}
 		}
@@ -144,6 +146,63 @@ func exportLockMethods(pass *analysis.Pass) {
 		lm.Mode, lm.With = mode, true
 		pass.ExportObjectFact(m, lm)
 	}
+}
+
+// noWaitHandles names the handle constructors whose options (a package
+// variable of the generated file, as lockgen writes them) set WaitTime to
+// a constant 0: the lock's spec says waitTime: 0.
+func noWaitHandles(pass *analysis.Pass, handles map[string]*types.Func) map[string]bool {
+	zero := map[types.Object]bool{}
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if i < len(vs.Values) && waitsZero(pass.TypesInfo, vs.Values[i]) {
+						zero[pass.TypesInfo.Defs[n]] = true
+					}
+				}
+			}
+		}
+	}
+	out := map[string]bool{}
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || fd.Body == nil || handles[fd.Name.Name] == nil {
+				continue
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok && zero[pass.TypesInfo.Uses[id]] {
+					out[fd.Name.Name] = true
+				}
+				return true
+			})
+		}
+	}
+	return out
+}
+
+// waitsZero reports whether e is a composite literal whose WaitTime field
+// is the constant 0.
+func waitsZero(info *types.Info, e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
+	if !ok {
+		return false
+	}
+	for _, el := range lit.Elts {
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WaitTime" {
+				tv, ok := info.Types[kv.Value]
+				return ok && tv.Value != nil && tv.Value.ExactString() == "0"
+			}
+		}
+	}
+	return false
 }
 
 func hasGeneratedHeader(f *ast.File) bool {
@@ -238,7 +297,7 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 		return op{
 			kind: opWith, lock: lm.Lock, members: lm.Members, mode: lm.Mode, handle: lm.Lock + lm.Mode,
 			ctx: call.Args[0], fn: call.Args[len(call.Args)-1], params: params,
-			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds,
+			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds, noWait: lm.NoWait,
 		}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
@@ -264,6 +323,7 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	h, _ := r.handle(sel.X, 0)
 	o.lock, o.members, o.mode, o.params, o.inst, o.kinds = h.lock, h.members, h.mode, h.params, h.inst, h.kinds
 	o.handle = h.key + h.mode
+	o.noWait = kind == opWith && h.noWait // Do waits up to the options' WaitTime
 	if h.key == "" {
 		o.handle, o.members = "", nil
 	}
@@ -319,6 +379,7 @@ type handleID struct {
 	params  []ast.Expr
 	inst    []instArgs // per member
 	kinds   []string   // per member
+	noWait  bool       // a generated handle of a lock declared waitTime 0
 }
 
 // handle finds which lock the handle expression e is: a generated
@@ -348,7 +409,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 	callee = callee.Origin()
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && !lm.With {
-		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args, inst: lm.instances(call.Args), kinds: lm.Kinds}, true
+		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args, inst: lm.instances(call.Args), kinds: lm.Kinds, noWait: lm.NoWait}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok {

@@ -64,3 +64,18 @@ func (s *S) D(ctx context.Context, id int64, sku string) error { // want D:`^acq
 		return m.Unlock(h)
 	})
 }
+
+// E holds ReportLock and takes ExportLock; F the other way round. Both are
+// declared waitTime: 0, so their With<Name> and their handle's Do try
+// once, like TryLock(ctx, 0, …): neither waits, so there is no cycle.
+func (s *S) E(ctx context.Context, id int64) error { // want E:`^acquires locks\.ExportLock, locks\.ReportLock$`
+	return s.l.WithReportLock(ctx, id, func(hctx context.Context) error {
+		return s.l.WithExportLock(hctx, id, func(context.Context) error { return nil })
+	})
+}
+
+func (s *S) F(ctx context.Context, id int64) error { // want F:`^acquires locks\.ExportLock, locks\.ReportLock$`
+	return s.l.ExportLock(id).Do(ctx, func(hctx context.Context) error {
+		return s.l.ReportLock(id).Do(hctx, func(context.Context) error { return nil })
+	})
+}
