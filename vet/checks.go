@@ -182,31 +182,46 @@ func (w *walker) waitedFor(g *ast.GoStmt) bool {
 
 // carried is the hold whose ctx e is, derives from, or carries: as an
 // element appended (append's args), a composite literal's element (also
-// behind &), or a variable a func literal captures. Other calls are not
-// searched: what they return is computed with the ctx, not the ctx.
-func (w *walker) carried(e ast.Expr) *region {
-	if h := w.holdOf(e); h != nil {
+// behind &), or a variable a func literal captures; a variable assigned
+// once is followed to its composite or func literal (req := request{ctx:
+// hctx}; s.reqs = append(s.reqs, req)). Other calls are not searched:
+// what they return is computed with the ctx, not the ctx.
+func (w *walker) carried(e ast.Expr) *region { return w.carriedIn(e, 0) }
+
+// maxCarried bounds how deep carried follows literals and variables.
+const maxCarried = 8
+
+func (w *walker) carriedIn(e ast.Expr, depth int) *region {
+	if h := w.holdOf(e); h != nil || depth > maxCarried {
 		return h
 	}
+	depth++
+	carried := func(e ast.Expr) *region { return w.carriedIn(e, depth) }
 	switch e := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		if v, ok := w.pass.TypesInfo.Uses[e].(*types.Var); ok {
+			if d, ok := w.r.defs.single(v); ok && d.index == 0 && isLiteral(d.expr) {
+				return carried(d.expr)
+			}
+		}
 	case *ast.CallExpr:
 		if b, ok := w.pass.TypesInfo.Uses[identOf(e.Fun)].(*types.Builtin); ok && b.Name() == "append" {
 			for _, arg := range e.Args[1:] {
-				if h := w.carried(arg); h != nil {
+				if h := carried(arg); h != nil {
 					return h
 				}
 			}
 		}
 	case *ast.UnaryExpr:
 		if e.Op == token.AND {
-			return w.carried(e.X)
+			return carried(e.X)
 		}
 	case *ast.CompositeLit:
 		for _, el := range e.Elts {
 			if kv, ok := el.(*ast.KeyValueExpr); ok {
 				el = kv.Value
 			}
-			if h := w.carried(el); h != nil {
+			if h := carried(el); h != nil {
 				return h
 			}
 		}
@@ -221,6 +236,18 @@ func (w *walker) carried(e ast.Expr) *region {
 		return found
 	}
 	return nil
+}
+
+// isLiteral reports whether e is a composite literal (also behind &) or
+// a func literal: what carried follows a variable into.
+func isLiteral(e ast.Expr) bool {
+	switch e := ast.Unparen(e).(type) {
+	case *ast.CompositeLit, *ast.FuncLit:
+		return true
+	case *ast.UnaryExpr:
+		return e.Op == token.AND && isLiteral(e.X)
+	}
+	return false
 }
 
 // identOf is the identifier e names, or nil.

@@ -128,8 +128,9 @@
 // a ctx derived from it, used by a go statement (unless fn waits for it
 // afterwards on a sync.WaitGroup or errgroup.Group), stored in a global or
 // a variable declared outside fn, or in a field or element of one (a
-// parameter's, the receiver's; itself, appended to a slice, in a composite
-// literal, or captured by a func literal), or sent on a channel. A
+// parameter's, the receiver's), or sent on a channel: itself, appended to
+// a slice, in a composite literal, captured by a func literal, or in a
+// variable assigned such a literal once (req := request{ctx: hctx}). A
 // slice, map or struct declared inside fn is gone when fn returns: storing
 // hctx there is not reported. Whoever
 // has it keeps the hold's identity after fn returns and the lock is

@@ -131,7 +131,7 @@ func (w *walker) walk(n ast.Node) {
 		case *ast.AssignStmt:
 			w.checkEscapeAssign(n)
 		case *ast.SendStmt:
-			if h := w.holdOf(n.Value); h != nil {
+			if h := w.carried(n.Value); h != nil {
 				w.escaped(n.Value.Pos(), h, "escapes its critical section: sent on a channel (send a ctx from outside the hold)")
 			}
 		case *ast.DeferStmt:

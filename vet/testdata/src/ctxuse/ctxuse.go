@@ -183,3 +183,23 @@ func (s *Store) StoresOutsideFn(ctx context.Context, id int64, r *request) error
 }
 
 var byName = map[string]context.Context{}
+
+// Worker hands work on to other goroutines.
+type Worker struct {
+	l    *locks.Locks
+	jobs chan func()
+	reqs []request
+}
+
+// EscapesLater hands the hold's ctx on in a closure sent to a worker, and
+// in a request built first and stored after: both outlive the hold.
+func (w *Worker) EscapesLater(ctx context.Context, id int64) error { // want EscapesLater:`^acquires locks\.OrderLock$`
+	return w.l.WithOrderLock(ctx, id, func(hctx context.Context) error {
+		w.jobs <- func() { audit(hctx) } // want `^hctx, the hold's ctx, escapes its critical section: sent on a channel`
+		req := request{ctx: hctx, id: id}
+		w.reqs = append(w.reqs, req) // want `stored in the field w.reqs`
+		job := func() { audit(hctx) }
+		w.jobs <- job // want `sent on a channel`
+		return nil
+	})
+}
