@@ -163,11 +163,15 @@ func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
 		return
 	}
 	typ := tn.Type()
-	if t.Path == "time" && t.Name == "Time" {
+	if isTimeTime(typ) { // also under an alias: type Instant = time.Time
 		// Neither text is one per instant: String() adds the monotonic
 		// clock reading and the zone name, MarshalText() the zone offset,
 		// so t.Equal(u) would not mean one key.
-		e.add(p.Pos, path, "time.Time cannot be a key param: equal instants render different text (String() adds the zone and the monotonic clock reading, MarshalText() the zone offset) (pass %s.UTC().Unix() as an int64 param, or a string param formatted in UTC)", p.Name)
+		name := "time.Time"
+		if t.Path != "time" || t.Name != "Time" {
+			name = t.String() + " (an alias of time.Time)"
+		}
+		e.add(p.Pos, path, "%s cannot be a key param: equal instants render different text (String() adds the zone and the monotonic clock reading, MarshalText() the zone offset) (pass %s.UTC().Unix() as an int64 param, or a string param formatted in UTC)", name, p.Name)
 		return
 	}
 	if n, ok := typ.(*types.Named); ok && n.TypeParams().Len() > 0 {
@@ -201,12 +205,24 @@ func resolveParam(l *Lock, p *Param, pkg *packages.Package, e *errs) {
 		e.add(p.Pos, path, "%s cannot be a key param: it is an interface, so its text is unknown until run time and a nil value has none (use a concrete type)", t)
 		return
 	}
-	if implements(typ, "String", stringResult) {
-		p.Type.render = templates.RenderStringer
+	if _, ok := typ.Underlying().(*types.Pointer); ok {
+		e.add(p.Pos, path, "%s cannot be a key param: it is a pointer (%s), and a nil one panics in the generated key function (use the type it points to)", t, types.Unalias(typ))
 		return
 	}
-	if implements(typ, "MarshalText", textResults) {
-		p.Type.render = templates.RenderText
+	for _, m := range []struct {
+		name    string
+		results *types.Tuple
+		render  templates.Render
+	}{{"String", stringResult, templates.RenderStringer}, {"MarshalText", textResults, templates.RenderText}} {
+		f, indirect := method(typ, m.name, m.results)
+		if f == nil {
+			continue
+		}
+		if why := borrowed(f, indirect); why != "" {
+			e.add(p.Pos, path, "%s cannot be a key param: its %s method %s (declare %s on %s itself, or use a basic type)", t, m.name, why, m.name, t.Name)
+			return
+		}
+		p.Type.render = m.render
 		return
 	}
 	e.add(p.Pos, path, "%s cannot be a key param: its underlying type is %s (give it a string or integer underlying type, or a String() string or MarshalText method)", t, typ.Underlying())
@@ -220,34 +236,50 @@ var (
 		types.NewVar(0, nil, "", types.Universe.Lookup("error").Type()))
 )
 
-// implements reports whether T or *T has method name with no parameters
-// and the given results (params are addressable, so pointer methods do).
-// Results are compared as types, so named results like (s string) match.
-func implements(t types.Type, name string, results *types.Tuple) bool {
-	for _, typ := range []types.Type{t, types.NewPointer(t)} {
-		ms := types.NewMethodSet(typ)
-		for i := 0; i < ms.Len(); i++ {
-			f, ok := ms.At(i).Obj().(*types.Func)
-			if !ok || f.Name() != name {
-				continue
-			}
-			sig := f.Type().(*types.Signature)
-			if sig.Params().Len() != 0 {
-				continue
-			}
-			if sig.Variadic() || sig.Results().Len() != results.Len() {
-				continue
-			}
-			same := true
-			for i := 0; i < results.Len(); i++ {
-				same = same && types.Identical(sig.Results().At(i).Type(), results.At(i).Type())
-			}
-			if same {
-				return true
-			}
+// method is the method name of t that a call on an addressable t selects
+// (so pointer methods count), when it has no parameters and the given
+// results (compared as types, so named results like (s string) match);
+// indirect reports a pointer on the way to it (an embedded *T).
+func method(t types.Type, name string, results *types.Tuple) (f *types.Func, indirect bool) {
+	obj, _, indirect := types.LookupFieldOrMethod(t, true, nil, name)
+	f, ok := obj.(*types.Func)
+	if !ok {
+		return nil, false
+	}
+	sig := f.Type().(*types.Signature)
+	if sig.Params().Len() != 0 || sig.Variadic() || sig.Results().Len() != results.Len() {
+		return nil, false
+	}
+	for i := 0; i < results.Len(); i++ {
+		if !types.Identical(sig.Results().At(i).Type(), results.At(i).Type()) {
+			return nil, false
 		}
 	}
-	return false
+	return f, indirect
+}
+
+// borrowed says why a method selected on a key type does not give it one
+// text per value, "" when it does: it is time.Time's (promoted from an
+// embedded time.Time: see isTimeTime), an embedded interface's (unknown
+// until run time, nil has none), or reached through an embedded pointer
+// (a nil one panics in the generated key function).
+func borrowed(f *types.Func, indirect bool) string {
+	recv := f.Type().(*types.Signature).Recv()
+	switch {
+	case f.Pkg() != nil && f.Pkg().Path() == "time":
+		return "is time.Time's, promoted from an embedded time.Time: equal instants render different text"
+	case recv != nil && types.IsInterface(recv.Type()):
+		return "comes from an embedded interface: its text is unknown until run time, and a nil one has none"
+	case indirect:
+		return "is reached through an embedded pointer: a nil one panics in the generated key function"
+	}
+	return ""
+}
+
+// isTimeTime reports whether t is time.Time, under any alias.
+func isTimeTime(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
 }
 
 func exportedTypes(p *types.Package) []string {

@@ -184,7 +184,9 @@ func buildSchema() (*schema, []prop) {
 			{"params", &schema{
 				desc: "The key's params, in the order of the generated functions' parameters: name -> Go type. Basic types: string, bool, int, int8..int64, uint, uint8..uint64, byte, rune " +
 					"(floats are refused: 1 and 1.0 would be two keys). User types: import/path.Type, resolved with go/packages from the spec's directory, with a string, integer or bool " +
-					"underlying type, or a String() string or MarshalText() ([]byte, error) method (result names do not matter); interface types are refused (a nil value has no text); time.Time is refused (equal instants render different text: String() adds " +
+					"underlying type, or a String() string or MarshalText() ([]byte, error) method (result names do not matter); interface and pointer types are refused (a nil value has no text, or panics in the key function), " +
+					"and so is a type whose String or MarshalText comes from an embedded interface or through an embedded pointer; " +
+					"time.Time is refused, also under an alias or embedded so that its String or MarshalText is promoted (equal instants render different text: String() adds " +
 					"the zone and the monotonic clock reading, MarshalText() the zone offset), pass t.UTC().Unix() as an int64 or a string formatted in UTC. " +
 					"The type's package must be one the output package can import: not a package main, not internal to another tree, not importing the output package. " +
 					"Names the generated code uses (" + strings.Join(reservedParams, ", ") + "), Go keywords, Go's predeclared identifiers (bool, int64, string, nil, false, len, ...) and _ are refused.",

@@ -4,7 +4,9 @@ package domain
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"time"
 )
 
 // OrderID has an integer underlying type.
@@ -39,3 +41,26 @@ type Money struct{ Cents int64 }
 
 // Flag has a bool underlying type.
 type Flag bool
+
+// The types below cannot be keys although they have a String method:
+// their text is time.Time's, or may be nil.
+
+// Instant is time.Time under an alias.
+type Instant = time.Time
+
+// Stamp promotes time.Time's String.
+type Stamp struct{ time.Time }
+
+// Ref promotes the String of an embedded interface.
+type Ref struct{ fmt.Stringer }
+
+// Code has a String method on its pointer; CodeRef is that pointer.
+type Code struct{ N int }
+
+func (c *Code) String() string { return strconv.Itoa(c.N) }
+
+// CodeRef is a pointer, nil or not.
+type CodeRef = *Code
+
+// Boxed promotes Region's String through an embedded pointer.
+type Boxed struct{ *Region }
