@@ -76,13 +76,17 @@ func ConnectNodes(urls []string) ([]redis.UniversalClient, []string, error) {
 // -cluster) that reaches a node of a Redis Cluster: read as one server,
 // it would show that node's keys only, as if they were all, and fail
 // with MOVED on a key of another node. A server that refuses INFO is
-// taken for what the URL says.
+// taken for what the URL says; a probe out of time (ctx done) returns the
+// ctx's error: the server may be a cluster node all the same.
 func NotClusterNode(ctx context.Context, rdb redis.UniversalClient) error {
 	c, ok := rdb.(*redis.Client)
 	if !ok {
 		return nil
 	}
 	info, err := c.Info(ctx, "cluster").Result()
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err == nil && strings.Contains(info, "cluster_enabled:1") {
 		return usagef("-redis %s is a node of a Redis Cluster: add -cluster (read as one server, it would show that node's keys only)", c.Options().Addr)
 	}

@@ -68,7 +68,14 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	defer rdb.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if code, ok := checkDeployment(ctx, rdb, *timeout, stderr); !ok {
+	view := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("Redis did not answer within -timeout %v (raise it for a slow link or a large keyspace)", *timeout))
+	}
+	// The deployment probe runs within the first view's deadline: one
+	// -timeout bounds both, not one each.
+	first, cancelFirst := view()
+	defer cancelFirst()
+	if code, ok := checkDeployment(first, rdb, stderr); !ok {
 		return code
 	}
 	nodes, addrs, err := inspect.ConnectNodes(red)
@@ -81,7 +88,11 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	in := &inspect.Inspector{Spec: spec, Redis: rdb, RedNodes: nodes, RedAddrs: addrs, Limit: *limit}
 	show := func() int {
-		vctx, cancel := context.WithTimeoutCause(ctx, *timeout, fmt.Errorf("Redis did not answer within -timeout %v (raise it for a slow link or a large keyspace)", *timeout))
+		vctx, cancel := first, cancelFirst
+		if vctx == nil {
+			vctx, cancel = view()
+		}
+		first = nil
 		defer cancel()
 		return showInspect(vctx, in, name, params, *asJSON, stdout, stderr)
 	}
@@ -92,15 +103,22 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 }
 
 // checkDeployment refuses a cluster node given as a single server (see
-// inspect.NotClusterNode), within timeout.
-func checkDeployment(ctx context.Context, rdb redis.UniversalClient, timeout time.Duration, stderr io.Writer) (int, bool) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := inspect.NotClusterNode(ctx, rdb); err != nil {
+// inspect.NotClusterNode), within ctx: the first view's deadline. A probe
+// out of time fails as the view would, naming -timeout.
+func checkDeployment(ctx context.Context, rdb redis.UniversalClient, stderr io.Writer) (int, bool) {
+	err := inspect.NotClusterNode(ctx, rdb)
+	switch {
+	case err == nil:
+		return 0, true
+	case inspect.IsUsage(err):
 		fmt.Fprintln(stderr, "lockgen inspect:", err)
 		return exitUsage, false
 	}
-	return 0, true
+	if cause := context.Cause(ctx); cause != nil && ctx.Err() == context.DeadlineExceeded {
+		err = cause
+	}
+	fmt.Fprintln(stderr, "lockgen inspect:", err)
+	return exitFail, false
 }
 
 // withClusterHint adds the fix to a MOVED or ASK reply: the -redis URL is
