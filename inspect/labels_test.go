@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,65 @@ func TestInspectFailsAViewWhoseOwnerLabelsCannotBeRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInspectLabelsEveryOwnerOfManyInstances: instances of several kinds
+// held by several labelled clients, read by Summary and Instances (whose
+// concurrent reads share the reader's labels, permit prefixes and lockgen
+// marks; run under -race): every holder and permit shows its label.
+func TestInspectLabelsEveryOwnerOfManyInstances(t *testing.T) {
+	in, rdb := inspector(t)
+	ctx := context.Background()
+	var clients []*runtime.Client
+	for i := range 4 {
+		c := lockClient(t, rdb, runtime.Options{Name: "w" + strconv.Itoa(i)})
+		clients = append(clients, c)
+	}
+	const n = 24
+	for i := range n {
+		c := clients[i%len(clients)]
+		k := strconv.Itoa(i)
+		hold(t, ctx, c.Mutex("order:"+k, runtime.LockOptions{Name: "OrderLock"}))
+		hold(t, ctx, c.FairLock("inventory:"+k, runtime.LockOptions{Name: "InventoryLock"}))
+		s := c.Semaphore("payslots:"+k, runtime.SemaphoreOptions{Name: "PaymentSlots", Permits: 3})
+		if _, err := s.TryAcquire(ctx, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := clients[(i+1)%len(clients)].Semaphore("payslots:"+k, runtime.SemaphoreOptions{Name: "PaymentSlots", Permits: 3}).TryAcquire(ctx, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range clients {
+		labelled(t, rdb, c)
+	}
+	for range 3 {
+		list, err := in.Summary(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range list {
+			if s.Error != "" {
+				t.Errorf("%s: %s", s.Lock, s.Error)
+			}
+		}
+		for _, name := range []string{"OrderLock", "InventoryLock", "PaymentSlots"} {
+			got, _, err := in.Instances(ctx, name)
+			if err != nil || len(got) != n {
+				t.Fatalf("%s: %d, %v", name, len(got), err)
+			}
+			for _, st := range got {
+				for _, h := range st.Holders {
+					if h.Who.NoLabel {
+						t.Errorf("%s %s: holder %s without label", name, st.Key, h.Owner)
+					}
+				}
+				for _, p := range st.Permits {
+					if p.Who == nil || p.Who.NoLabel {
+						t.Errorf("%s %s: permit %+v without owner", name, st.Key, p)
+					}
+				}
+			}
+		}
 	}
 }
