@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -62,8 +61,7 @@ func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
 		sc.Load(ctx, plain)
 	}
 	h := &whenHook{sha: lua.FairAcquire.Hash()}
-	p := faultproxy.Start(t, s.Addr())
-	wrdb := proxiedClient(t, p)
+	wrdb := s.Client(t)
 	wrdb.AddHook(h)
 	b := newClient(t, wrdb, nil)
 
@@ -87,7 +85,7 @@ func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
 		return m.TryLock(ctx, runtime.Forever, lease)
 	})
 	// The grant's message reaches no one: the waiter's next try finds it.
-	hctx := releaseWithGrantLost(t, plain, p, holder, held, got)
+	hctx := releaseWithGrantLost(t, plain, holder, held, got)
 	if !h.fired.Load() {
 		t.Fatal("the grant was taken without the lost try this test is about")
 	}

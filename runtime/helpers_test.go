@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/lockgen/lockgen/internal/faultproxy"
 	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/internal/runtimetest"
 	"github.com/lockgen/lockgen/runtime"
@@ -341,13 +340,4 @@ func takesTheLock(t *testing.T, got chan error, d time.Duration, once string) {
 	case <-time.After(d):
 		t.Fatalf("the waiter did not get the lock within %v of %s", d, once)
 	}
-}
-
-// proxiedClient is a go-redis client (default options) that reaches
-// Redis through p, closed when the test ends.
-func proxiedClient(t *testing.T, p *faultproxy.Proxy) *redis.Client {
-	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
 }
