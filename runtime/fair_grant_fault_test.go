@@ -54,6 +54,25 @@ func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
 	// A server of its own; what it checks is an order (no other owner
 	// while the hold is live), which no load may break.
 	t.Parallel()
+	// The scenario needs the grant's message lost and the waiter's next
+	// try made after the grant. In two of four clean-clone CI runs the
+	// waiter took the grant without that try (how is not known yet): the
+	// scenario is set up again then, up to three times; the checks hold
+	// either way.
+	for attempt := 1; ; attempt++ {
+		if grantFoundBySettlingALostTry(t) {
+			return
+		}
+		if attempt == 3 {
+			t.Fatal("in 3 attempts the grant was never taken by the lost try this test is about")
+		}
+		t.Logf("attempt %d: the grant was taken without the lost try; setting up again", attempt)
+	}
+}
+
+// grantFoundBySettlingALostTry runs the scenario once on a server of its
+// own and reports whether the waiter's lost try took the grant.
+func grantFoundBySettlingALostTry(t *testing.T) bool {
 	s, rdb, a := setup(t, nil)
 	plain := s.Client(t)
 	ctx := ctxT(t)
@@ -86,9 +105,7 @@ func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
 	})
 	// The grant's message reaches no one: the waiter's next try finds it.
 	hctx := releaseWithGrantLost(t, plain, holder, held, got)
-	if !h.fired.Load() {
-		t.Fatal("the grant was taken without the lost try this test is about")
-	}
+	fired := h.fired.Load()
 	// The hold ends at its deadline, a drift before what its try set in
 	// Redis runs out. Judged by the deadline, not by whether the ctx is
 	// done yet: the timer that ends it may run late on a loaded box (by
@@ -115,4 +132,5 @@ func TestFairGrantFoundBySettlingALostTryKeepsTheKeyPastTheHold(t *testing.T) {
 	}
 	_ = m.Unlock(hctx) // its fixed lease has run out: reported lost
 	eventually(t, 3*time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+	return fired
 }
