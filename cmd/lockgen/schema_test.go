@@ -32,6 +32,9 @@ func TestGenerateRefusesAModelineSchemaItMayNotWrite(t *testing.T) {
 					t.Fatal(err)
 				}
 				if err := os.Symlink(outside, filepath.Join(mod, "link")); err != nil {
+					if os.Getenv("CI") != "" {
+						t.Fatalf("cannot make symbolic links under CI: %v", err)
+					}
 					t.Skip("no symbolic links here:", err)
 				}
 			}
