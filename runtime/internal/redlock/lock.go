@@ -219,11 +219,11 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 }
 
 // passing reports whether a node's try failed for a reason that may pass
-// within a wait: the node did not answer, refused the call before running
-// it, or left its outcome unknown (its turn settles it).
+// within a wait: the node did not answer (or left its outcome unknown,
+// which its turn settles: scripts.Unreachable), or refused the call
+// before running it.
 func passing(err error) bool {
-	return errors.Is(err, errs.Unavailable) || errors.Is(err, errs.OutcomeUnknown) ||
-		scripts.Unreachable(err) || scripts.Refused(err) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, errs.Unavailable) || scripts.Unreachable(err) || scripts.Refused(err)
 }
 
 // stragglerShare: once a quorum granted, a round waits for the other
