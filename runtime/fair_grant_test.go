@@ -2,6 +2,8 @@ package runtime_test
 
 import (
 	"context"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +73,8 @@ func TestFairGrantsGoToTheHeadAcrossClients(t *testing.T) {
 // its own acquisition: once, with its lease applied anew.
 func TestFairGrantWithLostMessageIsTakenByTheNextTry(t *testing.T) {
 	s, rdb, a := setup(t, nil)
-	b := newClient(t, s.Client(t), nil)
+	gate := new(dialGate)
+	b := newClient(t, gatedClient(t, s.Addr(), gate), nil)
 	plain := s.Client(t)
 	ctx := ctxT(t)
 	holder := a.FairLock("fair", runtime.LockOptions{})
@@ -81,7 +84,7 @@ func TestFairGrantWithLostMessageIsTakenByTheNextTry(t *testing.T) {
 	}
 	m := b.FairLock("fair", runtime.LockOptions{})
 	got := queuedFairWaiter(t, rdb, func(ctx context.Context) (context.Context, error) { return m.Lock(ctx) })
-	hctx := releaseWithGrantLost(t, plain, holder, held, got)
+	hctx := releaseWithGrantLost(t, plain, gate, holder, held, got)
 	if vals := plain.HVals(ctx, "fair").Val(); len(vals) != 1 || vals[0] != "1" {
 		t.Fatalf("hold counts %v, want the grantee's one hold", vals)
 	}
@@ -234,8 +237,11 @@ func TestFairGrantMessageOfAnEarlierTryIsNotClaimed(t *testing.T) {
 }
 
 // queuedFairWaiter starts lock in a goroutine and returns once its waiter
-// is in the queue of the fair lock "fair" and asleep on its confirmed
-// channel; the hold ctx (nil if lock failed) arrives on the channel.
+// is in the queue of the fair lock "fair" and subscribed to its channel
+// (a slow dial must not leave the subscription in flight past a kill of
+// the pub/sub connections), and has had time for the try that follows
+// the subscription's confirmation; the hold ctx (nil if lock failed)
+// arrives on the channel.
 func queuedFairWaiter(t *testing.T, rdb redis.UniversalClient, lock func(context.Context) (context.Context, error)) chan context.Context {
 	t.Helper()
 	ctx := ctxT(t)
@@ -247,21 +253,53 @@ func queuedFairWaiter(t *testing.T, rdb redis.UniversalClient, lock func(context
 		}
 		got <- hctx
 	}()
-	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	eventually(t, 5*time.Second, "waiter queued and subscribed", func() bool {
+		q := rdb.LRange(ctx, "redisson_lock_queue:{fair}", 0, -1).Val()
+		if len(q) != 1 {
+			return false
+		}
+		n := rdb.PubSubNumSub(ctx, "redisson_lock__channel:{fair}:"+q[0]).Val()
+		return n["redisson_lock__channel:{fair}:"+q[0]] == 1
+	})
 	time.Sleep(50 * time.Millisecond)
 	return got
 }
 
+// dialGate holds the dials of a client (its Dialer) while closed.
+type dialGate struct{ mu sync.RWMutex }
+
+func (g *dialGate) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	g.mu.RLock()
+	g.mu.RUnlock() //nolint:staticcheck // waits out a closed gate
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// gatedClient is a go-redis client of s whose dials wait while g is
+// closed (a Client's hub copies its Dialer), closed when the test ends.
+func gatedClient(t *testing.T, addr string, g *dialGate) *redis.Client {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, Dialer: g.dial})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 // releaseWithGrantLost drops every pub/sub connection, then releases held:
 // the grant's message reaches no one, and the hubs find their connections
-// gone. It returns the hold the waiter on got takes all the same.
-func releaseWithGrantLost(t *testing.T, plain *redis.Client, holder *runtime.Mutex, held context.Context, got chan context.Context) context.Context {
+// gone. The waiter's Client dials through g, closed from the kill until
+// the release ran: its hub would otherwise subscribe again, on a loaded box
+// before the release, whose message would then reach the waiter. It
+// returns the hold the waiter on got takes all the same.
+func releaseWithGrantLost(t *testing.T, plain *redis.Client, g *dialGate, holder *runtime.Mutex, held context.Context, got chan context.Context) context.Context {
 	t.Helper()
 	ctx := ctxT(t)
-	if err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
-		t.Fatal(err)
+	g.mu.Lock()
+	err := plain.ClientKillByFilter(ctx, "TYPE", "pubsub").Err()
+	if err == nil {
+		err = holder.Unlock(held)
 	}
-	if err := holder.Unlock(held); err != nil {
+	g.mu.Unlock()
+	if err != nil {
 		t.Fatal(err)
 	}
 	select {
