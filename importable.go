@@ -11,11 +11,8 @@ import (
 // cannot import: a program (package main), a package internal to another
 // tree, or one that imports the output package (an import cycle). The go
 // command would only say so when the generated code is built.
-func checkImportable(s *Spec, cfg *packages.Config, t target, byPath map[string]*packages.Package, e *errs) error {
-	cycles, err := importersOf(cfg, t.path, byPath)
-	if err != nil {
-		return err
-	}
+func checkImportable(s *Spec, t target, byPath map[string]*packages.Package, e *errs) {
+	cycles := importersOf(t.path, byPath)
 	reported := map[string]bool{}
 	for _, l := range s.Locks {
 		for _, p := range l.Params {
@@ -30,7 +27,6 @@ func checkImportable(s *Spec, cfg *packages.Config, t target, byPath map[string]
 			}
 		}
 	}
-	return nil
 }
 
 // importProblem says why package pkg cannot be imported by package from,
@@ -72,24 +68,9 @@ func internalAllowed(path, from string) bool {
 }
 
 // importersOf reports which of the packages in byPath import package out,
-// directly or not. It loads their import graphs (names only, no types,
-// so the dependencies are not type-checked from source).
-func importersOf(cfg *packages.Config, out string, byPath map[string]*packages.Package) (map[string]bool, error) {
-	var roots []string
-	for path, p := range byPath {
-		if p.Types != nil && path != out {
-			roots = append(roots, path)
-		}
-	}
-	if len(roots) == 0 {
-		return nil, nil
-	}
-	graph := *cfg
-	graph.Mode = packages.NeedName | packages.NeedImports | packages.NeedDeps
-	pkgs, err := packages.Load(&graph, roots...)
-	if err != nil {
-		return nil, fmt.Errorf("loading Go packages: %w", err)
-	}
+// directly or not, from the import graph their load gave (the go command
+// lists every dependency to type-check them, so it costs no second load).
+func importersOf(out string, byPath map[string]*packages.Package) map[string]bool {
 	reaches := map[string]bool{} // package path -> imports out
 	var visit func(p *packages.Package) bool
 	visit = func(p *packages.Package) bool {
@@ -106,8 +87,10 @@ func importersOf(cfg *packages.Config, out string, byPath map[string]*packages.P
 		return false
 	}
 	cycles := map[string]bool{}
-	for _, p := range pkgs {
-		cycles[p.PkgPath] = visit(p)
+	for path, p := range byPath {
+		if p.Types != nil && path != out {
+			cycles[path] = visit(p)
+		}
 	}
-	return cycles, nil
+	return cycles
 }

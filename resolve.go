@@ -65,7 +65,9 @@ func resolve(s *Spec, e *errs) (target, error) {
 		Tests:   false,
 	}
 	if len(user) > 0 {
-		cfg.Mode |= packages.NeedTypes | packages.NeedSyntax
+		// Imports: the graph checkImportable walks, which the go command
+		// lists anyway to type-check the params' packages.
+		cfg.Mode |= packages.NeedTypes | packages.NeedSyntax | packages.NeedImports
 	}
 	pkgs, err := packages.Load(cfg, append([]string{t.dir}, user...)...)
 	if err != nil {
@@ -99,9 +101,7 @@ func resolve(s *Spec, e *errs) (target, error) {
 		}
 	}
 	if len(user) > 0 {
-		if err := checkImportable(s, cfg, t, byPath, e); err != nil {
-			return target{}, err
-		}
+		checkImportable(s, t, byPath, e)
 		// Parse skipped the locks with user types: only now is it known
 		// which render digits only.
 		validateKeySpaces(s, e)
