@@ -117,22 +117,10 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
 		}
 		l.releaseParts(parts)
-		refused := l.env.Waits.Refused(running) // the nodes refused it too
+		if err := l.roundEnds(ctx, running, past, lastCut, granted, answered, len(parts), lasting); err != nil {
+			return nil, err
+		}
 		switch {
-		case ctx.Err() != nil:
-			return nil, l.fail("acquire", ctx.Err())
-		case refused != nil:
-			return nil, l.fail("acquire", refused)
-		case answered < l.quorum && lasting != nil, past && answered < l.quorum && !lastCut:
-			// A node that answered with an error no retry mends
-			// (WRONGTYPE, NOPERM, a part of a re-entry gone) ends the call.
-			err := fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, len(parts), l.quorum)
-			if lasting != nil {
-				err = fmt.Errorf("%w: %w", err, lasting)
-			}
-			return nil, l.fail("acquire", err)
-		case past:
-			return nil, l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, len(parts), l.quorum))
 		case answered < l.quorum:
 			// Too few nodes answered, for passing reasons (unreachable,
 			// refused): they may be back within the wait, so try again
@@ -143,8 +131,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			}
 			backoff = min(2*backoff, await.MaxUnreachableBackoff)
 			continue
-		}
-		if granted > 0 {
+		case granted > 0:
 			// A split vote: back off a random while, as RedLock
 			// prescribes, so that two waiters do not split every round.
 			if err := l.pause(ctx, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
@@ -167,6 +154,32 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			return nil, err
 		}
 	}
+}
+
+// roundEnds is the error that ends Acquire after a round that did not
+// win (granted of nodes, answered of them replied; lasting: errors that
+// do not pass), or nil when it waits on. past: the wait is over; lastCut:
+// a quorum answered an earlier round, so a last round cut short by the
+// end of the wait reports the lock held, not a quorum missing.
+func (l *Lock) roundEnds(ctx context.Context, running, past, lastCut bool, granted, answered, nodes int, lasting error) error {
+	refused := l.env.Waits.Refused(running) // the nodes refused it too
+	switch {
+	case ctx.Err() != nil:
+		return l.fail("acquire", ctx.Err())
+	case refused != nil:
+		return l.fail("acquire", refused)
+	case answered < l.quorum && lasting != nil, past && answered < l.quorum && !lastCut:
+		// A node that answered with an error no retry mends
+		// (WRONGTYPE, NOPERM, a part of a re-entry gone) ends the call.
+		err := fmt.Errorf("%w: %d of %d nodes answered, %d needed", errs.Quorum, answered, nodes, l.quorum)
+		if lasting != nil {
+			err = fmt.Errorf("%w: %w", err, lasting)
+		}
+		return l.fail("acquire", err)
+	case past:
+		return l.fail("acquire", fmt.Errorf("%w: %d of %d nodes granted it, %d needed", errs.NotAcquired, granted, nodes, l.quorum))
+	}
+	return nil
 }
 
 // tryAll tries every node once, in parallel, and decides the round
