@@ -5,7 +5,7 @@
 // by node: each call, a pipeline on its own connection, goes at once to
 // its node's lane (lanes.go: one server, or its slot's master), whose few
 // workers send it or queue it, so a slow node holds up only the holds it
-// serves. It also measures how far renewals run behind (overload.go),
+// serves. It also measures how far renewals run behind (lanes.go),
 // which drives the admission gate, and rewrites the Client's owner label
 // every period (label.go). It knows nothing of lock kinds: a hold is a
 // key, a field and maybe extra keys.

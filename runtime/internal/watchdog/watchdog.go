@@ -36,7 +36,7 @@ type Watchdog struct {
 	cluster *redis.ClusterClient
 	lanes   map[string]*lane
 	// late is how late replies came since the loop last read it
-	// (overload.go).
+	// (lanes.go).
 	late atomic.Int64
 	gate *renew.Admission
 	// Used by the loop only: dials is the caller's pool's dial count
