@@ -112,11 +112,18 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	}
 	env := c.env
 	env.IDArg = env.ID
+	_, env.Cluster = rdb.(*redis.ClusterClient)
+	sharded, err := hub.ChooseSharded(rdb, env.Cluster, o.PubSub.forced(), env.Log)
+	if err != nil {
+		return nil, fmt.Errorf("lockgen: NewClient: %w", err)
+	}
+	if env.Sharded = sharded; sharded {
+		env.Publish = "spublish"
+	}
 	env.Init()
 	c.mutexes = mutex.NewEnv(env)
 	_, _ = hex.Decode(env.IDPrefix[:], []byte(strings.ReplaceAll(env.ID, "-", "")[:2*PermitOwnerLen]))
 	c.life, c.endLife = context.WithCancel(context.Background())
-	_, env.Cluster = rdb.(*redis.ClusterClient)
 	env.Reg = c.newRegistry()
 	// A renewal must end by the deadline it serves: it goes through a
 	// client that honours ctx deadlines (package watchdog).
@@ -125,10 +132,6 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	c.slots = calls.NewSlotMaps(c.closeCh, rdb, renewal)
 	env.Calls = calls.Limits{Timeout: o.ReleaseTimeout, Slots: c.slots}
 	env.Settler = c.newSettler()
-	env.Sharded = hub.ChooseSharded(rdb, env.Cluster, o.PubSub.forced(), env.Log)
-	if env.Sharded {
-		env.Publish = "spublish"
-	}
 	env.Hub = hub.New(hub.Config{Client: rdb, Sharded: env.Sharded, Log: env.Log, Slots: c.slots})
 	if !bounded {
 		if err := watchdog.CheckUnbounded(rdb, o.WatchdogTimeout); err != nil {

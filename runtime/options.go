@@ -94,10 +94,12 @@ type Options struct {
 
 	// PubSub chooses how waiters are woken. PubSubAuto (the zero value)
 	// uses sharded pub/sub (SSUBSCRIBE/SPUBLISH) on a Redis Cluster that
-	// accepts PUBSUB SHARDNUMSUB (probed as Redisson does, the server
-	// version only as a fallback), so an unlock is not broadcast to every
-	// node, and classic pub/sub elsewhere. Every client of one lock must
-	// use the same mode (as Redisson's subscription mode must match).
+	// accepts PUBSUB SHARDNUMSUB (probed as Redisson does), so an unlock
+	// is not broadcast to every node, and classic pub/sub elsewhere. A
+	// cluster that does not answer the probe within 10 s fails NewClient
+	// with ErrUnavailable (Redisson does not start then either); set the
+	// mode to skip the probe. Every client of one lock must use the same
+	// mode (as Redisson's subscription mode must match).
 	PubSub PubSubMode
 
 	// NoHandoff turns off hand-offs, so that every waiter takes the lock

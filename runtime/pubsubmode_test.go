@@ -2,8 +2,12 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +86,92 @@ func TestPubSubFlavourIsChosenAsRedissonDoes(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("waiter not woken by a sharded unlock message")
 	}
+}
+
+// A Client made as its cluster comes up must not guess the pub/sub
+// flavour: a classic guess on a cluster whose other clients use sharded
+// pub/sub left its waiters deaf to their unlocks for the Client's life
+// (woken 9.8 s after a release, by the end of a 10 s wait; found by a
+// review). A cluster that answers within the probe's 10 s gets its
+// flavour; one that does not fails NewClient with ErrUnavailable.
+func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
+	skipShortOutsideCI(t)
+	t.Parallel() // a cluster of its own; it waits out the probe's bound
+	cl := redistest.StartCluster(t)
+	ctx := ctxT(t)
+	// late is a cluster client whose dials are refused until reachable.
+	late := func(reachable *atomic.Bool) *redis.ClusterClient {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: cl.Addrs(),
+			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if !reachable.Load() {
+					return nil, errors.New("connection refused (the cluster is not up yet)")
+				}
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			},
+		})
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+
+	t.Run("never answers", func(t *testing.T) {
+		start := time.Now()
+		c, err := runtime.NewClient(late(new(atomic.Bool)), nil)
+		if err == nil {
+			_ = c.Close()
+			t.Fatal("NewClient chose a pub/sub flavour for a cluster that never answered")
+		}
+		if !errors.Is(err, runtime.ErrUnavailable) || !strings.Contains(err.Error(), "Options.PubSub") {
+			t.Fatalf("err = %v, want ErrUnavailable naming Options.PubSub", err)
+		}
+		t.Logf("%v after %v", err, time.Since(start))
+	})
+
+	t.Run("one node paused", func(t *testing.T) {
+		// go-redis loads the slots from, and sends each probe to, a
+		// node it picks at random, and waits out a paused one for its
+		// ReadTimeout (3 s): the other nodes must decide.
+		go cl.Masters()[0].Pause(8 * time.Second)
+		t.Cleanup(func() { time.Sleep(8 * time.Second) }) // the node is back for the next subtest
+		logs := &recordingHandler{}
+		newClient(t, cl.Client(t), &runtime.Options{Logger: slog.New(logs)})
+		if flavour, reason := logs.pubSubChoice(); flavour != "sharded" {
+			t.Fatalf("pub/sub flavour %q (%s), want sharded", flavour, reason)
+		}
+	})
+
+	t.Run("answers after 1.5s", func(t *testing.T) {
+		reachable := new(atomic.Bool)
+		time.AfterFunc(1500*time.Millisecond, func() { reachable.Store(true) })
+		logs := &recordingHandler{}
+		early := newClient(t, late(reachable), &runtime.Options{Logger: slog.New(logs)})
+		if flavour, reason := logs.pubSubChoice(); flavour != "sharded" {
+			t.Fatalf("pub/sub flavour %q (%s), want sharded", flavour, reason)
+		}
+		// Its waiter wakes at another Client's release.
+		holder := newClient(t, cl.Client(t), nil)
+		const key = "startup:{a}"
+		hm := holder.Mutex(key, runtime.LockOptions{})
+		held, err := hm.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		m := early.Mutex(key, runtime.LockOptions{})
+		go func() {
+			hctx, err := m.TryLock(ctx, 20*time.Second, runtime.Watchdog)
+			if err == nil {
+				err = m.Unlock(hctx)
+			}
+			got <- err
+		}()
+		eventually(t, 10*time.Second, "waiter asleep", func() bool { return runtime.IdleWaiters(m) == 1 })
+		if err := hm.Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+		takesTheLock(t, got, 3*time.Second, "the release")
+	})
 }
 
 // recordingHandler keeps the log records it is given.

@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/runtime/internal/errs"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 )
 
-// pubSubProbeTimeout bounds ChooseSharded's probe.
-const pubSubProbeTimeout = 3 * time.Second
+// pubSubProbeTimeout bounds ChooseSharded's probe, its retries included:
+// Redisson's connectTimeout, and long enough for go-redis to load the
+// slots past a paused node (it waits one out for its ReadTimeout, 3 s).
+const pubSubProbeTimeout = 10 * time.Second
 
 // ChooseSharded decides whether waiters use sharded pub/sub (forced: the
 // caller's choice, nil for auto), and logs why at Debug level.
@@ -21,54 +23,77 @@ const pubSubProbeTimeout = 3 * time.Second
 // Every client of one lock must use the same flavour, or neither side's
 // unlock wakes the other: auto decides as Redisson's
 // ShardedSubscriptionMode.AUTO does, sharded on a Redis Cluster that
-// accepts PUBSUB SHARDNUMSUB, classic elsewhere. The server version is a
-// hint only when the probe gets no reply: INFO is refused by a common ACL
-// (+@all -@dangerous) that allows the probe.
-func ChooseSharded(rdb redis.UniversalClient, cluster bool, forced *bool, log *slog.Logger) bool {
-	sharded, why := decideSharded(rdb, cluster, forced)
+// accepts PUBSUB SHARDNUMSUB, classic elsewhere. A cluster that does not
+// answer the probe within pubSubProbeTimeout (a Client made as the
+// cluster comes up) is an error wrapping errs.Unavailable, as Redisson
+// does not start then: a guess could leave the Client deaf to every other
+// client's unlocks for its whole life.
+func ChooseSharded(rdb redis.UniversalClient, cluster bool, forced *bool, log *slog.Logger) (bool, error) {
+	sharded, why, err := decideSharded(rdb, cluster, forced)
+	if err != nil {
+		return false, err
+	}
 	flavour := "classic"
 	if sharded {
 		flavour = "sharded"
 	}
 	log.Debug("pub/sub flavour chosen", "pubsub", flavour, "reason", why)
-	return sharded
+	return sharded, nil
 }
 
-func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (sharded bool, why string) {
+func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (sharded bool, why string, _ error) {
 	switch {
 	case forced != nil && *forced:
-		return true, "Options.PubSub is PubSubSharded"
+		return true, "Options.PubSub is PubSubSharded", nil
 	case forced != nil:
-		return false, "Options.PubSub is PubSubClassic"
+		return false, "Options.PubSub is PubSubClassic", nil
 	case !cluster:
-		return false, "not a Redis Cluster (Redisson uses classic pub/sub there too)"
+		return false, "not a Redis Cluster (Redisson uses classic pub/sub there too)", nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pubSubProbeTimeout)
 	defer cancel()
-	err := rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
+	err := probeSharded(ctx, rdb)
 	switch {
 	case err == nil:
-		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes"
+		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes", nil
 	case scripts.IsReply(err):
-		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err)
+		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err), nil
 	}
-	major, verr := serverMajor(ctx, rdb)
-	if verr != nil {
-		return false, fmt.Sprintf("PUBSUB SHARDNUMSUB got no reply (%v) and the server version is unknown (%v); Redisson would not start", err, verr)
-	}
-	return major >= 7, fmt.Sprintf("PUBSUB SHARDNUMSUB got no reply (%v); going by the server version %d", err, major)
+	return false, "", fmt.Errorf("%w: cannot tell whether the cluster has sharded pub/sub: PUBSUB SHARDNUMSUB got no reply within %v (%w); "+
+		"every client of a lock must use the same flavour: retry once the cluster answers, or set Options.PubSub "+
+		"(PubSubSharded where Redisson's clients use sharded pub/sub: Redis 7 and later)", errs.Unavailable, pubSubProbeTimeout, err)
 }
 
-// serverMajor is the major version of a server behind rdb, read with INFO.
-func serverMajor(ctx context.Context, rdb redis.UniversalClient) (int, error) {
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		return 0, err
+// probeSharded asks PUBSUB SHARDNUMSUB until the cluster answers (a
+// reply, or a refusal: scripts.IsReply) or ctx ends, and returns that
+// answer, or the last error. go-redis sends each probe to a node it picks
+// at random; a probe that has not come back when the next is due (20 ms
+// doubling to 500 ms) stays out, and another goes, so neither a node that
+// refuses connections nor one that is paused (go-redis waits out its
+// ReadTimeout) decides alone.
+func probeSharded(ctx context.Context, rdb redis.UniversalClient) error {
+	const most = 32 // more than 10 s of probes at these intervals
+	answers := make(chan error, most)
+	var last error = context.DeadlineExceeded
+	every := 20 * time.Millisecond
+	next := time.NewTimer(0)
+	defer next.Stop()
+	for sent := 0; ; {
+		select {
+		case err := <-answers:
+			if err == nil || scripts.IsReply(err) {
+				return err
+			}
+			last = err
+		case <-next.C:
+			if sent < most {
+				sent++
+				go func() { answers <- rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err() }()
+			}
+			next.Reset(every)
+			every = min(2*every, 500*time.Millisecond)
+		case <-ctx.Done():
+			return last
+		}
 	}
-	_, rest, ok := strings.Cut(info, "redis_version:")
-	if !ok {
-		return 0, fmt.Errorf("no redis_version in INFO")
-	}
-	major, _, _ := strings.Cut(rest, ".")
-	return strconv.Atoi(major)
 }
