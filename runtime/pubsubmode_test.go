@@ -141,6 +141,24 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 		}
 	})
 
+	t.Run("loading at first", func(t *testing.T) {
+		// A node loading its data set answers LOADING: a passing
+		// refusal, not the cluster refusing the probe.
+		rdb := cl.Client(t)
+		var n atomic.Int32
+		rdb.AddHook(replyHook(func(cmd redis.Cmder) error {
+			if cmd.Name() == "pubsub" && n.Add(1) <= 3 {
+				return replyError("LOADING Redis is loading the dataset in memory")
+			}
+			return nil
+		}))
+		logs := &recordingHandler{}
+		newClient(t, rdb, &runtime.Options{Logger: slog.New(logs)})
+		if flavour, reason := logs.pubSubChoice(); flavour != "sharded" {
+			t.Fatalf("pub/sub flavour %q (%s), want sharded", flavour, reason)
+		}
+	})
+
 	t.Run("answers after 1.5s", func(t *testing.T) {
 		reachable := new(atomic.Bool)
 		time.AfterFunc(1500*time.Millisecond, func() { reachable.Store(true) })
@@ -172,6 +190,31 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 		}
 		takesTheLock(t, got, 3*time.Second, "the release")
 	})
+}
+
+// replyError is an error reply of Redis' (it has RedisError, as go-redis'
+// replies do).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+// replyHook answers a command with the error reply f returns for it
+// (nil: the command goes to Redis).
+type replyHook func(redis.Cmder) error
+
+func (h replyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h replyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h replyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := h(cmd); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
 }
 
 // recordingHandler keeps the log records it is given.

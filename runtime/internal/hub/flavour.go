@@ -65,8 +65,9 @@ func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (shard
 }
 
 // probeSharded asks PUBSUB SHARDNUMSUB until the cluster answers (a
-// reply, or a refusal: scripts.IsReply) or ctx ends, and returns that
-// answer, or the last error. go-redis sends each probe to a node it picks
+// reply, or an error reply that is not a passing refusal such as LOADING
+// or CLUSTERDOWN: scripts.Refused) or ctx ends, and returns that answer,
+// or the last error. go-redis sends each probe to a node it picks
 // at random; a probe that has not come back when the next is due (20 ms
 // doubling to 500 ms) stays out, and another goes, so neither a node that
 // refuses connections nor one that is paused (go-redis waits out its
@@ -81,7 +82,7 @@ func probeSharded(ctx context.Context, rdb redis.UniversalClient) error {
 	for sent := 0; ; {
 		select {
 		case err := <-answers:
-			if err == nil || scripts.IsReply(err) {
+			if err == nil || scripts.IsReply(err) && !scripts.Refused(err) {
 				return err
 			}
 			last = err
