@@ -320,9 +320,13 @@ func newUUID() string {
 //  2. It waits until every hold was released, or ctx is done.
 //  3. What is still held then is ended: the hold's ctx is cancelled with a
 //     cause wrapping ErrDraining and its lock is given back in Redis (so
-//     another process need not wait out its lease), within the Client's
-//     ReleaseTimeout.
-//  4. It closes the Client (see Close).
+//     another process need not wait out its lease).
+//  4. It waits, up to the Client's ReleaseTimeout, for what is being
+//     settled in the background: those give-backs, and what Redis refused
+//     or did not answer a moment ago (a waiter's leave of a fair lock's
+//     queue, an abandoned acquisition's give-back), which Close would
+//     drop.
+//  5. It closes the Client (see Close).
 //
 // It returns nil when every hold ended on its own, or ctx's error when
 // some had to be cut. Close, without Shutdown, keeps its meaning: holds
@@ -342,6 +346,7 @@ func (c *Client) Shutdown(ctx context.Context) error {
 		cut = ctx.Err()
 		c.cutHolds()
 	}
+	c.waitSettled(time.Now().Add(c.opts.ReleaseTimeout))
 	return errors.Join(cut, c.Close())
 }
 
@@ -381,9 +386,9 @@ func (c *Client) waitIdle(ctx context.Context) bool {
 	return true
 }
 
-// cutHolds ends every hold left, gives their locks back in the background
-// (the engines' give-back of lost holds) and waits for that up to
-// ReleaseTimeout.
+// cutHolds ends every hold left and gives their locks back in the
+// background (the engines' give-back of lost holds, which Shutdown then
+// waits for: waitSettled).
 func (c *Client) cutHolds() {
 	c.redHolds.Cut()
 	c.env.Reg.LoseAll(func(h *holds.Hold) error {
@@ -393,8 +398,17 @@ func (c *Client) cutHolds() {
 	for _, n := range c.redNodes {
 		n.cutHolds()
 	}
-	deadline := time.Now().Add(c.opts.ReleaseTimeout)
-	for !c.env.Settler.Idle() && time.Now().Before(deadline) {
+}
+
+// waitSettled waits until the acquisitions under way have returned (the
+// drained ones return at once) and the settlements under way (give-backs,
+// a drained waiter's leave of a fair queue, reconciles) are done, on the
+// Client and its RedLock nodes, or deadline: Close would quit them.
+func (c *Client) waitSettled(deadline time.Time) {
+	for (c.env.Acquiring.Load() > 0 || !c.env.Settler.Idle()) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
+	}
+	for _, n := range c.redNodes {
+		n.waitSettled(deadline)
 	}
 }

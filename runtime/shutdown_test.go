@@ -3,9 +3,13 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime"
 )
 
@@ -203,4 +207,48 @@ func TestShutdownAfterCloseLeavesTheHoldsToTheirUnlock(t *testing.T) {
 	if n := rdb.Exists(ctx, "closed-then-shutdown").Val(); n != 0 {
 		t.Fatal("the lock is still taken after its holder's Unlock")
 	}
+}
+
+// A waiter that Shutdown ends leaves its fair lock's queue; when Redis
+// refuses that for a while (a failover's READONLY), the leave is settled
+// in the background, and Shutdown waits for it (up to ReleaseTimeout)
+// before it closes the Client, which quit it: the queue kept a dead
+// head, and the holder's release granted the lock to it for a lease
+// (found by a cluster review, with a slot half moved: TRYAGAIN).
+func TestShutdownWaitsForTheSettlementsUnderWay(t *testing.T) {
+	s, rdb, a := setup(t, nil)
+	ctx := ctxT(t)
+	lua.FairLeave.Load(ctx, s.Client(t))
+	var refuse atomic.Bool
+	wrdb := s.Client(t)
+	wrdb.AddHook(replyHook(func(cmd redis.Cmder) error {
+		if refuse.Load() && isScriptCall(cmd.Args(), lua.FairLeave.Hash()) {
+			return replyError("READONLY You can't write against a read only replica.")
+		}
+		return nil
+	}))
+	b := newClient(t, wrdb, nil)
+	holder := a.FairLock("fair", runtime.LockOptions{})
+	held, err := holder.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := b.FairLock("fair", runtime.LockOptions{}).Lock(ctx); got <- err }()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return rdb.LLen(ctx, "redisson_lock_queue:{fair}").Val() == 1 })
+	refuse.Store(true)
+	time.AfterFunc(300*time.Millisecond, func() { refuse.Store(false) })
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; !errors.Is(err, runtime.ErrDraining) {
+		t.Fatalf("waiter: %v, want ErrDraining", err)
+	}
+	if q := rdb.LRange(ctx, "redisson_lock_queue:{fair}", 0, -1).Val(); len(q) != 0 {
+		t.Fatalf("queue %v after Shutdown returned, want the waiter gone", q)
+	}
+	if err := holder.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
 }

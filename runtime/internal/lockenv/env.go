@@ -39,6 +39,10 @@ type Env struct {
 	Waits   await.Loop      // the wait loop every kind waits in
 	Calls   calls.Limits    // bounds releases and settlements
 	Settler *settle.Settler // background settlements
+	// Acquiring counts the acquisitions under way (every Acquire of the
+	// engines): Shutdown waits for those it drained, since what they
+	// leave to settle (a fair queue's leave) comes after their wait.
+	Acquiring atomic.Int64
 
 	ID string // the Client's uuid: the first half of every owner token
 	// IDPrefix is the uuid's first bytes, raw: they start the Client's

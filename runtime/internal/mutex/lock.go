@@ -148,6 +148,8 @@ func describeHold(h *holds.Hold) string {
 // wait's). A taken lock keeps the owner's turn until Record; a waiter
 // that gives up withdraws what it left in Redis.
 func (m *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration, until time.Time) (*Acquiring, error) {
+	m.env.Acquiring.Add(1)
+	defer m.env.Acquiring.Add(-1)
 	w := &Acquiring{m: m, ctx: ctx, a: holds.NewArgs(m.key, owner, m.kind.field(owner)), lease: lease, start: time.Now(), waiting: wait != 0}
 	if err := m.env.Waits.Await(ctx, m.waitSpec(w, wait, until), w.try); err != nil {
 		if w.waiting {

@@ -50,6 +50,8 @@ func (l *Multi) keys() string {
 // Acquire takes every member as owner, sleeping on the channel of the member that blocked it.
 func (l *Multi) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (context.Context, error) {
 	c := l.env
+	c.Acquiring.Add(1)
+	defer c.Acquiring.Add(-1)
 	n := len(l.locks)
 	mw := &multiWait{l: l, owner: owner, lease: lease, args: make([]holds.Args, n), ids: make([]holds.ID, n), counts: make([]int, n)}
 	for i, m := range l.locks {

@@ -78,6 +78,8 @@ func (p *Plain) Init(env *lockenv.Env, key, name string) {
 
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) to take n permits.
 func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
+	p.env.Acquiring.Add(1)
+	defer p.env.Acquiring.Add(-1)
 	try := func(ctx context.Context) (bool, time.Duration, error) {
 		took, err := scripts.PlainSemaphoreAcquire.RunOnce(ctx, p.env.RDB, 1, []any{3: p.key, n}).Int64()
 		if pd := scripts.Abandoned(err); pd != nil {

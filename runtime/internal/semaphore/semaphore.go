@@ -52,6 +52,8 @@ type Acquiring struct {
 // Acquire waits up to wait (0: one try; < 0: until ctx is done) for n permits held with lease.
 func (s *Sem) Acquire(ctx context.Context, n int, wait, lease time.Duration) (*Acquiring, error) {
 	c := s.env
+	c.Acquiring.Add(1)
+	defer c.Acquiring.Add(-1)
 	px := lease
 	if px == lockenv.Watchdog {
 		px = c.Watchdog
