@@ -145,7 +145,7 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 		labelID = env.ID
 	}
 	c.wd = c.newWatchdog(renewal, ownerLabel(labelID, o.Name, time.Now()))
-	env.Calls.Gate = c.wd.Gate()
+	env.Calls.Gate = c.wd.Gate
 	env.Waits = c.newWaitLoop()
 	if err := c.addRedNodes(o); err != nil {
 		_ = c.Close()
@@ -188,7 +188,7 @@ func (c *Client) newWaitLoop() await.Loop {
 		// watchdog loop writes it), so lockgen inspect can tell whose
 		// waiters these are before it holds anything.
 		Sleeping: c.wd.Start,
-		Gate:     c.wd.Gate(),
+		Gate:     c.wd.Gate,
 	}
 }
 

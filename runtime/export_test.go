@@ -22,9 +22,9 @@ func IdleWaiters(m *Mutex) int { return m.c.env.Hub.Idle(m.e.WaitChannel(""), fa
 // oldest hold was due long ago (see watchdog.Watchdog.Stall).
 func StallRenewals(c *Client) (release func()) { return c.wd.Stall() }
 
-// AdmissionClosed reports whether c's admission gate holds fresh
-// acquisitions back.
-func AdmissionClosed(c *Client) bool { return c.wd.Gate().Closed() }
+// AdmissionClosed reports whether an admission gate of c (the server's,
+// or a cluster master's) holds fresh acquisitions back.
+func AdmissionClosed(c *Client) bool { return c.wd.GateClosed() }
 
 // HoldDeadline is the lease clock's deadline of the hold whose ctx (of c)
 // is hctx: where the clock ends it unless a confirmation moves it on. A

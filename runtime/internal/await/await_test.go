@@ -147,16 +147,30 @@ func TestClosedAndDrainingClientsRefuse(t *testing.T) {
 // A single try in a closed admission gate is held back briefly (20 ms,
 // and no more than a quarter of the time it has: its SingleTry bound, or
 // its ctx's deadline if sooner), and then tries: it never fails for the
-// gate.
+// gate. The gate of another node holds it back not at all.
 func TestASingleTryWaitsBrieflyInAClosedGate(t *testing.T) {
 	l := newLoop(t)
-	l.Gate = renew.NewAdmission(renew.NewTiming(3 * time.Second))
-	l.Gate.Observe(time.Hour) // the renewals run an hour behind: closed
+	gate := renew.NewAdmission(renew.NewTiming(3 * time.Second))
+	gate.Observe(time.Hour) // the renewals run an hour behind: closed
+	l.Gate = func(key string) *renew.Admission {
+		if key == "other" {
+			return nil // a node with no lane
+		}
+		return gate
+	}
 	ctx := context.Background()
 	var triedAt time.Time
 	try := func(context.Context) (bool, time.Duration, error) { triedAt = time.Now(); return true, 0, nil }
 
 	start := time.Now()
+	if err := l.Await(ctx, await.Spec{Key: "other"}, try); err != nil {
+		t.Fatal(err)
+	}
+	if d := triedAt.Sub(start); d >= 20*time.Millisecond {
+		t.Fatalf("tried %v after the call began, held back by another node's gate", d)
+	}
+
+	start = time.Now()
 	if err := l.Await(ctx, await.Spec{}, try); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,17 @@ const gateReserve = 50 * time.Millisecond
 // 206,207 were lost instead of 157,214.
 const singleTryGate = 20 * time.Millisecond
 
-// admit holds a fresh acquisition back while the admission gate is closed,
-// until it opens or the wait leaves only the time its try needs (a single
-// try: singleTryGate, at most a quarter of what is left to its bound or
-// ctx's deadline). Running work is never held back: it may be what
-// releases holds.
+// admit holds a fresh acquisition back while the admission gate of the
+// node that serves its key is closed, until it opens or the wait leaves
+// only the time its try needs (a single try: singleTryGate, at most a
+// quarter of what is left to its bound or ctx's deadline). Running work
+// is never held back: it may be what releases holds.
 func (wt *waiting) admit() error {
-	gate := wt.l.Gate
-	if gate == nil || wt.drain == nil || !gate.Closed() {
+	if wt.l.Gate == nil || wt.drain == nil {
+		return nil
+	}
+	gate := wt.l.Gate(wt.s.gateKey())
+	if gate == nil || !gate.Closed() {
 		return nil
 	}
 	var limit time.Time

@@ -23,9 +23,11 @@ type Loop struct {
 	// Running reports whether ctx carries a hold of the Client: running
 	// work, which a Shutdown does not refuse.
 	Running  func(ctx context.Context) bool
-	Failed   func(error)      // told of every try that got no reply from Redis
-	Sleeping func()           // called before a waiter sleeps: the watchdog starts, writing the owner label
-	Gate     *renew.Admission // where fresh acquisitions wait while renewals run behind (nil: none)
+	Failed   func(error) // told of every try that got no reply from Redis
+	Sleeping func()      // called before a waiter sleeps: the watchdog starts, writing the owner label
+	// Gate is the admission gate of the node that serves a key, where
+	// fresh acquisitions wait while its renewals run behind (nil: none).
+	Gate func(key string) *renew.Admission
 }
 
 // skippedTryBound bounds the first sleep of a waiter that skipped its try

@@ -62,6 +62,18 @@ type Queuer interface {
 	Queued() bool
 }
 
+// gateKey is the key whose node's admission gate a fresh acquisition
+// waits in: the lock's, or else its channel (of the same slot).
+func (s *Spec) gateKey() string {
+	switch {
+	case s.At != nil:
+		return s.At.WaitKey()
+	case s.Key != "":
+		return s.Key
+	}
+	return s.Channel
+}
+
 func (s *Spec) names() (channel, key string) {
 	if s.At != nil {
 		return s.At.WaitChannel(), s.At.WaitKey()

@@ -15,26 +15,31 @@ import (
 type Limits struct {
 	Timeout time.Duration // Options.ReleaseTimeout
 	Slots   *SlotMaps
-	Gate    *renew.Admission // the watchdog's admission gate (nil: none): see Yield
+	Gate    func(key string) *renew.Admission // the admission gate of key's node (nil: none): see Yield
 }
 
 // yieldFor bounds a release's Yield: short, since the lock it frees is
 // held by no one meanwhile.
 const yieldFor = 20 * time.Millisecond
 
-// Yield holds a release back up to yieldFor while the watchdog's renewals
-// run behind (the gate is closed): a flood of releases would take the CPU
-// the renewals of the held locks need. The pause counts in the release's
-// ReleaseTimeout (the ctx returned carries its bound).
-func (k *Limits) Yield(ctx context.Context) context.Context {
-	if k.Gate == nil || !k.Gate.Closed() {
+// Yield holds a release of key back up to yieldFor while the watchdog's
+// renewals to key's node run behind (its gate is closed): a flood of
+// releases would take the CPU the renewals of the held locks need. The
+// pause counts in the release's ReleaseTimeout (the ctx returned carries
+// its bound).
+func (k *Limits) Yield(ctx context.Context, key string) context.Context {
+	if k.Gate == nil {
+		return ctx
+	}
+	gate := k.Gate(key)
+	if gate == nil || !gate.Closed() {
 		return ctx
 	}
 	limit, until := k.Limit(ctx), time.Now().Add(yieldFor)
 	if limit.Before(until) {
 		until = limit
 	}
-	_ = k.Gate.Wait(ctx, until, nil, nil)
+	_ = gate.Wait(ctx, until, nil, nil)
 	return scripts.WithCallBound(ctx, limit)
 }
 

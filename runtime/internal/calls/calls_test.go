@@ -10,20 +10,30 @@ import (
 
 func TestReleasesYieldToRenewalsOnlyWhileTheGateIsClosed(t *testing.T) {
 	gate := renew.NewAdmission(renew.NewTiming(3 * time.Second))
-	k := Limits{Gate: gate, Timeout: time.Second}
+	// Key a's node has the gate; the others none (a node with no lane).
+	gateOf := func(key string) *renew.Admission {
+		if key == "a" {
+			return gate
+		}
+		return nil
+	}
+	k := Limits{Gate: gateOf, Timeout: time.Second}
 	ctx := context.Background()
 
 	start := time.Now()
-	if got := k.Yield(ctx); got != ctx {
+	if got := k.Yield(ctx, "a"); got != ctx {
 		t.Fatal("an open gate changed the release's ctx")
 	}
 	if d := time.Since(start); d >= yieldFor {
 		t.Fatalf("an open gate held a release back for %v", d)
 	}
 
-	gate.Observe(time.Hour) // the renewals run an hour behind
+	gate.Observe(time.Hour) // the renewals to a's node run an hour behind
+	if got := k.Yield(ctx, "b"); got != ctx {
+		t.Fatal("a closed gate of another node changed the release's ctx")
+	}
 	start = time.Now()
-	yielded := k.Yield(ctx)
+	yielded := k.Yield(ctx, "a")
 	if d := time.Since(start); d < yieldFor {
 		t.Fatalf("a closed gate held a release back for %v, less than %v", d, yieldFor)
 	}
@@ -33,7 +43,7 @@ func TestReleasesYieldToRenewalsOnlyWhileTheGateIsClosed(t *testing.T) {
 	}
 
 	var none Limits // a Client without a watchdog gate
-	if none.Yield(ctx) != ctx {
+	if none.Yield(ctx, "a") != ctx {
 		t.Fatal("no gate changed the release's ctx")
 	}
 }

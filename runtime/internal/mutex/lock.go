@@ -369,7 +369,7 @@ func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 		return "", time.Time{}, m.fail("release", d.Lost)
 	}
 	var held bool
-	rel = m.env.Calls.Yield(rel)
+	rel = m.env.Calls.Yield(rel, m.key)
 	sent := time.Now()
 	// A last release may hand the lock on: to a waiter of this client, or
 	// one queued in Redis (looked for when the hold came through the

@@ -216,7 +216,7 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 		send, counts = append(send, acqs[i].Hold().Args), append(counts, d.Count)
 		leases = append(leases, max(d.Lease, lockenv.MinLease))
 	}
-	res, err := l.sendRelease(c.Calls.Yield(rel), send, counts, leases)
+	res, err := l.sendRelease(c.Calls.Yield(rel, l.locks[0].key), send, counts, leases)
 	for i, a := range send {
 		if counts[i] > 1 && err != nil { // as in Lock.Release
 			c.Reg.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()})

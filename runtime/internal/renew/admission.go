@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// An Admission is the watchdog's admission gate (the package doc). The
-// backlog grows when renewals cannot be sent on time (the client's CPU is
-// saturated) or their replies come late (Redis is): new work is taking
-// what held locks need. It grows too while Redis does not answer at all,
-// when new acquisitions could not succeed anyway; the first round
-// answered on time opens the gate again (renewals that fail at once are
-// no backlog). A waiter never fails for the gate: past the limit its
-// caller sets, it makes its try anyway.
+// An Admission is the admission gate of one node (the package doc). Its
+// backlog grows when renewals to it cannot be sent on time (the client's
+// CPU is saturated) or their replies come late (the node is): new work is
+// taking what held locks need. It grows too while the node does not
+// answer at all, when new acquisitions there could not succeed anyway;
+// the first round answered on time opens the gate again (renewals that
+// fail at once are no backlog). A waiter never fails for the gate: past
+// the limit its caller sets, it makes its try anyway.
 type Admission struct {
 	mu sync.Mutex // serialises Observe
 	// open is nil while the gate is open; while closed, a channel closed

@@ -9,11 +9,13 @@
 // within a quarter period after a tick fill up its last call: renewing a
 // little early costs nothing, a call for a handful of holds does.
 //
-// An Admission is the gate of new acquisitions: while the watchdog's
-// backlog (how long ago the oldest renewal without a reply was due) is
-// over a quarter period, fresh acquisitions wait in it, each within its
-// own wait, and releases wait a little (calls.Limits.Yield): held locks
-// come before new ones and before freed ones.
+// An Admission is the gate of new acquisitions on one node (the server,
+// or a cluster master: the watchdog keeps one per node): while the
+// watchdog's backlog there (how long ago the oldest renewal to it without
+// a reply was due) is over a quarter period, fresh acquisitions of its
+// keys wait in it, each within its own wait, and releases of its keys
+// wait a little (calls.Limits.Yield): held locks come before new ones and
+// before freed ones.
 //
 // Invariants:
 //

@@ -94,7 +94,7 @@ func (p *Plain) Acquire(ctx context.Context, n int, wait time.Duration) error {
 // Release gives back n permits and wakes that many waiters, detached from
 // ctx's cancellation, with the Client's ReleaseTimeout.
 func (p *Plain) Release(ctx context.Context, n int) error {
-	dctx, cancel := p.env.Calls.Detached(p.env.Calls.Yield(ctx))
+	dctx, cancel := p.env.Calls.Detached(p.env.Calls.Yield(ctx, p.key))
 	defer cancel()
 	return p.fail("release", p.add(dctx, n))
 }

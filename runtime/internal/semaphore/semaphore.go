@@ -155,7 +155,7 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 		return "", time.Time{}, s.fail("release", err)
 	}
 	h := acq.Hold()
-	rel := s.env.Calls.Yield(acq.Parent)
+	rel := s.env.Calls.Yield(acq.Parent, s.key)
 	sent := time.Now()
 	freed, unanswered, err := s.release(rel, h.Args)
 	if calls.Unfinished(err) {

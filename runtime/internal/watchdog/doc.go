@@ -5,10 +5,11 @@
 // by node: each call, a pipeline on its own connection, goes at once to
 // its node's lane (lanes.go: one server, or its slot's master), whose few
 // workers send it or queue it, so a slow node holds up only the holds it
-// serves. It also measures how far renewals run behind (lanes.go),
-// which drives the admission gate, and rewrites the Client's owner label
-// every period (label.go). It knows nothing of lock kinds: a hold is a
-// key, a field and maybe extra keys.
+// serves. It also measures how far each node's renewals run behind
+// (lanes.go), which drives that node's admission gate (Gate: the gate of
+// a key's node), and rewrites the Client's owner label every period
+// (label.go). It knows nothing of lock kinds: a hold is a key, a field
+// and maybe extra keys.
 //
 // Invariants:
 //
@@ -28,8 +29,9 @@
 //     rounds sent them, and the round goes on with the other nodes' calls:
 //     it never waits for a worker, so a node that does not answer delays
 //     no other node's renewals. The age of a call waiting in a lane counts
-//     in the backlog, which closes the gate for fresh acquisitions (held
-//     locks first) and never releases a hold;
+//     in its node's backlog, which closes that node's gate for fresh
+//     acquisitions of its keys (held locks first), no other node's, and
+//     never releases a hold;
 //   - a new connection of the caller's client (a restart, a failover) makes
 //     the next round renew every hold, at most once per quarter period
 //     (renew.Timing.CloseLag), so a server that forgot them is found

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/leaseclock"
+	"github.com/lockgen/lockgen/runtime/internal/renew"
 )
 
 // A lane is the renewal calls of one node (one server, or one master of
@@ -18,7 +19,10 @@ import (
 // finish. A node that does not answer fills its own lane only: the round
 // never waits for a worker, so the other nodes' calls go out at once.
 type lane struct {
-	mu sync.Mutex
+	addr string           // its node's address ("" on a cluster: unknown)
+	gate *renew.Admission // its node's admission gate, fed by its backlog
+	late atomic.Int64     // how late its replies came since the last tick
+	mu   sync.Mutex
 	// free holds the free worker slots, taken and given back under mu
 	// (but by Stall), so that no call is queued while a slot is free.
 	free  chan int
@@ -37,8 +41,8 @@ type job struct {
 	deadline time.Time // the earliest of its holds'
 }
 
-func newLane() *lane {
-	l := &lane{free: make(chan int, Workers)}
+func newLane(addr string, t renew.Timing) *lane {
+	l := &lane{addr: addr, gate: renew.NewAdmission(t), free: make(chan int, Workers)}
 	for i := range Workers {
 		l.free <- i
 	}
@@ -46,34 +50,69 @@ func newLane() *lane {
 }
 
 // laneOf is the lane of the node that serves call: the one lane on one
-// server; on a cluster its slot's master, as the renewal client's slot
-// map has it (ctx bounds loading the map, which the client has unless it
-// never reached the cluster; then the calls share the lane "").
+// server; on a cluster its slot's master (masterOf). Only the loop adds
+// or drops lanes, under mu.
 func (w *Watchdog) laneOf(ctx context.Context, call [][]holds.Due) *lane {
 	if w.cluster == nil {
 		return w.one
 	}
-	addr := ""
-	if n, err := w.cluster.MasterForKey(ctx, call[0][0].H.Key); err == nil {
-		addr = n.Options().Addr
-	}
+	addr := w.masterOf(ctx, call[0][0].H.Key)
 	l := w.lanes[addr]
 	if l == nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		w.dropIdle() // a new master (a failover, a restart): forget the idle ones
-		l = newLane()
+		l = newLane(addr, w.timing)
 		w.lanes[addr] = l
 	}
 	return l
 }
 
-// dropIdle forgets the lanes with nothing in flight or queued; a node
-// still in use gets a new one at its next call.
+// masterOf is the address of key's master as the renewal client's slot
+// map has it (ctx bounds loading the map, which the client has unless it
+// never reached the cluster; then "", a lane shared by such calls).
+func (w *Watchdog) masterOf(ctx context.Context, key string) string {
+	if n, err := w.cluster.MasterForKey(ctx, key); err == nil {
+		return n.Options().Addr
+	}
+	return ""
+}
+
+// Gate is the admission gate of the node that serves key (nil: open):
+// the one gate on one server; on a cluster the gate of the lane of key's
+// master, looked up only while some gate is closed (a node with no lane
+// has an open gate).
+func (w *Watchdog) Gate(key string) *renew.Admission {
+	if w.cluster == nil {
+		return w.one.gate
+	}
+	if !w.GateClosed() {
+		return nil
+	}
+	ctx, cancel := w.routing()
+	defer cancel()
+	addr := w.masterOf(ctx, key)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if l := w.lanes[addr]; l != nil {
+		return l.gate
+	}
+	return nil
+}
+
+// GateClosed reports whether some node's gate was closed at the last tick.
+func (w *Watchdog) GateClosed() bool { return w.shut.Load() > 0 }
+
+// dropIdle forgets the lanes with nothing in flight or queued, opening
+// their gates (for the acquisitions waiting in them); a node still in use
+// gets a new one at its next call. w.mu is held.
 func (w *Watchdog) dropIdle() {
 	for addr, l := range w.lanes {
 		l.mu.Lock()
 		idle := len(l.free) == Workers && len(l.queue) == 0
 		l.mu.Unlock()
 		if idle {
+			l.gate.Observe(0)
 			delete(w.lanes, addr)
 		}
 	}
@@ -102,7 +141,7 @@ func (w *Watchdog) dispatch(l *lane, j job) {
 func (w *Watchdog) work(l *lane, slot int, j job) {
 	defer w.jobs.Done()
 	for ok := true; ok; j, ok = l.next(slot) {
-		w.run(j, &l.args[slot])
+		w.run(l, j, &l.args[slot])
 	}
 }
 
@@ -123,9 +162,10 @@ func (l *lane) next(slot int) (job, bool) {
 	return j, true
 }
 
-// run sends j's call with args; a call dequeued after the Client closed
-// or out of time is not sent, its holds reported unconfirmed.
-func (w *Watchdog) run(j job, args *[][]any) {
+// run sends j's call of lane l with args; a call dequeued after the
+// Client closed or out of time is not sent, its holds reported
+// unconfirmed.
+func (w *Watchdog) run(l *lane, j job, args *[][]any) {
 	defer w.roundDone(j.r)
 	if now := time.Now(); w.closed() || !now.Before(j.deadline) {
 		for _, b := range j.call {
@@ -134,7 +174,7 @@ func (w *Watchdog) run(j job, args *[][]any) {
 	} else {
 		w.renewJob(j.call, j.deadline, args)
 	}
-	w.replied(time.Now(), j.oldest)
+	l.replied(time.Now(), j.oldest)
 }
 
 func (w *Watchdog) closed() bool {
@@ -165,54 +205,72 @@ func clusterOf(rdb redis.UniversalClient) *redis.ClusterClient {
 	return cc
 }
 
-// Overload (design.md §6): the backlog the admission gate is told at each
-// tick is the largest of the age of the oldest due renewal of a call in
-// flight (a lane's busy), how late the replies since the last tick came
-// after their holds were due (late), and the age of the oldest hold of a
-// call queued for a worker of its node (a lane's queue).
+// addrOf names the node of a client of one server in logs ("": not one).
+func addrOf(rdb redis.UniversalClient) string {
+	if c, ok := rdb.(*redis.Client); ok {
+		return c.Options().Addr
+	}
+	return ""
+}
 
-// replied records that a call whose oldest hold was due at oldest got its
-// replies (or gave up) at now.
-func (w *Watchdog) replied(now time.Time, oldest int64) {
+// Overload (design.md §6): each lane has its own admission gate, told at
+// each tick the lane's backlog: the largest of the age of the oldest due
+// renewal of its calls in flight (busy), how late its replies since the
+// last tick came after their holds were due (late), and the age of the
+// oldest hold of its queued calls. A node that does not answer closes
+// only its own gate: the other nodes' acquisitions go on.
+
+// replied records that a call of l whose oldest hold was due at oldest
+// got its replies (or gave up) at now.
+func (l *lane) replied(now time.Time, oldest int64) {
 	late := leaseclock.Nanos(now) - oldest
 	for {
-		cur := w.late.Load()
-		if late <= cur || w.late.CompareAndSwap(cur, late) {
+		cur := l.late.Load()
+		if late <= cur || l.late.CompareAndSwap(cur, late) {
 			return
 		}
 	}
 }
 
-// observe tells the gate the backlog at now.
-func (w *Watchdog) observe(now time.Time) {
-	backlog := time.Duration(w.late.Swap(0))
-	behind := func(l *lane) {
-		for i := range l.busy {
-			if at := l.busy[i].Load(); at != 0 {
-				backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-at))
-			}
-		}
-		if at := l.pending(); at != 0 {
+// backlog is how far l runs behind at now; it takes late.
+func (l *lane) backlog(now time.Time) time.Duration {
+	backlog := time.Duration(l.late.Swap(0))
+	for i := range l.busy {
+		if at := l.busy[i].Load(); at != 0 {
 			backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-at))
 		}
 	}
-	behind(w.one)
+	if at := l.pending(); at != 0 {
+		backlog = max(backlog, time.Duration(leaseclock.Nanos(now)-at))
+	}
+	return backlog
+}
+
+// observe tells each lane's gate the lane's backlog at now.
+func (w *Watchdog) observe(now time.Time) {
+	var shut int32
+	tell := func(l *lane) {
+		backlog := l.backlog(now)
+		switch changed := l.gate.Observe(backlog); {
+		case changed && l.gate.Closed():
+			w.cfg.Warn("watchdog renewals to a node run behind: new acquisitions there wait", "node", l.addr, "backlog", backlog.Round(time.Millisecond))
+		case changed:
+			w.cfg.Log.Debug("watchdog renewals to a node caught up: new acquisitions there go on", "node", l.addr, "backlog", backlog.Round(time.Millisecond))
+		}
+		if l.gate.Closed() {
+			shut++
+		}
+	}
+	tell(w.one)
 	for _, l := range w.lanes {
-		behind(l)
+		tell(l)
 	}
-	if !w.gate.Observe(backlog) {
-		return
-	}
-	if w.gate.Closed() {
-		w.cfg.Warn("watchdog renewals run behind: new acquisitions wait", "backlog", backlog.Round(time.Millisecond))
-		return
-	}
-	w.cfg.Log.Debug("watchdog renewals caught up: new acquisitions go on", "backlog", backlog.Round(time.Millisecond))
+	w.shut.Store(shut)
 }
 
 // Stall, for tests, takes a worker slot of the lane of one server and
 // marks its call due long ago until release, as if Redis had not
-// answered: the next tick closes the gate.
+// answered: the next tick closes its gate.
 func (w *Watchdog) Stall() (release func()) {
 	l := w.one
 	slot := <-l.free

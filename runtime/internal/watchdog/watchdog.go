@@ -31,14 +31,13 @@ type Watchdog struct {
 	jobs   sync.WaitGroup
 	// The calls go by node (lanes.go): on one server all in the lane one;
 	// on a cluster (cluster, the renewal client) in the lane of their
-	// master's address, which only the loop reads or adds.
+	// master's address, which the loop adds and drops under mu. Each lane
+	// has its node's admission gate; shut counts those closed.
 	one     *lane
 	cluster *redis.ClusterClient
+	mu      sync.Mutex
 	lanes   map[string]*lane
-	// late is how late replies came since the loop last read it
-	// (lanes.go).
-	late atomic.Int64
-	gate *renew.Admission
+	shut    atomic.Int32
 	// Used by the loop only: dials is the caller's pool's dial count
 	// (dialled); lastDue the size of the last round not of every hold;
 	// labelNext when the owner label is due; order, scratch and groups
@@ -81,13 +80,10 @@ func New(cfg Config) *Watchdog {
 	}
 	w := &Watchdog{cfg: cfg, lease: strconv.FormatInt(cfg.Registry.WatchdogLease().Milliseconds(), 10), timing: cfg.Registry.Timing(),
 		done: make(chan struct{}), rounds: make(chan *round, Workers+1),
-		one: newLane(), cluster: clusterOf(cfg.Renewal), lanes: map[string]*lane{}}
-	w.gate = renew.NewAdmission(w.timing)
+		cluster: clusterOf(cfg.Renewal), lanes: map[string]*lane{}}
+	w.one = newLane(addrOf(cfg.Renewal), w.timing)
 	return w
 }
-
-// Gate is the admission gate the watchdog's backlog opens and closes.
-func (w *Watchdog) Gate() *renew.Admission { return w.gate }
 
 // Start starts the loop on first use (the first hold of any lease).
 func (w *Watchdog) Start() { w.once.Do(func() { go w.loop() }) }

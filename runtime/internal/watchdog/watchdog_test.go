@@ -170,9 +170,9 @@ func TestAStalledCallClosesTheGateUntilItReturns(t *testing.T) {
 	f := newFixture(t)
 	f.hold(t, "{a}", "o1")
 	release := f.wd.Stall()
-	waitFor(t, "the gate to close", func() bool { return f.wd.Gate().Closed() })
+	waitFor(t, "the gate to close", func() bool { return f.wd.GateClosed() })
 	release()
-	waitFor(t, "the gate to open", func() bool { return !f.wd.Gate().Closed() })
+	waitFor(t, "the gate to open", func() bool { return !f.wd.GateClosed() })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.warned) == 0 {
