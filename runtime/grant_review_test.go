@@ -76,7 +76,10 @@ func testLostHandOffMeetsARemoteGrant(t *testing.T, settled bool) {
 	b := newClient(t, s.Client(t), nil)
 	ma, mb := a.Mutex(key, runtime.LockOptions{}), b.Mutex(key, runtime.LockOptions{})
 
-	held, err := ma.TryLock(ctx, 0, lease)
+	// setupWait, not one try: A's first call (a dial, HELLO, NOSCRIPT,
+	// SCRIPT LOAD through the proxy) overran its 100 ms ReadTimeout on a
+	// loaded box ("acquire: redis unavailable: i/o timeout").
+	held, err := ma.TryLock(ctx, setupWait, lease)
 	if err != nil {
 		t.Fatal(err)
 	}
