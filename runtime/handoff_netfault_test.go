@@ -153,11 +153,20 @@ func testHandoffsUnderNetworkFaults(t *testing.T, k lockKind) {
 		}
 		return locked
 	}
-	deadline := time.Now().Add(3 * time.Second)
+	// 10 s, not 3: what is checked is that nothing is left, not how soon.
+	// A reentrant waiter's record that outlives its waiter (say, a try
+	// that reached Redis after the waiter's leave) goes with its keys,
+	// 2 x grantRecordLife (4 s) after that try; a leave lost to a fault is
+	// resent by the settler, whose rounds a starved box delays. Twice in 14
+	// subtests on a starved box (GOMAXPROCS=1, three CPU hogs) the records
+	// were still there at 3 s (not seen again in 72 subtests, so how they
+	// came to be left is not established). A fair lock's queue keys have no
+	// expiry: a record really left behind still fails here.
+	deadline := time.Now().Add(10 * time.Second)
 	for len(left()) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if l := left(); len(l) > 0 {
-		t.Fatalf("left 3s after the network healed: %v", l)
+		t.Fatalf("left 10s after the network healed: %v", l)
 	}
 }
