@@ -123,3 +123,46 @@ func TestObserverTellsFailuresByCauseAndTheKindOfEachLock(t *testing.T) {
 		t.Fatalf("multi released events %+v", got)
 	}
 }
+
+// A release that finds its hold gone (ErrLockLost, before the lease clock
+// saw the loss) reports the loss, for a Semaphore as for a Mutex: a
+// Semaphore's Release returned before reporting any end on an error, and
+// its loss was never reported either (the release took the hold off the
+// lease clock), so the acquisition stayed open for good (found as the
+// flake of TestObserverEndsEveryAcquisitionOnceUnderChurn under load).
+func TestAReleaseThatFindsItsHoldGoneReportsTheLoss(t *testing.T) {
+	for _, kind := range []string{"mutex", "semaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			rec := &recorder{}
+			_, rdb, c := setup(t, &runtime.Options{Observer: rec})
+			ctx := ctxT(t)
+			var release func() error
+			switch kind {
+			case "mutex":
+				m := c.Mutex("bk", runtime.LockOptions{Name: "N"})
+				h, err := m.Lock(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				release = func() error { return m.Unlock(h) }
+			case "semaphore":
+				sem := c.Semaphore("bk", runtime.SemaphoreOptions{Permits: 1, Name: "N"})
+				h, err := sem.Acquire(ctx, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				release = func() error { return sem.Release(h) }
+			}
+			// Gone from Redis before the lease clock could notice (its
+			// watchdog renews every 10 s): the release is what finds it.
+			rdb.Del(ctx, "bk", "{bk}:timeout")
+			if err := release(); !errors.Is(err, runtime.ErrLockLost) {
+				t.Fatalf("release: %v, want ErrLockLost", err)
+			}
+			acq, ends := len(rec.of("N", runtime.EventAcquired)), len(rec.of("N", runtime.EventLost))+len(rec.of("N", runtime.EventReleased))
+			if acq != 1 || ends != 1 {
+				t.Fatalf("%d acquisitions, %d ends reported; want 1 and 1", acq, ends)
+			}
+		})
+	}
+}

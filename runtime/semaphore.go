@@ -159,11 +159,10 @@ func (s *Semaphore) Release(ctx context.Context) error {
 		return s.fail("release", err)
 	}
 	owner, start, err := s.e.Release(ctx)
-	if err != nil {
-		return err
+	if owner != "" { // the hold ended here (an earlier end was reported then)
+		observeEnd(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", owner, start, err)
 	}
-	observeRelease(s.c.opts.Observer, ctx, s.opts.Name, s.e.Key(), "semaphore", owner, start)
-	return nil
+	return err
 }
 
 // Do acquires one permit with the Semaphore's options (waiting up to

@@ -139,7 +139,10 @@ func (w *Acquiring) newIDs() {
 
 const replyAborted = -3 // semaphore_acquire.lua: a copy of an aborted request
 
-// Release gives back the permits of the acquisition ctx carries, and returns its owner and start.
+// Release gives back the permits of the acquisition ctx carries, and
+// returns its owner and start: with an error too when the hold ended here
+// (the release failed, or found the permits gone: errs.LockLost), not
+// when it had ended before (lost, released: owner "").
 func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	var acq *holds.Acquisition // the innermost of this semaphore in ctx's chain
 	for hc := s.env.Reg.Of(ctx); hc != nil && acq == nil; hc = hc.Parent() {
@@ -169,9 +172,8 @@ func (s *Sem) Release(ctx context.Context) (owner string, start time.Time, _ err
 	if err != nil {
 		err = s.fail("release", err)
 		s.env.Warn("release failed", "semaphore", s.name, "key", s.key, "err", err)
-		return "", time.Time{}, err
 	}
-	return h.Owner, acq.Start, nil
+	return h.Owner, acq.Start, err
 }
 
 // release runs the release script, resent on transport errors (a resend
