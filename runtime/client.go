@@ -113,8 +113,15 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	env := c.env
 	env.IDArg = env.ID
 	_, env.Cluster = rdb.(*redis.ClusterClient)
-	sharded, err := hub.ChooseSharded(rdb, env.Cluster, o.PubSub.forced(), env.Log)
+	// A renewal must end by the deadline it serves: it goes through a
+	// client that honours ctx deadlines (package watchdog), as the pub/sub
+	// flavour's probe does, which must not outlive its bound.
+	renewal, closeRenewal, bounded := watchdog.DeadlineClient(rdb, watchdog.Workers+1)
+	sharded, err := hub.ChooseSharded(renewal, env.Cluster, o.PubSub.forced(), env.Log)
 	if err != nil {
+		if closeRenewal != nil {
+			_ = closeRenewal()
+		}
 		return nil, fmt.Errorf("lockgen: NewClient: %w", err)
 	}
 	if env.Sharded = sharded; sharded {
@@ -125,9 +132,6 @@ func newClient(rdb redis.UniversalClient, opts *Options, labelID string) (*Clien
 	_, _ = hex.Decode(env.IDPrefix[:], []byte(strings.ReplaceAll(env.ID, "-", "")[:2*PermitOwnerLen]))
 	c.life, c.endLife = context.WithCancel(context.Background())
 	env.Reg = c.newRegistry()
-	// A renewal must end by the deadline it serves: it goes through a
-	// client that honours ctx deadlines (package watchdog).
-	renewal, closeRenewal, bounded := watchdog.DeadlineClient(rdb, watchdog.Workers+1)
 	env.Renewal = renewal
 	c.slots = calls.NewSlotMaps(c.closeCh, rdb, renewal)
 	env.Calls = calls.Limits{Timeout: o.ReleaseTimeout, Slots: c.slots}

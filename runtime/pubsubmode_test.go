@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -116,8 +117,12 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 	}
 
 	t.Run("never answers", func(t *testing.T) {
+		// A node that takes connections and never answers: the probes
+		// still out when NewClient gives up end with it.
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{blackhole(t)}})
+		t.Cleanup(func() { _ = rdb.Close() })
 		start := time.Now()
-		c, err := runtime.NewClient(late(new(atomic.Bool)), nil)
+		c, err := runtime.NewClient(rdb, nil)
 		if err == nil {
 			_ = c.Close()
 			t.Fatal("NewClient chose a pub/sub flavour for a cluster that never answered")
@@ -126,6 +131,9 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 			t.Fatalf("err = %v, want ErrUnavailable naming Options.PubSub", err)
 		}
 		t.Logf("%v after %v", err, time.Since(start))
+		if n := goroutinesIn("hub.probeSharded"); n > 0 {
+			t.Fatalf("%d probes still out after NewClient returned", n)
+		}
 	})
 
 	t.Run("one node paused", func(t *testing.T) {
@@ -143,8 +151,10 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 
 	t.Run("loading at first", func(t *testing.T) {
 		// A node loading its data set answers LOADING: a passing
-		// refusal, not the cluster refusing the probe.
-		rdb := cl.Client(t)
+		// refusal, not the cluster refusing the probe. (A client that
+		// honours ctx deadlines: the probes go through it as it is.)
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = rdb.Close() })
 		var n atomic.Int32
 		rdb.AddHook(replyHook(func(cmd redis.Cmder) error {
 			if cmd.Name() == "pubsub" && n.Add(1) <= 3 {
@@ -190,6 +200,88 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 		}
 		takesTheLock(t, got, 3*time.Second, "the release")
 	})
+}
+
+// A Sentinel deployment is not a Redis Cluster, whichever go-redis
+// client reaches it: a lockgen Client on a FailoverClusterClient (a
+// *redis.ClusterClient whose slots come from Sentinel) took sharded
+// pub/sub, since Redis 7 accepts the probe outside cluster mode, and
+// published its unlocks with SPUBLISH, which Redisson's clients in
+// sentinel mode (classic SUBSCRIBE) never got (found by a review).
+func TestAFailoverClusterClientUsesClassicPubSub(t *testing.T) {
+	skipShortOutsideCI(t)
+	st := redistest.StartSentinel(t)
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "FailoverClient", true: "FailoverClusterClient"}[cluster], func(t *testing.T) {
+			ctx := ctxT(t)
+			var rdb redis.UniversalClient = st.Client(t)
+			if cluster {
+				fcc := redis.NewFailoverClusterClient(&redis.FailoverOptions{
+					MasterName: st.MasterName(), SentinelAddrs: st.SentinelAddrs(), ContextTimeoutEnabled: true,
+				})
+				t.Cleanup(func() { _ = fcc.Close() })
+				rdb = fcc
+			}
+			c := newClient(t, rdb, nil)
+			// A Redisson client in sentinel mode, waiting on the lock.
+			sub := st.Master().Client(t).Subscribe(ctx, "redisson_lock__channel:{fo}")
+			defer sub.Close()
+			if _, err := sub.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+			m := c.Mutex("fo", runtime.LockOptions{})
+			held, err := m.Lock(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Unlock(held); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sub.ReceiveTimeout(ctx, 2*time.Second); err != nil {
+				t.Fatalf("a classic subscriber (Redisson in sentinel mode) got no unlock message: %v", err)
+			}
+		})
+	}
+}
+
+// blackhole is the address of a listener that takes connections and
+// never answers, closed when the test ends.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// goroutinesIn counts the goroutines created by a function whose name
+// ends with fn (package.Func).
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<22)
+	n := goruntime.Stack(buf, true)
+	return strings.Count(string(buf[:n]), "created by github.com/lockgen/lockgen/runtime/internal/"+fn)
 }
 
 // replyError is an error reply of Redis' (it has RedisError, as go-redis'

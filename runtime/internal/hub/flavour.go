@@ -2,8 +2,10 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,6 +51,11 @@ func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (shard
 		return false, "Options.PubSub is PubSubClassic", nil
 	case !cluster:
 		return false, "not a Redis Cluster (Redisson uses classic pub/sub there too)", nil
+	case manualSlots(rdb):
+		// A Sentinel failover cluster client, or servers not in cluster
+		// mode, which accept SPUBLISH too: Redisson's clients of them
+		// (sentinel, master-slave) subscribe classic.
+		return false, "slots from ClusterOptions.ClusterSlots, not a Redis Cluster (Redisson uses classic pub/sub there)", nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pubSubProbeTimeout)
 	defer cancel()
@@ -58,10 +65,19 @@ func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (shard
 		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes", nil
 	case scripts.IsReply(err):
 		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err), nil
+	case errors.Is(err, redis.ErrClosed):
+		return false, "", fmt.Errorf("%w: the Redis client is closed", errs.InvalidArgument)
 	}
 	return false, "", fmt.Errorf("%w: cannot tell whether the cluster has sharded pub/sub: PUBSUB SHARDNUMSUB got no reply within %v (%w); "+
 		"every client of a lock must use the same flavour: retry once the cluster answers, or set Options.PubSub "+
 		"(PubSubSharded where Redisson's clients use sharded pub/sub: Redis 7 and later)", errs.Unavailable, pubSubProbeTimeout, err)
+}
+
+// manualSlots reports whether rdb is a cluster client whose slots come
+// from ClusterOptions.ClusterSlots (redis.NewFailoverClusterClient sets it).
+func manualSlots(rdb redis.UniversalClient) bool {
+	cc, ok := rdb.(*redis.ClusterClient)
+	return ok && cc.Options().ClusterSlots != nil
 }
 
 // probeSharded asks PUBSUB SHARDNUMSUB until the cluster answers (a
@@ -71,9 +87,15 @@ func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (shard
 // at random; a probe that has not come back when the next is due (20 ms
 // doubling to 500 ms) stays out, and another goes, so neither a node that
 // refuses connections nor one that is paused (go-redis waits out its
-// ReadTimeout) decides alone.
+// ReadTimeout) decides alone. rdb must honour ctx deadlines
+// (watchdog.DeadlineClient): probeSharded returns once the probes still
+// out have ended.
 func probeSharded(ctx context.Context, rdb redis.UniversalClient) error {
 	const most = 32 // more than 10 s of probes at these intervals
+	ctx, cancel := context.WithCancel(ctx)
+	var out sync.WaitGroup
+	defer out.Wait() // rdb honours ctx: the probes still out end with it
+	defer cancel()
 	answers := make(chan error, most)
 	var last error = context.DeadlineExceeded
 	every := 20 * time.Millisecond
@@ -82,14 +104,18 @@ func probeSharded(ctx context.Context, rdb redis.UniversalClient) error {
 	for sent := 0; ; {
 		select {
 		case err := <-answers:
-			if err == nil || scripts.IsReply(err) && !scripts.Refused(err) {
+			if err == nil || scripts.IsReply(err) && !scripts.Refused(err) || errors.Is(err, redis.ErrClosed) {
 				return err
 			}
 			last = err
 		case <-next.C:
 			if sent < most {
 				sent++
-				go func() { answers <- rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err() }()
+				out.Add(1)
+				go func() {
+					defer out.Done()
+					answers <- rdb.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
+				}()
 			}
 			next.Reset(every)
 			every = min(2*every, 500*time.Millisecond)
