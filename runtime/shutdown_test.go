@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockgen/lockgen/internal/redistest"
 	"github.com/lockgen/lockgen/lua"
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -251,4 +252,48 @@ func TestShutdownWaitsForTheSettlementsUnderWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, time.Second, "no keys left", func() bool { return len(keysLeft(t, rdb)) == 0 })
+}
+
+// A RedLock waiter is drained as a Mutex's is: its pause between rounds
+// did not watch Shutdown (it noticed at its next round, up to 500 ms
+// later), and Shutdown did not wait for it, so Close overtook it and it
+// ended with ErrClosed (found by a review).
+func TestShutdownDrainsARedLockWaiter(t *testing.T) {
+	ss := redistest.StartN(t, 3)
+	ctx := ctxT(t)
+	mk := func() *runtime.Client {
+		var nodes []redis.UniversalClient
+		for _, s := range ss {
+			nodes = append(nodes, s.Client(t))
+		}
+		return newClient(t, ss[0].Client(t), &runtime.Options{RedLockNodes: nodes})
+	}
+	a, b := mk(), mk()
+	held, err := a.RedLock("r", runtime.LockOptions{}).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { _, err := b.RedLock("r", runtime.LockOptions{}).Lock(ctx); got <- err }()
+	eventually(t, 5*time.Second, "the waiter asleep on the nodes' channels", func() bool {
+		n, _ := ss[0].Client(t).PubSubNumSub(ctx, "redisson_lock__channel:{r}").Result()
+		return n["redisson_lock__channel:{r}"] > 0
+	})
+	start := time.Now()
+	if err := b.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	select {
+	case err := <-got:
+		if !errors.Is(err, runtime.ErrDraining) {
+			t.Fatalf("waiter: %v, want ErrDraining", err)
+		}
+	default:
+		t.Fatal("Shutdown returned before the RedLock waiter it drained")
+	}
+	t.Logf("Shutdown took %v", took)
+	if err := a.RedLock("r", runtime.LockOptions{}).Unlock(held); err != nil {
+		t.Fatal(err)
+	}
 }

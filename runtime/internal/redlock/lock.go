@@ -77,9 +77,15 @@ func (l *Lock) Owner(ctx context.Context) string {
 // done) for a quorum of nodes to grant the lock to owner, with lease, and
 // returns the hold's ctx.
 func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Duration) (_ context.Context, err error) {
+	l.env.Acquiring.Add(1)
+	defer l.env.Acquiring.Add(-1)
 	running := l.env.Waits.Running(ctx)
 	if err := l.env.Waits.Refused(running); err != nil {
 		return nil, l.fail("acquire", err)
+	}
+	var drain <-chan struct{} // a Shutdown ends the wait, but of running work
+	if !running {
+		drain = l.env.Waits.Draining
 	}
 	effective := lease
 	if lease == lockenv.Watchdog {
@@ -126,7 +132,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			// refused): they may be back within the wait, so try again
 			// after a pause, as a waiter of one server waits out a Redis
 			// that does not answer (package await).
-			if err := l.pause(ctx, backoff, deadline); err != nil {
+			if err := l.pause(ctx, drain, backoff, deadline); err != nil {
 				return nil, err
 			}
 			backoff = min(2*backoff, await.MaxUnreachableBackoff)
@@ -134,7 +140,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 		case granted > 0:
 			// A split vote: back off a random while, as RedLock
 			// prescribes, so that two waiters do not split every round.
-			if err := l.pause(ctx, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
+			if err := l.pause(ctx, drain, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
 				return nil, err
 			}
 			continue
@@ -150,7 +156,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 				continue
 			}
 		}
-		if err := l.pause(ctx, l.SleepBound, deadline, ws...); err != nil {
+		if err := l.pause(ctx, drain, l.SleepBound, deadline, ws...); err != nil {
 			return nil, err
 		}
 	}
@@ -421,8 +427,9 @@ func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 const SleepBound = 500 * time.Millisecond
 
 // pause sleeps up to d, never past deadline (zero: none), until one of ws
-// is signalled, ctx is done or the Client closes.
-func (l *Lock) pause(ctx context.Context, d time.Duration, deadline time.Time, ws ...*hub.Waiter) error {
+// is signalled, ctx is done, the Client closes, or drain does (a
+// Shutdown began: nil for running work).
+func (l *Lock) pause(ctx context.Context, drain <-chan struct{}, d time.Duration, deadline time.Time, ws ...*hub.Waiter) error {
 	if !deadline.IsZero() {
 		d = max(min(d, time.Until(deadline)), 0)
 	}
@@ -432,6 +439,7 @@ func (l *Lock) pause(ctx context.Context, d time.Duration, deadline time.Time, w
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(t.C)},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(l.env.Waits.Closed)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(drain)},
 	}
 	for _, w := range ws {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.C())})
@@ -441,6 +449,8 @@ func (l *Lock) pause(ctx context.Context, d time.Duration, deadline time.Time, w
 		return l.fail("acquire", ctx.Err())
 	case 2:
 		return l.fail("acquire", errs.Closed)
+	case 3:
+		return l.fail("acquire", l.env.Waits.Refused(false)) // Shutdown began
 	}
 	return nil
 }
