@@ -179,8 +179,18 @@ func (c *Client) addRedNodes(o Options) error {
 // running reports whether ctx carries a hold of c: a lock's, or a
 // RedLock's (whose parts are held by the node Clients).
 func (c *Client) running(ctx context.Context) bool {
-	return c.env.Reg.Of(ctx) != nil || redlock.Running(ctx, c.env)
+	hc := c.env.Reg.Of(ctx)
+	if hc != nil && ctx.Value(inOrderKey{}) == hc {
+		return false // a multi-lock's next member, under its first members' hold only
+	}
+	return hc != nil || redlock.Running(ctx, c.env)
 }
+
+// inOrderKey marks the ctx a non-atomic multi-lock's next member waits
+// under (its value: the hold of the members taken so far): that hold is
+// the acquisition's own, not running work (unless the multi-lock was taken
+// under running work: then there is no mark).
+type inOrderKey struct{}
 
 // newWaitLoop makes the wait loop of c (package await).
 func (c *Client) newWaitLoop() await.Loop {

@@ -141,13 +141,20 @@ func (l *MultiLock) acquireInOrder(ctx context.Context, owner string, wait, leas
 		until = time.Now().Add(l.c.opts.ReleaseTimeout)
 	}
 	hctx := ctx
+	running := l.c.running(ctx)
 	var held []context.Context
 	for _, m := range l.members {
 		left := Forever
 		if !deadline.IsZero() {
 			left = max(time.Until(deadline), 0)
 		}
-		h, err := m.acquireAs(hctx, owner, left, lease, until)
+		wctx := hctx
+		if len(held) > 0 && !running {
+			// The hold it waits under is this call's own first members':
+			// not running work, which a Shutdown would let go on.
+			wctx = context.WithValue(hctx, inOrderKey{}, l.c.env.Reg.Of(hctx))
+		}
+		h, err := m.acquireAs(wctx, owner, left, lease, until)
 		if err != nil {
 			_ = unlockEach(l.members[:len(held)], func(i int) context.Context { return held[i] })
 			return nil, err

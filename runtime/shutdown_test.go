@@ -297,3 +297,43 @@ func TestShutdownDrainsARedLockWaiter(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A multi-lock (not atomic) that holds its first members and waits for
+// the next is a waiter to drain, not running work: it waited under the
+// hold of its own first member, which Shutdown took for running work, so
+// it neither drained it nor returned before its ctx ended (found by a
+// review). Work under a multi-lock taken under running work still goes on.
+func TestShutdownDrainsAMultiLockWaitingForItsNextMember(t *testing.T) {
+	s, _, a := setup(t, nil)
+	ctx := ctxT(t)
+	b := newClient(t, s.Client(t), nil)
+	held, err := a.Mutex("m2", runtime.LockOptions{}).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml := b.MultiLock(runtime.LockOptions{}, b.FairLock("m1", runtime.LockOptions{}), b.Mutex("m2", runtime.LockOptions{}))
+	if ml.Atomic() {
+		t.Fatal("a fair lock and a mutex make an atomic multi-lock; the test needs one taken member by member")
+	}
+	got := make(chan error, 1)
+	go func() { _, err := ml.Lock(ctx); got <- err }()
+	eventually(t, 5*time.Second, "m1 held and the waiter asleep on m2", func() bool {
+		return runtime.IdleWaiters(b.Mutex("m2", runtime.LockOptions{})) == 1
+	})
+	sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := b.Shutdown(sctx); err != nil {
+		t.Fatalf("Shutdown: %v, want nil (nothing held but by the waiter itself)", err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, runtime.ErrDraining) {
+			t.Fatalf("waiter: %v, want ErrDraining", err)
+		}
+	default:
+		t.Fatal("Shutdown returned before the multi-lock waiter it drained")
+	}
+	if err := a.Mutex("m2", runtime.LockOptions{}).Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+}
