@@ -227,3 +227,26 @@ func TestANotAcquiredWhileTheCtxEndsIsNotReportedAsTheCtxsError(t *testing.T) {
 		t.Fatalf("Await = %v, want NotAcquired with the cause %v", err, lost)
 	}
 }
+
+// tryAgain is the refusal of a slot half moved: a reply, before the
+// script ran.
+type tryAgain struct{}
+
+func (tryAgain) Error() string { return "TRYAGAIN Multiple keys request during rehashing of slot" }
+func (tryAgain) RedisError()   {}
+
+// A waiter that gives up (its ctx cancelled) while its try meets Redis
+// refusing it or not answering returns its ctx's error, not what the try
+// met, which is moot once it gave up (a cluster test's waiter returned
+// TRYAGAIN; one whose try's reply was lost returned ErrOutcomeUnknown).
+func TestAWaiterThatGivesUpDuringAFailedTryReturnsItsCtxError(t *testing.T) {
+	l := newLoop(t)
+	for _, met := range []error{tryAgain{}, refused, errs.OutcomeUnknown} {
+		ctx, cancel := context.WithCancel(context.Background())
+		giveUp := func(context.Context) (bool, time.Duration, error) { cancel(); return false, 0, met }
+		err := l.Await(ctx, await.Spec{Wait: 10 * time.Second}, giveUp)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("a try that met %v as its waiter gave up: %v, want context.Canceled", met, err)
+		}
+	}
+}

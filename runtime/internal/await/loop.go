@@ -250,7 +250,12 @@ func (wt *waiting) tryStep() (int, time.Duration, error) {
 			err = fmt.Errorf("%w: %w", errs.Unavailable, err) // as a single try's
 		}
 		return waitDone, 0, err
-	case err != nil && wt.ctx.Err() == nil && (scripts.Unreachable(err) || scripts.Refused(err)):
+	case err != nil && (scripts.Unreachable(err) || scripts.Refused(err)):
+		if cerr := wt.ctx.Err(); cerr != nil {
+			// It gave up during the try: what the try met is moot (a
+			// lost reply is settled in the background).
+			return waitDone, 0, cerr
+		}
 		return wt.unreachable(err)
 	case err != nil || acquired:
 		return waitDone, 0, err
