@@ -83,10 +83,6 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 	if err := l.env.Waits.Refused(running); err != nil {
 		return nil, l.fail("acquire", err)
 	}
-	var drain <-chan struct{} // a Shutdown ends the wait, but of running work
-	if !running {
-		drain = l.env.Waits.Draining
-	}
 	effective := lease
 	if lease == lockenv.Watchdog {
 		effective = l.env.Watchdog
@@ -132,7 +128,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 			// refused): they may be back within the wait, so try again
 			// after a pause, as a waiter of one server waits out a Redis
 			// that does not answer (package await).
-			if err := l.pause(ctx, drain, backoff, deadline); err != nil {
+			if err := l.pause(ctx, running, backoff, deadline); err != nil {
 				return nil, err
 			}
 			backoff = min(2*backoff, await.MaxUnreachableBackoff)
@@ -140,7 +136,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 		case granted > 0:
 			// A split vote: back off a random while, as RedLock
 			// prescribes, so that two waiters do not split every round.
-			if err := l.pause(ctx, drain, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
+			if err := l.pause(ctx, running, time.Duration(1+rand.IntN(20))*time.Millisecond, deadline); err != nil {
 				return nil, err
 			}
 			continue
@@ -156,7 +152,7 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 				continue
 			}
 		}
-		if err := l.pause(ctx, drain, l.SleepBound, deadline, ws...); err != nil {
+		if err := l.pause(ctx, running, l.SleepBound, deadline, ws...); err != nil {
 			return nil, err
 		}
 	}
@@ -427,9 +423,13 @@ func (l *Lock) Release(ctx context.Context) (owner string, start time.Time, _ er
 const SleepBound = 500 * time.Millisecond
 
 // pause sleeps up to d, never past deadline (zero: none), until one of ws
-// is signalled, ctx is done, the Client closes, or drain does (a
-// Shutdown began: nil for running work).
-func (l *Lock) pause(ctx context.Context, drain <-chan struct{}, d time.Duration, deadline time.Time, ws ...*hub.Waiter) error {
+// is signalled, ctx is done, the Client closes, or, but for running work,
+// a Shutdown begins.
+func (l *Lock) pause(ctx context.Context, running bool, d time.Duration, deadline time.Time, ws ...*hub.Waiter) error {
+	drain := l.env.Waits.Draining
+	if running {
+		drain = nil
+	}
 	if !deadline.IsZero() {
 		d = max(min(d, time.Until(deadline)), 0)
 	}
