@@ -169,6 +169,26 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 		}
 	})
 
+	t.Run("loading throughout", func(t *testing.T) {
+		// A passing refusal until the bound is no answer either.
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = rdb.Close() })
+		rdb.AddHook(replyHook(func(cmd redis.Cmder) error {
+			if cmd.Name() == "pubsub" {
+				return replyError("LOADING Redis is loading the dataset in memory")
+			}
+			return nil
+		}))
+		c, err := runtime.NewClient(rdb, nil)
+		if err == nil {
+			_ = c.Close()
+			t.Fatal("NewClient chose a pub/sub flavour for a cluster that answered LOADING throughout")
+		}
+		if !errors.Is(err, runtime.ErrUnavailable) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
+		}
+	})
+
 	t.Run("answers after 1.5s", func(t *testing.T) {
 		reachable := new(atomic.Bool)
 		time.AfterFunc(1500*time.Millisecond, func() { reachable.Store(true) })

@@ -63,12 +63,12 @@ func decideSharded(rdb redis.UniversalClient, cluster bool, forced *bool) (shard
 	switch {
 	case err == nil:
 		return true, "the cluster accepts PUBSUB SHARDNUMSUB, as Redisson probes", nil
-	case scripts.IsReply(err):
+	case scripts.IsReply(err) && !scripts.Refused(err):
 		return false, fmt.Sprintf("the cluster refuses PUBSUB SHARDNUMSUB (%v), as Redisson probes", err), nil
 	case errors.Is(err, redis.ErrClosed):
 		return false, "", fmt.Errorf("%w: the Redis client is closed", errs.InvalidArgument)
 	}
-	return false, "", fmt.Errorf("%w: cannot tell whether the cluster has sharded pub/sub: PUBSUB SHARDNUMSUB got no reply within %v (%w); "+
+	return false, "", fmt.Errorf("%w: cannot tell whether the cluster has sharded pub/sub: PUBSUB SHARDNUMSUB got no answer within %v (the last: %w); "+
 		"every client of a lock must use the same flavour: retry once the cluster answers, or set Options.PubSub "+
 		"(PubSubSharded where Redisson's clients use sharded pub/sub: Redis 7 and later)", errs.Unavailable, pubSubProbeTimeout, err)
 }
