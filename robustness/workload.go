@@ -616,8 +616,11 @@ func (g *goroutine) closeClient() {
 	err := g.c.Close()
 	out, msg := outcome(err)
 	g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg})
-	if err := g.newClient(); err != nil {
-		panic(fmt.Sprintf("robustness: a new Client: %v", err))
+	// NewClient fails while no node answers (on a cluster, after 10 s of
+	// probing its pub/sub flavour), which a fault can outlast: try again
+	// until the faults heal, as an application's restart loop would.
+	for g.newClient() != nil {
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
