@@ -46,9 +46,7 @@ func TestClusterGateOfABlackholedMasterHoldsBackNoLockOnAHealthyMaster(t *testin
 	} else if err := m.Unlock(h); err != nil {
 		t.Fatal(err)
 	}
-	paused := make(chan struct{})
-	go func() { a.Pause(12 * time.Second); close(paused) }()
-	t.Cleanup(func() { <-paused })
+	defer a.Freeze()() // until the checks are done
 	eventually(t, 8*time.Second, "A's admission gate closed", func() bool { return runtime.AdmissionClosed(c) })
 
 	start := time.Now()

@@ -140,8 +140,7 @@ func TestAClusterThatComesUpDuringNewClientGetsItsPubSubFlavour(t *testing.T) {
 		// go-redis loads the slots from, and sends each probe to, a
 		// node it picks at random, and waits out a paused one for its
 		// ReadTimeout (3 s): the other nodes must decide.
-		go cl.Masters()[0].Pause(8 * time.Second)
-		t.Cleanup(func() { time.Sleep(8 * time.Second) }) // the node is back for the next subtest
+		t.Cleanup(cl.Masters()[0].Freeze()) // the node is back for the next subtest
 		logs := &recordingHandler{}
 		newClient(t, cl.Client(t), &runtime.Options{Logger: slog.New(logs)})
 		if flavour, reason := logs.pubSubChoice(); flavour != "sharded" {

@@ -295,15 +295,25 @@ func (s *Server) Restart() {
 // Pause freezes the process (SIGSTOP) for d, then resumes it (SIGCONT):
 // clients see a server that accepts nothing and answers nothing.
 func (s *Server) Pause(d time.Duration) {
+	resume := s.Freeze()
+	time.Sleep(d)
+	resume()
+}
+
+// Freeze freezes the process (SIGSTOP) until the returned func resumes it
+// (SIGCONT), which the test's cleanup does too.
+func (s *Server) Freeze() (resume func()) {
 	s.mu.Lock()
 	cmd := s.cmd
 	s.mu.Unlock()
 	if cmd == nil {
-		return
+		return func() {}
 	}
 	_ = cmd.Process.Signal(syscall.SIGSTOP)
-	time.Sleep(d)
-	_ = cmd.Process.Signal(syscall.SIGCONT)
+	var once sync.Once
+	resume = func() { once.Do(func() { _ = cmd.Process.Signal(syscall.SIGCONT) }) }
+	s.tb.Cleanup(resume)
+	return resume
 }
 
 // Running reports whether the process is up.
