@@ -105,6 +105,7 @@ const (
 	FCount     = "count"      // a latch's Count (N)
 	FAwait     = "await"      // a latch's TryAwait
 	FClose     = "close"      // a Client's Close
+	FShutdown  = "shutdown"   // a Client's Shutdown, its ctx ending within 50 ms (then it cuts the holds left)
 	FSweep     = "sweep"      // the final liveness acquire of a key (an acquire)
 )
 

@@ -448,7 +448,7 @@ func (g *goroutine) holdOp(ctx context.Context, kind, key string) {
 			cancel() // the caller gives up while holding: the hold's ctx ends
 		}
 		if g.rng.IntN(150) == 0 {
-			g.closeClient() // Close while holding: the hold's ctx ends; Unlock still works
+			g.closeClient() // Close or Shutdown while holding: the hold's ctx ends; Unlock still works
 		}
 		sleep(time.Duration(g.rng.IntN(int(max(time.Until(end), time.Millisecond)/4) + 1)))
 	}
@@ -608,12 +608,27 @@ func boolReturn(op int64, ok bool, err error, n int64) Event {
 	return Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: n}
 }
 
-// closeClient closes the goroutine's Client (recorded: holds of it end)
-// and makes a new one.
+// closeClient closes the goroutine's Client (recorded: holds of it end),
+// by Close or by Shutdown, and makes a new one.
 func (g *goroutine) closeClient() {
 	op := g.w.rec.NextOp()
-	g.event(Event{Op: op, Ev: EvInvoke, F: FClose})
-	err := g.c.Close()
+	var err error
+	if g.rng.IntN(2) == 0 {
+		g.event(Event{Op: op, Ev: EvInvoke, F: FClose})
+		err = g.c.Close()
+	} else {
+		// Shutdown drains the Client and waits for its holds, which
+		// this goroutine may be the one to hold: its ctx then ends, the
+		// holds are cut (their ctx ends) and given back in the
+		// background, and Shutdown waits for that before it closes.
+		g.event(Event{Op: op, Ev: EvInvoke, F: FShutdown})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(g.rng.IntN(50))*time.Millisecond)
+		err = g.c.Shutdown(ctx)
+		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = nil // the holds were cut, as asked
+		}
+	}
 	out, msg := outcome(err)
 	g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg})
 	// NewClient fails while no node answers (on a cluster, after 10 s of
