@@ -2,6 +2,12 @@ package lockgen
 
 import (
 	"fmt"
+	"go/build"
+	goparser "go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/tools/go/packages"
@@ -21,6 +27,9 @@ func checkImportable(s *Spec, t target, byPath map[string]*packages.Package, e *
 				continue
 			}
 			why := importProblem(pkg, t.path, cycles[p.Type.Path])
+			if why == "" {
+				why = testImportProblem(pkg, t.path, cycles)
+			}
 			if why != "" {
 				reported[p.Type.Path] = true
 				e.add(p.Pos, "locks."+l.Name+".params."+p.Name, "%s cannot be a key param: %s", p.Type, why)
@@ -67,8 +76,9 @@ func internalAllowed(path, from string) bool {
 	return root != "" && (from == root || strings.HasPrefix(from, root+"/"))
 }
 
-// importersOf reports which of the packages in byPath import package out,
-// directly or not, from the import graph their load gave (the go command
+// importersOf reports which of the packages in byPath, and of their
+// dependencies, import package out, directly or not, from the import
+// graph their load gave (the go command
 // lists every dependency to type-check them, so it costs no second load).
 func importersOf(out string, byPath map[string]*packages.Package) map[string]bool {
 	reaches := map[string]bool{} // package path -> imports out
@@ -86,11 +96,58 @@ func importersOf(out string, byPath map[string]*packages.Package) map[string]boo
 		}
 		return false
 	}
-	cycles := map[string]bool{}
 	for path, p := range byPath {
 		if p.Types != nil && path != out {
-			cycles[path] = visit(p)
+			visit(p)
 		}
 	}
-	return cycles
+	return reaches
+}
+
+// testImportProblem says why the tests of package pkg would no longer
+// build once the output package from imports pkg, or "" when they would:
+// a test file inside pkg (package pkg, not pkg_test) that imports from,
+// directly or through a package of the load's import graph (cycles), puts
+// from's import of pkg in a cycle that `go test` refuses. Test files are
+// not part of the load (the generated code does not build them), so their
+// imports are read here.
+func testImportProblem(pkg *packages.Package, from string, cycles map[string]bool) string {
+	if len(pkg.GoFiles) == 0 {
+		return ""
+	}
+	dir := filepath.Dir(pkg.GoFiles[0])
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	for _, ent := range entries {
+		name := ent.Name()
+		if ent.IsDir() || !strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		if ok, err := build.Default.MatchFile(dir, name); err != nil || !ok {
+			continue // not built here (build constraints)
+		}
+		f, err := goparser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, goparser.ImportsOnly)
+		if err != nil || f.Name.Name != pkg.Name {
+			continue // the go command reports a broken file; an external test (pkg_test) may import from
+		}
+		for _, imp := range f.Imports {
+			path, err := strconv.Unquote(imp.Path.Value)
+			if err == nil && (path == from || cycles[path]) {
+				return fmt.Sprintf("the test file %s of %s is in the package (%s, not %s_test) and imports %s, so its tests would no longer build once the generated file imports %s: an import cycle (move that test to package %s_test, or generate into another package)",
+					name, pkg.PkgPath, pkg.Name, pkg.Name, importChain(path, from), pkg.Name, pkg.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// importChain names the import of a test file that leads to the output
+// package from.
+func importChain(path, from string) string {
+	if path == from {
+		return "the output package " + from
+	}
+	return path + ", which imports the output package " + from
 }
