@@ -215,12 +215,20 @@ func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
 				}
 			}
 			time.Sleep(300 * time.Millisecond) // every waiter asleep on its channel
+			// The bound allows for how late this process ran its timers
+			// meanwhile: a loaded box's stall is not the runtime's.
+			lag := runtimetest.StartLagMeter(t)
+			bound := cmp.Or(f.bound, wakeBound)
 			free := f.free(t, s, p, holder, holds, keys)
 			worst := map[string]time.Duration{}
 			for i, r := range reps {
 				select {
 				case at := <-r.got:
-					worst[r.kind] = max(worst[r.kind], at.Sub(free[i]))
+					d, late := at.Sub(free[i]), lag.Worst(free[i], at)
+					worst[r.kind] = max(worst[r.kind], d)
+					if d > bound+late {
+						t.Errorf("%s: a waiter slept %v through a free lock (+ %v this process ran timers late)", r.kind, d.Round(time.Millisecond), late)
+					}
 				case <-ctx.Done():
 					t.Fatalf("%s: a waiter never got the freed lock", r.kind)
 				}
@@ -232,9 +240,6 @@ func TestWaitersGetALockFreedByAFaultAtOnce(t *testing.T) {
 			slices.Sort(kinds)
 			for _, k := range kinds {
 				t.Logf("%-9s worst of %d waiters: acquired %v after the lock was free", k, wakeReps, worst[k].Round(time.Millisecond))
-				if bound := cmp.Or(f.bound, wakeBound); worst[k] > bound {
-					t.Errorf("%s: a waiter slept %v through a free lock", k, worst[k])
-				}
 			}
 		})
 	}
