@@ -2,6 +2,7 @@ package lockenv
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -107,22 +108,29 @@ type warned struct {
 	dropped int // left out since at
 }
 
-// Warn writes a warning, rate-limited by kind (see logInterval); the next
-// one written counts those left out.
+// Warn writes a warning, rate-limited by kind (see logInterval): its
+// message, and its "node" when it names one (a cluster's masters fail
+// one at a time); the next one written counts those left out.
 func (e *Env) Warn(msg string, args ...any) {
+	kind := msg
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "node" {
+			kind = fmt.Sprint(msg, "\x00", args[i+1])
+		}
+	}
 	now := time.Now()
 	e.warnMu.Lock()
-	prev, seen := e.warned[msg]
+	prev, seen := e.warned[kind]
 	if seen && now.Sub(prev.at) < logInterval {
 		prev.dropped++
-		e.warned[msg] = prev
+		e.warned[kind] = prev
 		e.warnMu.Unlock()
 		return
 	}
 	if e.warned == nil {
 		e.warned = make(map[string]warned)
 	}
-	e.warned[msg] = warned{at: now}
+	e.warned[kind] = warned{at: now}
 	e.warnMu.Unlock()
 	if prev.dropped > 0 {
 		args = append(args, "more since the last such warning", prev.dropped)

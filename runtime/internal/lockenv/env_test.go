@@ -2,6 +2,7 @@ package lockenv
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -51,5 +52,27 @@ func TestValidate(t *testing.T) {
 		if err := Validate(c.key, c.lease); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("Validate(%q, %v) = %v, want %v", c.key, c.lease, err, c.want)
 		}
+	}
+}
+
+// Warnings are rate-limited by kind, and a warning about one node is not
+// of the same kind as the same warning about another: a second master
+// whose renewals run behind is said at once, not 10 s later.
+func TestWarnIsRateLimitedPerMessageAndNode(t *testing.T) {
+	var b strings.Builder
+	e := &Env{Log: slog.New(slog.NewTextHandler(&b, nil))}
+	e.Warn("behind", "node", "a:1", "backlog", 1)
+	e.Warn("behind", "node", "b:2", "backlog", 2)
+	e.Warn("behind", "node", "a:1", "backlog", 3) // within 10 s of a's first: left out
+	e.Warn("other")
+	e.Warn("other")
+	out := b.String()
+	for _, want := range []string{"node=a:1 backlog=1", "node=b:2 backlog=2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "backlog=3") || strings.Count(out, "msg=other") != 1 {
+		t.Errorf("a repeat within the interval was written:\n%s", out)
 	}
 }
