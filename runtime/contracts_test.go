@@ -630,3 +630,38 @@ func downgrade(t *testing.T, c *runtime.Client, key string, writeLease, readLeas
 	}
 	return rw, w, r
 }
+
+// A semaphore's count set or changed past 2^53 either way is refused, as
+// SemaphoreOptions.Permits is: SetPermits(1e17) stored "1e+17" (Lua's
+// doubles), and every acquire then failed with Redis's "value is not an
+// integer or out of range" until the next SetPermits; TrySetPermits of
+// MaxInt made Available report MinInt.
+func TestSemaphoreCountsPast2p53AreRefused(t *testing.T) {
+	_, _, c := setup(t, nil)
+	ctx := ctxT(t)
+	s := c.Semaphore("count-range", runtime.SemaphoreOptions{})
+	for what, f := range map[string]func() error{
+		"SetPermits(1e17)":      func() error { return s.SetPermits(ctx, 1e17) },
+		"SetPermits(2^53+1)":    func() error { return s.SetPermits(ctx, 1<<53+1) },
+		"TrySetPermits(MaxInt)": func() error { _, err := s.TrySetPermits(ctx, math.MaxInt); return err },
+		"AddPermits(2^53+1)":    func() error { return s.AddPermits(ctx, 1<<53+1) },
+		"AddPermits(-(2^53+1))": func() error { return s.AddPermits(ctx, -(1<<53 + 1)) },
+	} {
+		if err := f(); !errors.Is(err, runtime.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+		}
+	}
+	if err := s.SetPermits(ctx, 1<<53); err != nil {
+		t.Fatalf("SetPermits(2^53): %v", err)
+	}
+	h, err := s.TryAcquire(ctx, 1, 0)
+	if err != nil {
+		t.Fatalf("after SetPermits(2^53): %v", err)
+	}
+	if n, err := s.Available(ctx); err != nil || n != 1<<53-1 {
+		t.Fatalf("SetPermits(2^53), one taken: Available = %d, %v; want 2^53-1", n, err)
+	}
+	if err := s.Release(h); err != nil {
+		t.Fatal(err)
+	}
+}

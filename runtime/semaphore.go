@@ -215,14 +215,31 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 	if err := guard(s, ctx, "set-permits"); err != nil {
 		return false, err
 	}
+	if err := s.countInRange("set-permits", n); err != nil {
+		return false, err
+	}
 	return s.e.TrySetPermits(ctx, n)
+}
+
+// countInRange refuses a permit count or change past 2^53 either way
+// (maxCount): the scripts compute the free count with Lua's doubles, and
+// SetPermits(1e17) stored "1e+17", which every acquire then refused.
+func (s *Semaphore) countInRange(op string, n int) error {
+	if int64(n) > maxCount || int64(n) < -maxCount {
+		return s.fail(op, fmt.Errorf("%w: %d permits is out of range (at most 2^53 either way, the counts Redis's Lua scripts compute exactly)", ErrInvalidArgument, n))
+	}
+	return nil
 }
 
 // SetPermits makes n the semaphore's total: the free count becomes n minus
 // the permits held now (Redisson setPermits). Waiters are woken for the
-// permits that came free.
+// permits that came free. Here, in TrySetPermits and in AddPermits, n
+// past 2^53 either way is refused (ErrInvalidArgument), as Permits is.
 func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 	if err := guard(s, ctx, "set-permits"); err != nil {
+		return err
+	}
+	if err := s.countInRange("set-permits", n); err != nil {
 		return err
 	}
 	return s.e.SetPermits(ctx, n)
@@ -234,6 +251,9 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // permits may or may not have been added).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
 	if err := guard(s, ctx, "set-permits"); err != nil {
+		return err
+	}
+	if err := s.countInRange("set-permits", n); err != nil {
 		return err
 	}
 	return s.e.AddPermits(ctx, n)
