@@ -38,7 +38,8 @@
 //     DO NOT EDIT.). With<Name>(ctx, params…, fn), With<Name>Read and
 //     With<Name>Write take the lock while fn runs; the handle constructor
 //     <Name>(params…) returns a runtime handle whose Lock, TryLock, Do and
-//     Unlock it follows. A multi lock takes its members: holding
+//     Unlock it follows; runtime.Value(ctx, handle.Do, fn) is the handle's
+//     Do of fn. A multi lock takes its members: holding
 //     CheckoutLock holds OrderLock and InventoryLock.
 //   - runtime handles made directly on a *runtime.Client (Mutex, FairLock,
 //     ReadWrite, RedLock, FencedLock, Semaphore, MultiLock of those): their

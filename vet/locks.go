@@ -284,7 +284,9 @@ type resolver struct {
 	defs *defs // single assignments of local variables, to follow a handle kept in a variable
 }
 
-// op classifies call: a With<Name> helper, a handle's Do, Lock, TryLock or Unlock.
+// op classifies call: a With<Name> helper, a handle's Do, Lock, TryLock
+// or Unlock, or runtime.Value(ctx, handle.Do, fn), which runs fn under
+// the handle's Do.
 func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 	callee, ok := typeutil.Callee(r.pass.TypesInfo, call).(*types.Func)
 	if !ok {
@@ -300,37 +302,67 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds, noWait: lm.NoWait,
 		}, true
 	}
+	if isRuntimeValue(callee) {
+		return r.valueOp(call)
+	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok {
 		return op{}, false
 	}
-	recv := r.pass.TypesInfo.TypeOf(sel.X)
+	return r.handleOp(sel.X, callee.Name(), call.Args)
+}
+
+// isRuntimeValue reports whether fn is runtime.Value.
+func isRuntimeValue(fn *types.Func) bool {
+	return fn.Pkg() != nil && fn.Pkg().Path() == RuntimePath && fn.Name() == "Value" && fn.Signature().Recv() == nil
+}
+
+// valueOp classifies runtime.Value(ctx, h.Do, fn): h's Do, with ctx and fn.
+// A do that is not a handle's method value is no lock the analyzer knows.
+func (r *resolver) valueOp(call *ast.CallExpr) (op, bool) {
+	if len(call.Args) != 3 {
+		return op{}, false
+	}
+	sel, ok := ast.Unparen(call.Args[1]).(*ast.SelectorExpr)
+	if !ok {
+		return op{}, false
+	}
+	if s := r.pass.TypesInfo.Selections[sel]; s == nil || s.Kind() != types.MethodVal {
+		return op{}, false
+	}
+	o, ok := r.handleOp(sel.X, sel.Sel.Name, []ast.Expr{call.Args[0], call.Args[2]})
+	if !ok || o.kind != opWith {
+		return op{}, false
+	}
+	return o, true
+}
+
+// handleOp classifies a call of the method name of the runtime handle x
+// with args.
+func (r *resolver) handleOp(x ast.Expr, name string, args []ast.Expr) (op, bool) {
+	recv := r.pass.TypesInfo.TypeOf(x)
 	if recv == nil {
 		return op{}, false
 	}
-	kind := methodKind(runtimeType(recv), callee.Name())
-	if kind == opNone {
+	kind := methodKind(runtimeType(recv), name)
+	if kind == opNone || len(args) == 0 {
 		return op{}, false
 	}
-	o := op{kind: kind, permit: runtimeType(recv) == "Semaphore"}
-	if kind == opWith && len(call.Args) == 2 {
-		o.fn = call.Args[1]
+	o := op{kind: kind, permit: runtimeType(recv) == "Semaphore", ctx: args[0]}
+	if kind == opWith && len(args) == 2 {
+		o.fn = args[1]
 	}
-	if len(call.Args) == 0 {
-		return op{}, false
-	}
-	o.ctx = call.Args[0]
-	h, _ := r.handle(sel.X, 0)
+	h, _ := r.handle(x, 0)
 	o.lock, o.members, o.mode, o.params, o.inst, o.kinds = h.lock, h.members, h.mode, h.params, h.inst, h.kinds
 	o.handle = h.key + h.mode
 	o.noWait = kind == opWith && h.noWait // Do waits up to the options' WaitTime
 	if h.key == "" {
 		o.handle, o.members = "", nil
 	}
-	o.recv = types.ExprString(ast.Unparen(sel.X))
+	o.recv = types.ExprString(ast.Unparen(x))
 	wait := map[string]int{"TryLock": 1, "TryLockFenced": 1, "TryAcquire": 2}
-	if i, ok := wait[callee.Name()]; ok && i < len(call.Args) {
-		if tv, ok := r.pass.TypesInfo.Types[call.Args[i]]; ok && tv.Value != nil && tv.Value.ExactString() == "0" {
+	if i, ok := wait[name]; ok && i < len(args) {
+		if tv, ok := r.pass.TypesInfo.Types[args[i]]; ok && tv.Value != nil && tv.Value.ExactString() == "0" {
 			o.noWait = true
 		}
 	}
