@@ -237,10 +237,12 @@ func handleKind(m *types.Func) string {
 	return runtimeType(res.At(0).Type())
 }
 
-// runtimeType names t when it is (a pointer to) one of the runtime's handle types.
+// runtimeType names t when it is (a pointer to) one of the runtime's
+// handle types, or an alias of one.
 func runtimeType(t types.Type) string {
+	t = types.Unalias(t)
 	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
+		t = types.Unalias(p.Elem())
 	}
 	n, ok := t.(*types.Named)
 	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != RuntimePath {
@@ -274,7 +276,7 @@ func takesFn(m *types.Func) bool {
 }
 
 func isContext(t types.Type) bool {
-	n, ok := t.(*types.Named)
+	n, ok := types.Unalias(t).(*types.Named)
 	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
 }
 
