@@ -84,8 +84,9 @@
 // (its members are taken in key order and released again if one cannot be
 // had), or take them in one order everywhere. A TryLock, TryLockFenced or
 // TryAcquire with a constant wait of 0 is no edge, nor is the With<Name>
-// or handle's Do of a lock declared with waitTime: 0: it fails rather than
-// waits, so it cannot close a cycle (try-and-back-off is the usual way out
+// or handle's Do of a lock declared with waitTime: 0, nor the Do of a
+// runtime handle whose options literal has WaitTime 0 or none (the zero
+// value tries once): it fails rather than waits, so it cannot close a cycle (try-and-back-off is the usual way out
 // of an inversion).
 //
 // Nested acquisition with the wrong ctx (wrongctx). Inside With<A>(ctx, …,

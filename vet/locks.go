@@ -205,6 +205,27 @@ func waitsZero(info *types.Info, e ast.Expr) bool {
 	return false
 }
 
+// triesOnce reports whether e is an options literal (LockOptions,
+// SemaphoreOptions) whose WaitTime is the constant 0 or absent: a Do with
+// those options tries once (runtime.LockOptions: "0 tries once").
+func triesOnce(info *types.Info, e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
+	if !ok {
+		return false
+	}
+	for _, el := range lit.Elts {
+		kv, ok := el.(*ast.KeyValueExpr)
+		if !ok {
+			return false
+		}
+		if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WaitTime" {
+			tv, ok := info.Types[kv.Value]
+			return ok && tv.Value != nil && tv.Value.ExactString() == "0"
+		}
+	}
+	return true
+}
+
 func hasGeneratedHeader(f *ast.File) bool {
 	return len(f.Comments) > 0 && f.Comments[0].Pos() < f.Package &&
 		f.Comments[0].List[0].Text == generatedHeader
@@ -413,7 +434,7 @@ type handleID struct {
 	params  []ast.Expr
 	inst    []instArgs // per member
 	kinds   []string   // per member
-	noWait  bool       // a generated handle of a lock declared waitTime 0
+	noWait  bool       // its Do tries once: a generated lock declared waitTime 0, or runtime options with WaitTime 0
 }
 
 // handle finds which lock the handle expression e is: a generated
@@ -466,7 +487,8 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 						key = "key " + k // two handles on one key are one lock, whatever their options
 					}
 					return handleID{lock: id, key: key, members: []string{id}, params: call.Args[:1],
-						inst: []instArgs{{known: true, args: call.Args[:1]}}, kinds: []string{runtimeKinds[callee.Name()]}}, true
+						inst: []instArgs{{known: true, args: call.Args[:1]}}, kinds: []string{runtimeKinds[callee.Name()]},
+						noWait: triesOnce(r.pass.TypesInfo, call.Args[1])}, true
 				}
 			}
 		case "MultiLock":
@@ -488,7 +510,8 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 			if n := optionsName(r.pass.TypesInfo, call.Args[0]); n != "" {
 				name = "runtime." + n
 			}
-			return handleID{lock: name, key: name, members: ids, params: call.Args[1:], inst: inst, kinds: kinds}, true
+			return handleID{lock: name, key: name, members: ids, params: call.Args[1:], inst: inst, kinds: kinds,
+				noWait: triesOnce(r.pass.TypesInfo, call.Args[0])}, true
 		}
 	}
 	return handleID{}, false

@@ -6,6 +6,7 @@ package direct
 
 import (
 	"context"
+	"time"
 
 	"github.com/lockgen/lockgen/runtime"
 )
@@ -17,7 +18,7 @@ var (
 
 func Post(ctx context.Context, c *runtime.Client) error { // want Post:`^acquires runtime\."journal:main", runtime\.Ledger$`
 	return c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"}).Do(ctx, func(hctx context.Context) error {
-		return c.Mutex("journal:main", runtime.LockOptions{}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."journal:main" is taken while runtime.Ledger is held`
+		return c.Mutex("journal:main", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."journal:main" is taken while runtime.Ledger is held`
 	})
 }
 

@@ -7,6 +7,7 @@ package fenced
 
 import (
 	"context"
+	"time"
 
 	"example.com/vettest/locks"
 	"github.com/lockgen/lockgen/runtime"
@@ -67,7 +68,7 @@ func Embedded(ctx context.Context, l *locks.Locks, id int64) error { // want Emb
 
 func Direct(ctx context.Context, c *runtime.Client) error { // want Direct:`^acquires runtime\."books:main", runtime\.Journal$`
 	return c.FencedLock("journal:main", runtime.LockOptions{Name: "Journal"}).DoFenced(ctx, func(hctx context.Context, fence int64) error {
-		return c.Mutex("books:main", runtime.LockOptions{}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."books:main" is taken while runtime.Journal is held`
+		return c.Mutex("books:main", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."books:main" is taken while runtime.Journal is held`
 	})
 }
 
