@@ -43,8 +43,10 @@
 //     CheckoutLock holds OrderLock and InventoryLock.
 //   - runtime handles made directly on a *runtime.Client (Mutex, FairLock,
 //     ReadWrite, RedLock, FencedLock, Semaphore, MultiLock of those): their
-//     identity is the Name of an options literal (LockOptions,
-//     SemaphoreOptions), else a constant key. A handle with a computed key
+//     identity is a constant key (one key is one lock, whatever the
+//     options' Name), else the Name of an options literal (LockOptions,
+//     SemaphoreOptions); a MultiLock's is its options' Name, else its
+//     members'. A handle with a computed key
 //     and no literal Name is an unknown lock: it takes part in the ctx
 //     checks but not in the lock order.
 //   - fenced locks (fenced: true, runtime.FencedLock) in every check, like

@@ -523,15 +523,16 @@ var runtimeKinds = map[string]string{
 	"FencedLock": "FencedLock", "Semaphore": "Semaphore",
 }
 
-// runtimeLockID names a handle made directly on a runtime.Client: by the
-// Name of its options when they are a literal with a constant Name, else
-// by its key when that is a constant. Computed keys stay unknown.
+// runtimeLockID names a handle made directly on a runtime.Client: by its
+// key when that is a constant (one key is one lock, whatever the options
+// say), else by the Name of its options when they are a literal with a
+// constant Name. Computed keys without a Name stay unknown.
 func (r *resolver) runtimeLockID(key, opts ast.Expr) string {
-	if n := optionsName(r.pass.TypesInfo, opts); n != "" {
-		return "runtime." + n
-	}
 	if k := constString(r.pass.TypesInfo, key); k != "" {
 		return "runtime." + strconv.Quote(k)
+	}
+	if n := optionsName(r.pass.TypesInfo, opts); n != "" {
+		return "runtime." + n
 	}
 	return ""
 }

@@ -1,7 +1,7 @@
-// want package:`order runtime\."journal:main">runtime\.Ledger runtime\.Ledger>runtime\."journal:main"\}$`
+// want package:`order runtime\."journal:main">runtime\."ledger:1" runtime\."ledger:1">runtime\."journal:main"\}$`
 
 // Package direct uses runtime handles without generated code: locks
-// named by their options' Name or a constant key.
+// named by a constant key, else by their options' Name.
 package direct
 
 import (
@@ -16,17 +16,17 @@ var (
 	journal = "journal:main"
 )
 
-func Post(ctx context.Context, c *runtime.Client) error { // want Post:`^acquires runtime\."journal:main", runtime\.Ledger$`
+func Post(ctx context.Context, c *runtime.Client) error { // want Post:`^acquires runtime\."journal:main", runtime\."ledger:1"$`
 	return c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"}).Do(ctx, func(hctx context.Context) error {
-		return c.Mutex("journal:main", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."journal:main" is taken while runtime.Ledger is held`
+		return c.Mutex("journal:main", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."journal:main" is taken while runtime."ledger:1" is held`
 	})
 }
 
-func Replay(ctx context.Context, c *runtime.Client) error { // want Replay:`^acquires runtime\."journal:main", runtime\.Ledger$`
+func Replay(ctx context.Context, c *runtime.Client) error { // want Replay:`^acquires runtime\."journal:main", runtime\."ledger:1"$`
 	j := c.Mutex("journal:main", runtime.LockOptions{})
 	return j.Do(ctx, func(hctx context.Context) error {
 		l := c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"})
-		held, err := l.Lock(hctx) // want `lock-order inversion: runtime.Ledger is taken while runtime."journal:main" is held`
+		held, err := l.Lock(hctx) // want `lock-order inversion: runtime."ledger:1" is taken while runtime."journal:main" is held`
 		if err != nil {
 			return err
 		}
@@ -42,7 +42,7 @@ func Unknown(ctx context.Context, c *runtime.Client, key string) error {
 }
 
 // SameKey unlocks through another handle on the same key: the same lock.
-func SameKey(ctx context.Context, c *runtime.Client) error { // want SameKey:`^acquires runtime\.Ledger$`
+func SameKey(ctx context.Context, c *runtime.Client) error { // want SameKey:`^acquires runtime\."ledger:1"$`
 	hctx, err := c.Mutex("ledger:1", runtime.LockOptions{Name: "Ledger"}).TryLock(ctx, 0, 0)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-// want package:`order locks\.LedgerLock>locks\.InventoryLock locks\.LedgerLock>locks\.OrderLock locks\.LedgerLock>locks\.OrderLock locks\.OrderLock>locks\.LedgerLock locks\.OrderLock>locks\.PointLedger locks\.PointLedger>locks\.OrderLock runtime\."books:main">runtime\.Journal runtime\.Journal>runtime\."books:main"\}$`
+// want package:`order locks\.LedgerLock>locks\.InventoryLock locks\.LedgerLock>locks\.OrderLock locks\.LedgerLock>locks\.OrderLock locks\.OrderLock>locks\.LedgerLock locks\.OrderLock>locks\.PointLedger locks\.PointLedger>locks\.OrderLock runtime\."books:main">runtime\."journal:main" runtime\."journal:main">runtime\."books:main"\}$`
 
 // Package fenced takes a fenced lock through its generated With<Name>
 // (whose fn also gets the token), its handle's fenced and plain methods,
@@ -66,15 +66,15 @@ func Embedded(ctx context.Context, l *locks.Locks, id int64) error { // want Emb
 	})
 }
 
-func Direct(ctx context.Context, c *runtime.Client) error { // want Direct:`^acquires runtime\."books:main", runtime\.Journal$`
+func Direct(ctx context.Context, c *runtime.Client) error { // want Direct:`^acquires runtime\."books:main", runtime\."journal:main"$`
 	return c.FencedLock("journal:main", runtime.LockOptions{Name: "Journal"}).DoFenced(ctx, func(hctx context.Context, fence int64) error {
-		return c.Mutex("books:main", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."books:main" is taken while runtime.Journal is held`
+		return c.Mutex("books:main", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `lock-order inversion: runtime."books:main" is taken while runtime."journal:main" is held`
 	})
 }
 
-func DirectBack(ctx context.Context, c *runtime.Client) error { // want DirectBack:`^acquires runtime\."books:main", runtime\.Journal$`
+func DirectBack(ctx context.Context, c *runtime.Client) error { // want DirectBack:`^acquires runtime\."books:main", runtime\."journal:main"$`
 	return c.Mutex("books:main", runtime.LockOptions{}).Do(ctx, func(hctx context.Context) error {
-		_, _, err := c.FencedLock("journal:main", runtime.LockOptions{Name: "Journal"}).LockFenced(hctx) // want `lock-order inversion: runtime.Journal is taken while runtime."books:main" is held`
+		_, _, err := c.FencedLock("journal:main", runtime.LockOptions{Name: "Journal"}).LockFenced(hctx) // want `lock-order inversion: runtime."journal:main" is taken while runtime."books:main" is held`
 		return err
 	})
 }

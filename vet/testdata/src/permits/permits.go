@@ -1,4 +1,4 @@
-// want package:`order locks\.InventoryLock>locks\.PaymentSlots locks\.OrderLock>locks\.PaymentSlots locks\.PaymentSlots>locks\.InventoryLock locks\.PaymentSlots>locks\.OrderLock runtime\.Exports>locks\.OrderLock\}$`
+// want package:`order locks\.InventoryLock>locks\.PaymentSlots locks\.OrderLock>locks\.PaymentSlots locks\.PaymentSlots>locks\.InventoryLock locks\.PaymentSlots>locks\.OrderLock runtime\."exports">locks\.OrderLock\}$`
 
 // Package permits takes semaphores (generated and runtime) and latches
 // around locks.
@@ -57,7 +57,7 @@ func WrongRelease(ctx context.Context, l *locks.Locks, shop string) error { // w
 	return s.Release(ctx) // want `^Release with ctx, the ctx passed to Acquire, not the one it returned \(hctx, err := s.Acquire\(ctx, 1\); defer s.Release\(hctx\)\)$`
 }
 
-func Direct(ctx context.Context, c *runtime.Client, l *locks.Locks, id int64) error { // want Direct:`^acquires locks\.OrderLock, runtime\.Exports$`
+func Direct(ctx context.Context, c *runtime.Client, l *locks.Locks, id int64) error { // want Direct:`^acquires locks\.OrderLock, runtime\."exports"$`
 	return c.Semaphore("exports", runtime.SemaphoreOptions{Name: "Exports"}).Do(ctx, func(hctx context.Context) error {
 		return l.WithOrderLock(hctx, id, func(context.Context) error { return nil })
 	})

@@ -1,0 +1,29 @@
+// want package:`order runtime\."cfg">runtime\."jobs" runtime\."jobs">runtime\."cfg"\}$`
+
+// Package rtkey takes the lock on key "cfg" with and without a Name in
+// its options: one Redis key, one lock.
+package rtkey
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockgen/lockgen/runtime"
+)
+
+func X(ctx context.Context, c *runtime.Client) error { // want X:`^acquires runtime\."cfg", runtime\."jobs"$`
+	return c.Mutex("cfg", runtime.LockOptions{Name: "Config"}).Do(ctx, func(hctx context.Context) error {
+		return c.Mutex("jobs", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `^lock-order inversion: runtime."jobs" is taken while runtime."cfg" is held`
+	})
+}
+
+func Y(ctx context.Context, c *runtime.Client) error { // want Y:`^acquires runtime\."cfg", runtime\."jobs"$`
+	return c.Mutex("jobs", runtime.LockOptions{}).Do(ctx, func(hctx context.Context) error {
+		return c.Mutex("cfg", runtime.LockOptions{WaitTime: time.Second}).Do(hctx, func(context.Context) error { return nil }) // want `^lock-order inversion: runtime."cfg" is taken while runtime."jobs" is held`
+	})
+}
+
+// Named is known by its options' Name: its key is computed.
+func Named(ctx context.Context, c *runtime.Client, key string) error { // want Named:`^acquires runtime\.Config$`
+	return c.Mutex(key, runtime.LockOptions{Name: "Config"}).Do(ctx, func(context.Context) error { return nil })
+}
