@@ -39,7 +39,9 @@
 //     With<Name>Write take the lock while fn runs; the handle constructor
 //     <Name>(params…) returns a runtime handle whose Lock, TryLock, Do and
 //     Unlock it follows; runtime.Value(ctx, handle.Do, fn) is the handle's
-//     Do of fn. A multi lock takes its members: holding
+//     Do of fn. A method expression ((*locks.Locks).WithOrderLock(l, ctx,
+//     …), (*runtime.Mutex).Do(h, ctx, fn)) is the call on its first
+//     argument. A multi lock takes its members: holding
 //     CheckoutLock holds OrderLock and InventoryLock.
 //   - runtime handles made directly on a *runtime.Client (Mutex, FairLock,
 //     ReadWrite, RedLock, FencedLock, Semaphore, MultiLock of those): their

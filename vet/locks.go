@@ -316,23 +316,40 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 		return op{}, false
 	}
 	callee = callee.Origin()
-	var lm lockMethod
-	if r.pass.ImportObjectFact(callee, &lm) && lm.With && len(call.Args) >= 2 {
-		params := call.Args[1 : len(call.Args)-1]
-		return op{
-			kind: opWith, lock: lm.Lock, members: lm.Members, mode: lm.Mode, handle: lm.Lock + lm.Mode,
-			ctx: call.Args[0], fn: call.Args[len(call.Args)-1], params: params,
-			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds, noWait: lm.NoWait,
-		}, true
-	}
 	if isRuntimeValue(callee) {
 		return r.valueOp(call)
 	}
-	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
-	if !ok {
+	sel, _ := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	recv, args := r.receiver(sel, call.Args)
+	var lm lockMethod
+	if r.pass.ImportObjectFact(callee, &lm) && lm.With && len(args) >= 2 {
+		params := args[1 : len(args)-1]
+		return op{
+			kind: opWith, lock: lm.Lock, members: lm.Members, mode: lm.Mode, handle: lm.Lock + lm.Mode,
+			ctx: args[0], fn: args[len(args)-1], params: params,
+			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds, noWait: lm.NoWait,
+		}, true
+	}
+	if recv == nil {
 		return op{}, false
 	}
-	return r.handleOp(sel.X, callee.Name(), call.Args)
+	return r.handleOp(recv, callee.Name(), args)
+}
+
+// receiver splits a method call into its receiver and its arguments: for
+// x.M(args…), x; for a method expression T.M(x, args…), its first
+// argument. recv is nil when sel is nil (a call of a plain function).
+func (r *resolver) receiver(sel *ast.SelectorExpr, callArgs []ast.Expr) (recv ast.Expr, args []ast.Expr) {
+	if sel == nil {
+		return nil, callArgs
+	}
+	if s := r.pass.TypesInfo.Selections[sel]; s != nil && s.Kind() == types.MethodExpr {
+		if len(callArgs) == 0 {
+			return nil, nil
+		}
+		return callArgs[0], callArgs[1:]
+	}
+	return sel.X, callArgs
 }
 
 // isRuntimeValue reports whether fn is runtime.Value.
