@@ -40,7 +40,8 @@ func run(pass *analysis.Pass) (any, error) {
 	w.summarize()
 
 	w.report = true
-	w.funcs(func(fd *ast.FuncDecl, fn *types.Func) { w.walkFunc(fd) })
+	w.funcs(func(fd *ast.FuncDecl, fn *types.Func) { w.walkFunc(fd, fd.Body) })
+	w.pkgFuncLits(func(lit *ast.FuncLit) { w.walkFunc(nil, lit.Body) })
 	for fn, s := range w.sums {
 		if len(s) == 0 || !fn.Exported() {
 			continue

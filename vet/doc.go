@@ -188,7 +188,10 @@
 //   - A function literal that is not called on the spot (passed to
 //     errgroup, sort.Slice, a callback, stored) is not part of the
 //     enclosing function's summary or critical section; a goroutine never
-//     is. A critical section that waits for a goroutine that takes a lock
+//     is. A function literal in a package-level variable (var Run =
+//     func(…) {…}, a handler table) is checked as a function is, but a
+//     call through the variable takes nothing in the caller's summary.
+//     A critical section that waits for a goroutine that takes a lock
 //     (wg.Wait) deadlocks without a report.
 //   - Only the fn of With<Name> and Do is a critical section. Code between
 //     a handle's Lock and Unlock takes locks without adding edges (the

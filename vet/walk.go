@@ -59,13 +59,39 @@ func (w *walker) funcs(visit func(fd *ast.FuncDecl, fn *types.Func)) {
 	}
 }
 
+// pkgFuncLits visits the function literals in the values of package-level
+// variables (var Run = func(…) {…}, a table of handlers). They have no
+// summary (a call through a variable is not followed), but their bodies
+// are checked as a function's are.
+func (w *walker) pkgFuncLits(visit func(lit *ast.FuncLit)) {
+	for _, f := range w.pass.Files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					ast.Inspect(v, func(n ast.Node) bool {
+						if lit, ok := n.(*ast.FuncLit); ok {
+							visit(lit)
+							return false
+						}
+						return true
+					})
+				}
+			}
+		}
+	}
+}
+
 // summarize computes every function's summary to a fixed point: a
 // summary only grows, and is bounded by the locks the package can name.
 func (w *walker) summarize() {
 	for changed := true; changed; {
 		changed = false
 		w.funcs(func(fd *ast.FuncDecl, fn *types.Func) {
-			w.walkFunc(fd)
+			w.walkFunc(fd, fd.Body)
 			if len(w.cur) != len(w.sums[fn]) {
 				w.sums[fn], changed = w.cur, true
 			}
@@ -73,12 +99,14 @@ func (w *walker) summarize() {
 	}
 }
 
-func (w *walker) walkFunc(fd *ast.FuncDecl) {
+// walkFunc walks body, the body of fd or, when fd is nil, of a package
+// variable's function literal.
+func (w *walker) walkFunc(fd *ast.FuncDecl, body *ast.BlockStmt) {
 	w.cur, w.perLock, w.held, w.spans, w.deferring = make(map[string]Acq), make(map[string]int), nil, nil, 0
 	w.here, w.tmpl = newKeyRenderer(w.pass.TypesInfo, w.r.defs, fd)
 	w.lockInputs = make(map[string]map[*types.Var]token.Pos)
 	w.lockOps = make(map[token.Pos]op)
-	ast.Inspect(fd.Body, func(n ast.Node) bool {
+	ast.Inspect(body, func(n ast.Node) bool {
 		if c, ok := n.(*ast.CallExpr); ok {
 			if o, ok := w.r.op(c); ok && o.kind == opLock {
 				w.lockOps[c.Pos()] = o
@@ -94,9 +122,9 @@ func (w *walker) walkFunc(fd *ast.FuncDecl) {
 		}
 		return true
 	})
-	w.walk(fd.Body)
+	w.walk(body)
 	if w.report {
-		w.checkUseAfterUnlock(fd.Body)
+		w.checkUseAfterUnlock(body)
 	}
 }
 
