@@ -195,8 +195,11 @@
 //     (wg.Wait) deadlocks without a report.
 //   - Only the fn of With<Name> and Do is a critical section. Code between
 //     a handle's Lock and Unlock takes locks without adding edges (the
-//     nested check follows it, in source order: an Unlock in one branch
-//     ends the hold for the code after it, so a later instance is missed).
+//     nested check follows it along each branch of an if, switch or
+//     select: a branch that returns holds nothing after it, the branch
+//     where a Lock's err != nil does not hold that Lock, and after the
+//     statement a hold counts if any branch that falls through keeps it.
+//     Loops, break, continue and goto are followed in source order).
 //   - Nested instances whose params are written alike but differ in value
 //     (a variable assigned twice, shadowed, or read at two times) are taken
 //     for a re-entry; params written differently that are equal in value

@@ -162,6 +162,18 @@ func (w *walker) walk(n ast.Node) {
 			if h := w.carried(n.Value); h != nil {
 				w.escaped(n.Value.Pos(), h, "escapes its critical section: sent on a channel (send a ctx from outside the hold)")
 			}
+		case *ast.IfStmt:
+			w.ifStmt(n)
+			return false
+		case *ast.SwitchStmt:
+			w.switchStmt(n.Init, n.Tag, n.Body, false)
+			return false
+		case *ast.TypeSwitchStmt:
+			w.switchStmt(n.Init, n.Assign, n.Body, false)
+			return false
+		case *ast.SelectStmt:
+			w.switchStmt(nil, nil, n.Body, true)
+			return false
 		case *ast.DeferStmt:
 			w.deferring++
 			w.walk(n.Call)

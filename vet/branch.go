@@ -1,0 +1,181 @@
+package vet
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"slices"
+)
+
+// The nested check follows a handle's Lock to its Unlock (w.spans). At a
+// branch each way starts from the spans held before it; a way that ends in
+// a return (or a panic) holds nothing after the statement; after it, a
+// span is held when it is held at the end of any way that falls through.
+// In the branch taken when a Lock's error is not nil, that Lock holds
+// nothing.
+
+// ifStmt walks an if statement, a branch at a time.
+func (w *walker) ifStmt(s *ast.IfStmt) {
+	w.walkOpt(s.Init)
+	w.walk(s.Cond)
+	before := slices.Clone(w.spans)
+	failed, onTrue := w.failedLock(s.Cond)
+	var outs [][]region
+	w.spans = withoutSpan(before, failed, onTrue)
+	w.walk(s.Body)
+	if !terminates(w.pass.TypesInfo, s.Body) {
+		outs = append(outs, w.spans)
+	}
+	w.spans = withoutSpan(before, failed, !onTrue)
+	w.walkOpt(s.Else)
+	if s.Else == nil || !terminates(w.pass.TypesInfo, s.Else) {
+		outs = append(outs, w.spans)
+	}
+	w.spans = joinSpans(before, outs)
+}
+
+// switchStmt walks a switch, type switch or select statement, a clause at
+// a time. Without a default clause, a switch may take none of them; a
+// select always takes one.
+func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, isSelect bool) {
+	w.walkOpt(init)
+	w.walkOpt(tag)
+	before := slices.Clone(w.spans)
+	var outs [][]region
+	hasDefault := isSelect
+	for _, cl := range body.List {
+		w.spans = slices.Clone(before)
+		var stmts []ast.Stmt
+		switch cl := cl.(type) {
+		case *ast.CaseClause:
+			for _, e := range cl.List {
+				w.walk(e)
+			}
+			stmts, hasDefault = cl.Body, hasDefault || cl.List == nil
+		case *ast.CommClause:
+			w.walkOpt(cl.Comm)
+			stmts = cl.Body
+		}
+		for _, st := range stmts {
+			w.walk(st)
+		}
+		if !terminates(w.pass.TypesInfo, &ast.BlockStmt{List: stmts}) {
+			outs = append(outs, w.spans)
+		}
+	}
+	if !hasDefault {
+		outs = append(outs, before)
+	}
+	w.spans = joinSpans(before, outs)
+}
+
+// walkOpt walks n unless it is absent (a nil Init, Tag, Else or Comm).
+func (w *walker) walkOpt(n ast.Node) {
+	if n != nil {
+		w.walk(n)
+	}
+}
+
+// failedLock finds the Lock whose error cond compares with nil (err !=
+// nil, err == nil): the position of its call, and whether cond is true
+// when it failed. err is followed to its last assignment before cond.
+func (w *walker) failedLock(cond ast.Expr) (token.Pos, bool) {
+	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
+	if !ok || b.Op != token.NEQ && b.Op != token.EQL {
+		return token.NoPos, false
+	}
+	x := b.X
+	if w.isNil(x) {
+		x = b.Y
+	} else if !w.isNil(b.Y) {
+		return token.NoPos, false
+	}
+	id, ok := ast.Unparen(x).(*ast.Ident)
+	if !ok {
+		return token.NoPos, false
+	}
+	v, ok := w.pass.TypesInfo.Uses[id].(*types.Var)
+	if !ok || !types.Identical(v.Type(), types.Universe.Lookup("error").Type()) {
+		return token.NoPos, false
+	}
+	d, ok := w.r.defs.lastBefore(v, cond.Pos())
+	if !ok {
+		return token.NoPos, false
+	}
+	call, ok := ast.Unparen(d.expr).(*ast.CallExpr)
+	if !ok {
+		return token.NoPos, false
+	}
+	if o, ok := w.r.op(call); !ok || o.kind != opLock {
+		return token.NoPos, false
+	}
+	return call.Pos(), b.Op == token.NEQ
+}
+
+func (w *walker) isNil(e ast.Expr) bool {
+	tv, ok := w.pass.TypesInfo.Types[e]
+	return ok && tv.IsNil()
+}
+
+// lastBefore is v's last assignment before pos in the source, when v is
+// followed at all (its address is never taken).
+func (d *defs) lastBefore(v *types.Var, pos token.Pos) (def, bool) {
+	var last def
+	found := false
+	for _, x := range d.m[v] {
+		if !d.lost[v] && x.expr.Pos() < pos && (!found || x.expr.Pos() > last.expr.Pos()) {
+			last, found = x, true
+		}
+	}
+	return last, found
+}
+
+// withoutSpan is spans, less the span of the Lock at failed when drop.
+func withoutSpan(spans []region, failed token.Pos, drop bool) []region {
+	out := slices.Clone(spans)
+	if drop && failed.IsValid() {
+		out = slices.DeleteFunc(out, func(s region) bool { return s.call.Pos() == failed })
+	}
+	return out
+}
+
+// joinSpans is the spans held after a branch statement: those held at
+// the end of any way out of it, in order; before when no way falls
+// through (the code after it is not reached from it).
+func joinSpans(before []region, outs [][]region) []region {
+	if len(outs) == 0 {
+		return before
+	}
+	var out []region
+	seen := make(map[token.Pos]bool)
+	for _, spans := range outs {
+		for _, s := range spans {
+			if !seen[s.call.Pos()] {
+				seen[s.call.Pos()] = true
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// terminates reports whether s ends in a return or a panic on every way
+// through it.
+func terminates(info *types.Info, s ast.Stmt) bool {
+	switch s := s.(type) {
+	case *ast.BlockStmt:
+		return len(s.List) > 0 && terminates(info, s.List[len(s.List)-1])
+	case *ast.ReturnStmt:
+		return true
+	case *ast.ExprStmt:
+		c, ok := ast.Unparen(s.X).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		b, ok := info.Uses[identOf(c.Fun)].(*types.Builtin)
+		return ok && b.Name() == "panic"
+	case *ast.IfStmt:
+		return s.Else != nil && terminates(info, s.Body) && terminates(info, s.Else)
+	}
+	return false
+}

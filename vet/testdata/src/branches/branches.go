@@ -1,0 +1,83 @@
+// Package branches takes instances of OrderLock in branches that exclude
+// each other: the nested check follows a Lock to its Unlock along each
+// branch, and a branch that returns holds nothing after it.
+package branches
+
+import (
+	"context"
+
+	"example.com/vettest/locks"
+)
+
+// Refund takes one instance in each case of a switch: never two at once.
+func Refund(ctx context.Context, l *locks.Locks, kind int, a, b int64) error { // want Refund:`^acquires locks\.OrderLock$`
+	switch kind {
+	case 1:
+		hctx, err := l.OrderLock(a).Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.OrderLock(a).Unlock(hctx)
+		return work(hctx)
+	default:
+		hctx, err := l.OrderLock(b).Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.OrderLock(b).Unlock(hctx)
+		return work(hctx)
+	}
+}
+
+// IfElse does the same with an if and its else.
+func IfElse(ctx context.Context, l *locks.Locks, first bool, a, b int64) error { // want IfElse:`^acquires locks\.OrderLock$`
+	var hctx context.Context
+	var err error
+	if first {
+		hctx, err = l.OrderLock(a).Lock(ctx)
+	} else {
+		hctx, err = l.OrderLock(b).Lock(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	return work(hctx)
+}
+
+// Early returns from the branch that holds a.
+func Early(ctx context.Context, l *locks.Locks, fast bool, a, b int64) error { // want Early:`^acquires locks\.OrderLock$`
+	if fast {
+		hctx, err := l.OrderLock(a).Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.OrderLock(a).Unlock(hctx)
+		return work(hctx)
+	}
+	return l.WithOrderLock(ctx, b, work)
+}
+
+// Fallback works on the fallback order when the primary's lock is busy:
+// the primary is not held then.
+func Fallback(ctx context.Context, l *locks.Locks, primary, fallback int64) error { // want Fallback:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	if err != nil {
+		return l.WithOrderLock(ctx, fallback, work)
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// Maybe holds a after the branch that took it, which falls through.
+func Maybe(ctx context.Context, l *locks.Locks, cond bool, a, b int64) error { // want Maybe:`^acquires locks\.OrderLock$`
+	if cond {
+		hctx, err := l.OrderLock(a).Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer l.OrderLock(a).Unlock(hctx)
+	}
+	return l.WithOrderLock(ctx, b, work) // want `^nested instances of one lock: locks.OrderLock\(b\) is taken while locks.OrderLock\(a\) is held`
+}
+
+func work(context.Context) error { return nil }
