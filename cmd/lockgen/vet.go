@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -44,16 +45,10 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "lockgen vet:", err)
 		return exitFail
 	}
-	failed := false
-	packages.Visit(pkgs, nil, func(p *packages.Package) {
-		for _, e := range p.Errors {
-			fmt.Fprintln(stderr, e)
-			failed = true
-		}
-	})
-	if failed {
+	if printLoadErrors(pkgs, stderr) {
 		return exitFail
 	}
+	failed := false
 	graph, err := checker.Analyze([]*analysis.Analyzer{vet.Analyzer}, pkgs, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "lockgen vet:", err)
@@ -80,6 +75,48 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// printLoadErrors prints the errors of the packages and their
+// dependencies, each once, as the go command prints them: file:line:col:
+// message, the file relative to the working directory, or the message
+// alone when it has no position (not "-: message"). go list's compile
+// output for a package ("# pkg", then the compiler's lines) repeats its
+// type errors and is left out when it has any. It reports whether there
+// were errors.
+func printLoadErrors(pkgs []*packages.Package, w io.Writer) bool {
+	seen := make(map[string]bool)
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		typed := slices.ContainsFunc(p.Errors, func(e packages.Error) bool { return e.Kind != packages.ListError })
+		for _, e := range p.Errors {
+			if typed && e.Kind == packages.ListError && strings.HasPrefix(e.Msg, "# ") {
+				continue
+			}
+			line := e.Msg
+			if e.Pos != "" && e.Pos != "-" {
+				line = relPos(e.Pos) + ": " + e.Msg
+			}
+			if !seen[line] {
+				seen[line] = true
+				fmt.Fprintln(w, line)
+			}
+		}
+	})
+	return len(seen) > 0
+}
+
+// relPos is a file:line:col (or file:line, or file) position with the
+// file relative to the working directory when it lies below it.
+func relPos(pos string) string {
+	file, rest := pos, ""
+	for range 2 {
+		i := strings.LastIndexByte(file, ':')
+		if i < 0 || strings.Trim(file[i+1:], "0123456789") != "" {
+			break
+		}
+		file, rest = file[:i], file[i:]+rest
+	}
+	return relPath(file) + rest
 }
 
 // loadForVet loads the packages the patterns name for the analyzer. Only a

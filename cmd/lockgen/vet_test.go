@@ -285,3 +285,22 @@ func TestVetRunsAsGoVetTool(t *testing.T) {
 		t.Fatalf("go vet -vettool said:\n%s\nwant a line with %q", b, want)
 	}
 }
+
+// TestVetPrintsALoadErrorOnce vets a package that does not type-check:
+// its error is printed once, file:line:col relative as the go command
+// prints it, not again as go list's "-: # pkg" compile output.
+func TestVetPrintsALoadErrorOnce(t *testing.T) {
+	dir := vetModule(t)
+	src := "package broken\n\nimport (\n\t\"context\"\n\n\t\"example.com/app/locks\"\n)\n\nfunc F(ctx context.Context, l *locks.Locks) error {\n\treturn l.WithOrderLock(ctx, \"x\", func(context.Context) error { return nil })\n}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "broken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken", "b.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "vet", "./broken")
+	want := filepath.Join("broken", "b.go") + ":10:30: cannot use"
+	if code != exitFail || out != "" || strings.Count(errOut, "cannot use") != 1 || !strings.HasPrefix(errOut, want) || strings.Contains(errOut, "-:") {
+		t.Fatalf("lockgen vet ./broken exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant the type error once, starting %q", code, out, errOut, want)
+	}
+}
