@@ -15,8 +15,12 @@ type Posn struct {
 	Line, Col int
 }
 
+// posn is p in its file as the FileSet has it, not as a //line directive
+// renames it: a Posn identifies a position (an edge, a note) and is found
+// again in the files of a FileSet; the directive's position is for
+// display, from the token.Pos found again.
 func posn(fset *token.FileSet, p token.Pos) Posn {
-	pos := fset.Position(p)
+	pos := fset.PositionFor(p, false)
 	return Posn{File: pos.Filename, Line: pos.Line, Col: pos.Column}
 }
 

@@ -32,7 +32,7 @@ func collectIgnores(pass *analysis.Pass) *ignores {
 						Message: "//lockgen:ignore needs a reason: say why the finding is safe here (//lockgen:ignore <reason>)"})
 					continue
 				}
-				pos := pass.Fset.Position(c.Pos())
+				pos := pass.Fset.PositionFor(c.Pos(), false) // the file's own name and lines, not a //line directive's
 				if ig.lines[pos.Filename] == nil {
 					ig.lines[pos.Filename] = make(map[int]bool)
 				}
@@ -63,6 +63,6 @@ func alone(src []byte, offset int) bool {
 }
 
 func (ig *ignores) covers(fset *token.FileSet, p token.Pos) bool {
-	pos := fset.Position(p)
+	pos := fset.PositionFor(p, false)
 	return ig.lines[pos.Filename][pos.Line]
 }

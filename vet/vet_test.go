@@ -71,7 +71,7 @@ func testModule(t *testing.T) string {
 // see only a finding's first line), then how findings print.
 func TestAnalyzer(t *testing.T) {
 	dir := testModule(t)
-	pkgs := []string{"order", "helper", "cross/a", "cross/b", "linked/app", "linked/quiet", "multi", "ctxuse", "unlock", "clean", "direct", "fenced", "permits", "nested", "nested/ledger", "trylock", "value", "alias", "rtnowait", "rtkey", "methodexpr", "pkgvar", "branches"}
+	pkgs := []string{"order", "helper", "cross/a", "cross/b", "linked/app", "linked/quiet", "multi", "ctxuse", "unlock", "clean", "direct", "fenced", "permits", "nested", "nested/ledger", "trylock", "value", "alias", "rtnowait", "rtkey", "methodexpr", "pkgvar", "branches", "linedir"}
 	for i, p := range pkgs {
 		pkgs[i] = "./" + p
 	}
@@ -109,6 +109,12 @@ helper/helper.go:21:71: 	through helper.Service.touch, which takes locks.OrderLo
 linked/x/x.go:11:9: 	locks.OrderLock is taken here
 linked/x/x.go:12:10: 	locks.PaymentLock is taken while locks.OrderLock is held
 linked/y/y.go:12:10: 	locks.OrderLock is taken while locks.PaymentLock is held: two callers can each hold one and wait for the other until their wait times run out
+`,
+			// Under //line directives: the finding and its notes at the
+			// template's lines (which name no column).
+			`linedir/handlers.tmpl:3:0: lock-order inversion: locks.InventoryLock is taken while locks.OrderLock is held, and elsewhere the other way round (take both in one multi lock, or in one order everywhere)
+linedir/handlers.tmpl:2:0: 	locks.OrderLock is taken here
+linedir/handlers.tmpl:102:0: 	locks.OrderLock is taken while locks.InventoryLock is held: two callers can each hold one and wait for the other until their wait times run out
 `,
 			// A hold's ctx named ctx is not "the hold's ctx ctx".
 			`ctxuse/ctxuse.go:24:32: locks.InventoryLock is taken with ctx inside the critical section of locks.OrderLock: pass hctx, the hold's ctx
