@@ -147,37 +147,60 @@ func (w *walker) checkEscapeGo(g *ast.GoStmt) {
 	}
 }
 
-// waitedFor reports whether the critical section around g waits, after
-// g, on a sync.WaitGroup or an errgroup.Group: its goroutines then end
-// before fn returns, and the hold's ctx does not outlive the hold.
+// waitedFor reports whether the critical section around g waits on a
+// sync.WaitGroup or an errgroup.Group after g, or in a defer: its
+// goroutines then end before fn returns, and the hold's ctx does not
+// outlive the hold. A Wait in a goroutine, or in a func literal that is
+// not called on the spot, does not hold fn back.
 func (w *walker) waitedFor(g *ast.GoStmt) bool {
 	h := w.held[len(w.held)-1]
 	if h.lit == nil {
 		return false
 	}
 	waits := false
-	ast.Inspect(h.lit.Body, func(n ast.Node) bool {
-		c, ok := n.(*ast.CallExpr)
-		if !ok || c.Pos() < g.End() || waits {
-			return !waits
-		}
-		sel, ok := ast.Unparen(c.Fun).(*ast.SelectorExpr)
-		if !ok || sel.Sel.Name != "Wait" {
+	var visit func(root ast.Node, deferred bool)
+	visit = func(root ast.Node, deferred bool) {
+		ast.Inspect(root, func(n ast.Node) bool {
+			if waits {
+				return false
+			}
+			switch n := n.(type) {
+			case *ast.GoStmt, *ast.FuncLit:
+				return false
+			case *ast.DeferStmt:
+				visit(n.Call, true)
+				return false
+			case *ast.CallExpr:
+				if lit, ok := ast.Unparen(n.Fun).(*ast.FuncLit); ok {
+					visit(lit.Body, deferred)
+				}
+				waits = waits || (deferred || n.Pos() >= g.End()) && w.isWait(n)
+			}
+			return true
+		})
+	}
+	visit(h.lit.Body, false)
+	return waits
+}
+
+// isWait reports whether c is the Wait of a sync.WaitGroup or an
+// errgroup.Group.
+func (w *walker) isWait(c *ast.CallExpr) bool {
+	sel, ok := ast.Unparen(c.Fun).(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Wait" {
+		return false
+	}
+	t := types.Unalias(w.pass.TypesInfo.TypeOf(sel.X))
+	if p, ok := t.(*types.Pointer); ok {
+		t = types.Unalias(p.Elem())
+	}
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+		case "sync.WaitGroup", "golang.org/x/sync/errgroup.Group":
 			return true
 		}
-		t := w.pass.TypesInfo.TypeOf(sel.X)
-		if p, ok := t.(*types.Pointer); ok {
-			t = p.Elem()
-		}
-		if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
-			switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
-			case "sync.WaitGroup", "golang.org/x/sync/errgroup.Group":
-				waits = true
-			}
-		}
-		return true
-	})
-	return waits
+	}
+	return false
 }
 
 // carried is the hold whose ctx e is, derives from, or carries: as an

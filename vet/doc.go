@@ -131,8 +131,9 @@
 // of one readwrite lock are not reported: readers share.)
 //
 // A hold's ctx escaping its critical section (escape, a warning). hctx, or
-// a ctx derived from it, used by a go statement (unless fn waits for it
-// afterwards on a sync.WaitGroup or errgroup.Group), stored in a global or
+// a ctx derived from it, used by a go statement (unless fn waits for it on
+// a sync.WaitGroup or errgroup.Group: after it, or in a defer; a Wait in
+// another goroutine does not count), stored in a global or
 // a variable declared outside fn, or in a field or element of one (a
 // parameter's, the receiver's), or sent on a channel: itself, appended to
 // a slice, in a composite literal, captured by a func literal, or in a
