@@ -304,3 +304,15 @@ func TestVetPrintsALoadErrorOnce(t *testing.T) {
 		t.Fatalf("lockgen vet ./broken exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant the type error once, starting %q", code, out, errOut, want)
 	}
 }
+
+// TestVetOfAFileSeesTheLocksItsImportsTake vets main.go by name, as go vet
+// main.go does: the file is a package of its own, and the cycle that its
+// imports close is reported as it is for the package.
+func TestVetOfAFileSeesTheLocksItsImportsTake(t *testing.T) {
+	vetModule(t)
+	code, out, errOut := runCLI(t, "vet", "main.go")
+	want := strings.Join(strings.SplitAfter(vetReport, "\n")[:4], "")
+	if code != exitFail || out != "" || errOut != want {
+		t.Fatalf("lockgen vet main.go exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
+	}
+}
