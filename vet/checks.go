@@ -40,7 +40,7 @@ func (w *walker) checkCtx(c *ast.CallExpr, o op) {
 		return org.v.Pos() < h.lit.Pos() || org.v.Pos() >= h.lit.End()
 	}
 	for _, h := range w.held {
-		if o.lock == "" || o.permit || h.op.lock != o.lock || (h.op.mode == "read" && o.mode == "read") || !sameParams(o.params, h.op.params) || !outside(h) {
+		if o.lock == "" || o.permit || h.op.lock != o.lock || (h.op.mode == "read" && o.mode == "read" && !h.op.writersFirst) || !sameParams(o.params, h.op.params) || !outside(h) {
 			continue
 		}
 		w.finding(o.ctx.Pos(), "selfdeadlock",

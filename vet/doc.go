@@ -118,7 +118,10 @@
 // LedgerLock(id) for its parameter id. Not reported: a TryLock with a
 // constant wait of 0, or a With<Name> or Do of a lock declared with
 // waitTime: 0 (it fails rather than waits), and a read inside a
-// read of a readwrite lock (readers share). Fix: take both in one multi
+// read of a readwrite lock (readers share), unless the lock is
+// writers-first (fairness: {writers: first}, or WritersFirst: true in a
+// ReadWrite's options literal): a queued writer holds back new readers,
+// so the inner read can wait. Fix: take both in one multi
 // lock, a runtime.Client's MultiLock over the two handles (a kind: multi
 // lock cannot list one lock twice), which takes them in key order, all or
 // nothing; a fenced lock, a semaphore or a red lock cannot be a member:
@@ -128,7 +131,8 @@
 // Self-deadlock (selfdeadlock). The same mistake on the lock that is held,
 // with the same params: the call cannot re-enter and waits for its own
 // caller's hold until its wait time runs out, every time. (Two read holds
-// of one readwrite lock are not reported: readers share.)
+// of one readwrite lock are not reported, readers share, unless it is
+// writers-first: a writer that queues between them blocks the second.)
 //
 // A hold's ctx escaping its critical section (escape, a warning). hctx, or
 // a ctx derived from it, used by a go statement (unless fn waits for it on

@@ -53,6 +53,10 @@ type lockMethod struct {
 	// NoWait: the lock is declared with waitTime 0, so its With<Name> and
 	// its handle's Do try once and fail rather than wait.
 	NoWait bool
+	// WritersFirst: a readwrite lock declared fairness: {writers: first}:
+	// a new reader waits behind a queued writer, so a read inside a read
+	// of it can wait too.
+	WritersFirst bool
 }
 
 func (*lockMethod) AFact() {}

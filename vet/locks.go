@@ -44,6 +44,9 @@ type op struct {
 	inst    []instArgs // per member: its params, to tell its instances apart
 	kinds   []string   // per member: its runtime handle type, "" when unknown
 	noWait  bool       // a TryLock with a constant wait of 0, or a Do of a lock declared waitTime 0: it fails rather than waits
+	// writersFirst: a side of a writers-first readwrite lock, whose new
+	// readers wait behind a queued writer: a read inside a read of it waits.
+	writersFirst bool
 }
 
 // exportLockMethods records what each method of a lockgen-generated Locks
@@ -114,10 +117,12 @@ func exportLockMethods(pass *analysis.Pass) {
 			})
 		}
 	}
-	noWait := noWaitHandles(pass, handles)
+	noWait := optionHandles(pass, handles, waitsZero)
+	writersFirst := optionHandles(pass, handles, writesFirst)
 	fact := func(name string, m *types.Func) *lockMethod {
 		id := pkg + "." + name
-		lm := &lockMethod{Lock: id, Members: members[name], MemberArgs: memberArgs[name], Kinds: kinds[name], Permit: handleKind(m) == "Semaphore", NoWait: noWait[name]}
+		lm := &lockMethod{Lock: id, Members: members[name], MemberArgs: memberArgs[name], Kinds: kinds[name], Permit: handleKind(m) == "Semaphore",
+			NoWait: noWait[name], WritersFirst: writersFirst[name]}
 		if lm.Members == nil {
 			lm.Members, lm.Kinds = []string{id}, []string{handleKind(m)}
 		}
@@ -148,10 +153,10 @@ func exportLockMethods(pass *analysis.Pass) {
 	}
 }
 
-// noWaitHandles names the handle constructors whose options (a package
-// variable of the generated file, as lockgen writes them) set WaitTime to
-// a constant 0: the lock's spec says waitTime: 0.
-func noWaitHandles(pass *analysis.Pass, handles map[string]*types.Func) map[string]bool {
+// optionHandles names the handle constructors whose options (a package
+// variable of the generated file, as lockgen writes them) are a literal
+// that has: say, WaitTime a constant 0 (the lock's spec says waitTime: 0).
+func optionHandles(pass *analysis.Pass, handles map[string]*types.Func, has func(*types.Info, ast.Expr) bool) map[string]bool {
 	zero := map[types.Object]bool{}
 	for _, f := range pass.Files {
 		for _, d := range f.Decls {
@@ -162,7 +167,7 @@ func noWaitHandles(pass *analysis.Pass, handles map[string]*types.Func) map[stri
 			for _, spec := range gd.Specs {
 				vs := spec.(*ast.ValueSpec)
 				for i, n := range vs.Names {
-					if i < len(vs.Values) && waitsZero(pass.TypesInfo, vs.Values[i]) {
+					if i < len(vs.Values) && has(pass.TypesInfo, vs.Values[i]) {
 						zero[pass.TypesInfo.Defs[n]] = true
 					}
 				}
@@ -199,6 +204,24 @@ func waitsZero(info *types.Info, e ast.Expr) bool {
 			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WaitTime" {
 				tv, ok := info.Types[kv.Value]
 				return ok && tv.Value != nil && tv.Value.ExactString() == "0"
+			}
+		}
+	}
+	return false
+}
+
+// writesFirst reports whether e is a composite literal whose WritersFirst
+// field is the constant true.
+func writesFirst(info *types.Info, e ast.Expr) bool {
+	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
+	if !ok {
+		return false
+	}
+	for _, el := range lit.Elts {
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WritersFirst" {
+				tv, ok := info.Types[kv.Value]
+				return ok && tv.Value != nil && tv.Value.ExactString() == "true"
 			}
 		}
 	}
@@ -327,7 +350,7 @@ func (r *resolver) op(call *ast.CallExpr) (op, bool) {
 		return op{
 			kind: opWith, lock: lm.Lock, members: lm.Members, mode: lm.Mode, handle: lm.Lock + lm.Mode,
 			ctx: args[0], fn: args[len(args)-1], params: params,
-			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds, noWait: lm.NoWait,
+			permit: lm.Permit, inst: lm.instances(params), kinds: lm.Kinds, noWait: lm.NoWait, writersFirst: lm.WritersFirst,
 		}, true
 	}
 	if recv == nil {
@@ -396,6 +419,7 @@ func (r *resolver) handleOp(x ast.Expr, name string, args []ast.Expr) (op, bool)
 	o.lock, o.members, o.mode, o.params, o.inst, o.kinds = h.lock, h.members, h.mode, h.params, h.inst, h.kinds
 	o.handle = h.key + h.mode
 	o.noWait = kind == opWith && h.noWait // Do waits up to the options' WaitTime
+	o.writersFirst = h.writersFirst
 	if h.key == "" {
 		o.handle, o.members = "", nil
 	}
@@ -452,6 +476,8 @@ type handleID struct {
 	inst    []instArgs // per member
 	kinds   []string   // per member
 	noWait  bool       // its Do tries once: a generated lock declared waitTime 0, or runtime options with WaitTime 0
+	// writersFirst: a writers-first readwrite lock (fairness: {writers: first}, or WritersFirst: true).
+	writersFirst bool
 }
 
 // handle finds which lock the handle expression e is: a generated
@@ -481,7 +507,8 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 	callee = callee.Origin()
 	var lm lockMethod
 	if r.pass.ImportObjectFact(callee, &lm) && !lm.With {
-		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args, inst: lm.instances(call.Args), kinds: lm.Kinds, noWait: lm.NoWait}, true
+		return handleID{lock: lm.Lock, key: lm.Lock, members: lm.Members, params: call.Args, inst: lm.instances(call.Args), kinds: lm.Kinds,
+			noWait: lm.NoWait, writersFirst: lm.WritersFirst}, true
 	}
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok {
@@ -505,7 +532,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 					}
 					return handleID{lock: id, key: key, members: []string{id}, params: call.Args[:1],
 						inst: []instArgs{{known: true, args: call.Args[:1]}}, kinds: []string{runtimeKinds[callee.Name()]},
-						noWait: triesOnce(r.pass.TypesInfo, call.Args[1])}, true
+						noWait: triesOnce(r.pass.TypesInfo, call.Args[1]), writersFirst: writesFirst(r.pass.TypesInfo, call.Args[1])}, true
 				}
 			}
 		case "MultiLock":

@@ -25,7 +25,7 @@ func (w *walker) checkNested(a Acq, here []string, pos token.Pos) {
 		for i := range hs {
 			h := &hs[i]
 			for j, m := range h.op.members {
-				if m != a.Lock || h.op.mode == "read" && a.Mode == "read" {
+				if m != a.Lock || h.op.mode == "read" && a.Mode == "read" && !h.op.writersFirst {
 					continue
 				}
 				var k []string
