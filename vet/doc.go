@@ -203,8 +203,11 @@
 //     nested check follows it along each branch of an if, switch or
 //     select: a branch that returns holds nothing after it, the branch
 //     where a Lock's err != nil does not hold that Lock, and after the
-//     statement a hold counts if any branch that falls through keeps it.
-//     Loops, break, continue and goto are followed in source order).
+//     statement a hold counts if any branch that falls through keeps it;
+//     a call of a closure that Unlocks, or of a function of the package
+//     that Unlocks the hold passed to it, ends it. Loops, break, continue
+//     and goto are followed in source order, and a helper of another
+//     package that Unlocks is not seen).
 //   - Nested instances whose params are written alike but differ in value
 //     (a variable assigned twice, shadowed, or read at two times) are taken
 //     for a re-entry; params written differently that are equal in value

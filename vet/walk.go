@@ -45,6 +45,8 @@ type walker struct {
 	nestedAt   map[token.Pos]bool                  // calls already reported as nested instances
 	edges      []Edge
 	positions  *positions
+	decls      map[*types.Func]*ast.FuncDecl // this package's functions, for unlockedParams
+	unlocked   map[*types.Func]map[int]bool  // per function: the params it Unlocks
 }
 
 func (w *walker) funcs(visit func(fd *ast.FuncDecl, fn *types.Func)) {
@@ -200,6 +202,7 @@ func (w *walker) call(c *ast.CallExpr) bool {
 		if fn := typeutil.StaticCallee(w.pass.TypesInfo, c); fn != nil {
 			w.through(c, fn, true)
 		}
+		w.releasesThrough(c)
 		return true
 	}
 	switch o.kind {
