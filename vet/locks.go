@@ -73,50 +73,7 @@ func exportLockMethods(pass *analysis.Pass) {
 			handles[m.Name()] = m
 		}
 	}
-	// A multi lock's constructor calls its members' constructors, with
-	// its own params.
-	members := make(map[string][]string)
-	memberArgs := make(map[string][][]int)
-	kinds := make(map[string][]string)
-	for _, f := range pass.Files {
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv == nil || fd.Body == nil {
-				continue
-			}
-			m, _ := pass.TypesInfo.Defs[fd.Name].(*types.Func)
-			if m == nil || handles[m.Name()] != m || handleKind(m) != "MultiLock" {
-				continue
-			}
-			params := make(map[types.Object]int)
-			i := 0
-			for _, f := range fd.Type.Params.List {
-				for _, n := range f.Names {
-					params[pass.TypesInfo.Defs[n]] = i
-					i++
-				}
-			}
-			ast.Inspect(fd.Body, func(n ast.Node) bool {
-				if c, ok := n.(*ast.CallExpr); ok {
-					if callee, ok := typeutil.Callee(pass.TypesInfo, c).(*types.Func); ok && handles[callee.Name()] == callee && callee != m {
-						members[m.Name()] = append(members[m.Name()], pkg+"."+callee.Name())
-						kinds[m.Name()] = append(kinds[m.Name()], handleKind(callee))
-						args := make([]int, len(c.Args))
-						for j, a := range c.Args {
-							args[j] = -1
-							if id, ok := ast.Unparen(a).(*ast.Ident); ok {
-								if k, ok := params[pass.TypesInfo.Uses[id]]; ok {
-									args[j] = k
-								}
-							}
-						}
-						memberArgs[m.Name()] = append(memberArgs[m.Name()], args)
-					}
-				}
-				return true
-			})
-		}
-	}
+	members, memberArgs, kinds := multiMembers(pass, handles)
 	noWait := optionHandles(pass, handles, waitsZero)
 	writersFirst := optionHandles(pass, handles, writesFirst)
 	fact := func(name string, m *types.Func) *lockMethod {
@@ -151,6 +108,56 @@ func exportLockMethods(pass *analysis.Pass) {
 		lm.Mode, lm.With = mode, true
 		pass.ExportObjectFact(m, lm)
 	}
+}
+
+// multiMembers reads the generated multi locks' constructors, which call
+// their members' constructors with their own params: each multi lock's
+// members, which of its params each member gets (see
+// lockMethod.MemberArgs), and the members' handle types.
+func multiMembers(pass *analysis.Pass, handles map[string]*types.Func) (members map[string][]string, memberArgs map[string][][]int, kinds map[string][]string) {
+	members = make(map[string][]string)
+	memberArgs = make(map[string][][]int)
+	kinds = make(map[string][]string)
+	for _, f := range pass.Files {
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv == nil || fd.Body == nil {
+				continue
+			}
+			m, _ := pass.TypesInfo.Defs[fd.Name].(*types.Func)
+			if m == nil || handles[m.Name()] != m || handleKind(m) != "MultiLock" {
+				continue
+			}
+			params := make(map[types.Object]int)
+			i := 0
+			for _, f := range fd.Type.Params.List {
+				for _, n := range f.Names {
+					params[pass.TypesInfo.Defs[n]] = i
+					i++
+				}
+			}
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok {
+					if callee, ok := typeutil.Callee(pass.TypesInfo, c).(*types.Func); ok && handles[callee.Name()] == callee && callee != m {
+						members[m.Name()] = append(members[m.Name()], pass.Pkg.Path()+"."+callee.Name())
+						kinds[m.Name()] = append(kinds[m.Name()], handleKind(callee))
+						args := make([]int, len(c.Args))
+						for j, a := range c.Args {
+							args[j] = -1
+							if id, ok := ast.Unparen(a).(*ast.Ident); ok {
+								if k, ok := params[pass.TypesInfo.Uses[id]]; ok {
+									args[j] = k
+								}
+							}
+						}
+						memberArgs[m.Name()] = append(memberArgs[m.Name()], args)
+					}
+				}
+				return true
+			})
+		}
+	}
+	return members, memberArgs, kinds
 }
 
 // optionHandles names the handle constructors whose options (a package
