@@ -199,61 +199,47 @@ func optionHandles(pass *analysis.Pass, handles map[string]*types.Func, has func
 	return out
 }
 
-// waitsZero reports whether e is a composite literal whose WaitTime field
+// waitsZero reports whether e is an options literal whose WaitTime field
 // is the constant 0.
 func waitsZero(info *types.Info, e ast.Expr) bool {
-	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
-	if !ok {
-		return false
-	}
-	for _, el := range lit.Elts {
-		if kv, ok := el.(*ast.KeyValueExpr); ok {
-			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WaitTime" {
-				tv, ok := info.Types[kv.Value]
-				return ok && tv.Value != nil && tv.Value.ExactString() == "0"
-			}
-		}
-	}
-	return false
+	tv, present, _ := optionField(info, e, "WaitTime")
+	return present && tv.Value != nil && tv.Value.ExactString() == "0"
 }
 
-// writesFirst reports whether e is a composite literal whose WritersFirst
+// writesFirst reports whether e is an options literal whose WritersFirst
 // field is the constant true.
 func writesFirst(info *types.Info, e ast.Expr) bool {
-	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
-	if !ok {
-		return false
-	}
-	for _, el := range lit.Elts {
-		if kv, ok := el.(*ast.KeyValueExpr); ok {
-			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WritersFirst" {
-				tv, ok := info.Types[kv.Value]
-				return ok && tv.Value != nil && tv.Value.ExactString() == "true"
-			}
-		}
-	}
-	return false
+	tv, present, _ := optionField(info, e, "WritersFirst")
+	return present && tv.Value != nil && tv.Value.ExactString() == "true"
 }
 
 // triesOnce reports whether e is an options literal (LockOptions,
 // SemaphoreOptions) whose WaitTime is the constant 0 or absent: a Do with
 // those options tries once (runtime.LockOptions: "0 tries once").
 func triesOnce(info *types.Info, e ast.Expr) bool {
+	tv, present, keyed := optionField(info, e, "WaitTime")
+	return keyed && (!present || tv.Value != nil && tv.Value.ExactString() == "0")
+}
+
+// optionField finds field name in e, an options literal: keyed reports
+// whether e is a composite literal with keyed fields only (only then is
+// an absent field known to be zero), present whether it sets name, and
+// tv is that field's value.
+func optionField(info *types.Info, e ast.Expr, name string) (tv types.TypeAndValue, present, keyed bool) {
 	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
 	if !ok {
-		return false
+		return tv, false, false
 	}
 	for _, el := range lit.Elts {
 		kv, ok := el.(*ast.KeyValueExpr)
 		if !ok {
-			return false
+			return tv, false, false
 		}
-		if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "WaitTime" {
-			tv, ok := info.Types[kv.Value]
-			return ok && tv.Value != nil && tv.Value.ExactString() == "0"
+		if k, ok := kv.Key.(*ast.Ident); ok && k.Name == name {
+			return info.Types[kv.Value], true, true
 		}
 	}
-	return true
+	return tv, false, true
 }
 
 func hasGeneratedHeader(f *ast.File) bool {
