@@ -175,7 +175,9 @@ func (l *MultiLock) usable(ctx context.Context) error {
 
 // Unlock releases every member held through ctx. A ctx that does not
 // carry every member's acquisition (a hold of one member alone) is
-// refused with ErrNotHeld, and nothing is released.
+// refused with ErrNotHeld, and nothing is released. A member's own Unlock
+// of an atomic multi-lock's hold is refused as well (ErrNotHeld): the
+// members of one atomic acquisition are released together.
 func (l *MultiLock) Unlock(ctx context.Context) error {
 	if !l.made() {
 		return notMade("release")
