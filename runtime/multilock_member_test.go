@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -44,4 +45,40 @@ func TestAMembersUnlockOfAMultiLockHoldLeavesNothingLocked(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A member re-entered inside an atomic multi-lock's hold (its Lock or Do
+// with the multi-lock's hold ctx, as a With<Member> inside With<Multi>
+// does) is the member's own acquisition: its own Unlock releases it, and
+// the multi-lock's Unlock then leaves nothing locked. The refusal above
+// refused it too (the re-entry shares the member's hold).
+func TestAMemberReenteredInsideAMultiLockHoldIsReleasedByItsOwnUnlock(t *testing.T) {
+	e := newEnv(t, &runtime.Options{WatchdogTimeout: time.Second})
+	ctx := ctxT(t)
+	a := e.c.Mutex("reenter:a", runtime.LockOptions{})
+	b := e.c.Mutex("reenter:b", runtime.LockOptions{})
+	ml := e.c.MultiLock(runtime.LockOptions{}, a, b)
+	h, err := ml.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := a.Lock(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(h2); err != nil {
+		t.Errorf("the member's Unlock of its own re-entry: %v", err)
+	}
+	if err := a.Do(h, func(context.Context) error { return nil }); err != nil {
+		t.Errorf("the member's Do inside the multi-lock's hold: %v", err)
+	}
+	if err := a.Unlock(h); !errors.Is(err, runtime.ErrNotHeld) {
+		t.Errorf("the member's Unlock of the multi-lock's hold = %v, want ErrNotHeld", err)
+	}
+	if err := ml.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Second, "both members free", func() bool {
+		return e.rdb.Exists(ctx, "reenter:a", "reenter:b").Val() == 0
+	})
 }

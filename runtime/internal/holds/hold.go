@@ -162,6 +162,7 @@ type Acquisition struct {
 	h        *Hold
 	Parent   context.Context // the caller's ctx: releases run on it
 	Start    time.Time
+	Group    *Group // the atomic multi-lock that made this acquisition (Spec.Group); nil for a member's own
 	cancel   context.CancelCauseFunc
 	stop     context.CancelFunc // ends the fixed-lease deadline; nil: the watchdog lease
 	unfollow func() bool        // see Add's downgrade case

@@ -244,7 +244,7 @@ func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.
 func (r *Registry) newContext(parent context.Context, spec Spec, id ID, lease time.Duration, start time.Time) *Context {
 	hc := &Context{parent: r.Of(parent), fence: spec.Fence}
 	acq := &hc.own
-	*acq = Acquisition{Parent: parent, Start: start}
+	*acq = Acquisition{Parent: parent, Start: start, Group: spec.Group}
 	base := parent
 	outer := hc.parent
 	if outer != nil && outer.own.h.Key == id.Key && outer.own.h.Field != id.Field {

@@ -333,11 +333,12 @@ const leaveWithin = 15 * time.Millisecond
 // (lost, released: owner "").
 func (m *Lock) Release(ctx context.Context) (owner string, start time.Time, _ error) {
 	acq, err := m.held(m.env.Reg.Of(ctx))
-	if err == nil && acq.Hold().Group != nil {
-		// Its multi-lock's release gives back every member at once: a
-		// member's alone would end the multi-lock's hold with the other
-		// members still taken.
-		err = fmt.Errorf("%w: ctx holds this key as a member of the multi-lock %s: release it with the multi-lock", errs.NotHeld, acq.Hold().Group.Keys)
+	if err == nil && acq.Group != nil {
+		// An atomic multi-lock's acquisition of the member (not the
+		// member's own re-entry inside it): its release gives back every
+		// member at once, and a member's alone would end the multi-lock's
+		// hold with the other members still taken.
+		err = fmt.Errorf("%w: ctx holds this key as a member of the multi-lock %s: release it with the multi-lock", errs.NotHeld, acq.Group.Keys)
 	}
 	if err != nil {
 		return "", time.Time{}, m.fail("release", err)
