@@ -43,8 +43,11 @@ func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, is
 	before := slices.Clone(w.spans)
 	var outs [][]region
 	hasDefault := isSelect
+	fell := false // the clause before ended in fallthrough
 	for _, cl := range body.List {
-		w.spans = slices.Clone(before)
+		if !fell {
+			w.spans = slices.Clone(before)
+		}
 		var stmts []ast.Stmt
 		switch cl := cl.(type) {
 		case *ast.CaseClause:
@@ -59,6 +62,11 @@ func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, is
 		for _, st := range stmts {
 			w.walk(st)
 		}
+		// A clause that falls through goes on into the next one, with
+		// what it holds at its end: it is no way out of its own.
+		if fell = fallsThrough(stmts); fell {
+			continue
+		}
 		if !terminates(w.pass.TypesInfo, &ast.BlockStmt{List: stmts}) {
 			outs = append(outs, w.spans)
 		}
@@ -67,6 +75,15 @@ func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, is
 		outs = append(outs, before)
 	}
 	w.spans = joinSpans(before, outs)
+}
+
+// fallsThrough reports whether a case clause's body ends in fallthrough.
+func fallsThrough(stmts []ast.Stmt) bool {
+	if len(stmts) == 0 {
+		return false
+	}
+	b, ok := stmts[len(stmts)-1].(*ast.BranchStmt)
+	return ok && b.Tok == token.FALLTHROUGH
 }
 
 // walkOpt walks n unless it is absent (a nil Init, Tag, Else or Comm).

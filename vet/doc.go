@@ -202,7 +202,8 @@
 //     a handle's Lock and Unlock takes locks without adding edges (the
 //     nested check follows it along each branch of an if, switch or
 //     select: a branch that returns holds nothing after it, the branch
-//     where a Lock's err != nil does not hold that Lock, and after the
+//     where a Lock's err != nil does not hold that Lock, a case clause
+//     ending in fallthrough goes on into the next clause, and after the
 //     statement a hold counts if any branch that falls through keeps it;
 //     a call of a closure that Unlocks, or of a function of the package
 //     that Unlocks the hold passed to it, ends it. Loops, break, continue

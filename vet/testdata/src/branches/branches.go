@@ -80,4 +80,21 @@ func Maybe(ctx context.Context, l *locks.Locks, cond bool, a, b int64) error { /
 	return l.WithOrderLock(ctx, b, work) // want `^nested instances of one lock: locks.OrderLock\(b\) is taken while locks.OrderLock\(a\) is held`
 }
 
+// Fallthrough unlocks a in the clause that case 1 falls through into: a
+// is not held after the switch.
+func Fallthrough(ctx context.Context, l *locks.Locks, k int, a, b int64) error { // want Fallthrough:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case 1:
+		_ = work(hctx)
+		fallthrough
+	default:
+		_ = l.OrderLock(a).Unlock(hctx)
+	}
+	return l.WithOrderLock(ctx, b, work)
+}
+
 func work(context.Context) error { return nil }
