@@ -10,9 +10,11 @@ import (
 // The nested check follows a handle's Lock to its Unlock (w.spans). At a
 // branch each way starts from the spans held before it; a way that ends in
 // a return (or a panic) holds nothing after the statement; after it, a
-// span is held when it is held at the end of any way that falls through.
+// span held before it is held when every way that falls through still
+// holds it, and a span opened in it when any of them does (joinSpans).
 // In the branch taken when a Lock's error is not nil, that Lock holds
-// nothing.
+// nothing, and that branch does not count against its hold after the
+// statement.
 
 // ifStmt walks an if statement, a branch at a time.
 func (w *walker) ifStmt(s *ast.IfStmt) {
@@ -24,14 +26,35 @@ func (w *walker) ifStmt(s *ast.IfStmt) {
 	w.spans = withoutSpan(before, failed, onTrue)
 	w.walk(s.Body)
 	if !terminates(w.pass.TypesInfo, s.Body) {
-		outs = append(outs, w.spans)
+		outs = append(outs, failedHolds(w.spans, before, failed, onTrue))
 	}
 	w.spans = withoutSpan(before, failed, !onTrue)
 	w.walkOpt(s.Else)
 	if s.Else == nil || !terminates(w.pass.TypesInfo, s.Else) {
-		outs = append(outs, w.spans)
+		outs = append(outs, failedHolds(w.spans, before, failed, !onTrue))
 	}
 	w.spans = joinSpans(before, outs)
+}
+
+// failedHolds is a way out's spans for the join, with the span of the
+// Lock at failed back when the way dropped it (dropped): where a Lock
+// failed, it was not released; the way does not count against the hold
+// of the ways where it succeeded.
+func failedHolds(spans, before []region, failed token.Pos, dropped bool) []region {
+	if !dropped || !failed.IsValid() || hasSpan(spans, failed) {
+		return spans
+	}
+	for _, s := range before {
+		if s.call.Pos() == failed {
+			return append(slices.Clone(spans), s)
+		}
+	}
+	return spans
+}
+
+// hasSpan reports whether spans hold the Lock at pos.
+func hasSpan(spans []region, pos token.Pos) bool {
+	return slices.ContainsFunc(spans, func(s region) bool { return s.call.Pos() == pos })
 }
 
 // switchStmt walks a switch, type switch or select statement, a clause at
@@ -156,15 +179,26 @@ func withoutSpan(spans []region, failed token.Pos, drop bool) []region {
 	return out
 }
 
-// joinSpans is the spans held after a branch statement: those held at
-// the end of any way out of it, in order; before when no way falls
-// through (the code after it is not reached from it).
+// joinSpans is the spans held after a branch statement; before when no
+// way falls through (the code after it is not reached from it). A span
+// held before the statement is held after it only when it is held at the
+// end of every way out that falls through (one that Unlocks it releases
+// it); a span opened inside the statement is held after it when it is
+// held at the end of any of them.
 func joinSpans(before []region, outs [][]region) []region {
 	if len(outs) == 0 {
 		return before
 	}
 	var out []region
+	for _, s := range before {
+		if !slices.ContainsFunc(outs, func(o []region) bool { return !hasSpan(o, s.call.Pos()) }) {
+			out = append(out, s)
+		}
+	}
 	seen := make(map[token.Pos]bool)
+	for _, s := range before {
+		seen[s.call.Pos()] = true
+	}
 	for _, spans := range outs {
 		for _, s := range spans {
 			if !seen[s.call.Pos()] {

@@ -204,7 +204,9 @@
 //     select: a branch that returns holds nothing after it, the branch
 //     where a Lock's err != nil does not hold that Lock, a case clause
 //     ending in fallthrough goes on into the next clause, and after the
-//     statement a hold counts if any branch that falls through keeps it;
+//     statement a hold taken before it is still held only if every
+//     branch that falls through keeps it (after if fast { Unlock } it is
+//     taken as released), a hold taken in it if any such branch keeps it;
 //     a call of a closure that Unlocks, or of a function of the package
 //     that Unlocks the hold passed to it, ends it. Loops, break, continue
 //     and goto are followed in source order, and a helper of another

@@ -97,4 +97,71 @@ func Fallthrough(ctx context.Context, l *locks.Locks, k int, a, b int64) error {
 	return l.WithOrderLock(ctx, b, work)
 }
 
+// Flag unlocks a early on one path, else at the end: every way out of the
+// two ifs releases it (a hold taken before a branch stays held after it
+// only when every way out of the branch holds it).
+func Flag(ctx context.Context, l *locks.Locks, fast bool, a, b int64) error { // want Flag:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	locked := true
+	if fast {
+		_ = l.OrderLock(a).Unlock(hctx)
+		locked = false
+	}
+	if locked {
+		_ = l.OrderLock(a).Unlock(hctx)
+	}
+	return l.WithOrderLock(ctx, b, work)
+}
+
+type mode int
+
+const (
+	modeA mode = iota
+	modeB
+)
+
+// EveryCase unlocks a in every case of a switch over an enum, which has
+// no default.
+func EveryCase(ctx context.Context, l *locks.Locks, m mode, a, b int64) error { // want EveryCase:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	switch m {
+	case modeA:
+		_ = work(hctx)
+		_ = l.OrderLock(a).Unlock(hctx)
+	case modeB:
+		_ = l.OrderLock(a).Unlock(hctx)
+	}
+	return l.WithOrderLock(ctx, b, work)
+}
+
+// ElseIf unlocks a under complementary conditions.
+func ElseIf(ctx context.Context, l *locks.Locks, x bool, a, b int64) error { // want ElseIf:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	if x {
+		_ = l.OrderLock(a).Unlock(hctx)
+	} else if !x {
+		_ = l.OrderLock(a).Unlock(hctx)
+	}
+	return l.WithOrderLock(ctx, b, work)
+}
+
+// Logged goes on when its Lock fails: where it succeeded, a is held.
+func Logged(ctx context.Context, l *locks.Locks, a, b int64) error { // want Logged:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		_ = work(ctx)
+	}
+	defer l.OrderLock(a).Unlock(hctx)
+	return l.WithOrderLock(ctx, b, work) // want `^nested instances of one lock: locks.OrderLock\(b\) is taken while locks.OrderLock\(a\) is held`
+}
+
 func work(context.Context) error { return nil }
