@@ -2,17 +2,30 @@ package vet
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
 	"slices"
 
 	"golang.org/x/tools/go/types/typeutil"
 )
 
+// unlockAlways is an Unlock that a function body makes on every way
+// through it, and which of its parameters it gives that Unlock as the
+// hold (-1 when another ctx: one the body captures).
+type unlockAlways struct {
+	op    op
+	param int
+}
+
 // releasesThrough ends the spans (for the nested check) that the call c
 // releases: a call of a closure (a variable assigned a func literal once)
-// ends those its Unlocks would; a call of a function of this package
-// whose body Unlocks one of its parameters ends the span of the Lock
-// whose hold c passes for it. A deferred call releases nothing yet.
+// ends those its Unlocks would, of a hold it captures or is passed; a
+// call of a function of this package whose body Unlocks one of its
+// parameters ends the span of the Lock whose hold c passes for it. Only
+// an Unlock made on every way through the body counts (a statement of the
+// body itself, or its defer, before any statement that may return), and
+// only on the handle of the Lock whose hold it is given. A deferred call
+// releases nothing yet.
 func (w *walker) releasesThrough(c *ast.CallExpr) {
 	if w.deferring > 0 {
 		return
@@ -20,9 +33,7 @@ func (w *walker) releasesThrough(c *ast.CallExpr) {
 	if v, ok := w.pass.TypesInfo.Uses[identOf(c.Fun)].(*types.Var); ok {
 		if d, ok := w.r.defs.single(v); ok && d.index == 0 {
 			if lit, ok := ast.Unparen(d.expr).(*ast.FuncLit); ok {
-				for _, o := range w.unlocksIn(lit.Body) {
-					w.release(o)
-				}
+				w.releaseArgs(c.Args, w.unlocksAlways(lit.Body, lit.Type.Params), lit)
 			}
 		}
 		return
@@ -31,43 +42,100 @@ func (w *walker) releasesThrough(c *ast.CallExpr) {
 	if fn == nil {
 		return
 	}
-	params := w.unlockedParams(fn)
-	if len(params) == 0 {
-		return
-	}
 	_, args := callArgs(w.pass.TypesInfo, c, fn)
-	for i, a := range args {
-		if org := w.r.origin(a); params[i] && org.kind == originLock {
-			w.spans = slices.DeleteFunc(w.spans, func(s region) bool { return s.call.Pos() == org.at })
+	w.releaseArgs(args, w.unlockedParams(fn), nil)
+}
+
+// releaseArgs ends the span of the Lock whose hold each of unlocks is
+// given: the call's argument for a parameter, else the ctx the closure
+// lit captures. A hold taken inside lit itself is none of the caller's.
+func (w *walker) releaseArgs(args []ast.Expr, unlocks []unlockAlways, lit *ast.FuncLit) {
+	for _, u := range unlocks {
+		var org origin
+		switch {
+		case u.param >= 0 && u.param < len(args):
+			org = w.r.origin(args[u.param])
+		case u.param < 0 && lit != nil:
+			org = w.r.origin(u.op.ctx)
 		}
+		if org.kind != originLock || lit != nil && org.at >= lit.Pos() && org.at < lit.End() {
+			continue
+		}
+		if u.op.handle != "" && org.handle != "" && u.op.handle != org.handle {
+			continue // the hold of another handle's Lock
+		}
+		w.spans = slices.DeleteFunc(w.spans, func(s region) bool { return s.call.Pos() == org.at })
 	}
 }
 
-// unlocksIn is the Unlocks that body makes when it runs (not those of its
-// goroutines or func literals).
-func (w *walker) unlocksIn(body ast.Node) []op {
-	var out []op
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.GoStmt, *ast.FuncLit:
-			return false
-		case *ast.CallExpr:
-			if o, ok := w.r.op(n); ok && o.kind == opUnlock {
-				out = append(out, o)
+// unlocksAlways is the Unlocks that body makes on every way through it:
+// those of its own statements (or their defers) before the first that may
+// return, not those in a branch, a loop, a goroutine or a func literal.
+func (w *walker) unlocksAlways(body *ast.BlockStmt, params *ast.FieldList) []unlockAlways {
+	idx := make(map[types.Object]int)
+	i := 0
+	for _, f := range params.List {
+		if len(f.Names) == 0 {
+			i++
+		}
+		for _, n := range f.Names {
+			idx[w.pass.TypesInfo.Defs[n]] = i
+			i++
+		}
+	}
+	var out []unlockAlways
+	for _, st := range body.List {
+		var call ast.Expr
+		switch st := st.(type) {
+		case *ast.ExprStmt:
+			call = st.X
+		case *ast.AssignStmt:
+			if len(st.Rhs) == 1 {
+				call = st.Rhs[0]
+			}
+		case *ast.DeferStmt:
+			call = st.Call
+		}
+		if c, ok := ast.Unparen(call).(*ast.CallExpr); ok {
+			if o, ok := w.r.op(c); ok && o.kind == opUnlock {
+				k, ok := idx[w.pass.TypesInfo.Uses[identOf(o.ctx)]]
+				if !ok {
+					k = -1
+				}
+				out = append(out, unlockAlways{o, k})
 			}
 		}
-		return true
-	})
+		if mayReturn(st) {
+			break
+		}
+	}
 	return out
 }
 
-// unlockedParams is which parameters of fn, a function of this package,
-// its body gives to an Unlock: fn releases the hold its caller passes
-// there. Cached per function.
-func (w *walker) unlockedParams(fn *types.Func) map[int]bool {
+// mayReturn reports whether st holds a return (or a goto) of its function.
+func mayReturn(st ast.Stmt) bool {
+	found := false
+	ast.Inspect(st, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			found = true
+		case *ast.BranchStmt:
+			found = found || n.Tok == token.GOTO
+		}
+		return !found
+	})
+	return found
+}
+
+// unlockedParams is the Unlocks that fn, a function of this package,
+// makes on every way through its body of the hold a parameter gives: fn
+// releases the hold its caller passes there. Cached per function.
+func (w *walker) unlockedParams(fn *types.Func) []unlockAlways {
 	fn = fn.Origin()
 	if w.unlocked == nil {
-		w.unlocked = make(map[*types.Func]map[int]bool)
+		w.unlocked = make(map[*types.Func][]unlockAlways)
 		w.decls = make(map[*types.Func]*ast.FuncDecl)
 		w.funcs(func(fd *ast.FuncDecl, f *types.Func) { w.decls[f] = fd })
 	}
@@ -79,25 +147,7 @@ func (w *walker) unlockedParams(fn *types.Func) map[int]bool {
 	if fd == nil {
 		return nil
 	}
-	idx := make(map[types.Object]int)
-	i := 0
-	for _, f := range fd.Type.Params.List {
-		if len(f.Names) == 0 {
-			i++
-		}
-		for _, n := range f.Names {
-			idx[w.pass.TypesInfo.Defs[n]] = i
-			i++
-		}
-	}
-	out := make(map[int]bool)
-	for _, o := range w.unlocksIn(fd.Body) {
-		if id := identOf(o.ctx); id != nil {
-			if k, ok := idx[w.pass.TypesInfo.Uses[id]]; ok {
-				out[k] = true
-			}
-		}
-	}
+	out := slices.DeleteFunc(w.unlocksAlways(fd.Body, fd.Type.Params), func(u unlockAlways) bool { return u.param < 0 })
 	w.unlocked[fn] = out
 	return out
 }

@@ -45,8 +45,8 @@ type walker struct {
 	nestedAt   map[token.Pos]bool                  // calls already reported as nested instances
 	edges      []Edge
 	positions  *positions
-	decls      map[*types.Func]*ast.FuncDecl // this package's functions, for unlockedParams
-	unlocked   map[*types.Func]map[int]bool  // per function: the params it Unlocks
+	decls      map[*types.Func]*ast.FuncDecl  // this package's functions, for unlockedParams
+	unlocked   map[*types.Func][]unlockAlways // per function: the Unlocks of its params' holds
 }
 
 func (w *walker) funcs(visit func(fd *ast.FuncDecl, fn *types.Func)) {
