@@ -47,7 +47,11 @@
 //     ReadWrite, RedLock, FencedLock, Semaphore, MultiLock of those): their
 //     identity is a constant key (one key is one lock, whatever the
 //     options' Name), else the Name of an options literal (LockOptions,
-//     SemaphoreOptions); a MultiLock's is its options' Name, else its
+//     SemaphoreOptions): the constant key that Name goes with elsewhere in
+//     the package, when one does (c.Mutex(cfgKey, {Name: "Config"}) and
+//     c.Mutex(key, {Name: "Config"}) are one lock), else the Name itself
+//     (another package's handles are not seen); a MultiLock's is its
+//     options' Name, else its
 //     members'. A handle with a computed key
 //     and no literal Name is an unknown lock: it takes part in the ctx
 //     checks but not in the lock order.

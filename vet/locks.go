@@ -321,6 +321,10 @@ func isContext(t types.Type) bool {
 type resolver struct {
 	pass *analysis.Pass
 	defs *defs // single assignments of local variables, to follow a handle kept in a variable
+	// nameKeys is, per Name in a runtime handle's options, the constant
+	// key it is seen with in this package ("" when more than one), made
+	// on first use: runtimeKey.
+	nameKeys map[string]string
 }
 
 // op classifies call: a With<Name> helper, a handle's Do, Lock, TryLock
@@ -520,7 +524,7 @@ func (r *resolver) handle(e ast.Expr, depth int) (handleID, bool) {
 			if len(call.Args) == 2 {
 				if id := r.runtimeLockID(call.Args[0], call.Args[1]); id != "" {
 					key := id
-					if k := constString(r.pass.TypesInfo, call.Args[0]); k != "" {
+					if k := r.runtimeKey(call.Args[0], call.Args[1]); k != "" {
 						key = "key " + k // two handles on one key are one lock, whatever their options
 					}
 					return handleID{lock: id, key: key, members: []string{id}, params: call.Args[:1],
@@ -562,16 +566,65 @@ var runtimeKinds = map[string]string{
 
 // runtimeLockID names a handle made directly on a runtime.Client: by its
 // key when that is a constant (one key is one lock, whatever the options
-// say), else by the Name of its options when they are a literal with a
-// constant Name. Computed keys without a Name stay unknown.
+// say), or the constant key its Name is seen with elsewhere in the
+// package (runtimeKey), else by the Name of its options when they are a
+// literal with a constant Name. Computed keys without a Name stay
+// unknown.
 func (r *resolver) runtimeLockID(key, opts ast.Expr) string {
-	if k := constString(r.pass.TypesInfo, key); k != "" {
+	if k := r.runtimeKey(key, opts); k != "" {
 		return "runtime." + strconv.Quote(k)
 	}
 	if n := optionsName(r.pass.TypesInfo, opts); n != "" {
 		return "runtime." + n
 	}
 	return ""
+}
+
+// runtimeKey is a runtime handle's constant key: key itself, or, for a
+// computed key, the one constant key that handles with the same Name in
+// their options are made with in this package: c.Mutex(cfgKey, {Name:
+// "Config"}) and c.Mutex(key, {Name: "Config"}) are one lock. "" when
+// neither.
+func (r *resolver) runtimeKey(key, opts ast.Expr) string {
+	if k := constString(r.pass.TypesInfo, key); k != "" {
+		return k
+	}
+	n := optionsName(r.pass.TypesInfo, opts)
+	if n == "" {
+		return ""
+	}
+	if r.nameKeys == nil {
+		r.nameKeys = r.collectNameKeys()
+	}
+	return r.nameKeys[n]
+}
+
+// collectNameKeys maps each Name of a runtime handle's options literal to
+// the constant key it is made with in this package, "" when more than one.
+func (r *resolver) collectNameKeys() map[string]string {
+	out := make(map[string]string)
+	for _, f := range r.pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) != 2 {
+				return true
+			}
+			sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+			if !ok || runtimeKinds[sel.Sel.Name] == "" || runtimeType(r.pass.TypesInfo.TypeOf(sel.X)) != "Client" {
+				return true
+			}
+			k, name := constString(r.pass.TypesInfo, call.Args[0]), optionsName(r.pass.TypesInfo, call.Args[1])
+			if k == "" || name == "" {
+				return true
+			}
+			if prev, seen := out[name]; seen && prev != k {
+				k = ""
+			}
+			out[name] = k
+			return true
+		})
+	}
+	return out
 }
 
 func constString(info *types.Info, e ast.Expr) string {

@@ -23,7 +23,13 @@ func Y(ctx context.Context, c *runtime.Client) error { // want Y:`^acquires runt
 	})
 }
 
-// Named is known by its options' Name: its key is computed.
-func Named(ctx context.Context, c *runtime.Client, key string) error { // want Named:`^acquires runtime\.Config$`
+// Named's key is computed, but its options' Name is seen with the
+// constant key "cfg" in X: it is that lock.
+func Named(ctx context.Context, c *runtime.Client, key string) error { // want Named:`^acquires runtime\."cfg"$`
 	return c.Mutex(key, runtime.LockOptions{Name: "Config"}).Do(ctx, func(context.Context) error { return nil })
+}
+
+// Audit is known by its options' Name alone: no constant key goes with it.
+func Audit(ctx context.Context, c *runtime.Client, key string) error { // want Audit:`^acquires runtime\.Audit$`
+	return c.Mutex(key, runtime.LockOptions{Name: "Audit"}).Do(ctx, func(context.Context) error { return nil })
 }
