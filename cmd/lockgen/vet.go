@@ -42,7 +42,7 @@ func runVet(args []string, stdout, stderr io.Writer) int {
 	}
 	pkgs, err := loadForVet(patterns, *tests)
 	if err != nil {
-		fmt.Fprintln(stderr, "lockgen vet:", err)
+		fmt.Fprintln(stderr, "lockgen vet:", loadErrorText(err))
 		return exitFail
 	}
 	if printLoadErrors(pkgs, stderr) {
@@ -103,6 +103,20 @@ func printLoadErrors(pkgs []*packages.Package, w io.Writer) bool {
 		}
 	})
 	return len(seen) > 0
+}
+
+// loadErrorText is err as the go command prints it: a go list error
+// without a position (vet a.go ./pkg: "named files must be .go files")
+// is its message alone, not "-: message".
+func loadErrorText(err error) string {
+	var e packages.Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	if e.Pos == "" || e.Pos == "-" {
+		return e.Msg
+	}
+	return relPos(e.Pos) + ": " + e.Msg
 }
 
 // relPos is a file:line:col (or file:line, or file) position with the

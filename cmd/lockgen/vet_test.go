@@ -316,3 +316,14 @@ func TestVetOfAFileSeesTheLocksItsImportsTake(t *testing.T) {
 		t.Fatalf("lockgen vet main.go exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
 	}
 }
+
+// TestVetOfAFileAndAPackageSaysWhy vets a file and a package together,
+// which go list refuses: its message is printed without a "-:" position.
+func TestVetOfAFileAndAPackageSaysWhy(t *testing.T) {
+	vetModule(t)
+	code, out, errOut := runCLI(t, "vet", "main.go", "./svcx")
+	want := "lockgen vet: named files must be .go files: ./svcx\n"
+	if code != exitFail || out != "" || errOut != want {
+		t.Fatalf("lockgen vet main.go ./svcx exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
+	}
+}
