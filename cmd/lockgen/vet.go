@@ -266,7 +266,7 @@ func printFindings(roots []*checker.Action, w io.Writer) int {
 			f := finding{pos: act.Package.Fset.Position(d.Pos), msg: d.Message}
 			for _, r := range d.Related {
 				p := act.Package.Fset.Position(r.Pos)
-				f.related += fmt.Sprintf("%s:%d:%d: \t%s\n", relPath(p.Filename), p.Line, p.Column, r.Message)
+				f.related += fmt.Sprintf("%s: \t%s\n", posText(p), r.Message)
 			}
 			if !seen[f] {
 				seen[f] = true
@@ -285,9 +285,19 @@ func printFindings(roots []*checker.Action, w io.Writer) int {
 		return a.Column < b.Column
 	})
 	for _, f := range all {
-		fmt.Fprintf(w, "%s:%d:%d: %s\n%s", relPath(f.pos.Filename), f.pos.Line, f.pos.Column, f.msg, f.related)
+		fmt.Fprintf(w, "%s: %s\n%s", posText(f.pos), f.msg, f.related)
 	}
 	return len(all)
+}
+
+// posText is p as file:line:col, the file relative to the working
+// directory; file:line when the column is unknown (0: a //line file:N
+// directive gives none), as the go command prints it.
+func posText(p token.Position) string {
+	if p.Column == 0 {
+		return fmt.Sprintf("%s:%d", relPath(p.Filename), p.Line)
+	}
+	return fmt.Sprintf("%s:%d:%d", relPath(p.Filename), p.Line, p.Column)
 }
 
 // vetTool reports whether go vet runs lockgen as its -vettool: it asks

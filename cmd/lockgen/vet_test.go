@@ -327,3 +327,24 @@ func TestVetOfAFileAndAPackageSaysWhy(t *testing.T) {
 		t.Fatalf("lockgen vet main.go ./svcx exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
 	}
 }
+
+// TestVetPrintsALineDirectiveWithoutColumnAsFileLine vets a package under
+// a //line file:N directive, which gives no column: its findings print
+// file:line, as the go command prints them, not file:line:0.
+func TestVetPrintsALineDirectiveWithoutColumnAsFileLine(t *testing.T) {
+	dir := vetModule(t)
+	src := "package tmpl\n\nimport (\n\t\"context\"\n\n\t\"example.com/app/locks\"\n)\n\n" +
+		"//line gen.tmpl:100\nfunc A(ctx context.Context, l *locks.Locks) error {\n\treturn l.WithOrderLock(ctx, 1, func(ctx context.Context) error {\n\t\treturn l.WithInventoryLock(ctx, \"s\", func(context.Context) error { return nil })\n\t})\n}\n\n" +
+		"//line gen.tmpl:200\nfunc B(ctx context.Context, l *locks.Locks) error {\n\treturn l.WithInventoryLock(ctx, \"s\", func(ctx context.Context) error {\n\t\treturn l.WithOrderLock(ctx, 1, func(context.Context) error { return nil })\n\t})\n}\n"
+	if err := os.MkdirAll(filepath.Join(dir, "tmpl"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tmpl", "t.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "vet", "./tmpl")
+	want := "gen.tmpl:102: lock-order inversion"
+	if code != exitFail || out != "" || !strings.Contains(errOut, want) || strings.Contains(errOut, ":0:") {
+		t.Fatalf("lockgen vet ./tmpl exited %d (want 1)\nstdout:\n%s\nstderr:\n%s\nwant file:line positions, as %q", code, out, errOut, want)
+	}
+}
