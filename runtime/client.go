@@ -415,11 +415,12 @@ func (c *Client) cutHolds() {
 }
 
 // waitSettled waits until the acquisitions under way have returned (the
-// drained ones return at once) and the settlements under way (give-backs,
+// drained ones return at once), the late replies of abandoned calls have
+// come (lockenv.Env.Resolving), and the settlements under way (give-backs,
 // a drained waiter's leave of a fair queue, reconciles) are done, on the
 // Client and its RedLock nodes, or deadline: Close would quit them.
 func (c *Client) waitSettled(deadline time.Time) {
-	for (c.env.Acquiring.Load() > 0 || !c.env.Settler.Idle()) && time.Now().Before(deadline) {
+	for (c.env.Acquiring.Load() > 0 || c.env.Resolving.Load() > 0 || !c.env.Settler.Idle()) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	for _, n := range c.redNodes {

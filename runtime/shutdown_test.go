@@ -337,3 +337,69 @@ func TestShutdownDrainsAMultiLockWaitingForItsNextMember(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Shutdown waits for the late replies of calls their callers abandoned
+// (a wait that gave up while Redis did not run its script: CLIENT PAUSE
+// WRITE), and for the give-back of what they took: a soak's worker that
+// ended with Close left a read hold its last cancelled wait took, until
+// its lease ran out. It returned at once (no acquisition under way, the
+// settler idle), and the give-back the late reply then queued came after
+// Close, which dropped it.
+func TestShutdownWaitsForTheLateRepliesOfAbandonedCalls(t *testing.T) {
+	for _, kind := range []string{"reentrant", "semaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			s := redistest.Start(t)
+			admin := s.Client(t)
+			ctx := ctxT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr()}) // default options: the call runs aside
+			t.Cleanup(func() { _ = rdb.Close() })
+			c, err := runtime.NewClient(rdb, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			m := c.Mutex("late-shutdown", runtime.LockOptions{})
+			sem := c.Semaphore("late-shutdown-sem", runtime.SemaphoreOptions{Permits: 1})
+			// Warm the connection and the scripts first.
+			if h, err := m.TryLock(ctx, 0, runtime.Watchdog); err != nil || m.Unlock(h) != nil {
+				t.Fatal("warm-up:", err)
+			}
+			if h, err := sem.TryAcquire(ctx, 1, 0); err != nil || sem.Release(h) != nil {
+				t.Fatal("warm-up:", err)
+			}
+			if err := admin.Do(ctx, "client", "pause", 500, "write").Err(); err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			if kind == "reentrant" {
+				_, err = m.Lock(wctx)
+			} else {
+				_, err = sem.Acquire(wctx, 1)
+			}
+			cancel()
+			if err == nil {
+				t.Fatal("acquired on a paused server")
+			}
+			start := time.Now()
+			if err := c.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the wait: %v; Shutdown took %v", err, time.Since(start).Round(time.Millisecond))
+			left := func() string {
+				if admin.Exists(ctx, "late-shutdown").Val() != 0 {
+					return "the lock"
+				}
+				if admin.ZCard(ctx, "{late-shutdown-sem}:timeout").Val() != 0 {
+					return "a permit"
+				}
+				return ""
+			}
+			// What the late reply took (after the pause, 500 ms) is back
+			// by the time Shutdown returned, or never: Close dropped it.
+			time.Sleep(time.Until(start.Add(time.Second)))
+			if what := left(); what != "" {
+				t.Fatalf("%s taken by the abandoned wait is left after Shutdown returned", what)
+			}
+		})
+	}
+}

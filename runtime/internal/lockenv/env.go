@@ -15,6 +15,7 @@ import (
 	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/hub"
+	"github.com/lockgen/lockgen/runtime/internal/scripts"
 	"github.com/lockgen/lockgen/runtime/internal/settle"
 )
 
@@ -44,6 +45,10 @@ type Env struct {
 	// engines): Shutdown waits for those it drained, since what they
 	// leave to settle (a fair queue's leave) comes after their wait.
 	Acquiring atomic.Int64
+	// Resolving counts the abandoned calls whose outcome has not been
+	// taken over yet (Then): Shutdown waits for those too, since what a
+	// late reply took is given back only once it comes.
+	Resolving atomic.Int64
 
 	ID string // the Client's uuid: the first half of every owner token
 	// IDPrefix is the uuid's first bytes, raw: they start the Client's
@@ -136,4 +141,15 @@ func (e *Env) Warn(msg string, args ...any) {
 		args = append(args, "more since the last such warning", prev.dropped)
 	}
 	e.Log.Warn(msg, args...)
+}
+
+// Then runs f with the outcome of the abandoned call p once it comes
+// (scripts.Pending.Then), counted in Resolving until f has run, so that
+// Shutdown waits for what f queues.
+func (e *Env) Then(p *scripts.Pending, f func(cmd *redis.Cmd)) {
+	e.Resolving.Add(1)
+	p.Then(func(cmd *redis.Cmd) {
+		defer e.Resolving.Add(-1)
+		f(cmd)
+	})
 }

@@ -295,7 +295,7 @@ func (w *multiWait) resolveLate(p *scripts.Pending, marker string, px time.Durat
 	for i, id := range ids {
 		gens[i] = c.Reg.Abandon(id)
 	}
-	p.Then(func(cmd *redis.Cmd) {
+	c.Then(p, func(cmd *redis.Cmd) {
 		defer func() {
 			for _, id := range ids {
 				c.Reg.Landed(id)

@@ -146,7 +146,7 @@ func (m *Lock) reapply(ctx context.Context, a lockArgs, at attempt) (bool, error
 func (m *Lock) resolveLate(ctx context.Context, p *scripts.Pending, a lockArgs, at attempt, px time.Duration) {
 	id := holdID{Key: m.key, Field: a.FieldID()}
 	gen := m.env.Reg.Abandon(id)
-	p.Then(func(cmd *redis.Cmd) {
+	m.env.Then(p, func(cmd *redis.Cmd) {
 		unsettled := &at
 		if lockenv.Replied(cmd.Err()) {
 			unsettled = nil

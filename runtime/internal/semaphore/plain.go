@@ -131,7 +131,7 @@ func (p *Plain) Available(ctx context.Context) (int, error) {
 // (no ids to settle by).
 func (p *Plain) resolveLate(pd *scripts.Pending, n int) {
 	c := p.env
-	pd.Then(func(cmd *redis.Cmd) {
+	c.Then(pd, func(cmd *redis.Cmd) {
 		took, err := cmd.Int64()
 		switch {
 		case !lockenv.Replied(err):

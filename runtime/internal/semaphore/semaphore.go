@@ -287,7 +287,7 @@ func (s *Sem) giveBack(a holds.Args, within time.Duration) {
 // are they when no reply comes: the release marks the request done, so
 // no copy on its way takes them later.
 func (s *Sem) resolveLate(p *scripts.Pending, a holds.Args) {
-	p.Then(func(cmd *redis.Cmd) {
+	s.env.Then(p, func(cmd *redis.Cmd) {
 		if ttl, err := cmd.Int64(); !lockenv.Replied(err) || err == nil && ttl == 0 {
 			s.giveBack(a, s.env.GiveBackFor())
 		}
