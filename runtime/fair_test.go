@@ -258,6 +258,12 @@ func TestFairLockWakesOnlyTheHead(t *testing.T) {
 		eventually(t, 5*time.Second, "queued", func() bool { return rdb.LLen(ctx, fairQueue).Val() == int64(i+1) })
 	}
 	head := rdb.LIndex(ctx, fairQueue, 0).Val()
+	// The head takes grants once its try after its subscription was
+	// confirmed recorded the lease it wants: a release before that wakes
+	// it with Redisson's "0" (a clean-clone CI run released first).
+	eventually(t, 5*time.Second, "the head's grant record", func() bool {
+		return strings.Contains(rdb.HGet(ctx, "lockgen_fair_grants:{fair}", head).Val(), ":")
+	})
 	_ = holder.Unlock(h)
 	msg, err := sub.ReceiveMessage(ctx)
 	if err != nil {
