@@ -19,19 +19,19 @@ import (
 // command would only say so when the generated code is built.
 func checkImportable(s *Spec, t target, byPath map[string]*packages.Package, e *errs) {
 	cycles := importersOf(t.path, byPath)
-	reported := map[string]bool{}
+	checked := map[string]bool{} // a package is checked (its test files read) once, and reported at its first param
 	for _, l := range s.Locks {
 		for _, p := range l.Params {
 			pkg := byPath[p.Type.Path]
-			if p.Type.Path == "" || pkg == nil || pkg.Types == nil || reported[p.Type.Path] {
+			if p.Type.Path == "" || pkg == nil || pkg.Types == nil || checked[p.Type.Path] {
 				continue
 			}
+			checked[p.Type.Path] = true
 			why := importProblem(pkg, t.path, cycles[p.Type.Path])
 			if why == "" {
 				why = testImportProblem(pkg, t.path, cycles)
 			}
 			if why != "" {
-				reported[p.Type.Path] = true
 				e.add(p.Pos, "locks."+l.Name+".params."+p.Name, "%s cannot be a key param: %s", p.Type, why)
 			}
 		}
