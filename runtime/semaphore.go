@@ -212,21 +212,22 @@ func (s *Semaphore) Drain(ctx context.Context) (int, error) {
 // did. It is sent once: when its reply is lost the error wraps
 // ErrOutcomeUnknown (Available tells whether it ran).
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
-	if err := guard(s, ctx, "set-permits"); err != nil {
-		return false, err
-	}
-	if err := s.countInRange("set-permits", n); err != nil {
+	if err := s.guardCount(ctx, n); err != nil {
 		return false, err
 	}
 	return s.e.TrySetPermits(ctx, n)
 }
 
-// countInRange refuses a permit count or change past 2^53 either way
-// (maxCount): the scripts compute the free count with Lua's doubles, and
-// SetPermits(1e17) stored "1e+17", which every acquire then refused.
-func (s *Semaphore) countInRange(op string, n int) error {
+// guardCount is guard for the calls that set or change the count by n,
+// which refuses n past 2^53 either way (maxCount): the scripts compute the
+// free count with Lua's doubles, and SetPermits(1e17) stored "1e+17",
+// which every acquire then refused.
+func (s *Semaphore) guardCount(ctx context.Context, n int) error {
+	if err := guard(s, ctx, "set-permits"); err != nil {
+		return err
+	}
 	if int64(n) > maxCount || int64(n) < -maxCount {
-		return s.fail(op, fmt.Errorf("%w: %d permits is out of range (at most 2^53 either way, the counts Redis's Lua scripts compute exactly)", ErrInvalidArgument, n))
+		return s.fail("set-permits", fmt.Errorf("%w: %d permits is out of range (at most 2^53 either way, the counts Redis's Lua scripts compute exactly)", ErrInvalidArgument, n))
 	}
 	return nil
 }
@@ -236,10 +237,7 @@ func (s *Semaphore) countInRange(op string, n int) error {
 // permits that came free. Here, in TrySetPermits and in AddPermits, n
 // past 2^53 either way is refused (ErrInvalidArgument), as Permits is.
 func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
-	if err := guard(s, ctx, "set-permits"); err != nil {
-		return err
-	}
-	if err := s.countInRange("set-permits", n); err != nil {
+	if err := s.guardCount(ctx, n); err != nil {
 		return err
 	}
 	return s.e.SetPermits(ctx, n)
@@ -250,10 +248,7 @@ func (s *Semaphore) SetPermits(ctx context.Context, n int) error {
 // its reply is lost it returns an error wrapping ErrOutcomeUnknown (the
 // permits may or may not have been added).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
-	if err := guard(s, ctx, "set-permits"); err != nil {
-		return err
-	}
-	if err := s.countInRange("set-permits", n); err != nil {
+	if err := s.guardCount(ctx, n); err != nil {
 		return err
 	}
 	return s.e.AddPermits(ctx, n)
