@@ -47,7 +47,13 @@ func TestClusterGateOfABlackholedMasterHoldsBackNoLockOnAHealthyMaster(t *testin
 		t.Fatal(err)
 	}
 	defer a.Freeze()() // until the checks are done
-	eventually(t, 8*time.Second, "A's admission gate closed", func() bool { return runtime.AdmissionClosed(c) })
+	// The set-up, not the check: the gate closes once A's renewals run a
+	// quarter period (750 ms) behind, a few seconds after the freeze; A
+	// stays frozen as long as this takes (a clean-clone CI run, this
+	// test first while the other packages built, overran 8 s once).
+	frozen := time.Now()
+	eventually(t, 20*time.Second, "A's admission gate closed", func() bool { return runtime.AdmissionClosed(c) })
+	t.Logf("A's gate closed %v after A froze", time.Since(frozen).Round(time.Millisecond))
 
 	start := time.Now()
 	h, err := m.TryLock(ctx, 2*time.Second, runtime.Watchdog)
