@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
+
+	"golang.org/x/tools/go/types/typeutil"
 )
 
 // The nested check follows a handle's Lock to its Unlock (w.spans). At a
@@ -59,7 +61,8 @@ func hasSpan(spans []region, pos token.Pos) bool {
 
 // switchStmt walks a switch, type switch or select statement, a clause at
 // a time. Without a default clause, a switch may take none of them; a
-// select always takes one.
+// select always takes one. In a clause entered only when a Lock failed
+// (caseFailed), that Lock holds nothing, as in an if's branch.
 func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, isSelect bool) {
 	w.walkOpt(init)
 	w.walkOpt(tag)
@@ -67,20 +70,24 @@ func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, is
 	var outs [][]region
 	hasDefault := isSelect
 	fell := false // the clause before ended in fallthrough
-	for _, cl := range body.List {
-		if !fell {
-			w.spans = slices.Clone(before)
-		}
+	for i, cl := range body.List {
 		var stmts []ast.Stmt
+		failed := token.NoPos
 		switch cl := cl.(type) {
 		case *ast.CaseClause:
 			for _, e := range cl.List {
 				w.walk(e)
 			}
 			stmts, hasDefault = cl.Body, hasDefault || cl.List == nil
+			if !isSelect && !fell {
+				failed = w.caseFailed(tag, body.List, i)
+			}
 		case *ast.CommClause:
 			w.walkOpt(cl.Comm)
 			stmts = cl.Body
+		}
+		if !fell {
+			w.spans = withoutSpan(before, failed, true)
 		}
 		for _, st := range stmts {
 			w.walk(st)
@@ -91,13 +98,58 @@ func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, is
 			continue
 		}
 		if !terminates(w.pass.TypesInfo, &ast.BlockStmt{List: stmts}) {
-			outs = append(outs, w.spans)
+			outs = append(outs, failedHolds(w.spans, before, failed, true))
 		}
 	}
 	if !hasDefault {
 		outs = append(outs, before)
 	}
 	w.spans = joinSpans(before, outs)
+}
+
+// caseFailed finds the Lock that failed wherever the clause clauses[i] of
+// an expression switch on tag (nil: on true) is entered: each of its
+// expressions is true only when that Lock failed, or an expression of a
+// case that had to be false first (the cases before it; for default,
+// every case) is false only then.
+func (w *walker) caseFailed(tag ast.Node, clauses []ast.Stmt, i int) token.Pos {
+	var t ast.Expr
+	if tag != nil {
+		var ok bool
+		if t, ok = tag.(ast.Expr); !ok {
+			return token.NoPos // a type switch
+		}
+	}
+	outcome := func(e ast.Expr) (token.Pos, bool) {
+		if t == nil {
+			return w.failedLock(e)
+		}
+		return w.failedLock(&ast.BinaryExpr{X: t, Op: token.EQL, Y: e, OpPos: e.Pos()})
+	}
+	own := clauses[i].(*ast.CaseClause).List
+	failed := token.NoPos
+	for j, e := range own {
+		pos, onTrue := outcome(e)
+		if !onTrue || j > 0 && pos != failed {
+			failed = token.NoPos
+			break
+		}
+		failed = pos
+	}
+	if failed.IsValid() {
+		return failed
+	}
+	for j, c := range clauses {
+		if j >= i && own != nil {
+			break
+		}
+		for _, e := range c.(*ast.CaseClause).List {
+			if pos, onTrue := outcome(e); pos.IsValid() && !onTrue {
+				return pos
+			}
+		}
+	}
+	return token.NoPos
 }
 
 // fallsThrough reports whether a case clause's body ends in fallthrough.
@@ -116,40 +168,77 @@ func (w *walker) walkOpt(n ast.Node) {
 	}
 }
 
-// failedLock finds the Lock whose error cond compares with nil (err !=
-// nil, err == nil): the position of its call, and whether cond is true
-// when it failed. err is followed to its last assignment before cond.
-func (w *walker) failedLock(cond ast.Expr) (token.Pos, bool) {
-	b, ok := ast.Unparen(cond).(*ast.BinaryExpr)
-	if !ok || b.Op != token.NEQ && b.Op != token.EQL {
-		return token.NoPos, false
+// failedLock finds the Lock whose outcome cond tells: the position of its
+// call (NoPos: none), and whether cond is true only when it failed
+// (onTrue) or false only then. It reads err != nil, err == nil,
+// errors.Is(err, target) and errors.As(err, target) (true only for an
+// error), !, && and ||; err is followed to its last assignment
+// before cond. A comparison of err with another value is true only for
+// an error.
+func (w *walker) failedLock(cond ast.Expr) (pos token.Pos, onTrue bool) {
+	switch c := ast.Unparen(cond).(type) {
+	case *ast.UnaryExpr:
+		if c.Op == token.NOT {
+			pos, onTrue := w.failedLock(c.X)
+			return pos, !onTrue
+		}
+	case *ast.BinaryExpr:
+		switch c.Op {
+		case token.LAND, token.LOR:
+			// a && b is true only when both are: one true only for a
+			// failure says so of both; both false only then say so too
+			// (and || the other way round).
+			and := c.Op == token.LAND
+			px, tx := w.failedLock(c.X)
+			py, ty := w.failedLock(c.Y)
+			switch {
+			case px.IsValid() && tx == and:
+				return px, tx
+			case py.IsValid() && ty == and:
+				return py, ty
+			case px.IsValid() && px == py && tx == ty:
+				return px, tx
+			}
+		case token.EQL, token.NEQ:
+			for _, xy := range [][2]ast.Expr{{c.X, c.Y}, {c.Y, c.X}} {
+				if pos := w.lockErr(xy[0], cond.Pos()); pos.IsValid() {
+					// err == v, v not nil, is true only for an error.
+					return pos, (c.Op == token.NEQ) == w.isNil(xy[1])
+				}
+			}
+		}
+	case *ast.CallExpr:
+		if fn, ok := typeutil.Callee(w.pass.TypesInfo, c).(*types.Func); ok && len(c.Args) == 2 &&
+			fn.Pkg() != nil && fn.Pkg().Path() == "errors" && (fn.Name() == "Is" || fn.Name() == "As") && !w.isNil(c.Args[1]) {
+			return w.lockErr(c.Args[0], cond.Pos()), true
+		}
 	}
-	x := b.X
-	if w.isNil(x) {
-		x = b.Y
-	} else if !w.isNil(b.Y) {
-		return token.NoPos, false
-	}
+	return token.NoPos, false
+}
+
+// lockErr is the position of the Lock call whose error x is (a variable
+// whose last assignment before pos is that call), or NoPos.
+func (w *walker) lockErr(x ast.Expr, pos token.Pos) token.Pos {
 	id, ok := ast.Unparen(x).(*ast.Ident)
 	if !ok {
-		return token.NoPos, false
+		return token.NoPos
 	}
 	v, ok := w.pass.TypesInfo.Uses[id].(*types.Var)
 	if !ok || !types.Identical(v.Type(), types.Universe.Lookup("error").Type()) {
-		return token.NoPos, false
+		return token.NoPos
 	}
-	d, ok := w.r.defs.lastBefore(v, cond.Pos())
+	d, ok := w.r.defs.lastBefore(v, pos)
 	if !ok {
-		return token.NoPos, false
+		return token.NoPos
 	}
 	call, ok := ast.Unparen(d.expr).(*ast.CallExpr)
 	if !ok {
-		return token.NoPos, false
+		return token.NoPos
 	}
 	if o, ok := w.r.op(call); !ok || o.kind != opLock {
-		return token.NoPos, false
+		return token.NoPos
 	}
-	return call.Pos(), b.Op == token.NEQ
+	return call.Pos()
 }
 
 func (w *walker) isNil(e ast.Expr) bool {

@@ -205,8 +205,11 @@
 //   - Only the fn of With<Name> and Do is a critical section. Code between
 //     a handle's Lock and Unlock takes locks without adding edges (the
 //     nested check follows it along each branch of an if, switch or
-//     select: a branch that returns holds nothing after it, the branch
-//     where a Lock's err != nil does not hold that Lock, a case clause
+//     select: a branch that returns holds nothing after it, a branch or
+//     case clause entered only where a Lock failed does not hold that
+//     Lock (err != nil, err == nil's else, errors.Is and errors.As of
+//     err, with !, && and ||, a later case or default of a switch
+//     without a tag, the cases of switch err), a case clause
 //     ending in fallthrough goes on into the next clause, and after the
 //     statement a hold taken before it is still held only if every
 //     branch that falls through keeps it (after if fast { Unlock } it is

@@ -5,6 +5,7 @@ package branches
 
 import (
 	"context"
+	"errors"
 
 	"example.com/vettest/locks"
 )
@@ -163,5 +164,120 @@ func Logged(ctx context.Context, l *locks.Locks, a, b int64) error { // want Log
 	defer l.OrderLock(a).Unlock(hctx)
 	return l.WithOrderLock(ctx, b, work) // want `^nested instances of one lock: locks.OrderLock\(b\) is taken while locks.OrderLock\(a\) is held`
 }
+
+// Busy falls back when the primary's lock is busy, told by errors.Is:
+// true only for an error, so the primary is not held there.
+func Busy(ctx context.Context, l *locks.Locks, primary, fallback int64) error { // want Busy:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	if errors.Is(err, errBusy) {
+		return l.WithOrderLock(ctx, fallback, work)
+	}
+	if err != nil {
+		return err
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// BusyAnd tells the failure with err != nil && ...: true only when the
+// Lock failed.
+func BusyAnd(ctx context.Context, l *locks.Locks, primary, fallback int64) error { // want BusyAnd:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	if nil != err && !errors.Is(err, context.Canceled) {
+		return l.WithOrderLock(ctx, fallback, work)
+	}
+	if err != nil {
+		return err
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// OkOr goes on where err == nil || ... is false: the Lock failed there.
+func OkOr(ctx context.Context, l *locks.Locks, urgent bool, primary, fallback int64) error { // want OkOr:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	if !(err == nil || urgent) || errBusy == err {
+		return l.WithOrderLock(ctx, fallback, work)
+	}
+	if err != nil {
+		return err
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// SwitchOnErr tells the outcome in a switch without a tag.
+func SwitchOnErr(ctx context.Context, l *locks.Locks, primary, fallback int64) error { // want SwitchOnErr:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	switch {
+	case errors.Is(err, errBusy):
+		return l.WithOrderLock(ctx, fallback, work)
+	case err != nil:
+		return err
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// SwitchOkFirst handles success first: the default clause is reached only
+// when the Lock failed.
+func SwitchOkFirst(ctx context.Context, l *locks.Locks, primary, fallback int64) error { // want SwitchOkFirst:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	switch {
+	case err == nil:
+		defer l.OrderLock(primary).Unlock(hctx)
+		return work(hctx)
+	default:
+		return l.WithOrderLock(ctx, fallback, work)
+	}
+}
+
+// SwitchTag switches on the error itself.
+func SwitchTag(ctx context.Context, l *locks.Locks, primary, fallback int64) error { // want SwitchTag:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	switch err {
+	case nil:
+		defer l.OrderLock(primary).Unlock(hctx)
+		return work(hctx)
+	case errBusy:
+		return l.WithOrderLock(ctx, fallback, work)
+	default:
+		return err
+	}
+}
+
+// SwitchMaybe still holds the primary in a clause its outcome does not
+// decide.
+func SwitchMaybe(ctx context.Context, l *locks.Locks, urgent bool, primary, fallback int64) error { // want SwitchMaybe:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	switch {
+	case urgent, err != nil:
+		return l.WithOrderLock(ctx, fallback, work) // want `^nested instances of one lock: locks.OrderLock\(fallback\) is taken while locks.OrderLock\(primary\) is held`
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// OrMaybe still holds the primary where err != nil || ... is true.
+func OrMaybe(ctx context.Context, l *locks.Locks, urgent bool, primary, fallback int64) error { // want OrMaybe:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	if err != nil || urgent {
+		return l.WithOrderLock(ctx, fallback, work) // want `^nested instances of one lock: locks.OrderLock\(fallback\) is taken while locks.OrderLock\(primary\) is held`
+	}
+	defer l.OrderLock(primary).Unlock(hctx)
+	return work(hctx)
+}
+
+// AndMaybe still holds the primary where err == nil && urgent is false.
+func AndMaybe(ctx context.Context, l *locks.Locks, urgent bool, primary, fallback int64) error { // want AndMaybe:`^acquires locks\.OrderLock$`
+	hctx, err := l.OrderLock(primary).TryLock(ctx, 0, 0)
+	if err == nil && urgent {
+		defer l.OrderLock(primary).Unlock(hctx)
+		return work(hctx)
+	}
+	return l.WithOrderLock(ctx, fallback, work) // want `^nested instances of one lock: locks.OrderLock\(fallback\) is taken while locks.OrderLock\(primary\) is held`
+}
+
+var errBusy = errors.New("busy")
 
 func work(context.Context) error { return nil }
