@@ -114,7 +114,8 @@ func (inv Inversion) advice() (fix, why string) {
 		return "take both in one multi lock, or in one order everywhere",
 			"two callers can each hold one and wait for the other until their wait times run out"
 	}
-	return "take " + andList(locks) + " in one multi lock, or in one order everywhere",
+	// The message names every lock of the cycle already.
+	return fmt.Sprintf("take all %d in one multi lock, or in one order everywhere", len(locks)),
 		fmt.Sprintf("%d callers can each hold one and wait for the next until their wait times run out", len(locks))
 }
 

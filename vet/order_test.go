@@ -23,7 +23,7 @@ func TestInversionNamesEveryEdgeOfALongerCycle(t *testing.T) {
 	if len(invs) != 1 {
 		t.Fatalf("got %d inversions, want 1 (A→D closes no cycle): %+v", len(invs), invs)
 	}
-	want := "lock-order inversion: locks.B is taken while locks.A is held, and elsewhere the other way round through locks.C (take locks.A, locks.B and locks.C in one multi lock, or in one order everywhere)"
+	want := "lock-order inversion: locks.B is taken while locks.A is held, and elsewhere the other way round through locks.C (take all 3 in one multi lock, or in one order everywhere)"
 	if got := invs[0].Message(); got != want {
 		t.Errorf("message:\n%s\nwant:\n%s", got, want)
 	}
