@@ -214,11 +214,12 @@
 //     statement a hold taken before it is still held only if every
 //     branch that falls through keeps it (after if fast { Unlock } it is
 //     taken as released), a hold taken in it if any such branch keeps it;
-//     a call of a closure that Unlocks the hold it captures or is given,
-//     or of a function of the package that Unlocks the hold passed to it,
-//     ends it, when that Unlock is on every way through the body (a
-//     statement of the body, or its defer, before any that may return)
-//     and on the handle of the hold's Lock. Loops, break, continue
+//     a call of a closure (or a func literal called on the spot) that
+//     Unlocks the hold it captures or is given, or of a function of the
+//     package that Unlocks the hold passed to it, ends it, when that
+//     Unlock is on every way through the body (a statement of the body,
+//     or its defer, before any that may return, or panic when the body
+//     defers a recover) and on the handle of the hold's Lock. Loops, break, continue
 //     and goto are followed in source order, and a helper of another
 //     package that Unlocks is not seen).
 //   - Nested instances whose params are written alike but differ in value

@@ -70,8 +70,10 @@ func (w *walker) releaseArgs(args []ast.Expr, unlocks []unlockAlways, lit *ast.F
 
 // unlocksAlways is the Unlocks that body makes on every way through it:
 // those of its own statements (or their defers) before the first that may
-// return, not those in a branch, a loop, a goroutine or a func literal.
+// return (or panic, when body defers a recover), not those in a branch, a
+// loop, a goroutine or a func literal.
 func (w *walker) unlocksAlways(body *ast.BlockStmt, params *ast.FieldList) []unlockAlways {
+	recovers := w.defersRecover(body)
 	idx := make(map[types.Object]int)
 	i := 0
 	for _, f := range params.List {
@@ -105,7 +107,7 @@ func (w *walker) unlocksAlways(body *ast.BlockStmt, params *ast.FieldList) []unl
 				out = append(out, unlockAlways{o, k})
 			}
 		}
-		if mayReturn(st) {
+		if mayReturn(st) || recovers && w.mayPanic(st) {
 			break
 		}
 	}
@@ -123,6 +125,39 @@ func mayReturn(st ast.Stmt) bool {
 			found = true
 		case *ast.BranchStmt:
 			found = found || n.Tok == token.GOTO
+		}
+		return !found
+	})
+	return found
+}
+
+// defersRecover reports whether a statement of body defers a func
+// literal that calls recover: a panic then returns from body.
+func (w *walker) defersRecover(body *ast.BlockStmt) bool {
+	for _, st := range body.List {
+		if d, ok := st.(*ast.DeferStmt); ok {
+			if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok && w.callsBuiltin(lit.Body, "recover") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mayPanic reports whether st calls panic.
+func (w *walker) mayPanic(st ast.Stmt) bool { return w.callsBuiltin(st, "panic") }
+
+// callsBuiltin reports whether n calls the builtin name (outside the
+// func literals in it).
+func (w *walker) callsBuiltin(n ast.Node, name string) bool {
+	found := false
+	ast.Inspect(n, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.CallExpr:
+			b, ok := w.pass.TypesInfo.Uses[identOf(n.Fun)].(*types.Builtin)
+			found = found || ok && b.Name() == name
 		}
 		return !found
 	})

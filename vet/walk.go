@@ -195,6 +195,7 @@ func (w *walker) call(c *ast.CallExpr) bool {
 			w.walk(a)
 		}
 		w.inner(lit.Body)
+		w.releaseArgs(c.Args, w.unlocksAlways(lit.Body, lit.Type.Params), lit)
 		return false
 	}
 	o, ok := w.r.op(c)

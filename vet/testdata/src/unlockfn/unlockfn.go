@@ -126,4 +126,35 @@ func (s *S) EarlyOut(ctx context.Context, a, b int64) error { // want EarlyOut:`
 	return s.l.WithOrderLock(hctx, b, work) // want `^nested instances of one lock: locks.OrderLock\(b\) is taken while locks.OrderLock\(a\) is held`
 }
 
+// Recovered releases a in a func literal called on the spot that
+// recovers from a panic: its Unlock is on every way through it.
+func (s *S) Recovered(ctx context.Context, a, b int64) error { // want Recovered:`^acquires locks\.OrderLock$`
+	hctx, err := s.l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = s.l.OrderLock(a).Unlock(hctx)
+	}()
+	return s.l.WithOrderLock(ctx, b, work)
+}
+
+// RecoveredLate's func literal may panic before its Unlock; it recovers
+// and returns holding a.
+func (s *S) RecoveredLate(ctx context.Context, a, b int64) error { // want RecoveredLate:`^acquires locks\.OrderLock$`
+	hctx, err := s.l.OrderLock(a).Lock(ctx)
+	if err != nil {
+		return err
+	}
+	func() {
+		defer func() { _ = recover() }()
+		if a == b {
+			panic("same")
+		}
+		_ = s.l.OrderLock(a).Unlock(hctx)
+	}()
+	return s.l.WithOrderLock(ctx, b, work) // want `^nested instances of one lock: locks.OrderLock\(b\) is taken while locks.OrderLock\(a\) is held`
+}
+
 func work(context.Context) error { return nil }
