@@ -266,3 +266,48 @@ func TestARedLockUnlockOfAHoldGoneOnAQuorumIsLockLost(t *testing.T) {
 		t.Fatalf("Unlock of a hold gone on 1 of 3 nodes: %v, want nil", err)
 	}
 }
+
+// A RedLock's grant that comes after its round was decided is given back
+// when it comes; a Shutdown that starts before then waits for it, as for
+// the other give-backs it waits for. It returned at once, Close then
+// refused the give-back, and the late part stayed on its node until its
+// lease ran out.
+func TestShutdownWaitsForARedLocksLateGrant(t *testing.T) {
+	const key = "red-late-shutdown"
+	servers := redistest.StartN(t, 3)
+	nodes := redNodeClients(t, servers[0].Addr(), servers[1].Addr(), servers[2].Addr())
+	gate := &replyGate{key: key, opened: make(chan struct{})}
+	nodes[2].(*redis.Client).AddHook(gate)
+	c := newClient(t, nodes[0], &runtime.Options{RedLockNodes: nodes, WatchdogTimeout: 3 * time.Second, ReleaseTimeout: 5 * time.Second})
+	t.Cleanup(gate.open)
+	ctx := ctxT(t)
+	l := c.RedLock(key, runtime.LockOptions{})
+	warmRedLock(t, ctx, l)
+	late := servers[2].Client(t)
+
+	gate.arm()
+	h, err := gate.await(t, func() (context.Context, error) { return l.TryLock(ctx, 0, runtime.Watchdog) })
+	if err != nil {
+		t.Fatalf("two of three nodes granted it at once: %v", err)
+	}
+	if err := l.Unlock(h); err != nil {
+		t.Fatal(err)
+	}
+	if late.Exists(ctx, key).Val() != 1 {
+		t.Fatal("the third node does not hold it: the test reproduces nothing")
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) before the late grant's reply came", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	gate.open()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if late.Exists(ctx, key).Val() != 0 {
+		t.Fatal("Shutdown returned with the late grant still held on its node: its give-back was dropped")
+	}
+}

@@ -46,8 +46,9 @@ type Env struct {
 	// leave to settle (a fair queue's leave) comes after their wait.
 	Acquiring atomic.Int64
 	// Resolving counts the abandoned calls whose outcome has not been
-	// taken over yet (Then): Shutdown waits for those too, since what a
-	// late reply took is given back only once it comes.
+	// taken over yet (Then), and a RedLock's tries left running by their
+	// round: Shutdown waits for those too, since what a late reply took
+	// is given back only once it comes.
 	Resolving atomic.Int64
 
 	ID string // the Client's uuid: the first half of every owner token

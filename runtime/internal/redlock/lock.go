@@ -208,7 +208,7 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 		select {
 		case r = <-replies:
 		case <-cut:
-			go l.giveBackLate(replies, left)
+			l.giveBackLate(replies, left)
 			return parts, granted, answered, first, lasting
 		}
 		if r.answered {
@@ -228,7 +228,7 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 		}
 	}
 	if left > 0 {
-		go l.giveBackLate(replies, left)
+		l.giveBackLate(replies, left)
 	}
 	return parts, granted, answered, first, lasting
 }
@@ -274,15 +274,21 @@ func (l *Lock) tryNode(ctx context.Context, i int, owner string, lease time.Dura
 	return r
 }
 
-// giveBackLate waits for the n tries still running when their round was
-// decided, and releases what each took: nothing the round did not count
-// is left locked.
+// giveBackLate waits, in the background, for the n tries still running
+// when their round was decided, and releases what each took: nothing the
+// round did not count is left locked. It is counted in the Client's
+// Resolving until done, so that Shutdown waits for it: a try's own count
+// (Acquiring, on its node) ends before its release is sent.
 func (l *Lock) giveBackLate(replies <-chan reply, n int) {
-	for range n {
-		if r := <-replies; r.part != nil {
-			_, _, _ = l.nodes[r.i].lock.Release(r.part)
+	l.env.Resolving.Add(1)
+	go func() {
+		defer l.env.Resolving.Add(-1)
+		for range n {
+			if r := <-replies; r.part != nil {
+				_, _, _ = l.nodes[r.i].lock.Release(r.part)
+			}
 		}
-	}
+	}()
 }
 
 // releaseParts releases the parts taken, on their nodes, in parallel, and
