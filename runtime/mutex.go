@@ -237,8 +237,9 @@ func (m *Mutex) RemainTTL(ctx context.Context) (time.Duration, error) {
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiters that
 // can go next. It reports whether there was a lock. Local holds of the key
-// end as lost. It is sent once: when its reply is lost the error wraps
-// ErrOutcomeUnknown (the lock may be gone; local holds end then too).
+// end as lost first (their ctx is done before a waiter can take the lock),
+// whatever Redis answers. It is sent once: when its reply is lost the
+// error wraps ErrOutcomeUnknown (the lock may be gone).
 func (m *Mutex) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := guard(m, ctx, "force-unlock"); err != nil {
 		return false, err

@@ -606,18 +606,17 @@ func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
 	return n, nil
 }
 
-// ForceUnlock deletes the lock whoever holds it, wakes the waiters that
-// can go next, ends the local holds of the key as lost, and reports
-// whether there was a lock. It is sent once (a resent copy would find no
-// lock): a lost reply is errs.OutcomeUnknown, the local holds ended too.
+// ForceUnlock ends the local holds of the key as lost, then deletes the
+// lock whoever holds it, wakes the waiters that can go next, and reports
+// whether there was a lock. The local holds end first, whatever Redis
+// answers: the deadline invariant (a waiter woken by the delete takes the
+// lock while a hold's ctx still runs otherwise). It is sent once (a resent
+// copy would find no lock): a lost reply is errs.OutcomeUnknown.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	n, err := m.kind.forceUnlock(ctx, m)
-	if err != nil && lockenv.Replied(err) {
-		return false, m.fail("force-unlock", err)
-	}
 	m.env.Reg.LoseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", errs.LockLost)))
+	n, err := m.kind.forceUnlock(ctx, m)
 	if err != nil {
-		return false, m.fail("force-unlock", err) // errs.OutcomeUnknown
+		return false, m.fail("force-unlock", err)
 	}
 	return n == 1, nil
 }
