@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockgen/lockgen/runtime/internal/await"
+	"github.com/lockgen/lockgen/runtime/internal/calls"
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/lockgen/lockgen/runtime/internal/holds"
 	"github.com/lockgen/lockgen/runtime/internal/lockenv"
@@ -201,7 +202,7 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 	rel := l.reconcileLive(acqs, live, ids)
 	// Members that stay held keep the lease their own holds count on.
 	var send []holds.Args
-	var counts []int
+	var counts, sent []int // sent: the index of each of send in l.locks
 	var leases []time.Duration
 	for _, i := range live {
 		d, ok := c.Reg.Drop(acqs[i])
@@ -214,12 +215,18 @@ func (l *Multi) Release(ctx context.Context, owner string) error {
 			continue
 		}
 		send, counts = append(send, acqs[i].Hold().Args), append(counts, d.Count)
+		sent = append(sent, i)
 		leases = append(leases, max(d.Lease, lockenv.MinLease))
 	}
 	res, err := l.sendRelease(c.Calls.Yield(rel, l.locks[0].key), send, counts, leases)
-	for i, a := range send {
-		if counts[i] > 1 && err != nil { // as in Lock.Release
-			c.Reg.MarkUnknown(holds.ID{Key: a.Key.(string), Field: a.FieldID()})
+	for i, a := range send { // as in Lock.Release
+		id := holds.ID{Key: a.Key.(string), Field: a.FieldID()}
+		switch {
+		case err == nil:
+		case counts[i] > 1:
+			c.Reg.MarkUnknown(id)
+		case calls.Unfinished(err):
+			l.locks[sent[i]].giveBackUnreleased(acqs[sent[i]].Hold(), id)
 		}
 	}
 	switch {
@@ -259,7 +266,8 @@ func (l *Multi) reconcileLive(acqs []*holds.Acquisition, live []int, ids []holds
 
 // sendRelease runs multi_release.lua for members held counts times each,
 // re-applying leases where holds remain, resent on transport errors (the
-// counts make that harmless).
+// counts make that harmless); cut by its limit, it ends as RetryRelease
+// does (calls.Unfinished).
 func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []int, leases []time.Duration) ([]int64, error) {
 	if len(members) == 0 {
 		return nil, nil
@@ -277,7 +285,7 @@ func (l *Multi) sendRelease(ctx context.Context, members []holds.Args, counts []
 		cmdArgs = append(cmdArgs, c.LeaseArg(p))
 	}
 	var res []int64
-	_, err := c.Calls.Retry(ctx, func(ctx context.Context) (int64, error) {
+	_, _, err := c.Calls.RetryRelease(ctx, func(ctx context.Context) (int64, error) {
 		var err error
 		res, err = scripts.MultiRelease.Run(ctx, c.RDB, 2*len(members), cmdArgs).Int64Slice()
 		return 0, err
