@@ -58,8 +58,14 @@ func (k *Limits) Limit(ctx context.Context) time.Time {
 	return limit
 }
 
-// DetachedUntil is Detached, ending at limit.
+// DetachedUntil is Detached, ending at limit, which is also the bound of
+// its calls: a command on a client that does not honour ctx deadlines
+// waits for its reply up to the call's bound (scripts.WithCallBound),
+// which limit may come before.
 func (k *Limits) DetachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
+	if b, ok := scripts.CallBoundOf(ctx); !ok || limit.Before(b) {
+		ctx = scripts.WithCallBound(ctx, limit)
+	}
 	if ctx.Done() == nil || ctx.Value(stayAttached{}) != nil {
 		return context.WithDeadline(ctx, limit)
 	}
