@@ -13,7 +13,9 @@
 //     the backoff, and it goes behind them, so a job that always fails
 //     delays the others by a backoff, not by its lifetime;
 //   - every attempt runs under a ctx bounded by Config.Try and ended by
-//     Close, so a call stuck on a dead connection ends there;
-//   - every job either reports done or has its Quit run exactly once (it
-//     was given up, or the Settler closed); after Close, Add refuses work.
+//     Config.Life (Close cancels nothing: the Client ends Life before it
+//     calls Close), so a call stuck on a dead connection ends there;
+//   - every job Added before Close either reports done or has its Quit run
+//     exactly once (it was given up, or Config.Life ended), and Close waits
+//     for that; a job Added after Close is dropped, its Quit not run.
 package settle

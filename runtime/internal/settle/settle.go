@@ -10,12 +10,12 @@ import (
 type Job struct {
 	Try   func(ctx context.Context) bool // one attempt; true: nothing is left to do
 	Until time.Time                      // given up then: Redis has expired what it was about
-	Quit  func()                         // if set, runs when the job is given up or the Settler closed
+	Quit  func()                         // if set, runs when the job is given up or Config.Life ended
 }
 
 // Config is what a Settler is told by its Client.
 type Config struct {
-	Life context.Context // ends every attempt and the goroutine (Close)
+	Life context.Context // ends every attempt; once done, the jobs left are quit
 	Try  time.Duration   // bounds one attempt
 	// Failed (required) is told when an attempt failed: its calls may
 	// have gone to a dead master (the job does not say why it failed).
@@ -43,7 +43,8 @@ type Settler struct {
 // New returns an idle Settler.
 func New(cfg Config) *Settler { return &Settler{cfg: cfg} }
 
-// Add queues j, starting the goroutine if needed; after Close it does nothing.
+// Add queues j, starting the goroutine if needed; after Close it drops j
+// without running its Quit.
 func (s *Settler) Add(j Job) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,8 +59,9 @@ func (s *Settler) Add(j Job) {
 	}
 }
 
-// Close refuses jobs from now on and waits until the goroutine has quit
-// those it has (soon once Config.Life is done or their Until past).
+// Close refuses jobs from now on and waits until the goroutine has done or
+// quit those it has (soon once Config.Life is done or their Until past).
+// It cancels nothing itself.
 func (s *Settler) Close() {
 	s.mu.Lock()
 	s.closed = true
