@@ -19,8 +19,12 @@
 //
 // Invariants:
 //
-//   - a hold is taken off the wheel at most once per scheduling (an entry
-//     whose hold was rescheduled since is stale and skipped);
+//   - the wheel skips an entry whose hold was rescheduled to a later tick;
+//     one rescheduled earlier leaves its old entry looking due (TakeDue
+//     takes what is due by an entry's tick, since Put puts an item due in
+//     a tick already taken off in the next one), so a hold can be offered
+//     twice: the owner's take refuses a hold in flight, so no hold is in
+//     two renewals at once;
 //   - a confirmed renewal keeps the hold's phase (one call per period),
 //     but the next renewal is never more than 5/4 of a period after the
 //     send it follows, so early renewals cannot push renewals towards the

@@ -30,7 +30,8 @@ type Wheel[T Item] struct {
 // A bucket is the items due in one tick.
 type bucket[T Item] struct{ items []T }
 
-// Put schedules it for a renewal at due; an entry it had goes stale.
+// Put schedules it for a renewal at due (in a tick already taken off: the
+// next one); an entry it had goes stale, skipped if due is past its tick.
 func (w *Wheel[T]) Put(it T, due time.Time, t Timing) {
 	it.RenewEntry().Due = leaseclock.Nanos(due)
 	b := w.bucket(max(t.TickOf(due), w.next))
@@ -68,8 +69,9 @@ func (w *Wheel[T]) drop(i int64, b *bucket[T]) {
 const maxSpare = 8
 
 // TakeDue takes every item due by now off the wheel and calls take for
-// each one not rescheduled since; take reports whether it took the item
-// (one refused, released or in flight, leaves the wheel too).
+// each one not rescheduled to a later tick since (an item rescheduled
+// earlier is offered again by its old entry); take reports whether it
+// took the item (one refused, released or in flight, leaves the wheel too).
 func (w *Wheel[T]) TakeDue(now time.Time, t Timing, take func(T) bool) {
 	last := t.TickOf(now)
 	if w.next == 0 { // first round: start at the earliest entry
