@@ -12,10 +12,11 @@
 // An Admission is the gate of new acquisitions on one node (the server,
 // or a cluster master: the watchdog keeps one per node): while the
 // watchdog's backlog there (how long ago the oldest renewal to it without
-// a reply was due) is over a quarter period, fresh acquisitions of its
-// keys wait in it, each within its own wait, and releases of its keys
-// wait a little (calls.Limits.Yield): held locks come before new ones and
-// before freed ones.
+// a reply was due) is over CloseLag (a quarter period, at least 50 ms but
+// never more than a period), fresh acquisitions of its keys wait in it,
+// each within its own wait, and releases of its keys wait a little
+// (calls.Limits.Yield): held locks come before new ones and before freed
+// ones.
 //
 // Invariants:
 //
@@ -33,7 +34,7 @@
 //     keys are grouped by slot; a call (Calls) then serves one slot, so
 //     one node: the watchdog bounds the calls in flight per node, and a
 //     node that does not answer holds up only its own holds;
-//   - a closed Admission opens only for a backlog under half the one that
-//     closed it (OpenLag, CloseLag), and a waiter never waits past the
-//     limit it passes, or its ctx.
+//   - a closed Admission opens only for a backlog under OpenLag, half of
+//     CloseLag, and a waiter never waits past the limit it passes, or its
+//     ctx.
 package renew

@@ -33,9 +33,9 @@
 //     acquisitions of its keys (held locks first), no other node's, and
 //     never releases a hold;
 //   - a new connection of the caller's client (a restart, a failover) makes
-//     the next round renew every hold, at most once per quarter period
-//     (renew.Timing.CloseLag), so a server that forgot them is found
-//     within a tick.
+//     the next round renew every hold, at most once per CloseLag
+//     (renew.Timing: a quarter period, at least 50 ms, at most a period),
+//     so a server that forgot them is found within a tick.
 //
 // The planning is tested without Redis in package renew; the loop against
 // real servers here, in package runtime and in internal/runtimetest.

@@ -115,9 +115,9 @@ func (w *Watchdog) loop() {
 		case <-ticker.C:
 		}
 		// Rounds of every hold that new connections start come at most
-		// once per quarter period (the gate's CloseLag, at least 50 ms): a
-		// burst of them (a pool growing under load) costs one round, not
-		// one per connection.
+		// once per the gate's CloseLag (a quarter period, at least 50 ms,
+		// at most a period): a burst of them (a pool growing under load)
+		// costs one round, not one per connection.
 		all := w.dialled() && time.Since(lastPoke) >= w.timing.CloseLag()
 		if all {
 			lastPoke = time.Now()
