@@ -9,8 +9,12 @@
 //
 // Invariants:
 //
-//   - a waiter always tries before it sleeps, and its sleep is bounded by
-//     the holder's TTL its own latest try returned, never another's;
+//   - a waiter tries before it sleeps, except behind this Client's own
+//     waiters: a FIFO newcomer there first waits for an unlock in transit
+//     or a hand-off in flight (hub.HandoffWait at most), and one a release
+//     can hand the lock to skips its first try and sleeps up to
+//     skippedTryBound; a sleep after a try is bounded by the holder's TTL
+//     that try returned, never another's;
 //   - a wake-up published while a waiter tries is not missed (Await,
 //     steps 1 and 3);
 //   - a try is never started on a done ctx, so a cancelled wait sends
