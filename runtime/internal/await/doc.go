@@ -27,5 +27,7 @@
 //   - while Redis does not answer, or refuses for a state that passes
 //     (scripts.Refused: a slot half moved, a failover), a waiter tries
 //     again with a backoff until its bound, and then reports
-//     errs.Unavailable, not errs.NotAcquired.
+//     errs.Unavailable, not errs.NotAcquired, unless Redis answered an
+//     earlier try (no refusal since) and only the last ran out of time:
+//     then the lock was held, as far as anyone knows (errs.NotAcquired).
 package await

@@ -19,13 +19,15 @@
 //     validity (a lease − drift, leaseclock.Drift, after the earliest
 //     send of a granted node's try) is ahead; fewer than a quorum of
 //     answers in the last round of a wait ends the call with errs.Quorum,
-//     never errs.NotAcquired;
+//     or with errs.NotAcquired when a quorum answered an earlier round
+//     (the lock was held, as far as anyone knows) and no node failed for
+//     a reason that does not pass;
 //   - between rounds a waiter backs off a random 1–20 ms after a split
 //     vote, as package await's waiters do (10 ms doubling to 250 ms)
 //     after a round with fewer than a quorum of answers, and otherwise
-//     sleeps on the lock's channel of every node
-//     (package hub, one waiter per node) up to sleepBound; a round after a
-//     join that found a channel subscribed already runs at once;
+//     sleeps on the lock's channel of every node (package hub, one waiter
+//     per node) up to Lock.SleepBound (default SleepBound); a round after
+//     a join that found a channel subscribed already runs at once;
 //   - a hold's ctx ends with errs.LockLost once more parts are lost than
 //     the quorum can spare, or when a fixed lease's validity ends; it is
 //     done before the releases of the parts are sent.
