@@ -7,7 +7,10 @@
 //
 // The registry is sharded by key: a hold is guarded by its key's shard
 // mutex, so calls on unrelated locks never wait for each other's
-// bookkeeping, and nothing is allocated under a shard mutex.
+// bookkeeping. An acquisition's ctx is made before the mutex is taken; a
+// new Hold, the growth of the shard's map, schedules and a hold's list of
+// acquisitions, and a renewal's extra keys (Taker.ExtraKeys) are
+// allocated under it.
 //
 // Invariants:
 //

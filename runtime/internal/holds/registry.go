@@ -184,7 +184,9 @@ type Spec struct {
 
 // Add records a successful acquisition of args (sent at start with lease:
 // 0 is the watchdog's) and returns the ctx for the caller, or nil once the
-// Registry is closed. Nothing is allocated under the shard's mutex.
+// Registry is closed. Its ctx is made before the shard's mutex is taken; a
+// new Hold and the growth of the shard's map, schedules and the hold's
+// acquisitions are allocated under it.
 func (r *Registry) Add(parent context.Context, spec Spec, args Args, lease time.Duration, start time.Time) *Context {
 	id := ID{spec.Key, args.FieldID()}
 	hc := r.newContext(parent, spec, id, lease, start)
