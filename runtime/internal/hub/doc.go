@@ -1,9 +1,12 @@
 // Package hub is where the runtime's waiters sleep: the table of the
 // pub/sub channels waited on, the Waiters on each, and the connections
 // that carry the subscriptions. Messages become signals in memory, by the
-// channel's wake Mode. The hub never tries a lock and knows nothing of
-// holds, owners or scripts; package runtime builds one Hub per Client,
-// with the pub/sub flavour ChooseSharded picks as Redisson does (flavour.go).
+// channel's wake Mode. The hub never tries a lock, runs no script and
+// knows nothing of holds; of owners it keeps a waiter's owner token and
+// lease argument, to offer it a release's lock and match a grant to it
+// (offer.go), and of package scripts it uses the reply tests and KeySlot.
+// Package runtime builds one Hub per Client, with the pub/sub flavour
+// ChooseSharded picks as Redisson does (flavour.go).
 //
 // # What a waiter may rely on
 //
