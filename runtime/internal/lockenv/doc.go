@@ -8,8 +8,10 @@
 // Invariants:
 //
 //   - the exported fields of an Env are set before its first use and
-//     never changed; owner tokens and request ids never repeat within a
-//     Client (atomic sequences after its uuid);
+//     never changed, but the counters Acquiring and Resolving (atomics,
+//     moved by acquisitions and abandoned calls); owner tokens and
+//     request ids never repeat within a Client (atomic sequences after
+//     its uuid);
 //   - a warning of one kind (its message) is written at most once per
 //     10 s (Warn); the next one counts those left out;
 //   - a fixed-lease hold's ctx ends with a cause wrapping errs.LockLost
