@@ -81,3 +81,92 @@ func TestForceUnlockEndsTheLocalHoldsBeforeTheLockIsFree(t *testing.T) {
 		t.Fatalf("the force-unlocked hold's cause %v, want ErrLockLost", context.Cause(held))
 	}
 }
+
+// A ForceUnlock that Redis refused (a master demoted: READONLY) ended the
+// local holds all the same; what they had in Redis is given back once it
+// answers, not left until the lease ran out, renewed by no one.
+func TestAForceUnlockRefusedGivesBackTheHoldsItEnded(t *testing.T) {
+	s := redistest.Start(t)
+	admin, ctx := s.Client(t), ctxT(t)
+	c := newClient(t, s.Client(t), &runtime.Options{ReleaseTimeout: 300 * time.Millisecond})
+	const key = "force-unlock-refused"
+	m := c.Mutex(key, runtime.LockOptions{})
+	h, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Do(ctx, "REPLICAOF", "127.0.0.1", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ForceUnlock(ctx); err == nil {
+		t.Fatal("ForceUnlock succeeded on a replica")
+	}
+	if !errors.Is(context.Cause(h), runtime.ErrLockLost) {
+		t.Fatalf("the hold's cause %v, want ErrLockLost: its ctx ends first whatever Redis answers", context.Cause(h))
+	}
+	if err := admin.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the lock given back once Redis answers", func() bool { return admin.Exists(ctx, key).Val() == 0 })
+}
+
+// earlySendHook delays the send of one script by d: the caller goes on
+// meanwhile, and Redis runs the script only after it.
+type earlySendHook struct {
+	sha string
+	d   time.Duration
+}
+
+func (earlySendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (earlySendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h earlySendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isScriptCall(cmd.Args(), h.sha) {
+			time.Sleep(h.d)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// A hold this Client takes while its ForceUnlock is on its way (after the
+// local holds ended, before Redis runs the delete) is deleted by it: its
+// ctx ends once the force's reply comes, before another Client can take
+// the lock after that reply.
+func TestAHoldTakenWhileAForceUnlockIsOnItsWayEndsWithIt(t *testing.T) {
+	s := redistest.Start(t)
+	ctx := ctxT(t)
+	rdb := s.Client(t)
+	rdb.AddHook(earlySendHook{sha: lua.ForceUnlock.Hash(), d: 300 * time.Millisecond})
+	c := newClient(t, rdb, nil)
+	other := newClient(t, s.Client(t), nil)
+	const key = "force-unlock-in-flight"
+	m := c.Mutex(key, runtime.LockOptions{})
+	if _, err := m.ForceUnlock(ctx); err != nil { // the script is loaded
+		t.Fatal(err)
+	}
+	forced := make(chan error, 1)
+	go func() {
+		_, err := m.ForceUnlock(ctx)
+		forced <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the force is on its way
+	h, err := m.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-forced; err != nil {
+		t.Fatal(err)
+	}
+	o := other.Mutex(key, runtime.LockOptions{})
+	h2, err := o.TryLock(ctx, 0, runtime.Watchdog)
+	if err != nil {
+		t.Fatalf("the force deleted the lock, yet another Client cannot take it: %v", err)
+	}
+	defer func() { _ = o.Unlock(h2) }()
+	if h.Err() == nil {
+		t.Fatal("another Client took the lock while a hold of this Client, taken during the force and deleted by it, still runs")
+	}
+	_ = m.Unlock(h) // the hold ended with the force: its Unlock reports the loss
+}

@@ -347,14 +347,26 @@ func (r *Registry) Lose(id ID, cause func(h *Hold) error) {
 	}
 }
 
-// LoseKey ends every hold of key with cause.
-func (r *Registry) LoseKey(key string, cause error) {
+// LoseKey ends every hold of key with cause, and returns them.
+func (r *Registry) LoseKey(key string, cause error) (ended []*Hold) {
 	sh := r.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for id, h := range sh.holds {
 		if id.Key == key {
 			r.loseLocked(h, cause)
+			ended = append(ended, h)
 		}
+	}
+	return ended
+}
+
+// GiveBack has the takers of hs, ended, give back what Redis may still
+// have of them (as LoseAll does).
+func (r *Registry) GiveBack(hs []*Hold) {
+	for _, h := range hs {
+		h.sh.mu.Lock()
+		h.From.GiveBackLost(h)
+		h.sh.mu.Unlock()
 	}
 }

@@ -610,11 +610,21 @@ func (m *Lock) inspect(ctx context.Context, args ...any) (int64, error) {
 // lock whoever holds it, wakes the waiters that can go next, and reports
 // whether there was a lock. The local holds end first, whatever Redis
 // answers: the deadline invariant (a waiter woken by the delete takes the
-// lock while a hold's ctx still runs otherwise). It is sent once (a resent
-// copy would find no lock): a lost reply is errs.OutcomeUnknown.
+// lock while a hold's ctx still runs otherwise). A hold taken while the
+// force was on its way ends after it, and is given back (the force may
+// have run before it); so are the first ones when Redis refused the force
+// or its reply was lost (the lock may still be there, renewed by no one).
+// It is sent once (a resent copy would find no lock): a lost reply is
+// errs.OutcomeUnknown.
 func (m *Lock) ForceUnlock(ctx context.Context) (bool, error) {
-	m.env.Reg.LoseKey(m.key, m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", errs.LockLost)))
+	cause := m.fail("force-unlock", fmt.Errorf("%w: force-unlocked", errs.LockLost))
+	first := m.env.Reg.LoseKey(m.key, cause)
 	n, err := m.kind.forceUnlock(ctx, m)
+	back := m.env.Reg.LoseKey(m.key, cause)
+	if err != nil {
+		back = append(back, first...)
+	}
+	m.env.Reg.GiveBack(back)
 	if err != nil {
 		return false, m.fail("force-unlock", err)
 	}
