@@ -331,7 +331,9 @@ func newUUID() string {
 //     and waiters that are not part of running work stop waiting with it.
 //     An acquisition whose ctx carries a hold of this Client (a re-entry,
 //     or a nested lock that running work needs to finish) still goes on.
-//  2. It waits until every hold was released, or ctx is done.
+//  2. It waits until every hold was released, or ctx is done; a hold
+//     that an acquisition under way takes meanwhile (a woken waiter's
+//     try, a hand-off being claimed) counts too.
 //  3. What is still held then is ended: the hold's ctx is cancelled with a
 //     cause wrapping ErrDraining and its lock is given back in Redis (so
 //     another process need not wait out its lease).
@@ -356,12 +358,31 @@ func (c *Client) Shutdown(ctx context.Context) error {
 	}
 	c.drain()
 	var cut error
-	if !c.waitIdle(ctx) {
-		cut = ctx.Err()
-		c.cutHolds()
+	for round := 0; ; round++ {
+		if !c.waitIdle(ctx) {
+			cut = ctx.Err()
+			c.cutHolds()
+		}
+		c.waitSettled(time.Now().Add(c.opts.ReleaseTimeout))
+		// An acquisition under way as the last hold ended (a woken
+		// waiter's try, a hand-off or grant being claimed) may have a hold
+		// now: it is waited for, or cut, as the others were. (A cut hold's
+		// running work cannot take more: its ctx is done.)
+		if c.holdCount() == 0 || c.isClosed() || round == 3 {
+			break
+		}
 	}
-	c.waitSettled(time.Now().Add(c.opts.ReleaseTimeout))
 	return errors.Join(cut, c.Close())
+}
+
+// isClosed reports whether Close has begun.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.closeCh:
+		return true
+	default:
+		return false
+	}
 }
 
 // drain refuses new acquisitions from now on (see Shutdown), on the

@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -399,6 +402,93 @@ func TestShutdownWaitsForTheLateRepliesOfAbandonedCalls(t *testing.T) {
 			time.Sleep(time.Until(start.Add(time.Second)))
 			if what := left(); what != "" {
 				t.Fatalf("%s taken by the abandoned wait is left after Shutdown returned", what)
+			}
+		})
+	}
+}
+
+// A Shutdown whose Client's last hold ends just as a waiter of it is
+// being given the lock (a woken waiter's try in flight, a hand-off or a
+// grant being claimed) waits for the hold that waiter then has, or cuts
+// it and gives it back, as it does the holds it saw. It found no hold,
+// waited for the acquisition to return, and closed: the waiter's hold
+// ended with ErrClosed and its lock stayed taken for a lease, renewed by
+// no one (a holder that exits after Shutdown never releases it).
+func TestShutdownWaitsForAHoldItsWaiterTakesAsTheLastEnds(t *testing.T) {
+	s := redistest.Start(t)
+	rdb := s.Client(t)
+	ctx := ctxT(t)
+	cases := []struct {
+		name       string
+		same, fair bool
+		opts       *runtime.Options
+	}{
+		{"hand-off within a Client", true, false, nil},
+		{"fair grant across Clients", false, true, nil},
+		{"release without hand-off", true, false, &runtime.Options{NoHandoff: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range 16 {
+				key := fmt.Sprintf("shutdown-race-%s-%d", strings.ReplaceAll(tc.name, " ", "-"), i)
+				a := newClient(t, rdb, tc.opts)
+				b := a
+				if !tc.same {
+					b = newClient(t, rdb, tc.opts)
+				}
+				lock := func(c *runtime.Client) *runtime.Mutex {
+					if tc.fair {
+						return c.FairLock(key, runtime.LockOptions{})
+					}
+					return c.Mutex(key, runtime.LockOptions{})
+				}
+				la, lb := lock(a), lock(b)
+				h, err := la.TryLock(ctx, 0, runtime.Watchdog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				waited := make(chan struct{})
+				go func() {
+					defer close(waited)
+					if hb, err := lb.TryLock(ctx, 20*time.Second, runtime.Watchdog); err == nil {
+						<-hb.Done() // and exits without its Unlock
+					}
+				}()
+				eventually(t, 5*time.Second, "the waiter waits", func() bool {
+					if tc.fair {
+						return rdb.LLen(ctx, "redisson_lock_queue:{"+key+"}").Val() > 0
+					}
+					return runtime.IdleWaiters(lb) > 0
+				})
+				delay := time.Duration(i%8) * 300 * time.Microsecond
+				var wg sync.WaitGroup
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					if i%2 == 0 {
+						time.Sleep(delay)
+					}
+					if err := la.Unlock(h); err != nil {
+						t.Errorf("unlock: %v", err)
+					}
+				}()
+				go func() {
+					defer wg.Done()
+					if i%2 == 1 {
+						time.Sleep(delay)
+					}
+					sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+					defer cancel()
+					_ = b.Shutdown(sctx)
+				}()
+				wg.Wait()
+				<-waited
+				if !tc.same {
+					_ = a.Close()
+				}
+				if n := rdb.Exists(ctx, key).Val(); n != 0 {
+					t.Fatalf("round %d: the lock is still taken after Shutdown returned (pttl %v)", i, rdb.PTTL(ctx, key).Val())
+				}
 			}
 		})
 	}
