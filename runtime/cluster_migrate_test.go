@@ -274,3 +274,61 @@ func testHoldsOutlastAHalfMovedSlot(t *testing.T, cl *redistest.Cluster) {
 		}
 	}
 }
+
+// A fair lock's last release while its slot is half moved (MIGRATING on
+// its master, no key moved yet), with a waiter of another Client queued
+// for grants: every key the release names exists, so Redis runs it, and
+// stops it part-way (fair_next writes the lock it has just deleted: "a
+// non local key" in a migrating slot). What it wrote stays: the release
+// is an unknown outcome, settled as a lost reply is, not Redis' bare
+// script error; the waiter gets the lock once the slot has moved, and
+// nothing is left.
+func TestAFairReleaseStoppedPartWayByAHalfMovedSlotIsAnUnknownOutcome(t *testing.T) {
+	skipShortOutsideCI(t)
+	t.Parallel() // a cluster of its own; no bound but the waiter's 15 s
+	cl := redistest.StartCluster(t)
+	ctx := ctxT(t)
+	a := newClient(t, cl.Client(t), nil)
+	b := newClient(t, cl.Client(t), nil)
+	const key = "fair-half-moved:{x}"
+	src := cl.MasterForKey(key)
+	fa := a.FairLock(key, runtime.LockOptions{})
+	h, err := fa.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		fb := b.FairLock(key, runtime.LockOptions{})
+		hb, err := fb.TryLock(ctx, 20*time.Second, runtime.Watchdog)
+		if err == nil {
+			err = fb.Unlock(hb)
+		}
+		got <- err
+	}()
+	// B queued for grants: the lock, the queue, its score, its waiter
+	// record and its grant request.
+	eventually(t, 5*time.Second, "B queued", func() bool { return src.Client(t).DBSize(ctx).Val() >= 5 })
+	m, err := cl.BeginMigration(scripts.KeySlot(key), cl.OtherMaster(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	uerr := fa.Unlock(h)
+	t.Logf("Unlock during the half move: %v", uerr)
+	if uerr != nil && !errors.Is(uerr, runtime.ErrOutcomeUnknown) && !errors.Is(uerr, runtime.ErrUnavailable) {
+		t.Errorf("Unlock in a half-moved slot: %v, want nil, ErrOutcomeUnknown or ErrUnavailable", uerr)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("B: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("B did not get the lock 15 s after the release")
+	}
+	eventually(t, 5*time.Second, "nothing left", func() bool { return len(keysLeft(t, cl.Client(t))) == 0 })
+}
