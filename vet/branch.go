@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/types/typeutil"
 )
@@ -79,15 +80,20 @@ func (w *walker) switchStmt(init ast.Stmt, tag ast.Node, body *ast.BlockStmt, is
 				w.walk(e)
 			}
 			stmts, hasDefault = cl.Body, hasDefault || cl.List == nil
-			if !isSelect && !fell {
+			if !isSelect {
 				failed = w.caseFailed(tag, body.List, i)
 			}
 		case *ast.CommClause:
 			w.walkOpt(cl.Comm)
 			stmts = cl.Body
 		}
-		if !fell {
-			w.spans = withoutSpan(before, failed, true)
+		direct := withoutSpan(before, failed, true)
+		if fell {
+			// Entered from the clause before too: what either way holds.
+			w.spans = unionSpans(w.spans, direct)
+			failed = token.NoPos
+		} else {
+			w.spans = direct
 		}
 		for _, st := range stmts {
 			w.walk(st)
@@ -152,6 +158,17 @@ func (w *walker) caseFailed(tag ast.Node, clauses []ast.Stmt, i int) token.Pos {
 	return token.NoPos
 }
 
+// unionSpans is a, and those of b not in a.
+func unionSpans(a, b []region) []region {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !hasSpan(out, s.call.Pos()) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // fallsThrough reports whether a case clause's body ends in fallthrough.
 func fallsThrough(stmts []ast.Stmt) bool {
 	if len(stmts) == 0 {
@@ -201,15 +218,20 @@ func (w *walker) failedLock(cond ast.Expr) (pos token.Pos, onTrue bool) {
 			}
 		case token.EQL, token.NEQ:
 			for _, xy := range [][2]ast.Expr{{c.X, c.Y}, {c.Y, c.X}} {
-				if pos := w.lockErr(xy[0], cond.Pos()); pos.IsValid() {
-					// err == v, v not nil, is true only for an error.
-					return pos, (c.Op == token.NEQ) == w.isNil(xy[1])
+				pos := w.lockErr(xy[0], cond.Pos())
+				switch {
+				case !pos.IsValid():
+				case w.isNil(xy[1]):
+					return pos, c.Op == token.NEQ
+				case w.nonNilErr(xy[1]):
+					// err == v, v never nil, is true only for an error.
+					return pos, c.Op == token.EQL
 				}
 			}
 		}
 	case *ast.CallExpr:
 		if fn, ok := typeutil.Callee(w.pass.TypesInfo, c).(*types.Func); ok && len(c.Args) == 2 &&
-			fn.Pkg() != nil && fn.Pkg().Path() == "errors" && (fn.Name() == "Is" || fn.Name() == "As") && !w.isNil(c.Args[1]) {
+			fn.Pkg() != nil && fn.Pkg().Path() == "errors" && (fn.Name() == "As" || fn.Name() == "Is" && w.nonNilErr(c.Args[1])) {
 			return w.lockErr(c.Args[0], cond.Pos()), true
 		}
 	}
@@ -239,6 +261,36 @@ func (w *walker) lockErr(x ast.Expr, pos token.Pos) token.Pos {
 		return token.NoPos
 	}
 	return call.Pos()
+}
+
+// nonNilErr reports whether e is an error value that is never nil: a
+// sentinel (a package-level variable named Err… or err…, or
+// context.Canceled and context.DeadlineExceeded), or a call of errors.New
+// or fmt.Errorf. Another value (ctx.Err(), another call's error) may be
+// nil, and a comparison with it tells nothing of a Lock's outcome.
+func (w *walker) nonNilErr(e ast.Expr) bool {
+	e = ast.Unparen(e)
+	if c, ok := e.(*ast.CallExpr); ok {
+		fn, ok := typeutil.Callee(w.pass.TypesInfo, c).(*types.Func)
+		return ok && fn.Pkg() != nil && (fn.Pkg().Path() == "errors" && fn.Name() == "New" || fn.Pkg().Path() == "fmt" && fn.Name() == "Errorf")
+	}
+	var id *ast.Ident
+	switch e := e.(type) {
+	case *ast.Ident:
+		id = e
+	case *ast.SelectorExpr:
+		id = e.Sel
+	default:
+		return false
+	}
+	v, ok := w.pass.TypesInfo.Uses[id].(*types.Var)
+	if !ok || v.Pkg() == nil || v.Parent() != v.Pkg().Scope() {
+		return false // not a package-level variable
+	}
+	if v.Pkg().Path() == "context" {
+		return v.Name() == "Canceled" || v.Name() == "DeadlineExceeded"
+	}
+	return strings.HasPrefix(v.Name(), "Err") || strings.HasPrefix(v.Name(), "err")
 }
 
 func (w *walker) isNil(e ast.Expr) bool {

@@ -209,7 +209,10 @@
 //     case clause entered only where a Lock failed does not hold that
 //     Lock (err != nil, err == nil's else, errors.Is and errors.As of
 //     err, with !, && and ||, a later case or default of a switch
-//     without a tag, the cases of switch err), a case clause
+//     without a tag, the cases of switch err; a comparison with a value
+//     that may be nil, such as ctx.Err(), tells nothing; a failure told
+//     through a variable, ok := err == nil, or a helper predicate is not
+//     seen), a case clause
 //     ending in fallthrough goes on into the next clause, and after the
 //     statement a hold taken before it is still held only if every
 //     branch that falls through keeps it (after if fast { Unlock } it is

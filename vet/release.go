@@ -69,9 +69,10 @@ func (w *walker) releaseArgs(args []ast.Expr, unlocks []unlockAlways, lit *ast.F
 }
 
 // unlocksAlways is the Unlocks that body makes on every way through it:
-// those of its own statements (or their defers) before the first that may
-// return (or panic, when body defers a recover), not those in a branch, a
-// loop, a goroutine or a func literal.
+// those of its own statements (or their defers, of a func literal too)
+// before the first that may
+// return (or, when body defers a recover, that makes a call: it may
+// panic), not those in a branch, a loop, a goroutine or a func literal.
 func (w *walker) unlocksAlways(body *ast.BlockStmt, params *ast.FieldList) []unlockAlways {
 	recovers := w.defersRecover(body)
 	idx := make(map[types.Object]int)
@@ -98,16 +99,26 @@ func (w *walker) unlocksAlways(body *ast.BlockStmt, params *ast.FieldList) []unl
 		case *ast.DeferStmt:
 			call = st.Call
 		}
+		param := func(ctx ast.Expr) int {
+			if k, ok := idx[w.pass.TypesInfo.Uses[identOf(ctx)]]; ok {
+				return k
+			}
+			return -1
+		}
 		if c, ok := ast.Unparen(call).(*ast.CallExpr); ok {
 			if o, ok := w.r.op(c); ok && o.kind == opUnlock {
-				k, ok := idx[w.pass.TypesInfo.Uses[identOf(o.ctx)]]
-				if !ok {
-					k = -1
+				out = append(out, unlockAlways{o, param(o.ctx)})
+			}
+			if lit, ok := ast.Unparen(c.Fun).(*ast.FuncLit); ok && len(c.Args) == 0 {
+				if _, deferred := st.(*ast.DeferStmt); deferred {
+					// defer func() { … Unlock(h) … }(): when body returns.
+					for _, u := range w.unlocksAlways(lit.Body, lit.Type.Params) {
+						out = append(out, unlockAlways{u.op, param(u.op.ctx)})
+					}
 				}
-				out = append(out, unlockAlways{o, k})
 			}
 		}
-		if mayReturn(st) || recovers && w.mayPanic(st) {
+		if mayReturn(st) || recovers && mayPanic(st) {
 			break
 		}
 	}
@@ -131,12 +142,20 @@ func mayReturn(st ast.Stmt) bool {
 	return found
 }
 
-// defersRecover reports whether a statement of body defers a func
-// literal that calls recover: a panic then returns from body.
+// defersRecover reports whether a statement of body defers a call that
+// recovers: a func literal or a function of this package that calls
+// recover. A panic then returns from body.
 func (w *walker) defersRecover(body *ast.BlockStmt) bool {
 	for _, st := range body.List {
-		if d, ok := st.(*ast.DeferStmt); ok {
-			if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok && w.callsBuiltin(lit.Body, "recover") {
+		d, ok := st.(*ast.DeferStmt)
+		if !ok {
+			continue
+		}
+		if lit, ok := ast.Unparen(d.Call.Fun).(*ast.FuncLit); ok && w.callsRecover(lit.Body) {
+			return true
+		}
+		if fn := typeutil.StaticCallee(w.pass.TypesInfo, d.Call); fn != nil {
+			if fd := w.decl(fn.Origin()); fd != nil && w.callsRecover(fd.Body) {
 				return true
 			}
 		}
@@ -144,12 +163,9 @@ func (w *walker) defersRecover(body *ast.BlockStmt) bool {
 	return false
 }
 
-// mayPanic reports whether st calls panic.
-func (w *walker) mayPanic(st ast.Stmt) bool { return w.callsBuiltin(st, "panic") }
-
-// callsBuiltin reports whether n calls the builtin name (outside the
-// func literals in it).
-func (w *walker) callsBuiltin(n ast.Node, name string) bool {
+// callsRecover reports whether n calls recover (outside the func literals
+// in it).
+func (w *walker) callsRecover(n ast.Node) bool {
 	found := false
 	ast.Inspect(n, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -157,10 +173,35 @@ func (w *walker) callsBuiltin(n ast.Node, name string) bool {
 			return false
 		case *ast.CallExpr:
 			b, ok := w.pass.TypesInfo.Uses[identOf(n.Fun)].(*types.Builtin)
-			found = found || ok && b.Name() == name
+			found = found || ok && b.Name() == "recover"
 		}
 		return !found
 	})
+	return found
+}
+
+// mayPanic reports whether st makes a call (outside the func literals in
+// it): any call may panic. A defer makes only the calls in its arguments.
+func mayPanic(st ast.Stmt) bool {
+	nodes := []ast.Node{st}
+	if d, ok := st.(*ast.DeferStmt); ok {
+		nodes = nil
+		for _, a := range d.Call.Args {
+			nodes = append(nodes, a)
+		}
+	}
+	found := false
+	for _, n := range nodes {
+		ast.Inspect(n, func(n ast.Node) bool {
+			switch n.(type) {
+			case *ast.FuncLit:
+				return false
+			case *ast.CallExpr:
+				found = true
+			}
+			return !found
+		})
+	}
 	return found
 }
 
@@ -169,20 +210,25 @@ func (w *walker) callsBuiltin(n ast.Node, name string) bool {
 // releases the hold its caller passes there. Cached per function.
 func (w *walker) unlockedParams(fn *types.Func) []unlockAlways {
 	fn = fn.Origin()
-	if w.unlocked == nil {
-		w.unlocked = make(map[*types.Func][]unlockAlways)
-		w.decls = make(map[*types.Func]*ast.FuncDecl)
-		w.funcs(func(fd *ast.FuncDecl, f *types.Func) { w.decls[f] = fd })
-	}
 	if out, ok := w.unlocked[fn]; ok {
 		return out
 	}
+	fd := w.decl(fn)
 	w.unlocked[fn] = nil // a recursive helper: nothing known yet
-	fd := w.decls[fn]
 	if fd == nil {
 		return nil
 	}
 	out := slices.DeleteFunc(w.unlocksAlways(fd.Body, fd.Type.Params), func(u unlockAlways) bool { return u.param < 0 })
 	w.unlocked[fn] = out
 	return out
+}
+
+// decl is the declaration of fn, a function of this package (nil: none).
+func (w *walker) decl(fn *types.Func) *ast.FuncDecl {
+	if w.unlocked == nil {
+		w.unlocked = make(map[*types.Func][]unlockAlways)
+		w.decls = make(map[*types.Func]*ast.FuncDecl)
+		w.funcs(func(fd *ast.FuncDecl, f *types.Func) { w.decls[f] = fd })
+	}
+	return w.decls[fn]
 }

@@ -71,7 +71,7 @@ func testModule(t *testing.T) string {
 // see only a finding's first line), then how findings print.
 func TestAnalyzer(t *testing.T) {
 	dir := testModule(t)
-	pkgs := []string{"order", "helper", "cross/a", "cross/b", "linked/app", "linked/quiet", "multi", "ctxuse", "unlock", "clean", "direct", "fenced", "permits", "nested", "nested/ledger", "trylock", "value", "alias", "rtnowait", "rtkey", "methodexpr", "pkgvar", "branches", "linedir", "escwait", "rwfirst", "unlockfn", "rtname"}
+	pkgs := []string{"order", "helper", "cross/a", "cross/b", "linked/app", "linked/quiet", "multi", "ctxuse", "unlock", "clean", "direct", "fenced", "permits", "nested", "nested/ledger", "trylock", "value", "alias", "rtnowait", "rtkey", "methodexpr", "pkgvar", "branches", "linedir", "escwait", "rwfirst", "unlockfn", "rtname", "lockfail"}
 	for i, p := range pkgs {
 		pkgs[i] = "./" + p
 	}

@@ -195,7 +195,9 @@ func (w *walker) call(c *ast.CallExpr) bool {
 			w.walk(a)
 		}
 		w.inner(lit.Body)
-		w.releaseArgs(c.Args, w.unlocksAlways(lit.Body, lit.Type.Params), lit)
+		if w.deferring == 0 { // a deferred literal releases when the function returns
+			w.releaseArgs(c.Args, w.unlocksAlways(lit.Body, lit.Type.Params), lit)
+		}
 		return false
 	}
 	o, ok := w.r.op(c)
