@@ -10,19 +10,21 @@
 //     restart keeps what it acknowledged), three independent RedLock
 //     nodes, and a storage server no fault touches, which holds the state
 //     the locks guard.
-//   - Workload (workload.go): Procs worker processes (the test binary run
-//     again) with Goroutines goroutines each, each goroutine with its own
-//     runtime.Client, draw operations from the seed over every kind:
-//     reentrant (with re-entry), fair, read and write (writers first),
-//     multi (atomic, and one by one with a fair member), red (over the
-//     three nodes), fenced, semaphore (leased permits), plain semaphore
-//     and latch; random wait times and leases, cancelled waits, a ctx
-//     cancelled while holding, a Client closed while holding. A holder of
-//     an exclusive lock does a read-modify-write of a counter in the
+//   - Workload (workload.go): Procs worker processes (the test binary
+//     run again) with Goroutines goroutines each, draw operations from
+//     the seed over every kind (in most processes some goroutines share
+//     one runtime.Client, as a service's do, and the others have their
+//     own: Config.Sharing): reentrant (with re-entry), fair, read and
+//     write (writers first), multi (atomic, and one by one with a fair
+//     member), red (over the three nodes), fenced, semaphore (leased
+//     permits), plain semaphore and latch; random wait times and leases,
+//     cancelled waits, a ctx cancelled while holding, a Client closed
+//     while holding (a shared one ends every sharer's holds). A holder
+//     of an exclusive lock does a read-modify-write of a counter in the
 //     storage (two round trips: two holders at once would both read the
 //     same value); a fenced holder writes its token to a register that
-//     refuses a token lower than the last it accepted, without looking at
-//     its ctx first.
+//     refuses a token lower than the last it accepted, without looking
+//     at its ctx first.
 //   - Nemesis (nemesis.go, run.go): a schedule drawn from the seed (Plan)
 //     of the faults of design.md §7, overlapping where they strike
 //     different things: packets dropped one or both ways, connections

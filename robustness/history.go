@@ -55,7 +55,11 @@ type Event struct {
 	Err     string `json:"err,omitempty"` // the error, for returns; the cause, for EvDone
 	Client  int    `json:"c,omitempty"`   // the goroutine's Client generation (Close makes a new one)
 	G       int    `json:"g,omitempty"`   // the goroutine
-	Nested  bool   `json:"nested,omitempty"`
+	// Shared names the Client when several goroutines of the process
+	// share it ("p<proc>-g<its first goroutine>"; empty: the goroutine's
+	// own). A Close by any of them ends the holds of all.
+	Shared string `json:"sh,omitempty"`
+	Nested bool   `json:"nested,omitempty"`
 }
 
 // Event types.
@@ -177,6 +181,7 @@ type Op struct {
 	ID     int64    `json:"id"`
 	G      int      `json:"g"`
 	Client int      `json:"client"`
+	Shared string   `json:"shared,omitempty"` // the Client's name when goroutines share it (Event.Shared)
 	Kind   string   `json:"kind"`
 	F      string   `json:"f"`
 	Key    string   `json:"key"`
@@ -271,7 +276,7 @@ func Build(seed int64, events []Event) *History {
 		k := opKey{e.Proc, e.Op}
 		switch e.Ev {
 		case EvInvoke:
-			ops[k] = &Op{Proc: e.Proc, ID: e.Op, G: e.G, Client: e.Client, Kind: e.Kind, F: e.F, Key: e.Key,
+			ops[k] = &Op{Proc: e.Proc, ID: e.Op, G: e.G, Client: e.Client, Shared: e.Shared, Kind: e.Kind, F: e.F, Key: e.Key,
 				Keys: e.Keys, Nested: e.Nested, N: e.N, Wait: e.Wait, Lease: e.Lease, Invoke: e.T,
 				Return: Never, Outcome: OutUnknown, Done: Never, ReleaseInvoke: Never, ReleaseReturn: Never}
 		case EvReturn:

@@ -26,7 +26,12 @@ func Report(w io.Writer, h *History, results []Result) {
 
 	type row struct{ kind, f string }
 	counts := map[row]map[string]int{}
+	shared, clients := 0, map[string]bool{}
 	for _, o := range h.Ops {
+		if o.Shared != "" {
+			shared++
+			clients[fmt.Sprintf("%s#%d", o.Shared, o.Client)] = true
+		}
 		r := row{o.Kind, o.F}
 		if counts[r] == nil {
 			counts[r] = map[string]int{}
@@ -42,6 +47,9 @@ func Report(w io.Writer, h *History, results []Result) {
 		rows = append(rows, r)
 	}
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.f, b.f)) })
+	if shared > 0 {
+		fmt.Fprintf(w, "%d ops on %d shared Clients (goroutines of a process sharing one)\n", shared, len(clients))
+	}
 	fmt.Fprintln(w, "\noperations")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kind\tf\tok\tfail\tunknown\tnever returned\t")
@@ -190,6 +198,9 @@ func describeForWindow(h *History, o *Op, own bool) string {
 		b.WriteString("* ")
 	}
 	fmt.Fprintf(&b, "%s..%s  %s", relMS(h, o.Invoke), relMS(h, o.Return), opName(o))
+	if o.Shared != "" {
+		fmt.Fprintf(&b, " [g%d on shared Client %s#%d]", o.G, o.Shared, o.Client)
+	}
 	if o.N != 0 {
 		fmt.Fprintf(&b, " n=%d", o.N)
 	}

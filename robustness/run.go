@@ -28,10 +28,16 @@ type Config struct {
 	Seed       int64
 	Length     time.Duration // how long the workload and the faults run
 	Procs      int           // worker processes at any time (a killed one is replaced)
-	Goroutines int           // per process, each with its own Client
-	Watchdog   time.Duration
-	Kinds      []string // empty: AllKinds
-	Faults     []string // empty: DefaultFaults (ClusterFaults on a cluster)
+	Goroutines int           // per process
+	// Sharing decides which goroutines of a process share a Client, as
+	// a service's goroutines share one: 0 draws it per process from the
+	// seed (a quarter of the processes give each goroutine its own
+	// Client, the others put two or more on one), -1 gives each its own,
+	// n > 1 puts every n goroutines on one Client.
+	Sharing  int
+	Watchdog time.Duration
+	Kinds    []string // empty: AllKinds
+	Faults   []string // empty: DefaultFaults (ClusterFaults on a cluster)
 	// Cluster runs the lock server as a local Redis Cluster (3 masters,
 	// each with a replica); the RedLock nodes stay single servers.
 	Cluster  bool
@@ -295,7 +301,7 @@ func (r *runner) spawn(i int) {
 	r.mu.Unlock()
 	wc := WorkerConfig{
 		Proc: id, Seed: r.cfg.Seed, StorageAddr: r.storage, History: file,
-		Goroutines: r.cfg.Goroutines, Watchdog: r.cfg.Watchdog, Liveness: LivenessBound(r.cfg.Watchdog), Kinds: r.cfg.Kinds,
+		Goroutines: r.cfg.Goroutines, Sharing: r.cfg.Sharing, Watchdog: r.cfg.Watchdog, Liveness: LivenessBound(r.cfg.Watchdog), Kinds: r.cfg.Kinds,
 	}
 	if sl.lock != nil {
 		wc.LockAddr = sl.lock.Addr()

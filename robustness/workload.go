@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,9 +36,13 @@ type WorkerConfig struct {
 	StorageAddr  string            `json:"storageAddr"` // the guarded state: never faulted
 	History      string            `json:"history"`     // the file the events go to
 	Goroutines   int               `json:"goroutines"`
-	Watchdog     time.Duration     `json:"watchdog"`
-	Liveness     time.Duration     `json:"liveness"` // the final sweep's wait time
-	Kinds        []string          `json:"kinds"`    // the kinds drawn from
+	// Sharing groups the goroutines onto Clients (Config.Sharing): 0
+	// draws the groups from Seed and Proc, -1 gives each goroutine its
+	// own Client, n > 1 puts every n goroutines on one.
+	Sharing  int           `json:"sharing,omitempty"`
+	Watchdog time.Duration `json:"watchdog"`
+	Liveness time.Duration `json:"liveness"` // the final sweep's wait time
+	Kinds    []string      `json:"kinds"`    // the kinds drawn from
 }
 
 // The keys of each kind. They are few, so that operations contend. A
@@ -108,10 +113,12 @@ if t < last then return 0 end
 redis.call('set', KEYS[1], ARGV[1])
 return 1`)
 
-// RunWorker is a worker process: cfg.Goroutines goroutines, each with its
-// own lockgen Client, draw random operations until the harness writes
-// "sweep" to stdin; then every goroutine stops, and the process takes
-// each key once (the liveness sweep), closes its Clients and exits.
+// RunWorker is a worker process: cfg.Goroutines goroutines, grouped onto
+// lockgen Clients (shareGroups: some share one Client, as a service's
+// goroutines do, others have their own), draw random operations until
+// the harness writes "sweep" to stdin; then every goroutine stops, and
+// the process takes each key once (the liveness sweep), closes its
+// Clients and exits.
 func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
 	rec, err := NewRecorder(cfg.History, cfg.Proc)
 	if err != nil {
@@ -135,13 +142,21 @@ func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
 	defer close(stalls)
 	go w.watchStalls(stalls)
 	gs := make([]*goroutine, cfg.Goroutines)
-	for i := range gs {
-		g := &goroutine{w: w, id: i, rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Proc)<<16|uint64(i)))}
-		if err := g.newClient(); err != nil {
-			stop()
-			return err
+	var groups []*clientGroup
+	for i, gi := range shareGroups(cfg.Seed, cfg.Proc, cfg.Goroutines, cfg.Sharing) {
+		if gi == len(groups) { // the group's first goroutine names it
+			grp := &clientGroup{w: w, name: fmt.Sprintf("p%d-g%d", cfg.Proc, i)}
+			if err := grp.start(); err != nil {
+				stop()
+				return err
+			}
+			groups = append(groups, grp)
 		}
-		gs[i] = g
+		groups[gi].size++
+		gs[i] = &goroutine{w: w, id: i, grp: groups[gi], rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Proc)<<16|uint64(i)))}
+	}
+	for _, g := range gs {
+		g.cl = g.grp.cur.Load()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -154,8 +169,44 @@ func RunWorker(cfg WorkerConfig, stdin io.Reader) error {
 	}
 	stop()
 	wg.Wait()
+	// Every goroutine returned, so no Client is being replaced: each
+	// group's current one is open.
+	gs[0].cl = gs[0].grp.cur.Load()
 	w.sweep(gs[0])
-	return w.closeAll(gs)
+	return w.closeAll(groups)
+}
+
+// shareGroups assigns each of n goroutines of process proc a Client
+// group (an index; groups are numbered in order of their first
+// goroutine). sharing is WorkerConfig.Sharing: -1 gives each goroutine
+// its own Client; n > 1 puts every n in one group; 0 draws it from the
+// seed and the process, a stream apart from the goroutines' operations
+// (a seed's operations are the same as before sharing was drawn): a
+// quarter of the processes give each goroutine its own Client, the
+// others put the first k (2..n) goroutines on one Client and give the
+// rest their own, so that a run has both.
+func shareGroups(seed int64, proc, n, sharing int) []int {
+	k := 1 // the goroutines of the shared group
+	switch {
+	case sharing > 1:
+		k = sharing
+	case sharing == 0 && n > 1:
+		rng := rand.New(rand.NewPCG(uint64(seed), 1<<62|uint64(proc)))
+		if rng.IntN(4) > 0 {
+			k = 2 + rng.IntN(n-1)
+		}
+	}
+	out := make([]int, n)
+	for i := range out {
+		if sharing > 1 {
+			out[i] = i / k
+		} else if i < k {
+			out[i] = 0
+		} else {
+			out[i] = i - k + 1
+		}
+	}
+	return out
 }
 
 type worker struct {
@@ -190,29 +241,89 @@ func lockClient(cfg WorkerConfig) redis.UniversalClient {
 	})
 }
 
-// goroutine is one worker goroutine and its Client.
+// goroutine is one worker goroutine and the Client it works through.
 type goroutine struct {
 	w   *worker
 	id  int
 	rng *rand.Rand
-	c   *runtime.Client
-	gen int // the Client's generation: Close makes a new one
+	grp *clientGroup // the goroutines that share its Client (often it alone)
+	// cl is the Client this goroutine's operation uses, read from grp
+	// when the operation starts: another goroutine of the group may close
+	// it meanwhile, and the operation sees that Client's errors.
+	cl *groupClient
 }
 
-func (g *goroutine) newClient() error {
-	c, err := runtime.NewClient(g.w.rdb, &runtime.Options{
-		WatchdogTimeout: g.w.cfg.Watchdog,
-		ReleaseTimeout:  time.Second,
-		RedLockNodes:    g.w.red,
-		Logger:          slog.New(slog.DiscardHandler),
-		Name:            fmt.Sprintf("p%d-g%d", g.w.cfg.Proc, g.id),
-	})
-	if err != nil {
-		return err
+// clientGroup is the Client that one or more goroutines of a process
+// share, replaced after each Close or Shutdown: any goroutine of the
+// group may close it (closeClient), ending every sharer's holds and
+// failing every sharer's waits, calls on it made after the close fail
+// with the runtime's errors, and the goroutine that closed it makes the
+// group's next one.
+type clientGroup struct {
+	w    *worker
+	name string // the Client's Name: "p<proc>-g<its first goroutine>"
+	size int    // how many goroutines share it
+	cur  atomic.Pointer[groupClient]
+}
+
+// groupClient is one generation of a group's Client.
+type groupClient struct {
+	c   *runtime.Client
+	gen int // 1, 2, ...: Close makes a new one
+	// closing is set by the one goroutine that closes this Client;
+	// replaced is closed once the group's next Client is current.
+	closing  atomic.Bool
+	replaced chan struct{}
+}
+
+// start makes the group's next Client current. NewClient fails while no
+// node answers (on a cluster, after 10 s of probing its pub/sub flavour),
+// which a fault can outlast: the first Client must be made at once, a
+// replacement is tried again until the faults heal, as an application's
+// restart loop would.
+func (grp *clientGroup) start() error {
+	prev := grp.cur.Load()
+	for {
+		c, err := runtime.NewClient(grp.w.rdb, &runtime.Options{
+			WatchdogTimeout: grp.w.cfg.Watchdog,
+			ReleaseTimeout:  time.Second,
+			RedLockNodes:    grp.w.red,
+			Logger:          slog.New(slog.DiscardHandler),
+			Name:            grp.name,
+		})
+		if err == nil {
+			next := &groupClient{c: c, gen: 1, replaced: make(chan struct{})}
+			if prev != nil {
+				next.gen = prev.gen + 1
+			}
+			grp.cur.Store(next)
+			if prev != nil {
+				close(prev.replaced)
+			}
+			return nil
+		}
+		if prev == nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	g.c = c
-	g.gen++
-	return nil
+}
+
+// current is the group's Client for a new operation: while another
+// goroutine is closing it, the one that replaces it (or, once ctx is
+// done, the closed one).
+func (grp *clientGroup) current(ctx context.Context) *groupClient {
+	for {
+		cl := grp.cur.Load()
+		if !cl.closing.Load() {
+			return cl
+		}
+		select {
+		case <-cl.replaced:
+		case <-ctx.Done():
+			return cl
+		}
+	}
 }
 
 func (g *goroutine) run(ctx context.Context) {
@@ -221,6 +332,9 @@ func (g *goroutine) run(ctx context.Context) {
 		kinds = AllKinds
 	}
 	for ctx.Err() == nil {
+		if g.cl = g.grp.current(ctx); ctx.Err() != nil {
+			break
+		}
 		kind := kinds[g.rng.IntN(len(kinds))]
 		keys := Keys(kind)
 		key := keys[g.rng.IntN(len(keys))]
@@ -271,7 +385,10 @@ func (w *worker) watchStalls(stop <-chan struct{}) {
 }
 
 func (g *goroutine) event(e Event) {
-	e.G, e.Client = g.id, g.gen
+	e.G, e.Client = g.id, g.cl.gen
+	if g.grp.size > 1 {
+		e.Shared = g.grp.name
+	}
 	g.w.rec.Record(e)
 }
 
@@ -328,7 +445,7 @@ type lockHandle struct {
 }
 
 func (g *goroutine) handle(kind, key string, permits int) lockHandle {
-	c := g.c
+	c := g.cl.c
 	mutex := func(m *runtime.Mutex) lockHandle {
 		return lockHandle{
 			acquire: func(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
@@ -448,7 +565,9 @@ func (g *goroutine) holdOp(ctx context.Context, kind, key string) {
 			cancel() // the caller gives up while holding: the hold's ctx ends
 		}
 		if g.rng.IntN(150) == 0 {
-			g.closeClient() // Close or Shutdown while holding: the hold's ctx ends; Unlock still works
+			// Close or Shutdown while holding: the hold's ctx ends, and
+			// every sharer's; Unlock still works.
+			g.closeClient()
 		}
 		sleep(time.Duration(g.rng.IntN(int(max(time.Until(end), time.Millisecond)/4) + 1)))
 	}
@@ -467,10 +586,14 @@ func (g *goroutine) watchDone(op int64, hctx context.Context, at int64) {
 		return
 	}
 	// The func runs on a goroutine of its own, while this one may replace
-	// its Client (g.gen): the event is stamped with what holds now.
-	id, gen, rec := g.id, g.gen, g.w.rec
+	// its Client (g.cl): the event is stamped with what holds now.
+	id, gen, rec := g.id, g.cl.gen, g.w.rec
+	shared := ""
+	if g.grp.size > 1 {
+		shared = g.grp.name
+	}
 	context.AfterFunc(hctx, func() {
-		rec.Record(Event{Op: op, Ev: EvDone, Err: errString(context.Cause(hctx)), G: id, Client: gen})
+		rec.Record(Event{Op: op, Ev: EvDone, Err: errString(context.Cause(hctx)), G: id, Client: gen, Shared: shared})
 	})
 }
 
@@ -540,7 +663,7 @@ func (g *goroutine) fencedWrite(op int64, lockKey string, token int64) {
 // plainOp is one operation on a plain semaphore: arm it, take permits and
 // give them back, or read the free count.
 func (g *goroutine) plainOp(ctx context.Context, key string) {
-	p := g.c.PlainSemaphore(key, "plain")
+	p := g.cl.c.PlainSemaphore(key, "plain")
 	op := g.w.rec.NextOp()
 	switch n := g.rng.IntN(10); {
 	case n < 2:
@@ -574,7 +697,7 @@ func (g *goroutine) plainOp(ctx context.Context, key string) {
 // latchOp is one operation on a latch: arm it, count down, read it, or
 // wait for it.
 func (g *goroutine) latchOp(ctx context.Context, key string) {
-	l := g.c.Latch(key, runtime.LatchOptions{Count: LatchCount})
+	l := g.cl.c.Latch(key, runtime.LatchOptions{Count: LatchCount})
 	op := g.w.rec.NextOp()
 	switch n := g.rng.IntN(10); {
 	case n < 2:
@@ -608,22 +731,31 @@ func boolReturn(op int64, ok bool, err error, n int64) Event {
 	return Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg, N: n}
 }
 
-// closeClient closes the goroutine's Client (recorded: holds of it end),
-// by Close or by Shutdown, and makes a new one.
+// closeClient closes the Client this goroutine works through (recorded:
+// holds of it end, those of every goroutine sharing it too), by Close or
+// by Shutdown, and makes the group's next one. Only one goroutine closes
+// a Client: when another closes it already (or has replaced it), this
+// one does nothing. Sharers in the middle of an operation on it see its
+// errors (ErrClosed, ErrDraining); their next operation waits for the
+// replacement (clientGroup.current).
 func (g *goroutine) closeClient() {
+	cl := g.cl
+	if !cl.closing.CompareAndSwap(false, true) {
+		return
+	}
 	op := g.w.rec.NextOp()
 	var err error
 	if g.rng.IntN(2) == 0 {
 		g.event(Event{Op: op, Ev: EvInvoke, F: FClose})
-		err = g.c.Close()
+		err = cl.c.Close()
 	} else {
 		// Shutdown drains the Client and waits for its holds, which
-		// this goroutine may be the one to hold: its ctx then ends, the
-		// holds are cut (their ctx ends) and given back in the
+		// this goroutine or its sharers may hold: its ctx then ends,
+		// the holds are cut (their ctx ends) and given back in the
 		// background, and Shutdown waits for that before it closes.
 		g.event(Event{Op: op, Ev: EvInvoke, F: FShutdown})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(g.rng.IntN(50))*time.Millisecond)
-		err = g.c.Shutdown(ctx)
+		err = cl.c.Shutdown(ctx)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = nil // the holds were cut, as asked
@@ -631,12 +763,8 @@ func (g *goroutine) closeClient() {
 	}
 	out, msg := outcome(err)
 	g.event(Event{Op: op, Ev: EvReturn, Outcome: out, Err: msg})
-	// NewClient fails while no node answers (on a cluster, after 10 s of
-	// probing its pub/sub flavour), which a fault can outlast: try again
-	// until the faults heal, as an application's restart loop would.
-	for g.newClient() != nil {
-		time.Sleep(100 * time.Millisecond)
-	}
+	_ = g.grp.start() // a replacement is tried until it is made
+	g.cl = g.grp.cur.Load()
 }
 
 // sweep takes every lock and a permit of the semaphore once, with the
@@ -664,14 +792,14 @@ func (w *worker) sweep(g *goroutine) {
 	}
 }
 
-// closeAll closes every Client, each within a bound: a Close that does
-// not return is a liveness failure.
-func (w *worker) closeAll(gs []*goroutine) error {
+// closeAll closes every group's Client, each within a bound: a Close
+// that does not return is a liveness failure.
+func (w *worker) closeAll(groups []*clientGroup) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for _, g := range gs {
-			_ = g.c.Close()
+		for _, grp := range groups {
+			_ = grp.cur.Load().c.Close()
 		}
 	}()
 	select {
