@@ -15,12 +15,15 @@ package robustness
 //     non-decreasing tokens (check_linear.go also checks the register with
 //     porcupine);
 //   - (c) a refusal is explained by the hold's ctx: it was done, with a
-//     cause reporting the lock lost (or its Client closed), no later than
+//     cause reporting the lock lost (or its Client closed, or its hold
+//     cut by a Shutdown, which gives the lock back), no later than
 //     the refusal's return (up to PauseSlack later if its process was
 //     paused and resumed meanwhile: its timer fires late), or the hold was
 //     released before; a ctx done earlier for another cause (the caller
 //     gave up) cannot report a later loss, so there the release must have
-//     found the lock lost, or the write came after the hold's fixed lease
+//     found the lock lost (or the hold cut by a Shutdown of its Client,
+//     which another goroutine sharing the Client may call), or the write
+//     came after the hold's fixed lease
 //     had run out in Redis (from the acquire's return on). Fenced workers
 //     write without looking at their ctx, sometimes after it is done, to
 //     exercise refusals.
@@ -69,15 +72,28 @@ func CheckFencing(h *History, lim Limits) Result {
 		c.note("%d refusals of writes made after their hold's release was invoked", fc.releasedRefusals)
 	}
 	if fc.closedRefusals > 0 {
-		c.note("%d refusals after the hold's ctx was done because its Client was closed", fc.closedRefusals)
+		c.note("%d refusals after the hold's ctx was done because its Client was closed or shut down", fc.closedRefusals)
 	}
 	if fc.expiredRefusals > 0 {
 		c.note("%d refusals after the hold's ctx was done for another cause, of writes made after its fixed lease ran out", fc.expiredRefusals)
 	}
 	if fc.earlyDoneRefusals > 0 {
-		c.note("%d refusals after the hold's ctx was done for another cause, of holds whose release found the lock lost", fc.earlyDoneRefusals)
+		c.note("%d refusals after the hold's ctx was done for another cause, of holds whose release found the lock lost or cut by a Shutdown", fc.earlyDoneRefusals)
 	}
 	return c.result()
+}
+
+// shutdownCut is in the cause of a hold that a Client's Shutdown ended
+// (its ctx ran out before the hold was released): Shutdown gives the
+// lock back at once, so another owner may take it and a later token be
+// accepted (seed 479264011: a goroutine sharing the Client shut it down).
+const shutdownCut = "lock client shutting down"
+
+// closedBy reports whether a hold's ctx ended because its Client was
+// closed (its lock stays until its lease runs out) or shut down (its
+// lock is given back).
+func closedBy(cause string) bool {
+	return strings.Contains(cause, "client closed") || strings.Contains(cause, shutdownCut)
 }
 
 type fencing struct {
@@ -222,17 +238,20 @@ func (fc *fencing) refusals(key string, spans []span) {
 				slack = int64(fc.lim.PauseSlack)
 			}
 			lost := strings.Contains(o.Cause, "lock lost")
-			closed := strings.Contains(o.Cause, "client closed")
+			closed := closedBy(o.Cause)
 			if o.Done != Never && (lost || closed) && o.Done <= w.Return+slack {
 				if closed && !lost {
 					fc.closedRefusals++
 				}
 				continue
 			}
-			if o.Done != Never && o.Done <= w.Return && (strings.Contains(o.ReleaseErr, "lock lost") || strings.Contains(o.ReleaseErr, "not held")) {
+			if o.Done != Never && o.Done <= w.Return && (strings.Contains(o.ReleaseErr, "lock lost") || strings.Contains(o.ReleaseErr, "not held") ||
+				strings.Contains(o.ReleaseErr, shutdownCut)) {
 				// Its ctx was done for another cause first (the caller
 				// gave up), so it could not report the loss, which its
-				// release found.
+				// release found (or the cut of a Shutdown, which gave the
+				// lock back: seed 479264011, a goroutine sharing the
+				// Client shut it down).
 				fc.earlyDoneRefusals++
 				continue
 			}

@@ -167,3 +167,28 @@ func TestCheckFencingDeadOnArrival(t *testing.T) {
 	synPass(t, r)
 	synNote(t, r, "dead on arrival")
 }
+
+// A Shutdown of the hold's Client, by a goroutine sharing it, cuts the
+// hold and gives its lock back: a later token is accepted and the
+// holder's writes are refused (seed 479264011). Its ctx reports the cut,
+// or, when the caller had cancelled it first, its release does.
+func TestCheckFencingShutdownCut(t *testing.T) {
+	const cut = "lockgen: f: shutdown: lock client shutting down: Shutdown's ctx ended before the hold was released"
+	s := newSynth(2)
+	s.fenced(0, 1, 0, 10, 300).synDone(100, cut).synWrite(210, 215, 1, OutFail)
+	s.fenced(1, 2, 150, 160, 250).synWrite(170, 175, 2, OutOK)
+	a := s.fenced(0, 3, 400, 410, 700).synDone(420, "context canceled").synWrite(610, 615, 3, OutFail)
+	a.ReleaseErr = "lockgen: f: release: " + cut[len("lockgen: f: "):]
+	s.fenced(1, 4, 500, 520, 600).synWrite(530, 535, 4, OutOK)
+	r := CheckFencing(s.build(), synLimits())
+	synPass(t, r)
+	synNote(t, r, "1 refusals after the hold's ctx was done because its Client was closed or shut down")
+	synNote(t, r, "1 refusals after the hold's ctx was done for another cause, of holds whose release found the lock lost or cut by a Shutdown")
+
+	// A ctx cancelled by its caller, with nothing in the release, still
+	// explains nothing.
+	s = newSynth(2)
+	s.fenced(0, 1, 0, 10, 300).synDone(100, "context canceled").synWrite(210, 215, 1, OutFail)
+	s.fenced(1, 2, 150, 160, 250).synWrite(170, 175, 2, OutOK)
+	synViolations(t, CheckFencing(s.build(), synLimits()), 1, "for another cause")
+}
