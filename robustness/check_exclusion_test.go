@@ -221,6 +221,20 @@ func TestCheckExclusionSemaphoreFlush(t *testing.T) {
 	r := CheckExclusion(s.build(), synLimits())
 	synPass(t, r)
 	synNote(t, r, "flush")
+
+	// The hold Redis forgot may be the one whose acquire returned later
+	// (seed 30068944: p7's acquire of 1 permit, invoked just before a
+	// FLUSHALL, its reply delayed by latency past another's acquire of
+	// both permits after the flush; p7's release found its permit gone).
+	later := func(end float64) Result {
+		s := newSynth(2)
+		s.hold(0, KindSemaphore, "sem", 0, 60, end)
+		s.fault(FaultFlush, "lock", 1, 2)
+		s.hold(1, KindSemaphore, "sem", 20, 21, 130).N = 2
+		return CheckExclusion(s.build(), synLimits())
+	}
+	synPass(t, later(62))
+	synViolations(t, later(5000), 1, "3 permits held")
 }
 
 func TestCheckExclusionDeadOnArrival(t *testing.T) {
