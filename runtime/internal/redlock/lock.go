@@ -115,8 +115,8 @@ func (l *Lock) Acquire(ctx context.Context, owner string, wait, lease time.Durat
 		// the earliest send (not the round's start: a try may wait in its
 		// node's admission gate first).
 		validUntil := first.Add(validity)
-		if granted >= l.quorum && time.Now().Before(validUntil) {
-			return l.hold(ctx, owner, parts, granted, lease, validUntil), nil
+		if live, n := liveParts(parts); n >= l.quorum && time.Now().Before(validUntil) {
+			return l.hold(ctx, owner, live, n, lease, validUntil), nil
 		}
 		l.releaseParts(parts)
 		if err := l.roundEnds(ctx, running, past, lastCut, granted, answered, len(parts), lasting); err != nil {
@@ -231,6 +231,22 @@ func (l *Lock) tryAll(ctx context.Context, owner string, lease time.Duration, un
 		l.giveBackLate(replies, left)
 	}
 	return parts, granted, answered, first, lasting
+}
+
+// liveParts are the parts whose ctx is not done, and their number. A
+// part may end while its round waits for slower nodes: a Shutdown of the
+// Client (a goroutine sharing it) cuts the parts its nodes hold and gives
+// them back in Redis, and Holds.Cut, which ends the RedLock holds first,
+// does not know this acquisition yet. Such a part holds nothing.
+func liveParts(parts []context.Context) ([]context.Context, int) {
+	live, n := make([]context.Context, len(parts)), 0
+	for i, p := range parts {
+		if p != nil && p.Err() == nil {
+			live[i] = p
+			n++
+		}
+	}
+	return live, n
 }
 
 // passing reports whether a node's try failed for a reason that may pass
@@ -400,6 +416,11 @@ func (l *Lock) partEnded(h *hold, cause error) {
 	switch {
 	case errors.Is(cause, errs.Closed):
 		h.cancel(l.fail("renew", errs.Closed))
+	case errors.Is(cause, errs.Draining):
+		// A Shutdown cut the part (and gives it back): it cuts the
+		// RedLock holds first (Holds.Cut), but not one made after that
+		// from parts it had not cut yet.
+		h.cancel(l.fail("shutdown", fmt.Errorf("%w: Shutdown's ctx ended before the hold was released", errs.Draining)))
 	case errors.Is(cause, errs.LockLost) && h.lost.Add(1) > h.spare:
 		h.cancel(l.fail("renew", fmt.Errorf("%w: fewer than %d nodes still hold it", errs.LockLost, l.quorum)))
 	}
