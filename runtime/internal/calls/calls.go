@@ -63,8 +63,8 @@ func (k *Limits) Limit(ctx context.Context) time.Time {
 // waits for its reply up to the call's bound (scripts.WithCallBound),
 // which limit may come before.
 func (k *Limits) DetachedUntil(ctx context.Context, limit time.Time) (context.Context, context.CancelFunc) {
-	if b, ok := scripts.CallBoundOf(ctx); !ok || limit.Before(b) {
-		ctx = scripts.WithCallBound(ctx, limit)
+	if b, ok := scripts.CallBoundOf(ctx); ok && limit.Before(b) {
+		ctx = scripts.WithCallBound(ctx, limit) // (without a bound, its deadline is the limit)
 	}
 	if ctx.Done() == nil || ctx.Value(stayAttached{}) != nil {
 		return context.WithDeadline(ctx, limit)
