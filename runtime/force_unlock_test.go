@@ -13,21 +13,29 @@ import (
 	"github.com/lockgen/lockgen/runtime"
 )
 
-// lateReplyHook delays the reply of one script by d, as a slow network
-// would: Redis has run it before the client reads its reply.
-type lateReplyHook struct {
-	sha string
-	d   time.Duration
+// scriptDelayHook delays one script by d: its send (Redis runs it after
+// the caller went on), or with late its reply (Redis has run it before
+// the client reads the reply), as a slow network would.
+type scriptDelayHook struct {
+	sha  string
+	d    time.Duration
+	late bool
 }
 
-func (lateReplyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (lateReplyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (scriptDelayHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (scriptDelayHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
-func (h lateReplyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h scriptDelayHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isScriptCall(cmd.Args(), h.sha) {
+			return next(ctx, cmd)
+		}
+		if !h.late {
+			time.Sleep(h.d)
+		}
 		err := next(ctx, cmd)
-		if isScriptCall(cmd.Args(), h.sha) {
+		if h.late {
 			time.Sleep(h.d)
 		}
 		return err
@@ -41,7 +49,7 @@ func (h lateReplyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestForceUnlockEndsTheLocalHoldsBeforeTheLockIsFree(t *testing.T) {
 	s := redistest.Start(t)
 	rdb := s.Client(t)
-	rdb.AddHook(lateReplyHook{sha: lua.ForceUnlock.Hash(), d: 500 * time.Millisecond})
+	rdb.AddHook(scriptDelayHook{sha: lua.ForceUnlock.Hash(), d: 500 * time.Millisecond, late: true})
 	c := newClient(t, rdb, nil)
 	ctx := ctxT(t)
 	const key = "force-unlock-local"
@@ -110,26 +118,6 @@ func TestAForceUnlockRefusedGivesBackTheHoldsItEnded(t *testing.T) {
 	eventually(t, 5*time.Second, "the lock given back once Redis answers", func() bool { return admin.Exists(ctx, key).Val() == 0 })
 }
 
-// earlySendHook delays the send of one script by d: the caller goes on
-// meanwhile, and Redis runs the script only after it.
-type earlySendHook struct {
-	sha string
-	d   time.Duration
-}
-
-func (earlySendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (earlySendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (h earlySendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isScriptCall(cmd.Args(), h.sha) {
-			time.Sleep(h.d)
-		}
-		return next(ctx, cmd)
-	}
-}
-
 // A hold this Client takes while its ForceUnlock is on its way (after the
 // local holds ended, before Redis runs the delete) is deleted by it: its
 // ctx ends once the force's reply comes, before another Client can take
@@ -138,7 +126,7 @@ func TestAHoldTakenWhileAForceUnlockIsOnItsWayEndsWithIt(t *testing.T) {
 	s := redistest.Start(t)
 	ctx := ctxT(t)
 	rdb := s.Client(t)
-	rdb.AddHook(earlySendHook{sha: lua.ForceUnlock.Hash(), d: 300 * time.Millisecond})
+	rdb.AddHook(scriptDelayHook{sha: lua.ForceUnlock.Hash(), d: 300 * time.Millisecond})
 	c := newClient(t, rdb, nil)
 	other := newClient(t, s.Client(t), nil)
 	const key = "force-unlock-in-flight"
