@@ -45,12 +45,28 @@ func seedFromEnv(t *testing.T) int64 {
 	return time.Now().UnixNano() % 1_000_000_000
 }
 
+// sharingFromEnv is LOCKGEN_ROBUSTNESS_SHARING=<n>, n > 1: every process
+// runs at least n goroutines and puts every n of them on one Client
+// (Config.Sharing), where the default draws 2 or 3 per process; 0: unset.
+func sharingFromEnv(t *testing.T) int {
+	s := os.Getenv("LOCKGEN_ROBUSTNESS_SHARING")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 2 {
+		t.Fatalf("LOCKGEN_ROBUSTNESS_SHARING=%q: want a number of goroutines per Client, 2 or more", s)
+	}
+	return n
+}
+
 // TestRobustness runs the workload under random faults and checks the
 // history. By default one short run (under 90 s on 2 cores; 12 s of
 // workload with -short); with
 // LOCKGEN_ROBUSTNESS=<duration> (e.g. 10m) runs of new seeds follow each
 // other for that long. LOCKGEN_ROBUSTNESS_SEED=<seed> reruns a seed's
-// schedule.
+// schedule. LOCKGEN_ROBUSTNESS_SHARING=<n> puts n goroutines of each
+// process on one Client (a seed found with it reruns with it).
 func TestRobustness(t *testing.T) { robustness(t, false) }
 
 // TestRobustnessOnCluster is TestRobustness with the locks on a local
@@ -72,11 +88,15 @@ func robustness(t *testing.T, cluster bool) {
 		total = d
 	}
 	seed := seedFromEnv(t)
+	sharing := sharingFromEnv(t)
 	start := time.Now()
 	var runs, ops, faults int
 	var failed []int64 // seeds with a violation: the long mode goes on
 	for i := 0; ; i++ {
 		cfg := Config{Seed: seed + int64(i), Length: 40 * time.Second, Cluster: cluster}
+		if sharing > 0 {
+			cfg.Goroutines, cfg.Sharing = max(3, sharing), sharing
+		}
 		if cluster {
 			cfg.Length = 15 * time.Second
 		}
