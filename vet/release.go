@@ -127,16 +127,22 @@ func (w *walker) unlocksAlways(body *ast.BlockStmt, params *ast.FieldList) []unl
 
 // mayReturn reports whether st holds a return (or a goto) of its function.
 func mayReturn(st ast.Stmt) bool {
+	return outsideLits(st, func(n ast.Node) bool {
+		b, isBranch := n.(*ast.BranchStmt)
+		_, isReturn := n.(*ast.ReturnStmt)
+		return isReturn || isBranch && b.Tok == token.GOTO
+	})
+}
+
+// outsideLits reports whether match holds for a node of n outside the
+// func literals in n (their returns and calls are not n's).
+func outsideLits(n ast.Node, match func(ast.Node) bool) bool {
 	found := false
-	ast.Inspect(st, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
+	ast.Inspect(n, func(n ast.Node) bool {
+		if _, lit := n.(*ast.FuncLit); lit || found {
 			return false
-		case *ast.ReturnStmt:
-			found = true
-		case *ast.BranchStmt:
-			found = found || n.Tok == token.GOTO
 		}
+		found = n != nil && match(n)
 		return !found
 	})
 	return found
@@ -166,43 +172,25 @@ func (w *walker) defersRecover(body *ast.BlockStmt) bool {
 // callsRecover reports whether n calls recover (outside the func literals
 // in it).
 func (w *walker) callsRecover(n ast.Node) bool {
-	found := false
-	ast.Inspect(n, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
+	return outsideLits(n, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallExpr)
+		if !ok {
 			return false
-		case *ast.CallExpr:
-			b, ok := w.pass.TypesInfo.Uses[identOf(n.Fun)].(*types.Builtin)
-			found = found || ok && b.Name() == "recover"
 		}
-		return !found
+		b, ok := w.pass.TypesInfo.Uses[identOf(c.Fun)].(*types.Builtin)
+		return ok && b.Name() == "recover"
 	})
-	return found
 }
 
 // mayPanic reports whether st makes a call (outside the func literals in
 // it): any call may panic. A defer makes only the calls in its arguments.
 func mayPanic(st ast.Stmt) bool {
-	nodes := []ast.Node{st}
-	if d, ok := st.(*ast.DeferStmt); ok {
-		nodes = nil
-		for _, a := range d.Call.Args {
-			nodes = append(nodes, a)
-		}
+	isCall := func(n ast.Node) bool { _, ok := n.(*ast.CallExpr); return ok }
+	d, ok := st.(*ast.DeferStmt)
+	if !ok {
+		return outsideLits(st, isCall)
 	}
-	found := false
-	for _, n := range nodes {
-		ast.Inspect(n, func(n ast.Node) bool {
-			switch n.(type) {
-			case *ast.FuncLit:
-				return false
-			case *ast.CallExpr:
-				found = true
-			}
-			return !found
-		})
-	}
-	return found
+	return slices.ContainsFunc(d.Call.Args, func(a ast.Expr) bool { return outsideLits(a, isCall) })
 }
 
 // unlockedParams is the Unlocks that fn, a function of this package,
