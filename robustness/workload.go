@@ -385,11 +385,17 @@ func (w *worker) watchStalls(stop <-chan struct{}) {
 }
 
 func (g *goroutine) event(e Event) {
-	e.G, e.Client = g.id, g.cl.gen
-	if g.grp.size > 1 {
-		e.Shared = g.grp.name
-	}
+	e.G, e.Client, e.Shared = g.id, g.cl.gen, g.shared()
 	g.w.rec.Record(e)
+}
+
+// shared names the Client g works through when goroutines share it ("":
+// its own).
+func (g *goroutine) shared() string {
+	if g.grp.size > 1 {
+		return g.grp.name
+	}
+	return ""
 }
 
 // outcome classifies an error: a definite failure (not acquired, quorum
@@ -587,11 +593,7 @@ func (g *goroutine) watchDone(op int64, hctx context.Context, at int64) {
 	}
 	// The func runs on a goroutine of its own, while this one may replace
 	// its Client (g.cl): the event is stamped with what holds now.
-	id, gen, rec := g.id, g.cl.gen, g.w.rec
-	shared := ""
-	if g.grp.size > 1 {
-		shared = g.grp.name
-	}
+	id, gen, shared, rec := g.id, g.cl.gen, g.shared(), g.w.rec
 	context.AfterFunc(hctx, func() {
 		rec.Record(Event{Op: op, Ev: EvDone, Err: errString(context.Cause(hctx)), G: id, Client: gen, Shared: shared})
 	})
