@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -103,6 +104,22 @@ func Refused(err error) bool {
 }
 
 var refusals = [...]string{"TRYAGAIN ", "MOVED ", "ASK ", "CLUSTERDOWN ", "MASTERDOWN ", "LOADING ", "READONLY ", "BUSY ", "OOM ", "NOREPLICAS ", "MISCONF "}
+
+// stoppedPartWay reports whether err is Redis stopping a script at a
+// command on a key that is not there in a slot being migrated (a key the
+// script itself deleted: the key would be on the target): what the
+// script wrote before it stays.
+func stoppedPartWay(err error) bool {
+	return IsReply(err) && strings.Contains(err.Error(), "attempted to access a non local key in a cluster node")
+}
+
+// partialError is a script Redis stopped part-way (stoppedPartWay): no
+// reply that decides it, so its outcome is unknown, as after a lost reply
+// (and settled as one is).
+type partialError struct{ msg string }
+
+func (e *partialError) Error() string { return "ran in part: " + e.msg }
+func (e *partialError) Unwrap() error { return errs.OutcomeUnknown }
 
 // Unreachable reports whether err says Redis could not be reached (no
 // reply: refused, reset, timed out, pool exhausted), as opposed to a reply

@@ -3,7 +3,6 @@ package scripts
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/lockgen/lockgen/runtime/internal/errs"
 	"github.com/redis/go-redis/v9"
@@ -105,22 +104,6 @@ func (sc Script) runScript(ctx context.Context, rdb Runner, numKeys int, args []
 	process(ctx, rdb, cmd, once)
 	return cmd
 }
-
-// stoppedPartWay reports whether err is Redis stopping a script at a
-// command on a key that is not there in a slot being migrated (a key the
-// script itself deleted: the key would be on the target): what the
-// script wrote before it stays.
-func stoppedPartWay(err error) bool {
-	return IsReply(err) && strings.Contains(err.Error(), "attempted to access a non local key in a cluster node")
-}
-
-// partialError is a script Redis stopped part-way (stoppedPartWay): no
-// reply that decides it, so its outcome is unknown, as after a lost reply
-// (and settled as one is).
-type partialError struct{ msg string }
-
-func (e *partialError) Error() string { return "ran in part: " + e.msg }
-func (e *partialError) Unwrap() error { return errs.OutcomeUnknown }
 
 // noScript: redis.HasErrorPrefix allocates even for a nil error.
 func noScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
