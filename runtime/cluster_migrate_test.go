@@ -315,8 +315,10 @@ func TestAFairReleaseStoppedPartWayByAHalfMovedSlotIsAnUnknownOutcome(t *testing
 	}
 	uerr := fa.Unlock(h)
 	t.Logf("Unlock during the half move: %v", uerr)
-	if uerr != nil && !errors.Is(uerr, runtime.ErrOutcomeUnknown) && !errors.Is(uerr, runtime.ErrUnavailable) {
-		t.Errorf("Unlock in a half-moved slot: %v, want nil, ErrOutcomeUnknown or ErrUnavailable", uerr)
+	if !errors.Is(uerr, runtime.ErrOutcomeUnknown) {
+		// nil or a refusal before it ran: the set-up did not have Redis
+		// stop the release part-way, and the test checks nothing.
+		t.Fatalf("Unlock in a half-moved slot: %v, want ErrOutcomeUnknown (the release stopped part-way)", uerr)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if err := m.Finish(); err != nil {
